@@ -1,0 +1,189 @@
+"""The ``keepgui`` command: the window with no arguments, and every scripted command.
+
+Each family of commands lives in a module under :mod:`keepgui.commands` that
+adds its subparsers; this module holds what they share: the global options,
+where the data dir and workspaces come from, output in human or ``--json``
+form, and turning every expected error into one line and a non-zero exit.
+
+Exit status: 0 success; 1 a failure the command reports (including "nothing
+was written" for ``keep`` and "problems found" for ``doctor``); 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import sys
+from typing import Any, Callable
+
+from keepgui import __version__
+from keepgui.core.errors import KeepguiError
+
+COMMAND_MODULES = (
+    "keepgui.commands.iii",
+    "keepgui.commands.recall",
+    "keepgui.commands.nanobot",
+    "keepgui.commands.compaction",
+)
+
+
+class Context:
+    """What a command needs besides its own arguments: the sources, and how to print."""
+
+    def __init__(self, args: argparse.Namespace, stdout=None, stderr=None) -> None:
+        self.args = args
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        self._demo = None
+        self._datadir = None
+
+    # ------------------------------------------------------------------ sources
+
+    def demo(self):
+        """The fresh temporary copy of the demo data (made once per process)."""
+        if self._demo is None:
+            from keepgui.core.demo import make_demo_copy
+
+            self._demo = make_demo_copy()
+            if not os.environ.get("KEEPGUI_KEEP_DEMO"):
+                atexit.register(shutil.rmtree, self._demo.root, True)
+        return self._demo
+
+    def data_dir_path(self) -> str:
+        """``--data-dir``, else ``$KEEPGUI_DATA_DIR``, else the demo (with ``--demo``),
+        else the worker's own default resolution."""
+        from keepgui.core.iii.store import default_data_dir
+
+        given = getattr(self.args, "data_dir", None)
+        if given:
+            return os.path.abspath(os.path.expanduser(given))
+        if getattr(self.args, "demo", False):
+            return self.demo().iii
+        env = os.environ.get("KEEPGUI_DATA_DIR")
+        if env:
+            return os.path.abspath(os.path.expanduser(env))
+        return default_data_dir()
+
+    def datadir(self):
+        """The :class:`~keepgui.core.iii.store.DataDir` the command works on."""
+        if self._datadir is None:
+            from keepgui.core.iii.store import DataDir
+            from keepgui.core.iii.worker import WorkerLink
+
+            self._datadir = DataDir(self.data_dir_path(), WorkerLink(getattr(self.args, "reload_command", None)))
+        return self._datadir
+
+    def workspace_path(self) -> str:
+        """``--workspace``, else the demo's workspace (with ``--demo``), else nanobot's discovery."""
+        given = getattr(self.args, "workspace", None)
+        if given:
+            return os.path.abspath(os.path.expanduser(given))
+        if getattr(self.args, "demo", False):
+            return self.demo().nanobot
+        from keepgui.core.nanobot.workspace import discover_workspace
+
+        return discover_workspace()
+
+    # ------------------------------------------------------------------ output
+
+    @property
+    def json_mode(self) -> bool:
+        """True when the command was asked for ``--json``."""
+        return bool(getattr(self.args, "json", False))
+
+    def out(self, text: str = "") -> None:
+        """A line of human output."""
+        print(text, file=self.stdout)
+
+    def emit_json(self, obj: Any) -> None:
+        """One JSON document on stdout (raw UTF-8, like the worker)."""
+        print(json.dumps(obj, ensure_ascii=False, indent=None, separators=(",", ":")), file=self.stdout)
+
+    def note(self, text: str) -> None:
+        """A side remark on stderr, so it never mixes with ``--json`` output."""
+        print(f"keepgui: {text}", file=self.stderr)
+
+    def report_reload(self, outcome) -> None:
+        """Say plainly when a running worker could not be told to reload."""
+        if outcome is not None and not outcome.ok:
+            self.note(outcome.message)
+
+
+def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """The global options, accepted before or after the command name."""
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--data-dir", metavar="DIR", default=default,
+                        help="iii memory data dir (default: $KEEPGUI_DATA_DIR, else the worker's own default)")
+    parser.add_argument("--demo", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                        help="work on a fresh temporary copy of the bundled demo data")
+    parser.add_argument("--reload-command", metavar="CMD", default=default,
+                        help="command that makes a running worker reload after a write "
+                             "(default: `iii trigger memory::reload`; empty string: never)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with every command module's subcommands."""
+    import importlib
+
+    parser = argparse.ArgumentParser(
+        prog="keepgui",
+        description="See and control what your AI agents remember. With no command, opens the window.",
+    )
+    parser.add_argument("--version", action="version", version=f"keepgui {__version__}")
+    add_common(parser, suppress=False)
+    parser.add_argument("--workspace", metavar="DIR", action="append", default=None,
+                        help="nanobot workspace to open in the window (repeatable)")
+    parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
+    parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
+    parser.add_argument("--panel", choices=("memories", "rules", "preview"), help="the panel to show in the window")
+    parser.add_argument("--query", metavar="TEXT", help="the preview question to show in the window")
+    parser.add_argument("--stand-alone", action="store_true",
+                        help="do not hand over to (or become) the single running instance")
+    common = argparse.ArgumentParser(add_help=False)
+    add_common(common, suppress=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        module.register(sub, common)
+    return parser
+
+
+def run_command(args: argparse.Namespace, ctx: Context) -> int:
+    """Dispatch to the command's function, turning expected errors into one line."""
+    func: Callable[[argparse.Namespace, Context], int] = args.func
+    try:
+        return int(func(args, ctx) or 0)
+    except KeepguiError as exc:
+        print(f"keepgui: error: {exc}", file=ctx.stderr)
+        return 1
+    except BrokenPipeError:
+        # the reader (a pager, `head`) went away: not an error worth a message
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at interpreter exit
+        return 1
+    except OSError as exc:
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"keepgui: error: {exc.strerror or exc}{where}", file=ctx.stderr)
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``keepgui`` and ``python -m keepgui``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        from keepgui.app import run_gui
+
+        return run_gui(args)
+    ctx = Context(args)
+    if os.environ.get("KEEPGUI_DEBUG"):
+        return int(args.func(args, ctx) or 0)
+    return run_command(args, ctx)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The errors keepgui reports to people.
+
+Every error names what went wrong, where (the file, and the line when there is
+one) and, where it helps, what to do. The CLI prints ``str(error)`` as its one
+line; the window shows it in a banner. Nothing here imports Qt.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class KeepguiError(Exception):
+    """Base class of every error keepgui raises on purpose."""
+
+
+class InvalidInput(KeepguiError):
+    """A value given by a person or a script is not acceptable (bad name, text too short...)."""
+
+
+class NotFound(KeepguiError):
+    """A bank, memory, rule or file that was asked for does not exist."""
+
+
+class Unreadable(KeepguiError):
+    """A file cannot be read as the format it should have (invalid UTF-8, not a file...).
+
+    Attributes:
+        path: the file.
+        reason: why, in words a person understands.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class ReadOnly(KeepguiError):
+    """Writing was refused because the target must never be written (or cannot be)."""
+
+
+class Conflict(KeepguiError):
+    """A save was refused because the file changed on disk since it was read.
+
+    Attributes:
+        path: the file that changed.
+        expected: the stamp the caller loaded (``None`` if it did not exist then).
+        actual: the stamp on disk now.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], expected, actual) -> None:
+        self.path = os.fspath(path)
+        self.expected = expected
+        self.actual = actual
+        if expected is None or not getattr(expected, "exists", True):
+            what = "was created by someone else"
+        elif not actual.exists:
+            what = "was deleted by someone else"
+        else:
+            what = "was changed by someone else"
+        super().__init__(
+            f"{self.path} {what} since it was read; nothing was written. "
+            "Reload it, compare, and save again."
+        )

@@ -1,0 +1,334 @@
+"""Every byte keepgui writes goes through this module.
+
+Three primitives, each chosen so that a crash, a power cut or a second writer
+can never leave a memory file torn or silently overwritten:
+
+* :func:`atomic_write` replaces a whole file: a temporary file in the same
+  folder, ``fsync``, ``os.replace``, then ``fsync`` of the folder so the rename
+  itself is durable. The file's mode bits are kept. Temporary names end in
+  ``.tmp`` so the iii worker, which lists ``rules/*.md``, never sees one.
+* :func:`append_lines` (and :class:`LockedLog`) add complete lines to an
+  append-only log in **one** ``write()`` under an exclusive lock, then
+  ``fsync``. When the file does not end in ``\\n`` (someone crashed half-way
+  through a line), a ``\\n`` goes first, in the same write, so the torn
+  fragment becomes its own (skipped) line instead of swallowing our record.
+* :class:`Stamp` identifies what was read (size, mtime, SHA-256). A save given
+  the stamp it loaded refuses with :class:`Conflict` when the content on disk
+  differs: nothing anyone else wrote is ever overwritten unseen. Content, not
+  the mtime alone, decides, so a touch without a change is not a conflict.
+
+Only this module opens files for writing (a test enforces it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import secrets
+import stat
+import sys
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from keepgui.core.errors import Conflict, KeepguiError, ReadOnly
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+TEMP_MARKER = ".keepgui-"
+"""Every temporary file keepgui creates has this in its name and ends in ``.tmp``."""
+
+_BINARY = getattr(os, "O_BINARY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What a file was when it was read: enough to notice any later change.
+
+    ``exists`` is False for a file that was missing; its other fields are then
+    zero/empty. Two stamps describe the same content when their SHA-256 match.
+    """
+
+    exists: bool
+    size: int = 0
+    mtime_ns: int = 0
+    sha256: str = ""
+
+    @classmethod
+    def missing(cls) -> "Stamp":
+        """The stamp of a file that does not exist."""
+        return cls(False)
+
+    @classmethod
+    def of(cls, data: bytes, st: os.stat_result) -> "Stamp":
+        """The stamp of ``data`` read from a file whose ``fstat`` is ``st``."""
+        return cls(True, len(data), st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+    def same_content(self, other: "Stamp") -> bool:
+        """True when both describe the same bytes (or both a missing file)."""
+        if self.exists != other.exists:
+            return False
+        return not self.exists or (self.size == other.size and self.sha256 == other.sha256)
+
+
+def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tuple[bytes | None, Stamp]:
+    """Read a whole file and return ``(bytes, stamp)``; ``(None, missing)`` when absent.
+
+    The stamp is computed from the very bytes returned, so it can be handed to
+    :func:`atomic_write` as ``expect`` without a window in between. ``limit``
+    refuses (``KeepguiError``) files larger than that many bytes.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _BINARY)
+    except FileNotFoundError:
+        return None, Stamp.missing()
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise KeepguiError(f"{os.fspath(path)} is a folder, not a file")
+        if limit is not None and st.st_size > limit:
+            raise KeepguiError(
+                f"{os.fspath(path)} is {st.st_size:,} bytes, more than the {limit:,} keepgui reads"
+            )
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        return data, Stamp.of(data, st)
+    finally:
+        os.close(fd)
+
+
+def current_stamp(path: str | os.PathLike[str]) -> Stamp:
+    """The stamp of the file as it is on disk now."""
+    return read_stamped(path)[1]
+
+
+def check_unchanged(path: str | os.PathLike[str], expect: Stamp | None) -> Stamp:
+    """Raise :class:`Conflict` unless the file still has the content ``expect`` describes.
+
+    ``expect=None`` means the caller read nothing and accepts whatever is there.
+    Returns the current stamp.
+    """
+    now = current_stamp(path)
+    if expect is not None and not expect.same_content(now):
+        raise Conflict(path, expect, now)
+    return now
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a rename or unlink inside folder ``path`` durable (no-op where unsupported)."""
+    if sys.platform == "win32":  # pragma: no cover
+        return
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some filesystems refuse fsync on folders
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def temp_name_for(path: str | os.PathLike[str]) -> str:
+    """A fresh temporary path beside ``path``, hidden, never ending in ``.md``."""
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.join(folder, f".{name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def is_temp_name(name: str) -> bool:
+    """True for a leftover temporary file of keepgui (or of the worker's rule writes)."""
+    return name.endswith(".tmp") and (TEMP_MARKER in name or (name.startswith(".") and name.endswith(".md.tmp")))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    expect: Stamp | None = None,
+    mode: int = 0o644,
+) -> Stamp:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix.
+
+    ``expect``: the stamp the caller loaded; the write is refused with
+    :class:`Conflict` when the file on disk no longer has that content (use
+    ``Stamp.missing()`` to insist the file does not exist yet). ``mode`` is used
+    only for a new file; an existing file keeps its mode bits. A symlink is
+    never replaced (that would silently cut a link someone made).
+    Returns the stamp of the new content.
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(path) or "."
+    if os.path.islink(path):
+        raise ReadOnly(f"{path} is a symbolic link; keepgui does not replace links")
+    check_unchanged(path, expect)
+    try:
+        keep_mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        keep_mode = None
+    tmp = temp_name_for(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, 0o600)
+    try:
+        try:
+            _write_all(fd, data)
+            if keep_mode is not None:
+                os.chmod(tmp, keep_mode)
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, mode & ~umask)
+            os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if expect is not None:
+            # Narrow the window between the check and the replace as far as we can.
+            check_unchanged(path, expect)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
+    return Stamp.of(data, st)
+
+
+def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) -> None:
+    """Delete ``path`` (durably), refusing with :class:`Conflict` if it changed since ``expect``."""
+    check_unchanged(path, expect)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    fsync_dir(os.path.dirname(os.fspath(path)) or ".")
+
+
+def make_dirs(path: str | os.PathLike[str]) -> None:
+    """``mkdir -p`` that makes each new folder's entry durable."""
+    path = os.path.abspath(os.fspath(path))
+    missing = []
+    probe = path
+    while not os.path.isdir(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+        fsync_dir(os.path.dirname(folder))
+
+
+def rename_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Rename a file or folder, refusing to replace anything at ``dst``; both parents are synced."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    if os.path.lexists(dst):
+        raise FileExistsError(errno.EEXIST, "already exists", dst)
+    os.rename(src, dst)
+    fsync_dir(os.path.dirname(dst) or ".")
+    if os.path.dirname(src) != os.path.dirname(dst):
+        fsync_dir(os.path.dirname(src) or ".")
+
+
+class LockedLog:
+    """An append-only log held under an exclusive lock, for read-then-append.
+
+    Use as a context manager. While it is held no other keepgui process can
+    append, so a caller can bring its view of the log up to date, decide what to
+    write, and write it, with nothing slipping in between (writers that do not
+    take the lock, like the worker, are covered by the tail repair).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._fd: int | None = None
+
+    def __enter__(self) -> "LockedLog":
+        if os.path.islink(self.path):
+            raise ReadOnly(f"{self.path} is a symbolic link; keepgui does not append through links")
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o644)
+        try:
+            _lock(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                _unlock(fd)
+            finally:
+                os.close(fd)
+
+    def write_lines(self, lines: Iterable[bytes]) -> int:
+        """Append complete lines in one write, repairing a torn tail first; fsync.
+
+        Each item must be one line ending in ``\\n`` with no other newline.
+        Returns the file offset at which the first of ``lines`` starts.
+        """
+        if self._fd is None:
+            raise RuntimeError("LockedLog.write_lines outside its with-block")
+        lines = list(lines)
+        for line in lines:
+            if not line.endswith(b"\n") or b"\n" in line[:-1]:
+                raise ValueError("each appended record must be exactly one \\n-terminated line")
+        if not lines:
+            return os.fstat(self._fd).st_size
+        size = os.fstat(self._fd).st_size
+        prefix = b""
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            prefix = b"\n"
+        _write_all(self._fd, prefix + b"".join(lines))
+        os.fsync(self._fd)
+        return size + len(prefix)
+
+
+def append_lines(path: str | os.PathLike[str], lines: Iterable[bytes]) -> int:
+    """Append complete lines to a log under its lock (see :class:`LockedLog`)."""
+    with LockedLog(path) as log:
+        return log.write_lines(lines)
+
+
+@contextlib.contextmanager
+def locked_log(path: str | os.PathLike[str]) -> Iterator[LockedLog]:
+    """``with locked_log(p) as log: ...; log.write_lines([...])``."""
+    with LockedLog(path) as log:
+        yield log

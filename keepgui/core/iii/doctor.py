@@ -1,0 +1,132 @@
+"""``keepgui doctor``: every problem in an iii data dir, each located and explained.
+
+Reading only: the doctor never changes a file. It reports unreadable banks,
+corrupt lines (bank, line number, why), torn tails, names the worker would not
+accept, unusable ``bank.yaml`` files, unreadable rules, leftover temporary
+files of interrupted writes, vectors kept for stale revisions, and the same
+revision of an id written twice (a sign that a writer with a stale copy in RAM
+may have overwritten someone else's edit).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from keepgui.core.errors import KeepguiError
+from keepgui.core.iii.log import LOG_NAME
+from keepgui.core.iii.store import BANK_YAML, DataDir, is_valid_name
+from keepgui.core.iii.vectors import VECTORS_NAME, read_vectors
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: its kind, the bank (or ""), the file, the line (or 0), and what is wrong."""
+
+    kind: str
+    bank: str
+    path: str
+    line: int
+    message: str
+
+    def to_obj(self) -> dict:
+        """JSON form for ``doctor --json``."""
+        return {"kind": self.kind, "bank": self.bank, "path": self.path, "line": self.line,
+                "message": self.message}
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"[{self.kind}] {where}: {self.message}"
+
+
+def diagnose(datadir: DataDir) -> list[Finding]:
+    """Every problem found in the data dir, bank by bank."""
+    findings: list[Finding] = []
+    if not os.path.exists(datadir.path):
+        return [Finding("missing-data-dir", "", datadir.path, 0, "the data dir does not exist")]
+    if not os.path.isdir(datadir.path):
+        return [Finding("not-a-folder", "", datadir.path, 0, "the data dir is not a folder")]
+    for path in datadir.iter_temp_files():
+        findings.append(Finding("temp-file", os.path.basename(os.path.dirname(path)), path, 0,
+                                "leftover temporary file of an interrupted write; safe to delete"))
+    for bank in datadir.banks():
+        findings.extend(_diagnose_bank(bank))
+    return findings
+
+
+def _diagnose_bank(bank) -> list[Finding]:
+    out: list[Finding] = []
+    name = bank.name
+    if not is_valid_name(name):
+        out.append(Finding("bank-name", name, bank.path, 0,
+                           f"`{name}` does not match [a-z0-9][a-z0-9_-]{{0,63}}; the worker loads it but "
+                           "no new bank could be created with this name"))
+    if os.path.islink(bank.path):
+        out.append(Finding("bank-link", name, bank.path, 0,
+                           f"the bank folder is a link to {os.path.realpath(bank.path)}"))
+    problem = bank.description_problem()
+    if problem:
+        out.append(Finding("bank-yaml", name, os.path.join(bank.path, BANK_YAML), 0,
+                           f"{problem}; the description reads as empty"))
+    try:
+        bank.refresh()
+    except KeepguiError as exc:
+        out.append(Finding("unreadable", name, bank.log_path, 0, str(exc)))
+        return out
+    log = bank.log
+    if log.unreadable:
+        line = next((p.line for p in log.problems if p.kind == "unreadable"), 0)
+        out.append(Finding("unreadable", name, bank.log_path, line, log.unreadable))
+    for problem in log.problems:
+        if problem.kind == "corrupt":
+            out.append(Finding("corrupt-line", name, bank.log_path, problem.line,
+                               f"{problem.reason} — the worker skips this line ({problem.excerpt!r})"))
+        elif problem.kind == "torn-tail":
+            out.append(Finding("torn-tail", name, bank.log_path, problem.line, problem.reason))
+    if not log.unreadable:
+        out.extend(_duplicate_revisions(bank))
+        if os.path.exists(os.path.join(bank.path, VECTORS_NAME)):
+            report = read_vectors(bank.path, log.records)
+            if report.stale:
+                out.append(Finding("stale-vectors", name, os.path.join(bank.path, VECTORS_NAME), 0,
+                                   f"{len(report.stale)} memories have vectors only for an older revision "
+                                   "(the worker ignores them and re-embeds when it backfills)"))
+            if report.unparsed:
+                out.append(Finding("vector-lines", name, os.path.join(bank.path, VECTORS_NAME), 0,
+                                   f"{report.unparsed} lines cannot be read (the worker skips them)"))
+    legacy = [n for n in ("facts.jsonl", "blocks") if os.path.exists(os.path.join(bank.path, n))]
+    if legacy and not os.path.exists(bank.log_path):
+        out.append(Finding("legacy-layout", name, bank.path, 0,
+                           f"only the legacy {' and '.join(legacy)} exist; the current worker reads neither"))
+    for rule in bank.rule_names():
+        path = os.path.join(bank.rules_path, rule + ".md")
+        if not is_valid_name(rule):
+            out.append(Finding("rule-name", name, path, 0,
+                               f"rule `{rule}` does not match [a-z0-9][a-z0-9_-]{{0,63}}; the worker injects it "
+                               "but it cannot be saved under this name"))
+    _, rule_problems = bank.rules()
+    for problem in rule_problems:
+        out.append(Finding("rule", name, problem.where, 0, problem.what))
+    return out
+
+
+def _duplicate_revisions(bank) -> list[Finding]:
+    """Ids with two lines carrying the same revision number (the later one won on replay)."""
+    log = bank.log
+    if log.valid_lines == len(log.records):
+        return []  # one line per id: nothing can repeat
+    first_line: dict[tuple[str, int], int] = {}
+    repeated: dict[str, list[tuple[int, int, int]]] = {}
+    for lineno, memory in log.scan():
+        key = (memory.id, memory.revision)
+        if key in first_line:
+            repeated.setdefault(memory.id, []).append((memory.revision, first_line[key], lineno))
+        else:
+            first_line[key] = lineno
+    out = []
+    for mid in sorted(repeated):
+        for revision, first, again in repeated[mid]:
+            out.append(Finding("repeated-revision", bank.name, os.path.join(bank.path, LOG_NAME), again,
+                               f"memory {mid} has revision {revision} here and at line {first}; the later line "
+                               "won, so the earlier edit may have been overwritten by a writer with a stale copy"))
+    return out

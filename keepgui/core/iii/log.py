@@ -1,0 +1,382 @@
+"""Replaying ``memories.jsonl`` as the worker does, and following it as it grows (spec §1.6).
+
+:class:`MemoryLog` holds the replayed state of one log: the winning revision of
+every id, where every valid line is (for the history view), and the problems
+met on the way (corrupt lines with their 1-based line number, a torn tail).
+:meth:`MemoryLog.refresh` reads only what was appended since the last read; a
+file that was replaced, truncated or rewritten is replayed whole.
+
+Replay rules: blank lines are skipped; a line the worker could not parse is
+skipped and reported; per id, a line replaces the stored record when its
+revision is ``>=`` the stored one. Invalid UTF-8 in a complete line makes the
+bank *unreadable* (the worker skips such a bank), which keepgui shows with the
+reason and never writes to. A last line without its ``\\n`` is a torn tail:
+reported, not treated as data, and read again once it is completed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import stat
+from array import array
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Callable, Iterator
+
+from keepgui.core.iii.record import Memory, RecordError, decode_canonical, parse_line
+from keepgui.core.iii.textrules import rust_trim
+
+LOG_NAME = "memories.jsonl"
+_GUARD = 4096  # bytes at the start and before the read offset, compared on refresh to notice a rewrite
+_EXCERPT = 80
+_CHUNK_LINES = 25_000  # progress is reported after each chunk of a long replay
+
+Progress = Callable[[int, int], None]
+"""``progress(bytes_done, bytes_total)``; it may raise to abandon a long load."""
+
+
+@dataclass(frozen=True)
+class LogProblem:
+    """Something wrong in a log, located for a person.
+
+    ``kind`` is ``"corrupt"`` (a complete line the worker skips), ``"torn-tail"``
+    (an unterminated last line) or ``"unreadable"`` (the bank cannot be loaded).
+    """
+
+    kind: str
+    line: int
+    offset: int
+    reason: str
+    excerpt: str = ""
+
+    def describe(self, path: str = "") -> str:
+        """One line: where, what, and the start of the offending text."""
+        where = f"{path}:{self.line}" if path else f"line {self.line}"
+        text = f"{where}: {self.reason}"
+        if self.excerpt:
+            text += f" — {self.excerpt!r}"
+        return text
+
+
+@dataclass
+class LogDelta:
+    """What one :meth:`MemoryLog.refresh` changed.
+
+    ``reset`` means the state was rebuilt from scratch (first load, or the file
+    was replaced); otherwise ``changed`` lists, in log order and without
+    repeats, the ids whose current record changed, and ``added`` those among
+    them that were not known before.
+    """
+
+    reset: bool = False
+    changed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    new_problems: list[LogProblem] = field(default_factory=list)
+    bytes_read: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing at all changed."""
+        return not (self.reset or self.changed or self.new_problems)
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+
+
+def _torn_tail(tail: bytes, lineno: int, offset: int) -> LogProblem | None:
+    """The problem an unterminated last line is, or None when it is only whitespace."""
+    text = tail.decode("utf-8", errors="replace")
+    if not rust_trim(text):
+        return None
+    reason = (f"unterminated last line ({len(tail)} bytes, no newline): a write was cut short "
+              "or is still in progress; it is not read as data")
+    try:
+        tail.decode("utf-8")
+    except UnicodeDecodeError:
+        reason += "; it is not valid UTF-8, so the worker cannot load this bank until it is completed or removed"
+    return LogProblem("torn-tail", lineno, offset, reason, _excerpt(text.strip()))
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic GC while a long replay allocates (it finds no cycles there)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Unreadable(Exception):
+    def __init__(self, reason: str, lineno: int, offset: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.lineno = lineno
+        self.offset = offset
+
+
+class MemoryLog:
+    """The replayed state of one ``memories.jsonl``, kept current by :meth:`refresh`.
+
+    Attributes:
+        path: the log file.
+        records: id -> the winning (current) record, live or retired.
+        problems: corrupt lines and a torn tail, in file order; or why it is unreadable.
+        unreadable: ``None``, or why the bank cannot be loaded.
+        torn_tail: the problem describing an unterminated last line, if there is one.
+        lines: complete lines read so far (the next line's number is ``lines + 1``).
+        offset: bytes consumed (always just after a ``\\n``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._clear()
+
+    def _clear(self) -> None:
+        self.records: dict[str, Memory] = {}
+        self.problems: list[LogProblem] = []
+        self.unreadable: str | None = None
+        self.torn_tail: LogProblem | None = None
+        self.lines = 0
+        self.offset = 0
+        self.loaded = False
+        # Every valid line, in file order: hash(id) and offset. Compact enough for
+        # 250,000 lines, and enough to find an id's history without a full scan of the file.
+        self._line_hashes = array("q")
+        self._line_offsets = array("Q")
+        self._identity: tuple[int, int] | None = None
+        self._guard = b""
+        self._head = b""
+        self._tail_len = 0
+        self._mtime_ns = -1
+
+    # ------------------------------------------------------------------ reading
+
+    def refresh(self, progress: Progress | None = None) -> LogDelta:
+        """Bring the state up to date with the file; costs only the appended bytes when it grew."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            unchanged = self.loaded and not (self.records or self.problems or self.offset)
+            self._clear()
+            self.loaded = True
+            return LogDelta() if unchanged else LogDelta(reset=True)
+        except OSError as exc:
+            return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
+        if not stat.S_ISREG(st.st_mode):
+            return self._fail(f"{LOG_NAME} is not a regular file")
+        identity = (st.st_dev, st.st_ino)
+        if not self.loaded or self.unreadable or identity != self._identity or st.st_size < self.offset:
+            return self._full(progress)
+        if st.st_size == self.offset + self._tail_len and st.st_mtime_ns == self._mtime_ns:
+            return LogDelta()  # untouched since the last read
+        try:
+            with open(self.path, "rb") as fh:
+                mtime = os.fstat(fh.fileno()).st_mtime_ns
+                if self.offset:
+                    # The same file, grown or not, must still start and end (up to our
+                    # offset) with the bytes we read; otherwise it was rewritten in place.
+                    if fh.read(len(self._head)) != self._head:
+                        return self._full(progress)
+                    start = max(0, self.offset - len(self._guard))
+                    fh.seek(start)
+                    if fh.read(self.offset - start) != self._guard:
+                        return self._full(progress)
+                data = fh.read()
+        except OSError as exc:
+            return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
+        delta = LogDelta(bytes_read=len(data))
+        self._mtime_ns = mtime
+        self._consume(data, self.offset, delta, progress)
+        return delta
+
+    def _fail(self, reason: str, lineno: int = 0, offset: int = 0) -> LogDelta:
+        self._clear()
+        self.loaded = True
+        self.unreadable = reason
+        problem = LogProblem("unreadable", lineno, offset, reason)
+        self.problems.append(problem)
+        return LogDelta(reset=True, new_problems=[problem])
+
+    def _full(self, progress: Progress | None) -> LogDelta:
+        self._clear()
+        self.loaded = True
+        try:
+            with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                data = fh.read()
+        except OSError as exc:
+            return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
+        self._identity = (st.st_dev, st.st_ino)
+        self._mtime_ns = st.st_mtime_ns
+        delta = LogDelta(reset=True, bytes_read=len(data))
+        with _gc_paused():
+            self._consume(data, 0, delta, progress)
+        return delta
+
+    def _consume(self, data: bytes, base: int, delta: LogDelta, progress: Progress | None) -> None:
+        """Replay ``data``, which starts at file offset ``base`` (always a line start)."""
+        end = data.rfind(b"\n") + 1
+        pieces = data[:end].split(b"\n")
+        pieces.pop()  # the empty piece after the last "\n"
+        # starts[i] is the file offset of line i; computed in C, not line by line.
+        starts = list(accumulate(map((1).__add__, map(len, pieces)), initial=base))
+        try:
+            for first in range(0, len(pieces), _CHUNK_LINES):
+                self._replay_chunk(pieces, starts, first, min(first + _CHUNK_LINES, len(pieces)), delta)
+                if progress is not None:
+                    progress(starts[min(first + _CHUNK_LINES, len(pieces))] - base, len(data))
+        except _Unreadable as exc:
+            bad = self._fail(exc.reason, exc.lineno, exc.offset)
+            delta.reset = True
+            delta.changed.clear()
+            delta.added.clear()
+            delta.new_problems = bad.new_problems
+            return
+        self.lines += len(pieces)
+        self.offset = base + end
+        if len(self._head) < _GUARD:
+            self._head = (self._head + data[:end])[:_GUARD]
+        if end >= _GUARD:
+            self._guard = data[end - _GUARD:end]
+        else:
+            self._guard = (self._guard + data[:end])[-_GUARD:]
+        tail = data[end:]
+        self._tail_len = len(tail)
+        old_tail = self.torn_tail
+        self.torn_tail = _torn_tail(tail, self.lines + 1, self.offset)
+        if old_tail is not None and old_tail in self.problems:
+            self.problems.remove(old_tail)
+        if self.torn_tail is not None:
+            self.problems.append(self.torn_tail)
+            if old_tail is None or old_tail.excerpt != self.torn_tail.excerpt:
+                delta.new_problems.append(self.torn_tail)
+
+    def _replay_chunk(self, pieces: list[bytes], starts: list[int], lo: int, hi: int, delta: LogDelta) -> None:
+        chunk = pieces[lo:hi]
+        memories = list(map(decode_canonical, chunk))
+        if None in memories:
+            for i, memory in enumerate(memories):
+                if memory is None:
+                    memories[i] = self._slow_line(chunk[i], self.lines + lo + i + 1, starts[lo + i], delta)
+        if None in memories:
+            kept = [(starts[i], m) for i, m in enumerate(memories, lo) if m is not None]
+            line_starts = [start for start, _ in kept]
+            memories = [m for _, m in kept]
+        else:
+            line_starts = starts[lo:hi]
+        ids = [m.id for m in memories]
+        self._line_hashes.extend(map(hash, ids))
+        self._line_offsets.extend(line_starts)
+        records = self.records
+        get = records.get
+        if delta.reset:
+            for mid, memory in zip(ids, memories):
+                current = get(mid)
+                if current is None or memory.revision >= current.revision:
+                    records[mid] = memory
+            return
+        changed = delta.changed
+        seen = set(changed)
+        for mid, memory in zip(ids, memories):
+            current = get(mid)
+            if current is None or memory.revision >= current.revision:
+                records[mid] = memory
+                if current is None:
+                    delta.added.append(mid)
+                if mid not in seen:
+                    seen.add(mid)
+                    changed.append(mid)
+
+    def _slow_line(self, line: bytes, lineno: int, start: int, delta: LogDelta) -> Memory | None:
+        """A line the fast path refused: blank, valid but not canonical, or corrupt.
+
+        Returns the record, or None after recording why the line is skipped.
+        Raises _Unreadable for invalid UTF-8, which makes the whole bank unloadable.
+        """
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Unreadable(f"invalid UTF-8 at line {lineno}; the worker cannot load this bank",
+                              lineno, start + exc.start) from None
+        if not rust_trim(text):
+            return None  # blank lines are skipped, as the worker does
+        try:
+            return parse_line(line)
+        except RecordError as exc:
+            problem = LogProblem("corrupt", lineno, start, str(exc), _excerpt(text.strip()))
+            self.problems.append(problem)
+            delta.new_problems.append(problem)
+            return None
+
+    # ------------------------------------------------------------------ queries
+
+    def get(self, memory_id: str) -> Memory | None:
+        """The current record for an id, live or retired."""
+        return self.records.get(memory_id)
+
+    def live(self) -> list[Memory]:
+        """Every live record (unordered)."""
+        return [m for m in self.records.values() if m.invalid_at is None]
+
+    @property
+    def valid_lines(self) -> int:
+        """How many lines hold a valid record (every revision of every id)."""
+        return len(self._line_offsets)
+
+    def revision_lines(self, memory_id: str) -> list[tuple[int, str]]:
+        """``(file offset, raw line)`` of every valid line of an id, in file order."""
+        target = hash(memory_id)
+        wanted = [off for h, off in zip(self._line_hashes, self._line_offsets) if h == target]
+        out: list[tuple[int, str]] = []
+        if not wanted:
+            return out
+        try:
+            with open(self.path, "rb") as fh:
+                for off in wanted:
+                    fh.seek(off)
+                    raw = fh.readline().rstrip(b"\n")
+                    try:
+                        if parse_line(raw).id == memory_id:
+                            out.append((off, raw.decode("utf-8")))
+                    except (RecordError, UnicodeDecodeError):
+                        continue  # the file changed under us; the next refresh replays it
+        except OSError:
+            return out
+        return out
+
+    def scan(self) -> Iterator[tuple[int, Memory]]:
+        """Every valid complete line of the file as it is now: ``(line number, record)``."""
+        try:
+            with open(self.path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        for lineno, line in enumerate(data[:end].split(b"\n")[:-1], 1):
+            memory = decode_canonical(line)
+            if memory is None:
+                try:
+                    memory = parse_line(line)
+                except (RecordError, UnicodeDecodeError):
+                    continue
+            yield lineno, memory
+
+    def history(self, memory_id: str) -> list[Memory]:
+        """Every valid revision of an id in file order, read back from disk."""
+        return [parse_line(raw) for _, raw in self.revision_lines(memory_id)]
+
+    def raw_line(self, memory_id: str) -> str | None:
+        """The stored line of the current record, exactly as it is on disk (for ``--json``)."""
+        current = self.records.get(memory_id)
+        if current is None:
+            return None
+        for _, raw in reversed(self.revision_lines(memory_id)):
+            if parse_line(raw) == current:
+                return raw.rstrip("\r")
+        return None

@@ -1,0 +1,263 @@
+"""The iii memory record, byte for byte as the worker writes and reads it (spec §1.5, §5.1).
+
+A record is one compact JSON object per line of ``memories.jsonl`` with its
+keys in the worker's struct order; ``source``, ``invalid_at`` and
+``superseded_by`` are written only when set. Reading follows serde's rules: a
+missing required key, a wrong type, a float or negative number where an
+integer belongs, an unknown ``confidence``, a repeated key or anything after
+the object makes the whole line invalid; unknown keys are ignored.
+
+Records are ``msgspec`` structs: decoding a line validates every type in C, so
+a 100,000-memory log replays in less time than ``json.loads`` alone takes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Iterable, Literal, Optional
+
+import msgspec
+
+from keepgui.core.iii.textrules import rust_split_whitespace, rust_trim
+
+CONFIDENCES = ("extracted", "inferred", "stated")
+MAX_LIST = 8
+"""Entities and tags are capped at this many."""
+TEXT_MIN_BYTES = 3
+TEXT_MAX_BYTES = 2000
+U64_MAX = (1 << 64) - 1
+U32_MAX = (1 << 32) - 1
+
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_MASK64 = (1 << 64) - 1
+
+
+def normalize_for_fingerprint(text: str) -> str:
+    """Collapse whitespace runs to one space, trim, Unicode-lowercase (spec §5.1)."""
+    return " ".join(rust_split_whitespace(text)).lower()
+
+
+def fingerprint(text: str) -> str:
+    """The id the worker gives a memory with this text: ``fp`` + FNV-1a 64 in 16 hex digits."""
+    h = _FNV_OFFSET
+    for byte in normalize_for_fingerprint(text).encode("utf-8"):
+        h = ((h ^ byte) * _FNV_PRIME) & _MASK64
+    return f"fp{h:016x}"
+
+
+def normalize_labels(values: Iterable[str]) -> list[str]:
+    """Entities and tags as the worker stores them: trimmed, lowercased, non-empty, first 8."""
+    out: list[str] = []
+    for value in values:
+        value = rust_trim(value).lower()
+        if value:
+            out.append(value)
+            if len(out) == MAX_LIST:
+                break
+    return out
+
+
+class RecordError(ValueError):
+    """A line that the worker would refuse to parse as a memory; the message says why."""
+
+
+_U64 = Annotated[int, msgspec.Meta(ge=0)]  # the upper bound is checked in _check_bounds
+_U32 = Annotated[int, msgspec.Meta(ge=0, le=U32_MAX)]
+
+
+class Source(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """Provenance of a memory: ``{session_id?, entry_id?, agent?}``; unset keys are omitted."""
+
+    session_id: Optional[str] = None
+    entry_id: Optional[str] = None
+    agent: Optional[str] = None
+
+
+class Memory(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
+    """One revision of one memory (spec §1.5). Immutable: use :meth:`replace`.
+
+    ``invalid_at`` set means the memory is retired: deleted, or superseded when
+    ``superseded_by`` is set too. Field order is the worker's key order. Only
+    the three optional fields have defaults, so encoding omits exactly them when
+    unset, as the worker does; lines of older workers that lack the other keys
+    are read through :class:`_LenientMemory`.
+    """
+
+    id: str
+    text: str
+    entities: tuple[str, ...]
+    tags: tuple[str, ...]
+    confidence: Literal["extracted", "inferred", "stated"]
+    corroboration: _U32
+    pinned: bool
+    source: Optional[Source] = None
+    created_at: _U64
+    updated_at: _U64
+    invalid_at: Optional[_U64] = None
+    superseded_by: Optional[str] = None
+    revision: _U64
+
+    @property
+    def live(self) -> bool:
+        """A memory is live until it is deleted or superseded."""
+        return self.invalid_at is None
+
+    @property
+    def seen(self) -> int:
+        """Total sightings: the first one plus every reinforcement."""
+        return self.corroboration + 1
+
+    def replace(self, **changes: Any) -> "Memory":
+        """A copy with some fields changed (lists are stored as tuples)."""
+        for key in ("entities", "tags"):
+            if key in changes:
+                changes[key] = tuple(changes[key])
+        return msgspec.structs.replace(self, **changes)
+
+    def to_obj(self) -> dict[str, Any]:
+        """The JSON object in the worker's key order, with its omission rules."""
+        return msgspec.json.decode(self.to_json())
+
+    def to_json(self) -> str:
+        """Compact JSON, raw UTF-8, exactly as serde_json writes this record."""
+        return _ENCODE(self).decode("utf-8")
+
+    def to_line(self) -> bytes:
+        """The bytes of one log line, newline included. Validates the record first."""
+        validate(self)
+        return _ENCODE(self) + b"\n"
+
+    def __repr__(self) -> str:
+        return f"Memory({self.id} r{self.revision} {self.text[:40]!r})"
+
+
+class _LenientMemory(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """The same record with serde's defaults for the keys older workers did not write."""
+
+    id: str
+    text: str
+    entities: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    confidence: Literal["extracted", "inferred", "stated"]
+    corroboration: _U32 = 0
+    pinned: bool = False
+    source: Optional[Source] = None
+    created_at: _U64
+    updated_at: _U64
+    invalid_at: Optional[_U64] = None
+    superseded_by: Optional[str] = None
+    revision: _U64 = 0
+
+
+_ENCODE = msgspec.json.Encoder().encode
+_DECODE = msgspec.json.Decoder(Memory).decode
+_DECODE_LENIENT = msgspec.json.Decoder(_LenientMemory).decode
+
+
+def _check_bounds(memory: Memory) -> None:
+    if (memory.created_at > U64_MAX or memory.updated_at > U64_MAX or memory.revision > U64_MAX
+            or (memory.invalid_at is not None and memory.invalid_at > U64_MAX)):
+        raise RecordError("an integer field is larger than the worker's u64 range")
+
+
+def decode_canonical(line: bytes) -> Memory | None:
+    """The record when ``line`` is exactly what the worker writes, else None.
+
+    This is the fast path of replay: one C-level typed decode plus a byte
+    comparison with the canonical encoding, which proves there is no repeated,
+    reordered or unknown key. Anything else goes to :func:`parse_line`.
+    """
+    try:
+        memory = _DECODE(line)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if _ENCODE(memory) != line:
+        return None
+    if len(line) > 40 and (memory.created_at > U64_MAX or memory.updated_at > U64_MAX
+                           or memory.revision > U64_MAX or (memory.invalid_at or 0) > U64_MAX):
+        return None
+    return memory
+
+
+def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise RecordError(f"duplicate field `{key}`")
+        obj[key] = value
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise RecordError(f"{name} is not valid JSON")
+
+
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_pairs_no_duplicates, parse_constant=_reject_constant)
+
+
+def parse_line(line: bytes | str) -> Memory:
+    """Parse one log line (without its newline) as the worker would; raise RecordError.
+
+    Applies every rule: strict JSON (no NaN, no lone surrogates, no control
+    characters in strings, nothing after the value), no repeated keys at the
+    top level, the types and ranges of §1.5. Unknown keys are ignored.
+    """
+    if isinstance(line, str):
+        line = line.encode("utf-8", errors="surrogatepass")
+    try:
+        lenient = _DECODE_LENIENT(line)
+    except msgspec.ValidationError as exc:
+        raise RecordError(_word(str(exc))) from None
+    except msgspec.DecodeError as exc:
+        raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
+    except RecursionError:
+        raise RecordError("JSON nested too deeply") from None
+    try:
+        _STRICT_JSON.decode(line.decode("utf-8"))
+    except RecordError:
+        raise
+    except (ValueError, RecursionError):
+        pass  # msgspec accepted it; only the duplicate check matters here
+    memory = Memory(**msgspec.structs.asdict(lenient))
+    _check_bounds(memory)
+    return memory
+
+
+def _word(message: str) -> str:
+    message = message.replace("Object missing required field", "missing field")
+    return message.replace(" - at `$.", " at `").replace("Expected `", "expected `")
+
+
+def validate(memory: Memory) -> None:
+    """Raise RecordError if ``memory`` could not be written as a valid worker record."""
+    _check_bounds(memory)
+    if memory.corroboration > U32_MAX or memory.corroboration < 0:
+        raise RecordError("corroboration is outside the worker's u32 range")
+    if min(memory.created_at, memory.updated_at, memory.revision, memory.invalid_at or 0) < 0:
+        raise RecordError("timestamps and revisions must be non-negative")
+    if memory.confidence not in CONFIDENCES:
+        raise RecordError(f"unknown confidence {memory.confidence!r}")
+    try:
+        parse_line(_ENCODE(memory))
+    except UnicodeEncodeError:
+        raise RecordError("a string holds a lone surrogate (not valid UTF-8)") from None
+
+
+def memory_from_obj(obj: Any) -> Memory:
+    """Build a Memory from a parsed JSON value with the worker's rules; raise RecordError."""
+    try:
+        data = msgspec.json.encode(obj)
+    except (TypeError, UnicodeEncodeError, OverflowError) as exc:
+        raise RecordError(f"not a valid record ({exc})") from None
+    return parse_line(data)
+
+
+def new_memory(**fields: Any) -> Memory:
+    """Construct a Memory (lists become tuples) and validate it."""
+    for key in ("entities", "tags"):
+        if key in fields:
+            fields[key] = tuple(fields[key])
+    memory = Memory(**fields)
+    validate(memory)
+    return memory

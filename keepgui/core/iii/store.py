@@ -1,0 +1,669 @@
+"""An iii memory data dir: banks, their rules and their logs, read and written as the worker does.
+
+Layout (spec §1.2)::
+
+    <data_dir>/<bank>/bank.yaml          description
+    <data_dir>/<bank>/rules/<rule>.md    always-injected rules
+    <data_dir>/<bank>/memories.jsonl     append-only log
+    <data_dir>/.trash/<bank>-<ms>/       a trashed bank
+
+Reading never changes a file. Every write goes through :mod:`keepgui.core.fsio`:
+log records are appended under the log's lock (:class:`Batch`), rules and
+``bank.yaml`` are replaced atomically, banks are trashed by rename. After each
+write the data dir's :class:`~keepgui.core.iii.worker.WorkerLink` asks a running
+worker to reload, because the worker keeps its own copy in RAM.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import yaml
+
+from keepgui.core import fsio
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
+from keepgui.core.iii import mutations as mut
+from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog
+from keepgui.core.iii.record import Memory, fingerprint
+from keepgui.core.iii.textrules import rust_trim
+
+NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
+_NAME_RE = re.compile(NAME_PATTERN)
+BANK_YAML = "bank.yaml"
+RULES_DIR = "rules"
+TRASH_DIR = ".trash"
+_BANK_YAML_LIMIT = 64 * 1024
+_RULE_LIMIT = 16 * 1024 * 1024
+
+
+def validate_name(name: str) -> str:
+    """Return ``name`` if it is a valid bank or rule name, else raise InvalidInput (spec §1.3)."""
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise InvalidInput(f"name `{name}` must match {NAME_PATTERN}")
+    return name
+
+
+def is_valid_name(name: str) -> bool:
+    """True when ``name`` follows the worker's name rule."""
+    return bool(_NAME_RE.fullmatch(name))
+
+
+def suggest_slug(name: str) -> str:
+    """A valid name close to ``name``, as the worker's console suggests it ("" if none)."""
+    slug = name.lower()
+    slug = re.sub(r"[ :/\\]", "-", slug)
+    slug = re.sub(r"[^a-z0-9_-]", "", slug)
+    slug = re.sub(r"-{2,}", "-", slug)
+    slug = slug.lstrip("-_")[:64]
+    return slug.rstrip("-_")
+
+
+def _plain_folder_name(name: str, what: str) -> str:
+    """Refuse names that could leave the folder they belong in (``../x``, ``a/b``, ``.trash``)."""
+    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name
+            or "\x00" in name or name.startswith(".")):
+        raise InvalidInput(f"`{name}` is not a {what} name")
+    return name
+
+
+def ms_of(mtime_ns: int) -> int:
+    """A file mtime in epoch milliseconds, as the worker reports it."""
+    return mtime_ns // 1_000_000
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong found while reading, for ``doctor`` and the window's problem list."""
+
+    where: str
+    what: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.where}:{self.line}: {self.what}" if self.line else f"{self.where}: {self.what}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule file: its name (the file stem), content, mtime in ms, and the stamp it was read with."""
+
+    name: str
+    content: str
+    updated_at: int
+    path: str
+    stamp: fsio.Stamp
+
+    def to_obj(self) -> dict:
+        """The worker's rule JSON: ``{name, content, updated_at}``."""
+        return {"name": self.name, "content": self.content, "updated_at": self.updated_at}
+
+
+@dataclass(frozen=True)
+class BankInfo:
+    """The worker's bank summary plus whether keepgui could read the bank and why not."""
+
+    name: str
+    description: str
+    memories: int
+    pinned: int
+    rules: int
+    readable: bool = True
+    reason: str = ""
+
+    def to_obj(self) -> dict:
+        """``{name, description, memories, pinned, rules}`` plus ``readable``/``reason``."""
+        obj = {"name": self.name, "description": self.description, "memories": self.memories,
+               "pinned": self.pinned, "rules": self.rules, "readable": self.readable}
+        if not self.readable:
+            obj["reason"] = self.reason
+        return obj
+
+
+@dataclass
+class WriteReport:
+    """What a write did: the records appended, and whether a running worker was told."""
+
+    records: list[Memory] = field(default_factory=list)
+    reload: "object | None" = None
+
+
+class Bank:
+    """One bank folder. Reads are lazy and cached; :meth:`refresh` re-reads what changed.
+
+    Attributes:
+        datadir: the :class:`DataDir` it belongs to.
+        name: the folder name.
+        path: the folder.
+        log: the :class:`MemoryLog` of its ``memories.jsonl``.
+    """
+
+    def __init__(self, datadir: "DataDir", name: str) -> None:
+        self.datadir = datadir
+        self.name = name
+        self.path = os.path.join(datadir.path, name)
+        self.log = MemoryLog(os.path.join(self.path, LOG_NAME))
+        self._description: tuple[fsio.Stamp, str, str] | None = None
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def log_path(self) -> str:
+        """The ``memories.jsonl`` of this bank."""
+        return self.log.path
+
+    @property
+    def rules_path(self) -> str:
+        """The ``rules`` folder of this bank."""
+        return os.path.join(self.path, RULES_DIR)
+
+    def exists(self) -> bool:
+        """True while the bank folder is there."""
+        return os.path.isdir(self.path)
+
+    def refresh(self, progress=None) -> LogDelta:
+        """Bring the memories up to date (incrementally when the log only grew)."""
+        return self.log.refresh(progress)
+
+    def ensure_loaded(self) -> None:
+        """Load the log once if it has not been read yet."""
+        if not self.log.loaded:
+            self.log.refresh()
+
+    @property
+    def unreadable(self) -> str | None:
+        """Why the bank cannot be loaded (the worker skips it), or None."""
+        self.ensure_loaded()
+        return self.log.unreadable
+
+    def description(self) -> str:
+        """The ``description`` of ``bank.yaml``, read tolerantly ("" for anything unusable)."""
+        return self._read_description()[0]
+
+    def description_problem(self) -> str:
+        """Why ``bank.yaml`` could not be used, or ""."""
+        return self._read_description()[1]
+
+    def _read_description(self) -> tuple[str, str]:
+        path = os.path.join(self.path, BANK_YAML)
+        try:
+            data, stamp = fsio.read_stamped(path, limit=_BANK_YAML_LIMIT)
+        except KeepguiError as exc:
+            return "", str(exc)
+        except OSError as exc:
+            return "", f"cannot read {BANK_YAML}: {exc.strerror or exc}"
+        if self._description is not None and self._description[0].same_content(stamp):
+            return self._description[1], self._description[2]
+        text, problem = "", ""
+        if data is not None:
+            try:
+                doc = yaml.safe_load(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                doc, problem = None, f"{BANK_YAML} is not valid UTF-8"
+            except yaml.YAMLError as exc:
+                doc, problem = None, f"{BANK_YAML} is not valid YAML ({str(exc).splitlines()[0]})"
+            if isinstance(doc, dict) and isinstance(doc.get("description"), str):
+                text = doc["description"]
+            elif not problem and doc is not None:
+                problem = f"{BANK_YAML} has no string `description`"
+        self._description = (stamp, text, problem)
+        return text, problem
+
+    def get(self, memory_id: str) -> Memory | None:
+        """The current record of an id, live or retired."""
+        self.ensure_loaded()
+        return self.log.get(memory_id)
+
+    def memories(self, history: bool = False, tag: str | None = None) -> list[Memory]:
+        """Current records, ``updated_at`` descending then ``id`` ascending (``memory::list``).
+
+        ``history`` includes retired records; ``tag`` keeps records carrying that exact tag.
+        """
+        self.ensure_loaded()
+        records = self.log.records.values()
+        rows = [m for m in records if (history or m.invalid_at is None) and (tag is None or tag in m.tags)]
+        rows.sort(key=lambda m: m.id)
+        rows.sort(key=lambda m: m.updated_at, reverse=True)
+        return rows
+
+    def tags(self) -> list[tuple[str, int]]:
+        """``memory::tags``: tags of live memories with counts, count descending then tag."""
+        self.ensure_loaded()
+        counts: dict[str, int] = {}
+        for m in self.log.records.values():
+            if m.invalid_at is None:
+                for t in m.tags:
+                    counts[t] = counts.get(t, 0) + 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def info(self) -> BankInfo:
+        """The bank summary (counts of live and pinned memories, and rule files)."""
+        rules = len(self.rule_names())
+        reason = self.unreadable
+        if reason:
+            return BankInfo(self.name, self.description(), 0, 0, rules, False, reason)
+        live = pinned = 0
+        for m in self.log.records.values():
+            if m.invalid_at is None:
+                live += 1
+                pinned += m.pinned
+        return BankInfo(self.name, self.description(), live, pinned, rules)
+
+    # ------------------------------------------------------------------ rules
+
+    def rule_names(self) -> list[str]:
+        """Names of the rule files (``*.md``) in injection order, whether or not they read."""
+        try:
+            entries = list(os.scandir(self.rules_path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError:
+            return []
+        names = []
+        for entry in entries:
+            stem, ext = os.path.splitext(entry.name)
+            if ext == ".md" and stem:
+                try:
+                    if entry.is_file():
+                        names.append(stem)
+                except OSError:
+                    continue
+        return sorted(names)
+
+    def rules(self) -> tuple[list[Rule], list[Problem]]:
+        """Every readable rule in injection order, and the problems with the others."""
+        rules: list[Rule] = []
+        problems: list[Problem] = []
+        for name in self.rule_names():
+            try:
+                rules.append(self.read_rule(name))
+            except KeepguiError as exc:
+                problems.append(Problem(self._rule_file(name), str(exc)))
+        return rules, problems
+
+    def _rule_file(self, name: str) -> str:
+        return os.path.join(self.rules_path, name + ".md")
+
+    def read_rule(self, name: str) -> Rule:
+        """Read one rule with the stamp a later save must present."""
+        _plain_folder_name(name + ".md", "rule")
+        path = self._rule_file(name)
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+            root = os.path.realpath(self.datadir.path)
+            if os.path.commonpath([real, root]) != root:
+                raise ReadOnly(f"rule `{name}` is a link to {real}, outside the data dir; keepgui does not follow it")
+        try:
+            data, stamp = fsio.read_stamped(path, limit=_RULE_LIMIT)
+        except OSError as exc:
+            raise KeepguiError(f"cannot read rule `{name}`: {exc.strerror or exc}") from None
+        if data is None:
+            raise NotFound(f"rule `{name}` not found in bank `{self.name}`")
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise KeepguiError(f"rule `{name}` is not valid UTF-8 (byte {exc.start}); the worker skips it") from None
+        return Rule(name, content, ms_of(stamp.mtime_ns), path, stamp)
+
+    def write_rule(self, name: str, content: str, expect: fsio.Stamp | None = None) -> Rule | None:
+        """``memory::rule::set``: write the rule atomically; empty content deletes it.
+
+        ``expect`` is the stamp the rule was loaded with (``Stamp.missing()`` for a
+        new rule); the save is refused with Conflict when the file changed since.
+        Returns the new rule, or None when it was deleted.
+        """
+        validate_name(name)
+        path = self._rule_file(name)
+        if not rust_trim(content):
+            if not self.exists():
+                return None
+            fsio.remove_file(path, expect=expect)
+            self.datadir.after_write()
+            return None
+        self.datadir.ensure_bank(self.name)
+        fsio.make_dirs(self.rules_path)
+        stamp = fsio.atomic_write(path, content.encode("utf-8"), expect=expect)
+        self.datadir.after_write()
+        return Rule(name, content, ms_of(stamp.mtime_ns), path, stamp)
+
+    def delete_rule(self, name: str, expect: fsio.Stamp | None = None) -> None:
+        """Delete a rule file (any listed name, valid or not), refusing if it changed since ``expect``."""
+        if name not in self.rule_names():
+            raise NotFound(f"rule `{name}` not found in bank `{self.name}`")
+        fsio.remove_file(self._rule_file(name), expect=expect)
+        self.datadir.after_write()
+
+    def rename_rule(self, old: str, new: str, expect: fsio.Stamp | None = None) -> Rule:
+        """Rename a rule; the new name must be valid and free."""
+        validate_name(new)
+        if old not in self.rule_names():
+            raise NotFound(f"rule `{old}` not found in bank `{self.name}`")
+        if new in self.rule_names():
+            raise InvalidInput(f"a rule named `{new}` already exists in bank `{self.name}`")
+        fsio.check_unchanged(self._rule_file(old), expect)
+        fsio.rename_durably(self._rule_file(old), self._rule_file(new))
+        self.datadir.after_write()
+        return self.read_rule(new)
+
+    # ------------------------------------------------------------------ writing memories
+
+    def batch(self, now: int | None = None) -> "Batch":
+        """Mutations appended together, under the log's lock, in one write (see :class:`Batch`)."""
+        return Batch(self, now)
+
+    def save(self, text: str, entities: Iterable[str] = (), tags: Iterable[str] = (), pinned: bool = False,
+             session_id: str | None = None, now: int | None = None) -> mut.Transition:
+        """``memory::save`` (creates the bank if needed)."""
+        with self.batch(now) as b:
+            return b.save(text, entities, tags, pinned, session_id)
+
+    def update(self, memory_id: str, text: str | None = None, entities: Iterable[str] | None = None,
+               tags: Iterable[str] | None = None, pinned: bool | None = None,
+               now: int | None = None) -> mut.Transition:
+        """``memory::update``."""
+        with self.batch(now) as b:
+            return b.update(memory_id, text, entities, tags, pinned)
+
+    def pin(self, memory_id: str, pinned: bool = True, now: int | None = None) -> mut.Transition:
+        """``memory::pin``."""
+        with self.batch(now) as b:
+            return b.pin(memory_id, pinned)
+
+    def delete(self, memory_id: str, now: int | None = None) -> mut.Transition:
+        """``memory::delete`` (tombstone)."""
+        with self.batch(now) as b:
+            return b.delete(memory_id)
+
+    def supersede(self, memory_id: str, by: str, now: int | None = None) -> mut.Transition:
+        """``memory::supersede``."""
+        with self.batch(now) as b:
+            return b.supersede(memory_id, by)
+
+    def restore(self, memory_id: str, now: int | None = None) -> mut.Transition:
+        """Un-tombstone a retired memory."""
+        with self.batch(now) as b:
+            return b.restore(memory_id)
+
+
+class Batch:
+    """Mutations of one bank that land together: one locked append, one fsync.
+
+    Entering takes the log's exclusive lock and brings the replayed state up to
+    date *under* it, so each mutation is computed from what is really on disk;
+    later mutations in the batch see earlier ones. Leaving without an error
+    appends every record in one write and refreshes the bank; an error inside
+    the block writes nothing. ``report`` tells what was written and whether the
+    worker was asked to reload.
+    """
+
+    def __init__(self, bank: Bank, now: int | None) -> None:
+        self.bank = bank
+        self.now = now
+        self.pending: list[Memory] = []
+        self._overlay: dict[str, Memory] = {}
+        self._lock: fsio.LockedLog | None = None
+        self.report = WriteReport()
+
+    def __enter__(self) -> "Batch":
+        bank = self.bank
+        if not bank.exists():
+            raise NotFound(f"bank `{bank.name}` not found in {bank.datadir.path}")
+        self._lock = fsio.LockedLog(bank.log_path)
+        self._lock.__enter__()
+        try:
+            bank.log.refresh()
+            if bank.log.unreadable:
+                raise ReadOnly(f"bank `{bank.name}` is not written to: {bank.log.unreadable}")
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        lock, self._lock = self._lock, None
+        try:
+            if exc_type is None and self.pending:
+                lock.write_lines([m.to_line() for m in self.pending])
+                self.report.records = list(self.pending)
+        finally:
+            lock.__exit__(None, None, None)
+        if exc_type is None and self.pending:
+            self.bank.log.refresh()
+            self.report.reload = self.bank.datadir.after_write()
+
+    def current(self, memory_id: str) -> Memory | None:
+        """The record of an id as it will be once this batch is written."""
+        return self._overlay.get(memory_id) or self.bank.log.get(memory_id)
+
+    def _time(self) -> int:
+        return mut.now_ms() if self.now is None else self.now
+
+    def _apply(self, transition: mut.Transition) -> mut.Transition:
+        if transition.record is not None:
+            self.pending.append(transition.record)
+            self._overlay[transition.record.id] = transition.record
+        return transition
+
+    def save(self, text, entities=(), tags=(), pinned=False, session_id=None) -> mut.Transition:
+        """See :func:`keepgui.core.iii.mutations.save_transition`."""
+        mid = fingerprint(mut.clean_text(text))
+        return self._apply(mut.save_transition(self.current(mid), text, entities, tags, pinned, session_id,
+                                               self._time()))
+
+    def update(self, memory_id, text=None, entities=None, tags=None, pinned=None) -> mut.Transition:
+        """See :func:`keepgui.core.iii.mutations.update_transition`."""
+        return self._apply(mut.update_transition(self.current(memory_id), memory_id, text, entities, tags,
+                                                 pinned, self._time()))
+
+    def pin(self, memory_id, pinned=True) -> mut.Transition:
+        """``memory::pin``: exactly an update of ``pinned``."""
+        return self.update(memory_id, pinned=pinned)
+
+    def delete(self, memory_id) -> mut.Transition:
+        """See :func:`keepgui.core.iii.mutations.delete_transition`."""
+        return self._apply(mut.delete_transition(self.current(memory_id), memory_id, self._time()))
+
+    def supersede(self, memory_id, by) -> mut.Transition:
+        """See :func:`keepgui.core.iii.mutations.supersede_transition`."""
+        return self._apply(mut.supersede_transition(self.current(memory_id), memory_id, self.current(by), by,
+                                                    self._time()))
+
+    def restore(self, memory_id) -> mut.Transition:
+        """See :func:`keepgui.core.iii.mutations.restore_transition`."""
+        return self._apply(mut.restore_transition(self.current(memory_id), memory_id, self._time()))
+
+    def reinforce(self, memory_id) -> mut.Transition:
+        """See :func:`keepgui.core.iii.mutations.reinforce_transition`."""
+        return self._apply(mut.reinforce_transition(self.current(memory_id), memory_id, self._time()))
+
+    def revert(self, target: Memory) -> mut.Transition:
+        """See :func:`keepgui.core.iii.mutations.revert_transition`."""
+        return self._apply(mut.revert_transition(self.current(target.id), target, self._time()))
+
+
+@dataclass(frozen=True)
+class TrashedBank:
+    """A bank folder in ``.trash``: its folder name, the bank it was, and when (ms)."""
+
+    folder: str
+    bank: str
+    trashed_at: int
+    path: str
+
+
+def default_data_dir(environ: dict[str, str] | None = None, cwd: str | None = None) -> str:
+    """The worker's own default data dir (spec §1.1): ``data/memory`` under
+    ``$III_COMPOSE_DIR`` when set, else under the current directory."""
+    env = os.environ if environ is None else environ
+    return resolve_data_dir("data/memory", env, cwd)
+
+
+def resolve_data_dir(value: str, environ: dict[str, str] | None = None, cwd: str | None = None) -> str:
+    """Resolve a configured ``data_dir`` exactly as the worker does (spec §1.1)."""
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or env.get("USERPROFILE") or os.path.expanduser("~")
+    if value == "~":
+        return home
+    if value.startswith("~/"):
+        return os.path.join(home, value[2:])
+    if os.path.isabs(value):
+        return value
+    parts = [p for p in value.replace("\\", "/").split("/") if p not in ("", ".")]
+    base = env.get("III_COMPOSE_DIR") or (cwd if cwd is not None else os.getcwd())
+    return os.path.join(base, *parts)
+
+
+class DataDir:
+    """An iii memory data dir: its banks, its trash, and the link to a running worker.
+
+    ``worker`` is a :class:`~keepgui.core.iii.worker.WorkerLink` (or None to
+    never notify); :meth:`after_write` is called after every write.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], worker=None) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        self.worker = worker
+        self.last_reload = None
+        self._banks: dict[str, Bank] = {}
+
+    def after_write(self):
+        """Tell a running worker to reload; returns (and keeps in ``last_reload``) its
+        :class:`~keepgui.core.iii.worker.ReloadOutcome`, or None when no worker link is set."""
+        self.last_reload = None if self.worker is None else self.worker.reload()
+        return self.last_reload
+
+    # ------------------------------------------------------------------ banks
+
+    def bank_names(self) -> list[str]:
+        """Bank folders (directories not starting with ``.``), in byte order."""
+        try:
+            entries = list(os.scandir(self.path))
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            raise KeepguiError(f"{self.path} is not a folder") from None
+        names = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir():
+                    names.append(entry.name)
+            except OSError:
+                continue
+        return sorted(names)
+
+    def banks(self) -> list[Bank]:
+        """Every bank, loaded lazily; banks that disappeared are forgotten."""
+        names = self.bank_names()
+        for gone in set(self._banks) - set(names):
+            del self._banks[gone]
+        return [self.bank(name) for name in names]
+
+    def bank(self, name: str) -> Bank:
+        """The bank of that folder name (which must exist)."""
+        _plain_folder_name(name, "bank")
+        bank = self._banks.get(name)
+        if bank is None or not bank.exists():
+            if not os.path.isdir(os.path.join(self.path, name)):
+                raise NotFound(f"bank `{name}` not found in {self.path}")
+            bank = self._banks[name] = Bank(self, name)
+        return bank
+
+    def has_bank(self, name: str) -> bool:
+        """True when a bank folder of that name exists."""
+        try:
+            _plain_folder_name(name, "bank")
+        except InvalidInput:
+            return False
+        return os.path.isdir(os.path.join(self.path, name))
+
+    def ensure_bank(self, name: str, description: str = "") -> tuple[Bank, bool]:
+        """``ensure_bank``: create the bank when missing; returns ``(bank, created)``.
+
+        An existing bank is left as it is (its description is not changed).
+        """
+        if self.has_bank(name):
+            return self.bank(name), False
+        validate_name(name)
+        folder = os.path.join(self.path, name)
+        fsio.make_dirs(os.path.join(folder, RULES_DIR))
+        fsio.atomic_write(os.path.join(folder, BANK_YAML), bank_yaml(description))
+        return self.bank(name), True
+
+    def create_bank(self, name: str, description: str = "") -> tuple[Bank, bool]:
+        """``memory::bank::create``; notifies the worker when a bank was created."""
+        bank, created = self.ensure_bank(name, description)
+        if created:
+            self.after_write()
+        return bank, created
+
+    def trash_bank(self, name: str, now: int | None = None) -> str:
+        """``memory::bank::delete``: move the bank to ``.trash/<bank>-<ms>``; returns that path."""
+        bank = self.bank(name)
+        trash = os.path.join(self.path, TRASH_DIR)
+        fsio.make_dirs(trash)
+        ms = mut.now_ms() if now is None else now
+        while os.path.lexists(os.path.join(trash, f"{name}-{ms}")):
+            ms += 1
+        dest = os.path.join(trash, f"{name}-{ms}")
+        fsio.rename_durably(bank.path, dest)
+        self._banks.pop(name, None)
+        self.after_write()
+        return dest
+
+    def trashed(self) -> list[TrashedBank]:
+        """Banks in ``.trash``, newest first."""
+        trash = os.path.join(self.path, TRASH_DIR)
+        try:
+            entries = list(os.scandir(trash))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for entry in entries:
+            bank, _, ms = entry.name.rpartition("-")
+            if not (bank and ms.isdigit() and ms.isascii()):
+                continue
+            try:
+                if not entry.is_dir():
+                    continue
+            except OSError:
+                continue
+            out.append(TrashedBank(entry.name, bank, int(ms), entry.path))
+        out.sort(key=lambda t: (-t.trashed_at, t.folder))
+        return out
+
+    def restore_bank(self, folder: str) -> Bank:
+        """Move a trashed bank back under its name; refused when that name is taken."""
+        _plain_folder_name(folder, "trash folder")
+        match = [t for t in self.trashed() if t.folder == folder]
+        if not match:
+            raise NotFound(f"`{folder}` is not in {os.path.join(self.path, TRASH_DIR)}")
+        name = match[0].bank
+        if name.startswith("."):
+            raise InvalidInput(f"`{name}` is not a bank name")
+        if os.path.lexists(os.path.join(self.path, name)):
+            raise InvalidInput(f"a bank named `{name}` already exists; trash or rename it first")
+        fsio.rename_durably(match[0].path, os.path.join(self.path, name))
+        self.after_write()
+        return self.bank(name)
+
+    def iter_temp_files(self) -> Iterator[str]:
+        """Leftover temporary files of interrupted writes (keepgui's or the worker's)."""
+        for bank in self.bank_names():
+            for folder in (os.path.join(self.path, bank), os.path.join(self.path, bank, RULES_DIR)):
+                try:
+                    for entry in os.scandir(folder):
+                        if fsio.is_temp_name(entry.name):
+                            yield entry.path
+                except OSError:
+                    continue
+
+
+def bank_yaml(description: str) -> bytes:
+    """``bank.yaml`` for a description: one line, ``description: <yaml scalar>``."""
+    text = yaml.safe_dump({"description": rust_trim(description)}, allow_unicode=True,
+                          default_flow_style=False, sort_keys=False, width=1 << 30)
+    return text.encode("utf-8")

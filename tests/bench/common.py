@@ -1,0 +1,127 @@
+"""What every benchmark reports, and how ``make bench`` prints it.
+
+A benchmark module exposes ``run(quick: bool = False) -> list[Result]``. Each
+figure is measured side by side with its baseline in the same process, several
+times, and reported as medians; the ratio is figure / baseline (or, for
+"faster than" targets, baseline / figure); ``ratio_label`` is its unit as
+printed after the number ("×", "× faster", "%").
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+CACHE = os.environ.get("KEEPGUI_BENCH_CACHE", os.path.join(tempfile.gettempdir(), "keepgui-bench-cache"))
+
+
+@dataclass
+class Result:
+    """One line of the benchmark table."""
+
+    name: str
+    figure: float
+    unit: str
+    baseline: float | None = None
+    baseline_name: str = ""
+    ratio: float | None = None
+    ratio_label: str = ""
+    target: str = ""
+    met: bool | None = None
+    note: str = ""
+
+
+def median_time(fn: Callable[[], object], repeat: int = 5, setup: Callable[[], object] | None = None) -> float:
+    """Median wall time of ``fn`` in seconds over ``repeat`` runs (``setup`` runs untimed before each)."""
+    times = []
+    for _ in range(repeat):
+        if setup is not None:
+            setup()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def interleaved(a: Callable[[], object], b: Callable[[], object], repeat: int = 5) -> tuple[float, float]:
+    """Median times of ``a`` and ``b`` measured alternately, so machine noise hits both alike."""
+    ta, tb = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        a()
+        ta.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        b()
+        tb.append(time.perf_counter() - start)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process in MiB."""
+    usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return usage / 1024 if sys.platform != "darwin" else usage / (1024 * 1024)
+
+
+def cached_bank(memories: int = 100_000, lines: int = 250_000, seed: int = 7) -> str:
+    """A generated bank folder, made once and reused across runs; returns the bank folder."""
+    from tests.bench.synth import make_bank
+
+    folder = os.path.join(CACHE, f"bank-{memories}-{lines}-{seed}")
+    log = os.path.join(folder, "memories.jsonl")
+    if not os.path.exists(log):
+        tmp = folder + ".partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        make_bank(tmp, memories, lines, seed)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.rename(tmp, folder)
+    return folder
+
+
+def fresh_copy(folder: str) -> str:
+    """A throwaway copy of a cached bank (for benchmarks that write)."""
+    dest = tempfile.mkdtemp(prefix="keepgui-bench-")
+    target = os.path.join(dest, os.path.basename(folder))
+    shutil.copytree(folder, target)
+    return target
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    """A figure for the table."""
+    if value is None:
+        return "—"
+    if unit == "s":
+        return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+    if unit == "ms":
+        return f"{value:.2f} ms"
+    if unit == "x":
+        return f"{value:.2f}×"
+    if unit == "MiB":
+        return f"{value:.0f} MiB"
+    return f"{value:.3g} {unit}".strip()
+
+
+def print_table(results: list[Result], out=sys.stdout) -> None:
+    """The one table ``make bench`` prints."""
+    header = ("benchmark", "figure", "baseline", "ratio", "target", "met")
+    rows = []
+    for r in results:
+        base = f"{fmt(r.baseline, r.unit)} ({r.baseline_name})" if r.baseline is not None else "—"
+        ratio = f"{r.ratio:.3g}{r.ratio_label}" if r.ratio is not None else "—"
+        met = "—" if r.met is None else ("yes" if r.met else "NO")
+        rows.append((r.name, fmt(r.figure, r.unit), base, ratio, r.target or "—", met))
+    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    print(line, file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)), file=out)
+    for r in results:
+        if r.note:
+            print(f"  · {r.name}: {r.note}", file=out)

@@ -1,0 +1,74 @@
+"""Shared test setup: headless Qt, an isolated keepgui home, and small helpers.
+
+Qt runs offscreen (no display needed) and keepgui's own data folder points into
+a temporary directory, so no test ever touches the real user's files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["KEEPGUI_HOME"] = tempfile.mkdtemp(prefix="keepgui-test-home-")
+os.environ.pop("KEEPGUI_DATA_DIR", None)
+os.environ.pop("KEEPGUI_RELOAD_COMMAND", None)
+
+import pytest  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def tree_digest(root: str) -> dict[str, str]:
+    """path -> sha256 (or "dir"/"link") of everything under ``root``: to prove reading changed nothing."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            path = os.path.join(folder, name)
+            out[os.path.relpath(path, root)] = "link" if os.path.islink(path) else "dir"
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                out[os.path.relpath(path, root)] = "link:" + os.readlink(path)
+                continue
+            with open(path, "rb") as fh:
+                out[os.path.relpath(path, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    """An empty iii data dir."""
+    path = tmp_path / "memory"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def fake_iii(tmp_path, monkeypatch):
+    """A fake ``iii`` command on PATH that records its arguments and prints JSON.
+
+    Returns the path of the file where each call's argv is appended as a line.
+    ``$FAKE_III_OUTPUT`` (a file) can hold what ``trigger`` prints; ``$FAKE_III_FAIL``
+    makes it exit 3.
+    """
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "iii-calls.txt"
+    script = bindir / "iii"
+    script.write_text(
+        "#!/usr/bin/env python3\n"
+        "import os, sys, json\n"
+        f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "if os.environ.get('FAKE_III_FAIL'):\n"
+        "    print('engine not running', file=sys.stderr); sys.exit(3)\n"
+        "out = os.environ.get('FAKE_III_OUTPUT')\n"
+        "print(open(out).read() if out else json.dumps({'ok': True, 'banks': 1}))\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return calls

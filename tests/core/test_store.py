@@ -1,0 +1,304 @@
+"""Banks, rules, trash and the worker's store vectors (spec §1.3–§1.8, §5.8–§5.9, §6.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from keepgui.core.errors import Conflict, InvalidInput, NotFound, ReadOnly
+from keepgui.core.iii.config import MemoryConfig
+from keepgui.core.iii.store import DataDir, bank_yaml, resolve_data_dir, suggest_slug, validate_name
+from keepgui.core.iii.worker import WorkerLink
+from keepgui.core import fsio
+
+
+@pytest.mark.parametrize("name", ["main", "mikes-blog_2", "a", "0", "a" * 64])
+def test_valid_names(name):
+    assert validate_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "Bad", "../evil", "-lead", "_lead", "a" * 65, "has space", "main\n", "é"])
+def test_invalid_names(name):
+    with pytest.raises(InvalidInput, match=r"must match \[a-z0-9\]\[a-z0-9_-\]\{0,63\}"):
+        validate_name(name)
+
+
+@pytest.mark.parametrize("raw, slug", [
+    ("My Blog", "my-blog"), ("notes: 2024/05", "notes-2024-05"), ("--Weird__", "weird"),
+    ("Café  rules", "caf-rules"), ("a\\b", "a-b"), ("x" * 80, "x" * 64), ("!!!", ""),
+])
+def test_slug_suggestions(raw, slug):
+    assert suggest_slug(raw) == slug
+    if slug:
+        validate_name(slug)
+
+
+def test_discovery_skips_dot_folders_and_files_and_sorts(data_dir):
+    for name in ("zeta", "alpha", ".trash", ".hidden", "Mixed"):
+        (data_dir / name).mkdir()
+    (data_dir / "afile").write_text("x")
+    assert DataDir(data_dir).bank_names() == ["Mixed", "alpha", "zeta"]
+
+
+def test_create_is_idempotent_and_writes_valid_yaml(data_dir):
+    dd = DataDir(data_dir)
+    bank, created = dd.create_bank("main", "  Personal: notes, 'quotes' & #hash  ")
+    assert created and (data_dir / "main" / "rules").is_dir()
+    text = (data_dir / "main" / "bank.yaml").read_text()
+    assert text.startswith("description: ") and text.endswith("\n") and text.count("\n") == 1
+    assert yaml.safe_load(text) == {"description": "Personal: notes, 'quotes' & #hash"}
+    assert bank.description() == "Personal: notes, 'quotes' & #hash"
+    _, again = dd.create_bank("main", "other")
+    assert not again and dd.bank("main").description() == "Personal: notes, 'quotes' & #hash"
+    assert bank_yaml("") == b"description: ''\n"
+    for tricky in ("true", "123", "null", "- dash", "multi\nline", "日本語"):
+        assert yaml.safe_load(bank_yaml(tricky)) == {"description": tricky}
+    with pytest.raises(InvalidInput):
+        dd.create_bank("../escape")
+
+
+@pytest.mark.parametrize("content", [b"description: [unclosed", b"\xff\xfe", b"description: 42", b"- a list",
+                                     b"", b"other: x"])
+def test_bank_yaml_is_read_tolerantly(data_dir, content):
+    (data_dir / "b").mkdir()
+    (data_dir / "b" / "bank.yaml").write_bytes(content)
+    bank = DataDir(data_dir).bank("b")
+    assert bank.description() == ""
+    assert bank.info().name == "b"
+
+
+def test_store_vectors_list_order_tags_and_reopen(data_dir):
+    dd = DataDir(data_dir)
+    bank, _ = dd.ensure_bank("main")
+    for i in range(5):
+        bank.save(f"memory number {i}", tags=["iii"] if i < 2 else (["iii", "workers"] if i == 2 else []), now=i)
+    rows = bank.memories()
+    assert [m.updated_at for m in rows] == [4, 3, 2, 1, 0]
+    assert len(bank.memories(tag="iii")) == 3 and len(bank.memories(tag="workers")) == 1
+    assert bank.tags() == [("iii", 3), ("workers", 1)]
+    again = DataDir(data_dir).bank("main")
+    assert [m.id for m in again.memories()] == [m.id for m in rows]
+
+
+def test_last_wins_tombstone_and_history_through_the_bank(data_dir):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    t = bank.save("the api port is 3000", now=1)
+    bank.update(t.record.id, text="the api port is 4000", now=2)
+    assert bank.get(t.record.id).text == "the api port is 4000"
+    bank.delete(t.record.id, now=3)
+    assert bank.memories() == [] and bank.get(t.record.id).invalid_at == 3
+    again = DataDir(data_dir).bank("main")
+    assert len(again.memories(history=True)) == 1 and again.memories(history=True)[0].invalid_at == 3
+    assert again.info().memories == 0
+    bank.restore(t.record.id, now=4)
+    assert bank.get(t.record.id).invalid_at is None and bank.get(t.record.id).revision == 3
+
+
+def test_batch_is_one_write_and_sees_its_own_changes(data_dir):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    a = bank.save("first memory", now=1).record
+    b = bank.save("second memory", now=1).record
+    size = os.path.getsize(bank.log_path)
+    with bank.batch(now=5) as batch:
+        batch.pin(a.id)
+        batch.pin(a.id, False)
+        batch.delete(b.id)
+        batch.delete(b.id)  # already retired inside the batch: a no-op
+    assert len(batch.report.records) == 3
+    with open(bank.log_path, "rb") as fh:
+        fh.seek(size)
+        assert fh.read().count(b"\n") == 3
+    assert bank.get(a.id).revision == 2 and not bank.get(a.id).pinned
+
+
+def test_failed_batch_writes_nothing(data_dir):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    a = bank.save("first memory", now=1).record
+    size = os.path.getsize(bank.log_path)
+    with pytest.raises(NotFound):
+        with bank.batch() as batch:
+            batch.pin(a.id)
+            batch.pin("fpdoesnotexist00")
+    assert os.path.getsize(bank.log_path) == size
+
+
+def test_batch_computes_from_what_is_on_disk(data_dir):
+    """Another writer appended a revision after we loaded: our next write builds on it."""
+    dd = DataDir(data_dir)
+    bank, _ = dd.ensure_bank("main")
+    a = bank.save("shared memory", now=1).record
+    other = DataDir(data_dir).bank("main")
+    other.update(a.id, text="edited elsewhere", now=2)
+    bank.pin(a.id, now=3)
+    final = bank.get(a.id)
+    assert final.text == "edited elsewhere" and final.pinned and final.revision == 2
+
+
+def test_unreadable_bank_is_never_written(data_dir):
+    (data_dir / "bad").mkdir()
+    (data_dir / "bad" / "memories.jsonl").write_bytes(b'{"id":"\xff"}\n')
+    bank = DataDir(data_dir).bank("bad")
+    assert "UTF-8" in bank.unreadable
+    before = (data_dir / "bad" / "memories.jsonl").read_bytes()
+    with pytest.raises(ReadOnly):
+        bank.save("anything at all")
+    assert (data_dir / "bad" / "memories.jsonl").read_bytes() == before
+    assert not bank.info().readable
+
+
+def test_rules_list_read_write_rename_delete(data_dir):
+    dd = DataDir(data_dir)
+    bank, _ = dd.ensure_bank("main")
+    bank.write_rule("style", "# Style\nNo em-dashes.")
+    rules, problems = bank.rules()
+    assert [r.name for r in rules] == ["style"] and not problems
+    assert rules[0].content == "# Style\nNo em-dashes."  # verbatim, not trimmed
+    bank.write_rule("api-conventions", "x")
+    (data_dir / "main" / "rules" / "notes.MD").write_text("upper-case extension is not a rule")
+    (data_dir / "main" / "rules" / ".style.md.tmp").write_text("temp")
+    (data_dir / "main" / "rules" / ".md").write_text("no stem")
+    assert bank.rule_names() == ["api-conventions", "style"]
+    bank.write_rule("style", "   \n\t")
+    assert bank.rule_names() == ["api-conventions"]
+    renamed = bank.rename_rule("api-conventions", "api")
+    assert renamed.name == "api" and bank.rule_names() == ["api"]
+    with pytest.raises(InvalidInput):
+        bank.write_rule("../x", "escape")
+    with pytest.raises(InvalidInput):
+        bank.rename_rule("api", "Bad Name")
+    bank.delete_rule("api")
+    assert bank.rule_names() == []
+
+
+def test_empty_rule_for_a_missing_bank_is_a_silent_noop(data_dir):
+    from keepgui.core.iii.store import Bank
+
+    dd = DataDir(data_dir)
+    assert Bank(dd, "ghost").write_rule("style", "  ") is None
+    assert not (data_dir / "ghost").exists()
+    Bank(dd, "ghost").write_rule("style", "content")
+    assert (data_dir / "ghost" / "bank.yaml").exists()
+
+
+def test_rule_save_refuses_when_changed_on_disk(data_dir):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    bank.write_rule("style", "mine v1")
+    loaded = bank.read_rule("style")
+    (data_dir / "main" / "rules" / "style.md").write_text("edited by hand")
+    with pytest.raises(Conflict):
+        bank.write_rule("style", "mine v2", expect=loaded.stamp)
+    assert bank.read_rule("style").content == "edited by hand"
+    with pytest.raises(Conflict):
+        bank.write_rule("style", "", expect=loaded.stamp)  # not even a delete
+    fresh = bank.read_rule("style")
+    bank.write_rule("style", "mine v3", expect=fresh.stamp)
+    assert bank.read_rule("style").content == "mine v3"
+
+
+def test_hand_edited_rules_show_up(data_dir):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    bank.write_rule("style", "# Style")
+    (data_dir / "main" / "rules" / "style.md").write_text("# Edited by hand")
+    (data_dir / "main" / "rules" / "added.md").write_text("# Added")
+    again = DataDir(data_dir).bank("main")
+    rules, _ = again.rules()
+    assert [r.name for r in rules] == ["added", "style"] and rules[1].content == "# Edited by hand"
+
+
+def test_rule_link_out_of_the_data_dir_is_not_followed(data_dir, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    (data_dir / "main" / "rules" / "leak.md").symlink_to(secret)
+    rules, problems = bank.rules()
+    assert rules == [] and "outside the data dir" in problems[0].what
+    with pytest.raises(ReadOnly):
+        bank.write_rule("leak", "overwrite through the link")
+    assert secret.read_text() == "private"
+
+
+def test_trash_list_and_restore(data_dir):
+    dd = DataDir(data_dir)
+    bank, _ = dd.ensure_bank("scratch")
+    bank.save("something to keep", now=1)
+    dest = dd.trash_bank("scratch", now=1750000000123)
+    assert dest.endswith(os.path.join(".trash", "scratch-1750000000123"))
+    assert os.path.exists(os.path.join(dest, "memories.jsonl")) and not dd.has_bank("scratch")
+    assert [t.folder for t in dd.trashed()] == ["scratch-1750000000123"]
+    dd.ensure_bank("scratch")
+    with pytest.raises(InvalidInput, match="already exists"):
+        dd.restore_bank("scratch-1750000000123")
+    dd.trash_bank("scratch", now=1750000000123)  # same millisecond: a free name is found
+    assert len(dd.trashed()) == 2
+    restored = dd.restore_bank("scratch-1750000000123")
+    assert restored.memories()[0].text == "something to keep"
+    with pytest.raises(InvalidInput):
+        dd.restore_bank("../scratch")
+    with pytest.raises(NotFound):
+        dd.bank("scratch-1750000000123")
+
+
+def test_hostile_bank_names_are_refused(data_dir):
+    dd = DataDir(data_dir)
+    for name in ("..", "../x", "a/b", ".trash", ""):
+        with pytest.raises((InvalidInput, NotFound)):
+            dd.bank(name)
+
+
+def test_resolve_data_dir_like_the_worker(tmp_path):
+    env = {"HOME": "/home/u"}
+    assert resolve_data_dir("~", env) == "/home/u"
+    assert resolve_data_dir("~/x/y", env) == "/home/u/x/y"
+    assert resolve_data_dir("/abs/path", env) == "/abs/path"
+    assert resolve_data_dir("./data/./memory", env, cwd="/work") == "/work/data/memory"
+    assert resolve_data_dir("data/memory", {**env, "III_COMPOSE_DIR": "/compose"}, cwd="/w") == "/compose/data/memory"
+
+
+def test_config_defaults_and_unknown_keys(tmp_path):
+    config = MemoryConfig.from_mapping({})
+    assert (config.recall_limit, config.recall_budget_tokens, config.max_rule_chars,
+            config.decay_half_life_days, config.default_bank) == (6, 1200, 6000, 30, "main")
+    assert config.inject_rules and config.inject_memories
+    with pytest.raises(InvalidInput, match="`recall_limt`"):
+        MemoryConfig.from_mapping({"recall_limt": 3})
+    with pytest.raises(InvalidInput, match="`inject_rules`"):
+        MemoryConfig.from_mapping({"inject_rules": "yes"})
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"recall_limit": 2, "max_rule_chars": 300}))
+    loaded = MemoryConfig.load(path)
+    assert loaded.recall_limit == 2 and loaded.max_rule_chars == 300
+    assert loaded.replace(recall_limit=9).recall_limit == 9
+
+
+def test_writes_ask_a_running_worker_to_reload(data_dir, fake_iii, monkeypatch):
+    dd = DataDir(data_dir, WorkerLink())
+    bank, _ = dd.ensure_bank("main")
+    with bank.batch() as b:
+        b.save("reload me please")
+    assert b.report.reload.ok
+    calls = [json.loads(line) for line in fake_iii.read_text().splitlines()]
+    assert ["trigger", "memory::reload"] in calls
+    monkeypatch.setenv("FAKE_III_FAIL", "1")
+    with bank.batch() as b:
+        b.save("and again")
+    assert not b.report.reload.ok and "will not see this change until memory::reload" in b.report.reload.message
+    off = DataDir(data_dir, WorkerLink(reload_command=""))
+    assert "off" in off.after_write().message
+
+
+def test_reload_without_iii_on_path_says_so(data_dir, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    outcome = WorkerLink().reload()
+    assert not outcome.ok and "not on PATH" in outcome.message
+
+
+def test_temp_files_are_found(data_dir):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    (data_dir / "main" / "rules" / ".style.md.tmp").write_text("half")
+    stray = fsio.temp_name_for(str(data_dir / "main" / "memories.jsonl"))
+    open(stray, "w").close()
+    assert sorted(os.path.basename(p) for p in DataDir(data_dir).iter_temp_files()) == sorted(
+        [".style.md.tmp", os.path.basename(stray)])
