@@ -213,8 +213,14 @@ def build(target: str) -> None:
         if action == "save":
             text, entities, tags, *rest = args
             pinned = rest[0] if rest else False
-            put(bank, mut.save_transition(state[bank].get(fingerprint(text)), text, entities, tags, pinned,
-                                          rng.choice(sessions), now=at))
+            transition = mut.save_transition(state[bank].get(fingerprint(text)), text, entities, tags, pinned,
+                                             rng.choice(sessions), now=at)
+            roll = rng.random()
+            if transition.created and transition.record.revision == 0 and not pinned and roll < 0.55:
+                # Most memories arrive through the worker's automatic extraction, not an explicit save.
+                confidence = "inferred" if roll < 0.12 else "extracted"
+                transition = mut.Transition(transition.record.replace(confidence=confidence), True, "created")
+            put(bank, transition)
         elif action == "reinforce":
             memory = by_text(bank, args)
             put(bank, mut.save_transition(memory, memory.text, now=at))

@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 
-def relative_time(ms: int, now_ms: int | None = None) -> str:
-    """Relative time as the worker's console shows it: seconds, minutes, hours, days, then a date."""
-    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-    delta = (now_ms - ms) / 1000
-    if delta < 0:
-        return "in the future"
-    if delta < 60:
-        return "just now"
-    if delta < 3600:
-        return f"{int(delta // 60)}m ago"
-    if delta < 86400:
-        return f"{int(delta // 3600)}h ago"
-    if delta < 7 * 86400:
-        return f"{int(delta // 86400)}d ago"
+def now_ms() -> int:
+    """The current time in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+def iso_date(ms: int) -> str:
+    """``YYYY-MM-DD`` in local time."""
     return time.strftime("%Y-%m-%d", time.localtime(ms / 1000))
+
+
+def relative_time(ms: int | None, now: int | None = None, date: Callable[[int], str] = iso_date) -> str:
+    """Relative time as the worker's console shows it: "just now", minutes, hours, days
+    (under a week), then a date (``date`` formats it; the window passes a locale format)."""
+    if ms is None:
+        return ""
+    now = now_ms() if now is None else now
+    seconds = (now - ms) / 1000
+    if seconds < 0:
+        return "in the future"
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h ago"
+    if seconds < 7 * 86400:
+        return f"{int(seconds // 86400)}d ago"
+    return date(ms)

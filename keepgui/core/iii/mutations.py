@@ -7,7 +7,6 @@ append, exactly as the worker would compute it; nothing here touches a file.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -17,11 +16,7 @@ from keepgui.core.iii.record import (
     normalize_labels,
 )
 from keepgui.core.iii.textrules import byte_len, rust_trim
-
-
-def now_ms() -> int:
-    """The current time in epoch milliseconds, the unit of every timestamp in a record."""
-    return time.time_ns() // 1_000_000
+from keepgui.core.timefmt import now_ms
 
 
 def clean_text(text: str) -> str:

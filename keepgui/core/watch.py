@@ -1,0 +1,177 @@
+"""Noticing when anyone changes the memory files: watchdog, debounced and coalesced.
+
+Editors and agents write in bursts (a temp file, a rename, a close; or an
+append, an fsync, a second append). :class:`Watcher` collects the paths that
+changed and hands them over once, after ``quiet_ms`` without a new event (but
+never later than ``max_delay_ms`` after the first one), as a :class:`ChangeSet`
+delivered on the watcher's own thread. The caller bridges to its GUI thread
+(the window does it with a queued Qt signal) and re-reads what changed; every
+re-read is incremental, so coalescing only saves work, it never loses a change.
+
+Paths of temporary files (ours and the worker's) are ignored: only the final
+rename into place matters.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+from keepgui.core.fsio import is_temp_name
+
+_IGNORED_EVENTS = {"opened", "closed_no_write"}
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """The paths that changed in one burst (absolute, normalised)."""
+
+    paths: frozenset[str]
+
+    def under(self, root: str) -> list[tuple[str, ...]]:
+        """The changed paths below ``root``, each split into its parts relative to ``root``.
+
+        A change of ``root`` itself (created, removed, renamed) yields ``()``.
+        """
+        root = os.path.normpath(os.path.abspath(root))
+        prefix = root + os.sep
+        out = []
+        for path in self.paths:
+            if path == root:
+                out.append(())
+            elif path.startswith(prefix):
+                out.append(tuple(path[len(prefix):].split(os.sep)))
+        return out
+
+    def touches(self, path: str) -> bool:
+        """True when ``path`` (a file) changed."""
+        return os.path.normpath(os.path.abspath(path)) in self.paths
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: "Watcher") -> None:
+        self._watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _IGNORED_EVENTS:
+            return
+        paths = [event.src_path]
+        dest = getattr(event, "dest_path", "")
+        if dest:
+            paths.append(dest)
+        self._watcher._note(p if isinstance(p, str) else os.fsdecode(p) for p in paths)
+
+
+class Watcher:
+    """Watches folders recursively and reports coalesced bursts of changes.
+
+    ``on_changes(ChangeSet)`` is called on a background thread. Call
+    :meth:`stop` before dropping the watcher.
+    """
+
+    def __init__(self, on_changes: Callable[[ChangeSet], None], quiet_ms: int = 250, max_delay_ms: int = 1000,
+                 observer_factory: Callable[[], BaseObserver] = Observer) -> None:
+        self._on_changes = on_changes
+        self._quiet = quiet_ms / 1000
+        self._max_delay = max_delay_ms / 1000
+        self._observer = observer_factory()
+        self._observer.daemon = True
+        self._handler = _Handler(self)
+        self._watches: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._first_at = 0.0
+        self._last_at = 0.0
+        self._wake = threading.Event()
+        self._stopped = False
+        self._flusher = threading.Thread(target=self._flush_loop, name="keepgui-watch-flush", daemon=True)
+        self._started = False
+
+    def start(self) -> None:
+        """Start watching (idempotent)."""
+        if not self._started:
+            self._started = True
+            self._observer.start()
+            self._flusher.start()
+
+    def stop(self) -> None:
+        """Stop watching and deliver nothing more."""
+        self._stopped = True
+        self._wake.set()
+        if self._started:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+
+    def watch(self, root: str) -> bool:
+        """Watch ``root`` recursively; False when it does not exist (nothing to watch yet)."""
+        root = os.path.normpath(os.path.abspath(root))
+        if root in self._watches:
+            return True
+        if not os.path.isdir(root):
+            return False
+        self._watches[root] = self._observer.schedule(self._handler, root, recursive=True)
+        return True
+
+    def unwatch(self, root: str) -> None:
+        """Stop watching ``root``."""
+        root = os.path.normpath(os.path.abspath(root))
+        watch = self._watches.pop(root, None)
+        if watch is not None:
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, ValueError):
+                pass  # the folder went away and its watch with it
+
+    @property
+    def roots(self) -> list[str]:
+        """The folders being watched."""
+        return sorted(self._watches)
+
+    def _note(self, paths: Iterable[str]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            added = False
+            for path in paths:
+                if is_temp_name(os.path.basename(path)):
+                    continue
+                self._pending.add(os.path.normpath(path))
+                added = True
+            if not added:
+                return
+            if not self._first_at:
+                self._first_at = now
+            self._last_at = now
+        self._wake.set()
+
+    def _flush_loop(self) -> None:
+        while not self._stopped:
+            self._wake.wait()
+            if self._stopped:
+                return
+            while True:
+                with self._lock:
+                    now = time.monotonic()
+                    due_quiet = self._last_at + self._quiet
+                    due_max = self._first_at + self._max_delay
+                    due = min(due_quiet, due_max)
+                    if now >= due:
+                        batch = frozenset(self._pending)
+                        self._pending.clear()
+                        self._first_at = self._last_at = 0.0
+                        self._wake.clear()
+                        break
+                time.sleep(max(0.005, due - now))
+            if batch and not self._stopped:
+                try:
+                    self._on_changes(ChangeSet(batch))
+                except Exception:  # a failing consumer must not kill the watcher thread
+                    import logging
+
+                    logging.getLogger(__name__).exception("change handler failed")

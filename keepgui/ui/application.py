@@ -1,0 +1,146 @@
+"""The QApplication, the window and its sources: what ``keepgui`` (no command) runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from PySide6.QtCore import QTimer, qInstallMessageHandler
+from PySide6.QtWidgets import QApplication
+
+from keepgui import __version__
+from keepgui.core.iii.store import default_data_dir
+from keepgui.ui import theme
+from keepgui.ui.hub import BankKey, Hub
+from keepgui.ui.mainwindow import MainWindow
+from keepgui.ui.settings import Settings
+
+DESKTOP_ID = "io.github.keepgui.keepgui"
+SCREENSHOT_SIZE = (1440, 900)
+
+
+_QT_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def _quiet_known_noise(mode, context, message) -> None:
+    # The offscreen platform warns about window hints it cannot honour; that is
+    # noise for screenshots and tests. Everything else goes to stderr as usual.
+    if message in _QT_NOISE:
+        return
+    sys.stderr.write(message + "\n")
+
+
+def make_app() -> QApplication:
+    """The application object (created once), with keepgui's names and icon."""
+    qInstallMessageHandler(_quiet_known_noise)
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(sys.argv[:1])
+    app.setApplicationName("keepgui")
+    app.setApplicationDisplayName("keepgui")
+    app.setApplicationVersion(__version__)
+    app.setOrganizationName("keepgui")
+    app.setDesktopFileName(DESKTOP_ID)
+    app.setWindowIcon(theme.app_icon())
+    return app
+
+
+def initial_sources(args, settings: Settings) -> tuple[list[tuple[str, str]], bool]:
+    """The sources to open, and whether they come from (and go back to) the settings."""
+    if getattr(args, "demo", False):
+        from keepgui.core.demo import make_demo_copy
+
+        copy = make_demo_copy()
+        if not os.environ.get("KEEPGUI_KEEP_DEMO"):
+            import atexit
+
+            atexit.register(shutil.rmtree, copy.root, True)
+        return [("iii", copy.iii), ("nanobot", copy.nanobot)], False
+    explicit = []
+    if getattr(args, "data_dir", None):
+        explicit.append(("iii", os.path.abspath(os.path.expanduser(args.data_dir))))
+    for workspace in getattr(args, "workspace", None) or []:
+        explicit.append(("nanobot", os.path.abspath(os.path.expanduser(workspace))))
+    if explicit:
+        return explicit, False
+    saved = settings.sources()
+    if saved is not None:
+        return [(s.get("kind", "iii"), s["path"]) for s in saved], True
+    # First start: whatever is already on this machine.
+    found = []
+    env = os.environ.get("KEEPGUI_DATA_DIR")
+    for path in ([env] if env else []) + [default_data_dir(), os.path.expanduser("~/.iii/data/memory")]:
+        if path and os.path.isdir(path) and ("iii", path) not in found:
+            found.append(("iii", os.path.abspath(path)))
+    workspace = os.path.expanduser("~/.nanobot/workspace")
+    if os.path.isdir(workspace):
+        found.append(("nanobot", workspace))
+    return found, True
+
+
+def build_window(args, settings: Settings | None = None, watch: bool = True) -> MainWindow:
+    """The main window with its sources opened as the arguments ask."""
+    settings = settings or Settings()
+    sources, persist = initial_sources(args, settings)
+    hub = Hub(reload_command=getattr(args, "reload_command", None), watch=watch)
+    window = MainWindow(hub, settings, persist_sources=persist and not getattr(args, "screenshot", None))
+    iii_paths = [path for kind, path in sources if kind == "iii"]
+    wanted = None
+    if getattr(args, "bank", None) and iii_paths:
+        wanted = BankKey(iii_paths[0], args.bank)
+    elif persist and settings.last_bank():
+        wanted = BankKey(*settings.last_bank())
+    window.want_bank(wanted)
+    for kind, path in sources:
+        if kind == "iii":
+            window.hub.add_iii(path)
+        else:
+            adder = getattr(window.hub, "add_nanobot", None)
+            if adder is not None:
+                adder(path)
+    if getattr(args, "panel", None):
+        window.show_panel(args.panel)
+    if getattr(args, "query", None):
+        preview = window.panel("preview")
+        if preview is not None and hasattr(preview, "set_query"):
+            preview.set_query(args.query)
+    return window
+
+
+def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> int:
+    """Render the window to ``path`` once the shown bank has loaded; returns the exit status."""
+    app = QApplication.instance()
+    result = {"status": 1}
+
+    def shoot() -> None:
+        QApplication.processEvents()
+        image = window.grab()
+        ok = image.save(path, "PNG")
+        result["status"] = 0 if ok else 1
+        if not ok:
+            print(f"keepgui: could not write {path}", file=sys.stderr)
+        app.quit()
+
+    def on_loaded(_key) -> None:
+        table = window.memories.table
+        if not table.selectionModel().hasSelection() and table.model().rowCount():
+            table.selectRow(0)  # show a memory's fields and history in the detail pane
+        QTimer.singleShot(600, shoot)  # let the sidebar counts and the detail pane settle
+
+    window.loaded.connect(on_loaded)
+    QTimer.singleShot(timeout_ms, shoot)
+    window.resize(*SCREENSHOT_SIZE)
+    window.show()
+    app.exec()
+    return result["status"]
+
+
+def launch(args) -> int:
+    """Run the window until it closes."""
+    app = make_app()
+    window = build_window(args)
+    if getattr(args, "screenshot", None):
+        return take_screenshot(window, args.screenshot)
+    window.show()
+    return app.exec()

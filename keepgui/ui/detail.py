@@ -1,0 +1,162 @@
+"""The detail panel: every field of the selected memory and its history, revision by revision.
+
+History comes from the log (every valid line of that id, read in the
+background); consecutive text changes are shown as a word diff, and a
+superseded memory links to the memory that replaced it (clicking the link
+selects it in the table).
+
+Signals:
+    DetailPanel.memoryLinkActivated(str id)
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
+
+from keepgui.core.textdiff import word_diff
+from keepgui.ui import theme
+from keepgui.ui.timefmt import absolute, relative
+
+
+def _esc(text: str) -> str:
+    return html.escape(text).replace("\n", "<br>")
+
+
+class DetailPanel(QWidget):
+    """Fields and history of one memory (read-only)."""
+
+    memoryLinkActivated = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.browser = QTextBrowser(self)
+        self.browser.setOpenLinks(False)
+        self.browser.setOpenExternalLinks(False)
+        self.browser.anchorClicked.connect(self._on_anchor)
+        self.browser.setAccessibleName("Memory details and history")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.browser)
+        self._record = None
+        self._history: list = []
+        self.show_empty()
+
+    def show_empty(self, text: str = "Select a memory to see every field and its history.") -> None:
+        """Nothing selected."""
+        self._record = None
+        self._history = []
+        self.browser.setHtml(f"<p style='color:{theme.muted_text().name()}'>{_esc(text)}</p>")
+
+    def show_record(self, record, history: list | None = None, note: str = "") -> None:
+        """Show one record; ``history`` (its revisions, oldest first) may come later."""
+        self._record = record
+        self._history = history or []
+        self.browser.setHtml(self._render(note))
+
+    def set_history(self, memory_id: str, revisions: list) -> None:
+        """The background read of a memory's revisions arrived."""
+        if self._record is not None and self._record.id == memory_id:
+            self._history = revisions
+            self.browser.setHtml(self._render())
+
+    @property
+    def record(self):
+        """The record shown (or None)."""
+        return self._record
+
+    def _on_anchor(self, url: QUrl) -> None:
+        if url.scheme() == "memory":
+            self.memoryLinkActivated.emit(url.path() or url.host())
+
+    def _render(self, note: str = "") -> str:
+        r = self._record
+        muted = theme.muted_text().name()
+        rows = []
+
+        def field(name: str, value: str) -> None:
+            rows.append(f"<tr><td style='color:{muted};padding-right:8px'>{name}</td><td>{value}</td></tr>")
+
+        state = "live"
+        if r.invalid_at is not None:
+            state = "superseded" if r.superseded_by else "deleted"
+        field("id", f"<code>{_esc(r.id)}</code>")
+        field("state", state + (f" {relative(r.invalid_at)}" if r.invalid_at else ""))
+        if r.superseded_by:
+            field("superseded by", f"<a href='memory:{_esc(r.superseded_by)}'>{_esc(r.superseded_by)}</a>")
+        field("pinned", "yes" if r.pinned else "no")
+        if getattr(r, "confidence", None):
+            field("confidence", _esc(r.confidence))
+        if getattr(r, "corroboration", None) is not None:
+            field("seen", f"×{r.corroboration + 1}")
+        field("entities", _esc(", ".join(r.entities)) or "—")
+        field("tags", _esc(" ".join("#" + t for t in r.tags)) or "—")
+        if getattr(r, "created_at", None):
+            field("created", f"{relative(r.created_at)} <span style='color:{muted}'>({_esc(absolute(r.created_at))})</span>")
+        if getattr(r, "updated_at", None):
+            field("updated", f"{relative(r.updated_at)} <span style='color:{muted}'>({_esc(absolute(r.updated_at))})</span>")
+        if getattr(r, "revision", None) is not None:
+            field("revision", str(r.revision))
+        source = getattr(r, "source", None)
+        if source is not None:
+            parts = [f"{k}: <code>{_esc(v)}</code>" for k, v in (("session", source.session_id),
+                     ("entry", source.entry_id), ("agent", source.agent)) if v]
+            field("source", ", ".join(parts) or "—")
+        body = [f"<p style='white-space:pre-wrap'><b>{_esc(r.text)}</b></p>"]
+        if note:
+            body.append(f"<p style='color:{muted}'>{_esc(note)}</p>")
+        body.append("<table>" + "".join(rows) + "</table>")
+        body.append(self._render_history())
+        return "".join(body)
+
+    def _render_history(self) -> str:
+        if not self._history:
+            return ""
+        added = theme.tint("added").name()
+        removed = theme.tint("removed").name()
+        muted = theme.muted_text().name()
+        items = []
+        previous = None
+        for rev in self._history:
+            what = _describe_change(previous, rev)
+            text = ""
+            if previous is not None and previous.text != rev.text:
+                pieces = []
+                for op, chunk in word_diff(previous.text, rev.text):
+                    if op == "=":
+                        pieces.append(_esc(chunk))
+                    elif op == "+":
+                        pieces.append(f"<span style='background:{added}'>{_esc(chunk)}</span>")
+                    else:
+                        pieces.append(f"<span style='background:{removed}'><s>{_esc(chunk)}</s></span>")
+                text = "<br>" + "".join(pieces)
+            items.append(f"<li><b>r{rev.revision}</b> · {relative(rev.updated_at)} · {what}{text}</li>")
+            previous = rev
+        return (f"<h4>History <span style='color:{muted};font-weight:normal'>"
+                f"({len(self._history)} lines in the log)</span></h4><ul>" + "".join(reversed(items)) + "</ul>")
+
+
+def _describe_change(old, new) -> str:
+    """What one revision did, in words."""
+    if old is None:
+        return "created" + (" (pinned)" if new.pinned else "")
+    parts = []
+    if old.invalid_at is None and new.invalid_at is not None:
+        parts.append(f"superseded by <a href='memory:{_esc(new.superseded_by)}'>{_esc(new.superseded_by)}</a>"
+                     if new.superseded_by else "deleted")
+    elif old.invalid_at is not None and new.invalid_at is None:
+        parts.append("restored")
+    if new.corroboration > old.corroboration:
+        parts.append(f"reinforced (seen ×{new.corroboration + 1})")
+    if new.text != old.text:
+        parts.append("text edited")
+    if new.pinned != old.pinned:
+        parts.append("pinned" if new.pinned else "unpinned")
+    if new.tags != old.tags:
+        parts.append("tags: " + _esc(" ".join("#" + t for t in new.tags) or "none"))
+    if new.entities != old.entities:
+        parts.append("entities: " + _esc(", ".join(new.entities) or "none"))
+    return ", ".join(parts) or "touched (no field changed)"
+

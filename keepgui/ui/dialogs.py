@@ -1,0 +1,147 @@
+"""Small dialogs: a name with the worker's rule and a slug suggestion, a new memory, the trash."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
+    QPlainTextEdit, QPushButton, QVBoxLayout,
+)
+
+from keepgui.core.iii.store import NAME_PATTERN, is_valid_name, suggest_slug
+from keepgui.core.iii.textrules import byte_len, rust_trim
+from keepgui.ui import theme
+from keepgui.ui.timefmt import relative
+
+
+class NameDialog(QDialog):
+    """Asks for a bank or rule name; explains the rule and offers a slug for an invalid name."""
+
+    def __init__(self, title: str, prompt: str, taken: set[str] = frozenset(), parent=None,
+                 extra_label: str | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self._taken = set(taken)
+        self.name = QLineEdit(self)
+        self.name.setAccessibleName(prompt)
+        self.extra = QLineEdit(self) if extra_label else None
+        self.hint = QLabel(self)
+        self.hint.setWordWrap(True)
+        self.use_slug = QPushButton("Use suggestion", self)
+        self.use_slug.clicked.connect(lambda: self.name.setText(suggest_slug(self.name.text())))
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form = QFormLayout()
+        form.addRow(prompt, self.name)
+        if self.extra is not None:
+            form.addRow(extra_label, self.extra)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.use_slug)
+        layout.addWidget(self.buttons)
+        self.name.textChanged.connect(self._validate)
+        self._validate("")
+
+    def _validate(self, text: str) -> None:
+        ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        slug = suggest_slug(text)
+        if not text:
+            message, ok = f"Lowercase letters, digits, - and _ ({NAME_PATTERN}).", False
+        elif text in self._taken:
+            message, ok = f"`{text}` already exists.", False
+        elif is_valid_name(text):
+            message, ok = "", True
+        else:
+            message = f"`{text}` must match {NAME_PATTERN}."
+            if slug and slug not in self._taken:
+                message += f" Suggestion: {slug}"
+            ok = False
+        self.hint.setText(message)
+        self.hint.setStyleSheet("" if ok or not text else f"color: {theme.strong('removed').name()}")
+        self.use_slug.setVisible(bool(text) and not ok and bool(slug) and slug != text and slug not in self._taken)
+        ok_button.setEnabled(ok)
+
+    def value(self) -> str:
+        """The name typed."""
+        return self.name.text()
+
+    def extra_value(self) -> str:
+        """The second field (a description)."""
+        return self.extra.text() if self.extra is not None else ""
+
+
+class NewMemoryDialog(QDialog):
+    """A new memory: text (3..2000 bytes), tags, entities, pinned."""
+
+    def __init__(self, bank: str, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"New memory in {bank}")
+        self.text = QPlainTextEdit(self)
+        self.text.setPlaceholderText("remember something…")
+        self.text.setAccessibleName("Memory text")
+        self.tags = QLineEdit(self)
+        self.tags.setPlaceholderText("style, people")
+        self.entities = QLineEdit(self)
+        self.entities.setPlaceholderText("user, mike")
+        self.pinned = QCheckBox("Pin (untouchable by automatic paths)", self)
+        self.count = QLabel(self)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow("Text", self.text)
+        form.addRow("", self.count)
+        form.addRow("Tags", self.tags)
+        form.addRow("Entities", self.entities)
+        form.addRow("", self.pinned)
+        form.addRow(self.buttons)
+        self.text.textChanged.connect(self._validate)
+        self._validate()
+
+    def _validate(self) -> None:
+        n = byte_len(rust_trim(self.text.toPlainText()))
+        ok = 3 <= n <= 2000
+        self.count.setText(f"{n} / 2000 bytes" + ("" if ok else " — the worker accepts 3 to 2000 bytes"))
+        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(ok)
+
+    def values(self) -> tuple[str, list[str], list[str], bool]:
+        """``(text, tags, entities, pinned)``."""
+        return (self.text.toPlainText(), split_labels(self.tags.text()), split_labels(self.entities.text()),
+                self.pinned.isChecked())
+
+
+def split_labels(text: str) -> list[str]:
+    """Tags or entities typed as "a, b" or "#a #b"."""
+    parts = text.split(",") if "," in text else text.split()
+    return [p.strip().lstrip("#") for p in parts if p.strip().lstrip("#")]
+
+
+class TrashDialog(QDialog):
+    """Choose a trashed bank to restore."""
+
+    def __init__(self, trashed, taken: set[str], parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Restore a bank from the trash")
+        self.list = QListWidget(self)
+        self.list.setAccessibleName("Trashed banks")
+        for t in trashed:
+            item = QListWidgetItem(f"{t.bank} — trashed {relative(t.trashed_at)}  ({t.folder})")
+            item.setData(256, t.folder)
+            if t.bank in taken:
+                item.setText(item.text() + " — a bank with this name exists")
+            self.list.addItem(item)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Restore")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.list)
+        layout.addWidget(self.buttons)
+        if self.list.count():
+            self.list.setCurrentRow(0)
+
+    def folder(self) -> str | None:
+        """The trash folder chosen."""
+        item = self.list.currentItem()
+        return None if item is None else item.data(256)

@@ -1,0 +1,337 @@
+"""The window's link to the files: open sources, background loading, live reload, writes.
+
+:class:`Hub` owns every open source (an iii data dir, later also nanobot
+workspaces), one background thread per source that loads and refreshes its
+banks, and a :class:`~keepgui.core.watch.Watcher` on their folders. Results
+come back to the GUI thread by signal; a background thread never touches a
+widget.
+
+Locking: each bank has a lock held while its log is read or written, so a
+refresh on the background thread and a mutation on the GUI thread never
+interleave; a short source lock guards the data dir's bank cache. Mutations
+run on the GUI thread (an append and an fsync take milliseconds), and the
+request that a running worker reload runs on a helper thread so a slow
+``iii`` never freezes the window.
+
+Signals:
+    sourcesChanged(): a source was added or removed.
+    banksChanged(str source): banks appeared, vanished or changed counts.
+    bankRows(object key, list rows, bool final): rows of a bank, as they load or change.
+    bankProgress(object key, int done, int total): bytes of a long load.
+    bankFailed(object key, str reason): a bank could not be read.
+    rulesChanged(object key): rule files of a bank changed on disk.
+    historyReady(object key, str id, list revisions): the revisions of one memory.
+    note(str): a short status-bar note ("main: 3 memories added").
+    error(str): something a person must see (a banner).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal
+
+from keepgui.core.errors import KeepguiError
+from keepgui.core.iii.log import LOG_NAME
+from keepgui.core.iii.store import BANK_YAML, RULES_DIR, TRASH_DIR, BankInfo, DataDir
+from keepgui.core.iii.worker import ReloadOutcome, WorkerLink
+from keepgui.core.watch import ChangeSet, Watcher
+
+
+@dataclass(frozen=True)
+class BankKey:
+    """Which bank: the source folder and the bank name."""
+
+    source: str
+    bank: str
+
+    def __str__(self) -> str:
+        return self.bank
+
+
+class _AsyncWorkerLink:
+    """A WorkerLink whose reload runs on a helper thread and reports failures by callback."""
+
+    def __init__(self, link: WorkerLink, on_result: Callable[[ReloadOutcome], None]) -> None:
+        self._link = link
+        self._on_result = on_result
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-reload")
+
+    def reload(self) -> ReloadOutcome:
+        future = self._pool.submit(self._link.reload)
+        future.add_done_callback(lambda f: self._on_result(f.result()))
+        return ReloadOutcome(True, "asked a running worker to reload")
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class IiiSource:
+    """An open iii data dir: its DataDir, its background thread, and its locks."""
+
+    kind = "iii"
+
+    def __init__(self, path: str, link: _AsyncWorkerLink) -> None:
+        self.path = os.path.abspath(path)
+        self.datadir = DataDir(self.path, link)
+        self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-load")
+        self.lock = threading.RLock()
+        self._bank_locks: dict[str, threading.RLock] = {}
+        self.infos: dict[str, BankInfo] = {}
+        self.names: list[str] = []
+        self.loaded: set[str] = set()
+        self.scans_requested = 0
+
+    @property
+    def label(self) -> str:
+        """How the sidebar names the source."""
+        return f"iii · {_short(self.path)}"
+
+    def bank_lock(self, name: str) -> threading.RLock:
+        """The lock of one bank's log."""
+        with self.lock:
+            return self._bank_locks.setdefault(name, threading.RLock())
+
+    def bank(self, name: str):
+        """The core Bank object (raises NotFound)."""
+        with self.lock:
+            return self.datadir.bank(name)
+
+
+def _short(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if path.startswith(home + os.sep) else path
+
+
+class Hub(QObject):
+    """Open sources, their background work, and the watcher (see the module docstring)."""
+
+    sourcesChanged = Signal()
+    banksChanged = Signal(str)
+    bankRows = Signal(object, list, bool)
+    bankProgress = Signal(object, int, int)
+    bankFailed = Signal(object, str)
+    rulesChanged = Signal(object)
+    historyReady = Signal(object, str, list)
+    note = Signal(str)
+    error = Signal(str)
+    _changes = Signal(object)
+
+    def __init__(self, parent=None, reload_command: str | None = None, watch: bool = True) -> None:
+        super().__init__(parent)
+        self.sources: dict[str, IiiSource] = {}
+        self._link = _AsyncWorkerLink(WorkerLink(reload_command), self._on_reload_result)
+        self._changes.connect(self._on_changes)
+        self._watcher = Watcher(self._changes.emit) if watch else None
+        if self._watcher is not None:
+            self._watcher.start()
+
+    def shutdown(self) -> None:
+        """Stop the watcher and the background threads (the window is closing)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+        for source in self.sources.values():
+            source.executor.shutdown(wait=True, cancel_futures=True)
+        self._link.shutdown()
+
+    # ------------------------------------------------------------------ sources
+
+    def add_iii(self, path: str) -> IiiSource:
+        """Open an iii data dir (idempotent) and start loading its banks in the background."""
+        path = os.path.abspath(path)
+        if path in self.sources:
+            return self.sources[path]
+        source = IiiSource(path, self._link)
+        self.sources[path] = source
+        if self._watcher is not None:
+            self._watcher.watch(path)
+        self.sourcesChanged.emit()
+        self.rescan(path)
+        return source
+
+    def remove_source(self, path: str) -> None:
+        """Close a source (nothing on disk changes)."""
+        source = self.sources.pop(path, None)
+        if source is None:
+            return
+        if self._watcher is not None:
+            self._watcher.unwatch(path)
+        source.executor.shutdown(wait=False, cancel_futures=True)
+        self.sourcesChanged.emit()
+
+    def source(self, path: str) -> IiiSource:
+        """An open source by folder."""
+        return self.sources[path]
+
+    def rescan(self, path: str) -> None:
+        """Re-list the banks of a source and load every one of them (counts for the sidebar)."""
+        source = self.sources.get(path)
+        if source is None:
+            return
+        if self._watcher is not None and path not in (self._watcher.roots or []):
+            self._watcher.watch(path)  # the folder may have been created since
+        source.scans_requested += 1
+        source.executor.submit(self._scan_task, source, source.scans_requested)
+
+    def _scan_task(self, source: IiiSource, number: int) -> None:
+        if number != source.scans_requested:
+            return  # a newer scan is queued; a stale listing must not undo what the window just did
+        try:
+            with source.lock:
+                banks = source.datadir.banks()
+            source.names = [b.name for b in banks]
+            for gone in set(source.infos) - set(source.names):
+                source.infos.pop(gone, None)
+                source.loaded.discard(gone)
+            self.banksChanged.emit(source.path)
+            # Count every bank for the sidebar, each as its own task, so a bank the
+            # window asked for in the meantime is loaded first.
+            for bank in banks:
+                source.executor.submit(self._count_task, source, bank.name)
+        except (KeepguiError, OSError) as exc:
+            self.error.emit(f"{source.path}: {exc}")
+
+    def _count_task(self, source: IiiSource, name: str) -> None:
+        self._sync(source, BankKey(source.path, name))
+
+    def open_bank(self, key: BankKey) -> None:
+        """Deliver every row of a bank (loading it in the background if needed, with progress)."""
+        source = self.sources.get(key.source)
+        if source is not None:
+            source.executor.submit(self._sync, source, key, True)
+
+    def refresh_bank(self, key: BankKey) -> None:
+        """Re-read a bank's log (incrementally) and deliver what changed."""
+        source = self.sources.get(key.source)
+        if source is not None:
+            source.executor.submit(self._sync, source, key)
+
+    def _sync(self, source: IiiSource, key: BankKey, deliver_all: bool = False) -> None:
+        """Bring one bank up to date; every change found is delivered (never swallowed)."""
+        try:
+            bank = source.bank(key.bank)
+            with source.bank_lock(key.bank):
+                first = key.bank not in source.loaded
+                shown = 0
+
+                def progress(done: int, total: int) -> None:
+                    nonlocal shown
+                    if not deliver_all:
+                        return
+                    rows = list(bank.log.records.values())
+                    # New ids are appended to the dict: show them while the rest loads.
+                    self.bankRows.emit(key, rows[shown:], False)
+                    shown = len(rows)
+                    self.bankProgress.emit(key, done, total)
+
+                delta = bank.refresh(progress)
+                source.loaded.add(key.bank)
+                source.infos[key.bank] = bank.info()
+                records = bank.log.records
+                if deliver_all or delta.reset:
+                    rows, final = list(records.values()), True
+                else:
+                    rows, final = [records[i] for i in delta.changed], False
+                reason = bank.log.unreadable
+        except (KeepguiError, OSError) as exc:
+            source.infos.pop(key.bank, None)
+            self.bankFailed.emit(key, str(exc))
+            self.banksChanged.emit(key.source)
+            return
+        if reason:
+            self.bankFailed.emit(key, reason)
+        if final or rows:
+            self.bankRows.emit(key, rows, final)
+        self.banksChanged.emit(key.source)
+        if first or delta.empty:
+            return
+        if delta.reset:
+            self.note.emit(f"{key.bank}: reloaded ({LOG_NAME} was replaced or rewritten)")
+        elif delta.changed:
+            self.note.emit(f"{key.bank}: {_count(len(delta.added), 'memory', 'memories')} added, "
+                           f"{len(delta.changed) - len(delta.added)} changed")
+        for problem in delta.new_problems:
+            self.note.emit(f"{key.bank}: {problem.describe(LOG_NAME)}")
+
+    def request_history(self, key: BankKey, memory_id: str) -> None:
+        """Read every revision of one memory in the background (delivered by historyReady)."""
+        source = self.sources.get(key.source)
+        if source is not None:
+            source.executor.submit(self._history_task, source, key, memory_id)
+
+    def _history_task(self, source: IiiSource, key: BankKey, memory_id: str) -> None:
+        try:
+            with source.bank_lock(key.bank):
+                revisions = source.bank(key.bank).log.history(memory_id)
+        except (KeepguiError, OSError):
+            revisions = []
+        self.historyReady.emit(key, memory_id, revisions)
+
+    def mutate(self, key: BankKey, change: Callable[[Any], Any]) -> Any:
+        """Run ``change(batch)`` as one locked append on the GUI thread; deliver the new rows.
+
+        Returns what ``change`` returned; raises KeepguiError (nothing written) on refusal.
+        """
+        source = self.sources[key.source]
+        bank = source.bank(key.bank)
+        with source.bank_lock(key.bank):
+            with bank.batch() as batch:
+                result = change(batch)
+            # Deliver everything the batch's refreshes consumed, others' appends included.
+            records = bank.log.records
+            if any(d.reset for d in batch.deltas):
+                rows, final = list(records.values()), True
+            else:
+                ids = dict.fromkeys(i for d in batch.deltas for i in d.changed)
+                rows, final = [records[i] for i in ids], False
+            source.infos[key.bank] = bank.info()
+        if rows or final:
+            self.bankRows.emit(key, rows, final)
+            self.banksChanged.emit(key.source)
+        return result
+
+    def info(self, key: BankKey) -> BankInfo | None:
+        """The last known summary of a bank."""
+        source = self.sources.get(key.source)
+        return None if source is None else source.infos.get(key.bank)
+
+    # ------------------------------------------------------------------ watching
+
+    def _on_changes(self, changes: ChangeSet) -> None:
+        for source in list(self.sources.values()):
+            rescan = False
+            touched_logs: set[str] = set()
+            touched_rules: set[str] = set()
+            for parts in changes.under(source.path):
+                if not parts or parts[0] == TRASH_DIR:
+                    rescan = True
+                    continue
+                if parts[0].startswith("."):
+                    continue
+                if len(parts) == 1 or parts[1] == BANK_YAML:
+                    rescan = True  # a bank folder appeared, vanished, or was described
+                elif parts[1] == LOG_NAME:
+                    touched_logs.add(parts[0])
+                elif parts[1] == RULES_DIR:
+                    touched_rules.add(parts[0])
+            if rescan:
+                self.rescan(source.path)
+            for name in sorted(touched_logs):
+                if name in source.loaded or name in source.names:
+                    self.refresh_bank(BankKey(source.path, name))
+            for name in sorted(touched_rules):
+                self.rulesChanged.emit(BankKey(source.path, name))
+                self.note.emit(f"{name}: rules changed on disk")
+                self.rescan(source.path)
+
+    def _on_reload_result(self, outcome: ReloadOutcome) -> None:
+        if not outcome.ok:
+            self.note.emit(outcome.message)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

@@ -1,0 +1,54 @@
+"""Every keyboard shortcut of keepgui, in one place.
+
+Standard actions use the platform's own keys (``QKeySequence.StandardKey``);
+keepgui's own actions get a fixed sequence here, so they are easy to find,
+document and keep free of clashes. Values are StandardKey members or portable
+strings, never QKeySequence objects: building a standard sequence needs the
+platform theme, which exists only once the application does.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QKeySequence
+
+Std = QKeySequence.StandardKey
+
+OPEN_DATA_DIR = Std.Open
+OPEN_WORKSPACE = "Ctrl+Shift+O"
+RELOAD = Std.Refresh
+QUIT = Std.Quit
+UNDO = Std.Undo
+REDO = Std.Redo
+FIND = Std.Find
+SAVE = Std.Save
+COPY = Std.Copy
+SELECT_ALL = Std.SelectAll
+EDIT_MEMORY = "F2"
+NEW_MEMORY = Std.New
+PIN = "Ctrl+P"
+UNPIN = "Ctrl+Shift+P"
+TOMBSTONE = Std.Delete
+RESTORE = "Ctrl+Shift+R"
+SHOW_HISTORY = "Ctrl+H"
+RANKED = "Ctrl+R"
+NEW_BANK = "Ctrl+Shift+N"
+QUICK_KEEP = "Ctrl+Shift+K"
+COMPACT = "Ctrl+Shift+C"
+PANEL_MEMORIES = "Ctrl+1"
+PANEL_RULES = "Ctrl+2"
+PANEL_PREVIEW = "Ctrl+3"
+HELP = Std.HelpContents
+
+
+def describe() -> list[tuple[str, str]]:
+    """``(action, keys)`` for the README and the About box, in menu order."""
+    names = [
+        ("Open iii data dir", OPEN_DATA_DIR), ("Open nanobot workspace", OPEN_WORKSPACE),
+        ("Reload from disk", RELOAD), ("Quit", QUIT), ("Undo", UNDO), ("Redo", REDO), ("Find", FIND),
+        ("Save rule", SAVE), ("New memory", NEW_MEMORY), ("Edit memory", EDIT_MEMORY), ("Pin", PIN),
+        ("Unpin", UNPIN), ("Delete (tombstone)", TOMBSTONE), ("Restore", RESTORE),
+        ("Show history", SHOW_HISTORY), ("Ranked search", RANKED), ("New bank", NEW_BANK),
+        ("Quick keep", QUICK_KEEP), ("Review compaction", COMPACT), ("Memories panel", PANEL_MEMORIES),
+        ("Rules panel", PANEL_RULES), ("Preview panel", PANEL_PREVIEW),
+    ]
+    return [(name, QKeySequence(seq).toString(QKeySequence.SequenceFormat.NativeText)) for name, seq in names]

@@ -1,0 +1,221 @@
+"""The sidebar: sources, their banks with counts, and each data dir's trash.
+
+A :class:`SourceTreeModel` (a QStandardItemModel) is rebuilt per source when
+its banks change; the view keeps the selected bank across rebuilds. Each bank
+row draws two lines: its name, and "N memories · P pinned · R rules" (or why
+it cannot be read).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QFont, QPalette, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView
+
+from keepgui.ui import theme
+from keepgui.ui.hub import BankKey
+from keepgui.ui.timefmt import relative
+
+KindRole = Qt.ItemDataRole.UserRole + 20
+"""``source``, ``bank``, ``trash`` or ``trashed``."""
+BankKeyRole = Qt.ItemDataRole.UserRole + 21
+"""The BankKey of a bank row."""
+SourceRole = Qt.ItemDataRole.UserRole + 22
+"""The source folder of any row."""
+DetailRole = Qt.ItemDataRole.UserRole + 23
+"""The second line of a row (counts, or why it cannot be read)."""
+FolderRole = Qt.ItemDataRole.UserRole + 24
+"""The trash folder name of a trashed bank."""
+ProblemRole = Qt.ItemDataRole.UserRole + 25
+"""True when the row has a problem (unreadable)."""
+
+
+def counts_line(info) -> str:
+    """"N memories · P pinned · R rules" for a BankInfo, or why it cannot be read."""
+    if info is None:
+        return "loading…"
+    if not info.readable:
+        return f"unreadable: {info.reason}"
+    return f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules"
+
+
+class SourceTreeModel(QStandardItemModel):
+    """Sources → banks (+ trash → trashed banks)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setHorizontalHeaderLabels(["Sources"])
+
+    def _source_item(self, path: str) -> QStandardItem | None:
+        for row in range(self.rowCount()):
+            item = self.item(row)
+            if item.data(SourceRole) == path:
+                return item
+        return None
+
+    def set_sources(self, sources) -> None:
+        """Make the top level match the open sources (in the given order)."""
+        wanted = [s.path for s in sources]
+        for row in reversed(range(self.rowCount())):
+            if self.item(row).data(SourceRole) not in wanted:
+                self.removeRow(row)
+        for position, source in enumerate(sources):
+            item = self._source_item(source.path)
+            if item is None:
+                item = QStandardItem(theme.icon("folder"), source.label)
+                item.setData("source", KindRole)
+                item.setData(source.path, SourceRole)
+                item.setData(source.path, DetailRole)
+                item.setToolTip(source.path)
+                item.setEditable(False)
+                self.insertRow(position, [item])
+
+    def set_banks(self, source, trashed=()) -> None:
+        """Rebuild the banks of one source from its names and infos."""
+        parent = self._source_item(source.path)
+        if parent is None:
+            return
+        existing = {parent.child(r).data(BankKeyRole): parent.child(r) for r in range(parent.rowCount())
+                    if parent.child(r).data(KindRole) == "bank"}
+        names = list(source.names)
+        # drop banks that vanished and the old trash node
+        for row in reversed(range(parent.rowCount())):
+            child = parent.child(row)
+            key = child.data(BankKeyRole)
+            if child.data(KindRole) == "trash" or (key is not None and key.bank not in names):
+                parent.removeRow(row)
+        for position, name in enumerate(names):
+            key = BankKey(source.path, name)
+            info = source.infos.get(name)
+            item = existing.get(key)
+            if item is None:
+                item = QStandardItem(theme.icon("bank"), name)
+                item.setData("bank", KindRole)
+                item.setData(key, BankKeyRole)
+                item.setData(source.path, SourceRole)
+                item.setEditable(False)
+                parent.insertRow(position, [item])
+            item.setData(counts_line(info), DetailRole)
+            problem = info is not None and not info.readable
+            item.setData(problem, ProblemRole)
+            tip = f"{name}\n{counts_line(info)}"
+            if info is not None and info.description:
+                tip += f"\n{info.description}"
+            item.setToolTip(tip)
+            item.setIcon(theme.icon("warning", theme.strong("warning")) if problem else theme.icon("bank"))
+        trash = QStandardItem(theme.icon("trash"), "Trash")
+        trash.setData("trash", KindRole)
+        trash.setData(source.path, SourceRole)
+        trash.setData(f"{len(trashed)} trashed banks" if trashed else "empty", DetailRole)
+        trash.setEditable(False)
+        for t in trashed:
+            child = QStandardItem(theme.icon("bank"), t.folder)
+            child.setData("trashed", KindRole)
+            child.setData(source.path, SourceRole)
+            child.setData(t.folder, FolderRole)
+            child.setData(f"bank `{t.bank}`, trashed {relative(t.trashed_at)}", DetailRole)
+            child.setToolTip(f"{t.path}\nRestore it from the context menu or Bank → Restore from trash")
+            child.setEditable(False)
+            trash.appendRow([child])
+        parent.appendRow([trash])
+
+    def index_of_source(self, path: str) -> QModelIndex:
+        """The index of a source row (invalid when not shown)."""
+        item = self._source_item(path)
+        return item.index() if item is not None else QModelIndex()
+
+    def index_of_bank(self, key: BankKey) -> QModelIndex:
+        """The index of a bank row (invalid when not shown)."""
+        parent = self._source_item(key.source)
+        if parent is None:
+            return QModelIndex()
+        for row in range(parent.rowCount()):
+            if parent.child(row).data(BankKeyRole) == key:
+                return parent.child(row).index()
+        return QModelIndex()
+
+
+class TwoLineDelegate(QStyledItemDelegate):
+    """Draws a row's name and, smaller and muted, its detail line."""
+
+    def sizeHint(self, option, index) -> QSize:  # noqa: N802 - Qt override
+        base = super().sizeHint(option, index)
+        if index.data(DetailRole):
+            return QSize(base.width(), int(base.height() * 1.9))
+        return base
+
+    def paint(self, painter, option, index) -> None:
+        detail = index.data(DetailRole)
+        if not detail:
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        text = opt.text
+        opt.text = ""
+        style = opt.widget.style() if opt.widget else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, opt.widget) if style else opt.rect
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        pal = opt.palette
+        main_color = pal.color(QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text)
+        sub_color = main_color if selected else theme.muted_text()
+        if index.data(ProblemRole) and not selected:
+            sub_color = theme.strong("removed")
+        painter.save()
+        top = QRect(rect.left(), rect.top(), rect.width(), rect.height() // 2)
+        bottom = QRect(rect.left(), rect.top() + rect.height() // 2, rect.width(), rect.height() // 2)
+        font = QFont(opt.font)
+        if index.data(KindRole) in ("source", "bank"):
+            font.setBold(True)
+        painter.setFont(font)
+        painter.setPen(main_color)
+        painter.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom,
+                         painter.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, top.width()))
+        small = QFont(opt.font)
+        small.setPointSizeF(max(6.0, opt.font.pointSizeF() * 0.85))
+        painter.setFont(small)
+        painter.setPen(sub_color)
+        painter.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+                         painter.fontMetrics().elidedText(str(detail), Qt.TextElideMode.ElideMiddle, bottom.width()))
+        painter.restore()
+
+
+class SourceTree(QTreeView):
+    """The sidebar view.
+
+    Signals:
+        bankActivated(object key): the person selected a bank.
+    """
+
+    bankActivated = Signal(object)
+
+    def __init__(self, model: SourceTreeModel, parent=None) -> None:
+        super().__init__(parent)
+        self.setModel(model)
+        self.setHeaderHidden(True)
+        self.setItemDelegate(TwoLineDelegate(self))
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.setAccessibleName("Sources and banks")
+        self.setUniformRowHeights(False)
+        self.setExpandsOnDoubleClick(True)
+        self.selectionModel().currentChanged.connect(self._on_current)
+
+    def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        key = current.data(BankKeyRole)
+        if key is not None:
+            self.bankActivated.emit(key)
+
+    def select_bank(self, key: BankKey) -> bool:
+        """Select a bank row; False when it is not in the tree."""
+        index = self.model().index_of_bank(key)
+        if not index.isValid():
+            return False
+        self.expand(index.parent())
+        self.setCurrentIndex(index)
+        return True
+
+    def current_kind(self) -> str | None:
+        """What kind of row is selected."""
+        return self.currentIndex().data(KindRole)

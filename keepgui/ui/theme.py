@@ -1,0 +1,99 @@
+"""Colours and icons derived from the palette, so light and dark mode both read well.
+
+Nothing here hard-codes a colour for text or backgrounds: accents come from the
+palette's highlight, muted text from its placeholder role, and the diff and
+warning tints are mixed from the base colour by its lightness (the git-cola
+approach). Icons are SVG templates whose ``@COLOR@`` is filled with the
+palette's text colour at render time, so they follow the colour scheme too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QImage, QPainter, QPalette, QPixmap
+from PySide6.QtSvg import QSvgRenderer
+
+from keepgui.core.paths import resources_dir
+
+
+def palette() -> QPalette:
+    """The application's current palette."""
+    return QGuiApplication.palette()
+
+
+def is_dark(pal: QPalette | None = None) -> bool:
+    """True when the window background is dark."""
+    pal = pal or palette()
+    return pal.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def mix(a: QColor, b: QColor, t: float) -> QColor:
+    """``a`` moved a fraction ``t`` towards ``b``."""
+    return QColor(
+        round(a.red() + (b.red() - a.red()) * t),
+        round(a.green() + (b.green() - a.green()) * t),
+        round(a.blue() + (b.blue() - a.blue()) * t),
+    )
+
+
+def muted_text() -> QColor:
+    """Secondary text (meta lines, retired rows)."""
+    pal = palette()
+    return mix(pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.Base), 0.45)
+
+
+def accent() -> QColor:
+    """The accent colour (pinned rows, score bars, budget meters)."""
+    return palette().color(QPalette.ColorRole.Highlight)
+
+
+def tint(hue: str) -> QColor:
+    """A background tint for ``added``, ``removed``, ``warning`` or ``info`` that suits the palette."""
+    base = palette().color(QPalette.ColorRole.Base)
+    target = {"added": QColor(46, 160, 67), "removed": QColor(218, 54, 51),
+              "warning": QColor(212, 160, 23), "info": palette().color(QPalette.ColorRole.Highlight)}[hue]
+    return mix(base, target, 0.35 if is_dark() else 0.22)
+
+
+def strong(hue: str) -> QColor:
+    """A foreground colour for ``added``, ``removed`` or ``warning`` text that stays readable."""
+    target = {"added": QColor(46, 160, 67), "removed": QColor(218, 54, 51),
+              "warning": QColor(190, 140, 10)}[hue]
+    text = palette().color(QPalette.ColorRole.Text)
+    return mix(target, text, 0.15 if is_dark() else 0.25)
+
+
+@functools.lru_cache(maxsize=128)
+def _svg_template(name: str) -> str:
+    with open(os.path.join(resources_dir(), "icons", name + ".svg"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def icon(name: str, color: QColor | None = None) -> QIcon:
+    """A themed icon from ``resources/icons/<name>.svg`` (crisp at every size)."""
+    color = color or palette().color(QPalette.ColorRole.Text)
+    svg = _svg_template(name).replace("@COLOR@", color.name())
+    renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
+    result = QIcon()
+    ratio = 2.0
+    for size in (16, 20, 24, 32, 48, 64, 128, 256):
+        image = QImage(int(size * ratio), int(size * ratio), QImage.Format.Format_ARGB32_Premultiplied)
+        image.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(image)
+        renderer.render(painter, QRectF(0, 0, image.width(), image.height()))
+        painter.end()
+        pixmap = QPixmap.fromImage(image)
+        pixmap.setDevicePixelRatio(ratio)
+        result.addPixmap(pixmap)
+    return result
+
+
+def app_icon() -> QIcon:
+    """keepgui's own icon (not themed: it has its own colours)."""
+    return QIcon(os.path.join(resources_dir(), "icons", "keepgui.svg"))
+
+
+ICON_SIZE = QSize(16, 16)

@@ -1,0 +1,53 @@
+"""Fixtures for window tests: a fresh demo data dir and a main window on it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+
+import pytest
+
+from keepgui.core.demo import make_demo_copy
+
+
+@pytest.fixture
+def demo_copy(tmp_path):
+    """A fresh copy of the demo data (times moved to the present)."""
+    copy = make_demo_copy(parent=str(tmp_path))
+    yield copy
+    shutil.rmtree(copy.root, ignore_errors=True)
+
+
+def window_args(**kw) -> argparse.Namespace:
+    """The parsed arguments the window is built from."""
+    values = dict(demo=False, data_dir=None, workspace=None, bank=None, panel=None, query=None, screenshot=None,
+                  reload_command="")
+    values.update(kw)
+    return argparse.Namespace(**values)
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    """Build a MainWindow on a data dir and wait until its bank is loaded."""
+    from keepgui.ui.application import build_window
+    from keepgui.ui.settings import Settings
+
+    windows = []
+
+    def build(data_dir, bank="main", watch=True, workspace=None):
+        settings = Settings(os.path.join(str(tmp_path), f"settings-{len(windows)}.json"))
+        args = window_args(data_dir=str(data_dir), bank=bank, workspace=[str(workspace)] if workspace else None)
+        window = build_window(args, settings, watch=watch)
+        qtbot.addWidget(window)
+        windows.append(window)
+        window.resize(1200, 800)
+        window.show()
+        if bank is not None:
+            qtbot.waitUntil(lambda: window.current is not None and window.current.bank == bank
+                            and window._loading is None, timeout=15_000)
+        return window
+
+    yield build
+    for window in windows:
+        window.hub.shutdown()
