@@ -1,0 +1,322 @@
+"""keepgui's own history of memory files, kept outside every workspace.
+
+Nothing else versions keep.md (nanobot's git ignores it), and Dream rewrites
+USER.md, SOUL.md and MEMORY.md whenever it runs. So every version of such a
+file that keepgui has *seen* — loaded, or about to replace, or just written —
+is stored here, and any rewrite (the agent compacting keep.md, Dream
+reorganising MEMORY.md) can later be shown as a diff and undone. Entries
+removed from keep.md are logged here too, so "forget" can always be undone.
+
+Layout under ``<app data dir>/history/`` (``paths.app_data_dir()``)::
+
+    blobs/<sha[:2]>/<sha256>        the bytes of one version (content-addressed)
+    index/<sha256(path)[:24]>.jsonl one line per version of one file
+    removed.jsonl                   "removed" and "restored" events
+
+Every write goes through :mod:`keepgui.core.fsio`: blobs are written
+atomically before the index line that names them, index lines are appended
+under the index's lock (so two keepgui processes cannot both append the same
+version), and a torn or corrupt index line is skipped and reported, never fatal.
+Versions are deduplicated per file by SHA-256: recording what the latest
+version already holds is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, replace
+
+from keepgui.core import fsio
+from keepgui.core.errors import NotFound, Unreadable
+from keepgui.core.paths import app_data_dir
+
+_HEX = set("0123456789abcdef")
+_INDEX_LIMIT = 256 * 1024 * 1024
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def file_key(path: str | os.PathLike[str]) -> str:
+    """The identity of a file across runs: its absolute path with links resolved."""
+    return os.path.normcase(os.path.realpath(os.fspath(path)))
+
+
+@dataclass(frozen=True)
+class Version:
+    """One recorded version of a file.
+
+    ``path`` is the file (see :func:`file_key`), ``sha256`` and ``size``
+    describe the bytes, ``at`` is when keepgui saw them (epoch ms), ``source``
+    why they were recorded (``seen``, ``before-save``, ``saved``, ...), and
+    ``seq`` the version's position in the file's index (0 = oldest).
+    """
+
+    path: str
+    sha256: str
+    size: int
+    at: int
+    source: str
+    seq: int = 0
+
+    def to_obj(self) -> dict:
+        """The index line's fields plus ``seq``."""
+        return {"path": self.path, "sha256": self.sha256, "size": self.size, "at": self.at,
+                "source": self.source, "seq": self.seq}
+
+
+@dataclass(frozen=True)
+class HistoryProblem:
+    """A line of a history file that was skipped, and why (shown, never fatal)."""
+
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}, line {self.line}: {self.reason}; the line was skipped"
+
+
+@dataclass(frozen=True)
+class RemovedEntry:
+    """An entry removed from a list file (keep.md), with what is needed to put it back.
+
+    ``raw`` is the whole line as it was (``* x`` stays ``* x`` on restore);
+    ``line`` its 0-based physical line and ``number`` its 1-based entry number;
+    ``before``/``after`` the texts of its neighbouring entries then, so it can be
+    put back between them even after the file changed; ``reason`` is
+    ``forget``, ``replaced``, ``moved`` ...; ``restored_at`` is set once restored.
+    """
+
+    id: str
+    path: str
+    workspace: str
+    text: str
+    raw: str
+    line: int
+    number: int
+    before: str | None
+    after: str | None
+    removed_at: int
+    reason: str = "forget"
+    restored_at: int | None = None
+
+    def to_obj(self) -> dict:
+        """The removed-event fields plus ``restored_at``."""
+        return {"id": self.id, "path": self.path, "workspace": self.workspace, "text": self.text,
+                "raw": self.raw, "line": self.line, "number": self.number, "before": self.before,
+                "after": self.after, "removed_at": self.removed_at, "reason": self.reason,
+                "restored_at": self.restored_at}
+
+
+def _parse_jsonl(data: bytes, name: str) -> tuple[list[tuple[int, dict]], list[HistoryProblem]]:
+    rows, problems = [], []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            problems.append(HistoryProblem(name, number, "not valid JSON (torn or corrupt)"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append(HistoryProblem(name, number, "not a JSON object"))
+            continue
+        rows.append((number, obj))
+    return rows, problems
+
+
+def _line(obj: dict) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class History:
+    """Versions of memory files and removed entries, stored under ``root``.
+
+    ``root`` defaults to ``<paths.app_data_dir()>/history``. Several History
+    objects (and processes) may share one root.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = os.fspath(root) if root is not None else os.path.join(app_data_dir(), "history")
+
+    # ---------------------------------------------------------------- layout
+
+    def _blob_path(self, sha: str) -> str:
+        return os.path.join(self.root, "blobs", sha[:2], sha)
+
+    def _index_path(self, key: str) -> str:
+        name = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+        return os.path.join(self.root, "index", name + ".jsonl")
+
+    @property
+    def removed_log(self) -> str:
+        """The removed-entries log file."""
+        return os.path.join(self.root, "removed.jsonl")
+
+    # ---------------------------------------------------------------- versions
+
+    def scan(self, path: str | os.PathLike[str]) -> tuple[list[Version], list[HistoryProblem]]:
+        """Every recorded version of ``path``, oldest first, and the index lines skipped."""
+        key = file_key(path)
+        index = self._index_path(key)
+        data, _stamp = fsio.read_stamped(index, limit=_INDEX_LIMIT)
+        rows, problems = _parse_jsonl(data or b"", index)
+        versions: list[Version] = []
+        for number, obj in rows:
+            sha, size, at, source = obj.get("sha256"), obj.get("size"), obj.get("at"), obj.get("source", "seen")
+            if obj.get("path") != key:
+                problems.append(HistoryProblem(index, number, "belongs to another file"))
+                continue
+            if (not isinstance(sha, str) or len(sha) != 64 or not set(sha) <= _HEX
+                    or isinstance(size, bool) or not isinstance(size, int) or size < 0
+                    or isinstance(at, bool) or not isinstance(at, int) or not isinstance(source, str)):
+                problems.append(HistoryProblem(index, number, "missing or malformed sha256/size/at"))
+                continue
+            versions.append(Version(key, sha, size, at, source, len(versions)))
+        return versions, problems
+
+    def versions(self, path: str | os.PathLike[str]) -> list[Version]:
+        """Every recorded version of ``path``, oldest first (corrupt index lines skipped)."""
+        return self.scan(path)[0]
+
+    def problems(self, path: str | os.PathLike[str]) -> list[HistoryProblem]:
+        """The index lines of ``path`` that had to be skipped."""
+        return self.scan(path)[1]
+
+    def latest(self, path: str | os.PathLike[str]) -> Version | None:
+        """The most recently recorded version of ``path``, or None."""
+        versions = self.versions(path)
+        return versions[-1] if versions else None
+
+    def previous(self, version: Version) -> Version | None:
+        """The version recorded just before ``version`` (for "what did this rewrite change?")."""
+        versions = self.versions(version.path)
+        return versions[version.seq - 1] if 0 < version.seq <= len(versions) else None
+
+    def record(self, path: str | os.PathLike[str], data: bytes, *, source: str = "seen",
+               at: int | None = None) -> Version:
+        """Remember ``data`` as the current content of ``path``; returns its Version.
+
+        A no-op (returning the existing version) when the latest recorded
+        version of ``path`` already has these bytes. The blob is written before
+        the index line, under the index's lock, so the index never names a
+        missing blob and two processes never append the same version twice.
+        """
+        key = file_key(path)
+        sha = hashlib.sha256(data).hexdigest()
+        index = self._index_path(key)
+        fsio.make_dirs(os.path.dirname(index))
+        with fsio.locked_log(index) as log:
+            versions, _problems = self.scan(key)
+            if versions and versions[-1].sha256 == sha:
+                return versions[-1]
+            self._store_blob(sha, data)
+            version = Version(key, sha, len(data), _now_ms() if at is None else at, source, len(versions))
+            log.write_lines([_line({"path": key, "sha256": sha, "size": len(data), "at": version.at,
+                                    "source": source})])
+            return version
+
+    def _store_blob(self, sha: str, data: bytes) -> None:
+        blob = self._blob_path(sha)
+        existing, _stamp = fsio.read_stamped(blob)
+        if existing is not None and hashlib.sha256(existing).hexdigest() == sha:
+            return
+        fsio.make_dirs(os.path.dirname(blob))
+        # a damaged blob is replaced by the good bytes we have in hand
+        fsio.atomic_write(blob, data, mode=0o600)
+
+    def read(self, version: Version) -> bytes:
+        """The bytes of ``version``; :class:`Unreadable` when its stored copy is missing or damaged."""
+        blob = self._blob_path(version.sha256)
+        data, _stamp = fsio.read_stamped(blob)
+        if data is None:
+            raise Unreadable(blob, f"the stored copy of {version.path} (version {version.seq}) is missing")
+        if hashlib.sha256(data).hexdigest() != version.sha256:
+            raise Unreadable(blob, f"the stored copy of {version.path} (version {version.seq}) is damaged")
+        return data
+
+    def find(self, path: str | os.PathLike[str], sha256: str) -> Version:
+        """The latest recorded version of ``path`` whose hash starts with ``sha256``."""
+        for version in reversed(self.versions(path)):
+            if version.sha256.startswith(sha256.lower()):
+                return version
+        raise NotFound(f"keepgui's history has no version {sha256} of {os.fspath(path)}")
+
+    # ---------------------------------------------------------------- removed entries
+
+    def log_removed(self, *, path: str, workspace: str, text: str, raw: str, line: int, number: int,
+                    before: str | None, after: str | None, reason: str = "forget",
+                    at: int | None = None) -> RemovedEntry:
+        """Record an entry removed from ``path`` (call it before the removal is written,
+        so the log has it even if that write is the last thing that happens)."""
+        entry = RemovedEntry(secrets.token_hex(8), file_key(path), os.path.abspath(workspace), text, raw,
+                             line, number, before, after, _now_ms() if at is None else at, reason)
+        fsio.make_dirs(self.root)
+        obj = {"event": "removed", **entry.to_obj()}
+        obj.pop("restored_at")
+        fsio.append_lines(self.removed_log, [_line(obj)])
+        return entry
+
+    def cancel_removed(self, entry: RemovedEntry) -> None:
+        """Mark a logged removal as not having happened (its write was refused)."""
+        fsio.make_dirs(self.root)
+        fsio.append_lines(self.removed_log, [_line({"event": "cancelled", "id": entry.id, "at": _now_ms()})])
+
+    def mark_restored(self, entry: RemovedEntry | str, at: int | None = None) -> None:
+        """Record that a removed entry was put back (it no longer counts for "unforget")."""
+        entry_id = entry if isinstance(entry, str) else entry.id
+        fsio.make_dirs(self.root)
+        fsio.append_lines(self.removed_log, [_line({"event": "restored", "id": entry_id,
+                                                    "at": _now_ms() if at is None else at})])
+
+    def scan_removed(self) -> tuple[list[RemovedEntry], list[HistoryProblem]]:
+        """Every removed entry (oldest first, cancelled ones left out) and the lines skipped."""
+        data, _stamp = fsio.read_stamped(self.removed_log, limit=_INDEX_LIMIT)
+        rows, problems = _parse_jsonl(data or b"", self.removed_log)
+        entries: dict[str, RemovedEntry] = {}
+        fields = RemovedEntry.__dataclass_fields__
+        for number, obj in rows:
+            event = obj.get("event")
+            if event == "removed":
+                try:
+                    values = {k: obj[k] for k in fields if k in obj and k != "restored_at"}
+                    entry = RemovedEntry(**values)
+                    if not isinstance(entry.id, str) or not isinstance(entry.text, str) or not isinstance(entry.raw, str):
+                        raise TypeError("bad field types")
+                except TypeError:
+                    problems.append(HistoryProblem(self.removed_log, number, "a removed entry with missing fields"))
+                    continue
+                entries[entry.id] = entry
+            elif event in ("restored", "cancelled") and obj.get("id") in entries:
+                if event == "cancelled":
+                    del entries[obj["id"]]
+                else:
+                    at = obj.get("at")
+                    entries[obj["id"]] = replace(entries[obj["id"]], restored_at=at if isinstance(at, int) else 0)
+            else:
+                problems.append(HistoryProblem(self.removed_log, number, f"unknown event {event!r}"))
+        return list(entries.values()), problems
+
+    def removed(self, path: str | os.PathLike[str] | None = None, *, include_restored: bool = False) -> list[RemovedEntry]:
+        """Removed entries (of ``path`` only, when given), oldest first; restored ones only on request."""
+        key = file_key(path) if path is not None else None
+        return [e for e in self.scan_removed()[0]
+                if (key is None or e.path == key) and (include_restored or e.restored_at is None)]
+
+    def last_removed(self, path: str | os.PathLike[str]) -> RemovedEntry | None:
+        """The most recently removed entry of ``path`` not yet restored (what "unforget" brings back)."""
+        pending = self.removed(path)
+        return max(enumerate(pending), key=lambda p: (p[1].removed_at, p[0]))[1] if pending else None
+
+    def get_removed(self, entry_id: str) -> RemovedEntry:
+        """A removed entry by id (restored or not)."""
+        for entry in self.scan_removed()[0]:
+            if entry.id == entry_id:
+                return entry
+        raise NotFound(f"keepgui's history has no removed entry {entry_id}")
