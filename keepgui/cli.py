@@ -80,6 +80,8 @@ class Context:
     def workspace_path(self) -> str:
         """``--workspace``, else the demo's workspace (with ``--demo``), else nanobot's discovery."""
         given = getattr(self.args, "workspace", None)
+        if isinstance(given, list):  # the window's repeatable --workspace given before the command
+            given = given[-1] if given else None
         if given:
             return os.path.abspath(os.path.expanduser(given))
         if getattr(self.args, "demo", False):
@@ -171,8 +173,23 @@ def run_command(args: argparse.Namespace, ctx: Context) -> int:
         return 1
 
 
+def _tolerant_output() -> None:
+    """Never die printing a name: escape what the output encoding cannot hold.
+
+    File names that are not valid UTF-8 reach Python as lone surrogates
+    (``b"bank\\xff"`` -> ``"bank\\udcff"``); printing one to a strict UTF-8
+    stdout raised UnicodeEncodeError, a traceback instead of the listing.
+    ``backslashreplace`` prints ``\\udcff`` instead, which also keeps ``--json``
+    output valid JSON (a ``\\u`` escape). Text that encodes is unchanged.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``keepgui`` and ``python -m keepgui``."""
+    _tolerant_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

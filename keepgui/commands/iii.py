@@ -107,7 +107,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 # ---------------------------------------------------------------------- helpers
 
 
-def memory_line(memory: Memory, now_ms: int | None = None) -> str:
+def memory_line(memory: Memory, now: int | None = None) -> str:
     """One human line for a memory."""
     flags = "*" if memory.pinned else " "
     if memory.invalid_at is not None:
@@ -117,7 +117,7 @@ def memory_line(memory: Memory, now_ms: int | None = None) -> str:
         extra.append(" ".join("#" + t for t in memory.tags))
     if memory.entities:
         extra.append("@" + " @".join(memory.entities))
-    meta = f"seen ×{memory.seen}, updated {relative_time(memory.updated_at, now_ms)}"
+    meta = f"seen ×{memory.seen}, updated {relative_time(memory.updated_at, now)}"
     if memory.superseded_by:
         meta += f", superseded by {memory.superseded_by}"
     elif memory.invalid_at is not None:

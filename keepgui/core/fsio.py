@@ -29,6 +29,7 @@ import os
 import secrets
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -60,6 +61,10 @@ TEMP_MARKER = ".keepgui-"
 
 _BINARY = getattr(os, "O_BINARY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# Opening a FIFO for reading blocks until a writer appears; O_NONBLOCK makes the
+# open return at once (it changes nothing for regular files), so the type check
+# below can refuse it instead of hanging.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclass(frozen=True)
@@ -100,13 +105,17 @@ def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tupl
     refuses (``KeepguiError``) files larger than that many bytes.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _BINARY)
+        fd = os.open(path, os.O_RDONLY | _BINARY | _NONBLOCK)
     except FileNotFoundError:
         return None, Stamp.missing()
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise KeepguiError(f"{os.fspath(path)} is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO would block the reader forever and a device such as /dev/zero
+            # never ends (its size is 0, so the limit below would not stop it).
+            raise KeepguiError(f"{os.fspath(path)} is not a regular file")
         if limit is not None and st.st_size > limit:
             raise KeepguiError(
                 f"{os.fspath(path)} is {st.st_size:,} bytes, more than the {limit:,} keepgui reads"
@@ -215,13 +224,27 @@ def atomic_write(
         if expect is not None:
             # Narrow the window between the check and the replace as far as we can.
             check_unchanged(path, expect)
-        os.replace(tmp, path)
+        _replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     fsync_dir(folder)
     return Stamp.of(data, st)
+
+
+def _replace(tmp: str, path: str) -> None:
+    """``os.replace``, retried briefly on Windows where a reader holding the file open
+    makes the rename fail with a sharing violation (elsewhere a single call)."""
+    attempts = 10 if sys.platform == "win32" else 1
+    for attempt in range(attempts):
+        try:
+            os.replace(tmp, path)
+            return
+        except PermissionError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) -> None:

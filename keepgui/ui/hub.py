@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 
 from keepgui.core.errors import KeepguiError
 from keepgui.core.iii.log import LOG_NAME
@@ -120,12 +120,14 @@ class Hub(QObject):
     note = Signal(str)
     error = Signal(str)
     _changes = Signal(object)
+    _scanned = Signal(str)
 
     def __init__(self, parent=None, reload_command: str | None = None, watch: bool = True) -> None:
         super().__init__(parent)
         self.sources: dict[str, IiiSource] = {}
         self._link = _AsyncWorkerLink(WorkerLink(reload_command), self._on_reload_result)
         self._changes.connect(self._on_changes)
+        self._scanned.connect(self._count_banks, Qt.ConnectionType.QueuedConnection)
         self._watcher = Watcher(self._changes.emit) if watch else None
         if self._watcher is not None:
             self._watcher.start()
@@ -188,12 +190,18 @@ class Hub(QObject):
                 source.infos.pop(gone, None)
                 source.loaded.discard(gone)
             self.banksChanged.emit(source.path)
-            # Count every bank for the sidebar, each as its own task, so a bank the
-            # window asked for in the meantime is loaded first.
-            for bank in banks:
-                source.executor.submit(self._count_task, source, bank.name)
+            self._scanned.emit(source.path)
         except (KeepguiError, OSError) as exc:
             self.error.emit(f"{source.path}: {exc}")
+
+    def _count_banks(self, path: str) -> None:
+        # Queued behind the banksChanged delivery, so the bank the window opens on
+        # that signal is loaded first (with progress); the others are counted after.
+        source = self.sources.get(path)
+        if source is not None:
+            for name in source.names:
+                if name not in source.loaded:
+                    source.executor.submit(self._count_task, source, name)
 
     def _count_task(self, source: IiiSource, name: str) -> None:
         self._sync(source, BankKey(source.path, name))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pkgutil
 import sys
 import time

@@ -85,7 +85,12 @@ def _diagnose_bank(bank) -> list[Finding]:
             out.append(Finding("torn-tail", name, bank.log_path, problem.line, problem.reason))
     if not log.unreadable:
         out.extend(_duplicate_revisions(bank))
-        if os.path.exists(os.path.join(bank.path, VECTORS_NAME)):
+        vectors = os.path.join(bank.path, VECTORS_NAME)
+        if os.path.lexists(vectors) and not os.path.isfile(vectors):
+            # read_vectors opens the file plainly: a FIFO there would hang the doctor.
+            out.append(Finding("vector-lines", name, vectors, 0,
+                               f"{VECTORS_NAME} is not a regular file; the worker cannot read it"))
+        elif os.path.exists(vectors):
             report = read_vectors(bank.path, log.records)
             if report.stale:
                 out.append(Finding("stale-vectors", name, os.path.join(bank.path, VECTORS_NAME), 0,

@@ -69,6 +69,42 @@ def _plain_folder_name(name: str, what: str) -> str:
     return name
 
 
+_YAML_STR = "tag:yaml.org,2002:str"
+
+
+def _description_of(text: str) -> tuple[str, str]:
+    """``(description, problem)`` of a ``bank.yaml`` text, never raising.
+
+    Only the node tree is built (``yaml.compose``), never Python objects from
+    the whole document: ``safe_load`` raises ValueError, KeyError or
+    AttributeError for values such as ``2024-13-01``, ``!!int abc`` or
+    ``!!bool maybe`` in *any* key, and RecursionError for deep nesting, all of
+    which escaped as tracebacks; the composer also keeps aliases as shared
+    nodes, so an alias bomb costs no more than its bytes. Only a plain string
+    ``description`` counts, as for the worker (anything else reads as "").
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        return "", f"{BANK_YAML} is not valid YAML ({str(exc).splitlines()[0]})"
+    except RecursionError:
+        return "", f"{BANK_YAML} is nested too deeply to be read"
+    if node is None:
+        return "", ""
+    value = None
+    if isinstance(node, yaml.MappingNode):
+        for key, val in node.value:  # the last `description` wins, as with safe_load
+            if isinstance(key, yaml.ScalarNode) and key.tag == _YAML_STR and key.value == "description":
+                value = val
+    if not (isinstance(value, yaml.ScalarNode) and value.tag == _YAML_STR):
+        return "", f"{BANK_YAML} has no string `description`"
+    try:
+        value.value.encode("utf-8")
+    except UnicodeEncodeError:  # a "\ud800" escape: not text the worker (or a terminal) can hold
+        return "", f"{BANK_YAML} `description` holds an invalid (surrogate) character"
+    return value.value, ""
+
+
 def ms_of(mtime_ns: int) -> int:
     """A file mtime in epoch milliseconds, as the worker reports it."""
     return mtime_ns // 1_000_000
@@ -199,15 +235,9 @@ class Bank:
         text, problem = "", ""
         if data is not None:
             try:
-                doc = yaml.safe_load(data.decode("utf-8"))
+                text, problem = _description_of(data.decode("utf-8"))
             except UnicodeDecodeError:
-                doc, problem = None, f"{BANK_YAML} is not valid UTF-8"
-            except yaml.YAMLError as exc:
-                doc, problem = None, f"{BANK_YAML} is not valid YAML ({str(exc).splitlines()[0]})"
-            if isinstance(doc, dict) and isinstance(doc.get("description"), str):
-                text = doc["description"]
-            elif not problem and doc is not None:
-                problem = f"{BANK_YAML} has no string `description`"
+                problem = f"{BANK_YAML} is not valid UTF-8"
         self._description = (stamp, text, problem)
         return text, problem
 
@@ -288,7 +318,11 @@ class Bank:
 
     def read_rule(self, name: str) -> Rule:
         """Read one rule with the stamp a later save must present."""
-        _plain_folder_name(name + ".md", "rule")
+        # Any name rule_names() lists must be readable: the worker injects `.foo.md` as
+        # rule `.foo` (spec §1.8), so only what could leave rules/ is refused here
+        # (_plain_folder_name's leading-dot check refused exactly those listed names).
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or "\x00" in name:
+            raise InvalidInput(f"`{name}` is not a rule name")
         path = self._rule_file(name)
         if os.path.islink(path):
             real = os.path.realpath(path)
@@ -387,6 +421,32 @@ class Bank:
             return b.restore(memory_id)
 
 
+def _check_torn_tail_is_utf8(bank: Bank) -> None:
+    """Refuse to append after a torn last line that is not valid UTF-8.
+
+    Appending first ends a torn line with ``\\n`` (see fsio.LockedLog); that
+    turns a fragment cut inside a multi-byte character into a *complete* line
+    of invalid UTF-8, which makes the whole bank unloadable, for keepgui and
+    for the worker, and hides the record just appended. Such a tail already
+    stops the worker loading the bank (spec §1.6), so it is treated like an
+    unreadable bank: nothing is written until the torn line is removed.
+    """
+    torn = bank.log.torn_tail
+    if torn is None:
+        return
+    with open(bank.log_path, "rb") as fh:  # read only: the bytes after the last newline
+        fh.seek(torn.offset)
+        tail = fh.read()
+    try:
+        tail.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReadOnly(
+            f"bank `{bank.name}` is not written to: its last line ({bank.log_path}:{torn.line}) was cut "
+            "short inside a UTF-8 character; appending would make the whole bank unreadable. Remove that "
+            "torn line first (keepgui doctor shows it)."
+        ) from None
+
+
 class Batch:
     """Mutations of one bank that land together: one locked append, one fsync.
 
@@ -395,7 +455,8 @@ class Batch:
     later mutations in the batch see earlier ones. Leaving without an error
     appends every record in one write and refreshes the bank; an error inside
     the block writes nothing. ``report`` tells what was written and whether the
-    worker was asked to reload.
+    worker was asked to reload; ``deltas`` holds the log deltas the batch's own
+    refreshes consumed (others' appends included), so a view can follow them.
     """
 
     def __init__(self, bank: Bank, now: int | None) -> None:
@@ -405,6 +466,7 @@ class Batch:
         self._overlay: dict[str, Memory] = {}
         self._lock: fsio.LockedLog | None = None
         self.report = WriteReport()
+        self.deltas: list = []
 
     def __enter__(self) -> "Batch":
         bank = self.bank
@@ -413,9 +475,10 @@ class Batch:
         self._lock = fsio.LockedLog(bank.log_path)
         self._lock.__enter__()
         try:
-            bank.log.refresh()
+            self.deltas.append(bank.log.refresh())
             if bank.log.unreadable:
                 raise ReadOnly(f"bank `{bank.name}` is not written to: {bank.log.unreadable}")
+            _check_torn_tail_is_utf8(bank)
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -430,7 +493,7 @@ class Batch:
         finally:
             lock.__exit__(None, None, None)
         if exc_type is None and self.pending:
-            self.bank.log.refresh()
+            self.deltas.append(self.bank.log.refresh())
             self.report.reload = self.bank.datadir.after_write()
 
     def current(self, memory_id: str) -> Memory | None:
@@ -544,6 +607,8 @@ class DataDir:
             return []
         except NotADirectoryError:
             raise KeepguiError(f"{self.path} is not a folder") from None
+        except OSError as exc:  # no permission, a link loop...: an error to show, not a crash
+            raise KeepguiError(f"cannot list {self.path}: {exc.strerror or exc}") from None
         names = []
         for entry in entries:
             if entry.name.startswith("."):
@@ -619,7 +684,7 @@ class DataDir:
         trash = os.path.join(self.path, TRASH_DIR)
         try:
             entries = list(os.scandir(trash))
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # missing, not a folder, no permission, a link loop: nothing listable
             return []
         out = []
         for entry in entries:
