@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 from keepgui import __version__
 from keepgui.core.iii.store import default_data_dir
 from keepgui.ui import theme
-from keepgui.ui.hub import BankKey, Hub
+from keepgui.ui.hub import KEEP_BANK, BankKey, Hub
 from keepgui.ui.mainwindow import MainWindow
 from keepgui.ui.settings import Settings
 
@@ -86,8 +86,11 @@ def build_window(args, settings: Settings | None = None, watch: bool = True) -> 
     hub = Hub(reload_command=getattr(args, "reload_command", None), watch=watch)
     window = MainWindow(hub, settings, persist_sources=persist and not getattr(args, "screenshot", None))
     iii_paths = [path for kind, path in sources if kind == "iii"]
+    workspaces = [path for kind, path in sources if kind == "nanobot"]
     wanted = None
-    if getattr(args, "bank", None) and iii_paths:
+    if getattr(args, "bank", None) == KEEP_BANK and workspaces:
+        wanted = BankKey(workspaces[0], KEEP_BANK)
+    elif getattr(args, "bank", None) and iii_paths:
         wanted = BankKey(iii_paths[0], args.bank)
     elif persist and settings.last_bank():
         wanted = BankKey(*settings.last_bank())

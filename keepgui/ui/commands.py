@@ -84,3 +84,67 @@ def describe(action: str, count: int) -> str:
     """Undo menu text: "Pin memory", "Delete 12 memories"."""
     noun = "memory" if count == 1 else f"{count} memories"
     return f"{action} {noun}"
+
+
+class KeepCommand(QUndoCommand):
+    """One undoable change to a workspace's keep.md, undone byte for byte.
+
+    The first ``redo`` runs ``action(store)`` (keep, edit, forget, restore) and
+    remembers keep.md's bytes and stamp before and after. ``undo`` writes the
+    "before" bytes back only if keep.md is still exactly what the action wrote
+    (its stamp); if the agent or anyone else changed it since, the undo is
+    refused and nothing is overwritten. ``redo`` works the same way round.
+    """
+
+    def __init__(self, hub: Hub, key: BankKey, text: str, action: Callable[[Any], Any],
+                 on_error: Callable[[str], None] | None = None,
+                 on_result: Callable[[Any], None] | None = None) -> None:
+        super().__init__(text)
+        self._hub = hub
+        self._key = key
+        self._action = action
+        self._on_error = on_error
+        self._on_result = on_result
+        self._before: tuple[bytes | None, Any] | None = None
+        self._after: tuple[bytes | None, Any] | None = None
+
+    @property
+    def key(self) -> BankKey:
+        """The workspace's keep.md bank this command changes."""
+        return self._key
+
+    def _snapshot(self, store) -> tuple[bytes | None, Any]:
+        return store.workspace.read("keep.md")
+
+    def redo(self) -> None:
+        if self._before is None:
+            def first(store):
+                self._before = self._snapshot(store)
+                result = self._action(store)
+                self._after = self._snapshot(store)
+                return result
+
+            result = self._run(first)
+            if self._after is not None and self._before is not None and self._after[0] == self._before[0]:
+                self.setObsolete(True)  # nothing was written (already kept, refused…): nothing to undo
+            if self._on_result is not None and result is not None:
+                self._on_result(result)
+        else:
+            self._run(lambda store: self._put(store, self._after, self._before))
+
+    def undo(self) -> None:
+        self._run(lambda store: self._put(store, self._before, self._after))
+
+    def _put(self, store, target: tuple[bytes | None, Any], expected: tuple[bytes | None, Any]) -> None:
+        data, _ = target
+        store.workspace.write(store.path, data if data is not None else b"", expect=expected[1])
+        store.load()  # keepgui's history records the version it just wrote
+
+    def _run(self, change: Callable[[Any], Any]) -> Any:
+        try:
+            return self._hub.keep_change(self._key, change)
+        except (KeepguiError, OSError) as exc:
+            self.setObsolete(True)
+            if self._on_error is not None:
+                self._on_error(f"{self.text()} failed: {exc}")
+            return None

@@ -20,6 +20,9 @@ Signals:
     bankProgress(object key, int done, int total): bytes of a long load.
     bankFailed(object key, str reason): a bank could not be read.
     rulesChanged(object key): rule files of a bank changed on disk.
+    documentsChanged(str source, list names): documents of a nanobot workspace changed on disk.
+    keepChanged(str source, object before, object after): keep.md was rewritten by someone else
+        (the KeepDoc before and after).
     historyReady(object key, str id, list revisions): the revisions of one memory.
     note(str): a short status-bar note ("main: 3 memories added").
     error(str): something a person must see (a banner).
@@ -36,10 +39,14 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Qt, Signal
 
 from keepgui.core.errors import KeepguiError
+from keepgui.core.history import History
+from keepgui.core.nanobot.keep import KeepStore
+from keepgui.core.nanobot.workspace import Workspace
 from keepgui.core.iii.log import LOG_NAME
 from keepgui.core.iii.store import BANK_YAML, RULES_DIR, TRASH_DIR, BankInfo, DataDir
 from keepgui.core.iii.worker import ReloadOutcome, WorkerLink
 from keepgui.core.watch import ChangeSet, Watcher
+from keepgui.ui.keeprows import keep_rows
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,15 @@ class IiiSource:
         """How the sidebar names the source."""
         return f"iii · {_short(self.path)}"
 
+    def detail(self, name: str) -> str:
+        """The sidebar's second line for a bank: counts, or why it cannot be read."""
+        info = self.infos.get(name)
+        if info is None:
+            return "loading…"
+        if not info.readable:
+            return f"unreadable: {info.reason}"
+        return f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules"
+
     def bank_lock(self, name: str) -> threading.RLock:
         """The lock of one bank's log."""
         with self.lock:
@@ -100,6 +116,54 @@ class IiiSource:
         """The core Bank object (raises NotFound)."""
         with self.lock:
             return self.datadir.bank(name)
+
+
+KEEP_BANK = "keep.md"
+"""The one "bank" of a nanobot workspace: its keep.md."""
+DOCUMENT_FILES = ("AGENTS.md", "USER.md", "SOUL.md", "memory/MEMORY.md")
+"""The documents of a nanobot workspace that the window shows."""
+
+
+class NanobotSource:
+    """An open nanobot workspace: keep.md as rows, the Dream-managed documents, keepgui's history."""
+
+    kind = "nanobot"
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        self.workspace = Workspace(self.path)
+        self.history = History()
+        self.store = KeepStore(self.workspace, self.history)
+        self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-keep")
+        self.lock = threading.RLock()
+        self.names = [KEEP_BANK]
+        self.loaded: set[str] = set()
+        self.doc = None
+        self.problem = ""
+        self.scans_requested = 0
+
+    @property
+    def label(self) -> str:
+        """How the sidebar names the source."""
+        return f"nanobot · {_short(self.path)}"
+
+    @property
+    def infos(self) -> dict:
+        """Loaded summaries by bank (keep.md only)."""
+        return {KEEP_BANK: self.doc} if self.doc is not None else {}
+
+    def detail(self, name: str) -> str:
+        """The sidebar's second line for keep.md."""
+        if self.problem:
+            return f"unreadable: {self.problem}"
+        if self.doc is None:
+            return "loading…"
+        due = " · compaction due" if self.doc.compaction_due else ""
+        return f"{self.doc.entry_count} entries · {self.doc.line_count} lines{due}"
+
+    def bank_lock(self, name: str) -> threading.RLock:
+        """keep.md has one lock: the source's."""
+        return self.lock
 
 
 def _short(path: str) -> str:
@@ -116,6 +180,8 @@ class Hub(QObject):
     bankProgress = Signal(object, int, int)
     bankFailed = Signal(object, str)
     rulesChanged = Signal(object)
+    documentsChanged = Signal(str, list)
+    keepChanged = Signal(str, object, object)
     historyReady = Signal(object, str, list)
     note = Signal(str)
     error = Signal(str)
@@ -124,7 +190,7 @@ class Hub(QObject):
 
     def __init__(self, parent=None, reload_command: str | None = None, watch: bool = True) -> None:
         super().__init__(parent)
-        self.sources: dict[str, IiiSource] = {}
+        self.sources: dict[str, IiiSource | NanobotSource] = {}
         self._link = _AsyncWorkerLink(WorkerLink(reload_command), self._on_reload_result)
         self._changes.connect(self._on_changes)
         self._scanned.connect(self._count_banks, Qt.ConnectionType.QueuedConnection)
@@ -155,6 +221,19 @@ class Hub(QObject):
         self.rescan(path)
         return source
 
+    def add_nanobot(self, path: str) -> NanobotSource:
+        """Open a nanobot workspace (idempotent) and read its keep.md in the background."""
+        path = os.path.abspath(path)
+        if path in self.sources:
+            return self.sources[path]
+        source = NanobotSource(path)
+        self.sources[path] = source
+        if self._watcher is not None:
+            self._watcher.watch(path)
+        self.sourcesChanged.emit()
+        self.rescan(path)
+        return source
+
     def remove_source(self, path: str) -> None:
         """Close a source (nothing on disk changes)."""
         source = self.sources.pop(path, None)
@@ -177,6 +256,9 @@ class Hub(QObject):
         if self._watcher is not None and path not in (self._watcher.roots or []):
             self._watcher.watch(path)  # the folder may have been created since
         source.scans_requested += 1
+        if source.kind == "nanobot":
+            source.executor.submit(self._keep_sync, source, BankKey(path, KEEP_BANK), False)
+            return
         source.executor.submit(self._scan_task, source, source.scans_requested)
 
     def _scan_task(self, source: IiiSource, number: int) -> None:
@@ -210,13 +292,47 @@ class Hub(QObject):
         """Deliver every row of a bank (loading it in the background if needed, with progress)."""
         source = self.sources.get(key.source)
         if source is not None:
-            source.executor.submit(self._sync, source, key, True)
+            task = self._keep_sync if source.kind == "nanobot" else self._sync
+            source.executor.submit(task, source, key, True)
 
     def refresh_bank(self, key: BankKey) -> None:
         """Re-read a bank's log (incrementally) and deliver what changed."""
         source = self.sources.get(key.source)
         if source is not None:
-            source.executor.submit(self._sync, source, key)
+            task = self._keep_sync if source.kind == "nanobot" else self._sync
+            source.executor.submit(task, source, key)
+
+    def _keep_sync(self, source: NanobotSource, key: BankKey, deliver_all: bool = False) -> None:
+        """Read keep.md (and the entries keepgui removed) and deliver every row."""
+        try:
+            with source.lock:
+                before = source.doc
+                doc = source.store.load()
+                removed = source.store.removed()
+                source.doc, source.problem = doc, ""
+                source.loaded.add(KEEP_BANK)
+        except (KeepguiError, OSError) as exc:
+            source.problem = str(exc)
+            self.bankFailed.emit(key, str(exc))
+            self.banksChanged.emit(source.path)
+            return
+        self.bankRows.emit(key, keep_rows(doc, removed), True)
+        self.banksChanged.emit(source.path)
+        if before is not None and before.stamp.sha256 != doc.stamp.sha256 and not deliver_all:
+            self.note.emit(f"keep.md changed on disk: {doc.entry_count} entries (was {before.entry_count})")
+            self.keepChanged.emit(source.path, before, doc)
+
+    def keep_change(self, key: BankKey, change: Callable[[Any], Any]) -> Any:
+        """Run ``change(store)`` on a workspace's KeepStore on the GUI thread and deliver the rows."""
+        source = self.sources[key.source]
+        with source.lock:
+            result = change(source.store)
+            doc = source.store.load()
+            removed = source.store.removed()
+            source.doc = doc
+        self.bankRows.emit(key, keep_rows(doc, removed), True)
+        self.banksChanged.emit(source.path)
+        return result
 
     def _sync(self, source: IiiSource, key: BankKey, deliver_all: bool = False) -> None:
         """Bring one bank up to date; every change found is delivered (never swallowed)."""
@@ -303,14 +419,22 @@ class Hub(QObject):
         return result
 
     def info(self, key: BankKey) -> BankInfo | None:
-        """The last known summary of a bank."""
+        """The last known summary of an iii bank (None for keep.md or when not loaded)."""
         source = self.sources.get(key.source)
-        return None if source is None else source.infos.get(key.bank)
+        return source.infos.get(key.bank) if source is not None and source.kind == "iii" else None
+
+    def detail(self, key: BankKey) -> str:
+        """The one-line summary of a bank (counts, or why it cannot be read)."""
+        source = self.sources.get(key.source)
+        return "" if source is None else source.detail(key.bank)
 
     # ------------------------------------------------------------------ watching
 
     def _on_changes(self, changes: ChangeSet) -> None:
         for source in list(self.sources.values()):
+            if source.kind == "nanobot":
+                self._on_workspace_changes(source, changes)
+                continue
             rescan = False
             touched_logs: set[str] = set()
             touched_rules: set[str] = set()
@@ -335,6 +459,15 @@ class Hub(QObject):
                 self.rulesChanged.emit(BankKey(source.path, name))
                 self.note.emit(f"{name}: rules changed on disk")
                 self.rescan(source.path)
+
+    def _on_workspace_changes(self, source: NanobotSource, changes: ChangeSet) -> None:
+        touched = {"/".join(parts) for parts in changes.under(source.path) if parts}
+        if KEEP_BANK in touched:
+            self.refresh_bank(BankKey(source.path, KEEP_BANK))
+        documents = sorted(t for t in touched if t in DOCUMENT_FILES)
+        if documents:
+            self.documentsChanged.emit(source.path, documents)
+            self.note.emit(f"{', '.join(documents)} changed on disk")
 
     def _on_reload_result(self, outcome: ReloadOutcome) -> None:
         if not outcome.ok:

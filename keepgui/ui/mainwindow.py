@@ -30,14 +30,18 @@ from keepgui import __version__
 from keepgui.core.errors import KeepguiError
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
-from keepgui.ui.commands import MemoryCommand, describe
+from keepgui.ui.commands import KeepCommand, MemoryCommand, describe
 from keepgui.ui.dialogs import NameDialog, NewMemoryDialog, TrashDialog, split_labels
 from keepgui.ui.hub import BankKey, Hub
+from keepgui.ui.keeprows import KEEP_ROW_CAPABILITIES
 from keepgui.ui.memorymodel import COLUMNS, IIII_CAPABILITIES
 from keepgui.ui.memorypanel import MemoryPanel
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
+
+
+KEEP_HIDDEN_COLUMNS = ("tags", "entities", "seen", "confidence", "created", "updated", "revision")
 
 
 class MainWindow(QMainWindow):
@@ -74,7 +78,7 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.tree)
         self.splitter.addWidget(center)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([260, 1000])
+        self.splitter.setSizes([300, 1000])
         self.setCentralWidget(self.splitter)
         self.add_panel("memories", "Memories", self.memories)
 
@@ -312,7 +316,7 @@ class MainWindow(QMainWindow):
             trashed = []
         self.tree.blockSignals(True)
         self.tree.selectionModel().blockSignals(True)
-        self.tree_model.set_banks(source, trashed)
+        self.tree_model.set_banks(source, trashed if source.kind == "iii" else None)
         if current is not None:
             self.tree.select_bank(current)
         self.tree.selectionModel().blockSignals(False)
@@ -337,6 +341,8 @@ class MainWindow(QMainWindow):
                 self._wanted_bank = None
                 self.select_bank(wanted)
                 return
+        if source.kind != "iii" and any(s.kind == "iii" for s in self.hub.sources.values()):
+            return  # with nothing remembered, start on an iii bank; it reports shortly
         self._wanted_bank = None
         name = "main" if "main" in source.names else source.names[0]
         self.select_bank(BankKey(path, name))
@@ -364,10 +370,26 @@ class MainWindow(QMainWindow):
             return
         self._show_bank(key)
 
+    def _is_keep(self, key: BankKey | None = None) -> bool:
+        key = key or self.current
+        source = self.hub.sources.get(key.source) if key is not None else None
+        return source is not None and source.kind == "nanobot"
+
     def _show_bank(self, key: BankKey | None) -> None:
         self.current = key
         self._loading = key
-        self.memories.reset_rows([], IIII_CAPABILITIES)
+        keep = key is not None and self._is_keep(key)
+        self.memories.reset_rows([], KEEP_ROW_CAPABILITIES if keep else IIII_CAPABILITIES)
+        self._apply_column_visibility(keep)
+        table = self.memories.table
+        if keep:
+            # keep.md is shown in file order; header clicks (and header restores) must not re-sort it.
+            table.setSortingEnabled(False)
+            table.horizontalHeader().setSortIndicatorShown(False)
+            self.memories.proxy.sort_by_field("position")
+        else:
+            table.horizontalHeader().setSortIndicatorShown(True)
+            table.setSortingEnabled(True)  # sorts by the header's indicator
         for _name, widget in self._panels:
             setter = getattr(widget, "set_bank", None)
             if setter is not None and widget is not self.memories:
@@ -378,10 +400,9 @@ class MainWindow(QMainWindow):
             self.bankShown.emit(None)
             self._update_counts()
             return
-        source = self.hub.sources.get(key.source)
         self.setWindowTitle(f"{key.bank} — keepgui")
-        if source is not None and source.kind == "iii":
-            self.file_label.setText(os.path.join(key.source, key.bank, "memories.jsonl"))
+        self.file_label.setText(os.path.join(key.source, key.bank) if keep else
+                                os.path.join(key.source, key.bank, "memories.jsonl"))
         self.progress.setRange(0, 0)
         self.progress.show()
         if self.persist_sources:
@@ -434,15 +455,21 @@ class MainWindow(QMainWindow):
         self.act_restore.setEnabled(has and caps.can("tombstone") and bool(retired))
         self.act_edit.setEnabled(len(records) == 1 and caps.can("edit"))
         self.act_copy.setEnabled(has)
-        if len(records) == 1 and self.current is not None:
+        if len(records) == 1 and self.current is not None and not self._is_keep():
             self.hub.request_history(self.current, records[0].id)
         self._update_counts()
 
     def push(self, text: str, action) -> None:
-        """Run an undoable change to the shown bank."""
+        """Run an undoable change to the shown iii bank (``action(batch)``)."""
         if self.current is None:
             return
         self.undo_stack.push(MemoryCommand(self.hub, self.current, text, action, self.show_error))
+
+    def push_keep(self, text: str, action, on_result=None) -> None:
+        """Run an undoable change to the shown keep.md (``action(store)``)."""
+        if self.current is None:
+            return
+        self.undo_stack.push(KeepCommand(self.hub, self.current, text, action, self.show_error, on_result))
 
     def set_pinned(self, pinned: bool, records: list | None = None) -> None:
         """Pin or unpin the selection (one undo step)."""
@@ -457,12 +484,23 @@ class MainWindow(QMainWindow):
         """Tombstone or restore the selection (one undo step)."""
         targets = [r for r in (records if records is not None else self._selected())
                    if (r.invalid_at is None) != live]
-        if targets:
-            ids = [r.id for r in targets]
+        if not targets:
+            return
+        if self._is_keep():
             if live:
-                self.push(describe("Restore", len(ids)), lambda b: [b.restore(i) for i in ids])
+                records = [r.removed for r in targets if r.removed is not None]
+                self.push_keep(describe("Restore", len(records)),
+                               lambda store: [store.restore(rec) for rec in records])
             else:
-                self.push(describe("Delete", len(ids)), lambda b: [b.delete(i) for i in ids])
+                ids = [r.id for r in targets]
+                self.push_keep(f"Forget {len(ids)} {'entry' if len(ids) == 1 else 'entries'}",
+                               lambda store: [store.remove(i) for i in ids])
+            return
+        ids = [r.id for r in targets]
+        if live:
+            self.push(describe("Restore", len(ids)), lambda b: [b.restore(i) for i in ids])
+        else:
+            self.push(describe("Delete", len(ids)), lambda b: [b.delete(i) for i in ids])
 
     def _on_toggle(self, keys: list, field: str, value: bool) -> None:
         selected = self._selected()
@@ -475,6 +513,10 @@ class MainWindow(QMainWindow):
             self.set_live(value, records)
 
     def _on_edit(self, key: str, field: str, text: str) -> None:
+        if self._is_keep():
+            if field == "text":
+                self.push_keep("Edit entry", lambda store: store.edit(key, text))
+            return
         if field == "text":
             self.push("Edit memory", lambda b: b.update(key, text=text))
         elif field == "tags":
@@ -483,13 +525,32 @@ class MainWindow(QMainWindow):
             self.push("Edit entities", lambda b: b.update(key, entities=split_labels(text)))
 
     def new_memory(self) -> None:
-        """Edit → New memory."""
+        """Edit → New memory (a new keep.md entry when keep.md is shown)."""
         if self.current is None:
+            return
+        if self._is_keep():
+            self.keep_fact_dialog()
             return
         dialog = NewMemoryDialog(self.current.bank, self)
         if dialog.exec():
             text, tags, entities, pinned = dialog.values()
             self.push("New memory", lambda b: b.save(text, entities, tags, pinned))
+
+    def keep_fact_dialog(self) -> None:
+        """Ask for a fact and keep it in the shown keep.md (with the keep skill's checks)."""
+        from PySide6.QtWidgets import QInputDialog
+
+        text, ok = QInputDialog.getText(self, "Keep a fact", "Fact to keep in keep.md:")
+        if ok and text.strip():
+            self.push_keep("Keep fact", lambda store: store.add(text), self._report_keep)
+
+    def _report_keep(self, result) -> None:
+        """Say what keeping a fact did (kept, already kept, a suggestion, warnings)."""
+        message = getattr(result, "message", "")
+        if getattr(result, "written", False):
+            self._note(message)
+        elif message:
+            self.banner.show_message(message, "warning")
 
     def edit_current(self) -> None:
         """Edit → Edit memory: open the in-place editor on the text cell."""
@@ -529,9 +590,19 @@ class MainWindow(QMainWindow):
         self.act_ranked.blockSignals(False)
 
     def _set_column_visible(self, column: int, visible: bool) -> None:
-        self.memories.table.setColumnHidden(column, not visible)
+        self.memories.table.setColumnHidden(column, not visible or self._column_not_applicable(column))
         hidden = [COLUMNS[i].field for i, a in enumerate(self.column_actions) if not a.isChecked()]
         self.settings.set_hidden_columns(hidden)
+
+    def _column_not_applicable(self, column: int, keep: bool | None = None) -> bool:
+        keep = self._is_keep() if keep is None else keep
+        return keep and COLUMNS[column].field in KEEP_HIDDEN_COLUMNS
+
+    def _apply_column_visibility(self, keep: bool) -> None:
+        # keep.md entries have no tags, entities, dates or revisions: those columns would
+        # only be empty. The pin column stays, greyed, with its tooltip saying why.
+        for i, action in enumerate(self.column_actions):
+            self.memories.table.setColumnHidden(i, not action.isChecked() or self._column_not_applicable(i, keep))
 
     # ------------------------------------------------------------------ bank actions
 
@@ -649,12 +720,11 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ status
 
     def _update_counts(self) -> None:
-        info = self.hub.info(self.current) if self.current else None
-        selected = len(self._selected()) if self.current else 0
-        if info is None:
-            self.counts_label.setText("" if self.current is None else "loading…")
+        if self.current is None:
+            self.counts_label.setText("")
             return
-        text = f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules"
+        selected = len(self._selected())
+        text = self.hub.detail(self.current)
         if selected:
             text += f" · {selected} selected"
         self.counts_label.setText(text)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, Callable, Iterable
 
 from PySide6.QtCore import QAbstractProxyModel, QAbstractTableModel, QModelIndex, Qt, Signal
@@ -95,6 +96,7 @@ def sort_key(field: str) -> Callable[[Any], tuple]:
         "created": lambda r: r.created_at or 0,
         "updated": lambda r: r.updated_at or 0,
         "revision": lambda r: r.revision or 0,
+        "position": lambda r: r.position,  # keep.md: file order (not a column)
     }
     primary = keys[field]
     return lambda r: (primary(r), r.id)
@@ -133,6 +135,7 @@ class MemoryTableModel(QAbstractTableModel):
         super().__init__(parent)
         self._rows: list[Any] = []
         self._row_of: dict[str, int] = {}
+        self.live_count = 0
         self._scores: dict[str, float] = {}
         self.capabilities = IIII_CAPABILITIES
         self.now = now_ms()
@@ -146,6 +149,7 @@ class MemoryTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._rows = list(rows)
         self._row_of = {_key(r): i for i, r in enumerate(self._rows)}
+        self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
         self._scores = {}
         self.capabilities = capabilities
         self.now = now_ms()
@@ -162,7 +166,9 @@ class MemoryTableModel(QAbstractTableModel):
             i = self._row_of.get(_key(row))
             if i is None:
                 new.append(row)
+                self.live_count += row.invalid_at is None
             elif self._rows[i] is not row:
+                self.live_count += (row.invalid_at is None) - (self._rows[i].invalid_at is None)
                 self._rows[i] = row
                 changed.append(i)
         if len(changed) > _BULK:
@@ -190,6 +196,7 @@ class MemoryTableModel(QAbstractTableModel):
             self.endRemoveRows()
         if doomed:
             self._row_of = {_key(r): i for i, r in enumerate(self._rows)}
+            self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
 
     def set_scores(self, scores: dict[str, float]) -> None:
         """Attach search or recall scores to rows (shown in tooltips, available as ScoreRole)."""
@@ -272,9 +279,10 @@ class MemoryTableModel(QAbstractTableModel):
                 return ", ".join(row.entities)
             return None
         if role == Qt.ItemDataRole.CheckStateRole:
-            if field == "pinned" and self.capabilities.can("pin"):
+            # Shown even when the backend cannot toggle it: the box is drawn greyed (see flags).
+            if field == "pinned":
                 return Qt.CheckState.Checked if row.pinned else Qt.CheckState.Unchecked
-            if field == "live" and self.capabilities.can("tombstone"):
+            if field == "live":
                 return Qt.CheckState.Checked if row.invalid_at is None else Qt.CheckState.Unchecked
             return None
         if role == RecordRole:
@@ -392,10 +400,14 @@ class MemoryProxyModel(QAbstractProxyModel):
     """Filtered and sorted view of a :class:`MemoryTableModel`.
 
     Filters: retired rows (hidden unless ``show_history``), a tag, and a set of
-    keys matched by the search box (``None`` = no query). Ranked mode orders by
-    the given scores instead of a column. All of it is recomputed in bulk when
-    a filter changes (a layout change that keeps the selection of rows still
-    shown); source inserts and updates are placed by bisection.
+    keys matched by the search box (``None`` = no query). Ranked mode orders the
+    given scores instead of a column.
+
+    The sort key of every source row and the order of all rows are kept for
+    the current column, so a filter change (each keystroke) is one linear pass
+    over an already sorted list, not a sort. Visible rows are kept ascending by
+    key; a descending sort only reverses the mapping. Keys are unique (ids break
+    ties), so rows are found and placed by bisection when sources change.
     """
 
     def __init__(self, parent=None) -> None:
@@ -406,9 +418,13 @@ class MemoryProxyModel(QAbstractProxyModel):
         self.ranked_scores: dict[str, float] | None = None
         self._sort_field = "updated"
         self._descending = True
-        self._order: list[int] = []  # visible source rows, ascending by key
-        self._keys: list[tuple] = []  # their sort keys, same order
         self._key_fn = sort_key(self._sort_field)
+        self._keys_by_row: list[tuple] = []  # sort key of each source row
+        self._live: list[bool] = []  # whether each source row is live
+        self._all: list[int] = []  # every source row, ascending by key (not in ranked mode)
+        self._rank: list[int] | None = None  # position of each source row in _all (rebuilt on demand)
+        self._order: list[int] = []  # visible source rows, ascending by key
+        self._keys: list[tuple] = []  # their keys, same order
 
     # ------------------------------------------------------------------ setup
 
@@ -421,7 +437,7 @@ class MemoryProxyModel(QAbstractProxyModel):
         super().setSourceModel(model)
         for signal, slot in self._connections(model):
             signal.connect(slot)
-        self._rebuild()
+        self._rebuild(resort=True)
         self.endResetModel()
 
     def _connections(self, model):
@@ -434,6 +450,7 @@ class MemoryProxyModel(QAbstractProxyModel):
                     match_keys: set[str] | None | type(...) = ...,
                     ranked_scores: dict[str, float] | None | type(...) = ...) -> None:
         """Change any filter; the view keeps the selection of rows that stay visible."""
+        was_ranked = self.ranked_scores is not None
         if show_history is not None:
             self.show_history = show_history
         if tag is not ...:
@@ -442,28 +459,32 @@ class MemoryProxyModel(QAbstractProxyModel):
             self.match_keys = match_keys
         if ranked_scores is not ...:
             self.ranked_scores = ranked_scores
-        self._relayout()
+        self._relayout(resort=self.ranked_scores is not None or was_ranked)
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
         """Sort by a column (Qt calls this from the header)."""
         if not 0 <= column < len(COLUMNS):
             return
-        self._sort_field = COLUMNS[column].field
-        self._descending = order == Qt.SortOrder.DescendingOrder
-        self._relayout()
+        field = COLUMNS[column].field
+        descending = order == Qt.SortOrder.DescendingOrder
+        resort = field != self._sort_field
+        self._sort_field = field
+        self._descending = descending
+        self._relayout(resort=resort)
+
+    def sort_by_field(self, field: str, descending: bool = False) -> None:
+        """Sort by a field that may not be a column (``position``: file order of keep.md)."""
+        resort = field != self._sort_field
+        self._sort_field = field
+        self._descending = descending
+        self._relayout(resort=resort)
 
     @property
     def sort_field(self) -> str:
         """The column field currently sorted by (``score`` in ranked mode)."""
         return "score" if self.ranked_scores is not None else self._sort_field
 
-    # ------------------------------------------------------------------ mapping
-
-    def _current_key_fn(self) -> Callable[[Any], tuple]:
-        if self.ranked_scores is not None:
-            scores = self.ranked_scores
-            return lambda r: (scores.get(r.id, 0.0), r.updated_at or 0, r.id)
-        return sort_key(self._sort_field)
+    # ------------------------------------------------------------------ building the order
 
     def _descending_now(self) -> bool:
         return True if self.ranked_scores is not None else self._descending
@@ -479,37 +500,78 @@ class MemoryProxyModel(QAbstractProxyModel):
             return False
         return True
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, resort: bool) -> None:
         source: MemoryTableModel | None = self.sourceModel()
-        self._key_fn = self._current_key_fn()
-        if source is None:
-            self._order, self._keys = [], []
+        rows = source.rows() if source is not None else []
+        if self.ranked_scores is not None:
+            # Only the candidates are ranked: a small set, sorted directly.
+            scores = self.ranked_scores
+            self._key_fn = lambda r: (scores.get(r.id, 0.0), r.updated_at or 0, r.id)
+            pairs = sorted((self._key_fn(r), i) for i, r in enumerate(rows) if self._accepts(r)) \
+                if len(scores) * 4 > len(rows) else \
+                sorted((self._key_fn(rows[i]), i) for i in (source.row_of(k) for k in scores)
+                       if i is not None and self._accepts(rows[i]))
+            self._keys = [k for k, _ in pairs]
+            self._order = [i for _, i in pairs]
             return
-        rows = source.rows()
-        accepts = self._accepts
-        key_fn = self._key_fn
-        pairs = sorted((key_fn(r), i) for i, r in enumerate(rows) if accepts(r))
-        self._keys = [k for k, _ in pairs]
-        self._order = [i for _, i in pairs]
+        if resort or len(self._keys_by_row) != len(rows):
+            self._key_fn = sort_key(self._sort_field)
+            self._keys_by_row = list(map(self._key_fn, rows))
+            self._live = [r.invalid_at is None for r in rows]
+            self._all = sorted(range(len(rows)), key=self._keys_by_row.__getitem__)
+            self._rank = None
+        self._order = self._filtered(rows)
+        keys = self._keys_by_row
+        self._keys = [keys[i] for i in self._order]
 
-    def _relayout(self) -> None:
+    def _ranks(self) -> list[int]:
+        if self._rank is None:
+            rank = [0] * len(self._all)
+            for position, source_row in enumerate(self._all):
+                rank[source_row] = position
+            self._rank = rank
+        return self._rank
+
+    def _filtered(self, rows: list[Any]) -> list[int]:
+        # Per keystroke at 100,000 rows: touch as few row objects as possible.
+        history, tag, match = self.show_history, self.tag, self.match_keys
+        order = self._all
+        live = self._live
+        if match is not None and tag is None:
+            found = [i for i in map(self.sourceModel().row_of, match) if i is not None]
+            if not history:
+                found = list(compress(found, map(live.__getitem__, found)))
+            found.sort(key=self._ranks().__getitem__)
+            return found
+        if tag is None:
+            return list(order) if history else list(compress(order, map(live.__getitem__, order)))
+        accepts = self._accepts
+        return [i for i in order if accepts(rows[i])]
+
+    def _relayout(self, resort: bool = False) -> None:
         self.layoutAboutToBeChanged.emit()
         persistent = self.persistentIndexList()
         sources = [self.mapToSource(i) for i in persistent]
-        self._rebuild()
+        self._rebuild(resort)
         self.changePersistentIndexList(persistent, [self.mapFromSource(s) for s in sources])
         self.layoutChanged.emit()
+
+    # ------------------------------------------------------------------ mapping
 
     def _pos_to_row(self, pos: int) -> int:
         return len(self._order) - 1 - pos if self._descending_now() else pos
 
     def _position_of(self, source_row: int) -> int | None:
-        source: MemoryTableModel = self.sourceModel()
-        key = self._key_fn(source.row_object(source_row))
+        key = self._row_key(source_row)
         pos = bisect.bisect_left(self._keys, key)
         if pos < len(self._order) and self._order[pos] == source_row:
             return pos
         return None
+
+    def _row_key(self, source_row: int) -> tuple:
+        if self.ranked_scores is None and source_row < len(self._keys_by_row):
+            return self._keys_by_row[source_row]
+        return self._key_fn(self.sourceModel().row_object(source_row))
 
     def mapToSource(self, proxy_index):  # noqa: N802 - Qt override
         if not proxy_index.isValid() or not 0 <= proxy_index.row() < len(self._order):
@@ -554,17 +616,25 @@ class MemoryProxyModel(QAbstractProxyModel):
 
     def _on_reset(self, *args) -> None:
         self.beginResetModel()
-        self._rebuild()
+        self._rebuild(resort=True)
         self.endResetModel()
 
     def _on_rows_inserted(self, parent, first: int, last: int) -> None:
         source: MemoryTableModel = self.sourceModel()
+        if last - first + 1 > _BULK or self.ranked_scores is not None:
+            self._relayout(resort=True)  # a chunk of a long load: one pass beats many inserts
+            return
         for source_row in range(first, last + 1):
             row = source.row_object(source_row)
+            key = self._key_fn(row)
+            self._keys_by_row.append(key)
+            self._live.append(row.invalid_at is None)
+            bisect.insort(self._all, source_row, key=self._keys_by_row.__getitem__)
+            self._rank = None
             if self._accepts(row):
-                self._insert(source_row, self._key_fn(row))
+                self._insert_visible(source_row, key)
 
-    def _insert(self, source_row: int, key: tuple) -> None:
+    def _insert_visible(self, source_row: int, key: tuple) -> None:
         pos = bisect.bisect_left(self._keys, key)
         proxy_row = self._pos_to_row(pos) + (1 if self._descending_now() else 0)
         self.beginInsertRows(QModelIndex(), proxy_row, proxy_row)
@@ -573,45 +643,49 @@ class MemoryProxyModel(QAbstractProxyModel):
         self.endInsertRows()
 
     def _on_data_changed(self, top_left, bottom_right, roles=()) -> None:
-        source: MemoryTableModel = self.sourceModel()
-        if roles and Qt.ItemDataRole.DisplayRole in roles and len(roles) == 1 and \
+        if roles and len(roles) == 1 and Qt.ItemDataRole.DisplayRole in roles and \
                 top_left.column() in TIME_COLUMNS and bottom_right.column() == top_left.column():
-            # a clock tick: forward as is, nothing moves
-            self.dataChanged.emit(self.index(0, top_left.column()),
-                                  self.index(len(self._order) - 1, top_left.column()), roles)
+            if self._order:  # a clock tick: forward as is, nothing moves
+                self.dataChanged.emit(self.index(0, top_left.column()),
+                                      self.index(len(self._order) - 1, top_left.column()), roles)
             return
-        if bottom_right.row() - top_left.row() + 1 > _BULK:
-            self._relayout()
+        if bottom_right.row() - top_left.row() + 1 > _BULK or self.ranked_scores is not None:
+            self._relayout(resort=True)
             if self._order:
                 self.dataChanged.emit(self.index(0, 0), self.index(len(self._order) - 1, len(COLUMNS) - 1))
             return
         for source_row in range(top_left.row(), bottom_right.row() + 1):
-            row = source.row_object(source_row)
-            old_pos = self._find_by_row(source_row)
-            new_key = self._key_fn(row)
-            visible = self._accepts(row)
-            if old_pos is None:
-                if visible:
-                    self._insert(source_row, new_key)
-                continue
-            if not visible:
-                proxy_row = self._pos_to_row(old_pos)
-                self.beginRemoveRows(QModelIndex(), proxy_row, proxy_row)
-                del self._keys[old_pos]
-                del self._order[old_pos]
-                self.endRemoveRows()
-                continue
-            if self._keys[old_pos] != new_key:
-                self._move(old_pos, new_key)
-            proxy_row = self._pos_to_row(self._find_by_row(source_row))
-            self.dataChanged.emit(self.index(proxy_row, 0), self.index(proxy_row, len(COLUMNS) - 1))
+            self._row_changed(source_row)
 
-    def _find_by_row(self, source_row: int) -> int | None:
-        # The row's key may have changed already, so bisection cannot be trusted here.
-        try:
-            return self._order.index(source_row)
-        except ValueError:
-            return None
+    def _row_changed(self, source_row: int) -> None:
+        row = self.sourceModel().row_object(source_row)
+        old_key = self._keys_by_row[source_row]
+        new_key = self._key_fn(row)
+        self._live[source_row] = row.invalid_at is None
+        if new_key != old_key:
+            del self._all[bisect.bisect_left(self._all, old_key, key=self._keys_by_row.__getitem__)]
+            self._keys_by_row[source_row] = new_key
+            bisect.insort(self._all, source_row, key=self._keys_by_row.__getitem__)
+            self._rank = None
+        pos = bisect.bisect_left(self._keys, old_key)
+        visible_before = pos < len(self._order) and self._order[pos] == source_row
+        visible_now = self._accepts(row)
+        if not visible_before:
+            if visible_now:
+                self._insert_visible(source_row, new_key)
+            return
+        if not visible_now:
+            proxy_row = self._pos_to_row(pos)
+            self.beginRemoveRows(QModelIndex(), proxy_row, proxy_row)
+            del self._keys[pos]
+            del self._order[pos]
+            self.endRemoveRows()
+            return
+        if new_key != old_key:
+            self._move(pos, new_key)
+            pos = bisect.bisect_left(self._keys, new_key)
+        proxy_row = self._pos_to_row(pos)
+        self.dataChanged.emit(self.index(proxy_row, 0), self.index(proxy_row, len(COLUMNS) - 1))
 
     def _move(self, old_pos: int, new_key: tuple) -> None:
         source_row = self._order[old_pos]

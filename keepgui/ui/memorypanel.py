@@ -27,6 +27,7 @@ from keepgui.ui.detail import DetailPanel
 from keepgui.ui.memorymodel import COLUMN_INDEX, COLUMNS, KeyRole, MemoryProxyModel, MemoryTableModel, RecordRole
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
+_INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
 
 
 def search_texts(row: Any) -> tuple[str, ...]:
@@ -86,8 +87,14 @@ class SearchIndex(QObject):
         self._index = index
         self.ready.emit()
 
+    def invalidate(self) -> None:
+        """Many rows are arriving (a long load): stop answering until :meth:`rebuild`."""
+        self._generation += 1
+        self._index = None
+        self._pending = []
+
     def update(self, rows: list[Any]) -> None:
-        """Rows changed or were added."""
+        """Rows changed or were added (a handful: indexed in place)."""
         if self._index is None:
             self._pending.extend(rows)
             return
@@ -306,7 +313,12 @@ class MemoryPanel(QWidget):
                 self.model.remove_keys(gone)
                 self.index.remove(gone)
         self.model.upsert(rows)
-        self.index.update(rows)
+        if final and (len(rows) > _INDEX_IN_PLACE or not self.index.is_ready):
+            self.index.rebuild(self.model.rows())  # off the GUI thread
+        elif len(rows) > _INDEX_IN_PLACE:
+            self.index.invalidate()  # a chunk of a long load; indexed once it is complete
+        else:
+            self.index.update(rows)
         current = self.detail.record
         if current is not None:
             row = self.model.row_of(current.id)
@@ -355,7 +367,7 @@ class MemoryPanel(QWidget):
 
     def _update_status(self) -> None:
         shown = self.proxy.rowCount()
-        live = sum(1 for r in self.model.rows() if r.invalid_at is None)
+        live = self.model.live_count
         total = self.model.rowCount()
         self.search.setPlaceholderText(f"search {live:,} memories (fuzzy, as you type)…")
         if self.search.text().strip() and not self.index.is_ready and not self.ranked.isChecked():

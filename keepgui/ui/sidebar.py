@@ -30,15 +30,6 @@ ProblemRole = Qt.ItemDataRole.UserRole + 25
 """True when the row has a problem (unreadable)."""
 
 
-def counts_line(info) -> str:
-    """"N memories · P pinned · R rules" for a BankInfo, or why it cannot be read."""
-    if info is None:
-        return "loading…"
-    if not info.readable:
-        return f"unreadable: {info.reason}"
-    return f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules"
-
-
 class SourceTreeModel(QStandardItemModel):
     """Sources → banks (+ trash → trashed banks)."""
 
@@ -70,8 +61,8 @@ class SourceTreeModel(QStandardItemModel):
                 item.setEditable(False)
                 self.insertRow(position, [item])
 
-    def set_banks(self, source, trashed=()) -> None:
-        """Rebuild the banks of one source from its names and infos."""
+    def set_banks(self, source, trashed=None) -> None:
+        """Rebuild the banks of one source from its names and details (``trashed``: None = no trash node)."""
         parent = self._source_item(source.path)
         if parent is None:
             return
@@ -86,23 +77,25 @@ class SourceTreeModel(QStandardItemModel):
                 parent.removeRow(row)
         for position, name in enumerate(names):
             key = BankKey(source.path, name)
-            info = source.infos.get(name)
             item = existing.get(key)
+            normal_icon = "keep" if source.kind == "nanobot" else "bank"
             if item is None:
-                item = QStandardItem(theme.icon("bank"), name)
+                item = QStandardItem(theme.icon(normal_icon), name)
                 item.setData("bank", KindRole)
                 item.setData(key, BankKeyRole)
                 item.setData(source.path, SourceRole)
                 item.setEditable(False)
                 parent.insertRow(position, [item])
-            item.setData(counts_line(info), DetailRole)
-            problem = info is not None and not info.readable
+            detail = source.detail(name)
+            item.setData(detail, DetailRole)
+            problem = detail.startswith("unreadable")
             item.setData(problem, ProblemRole)
-            tip = f"{name}\n{counts_line(info)}"
-            if info is not None and info.description:
-                tip += f"\n{info.description}"
-            item.setToolTip(tip)
-            item.setIcon(theme.icon("warning", theme.strong("warning")) if problem else theme.icon("bank"))
+            info = source.infos.get(name)
+            description = getattr(info, "description", "")
+            item.setToolTip(f"{name}\n{detail}" + (f"\n{description}" if description else ""))
+            item.setIcon(theme.icon("warning", theme.strong("warning")) if problem else theme.icon(normal_icon))
+        if trashed is None:
+            return
         trash = QStandardItem(theme.icon("trash"), "Trash")
         trash.setData("trash", KindRole)
         trash.setData(source.path, SourceRole)

@@ -149,7 +149,7 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
             fh.write(record.to_line())
     qtbot.waitUntil(lambda: proxy_row_of(window, record.id) is not None, timeout=10_000)
     assert window.memories.selected_records()[0].id == selected
-    assert "added" in window.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: "1 memory added" in window.statusBar().currentMessage(), timeout=5_000)
 
 
 def test_external_rule_change_and_new_bank_show_up(make_window, demo_copy, qtbot):
