@@ -1,0 +1,111 @@
+"""``keepgui preview`` and ``keepgui recall`` (issue 3's commands)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from keepgui.cli import main
+from keepgui.core.iii.config import MemoryConfig
+from keepgui.core.iii.preview import BankEngine
+from keepgui.core.iii.store import DataDir
+from tests.core.test_preview import M1, M2, M3, MESSAGE_PUBLISH, NOW, SCENARIO, make_bank, mem
+
+DAY = 86_400_000
+
+
+@pytest.fixture
+def bank_dir(data_dir):
+    retired = mem("The API port used to be 3000", ["api"], invalid=NOW - DAY, updated=NOW - DAY, tags=["infra"])
+    make_bank(data_dir, records=SCENARIO + (retired,), rules={"style": "Formal register."})
+    return data_dir
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_preview_json_is_the_library_response(bank_dir, capsys):
+    code, out, err = run(capsys, "--data-dir", str(bank_dir), "preview", "when do I publish articles", "--bank",
+                         "main", "--now", str(NOW), "--json")
+    assert code == 0 and err == ""
+    expected = BankEngine(DataDir(bank_dir).bank("main")).preview("when do I publish articles", now_ms=NOW)
+    assert out == expected.to_json() + "\n"
+    obj = json.loads(out)
+    assert obj["message"] == MESSAGE_PUBLISH and [m["memory"]["id"] for m in obj["memories"]] == [M1.id, M3.id, M2.id]
+    assert "\\u2014" not in out and "\u2014" in out  # raw UTF-8, as serde_json writes
+
+
+def test_preview_human_form_prints_what_is_injected(bank_dir, capsys):
+    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "preview", "when do I publish articles", "--now",
+                       str(NOW))
+    assert code == 0
+    preview = BankEngine(DataDir(bank_dir).bank("main")).preview("when do I publish articles", now_ms=NOW)
+    assert preview.system_prompt_section in out and MESSAGE_PUBLISH + "\n" in out
+    assert "2.1856" in out and "0.8000" in out and "ambient" in out and "× recency" in out
+    assert "vectors:" in out and "no vectors.jsonl" in out
+
+
+def test_preview_with_a_config_file(bank_dir, tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"inject_memories": False, "recall_limit": 1}))
+    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "preview", "publish", "--config", str(config), "--now",
+                       str(NOW), "--json")
+    obj = json.loads(out)
+    assert code == 0 and "message" not in obj and len(obj["memories"]) == 1
+    assert out.strip() == BankEngine(DataDir(bank_dir).bank("main"), MemoryConfig.load(config)).preview(
+        "publish", now_ms=NOW).to_json()
+
+
+def test_errors_are_one_line(bank_dir, tmp_path, capsys):
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps({"recall_limt": 3}))
+    code, _, err = run(capsys, "--data-dir", str(bank_dir), "preview", "q", "--config", str(config))
+    assert code == 1 and "recall_limt" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "--data-dir", str(bank_dir), "preview", "q", "--bank", "nope")
+    assert code == 1 and "not found" in err
+    code, _, err = run(capsys, "--data-dir", str(bank_dir), "recall", "q", "--limit", "-1")
+    assert code == 1 and "--limit" in err
+
+
+def test_recall_json_and_history(bank_dir, capsys):
+    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "api port", "--now", str(NOW), "--json")
+    obj = json.loads(out)
+    assert code == 0 and list(obj) == ["bank", "memories", "retrieval"]
+    assert [m["memory"]["id"] for m in obj["memories"]] == [M2.id]
+    assert obj["memories"][0]["parts"]["entity_hits"] == 1
+    expected = BankEngine(DataDir(bank_dir).bank("main")).recall("api port", now_ms=NOW)
+    assert out == expected.to_json(parts=True) + "\n"
+    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "api port", "--now", str(NOW), "--json",
+                       "--history")
+    assert len(json.loads(out)["memories"]) == 2
+    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "api port", "--now", str(NOW), "--json",
+                       "--history", "--tag", "infra")
+    assert [m["memory"]["text"] for m in json.loads(out)["memories"]] == ["The API port used to be 3000"]
+    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "user", "--now", str(NOW), "--limit", "1")
+    assert code == 0 and "User publishes blog posts" in out and "limit 1" in out and "bm25" in out
+
+
+def test_check_worker_reports_each_difference(bank_dir, fake_iii, tmp_path, monkeypatch, capsys):
+    preview = BankEngine(DataDir(bank_dir).bank("main")).preview("when do I publish articles", now_ms=NOW)
+    answer = tmp_path / "answer.json"
+    answer.write_text(preview.to_json(), encoding="utf-8")
+    monkeypatch.setenv("FAKE_III_OUTPUT", str(answer))
+    argv = ["--data-dir", str(bank_dir), "preview", "when do I publish articles", "--now", str(NOW), "--check-worker"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "the running worker gives the same preview" in out
+    worker = json.loads(preview.to_json())
+    worker["memories"][1]["score"] = 0.9
+    worker["system_prompt_section"] += "\n## extra\nrule\n"
+    answer.write_text(json.dumps(worker), encoding="utf-8")
+    code, out, _ = run(capsys, *argv)
+    assert code == 1 and "differs in 2 fields" in out
+    assert "system_prompt_section:" in out and "memories[1].score: keepgui 0.79997504 ≠ worker 0.9" in out
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 1 and out == preview.to_json() + "\n" and "memories[1].score" in err
+    monkeypatch.setenv("FAKE_III_FAIL", "1")
+    code, _, err = run(capsys, *argv)
+    assert code == 1 and "cannot check against the worker" in err
