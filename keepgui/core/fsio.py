@@ -56,6 +56,9 @@ else:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+TAIL_SETTLE_SECONDS = 0.05
+"""How long an append waits for a last line without its newline to be completed (see LockedLog.settle)."""
+
 TEMP_MARKER = ".keepgui-"
 """Every temporary file keepgui creates has this in its name and ends in ``.tmp``."""
 
@@ -321,6 +324,29 @@ class LockedLog:
             finally:
                 os.close(fd)
 
+    def settle(self, timeout: float = TAIL_SETTLE_SECONDS) -> bool:
+        """Wait briefly until the log ends with ``\\n``; True when it does (or is empty).
+
+        A writer that takes no lock (the worker) may be inside its one
+        ``write()``: Linux makes a write visible page by page, so for a few
+        microseconds its line lacks its newline. A line torn by a crash never
+        gets one. Waiting up to ``timeout`` tells the two apart, so keepgui
+        neither "repairs" a line that was about to end (which left a stray
+        blank line in the worker's log) nor judges a line still in flight.
+        """
+        if self._fd is None:
+            raise RuntimeError("LockedLog.settle outside its with-block")
+        deadline = time.monotonic() + timeout
+        delay = 0.0001
+        while True:
+            size = os.fstat(self._fd).st_size
+            if not size or os.pread(self._fd, 1, size - 1) == b"\n":
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(delay)  # nothing signals the end of another process's write; poll
+            delay = min(delay * 2, 0.005)
+
     def write_lines(self, lines: Iterable[bytes]) -> int:
         """Append complete lines in one write, repairing a torn tail first; fsync.
 
@@ -335,10 +361,8 @@ class LockedLog:
                 raise ValueError("each appended record must be exactly one \\n-terminated line")
         if not lines:
             return os.fstat(self._fd).st_size
+        prefix = b"" if self.settle() else b"\n"
         size = os.fstat(self._fd).st_size
-        prefix = b""
-        if size and os.pread(self._fd, 1, size - 1) != b"\n":
-            prefix = b"\n"
         _write_all(self._fd, prefix + b"".join(lines))
         os.fsync(self._fd)
         return size + len(prefix)

@@ -105,6 +105,20 @@ def _description_of(text: str) -> tuple[str, str]:
     return value.value, ""
 
 
+def rust_stem_extension(file_name: str) -> tuple[str, str | None]:
+    """``(stem, extension)`` as Rust's ``Path::file_stem`` / ``extension`` split a file name.
+
+    A name that begins with ``.`` and has no other dot has no extension
+    (``.md``); otherwise the extension is what follows the last dot, so
+    ``..md`` is rule ``.`` and ``.foo.md`` is rule ``.foo`` (os.path.splitext
+    would call ``..md`` extension-less).
+    """
+    head, dot, ext = file_name.rpartition(".")
+    if not dot or not head:
+        return file_name, None
+    return head, ext
+
+
 def ms_of(mtime_ns: int) -> int:
     """A file mtime in epoch milliseconds, as the worker reports it."""
     return mtime_ns // 1_000_000
@@ -293,8 +307,8 @@ class Bank:
             return []
         names = []
         for entry in entries:
-            stem, ext = os.path.splitext(entry.name)
-            if ext == ".md" and stem:
+            stem, ext = rust_stem_extension(entry.name)
+            if ext == "md":
                 try:
                     if entry.is_file():
                         names.append(stem)
@@ -475,6 +489,9 @@ class Batch:
         self._lock = fsio.LockedLog(bank.log_path)
         self._lock.__enter__()
         try:
+            # Let a worker's write in flight finish first, so the state (and the torn-tail
+            # check below) is computed from complete lines, not from half of one.
+            self._lock.settle()
             self.deltas.append(bank.log.refresh())
             if bank.log.unreadable:
                 raise ReadOnly(f"bank `{bank.name}` is not written to: {bank.log.unreadable}")
