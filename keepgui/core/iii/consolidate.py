@@ -1,0 +1,558 @@
+"""Consolidating an iii bank as a plan a person reviews, with memory-consolidate's rules exactly.
+
+The ``memory-consolidate`` worker (spec §8) merges a bank's duplicates on its
+own schedule. keepgui computes the very same plan, shows it, and writes only
+the groups a person selects:
+
+* :func:`normalize` — lowercase, every non-alphanumeric character (Rust's
+  ``char::is_alphanumeric``: Unicode Alphabetic or Numeric) becomes a space,
+  whitespace collapsed and trimmed; :func:`token_key` — its sorted unique words.
+* :func:`plan_groups` — pass 1 groups live memories by ``normalize(text)``
+  (writable); pass 2 groups the memories left alone by pass 1 by ``token_key``
+  (word-order twins such as "Alice manages Bob" / "Bob manages Alice": report
+  only, never written). Groups come in sorted key order (pass 1, then pass 2).
+  In each group the winner is the pinned one, then the most corroborated, then
+  the oldest ``created_at``, then the smallest id; pinned losers go to
+  ``skipped_pinned`` and are never touched. Texts that normalise to "" group
+  together, as upstream acknowledges.
+* Beyond upstream, ``fuzzy=True`` adds near-duplicate groups found with
+  rapidfuzz (:func:`keepgui.core.compaction.near_duplicates`) among the
+  memories in no exact group: judgement calls, never selected by default.
+
+Applying a group does what the worker does — for each loser
+``memory::supersede`` then ``memory::save`` of the winner's text, which
+reinforces the winner (corroboration + 1) — all in one :class:`Batch` (one
+locked append). When the winner's text was edited, its id is no longer the
+fingerprint of its text and that save would create a new record (an upstream
+caveat); keepgui then reinforces it by id (:meth:`Batch.reinforce`), with the
+same effect on the record.
+
+**Staleness.** A plan remembers the log bytes it was computed from (their
+length and SHA-256). Applying checks, under the log's lock, that those bytes
+are still the start of the log, then reads the lines appended since: the plan
+is stale when one of them changes a memory any operation of the plan involves
+(winner, loser, pinned or report-only member), or gives a memory the key of a
+planned group (it would join it and could change the winner). Appends that
+touch nothing in the plan (an agent saving an unrelated memory) do not make it
+stale; a rewritten log always does.
+
+**Undo** appends records, never removes a line: each loser is restored
+(:meth:`Batch.restore`) and each reinforced winner reverted to its record from
+before (:meth:`Batch.revert`), after checking that none of them changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import regex
+
+from keepgui.core import fsio
+from keepgui.core.compaction import (
+    Applied, ChangedSince, Counts, Operation, Plan, excerpt, make_operation, near_duplicates, register_applied_kind,
+    table, words_only_in,
+)
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
+from keepgui.core.history import History
+from keepgui.core.iii import mutations as mut
+from keepgui.core.iii.record import Memory, RecordError, decode_canonical, fingerprint, memory_from_obj, parse_line
+from keepgui.core.iii.store import Bank, DataDir
+
+FUZZY_THRESHOLD = 85.0
+"""Default cut-off of the fuzzy groups (rapidfuzz ``token_set_ratio``), as for keep.md."""
+
+# Rust's char::is_alphanumeric is Unicode Alphabetic || Numeric (Nd, Nl, No); Python's
+# str.isalnum leaves out the combining marks that are Alphabetic (Devanagari vowel signs...).
+_NOT_ALNUM = regex.compile(r"[^\p{Alphabetic}\p{N}]+")
+
+
+def normalize(text: str) -> str:
+    """memory-consolidate's ``normalize``: lowercase, non-alphanumerics → space, collapsed, trimmed."""
+    # after the substitution every whitespace character is already a space, so split() is exact here
+    return " ".join(_NOT_ALNUM.sub(" ", text.lower()).split())
+
+
+def token_key(text: str) -> str:
+    """memory-consolidate's ``token_key``: the sorted, de-duplicated words of ``normalize(text)``."""
+    return " ".join(sorted(set(normalize(text).split())))
+
+
+def _winner_order(m: Memory) -> tuple:
+    # pinned first, then highest corroboration, then OLDEST, then smallest id (byte order = code point order)
+    return (not m.pinned, -m.corroboration, m.created_at, m.id)
+
+
+@dataclass(frozen=True)
+class Group:
+    """One planned group, in memory-consolidate's report shape plus keepgui's extras.
+
+    ``key`` is the grouping key (normalised text, token key, or the winner's
+    normalised text for a fuzzy group); ``fuzzy`` marks keepgui's rapidfuzz
+    groups, with the lowest ``score`` of a loser against the winner.
+    """
+
+    winner_id: str
+    winner_text: str
+    loser_ids: tuple[str, ...]
+    loser_texts: tuple[str, ...]
+    skipped_pinned: tuple[str, ...] = ()
+    report_only: bool = False
+    key: str = ""
+    fuzzy: bool = False
+    score: float | None = None
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """Every id in the group: winner, losers, pinned losers."""
+        return (self.winner_id, *self.loser_ids, *self.skipped_pinned)
+
+    def to_obj(self) -> dict:
+        """``{winner_id, winner_text, loser_ids, loser_texts, skipped_pinned?, report_only?}`` as
+        upstream serialises it (empty/false fields omitted), plus ``fuzzy``/``score`` for keepgui's groups."""
+        obj = {"winner_id": self.winner_id, "winner_text": self.winner_text, "loser_ids": list(self.loser_ids),
+               "loser_texts": list(self.loser_texts)}
+        if self.skipped_pinned:
+            obj["skipped_pinned"] = list(self.skipped_pinned)
+        if self.report_only:
+            obj["report_only"] = True
+        if self.fuzzy:
+            obj["fuzzy"] = True
+            obj["score"] = round(self.score or 0.0, 1)
+        return obj
+
+
+def _group(members: list[Memory], key: str, report_only: bool, fuzzy: bool = False,
+           score: float | None = None) -> Group:
+    members = sorted(members, key=_winner_order)
+    winner = members[0]
+    losers = [m for m in members[1:] if not m.pinned]
+    pinned = [m.id for m in members[1:] if m.pinned]
+    return Group(winner.id, winner.text, tuple(m.id for m in losers), tuple(m.text for m in losers),
+                 tuple(pinned), report_only, key, fuzzy, score)
+
+
+def plan_groups(rows: Iterable[Memory]) -> list[Group]:
+    """memory-consolidate's ``plan``: writable normalised-text groups, then report-only word-order
+    groups, each in sorted key order. ``rows`` are the live memories (order does not matter)."""
+    rows = list(rows)
+    by_norm: dict[str, list[Memory]] = {}
+    norms = []
+    for row in rows:
+        key = normalize(row.text)
+        norms.append(key)
+        by_norm.setdefault(key, []).append(row)
+    planned = [_group(by_norm[key], key, False) for key in sorted(k for k, m in by_norm.items() if len(m) >= 2)]
+    by_tokens: dict[str, list[Memory]] = {}
+    for row, key in zip(rows, norms):
+        if len(by_norm[key]) < 2:  # only memories the normalised pass left alone
+            by_tokens.setdefault(" ".join(sorted(set(key.split()))), []).append(row)
+    planned += [_group(by_tokens[key], key, True) for key in sorted(k for k, m in by_tokens.items() if len(m) >= 2)]
+    return planned
+
+
+def fuzzy_groups(rows: Sequence[Memory], threshold: float = FUZZY_THRESHOLD, *,
+                 progress: Callable[[int, int], None] | None = None) -> list[Group]:
+    """Near-duplicate groups among ``rows`` (rapidfuzz ``token_set_ratio`` ≥ ``threshold``).
+
+    Memories are taken in winner order; each one not yet grouped becomes the
+    winner of those of its direct near-duplicates not yet grouped (no chains:
+    every loser is similar to its own winner).
+    """
+    pairs = near_duplicates([m.text for m in rows], threshold, progress=progress)
+    near: dict[int, dict[int, float]] = {}
+    for i, j, score in pairs:
+        near.setdefault(i, {})[j] = score
+        near.setdefault(j, {})[i] = score
+    taken: set[int] = set()
+    out = []
+    for i in sorted(near, key=lambda k: _winner_order(rows[k])):
+        if i in taken:
+            continue
+        members = [j for j in near[i] if j not in taken]
+        if not members:
+            continue
+        taken.add(i)
+        taken.update(members)
+        score = min(near[i][j] for j in members)
+        out.append(_group([rows[i], *(rows[j] for j in members)], normalize(rows[i].text), False, True, score))
+    out.sort(key=lambda g: (g.key, g.winner_id))
+    return out
+
+
+# ---------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class LogMark:
+    """The log bytes a plan was computed from: their length and SHA-256."""
+
+    path: str
+    offset: int
+    sha256: str
+
+
+def _mark(bank: Bank) -> tuple[LogMark, bytes]:
+    data, _stamp = fsio.read_stamped(bank.log_path)
+    data = data or b""
+    offset = min(bank.log.offset, len(data))
+    return LogMark(bank.log_path, offset, hashlib.sha256(data[:offset]).hexdigest()), data
+
+
+def _lines_after(data: bytes, offset: int, end: int) -> list[Memory]:
+    """The valid records of the complete lines in ``data[offset:end]``."""
+    out = []
+    for line in data[offset:end].split(b"\n"):
+        if not line.strip():
+            continue
+        memory = decode_canonical(line)
+        if memory is None:
+            try:
+                memory = parse_line(line)
+            except (RecordError, UnicodeDecodeError):
+                continue  # the worker skips it too
+        out.append(memory)
+    return out
+
+
+class BankPlan(Plan):
+    """The consolidation plan of one bank: one operation per group.
+
+    Kinds: ``supersede`` (a normalised-text group, selected), ``fuzzy`` (a
+    rapidfuzz group, not selected), ``report-only`` (word-order twins) and
+    ``pinned-only`` (duplicates that are all pinned) — the last two cannot be
+    applied. ``groups_planned`` are the :class:`Group` objects in upstream
+    order; :meth:`report` gives upstream's ``BankReport`` shape.
+    """
+
+    kind = "bank"
+
+    def __init__(self, bank: Bank, groups: list[Group], mark: LogMark, scanned: int, *, fuzzy: bool,
+                 threshold: float) -> None:
+        self.bank = bank
+        self.groups_planned = tuple(groups)
+        self.mark = mark
+        self.scanned = scanned
+        self.fuzzy = fuzzy
+        self.threshold = threshold
+        ops = [self._operation(group) for group in groups]
+        # groups are disjoint, so no two operations are identical and the ids stay as made here
+        self._group_of: dict[str, Group] = {op.id: group for op, group in zip(ops, groups)}
+        super().__init__(ops, (), f"bank `{bank.name}`")
+        self.touched = frozenset(mid for g in groups for mid in g.members)
+        self.keys = frozenset(g.key for g in groups if not g.report_only and not g.fuzzy)
+        self.token_keys = frozenset(g.key for g in groups if g.report_only)
+
+    @staticmethod
+    def _operation(group: Group) -> Operation:
+        targets = (group.winner_id, *group.loser_ids, *group.skipped_pinned)
+        before = (group.winner_text, *group.loser_texts)
+        after = (group.winner_text,)
+        pinned = f"; pinned {', '.join(group.skipped_pinned)} left alone" if group.skipped_pinned else ""
+        if group.report_only:
+            return make_operation(
+                "report-only", targets, before, after,
+                f"the same words in another order: `{excerpt(group.winner_text, 50)}` — order can change the "
+                "meaning (\"Alice manages Bob\"), so this is never written automatically" + pinned,
+                applicable=False)
+        if not group.loser_ids:
+            return make_operation("pinned-only", targets, before, after,
+                                  f"duplicates of `{excerpt(group.winner_text, 50)}` that are all pinned; "
+                                  "pinned memories are never touched", applicable=False)
+        n = len(group.loser_ids)
+        if group.fuzzy:
+            lost = sorted({w for t in group.loser_texts for w in words_only_in(t, group.winner_text)})
+            tail = f"; words only in the losers: {', '.join(lost)}" if lost else ""
+            return make_operation(
+                "fuzzy", targets, before, after,
+                f"near-duplicates (similarity ≥ {group.score:.0f}): supersede {n} by `{excerpt(group.winner_text, 50)}`"
+                f" — a judgement call, similar texts can be different facts{tail}{pinned}",
+                selected=False, score=group.score)
+        return make_operation(
+            "supersede", targets, before, after,
+            f"the same text once case, punctuation and spacing are ignored: supersede {n} by "
+            f"`{excerpt(group.winner_text, 50)}` (pinned, then most corroborated, then oldest wins){pinned}",
+            selected=True)
+
+    def group(self, key: str | int) -> Group:
+        """The :class:`Group` behind an operation."""
+        return self._group_of[self.op(key).id]
+
+    # ---------------------------------------------------------------- reviewing
+
+    def counts(self, selection=None) -> Counts:
+        """Live memories before and after the selected supersedes (no target for a bank)."""
+        ops = self.selected(selection)
+        gone = sum(len(self._group_of[op.id].loser_ids) for op in ops)
+        return Counts("memories", self.scanned, self.scanned - gone, None,
+                      {"superseded": gone, "reinforced": gone})
+
+    def render(self, selection=None, context: int = 3) -> str:
+        """A table of the supersedes of a selection, then each winner's reinforcement."""
+        rows, winners = [], []
+        for op in self.selected(selection):
+            group = self._group_of[op.id]
+            for loser_id, loser_text in zip(group.loser_ids, group.loser_texts):
+                rows.append((str(op.number), loser_id, excerpt(loser_text, 48), "→ " + group.winner_id,
+                             excerpt(group.winner_text, 48)))
+            winner = self.bank.get(group.winner_id)
+            if winner is not None:
+                k = len(group.loser_ids)
+                winners.append(f"reinforce {group.winner_id}: corroboration {winner.corroboration} → "
+                               f"{winner.corroboration + k}")
+        if not rows:
+            return "nothing selected: no memory would be superseded\n"
+        out = table(("op", "supersede", "text", "by", "winner text"), rows)
+        return out + "".join(line + "\n" for line in winners)
+
+    def report(self, selection=None, applied: bool = False) -> dict:
+        """upstream's ``BankReport``: ``{bank, scanned, groups, superseded, reinforced}`` (plus
+        ``capped``/``errors`` never, as keepgui applies no budget and stops at the first error)."""
+        counts = self.counts(selection)
+        return {"bank": self.bank.name, "scanned": self.scanned,
+                "groups": [g.to_obj() for g in self.groups_planned],
+                "superseded": counts.detail["superseded"] if applied else 0,
+                "reinforced": counts.detail["reinforced"] if applied else 0}
+
+    def to_obj(self, selection=None, *, diff: bool = True) -> dict:
+        """The plan for ``--json``, with upstream's report under ``report``."""
+        obj = super().to_obj(selection, diff=diff)
+        obj["report"] = self.report(selection)
+        obj["bank"] = self.bank.name
+        obj["fuzzy"] = self.fuzzy
+        return obj
+
+    # ---------------------------------------------------------------- freshness
+
+    def replan(self) -> "BankPlan":
+        """The plan again, from the log as it is now."""
+        self.bank.refresh()
+        return plan_bank(self.bank, fuzzy=self.fuzzy, threshold=self.threshold)
+
+    def _staleness(self) -> str | None:
+        """Why the plan is stale ("" never), or None; the log must have been refreshed just before."""
+        data, _stamp = fsio.read_stamped(self.bank.log_path)
+        data = data or b""
+        if len(data) < self.mark.offset or hashlib.sha256(data[:self.mark.offset]).hexdigest() != self.mark.sha256:
+            return f"{self.bank.log_path} was rewritten"
+        end = min(self.bank.log.offset, len(data))
+        if end <= self.mark.offset:
+            return None
+        for memory in _lines_after(data, self.mark.offset, end):
+            if memory.id in self.touched:
+                return f"memory {memory.id} of the plan was changed"
+            if self.keys and normalize(memory.text) in self.keys:
+                return f"memory {memory.id} now has the same text as a planned group"
+            if self.token_keys and token_key(memory.text) in self.token_keys:
+                return f"memory {memory.id} now has the same words as a reported group"
+        return None
+
+    def check_fresh(self) -> None:
+        """Raise StalePlan when the log changed in a way that could change an operation of this plan."""
+        self.bank.refresh()
+        why = self._staleness()
+        if why:
+            raise self.stale(why)
+
+    # ---------------------------------------------------------------- applying
+
+    def apply(self, selection=None, now: int | None = None) -> "BankApplied":
+        """Supersede the selected groups' losers and reinforce their winners, in one Batch.
+
+        The freshness check runs under the log's lock, so nothing can slip in
+        between it and the append; on a stale plan nothing is written and
+        :class:`StalePlan` carries the re-plan.
+        """
+        ops = self.selected(selection)
+        groups = [self._group_of[op.id] for op in ops]
+        groups.sort(key=lambda g: (g.report_only, g.fuzzy, g.key, g.winner_id))  # upstream's processing order
+        if not groups:
+            return BankApplied(self.bank.datadir.path, self.bank.name, [], [], [], "nothing selected")
+        why = None
+        touched: dict[str, Memory] = {}
+        merges: list[tuple[str, str]] = []
+        try:
+            with self.bank.batch(now) as batch:
+                why = self._staleness()
+                if why:
+                    raise _Stale()
+                for group in groups:
+                    for loser in group.loser_ids:
+                        for mid in (loser, group.winner_id):
+                            if mid not in touched:
+                                touched[mid] = batch.current(mid)
+                        batch.supersede(loser, group.winner_id)
+                        _reinforce(batch, group.winner_id)
+                        merges.append((loser, group.winner_id))
+                after = {mid: batch.current(mid) for mid in touched}
+        except _Stale:
+            raise self.stale(why) from None
+        pairs = [(touched[mid], after[mid]) for mid in touched]
+        winners = {g.winner_id for g in groups}
+        lines = [f"superseded {loser} by {g.winner_id}" for g in groups for loser in g.loser_ids]
+        lines += [f"reinforced {mid} (corroboration {touched[mid].corroboration} → {after[mid].corroboration})"
+                  for mid in touched if mid in winners]
+        applied = BankApplied(self.bank.datadir.path, self.bank.name, pairs, merges, lines,
+                              f"consolidate bank `{self.bank.name}`: {len(merges)} superseded")
+        applied.reload = batch.report.reload
+        applied.bank = self.bank
+        applied.report = self.report([op.id for op in ops], applied=True)
+        return applied
+
+
+class _Stale(Exception):
+    """Raised inside the batch so it writes nothing."""
+
+
+def _reinforce(batch, winner_id: str) -> None:
+    """``memory::save`` of the winner's text, as the worker does; by id when its text was edited
+    (the save would then create a separate record, the upstream caveat)."""
+    winner = batch.current(winner_id)
+    try:
+        same = fingerprint(mut.clean_text(winner.text)) == winner.id
+    except InvalidInput:  # a text the worker's save would refuse (too short or long)
+        same = False
+    if same:
+        batch.save(winner.text)
+    else:
+        batch.reinforce(winner_id)
+
+
+def plan_bank(bank: Bank, *, fuzzy: bool = False, threshold: float = FUZZY_THRESHOLD,
+              progress: Callable[[int, int], None] | None = None) -> BankPlan:
+    """Plan the consolidation of ``bank`` (its live memories, as ``memory::list`` pages them).
+
+    ``fuzzy`` adds rapidfuzz near-duplicate groups (``threshold`` on
+    ``token_set_ratio``) among the memories in no exact group; that search
+    compares every pair, so it takes seconds for thousands of memories and
+    minutes for a hundred thousand. ``progress(done, total)`` follows it.
+    """
+    if not 0 <= threshold <= 100:
+        raise InvalidInput(f"the near-duplicate threshold must be between 0 and 100, not {threshold}")
+    bank.refresh()
+    if bank.log.unreadable:
+        raise KeepguiError(f"bank `{bank.name}` cannot be read: {bank.log.unreadable}")
+    mark, _data = _mark(bank)
+    rows = bank.log.live()
+    groups = plan_groups(rows)
+    if fuzzy:
+        grouped = {mid for g in groups for mid in g.members}
+        rest = sorted((m for m in rows if m.id not in grouped), key=lambda m: m.id)
+        groups += fuzzy_groups(rest, threshold, progress=progress)
+    return BankPlan(bank, groups, mark, len(rows), fuzzy=fuzzy, threshold=threshold)
+
+
+# ---------------------------------------------------------------------- undo
+
+
+class BankApplied(Applied):
+    """A consolidation written to a bank, and how to take it back by appending records.
+
+    ``pairs`` hold, per memory touched, its record before the batch and the one
+    the batch left; ``merges`` the ``(loser, winner)`` supersedes in the order
+    they were written. Undo restores each superseded loser and reverts each
+    reinforced winner to its earlier record; redo supersedes and reinforces
+    again. Both refuse (:class:`ChangedSince`) when one of those memories
+    changed in between, and write nothing then.
+    """
+
+    kind = "bank"
+
+    def __init__(self, datadir: str, bank: str, pairs: list[tuple[Memory, Memory]],
+                 merges: list[tuple[str, str]], lines: Iterable[str], description: str) -> None:
+        super().__init__(description, lines, bool(pairs), f"{os.path.abspath(datadir)}::{bank}")
+        self.datadir = datadir
+        self.bank_name = bank
+        self.pairs = list(pairs)
+        self.merges = list(merges)
+        self.reload = None
+        self.report: dict = {}
+        self.bank: Bank | None = None  # the Bank applied to, when in this process (its view stays current)
+
+    @property
+    def superseded(self) -> int:
+        """How many memories were superseded (and winner reinforcements made: one each)."""
+        return len(self.merges)
+
+    def _bank(self, datadir: DataDir | None) -> Bank:
+        if datadir is not None:
+            return datadir.bank(self.bank_name)
+        if self.bank is not None and self.bank.exists():
+            return self.bank
+        return DataDir(self.datadir).bank(self.bank_name)
+
+    def _check(self, batch, expected: Iterable[Memory], doing: str) -> None:
+        for record in expected:
+            if batch.current(record.id) != record:
+                raise ChangedSince(batch.bank.log_path,
+                                   f"memory {record.id} of bank `{batch.bank.name}` changed after the "
+                                   f"consolidation, so it was not {doing}; nothing was written. Restore single "
+                                   f"memories with `keepgui restore {batch.bank.name} ID`.")
+
+    def undo(self, datadir: DataDir | None = None, now: int | None = None) -> None:
+        """Append the records that bring every loser back live and each winner back to before."""
+        if not self.can_undo:
+            raise InvalidInput(f"nothing to undo: {self.description} is {self.state}")
+        with self._bank(datadir).batch(now) as batch:
+            self._check(batch, (after for _before, after in self.pairs), "undone")
+            for before, after in self.pairs:
+                if after.invalid_at is not None and before.invalid_at is None:
+                    batch.restore(before.id)
+                    if _content(batch.current(before.id)) != _content(before):
+                        batch.revert(before)  # something besides the supersede moved: put it back too
+                else:
+                    batch.revert(before)
+            undone = [batch.current(before.id) for before, _after in self.pairs]
+        self.pairs = [(u, after) for u, (_before, after) in zip(undone, self.pairs)]
+        self.reload = batch.report.reload
+        self.state = "undone"
+
+    def redo(self, datadir: DataDir | None = None, now: int | None = None) -> None:
+        """Supersede and reinforce again, after checking nothing changed since the undo."""
+        if not self.can_redo:
+            raise InvalidInput(f"nothing to redo: {self.description} is {self.state}")
+        with self._bank(datadir).batch(now) as batch:
+            self._check(batch, (before for before, _after in self.pairs), "redone")
+            for loser, winner in self.merges:
+                batch.supersede(loser, winner)
+                _reinforce(batch, winner)
+            self.pairs = [(before, batch.current(before.id)) for before, _after in self.pairs]
+        self.reload = batch.report.reload
+        self.state = "applied"
+
+    def to_obj(self) -> dict:
+        """Everything undo needs: the data dir, the bank, the merges and the records before/after."""
+        obj = super().to_obj()
+        obj.update({"datadir": self.datadir, "bank": self.bank_name, "merges": [list(m) for m in self.merges],
+                    "pairs": [[b.to_obj(), a.to_obj()] for b, a in self.pairs]})
+        return obj
+
+    @classmethod
+    def from_obj(cls, obj: dict, history: History | None = None) -> "BankApplied":
+        """Rebuild from :meth:`to_obj` (another process's ``--undo``)."""
+        try:
+            pairs = [(memory_from_obj(b), memory_from_obj(a)) for b, a in obj["pairs"]]
+            merges = [(str(loser), str(winner)) for loser, winner in obj["merges"]]
+            applied = cls(obj["datadir"], obj["bank"], pairs, merges, obj.get("lines", ()), obj["description"])
+        except (KeyError, TypeError, ValueError, RecordError) as exc:
+            raise InvalidInput(f"keepgui's compaction journal has an unusable bank entry ({exc})") from None
+        applied.state = obj.get("state", "applied")
+        applied.at = obj.get("at", applied.at)
+        return applied
+
+
+def _content(m: Memory) -> tuple:
+    return (m.text, m.entities, m.tags, m.confidence, m.corroboration, m.pinned, m.source, m.created_at,
+            m.invalid_at, m.superseded_by)
+
+
+register_applied_kind("bank", BankApplied.from_obj)
+
+
+def find_bank(datadir: DataDir, name: str) -> Bank:
+    """The bank to consolidate, with a clear error when it does not exist."""
+    if not datadir.has_bank(name):
+        raise NotFound(f"bank `{name}` not found in {datadir.path}; list them with `keepgui banks`")
+    return datadir.bank(name)
