@@ -208,16 +208,32 @@ def test_hand_edited_rules_show_up(data_dir):
     assert [r.name for r in rules] == ["added", "style"] and rules[1].content == "# Edited by hand"
 
 
-def test_rule_link_out_of_the_data_dir_is_not_followed(data_dir, tmp_path):
-    secret = tmp_path / "secret.txt"
-    secret.write_text("private")
+def test_rule_link_out_of_the_data_dir_is_read_like_the_worker_but_never_written(data_dir, tmp_path):
+    from keepgui.core.iii.doctor import diagnose
+
+    secret = tmp_path / "outside.md"
+    secret.write_text("# a rule kept elsewhere")
     bank, _ = DataDir(data_dir).ensure_bank("main")
     (data_dir / "main" / "rules" / "leak.md").symlink_to(secret)
     rules, problems = bank.rules()
-    assert rules == [] and "outside the data dir" in problems[0].what
+    assert [r.content for r in rules] == ["# a rule kept elsewhere"] and not problems  # the worker injects it
     with pytest.raises(ReadOnly):
         bank.write_rule("leak", "overwrite through the link")
-    assert secret.read_text() == "private"
+    assert secret.read_text() == "# a rule kept elsewhere"
+    assert any(f.kind == "rule-link" for f in diagnose(DataDir(data_dir)))
+
+
+def test_rules_folder_linked_out_of_the_data_dir_is_never_written(data_dir, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "style.md").write_text("# Style")
+    (data_dir / "b").mkdir()
+    (data_dir / "b" / "rules").symlink_to(elsewhere)
+    bank = DataDir(data_dir).bank("b")
+    assert [r.name for r in bank.rules()[0]] == ["style"]
+    with pytest.raises(ReadOnly):
+        bank.write_rule("tone", "Formal.")
+    assert sorted(os.listdir(elsewhere)) == ["style.md"]
 
 
 def test_trash_list_and_restore(data_dir):

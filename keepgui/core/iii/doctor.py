@@ -109,6 +109,10 @@ def _diagnose_bank(bank) -> list[Finding]:
             out.append(Finding("rule-name", name, path, 0,
                                f"rule `{rule}` does not match [a-z0-9][a-z0-9_-]{{0,63}}; the worker injects it "
                                "but it cannot be saved under this name"))
+    for path, target in bank.links_outside():
+        out.append(Finding("rule-link", name, path, 0,
+                           f"a link to {target}, outside the data dir: the worker reads it; keepgui shows it but "
+                           "never writes through it"))
     _, rule_problems = bank.rules()
     for problem in rule_problems:
         out.append(Finding("rule", name, problem.where, 0, problem.what))

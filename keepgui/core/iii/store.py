@@ -338,11 +338,9 @@ class Bank:
         if not isinstance(name, str) or not name or "/" in name or "\\" in name or "\x00" in name:
             raise InvalidInput(f"`{name}` is not a rule name")
         path = self._rule_file(name)
-        if os.path.islink(path):
-            real = os.path.realpath(path)
-            root = os.path.realpath(self.datadir.path)
-            if os.path.commonpath([real, root]) != root:
-                raise ReadOnly(f"rule `{name}` is a link to {real}, outside the data dir; keepgui does not follow it")
+        # A link is followed, as the worker follows it (its content is injected); keepgui
+        # never writes through one (see write_rule) and the doctor reports links that leave
+        # the data dir.
         try:
             data, stamp = fsio.read_stamped(path, limit=_RULE_LIMIT)
         except OSError as exc:
@@ -364,6 +362,7 @@ class Bank:
         """
         validate_name(name)
         path = self._rule_file(name)
+        self._refuse_outside_writes()
         if not rust_trim(content):
             if not self.exists():
                 return None
@@ -376,10 +375,30 @@ class Bank:
         self.datadir.after_write()
         return Rule(name, content, ms_of(stamp.mtime_ns), path, stamp)
 
+    def links_outside(self) -> list[tuple[str, str]]:
+        """``(path, target)`` of rule files (or the rules folder) that are links leading out of the data dir."""
+        root = os.path.realpath(self.datadir.path)
+        out = []
+        for path in [self.rules_path] + [self._rule_file(n) for n in self.rule_names()]:
+            if os.path.islink(path):
+                real = os.path.realpath(path)
+                if os.path.commonpath([real, root]) != root:
+                    out.append((path, real))
+        return out
+
+    def _refuse_outside_writes(self) -> None:
+        if os.path.islink(self.rules_path):
+            real = os.path.realpath(self.rules_path)
+            root = os.path.realpath(self.datadir.path)
+            if os.path.commonpath([real, root]) != root:
+                raise ReadOnly(f"{self.rules_path} is a link to {real}, outside the data dir; "
+                               "keepgui does not write through it")
+
     def delete_rule(self, name: str, expect: fsio.Stamp | None = None) -> None:
         """Delete a rule file (any listed name, valid or not), refusing if it changed since ``expect``."""
         if name not in self.rule_names():
             raise NotFound(f"rule `{name}` not found in bank `{self.name}`")
+        self._refuse_outside_writes()
         fsio.remove_file(self._rule_file(name), expect=expect)
         self.datadir.after_write()
 
@@ -390,6 +409,7 @@ class Bank:
             raise NotFound(f"rule `{old}` not found in bank `{self.name}`")
         if new in self.rule_names():
             raise InvalidInput(f"a rule named `{new}` already exists in bank `{self.name}`")
+        self._refuse_outside_writes()
         fsio.check_unchanged(self._rule_file(old), expect)
         fsio.rename_durably(self._rule_file(old), self._rule_file(new))
         self.datadir.after_write()

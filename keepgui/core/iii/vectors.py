@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from keepgui.core import fsio
+from keepgui.core.errors import KeepguiError
 from keepgui.core.iii.record import Memory
 
 VECTORS_NAME = "vectors.jsonl"
@@ -62,12 +64,10 @@ def read_vectors(bank_path: str, records: dict[str, Memory]) -> VectorReport:
     path = os.path.join(bank_path, VECTORS_NAME)
     report = VectorReport()
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        report.missing = sorted(mid for mid, m in records.items() if m.invalid_at is None)
-        return report
-    except OSError:
+        data, _ = fsio.read_stamped(path)  # refuses FIFOs and devices instead of hanging on them
+    except (OSError, KeepguiError):
+        data = None
+    if data is None:
         report.missing = sorted(mid for mid, m in records.items() if m.invalid_at is None)
         return report
     report.exists = True
