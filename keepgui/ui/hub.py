@@ -23,6 +23,12 @@ Signals:
     documentsChanged(str source, list names): documents of a nanobot workspace changed on disk.
     keepChanged(str source, object before, object after): keep.md was rewritten by someone else
         (the KeepDoc before and after).
+    previewReady(object key, int token, object result): a preview asked for with ``token``
+        (a Preview, a nanobot PromptPreview, or an Exception to show).
+    rankingReady(object key, int token, object scores): recall scores (id -> score) for the
+        ranked search, or an Exception.
+    planReady(object key, str kind, object plan): a compaction plan (``compact``) or a review
+        of an outside rewrite (``review:keep.md`` / ``review:MEMORY.md``), or an Exception.
     historyReady(object key, str id, list revisions): the revisions of one memory.
     note(str): a short status-bar note ("main: 3 memories added").
     error(str): something a person must see (a banner).
@@ -42,9 +48,11 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.history import History
 from keepgui.core.nanobot.keep import KeepStore
 from keepgui.core.nanobot.workspace import Workspace
+from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.log import LOG_NAME
+from keepgui.core.iii.preview import BankEngine, WhatIf
 from keepgui.core.iii.store import BANK_YAML, RULES_DIR, TRASH_DIR, BankInfo, DataDir
-from keepgui.core.iii.worker import ReloadOutcome, WorkerLink
+from keepgui.core.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core.watch import ChangeSet, Watcher
 from keepgui.ui.keeprows import keep_rows
 
@@ -69,7 +77,10 @@ class _AsyncWorkerLink:
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-reload")
 
     def reload(self) -> ReloadOutcome:
-        future = self._pool.submit(self._link.reload)
+        try:
+            future = self._pool.submit(self._link.reload)
+        except RuntimeError:  # the window is closing
+            return ReloadOutcome(False, NOT_SEEN)
         future.add_done_callback(lambda f: self._on_result(f.result()))
         return ReloadOutcome(True, "asked a running worker to reload")
 
@@ -92,11 +103,20 @@ class IiiSource:
         self.names: list[str] = []
         self.loaded: set[str] = set()
         self.scans_requested = 0
+        self.engines: dict[str, BankEngine] = {}
+        self.config = MemoryConfig()
 
     @property
     def label(self) -> str:
         """How the sidebar names the source."""
         return f"iii · {_short(self.path)}"
+
+    def engine(self, name: str) -> BankEngine:
+        """The recall/preview engine of a bank (made on first use; call with the bank's lock held)."""
+        engine = self.engines.get(name)
+        if engine is None or engine.bank is not self.bank(name):
+            engine = self.engines[name] = BankEngine(self.bank(name), self.config)
+        return engine
 
     def detail(self, name: str) -> str:
         """The sidebar's second line for a bank: counts, or why it cannot be read."""
@@ -117,6 +137,9 @@ class IiiSource:
         with self.lock:
             return self.datadir.bank(name)
 
+
+RANKED_LIMIT = 100
+"""Ranked search shows the recall API's maximum: the top 100 by fused score."""
 
 KEEP_BANK = "keep.md"
 """The one "bank" of a nanobot workspace: its keep.md."""
@@ -182,6 +205,9 @@ class Hub(QObject):
     rulesChanged = Signal(object)
     documentsChanged = Signal(str, list)
     keepChanged = Signal(str, object, object)
+    previewReady = Signal(object, int, object)
+    planReady = Signal(object, str, object)
+    rankingReady = Signal(object, int, object)
     historyReady = Signal(object, str, list)
     note = Signal(str)
     error = Signal(str)
@@ -192,18 +218,34 @@ class Hub(QObject):
         super().__init__(parent)
         self.sources: dict[str, IiiSource | NanobotSource] = {}
         self._link = _AsyncWorkerLink(WorkerLink(reload_command), self._on_reload_result)
+        # Previews and rankings answer as the person types: their own thread, so a long
+        # load of another bank never delays them.
+        self._query_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-preview")
+        self._query_latest: dict[str, int] = {}
+        self._closed = False
         self._changes.connect(self._on_changes)
         self._scanned.connect(self._count_banks, Qt.ConnectionType.QueuedConnection)
         self._watcher = Watcher(self._changes.emit) if watch else None
         if self._watcher is not None:
             self._watcher.start()
 
+    def _submit(self, executor, fn, *args) -> None:
+        """Queue background work, unless the hub is shut down (late timers must not fail)."""
+        if self._closed:
+            return
+        try:
+            executor.submit(fn, *args)
+        except RuntimeError:
+            pass  # that source was closed meanwhile: its work no longer matters
+
     def shutdown(self) -> None:
         """Stop the watcher and the background threads (the window is closing)."""
+        self._closed = True
         if self._watcher is not None:
             self._watcher.stop()
         for source in self.sources.values():
             source.executor.shutdown(wait=True, cancel_futures=True)
+        self._query_pool.shutdown(wait=True, cancel_futures=True)
         self._link.shutdown()
 
     # ------------------------------------------------------------------ sources
@@ -257,9 +299,9 @@ class Hub(QObject):
             self._watcher.watch(path)  # the folder may have been created since
         source.scans_requested += 1
         if source.kind == "nanobot":
-            source.executor.submit(self._keep_sync, source, BankKey(path, KEEP_BANK), False)
+            self._submit(source.executor, self._keep_sync, source, BankKey(path, KEEP_BANK), False)
             return
-        source.executor.submit(self._scan_task, source, source.scans_requested)
+        self._submit(source.executor, self._scan_task, source, source.scans_requested)
 
     def _scan_task(self, source: IiiSource, number: int) -> None:
         if number != source.scans_requested:
@@ -283,7 +325,7 @@ class Hub(QObject):
         if source is not None:
             for name in source.names:
                 if name not in source.loaded:
-                    source.executor.submit(self._count_task, source, name)
+                    self._submit(source.executor, self._count_task, source, name)
 
     def _count_task(self, source: IiiSource, name: str) -> None:
         self._sync(source, BankKey(source.path, name))
@@ -293,14 +335,14 @@ class Hub(QObject):
         source = self.sources.get(key.source)
         if source is not None:
             task = self._keep_sync if source.kind == "nanobot" else self._sync
-            source.executor.submit(task, source, key, True)
+            self._submit(source.executor, task, source, key, True)
 
     def refresh_bank(self, key: BankKey) -> None:
         """Re-read a bank's log (incrementally) and deliver what changed."""
         source = self.sources.get(key.source)
         if source is not None:
             task = self._keep_sync if source.kind == "nanobot" else self._sync
-            source.executor.submit(task, source, key)
+            self._submit(source.executor, task, source, key)
 
     def _keep_sync(self, source: NanobotSource, key: BankKey, deliver_all: bool = False) -> None:
         """Read keep.md (and the entries keepgui removed) and deliver every row."""
@@ -353,6 +395,9 @@ class Hub(QObject):
                     self.bankProgress.emit(key, done, total)
 
                 delta = bank.refresh(progress)
+                engine = source.engines.get(key.bank)
+                if engine is not None:
+                    engine.sync(delta)
                 source.loaded.add(key.bank)
                 source.infos[key.bank] = bank.info()
                 records = bank.log.records
@@ -381,11 +426,113 @@ class Hub(QObject):
         for problem in delta.new_problems:
             self.note.emit(f"{key.bank}: {problem.describe(LOG_NAME)}")
 
+    def set_config(self, source_path: str, config: MemoryConfig) -> None:
+        """The worker settings previews and rankings of a data dir use."""
+        source = self.sources.get(source_path)
+        if source is not None and source.kind == "iii":
+            source.config = config
+            for engine in source.engines.values():
+                engine.config = config
+
+    def _submit_query(self, kind: str, key: BankKey, token: int, work: Callable[[], Any], done: Signal) -> None:
+        self._query_latest[kind] = token
+
+        def run() -> None:
+            if self._query_latest.get(kind) != token:
+                return  # the person typed on: only the newest question is worth answering
+            try:
+                result = work()
+            except Exception as exc:  # shown in the pane, never raised into Qt
+                result = exc
+            done.emit(key, token, result)
+
+        self._submit(self._query_pool, run)
+
+    def request_preview(self, key: BankKey, query: str, token: int, whatif: WhatIf | None = None,
+                        now_ms: int | None = None) -> None:
+        """Compute what a turn with ``query`` would be given, off the GUI thread (previewReady)."""
+        source = self.sources.get(key.source)
+        if source is None:
+            return
+        if source.kind == "nanobot":
+            from keepgui.core.nanobot.prompt import build_preview
+
+            self._submit_query("preview", key, token, lambda: build_preview(source.workspace), self.previewReady)
+            return
+
+        def work():
+            with source.bank_lock(key.bank):
+                return source.engine(key.bank).preview(query, now_ms=now_ms, whatif=whatif)
+
+        self._submit_query("preview", key, token, work, self.previewReady)
+
+    def request_ranking(self, key: BankKey, query: str, token: int) -> None:
+        """Recall scores of every memory matching ``query`` (rankingReady), for the ranked search."""
+        source = self.sources.get(key.source)
+        if source is None or source.kind != "iii":
+            return
+
+        def work():
+            with source.bank_lock(key.bank):
+                result = source.engine(key.bank).recall(query, limit=RANKED_LIMIT)
+            return {hit.memory.id: hit.score for hit in result.hits}
+
+        self._submit_query("ranking", key, token, work, self.rankingReady)
+
+    def request_plan(self, key: BankKey, kind: str = "compact", **options) -> None:
+        """Compute a compaction plan or a review in the background (planReady)."""
+        source = self.sources.get(key.source)
+        if source is not None:
+            self._submit(source.executor, self._plan_task, source, key, kind, options)
+
+    def _plan_task(self, source, key: BankKey, kind: str, options: dict) -> None:
+        try:
+            if source.kind == "nanobot":
+                from keepgui.core.nanobot.compact import plan_keep, review
+
+                with source.lock:
+                    if kind.startswith("review:"):
+                        plan = review(source.workspace, kind.split(":", 1)[1], history=source.history)
+                    else:
+                        plan = plan_keep(source.workspace, history=source.history, **options)
+            else:
+                from keepgui.core.iii.consolidate import plan_bank
+
+                with source.bank_lock(key.bank):
+                    bank = source.bank(key.bank)
+                    plan = plan_bank(bank, **options)
+        except (KeepguiError, OSError) as exc:
+            plan = exc
+        self.planReady.emit(key, kind, plan)
+
+    def run_locked(self, key: BankKey, action: Callable[[], Any]) -> Any:
+        """Run a write (a compaction apply, undo or redo) under the bank's lock, then deliver what changed."""
+        source = self.sources[key.source]
+        if source.kind == "nanobot":
+            return self.keep_change(key, lambda store: action())
+        with source.bank_lock(key.bank):
+            bank = source.bank(key.bank)
+            before = dict(bank.log.records)
+            try:
+                result = action()
+            finally:
+                # The apply's own batch refreshed the log; compare records to find every change.
+                delta = bank.refresh()
+                records = bank.log.records
+                reset = delta.reset
+                rows = list(records.values()) if reset else \
+                    [m for mid, m in records.items() if before.get(mid) is not m]
+                source.infos[key.bank] = bank.info()
+        if rows or reset:
+            self.bankRows.emit(key, rows, reset)
+        self.banksChanged.emit(key.source)
+        return result
+
     def request_history(self, key: BankKey, memory_id: str) -> None:
         """Read every revision of one memory in the background (delivered by historyReady)."""
         source = self.sources.get(key.source)
         if source is not None:
-            source.executor.submit(self._history_task, source, key, memory_id)
+            self._submit(source.executor, self._history_task, source, key, memory_id)
 
     def _history_task(self, source: IiiSource, key: BankKey, memory_id: str) -> None:
         try:

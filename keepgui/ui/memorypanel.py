@@ -9,12 +9,14 @@ scorer's ranking (when the bank has one).
 
 Signals:
     MemoryPanel.selectionChangedTo(list records)
+    MemoryPanel.rankingRequested(str query, int token): ranked mode needs recall scores;
+        answer with :meth:`MemoryPanel.apply_ranking`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -28,6 +30,8 @@ from keepgui.ui.memorymodel import COLUMN_INDEX, COLUMNS, KeyRole, MemoryProxyMo
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
 _INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
+RANKED_TIP = ("Rank by the recall scorer — the worker's own ranking of what a turn would be given — "
+              "instead of matching words (top 100)")
 
 
 def search_texts(row: Any) -> tuple[str, ...]:
@@ -229,6 +233,7 @@ class MemoryPanel(QWidget):
     """Filter bar + table + detail for one bank at a time."""
 
     selectionChangedTo = Signal(list)
+    rankingRequested = Signal(str, int)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -237,7 +242,8 @@ class MemoryPanel(QWidget):
         self.proxy.setSourceModel(self.model)
         self.index = SearchIndex(self)
         self.index.ready.connect(self._apply_query)
-        self.ranker: Callable[[str], dict[str, float] | None] | None = None
+        self.ranking_available = False
+        self._ranking_token = 0
 
         self.search = QLineEdit(self)
         self.search.setClearButtonEnabled(True)
@@ -246,7 +252,7 @@ class MemoryPanel(QWidget):
         self.ranked = QToolButton(self)
         self.ranked.setText("Ranked")
         self.ranked.setCheckable(True)
-        self.ranked.setToolTip("Rank by the recall scorer (what the agent would be given) instead of matching words")
+        self.ranked.setToolTip(RANKED_TIP)
         self.ranked.setAccessibleName("Ranked search")
         self.history = QCheckBox("History", self)
         self.history.setToolTip("Show deleted and superseded memories (struck through)")
@@ -298,8 +304,11 @@ class MemoryPanel(QWidget):
         """A bank was opened: show its rows (possibly the first part of a long load)."""
         self.model.reset_rows(rows, capabilities)
         self.index.rebuild(rows)
-        self.ranked.setEnabled(self.ranker is not None and capabilities.can("ranked"))
-        self.ranked.setToolTip(self.ranked.toolTip() if capabilities.can("ranked") else capabilities.why_not("ranked"))
+        self.ranking_available = capabilities.can("ranked")
+        self.ranked.setEnabled(self.ranking_available)
+        self.ranked.setToolTip(RANKED_TIP if self.ranking_available else capabilities.why_not("ranked"))
+        if not self.ranking_available:
+            self.ranked.setChecked(False)
         self.detail.show_empty()
         self._refresh_tags()
         self._apply_query()
@@ -352,17 +361,29 @@ class MemoryPanel(QWidget):
 
     def _apply_query(self) -> None:
         query = self.search.text()
-        if self.ranked.isChecked() and self.ranker is not None and query.strip():
-            scores = self.ranker(query)
-            self.model.set_scores(scores or {})
-            self.proxy.set_filters(ranked_scores=scores or {}, match_keys=None)
-        elif query.strip():
+        if self.ranked.isChecked() and self.ranking_available and query.strip():
+            self._ranking_token += 1
+            self.rankingRequested.emit(query, self._ranking_token)
+            self.status.setText("ranking…")
+            return
+        if query.strip():
             matches = self.index.search(query)
             self.model.set_scores(matches or {})
             self.proxy.set_filters(ranked_scores=None, match_keys=None if matches is None else set(matches))
         else:
             self.model.set_scores({})
             self.proxy.set_filters(ranked_scores=None, match_keys=None)
+        self._update_status()
+
+    def apply_ranking(self, token: int, scores) -> None:
+        """Recall scores for the ranked search arrived (ignored if the person typed on)."""
+        if token != self._ranking_token or not self.ranked.isChecked():
+            return
+        if isinstance(scores, Exception):
+            self.status.setText(f"ranking failed: {scores}")
+            return
+        self.model.set_scores(scores)
+        self.proxy.set_filters(ranked_scores=dict(scores), match_keys=None)
         self._update_status()
 
     def _update_status(self) -> None:

@@ -39,8 +39,7 @@ def make_window(qtbot, tmp_path):
         settings = Settings(os.path.join(str(tmp_path), f"settings-{len(windows)}.json"))
         args = window_args(data_dir=str(data_dir), bank=bank, workspace=[str(workspace)] if workspace else None)
         window = build_window(args, settings, watch=watch)
-        qtbot.addWidget(window)
-        windows.append(window)
+        windows.append(window)  # closed below, after unsaved edits are dropped (not by qtbot)
         window.resize(1200, 800)
         window.show()
         if bank is not None:
@@ -50,4 +49,9 @@ def make_window(qtbot, tmp_path):
 
     yield build
     for window in windows:
+        rules = window.panel("rules")
+        if rules is not None and rules.dirty:
+            rules.discard()  # closing would otherwise ask about unsaved edits (a modal dialog)
+        window.close()
         window.hub.shutdown()
+        window.deleteLater()

@@ -1,0 +1,499 @@
+"""The Rules panel: a bank's documents, the markdown editor, the budget meter, changes on disk.
+
+For an iii bank the documents are its ``rules/*.md`` in injection order; for a
+nanobot workspace, AGENTS.md and the Dream-managed USER.md, SOUL.md and
+MEMORY.md (badged, with Dream's warnings before a save).
+
+Nothing is ever silently overwritten: every save presents the stamp the text
+was loaded with. When the file changes on disk, a clean buffer reloads
+quietly; a dirty one gets a banner (show diff / reload, discarding mine / keep
+mine); a save against a changed file is refused and opens the three-way view.
+
+Signals:
+    RulesPanel.draftChanged(object key, dict drafts): unsaved rule texts of the
+        shown iii bank changed (name -> text, or None for a rule being deleted),
+        for the what-if preview.
+    RulesPanel.note(str): a status-bar note.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import (
+    QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPlainTextEdit, QSplitter, QTextEdit, QToolBar,
+    QVBoxLayout, QWidget,
+)
+
+from keepgui.core.errors import Conflict, KeepguiError
+from keepgui.core.iii.config import MemoryConfig
+from keepgui.core.textdiff import unified
+from keepgui.ui import shortcuts, theme
+from keepgui.ui.banner import Banner
+from keepgui.ui.budget import BudgetMeter
+from keepgui.ui.dialogs import NameDialog
+from keepgui.ui.diffview import DiffView
+from keepgui.ui.documents import EditableDoc, docs_for
+from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
+from keepgui.ui.threeway import OVERWRITE, TAKE_DISK, ThreeWayDialog
+
+NameRole = Qt.ItemDataRole.UserRole + 40
+
+
+class RulesPanel(QWidget):
+    """Documents list + editor + rendered view + budget meter for the shown bank."""
+
+    draftChanged = Signal(object, dict)
+    note = Signal(str)
+
+    def __init__(self, hub, config_for=None, parent=None) -> None:
+        super().__init__(parent)
+        self.hub = hub
+        self._config_for = config_for or (lambda key: MemoryConfig())
+        self.key = None
+        self.docs = None
+        self.doc: EditableDoc | None = None
+        self._loading_text = False
+
+        self.list = QListWidget(self)
+        self.list.setAccessibleName("Documents")
+        self.list.currentItemChanged.connect(self._on_pick)
+        self.title = QLabel(self)
+        self.status = QLabel(self)
+        self.status.setWordWrap(True)
+        self.notices = QLabel(self)
+        self.notices.setWordWrap(True)
+        self.banner = Banner(self)
+        self.editor = QPlainTextEdit(self)
+        self.editor.setAccessibleName("Rule text")
+        self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.editor.setTabChangesFocus(False)
+        self.highlighter = MarkdownHighlighter(self.editor.document())
+        self.rendered = RenderedView(self)
+        self.meter = BudgetMeter(self)
+
+        self.toolbar = QToolBar(self)
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.act_save = self._act("Save", self.save, shortcuts.SAVE, "Save this document (Ctrl+S)")
+        self.act_new = self._act("New rule…", self.new_rule, tip="Create a rule in this bank")
+        self.act_rename = self._act("Rename…", self.rename_rule, tip="Rename this rule")
+        self.act_delete = self._act("Delete…", self.delete_rule, tip="Delete this rule (asks first)")
+        self.act_rendered = self._act("Rendered", self._toggle_rendered, tip="Show the rendered markdown beside the text")
+        self.act_rendered.setCheckable(True)
+        self.act_rendered.setChecked(True)
+        for action in (self.act_save, self.act_new, self.act_rename, self.act_delete, self.act_rendered):
+            self.toolbar.addAction(action)
+
+        self.split = QSplitter(Qt.Orientation.Horizontal, self)
+        self.split.addWidget(self.editor)
+        self.split.addWidget(self.rendered)
+        right = QWidget(self)
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        header = QHBoxLayout()
+        header.addWidget(self.title)
+        header.addStretch(1)
+        header.addWidget(self.toolbar)
+        right_layout.addLayout(header)
+        right_layout.addWidget(self.status)
+        right_layout.addWidget(self.banner)
+        right_layout.addWidget(self.split, 1)
+        right_layout.addWidget(self.notices)
+        right_layout.addWidget(self.meter)
+        outer = QSplitter(Qt.Orientation.Horizontal, self)
+        outer.addWidget(self.list)
+        outer.addWidget(right)
+        outer.setStretchFactor(1, 1)
+        outer.setSizes([200, 900])
+        self.outer = outer
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(outer)
+
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.setInterval(150)
+        self._render_timer.timeout.connect(self._refresh_derived)
+        self.editor.textChanged.connect(self._on_text_changed)
+        hub.rulesChanged.connect(self._on_rules_changed)
+        hub.documentsChanged.connect(self._on_documents_changed)
+        self._show_nothing()
+
+    def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        action.setToolTip(tip)
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def dirty(self) -> bool:
+        """True when the editor holds changes not saved to disk."""
+        return self.doc is not None and self.editor.toPlainText() != self.doc.text
+
+    def drafts(self) -> dict[str, str | None]:
+        """Unsaved rule texts of the shown iii bank (name -> text)."""
+        if self.doc is None or self.docs is None or self.docs.kind != "rules" or not self.dirty:
+            return {}
+        return {self.doc.name: self.editor.toPlainText()}
+
+    def discard(self) -> None:
+        """Drop unsaved edits (back to the text as loaded)."""
+        if self.doc is not None:
+            self._load_text(self.doc.text)
+
+    def can_leave(self) -> bool:
+        """The unsaved-changes guard: ask before dropping edits (switching bank, quitting)."""
+        if not self.dirty:
+            return True
+        answer = QMessageBox.question(
+            self, "Unsaved changes", f"{self.doc.title} has unsaved changes. Save them?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save)
+        if answer == QMessageBox.StandardButton.Cancel:
+            return False
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save()
+        self.discard()
+        return True
+
+    # ------------------------------------------------------------------ bank and document
+
+    def set_bank(self, key) -> None:
+        """Show the documents of a bank (None: nothing)."""
+        self.key = key
+        source = self.hub.sources.get(key.source) if key is not None else None
+        self.docs = docs_for(source, key.bank) if source is not None else None
+        self.doc = None
+        self._reload_list()
+
+    def _reload_list(self, select: str | None = None) -> None:
+        self.list.blockSignals(True)
+        self.list.clear()
+        if self.docs is None:
+            self.list.blockSignals(False)
+            self._show_nothing()
+            return
+        try:
+            items = self.docs.list()
+        except (KeepguiError, OSError) as exc:
+            items = []
+            self.banner.show_message(str(exc), "removed")
+        for name, title in items:
+            item = QListWidgetItem(theme.icon("document"), title)
+            item.setData(NameRole, name)
+            self.list.addItem(item)
+        self.list.blockSignals(False)
+        creatable = self.docs.can_create
+        for action in (self.act_new, self.act_rename, self.act_delete):
+            action.setEnabled(creatable)
+            action.setToolTip(action.toolTip() if creatable else self.docs.why_not_create)
+        names = [n for n, _ in items]
+        target = select if select in names else (self.doc.name if self.doc and self.doc.name in names else None)
+        if target is None and names:
+            target = names[0]
+        if target is None:
+            self._show_nothing("No rules yet. Create one, for example a `style` rule." if creatable else "")
+            return
+        self.list.setCurrentRow(names.index(target))
+
+    def _on_pick(self, current: QListWidgetItem | None, previous: QListWidgetItem | None) -> None:
+        if current is None:
+            return
+        name = current.data(NameRole)
+        if self.doc is not None and name == self.doc.name:
+            return
+        if not self.can_leave():
+            self.list.blockSignals(True)
+            self.list.setCurrentItem(previous)
+            self.list.blockSignals(False)
+            return
+        self.open_document(name)
+
+    def open_document(self, name: str) -> None:
+        """Load one document into the editor."""
+        try:
+            self.doc = self.docs.read(name)
+        except (KeepguiError, OSError) as exc:
+            self.doc = None
+            self._show_nothing(f"{name} cannot be opened: {exc}")
+            return
+        self.banner.dismiss()
+        self._load_text(self.doc.text)
+
+    def _load_text(self, text: str) -> None:
+        self._loading_text = True
+        self.editor.setPlainText(text)
+        self._loading_text = False
+        self.editor.setEnabled(True)
+        self.act_save.setEnabled(True)
+        self._refresh_labels()
+        self._refresh_derived()
+        self._emit_drafts()
+
+    def _show_nothing(self, text: str = "") -> None:
+        self.doc = None
+        self._loading_text = True
+        self.editor.setPlainText("")
+        self._loading_text = False
+        self.editor.setEnabled(False)
+        self.editor.setPlaceholderText(text)
+        self.act_save.setEnabled(False)
+        self.title.setText("")
+        self.status.setText(text)
+        self.notices.setText("")
+        self.rendered.setHtml("")
+        self.meter.setVisible(False)
+
+    # ------------------------------------------------------------------ editing
+
+    def _on_text_changed(self) -> None:
+        if self._loading_text:
+            return
+        self._refresh_labels()
+        self._render_timer.start()
+        self._emit_drafts()
+
+    def _emit_drafts(self) -> None:
+        if self.key is not None:
+            self.draftChanged.emit(self.key, self.drafts())
+
+    def _refresh_labels(self) -> None:
+        if self.doc is None:
+            return
+        marker = " ● unsaved" if self.dirty else ""
+        self.title.setText(f"<b>{self.doc.title}</b>{marker}")
+        self.title.setAccessibleName(f"{self.doc.title}{' (unsaved changes)' if self.dirty else ''}")
+        status = self.doc.status
+        if self.doc.dream:
+            status = f"⚠ {status}"
+        self.status.setText(status)
+        self.status.setStyleSheet(f"color: {theme.strong('warning').name()}" if self.doc.dream else "")
+        self.notices.setText("\n".join(self.doc.notices))
+
+    def _refresh_derived(self) -> None:
+        """The rendered view, the budget meter and the truncation highlight follow the text."""
+        if self.doc is None:
+            return
+        text = self.editor.toPlainText()
+        if self.act_rendered.isChecked():
+            self.rendered.show_markdown(text)
+        self.editor.setExtraSelections([])
+        if self.docs is None or self.docs.kind != "rules":
+            self.meter.setVisible(False)
+            return
+        self.meter.setVisible(True)
+        try:
+            rules = dict(self.docs.texts())
+        except (KeepguiError, OSError):
+            rules = {}
+        rules[self.doc.name] = text
+        config = self._config_for(self.key)
+        place = self.meter.show_rules(sorted(rules.items()), self.doc.name, config.max_rule_chars)
+        if place is not None and place.cut_char is not None:
+            self._mark_cut(place.cut_char)
+
+    def _mark_cut(self, position: int) -> None:
+        """Shade the text that would not be sent (from the cut to the end)."""
+        selection = QTextEdit.ExtraSelection()
+        fmt = QTextCharFormat()
+        fmt.setBackground(theme.tint("removed"))
+        selection.format = fmt
+        cursor = QTextCursor(self.editor.document())
+        cursor.setPosition(min(position, len(self.editor.toPlainText())))
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        selection.cursor = cursor
+        self.editor.setExtraSelections([selection])
+
+    def _toggle_rendered(self, on: bool) -> None:
+        self.rendered.setVisible(on)
+        if on:
+            self._refresh_derived()
+
+    # ------------------------------------------------------------------ saving
+
+    def save(self) -> bool:
+        """Ctrl+S: write the document, refusing (three-way view) when it changed on disk."""
+        if self.doc is None:
+            return True
+        text = self.editor.toPlainText()
+        if not text.strip() and self.docs.kind == "rules":
+            answer = QMessageBox.question(
+                self, "Delete rule?", f"Saving empty content deletes {self.doc.title}. Delete it?",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        confirmed = False
+        if self.doc.dream:
+            warnings = self.docs.pre_save_warnings(self.doc)
+            detail = "\n\n".join([
+                f"{self.doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
+                "Dream's, and /dream-restore of an older commit overwrites it.", *warnings])
+            answer = QMessageBox.question(self, f"Save {self.doc.title}?", detail + "\n\nSave anyway?")
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+            confirmed = True
+        return self._write(text, self.doc, confirmed)
+
+    def _write(self, text: str, base: EditableDoc, confirmed: bool) -> bool:
+        try:
+            new_doc, notices = self.docs.save(base, text, confirmed=confirmed)
+        except Conflict:
+            return self._resolve_conflict(text, confirmed)
+        except (KeepguiError, OSError) as exc:
+            self.banner.show_message(f"{base.title} was not saved: {exc}", "removed")
+            return False
+        if new_doc is None:
+            self.note.emit(notices[0] if notices else f"{base.title} deleted")
+            self.doc = None
+            self._reload_list()
+            return True
+        self.doc = new_doc
+        self.banner.dismiss()
+        self._refresh_labels()
+        self._emit_drafts()
+        self.note.emit(f"saved {new_doc.title}")
+        if notices:
+            self.banner.show_message("\n".join(notices), "info")
+        return True
+
+    def _resolve_conflict(self, mine: str, confirmed: bool) -> bool:
+        on_disk, stamp = self.docs.current(self.doc)
+        dialog = ThreeWayDialog(self.doc.title, self.doc.text, on_disk, mine, self)
+        dialog.exec()
+        if dialog.choice == TAKE_DISK:
+            self.reload_from_disk()
+            return True
+        if dialog.choice == OVERWRITE:
+            # Overwrite exactly the disk version the person was shown, nothing newer.
+            base = EditableDoc(self.doc.name, self.doc.title, self.doc.path, on_disk or "", stamp, self.doc.dream,
+                               self.doc.status, self.doc.notices, self.doc.raw)
+            if self.docs.kind == "workspace":
+                base = self.docs.read(self.doc.name)
+                if not base.stamp.same_content(stamp):
+                    return self._resolve_conflict(mine, confirmed)
+            return self._write(mine, base, confirmed)
+        return False
+
+    def reload_from_disk(self) -> None:
+        """Drop the buffer and load the file as it is now."""
+        if self.doc is not None:
+            name = self.doc.name
+            self.doc = None
+            self._reload_list(select=name)
+
+    # ------------------------------------------------------------------ changed on disk
+
+    def _on_rules_changed(self, key) -> None:
+        if key == self.key:
+            self._changed_on_disk()
+
+    def _on_documents_changed(self, source: str, names: list) -> None:
+        if self.key is not None and self.key.source == source:
+            self._changed_on_disk()
+
+    def _changed_on_disk(self) -> None:
+        if self.doc is None or self.docs is None:
+            self._reload_list()
+            return
+        try:
+            on_disk, stamp = self.docs.current(self.doc)
+        except (KeepguiError, OSError):
+            return
+        if stamp.same_content(self.doc.stamp):
+            self._refresh_derived()  # another rule changed: the shared budget may have moved
+            self._reload_names()
+            return
+        if not self.dirty:
+            self.reload_from_disk()
+            self.note.emit(f"{self.doc.title if self.doc else 'rule'} changed on disk: reloaded")
+            return
+        title = self.doc.title
+        self.banner.show_message(
+            f"{title} changed on disk since you opened it. Your unsaved edits are still here.", "warning",
+            [("Show diff", self._show_disk_diff), ("Reload (discard mine)", self.reload_from_disk),
+             ("Keep mine", self.banner.dismiss)])
+
+    def _reload_names(self) -> None:
+        names = {self.list.item(i).data(NameRole) for i in range(self.list.count())}
+        try:
+            now = {n for n, _ in self.docs.list()}
+        except (KeepguiError, OSError):
+            return
+        if names != now:
+            self._reload_list(select=self.doc.name if self.doc else None)
+
+    def _show_disk_diff(self) -> None:
+        on_disk, _ = self.docs.current(self.doc)
+        box = QMessageBox(self)
+        box.setWindowTitle(f"{self.doc.title}: on disk vs yours")
+        view = DiffView(box)
+        view.setPlainText(unified(on_disk or "", self.editor.toPlainText(), "on disk now", "your edits")
+                          or "(no difference)")
+        view.setMinimumSize(800, 400)
+        box.layout().addWidget(view, 0, 0, 1, box.layout().columnCount())
+        box.exec()
+
+    # ------------------------------------------------------------------ rule files
+
+    def _taken(self) -> set[str]:
+        return {self.list.item(i).data(NameRole) for i in range(self.list.count())}
+
+    def new_rule(self) -> None:
+        """Create a rule (name rule enforced, slug suggested)."""
+        if self.docs is None or not self.docs.can_create or not self.can_leave():
+            return
+        dialog = NameDialog("New rule", "Rule name", self._taken(), self)
+        if not dialog.exec():
+            return
+        try:
+            created = self.docs.create(dialog.value())
+        except (KeepguiError, OSError) as exc:
+            self.banner.show_message(f"The rule was not created: {exc}", "removed")
+            return
+        self.doc = None
+        self._reload_list(select=created.name)
+
+    def rename_rule(self) -> None:
+        """Rename the shown rule."""
+        if self.doc is None or not self.docs.can_create or not self.can_leave():
+            return
+        dialog = NameDialog(f"Rename {self.doc.title}", "New name", self._taken(), self)
+        dialog.name.setText(self.doc.name)
+        if not dialog.exec():
+            return
+        try:
+            renamed = self.docs.rename_rule(self.doc, dialog.value())
+        except (KeepguiError, OSError) as exc:
+            self.banner.show_message(f"{self.doc.title} was not renamed: {exc}", "removed")
+            return
+        self.doc = None
+        self._reload_list(select=renamed.name)
+
+    def delete_rule(self) -> None:
+        """Delete the shown rule, after asking."""
+        if self.doc is None or not self.docs.can_create:
+            return
+        answer = QMessageBox.question(self, "Delete rule", f"Delete {self.doc.title}?",
+                                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                      QMessageBox.StandardButton.No)
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        try:
+            self.docs.delete(self.doc)
+        except Conflict:
+            self.banner.show_message(f"{self.doc.title} changed on disk; it was not deleted. Review it first.",
+                                     "warning")
+            return
+        except (KeepguiError, OSError) as exc:
+            self.banner.show_message(f"{self.doc.title} was not deleted: {exc}", "removed")
+            return
+        self.note.emit(f"deleted {self.doc.title}")
+        self.doc = None
+        self._reload_list()
+

@@ -1,0 +1,228 @@
+"""The rule editor and the live preview: exact parity with the CLI, what-if, budgets, conflicts."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+
+import pytest
+from PySide6.QtWidgets import QMessageBox
+
+from keepgui.cli import Context, build_parser, run_command
+from keepgui.ui import threeway
+
+NOW = 1_750_000_000_000
+
+
+def cli_preview(data_dir, bank, query):
+    args = build_parser().parse_args(["--data-dir", str(data_dir), "--reload-command", "", "preview", query,
+                                      "--bank", bank, "--now", str(NOW), "--json"])
+    out = io.StringIO()
+    assert run_command(args, Context(args, out, io.StringIO())) == 0
+    return out.getvalue().strip()
+
+
+def wait_preview(qtbot, pane, predicate=lambda r: True, timeout=10_000):
+    qtbot.waitUntil(lambda: pane.last_result is not None and not isinstance(pane.last_result, Exception)
+                    and bool(predicate(pane.last_result)), timeout=timeout)
+    return pane.last_result
+
+
+def digest(path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+@pytest.fixture
+def window(make_window, demo_copy):
+    win = make_window(demo_copy.iii, bank="main")
+    win.preview.now_ms = NOW
+    return win
+
+
+@pytest.mark.parametrize("query", ["when do I publish articles", "formal writing", "who is the user?", ""])
+def test_typing_a_query_matches_the_cli_exactly(window, demo_copy, qtbot, query):
+    pane = window.preview
+    window.show_panel("preview")
+    pane.query.setEditText("")
+    qtbot.keyClicks(pane.query.lineEdit(), query)
+    result = wait_preview(qtbot, pane, lambda r: r.query_tokens == __import__(
+        "keepgui.core.iii.recall", fromlist=["query_tokens"]).query_tokens(query))
+    assert result.to_json() == cli_preview(demo_copy.iii, "main", query)
+    assert pane.message.toPlainText() == (result.message or "(no message: nothing would be appended)")
+    assert pane.hits.count() == len(result.memories)
+
+
+def test_unsaved_rule_edit_changes_the_preview_not_the_file(window, demo_copy, qtbot):
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    path = rules.doc.path
+    before = digest(path)
+    rules.editor.setPlainText(rules.doc.text + "\n- Always answer with a haiku.\n")
+    result = wait_preview(qtbot, window.preview, lambda r: "haiku" in r.system_prompt_section)
+    assert "haiku" in result.system_prompt_section
+    assert "What-if view" in window.preview.whatif_label.text() and not window.preview.whatif_label.isHidden()
+    assert digest(path) == before and rules.dirty
+    rules.editor.setPlainText(rules.doc.text)  # back to the saved text: the what-if goes away
+    wait_preview(qtbot, window.preview, lambda r: "haiku" not in r.system_prompt_section)
+    assert window.preview.whatif_label.isHidden()
+
+
+def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo_copy, qtbot):
+    window.preview.set_config(window.preview.config.replace(max_rule_chars=300), emit=True)
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None and rules.doc.name == "learned")
+    rules.editor.setPlainText("# Learned\n" + "x" * 1000 + "\n")
+    rules._refresh_derived()
+    place = rules.meter.place
+    assert place is not None and place.outcome.status == "truncated" and place.outcome.injected == 300
+    assert place.cut_char == 300  # no leading whitespace: the cut is at the 300th byte of the text
+    assert "TRUNCATED after byte 300" in rules.meter.label.text()
+    shaded = rules.editor.extraSelections()
+    assert shaded and shaded[0].cursor.selectionStart() == 300
+    result = wait_preview(qtbot, window.preview, lambda r: r.rules_truncated)
+    assert "[rule truncated: over the 300 char injection budget" in result.system_prompt_section
+    assert "## style [omitted: over the injection budget]" in result.system_prompt_section
+
+
+def test_multibyte_rule_cut_lands_on_a_char_boundary(window, qtbot):
+    window.preview.set_config(window.preview.config.replace(max_rule_chars=301), emit=True)
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    rules.editor.setPlainText("é" * 400)
+    rules._refresh_derived()
+    assert rules.meter.place.outcome.injected == 300 and rules.meter.place.cut_char == 150
+
+
+def test_external_change_reloads_a_clean_buffer_and_warns_a_dirty_one(window, demo_copy, qtbot):
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    path = rules.doc.path
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# Learned\n- Edited by hand\n")
+    qtbot.waitUntil(lambda: rules.editor.toPlainText() == "# Learned\n- Edited by hand\n", timeout=10_000)
+    rules.editor.setPlainText(rules.editor.toPlainText() + "- my unsaved line\n")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# Learned\n- Edited by hand again\n")
+    qtbot.waitUntil(lambda: rules.banner.isVisible(), timeout=10_000)
+    assert "changed on disk" in rules.banner.label.text()
+    assert "my unsaved line" in rules.editor.toPlainText()  # nothing discarded
+
+
+def test_save_against_a_changed_file_is_refused_and_opens_the_three_way_view(window, qtbot, monkeypatch):
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    path = rules.doc.path
+    rules.editor.setPlainText("# Learned\n- mine\n")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# Learned\n- theirs\n")
+    seen = {}
+
+    def fake_exec(dialog):
+        seen["panes"] = dialog.diff.toPlainText()
+        dialog.choice = threeway.KEEP_EDITING
+        return 0
+
+    monkeypatch.setattr(threeway.ThreeWayDialog, "exec", fake_exec)
+    assert rules.save() is False
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == "# Learned\n- theirs\n"  # nothing overwritten
+    assert "-- theirs" in seen["panes"] and "+- mine" in seen["panes"]
+
+    def overwrite(dialog):
+        dialog.choice = threeway.OVERWRITE
+        return 1
+
+    monkeypatch.setattr(threeway.ThreeWayDialog, "exec", overwrite)
+    assert rules.save() is True
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == "# Learned\n- mine\n"
+
+
+def test_saving_empty_content_asks_before_deleting(window, qtbot, monkeypatch):
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    path = rules.doc.path
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.No)
+    rules.editor.setPlainText("   \n")
+    assert rules.save() is False and os.path.exists(path) and "deletes" in asked[0]
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    assert rules.save() is True and not os.path.exists(path)
+
+
+def test_new_rule_with_slug_suggestion(window, qtbot, monkeypatch):
+    from keepgui.ui import dialogs
+
+    window.show_panel("rules")
+    rules = window.rules
+
+    def fake_exec(dialog):
+        dialog.name.setText("API Notes")
+        assert not dialog.use_slug.isHidden() and "api-notes" in dialog.hint.text()
+        dialog.use_slug.click()
+        return 1
+
+    monkeypatch.setattr(dialogs.NameDialog, "exec", fake_exec)
+    rules.new_rule()
+    qtbot.waitUntil(lambda: rules.doc is not None and rules.doc.name == "api-notes")
+    assert rules.editor.toPlainText() == "# api-notes\n"
+
+
+def test_pending_what_if_toggles_are_previewed_then_applied(window, demo_copy, qtbot):
+    from keepgui.core.iii.store import DataDir
+
+    pane = window.preview
+    pane.set_query("when do I publish articles")
+    first = wait_preview(qtbot, pane, lambda r: r.memories)
+    top = first.memories[0].memory
+    pane.add_pending(top.id, live=False)
+    result = wait_preview(qtbot, pane, lambda r: all(h.memory.id != top.id for h in r.memories))
+    assert DataDir(demo_copy.iii).bank("main").get(top.id).invalid_at is None  # nothing written
+    assert result is pane.last_result
+    pane.apply_whatif.click()
+    qtbot.waitUntil(lambda: DataDir(demo_copy.iii).bank("main").get(top.id).invalid_at is not None)
+    window.undo_stack.undo()
+    assert DataDir(demo_copy.iii).bank("main").get(top.id).invalid_at is None
+
+
+def test_nanobot_workspace_preview_shows_keep_md_as_its_own_part(make_window, demo_copy, qtbot):
+    from keepgui.ui.hub import KEEP_BANK, BankKey
+
+    window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
+    qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
+    window.select_bank(BankKey(demo_copy.nanobot, KEEP_BANK))
+    window.show_panel("preview")
+    wait_preview(qtbot, window.preview, lambda r: hasattr(r, "parts"))
+    text = window.preview.section.toPlainText()
+    assert "keep.md" in text and "USER.md" in text and "not injected" in text
+
+
+def test_copy_puts_the_exact_injected_text_on_the_clipboard(window, qtbot):
+    from PySide6.QtGui import QGuiApplication
+
+    pane = window.preview
+    pane.set_query("formal writing")
+    result = wait_preview(qtbot, pane, lambda r: r.message)
+    pane._copy("both")
+    assert QGuiApplication.clipboard().text() == result.system_prompt_section + "\n\n" + result.message
+    pane._copy("message")
+    assert QGuiApplication.clipboard().text() == result.message
+
+
+def test_worker_settings_are_remembered_per_data_dir(window, demo_copy, qtbot):
+    pane = window.preview
+    pane.spins["recall_limit"].setValue(2)
+    assert window.settings.worker_config(demo_copy.iii) == {"recall_limit": 2}
+    pane.set_query("when do I publish articles")
+    result = wait_preview(qtbot, pane, lambda r: r.config.recall_limit == 2)
+    assert len(result.memories) <= 2
+    assert json.loads(result.to_json())["bank"] == "main"
