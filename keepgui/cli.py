@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "keepgui.commands.recall",
     "keepgui.commands.nanobot",
     "keepgui.commands.compaction",
+    "keepgui.commands.desktop",
 )
 
 

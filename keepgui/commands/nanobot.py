@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from keepgui.core.errors import InvalidInput, NotFound
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.nanobot.keep import ALREADY_KEPT, KEEP_CAPABILITIES, REDIRECTED, REPLACE_OFFERED, KeepStore
 from keepgui.core.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
 from keepgui.core.nanobot.workspace import Workspace
@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="keep it even if triage suggests another place or an entry already contains it")
     p.add_argument("--replace", action="store_true", help="replace the entries the new fact contains")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--stand-alone", action="store_true", default=argparse.SUPPRESS,
+                   help="write keep.md directly even when a keepgui window is running")
     p.set_defaults(func=cmd_keep)
 
     p = sub.add_parser("entries", parents=[common], help="list keep.md's entries and flagged lines")
@@ -96,31 +98,76 @@ def counts_line(counts: dict) -> str:
 
 
 def cmd_keep(args, ctx) -> int:
-    """``keepgui keep TEXT``: exit 1 when nothing was written."""
-    store = KeepStore(open_workspace(args, ctx, writing=True))
-    result = store.add(" ".join(args.text), force=args.force, replace=args.replace)
+    """``keepgui keep TEXT``: exit 1 when nothing was written.
+
+    With a keepgui window running (and no ``--stand-alone``/``--demo``), the fact
+    is handed to it when it shows that workspace: the window keeps it through its
+    undo stack (Edit → Undo takes it back) and answers with the same result.
+    Human output is then identical, plus a note on stderr; ``--json`` prints the
+    same object with two more keys, ``handled_by: "window"`` and ``undoable``.
+    A workspace the window does not show is kept directly, as with no window.
+    """
+    workspace = open_workspace(args, ctx, writing=True)
+    text = " ".join(args.text)
+    handed = hand_over_keep(args, ctx, workspace, text)
+    if handed is not None:
+        return handed
+    result = KeepStore(workspace).add(text, force=args.force, replace=args.replace)
     if ctx.json_mode:
         ctx.emit_json(result.to_obj())
         return 0 if result.written else 1
-    if result.outcome == ALREADY_KEPT:
-        entry = result.entry
-        ctx.out(f"already kept: entry {entry.number} `{entry.text}` (line {entry.line + 1} of {result.path}); "
+    return print_keep(ctx, result.to_obj())
+
+
+def hand_over_keep(args, ctx, workspace: Workspace, text: str) -> int | None:
+    """Keep through the running keepgui window; None when there is none (or it does not show the workspace)."""
+    if getattr(args, "stand_alone", False) or getattr(args, "demo", False):
+        return None
+    from keepgui.ui import ipc
+
+    if not ipc.may_be_running():
+        return None  # the common case costs one stat(), no Qt event machinery
+    reply = ipc.request("keep", {"text": text, "workspace": workspace.root, "force": bool(args.force),
+                                 "replace": bool(args.replace)})
+    if reply is None:
+        return None
+    if not reply.get("ok"):
+        raise KeepguiError(reply.get("error") or "the running keepgui refused the keep")
+    if not reply.get("handled"):
+        ctx.note(f"{reply.get('reason', 'the running keepgui did not take it')}; keeping directly "
+                 "(undo: keepgui forget)")
+        return None
+    obj = reply["result"]
+    if ctx.json_mode:
+        ctx.emit_json({**obj, "handled_by": "window", "undoable": bool(reply.get("undoable"))})
+        return 0 if obj["written"] else 1
+    code = print_keep(ctx, obj)
+    if obj["written"]:
+        ctx.note("kept through the running keepgui window: Edit → Undo there takes it back")
+    return code
+
+
+def print_keep(ctx, obj: dict) -> int:
+    """The human report of a keep (``KeepResult.to_obj()``, made here or by the window); the exit status."""
+    entry = obj.get("entry")
+    if obj["outcome"] == ALREADY_KEPT:
+        ctx.out(f"already kept: entry {entry['number']} `{entry['text']}` (line {entry['line']} of {obj['path']}); "
                 "nothing written")
-        if entry.key != normalise(result.fact):
+        if normalise(entry["text"]) != normalise(obj["fact"]):
             ctx.out("  to keep it as a separate variant anyway: add --force")
-    elif result.outcome == REPLACE_OFFERED:
-        names = "; ".join(f"entry {e.number} `{e.text}`" for e in result.replace_candidates)
-        ctx.out(f"not written: `{result.fact}` contains {names}")
+    elif obj["outcome"] == REPLACE_OFFERED:
+        names = "; ".join(f"entry {e['number']} `{e['text']}`" for e in obj["replace_candidates"])
+        ctx.out(f"not written: `{obj['fact']}` contains {names}")
         ctx.out("  to replace it: add --replace; to keep both: add --force")
-    elif result.outcome == REDIRECTED:
-        ctx.out(f"not written: suggested place is {result.triage.destination} — {result.triage.reason}")
+    elif obj["outcome"] == REDIRECTED:
+        ctx.out(f"not written: suggested place is {obj['triage']['destination']} — {obj['triage']['reason']}")
         ctx.out("  to keep it in keep.md anyway: add --force")
     else:
-        ctx.out(result.message)
-    for notice in result.notices:
-        ctx.out(f"{notice.level}: {notice.message}")
-    ctx.out(counts_line(result.counts))
-    return 0 if result.written else 1
+        ctx.out(obj["message"])
+    for notice in obj["warnings"]:
+        ctx.out(f"{notice['level']}: {notice['message']}")
+    ctx.out(counts_line(obj["counts"]))
+    return 0 if obj["written"] else 1
 
 
 def cmd_entries(args, ctx) -> int:

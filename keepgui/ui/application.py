@@ -33,6 +33,10 @@ def _quiet_known_noise(mode, context, message) -> None:
 
 def make_app() -> QApplication:
     """The application object (created once), with keepgui's names and icon."""
+    # Loads, previews and rankings run on background threads that share the GIL with
+    # the GUI thread; a 1 ms switch interval (default 5 ms) keeps every GUI-thread wait
+    # for the GIL short, so typing and scrolling never stutter while they compute.
+    sys.setswitchinterval(0.001)
     qInstallMessageHandler(_quiet_known_noise)
     app = QApplication.instance()
     if app is None:
@@ -139,11 +143,62 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     return result["status"]
 
 
+def single_instance_applies(args) -> bool:
+    """Whether this start hands over to (or becomes) the one running keepgui.
+
+    Not with ``--stand-alone`` (asked for), ``--screenshot`` (renders and exits)
+    or ``--demo`` (a throw-away copy that must neither take over the person's
+    running window nor be handed their keeps).
+    """
+    return not (getattr(args, "stand_alone", False) or getattr(args, "screenshot", None)
+                or getattr(args, "demo", False))
+
+
+def activation_request(args) -> dict:
+    """The ``activate`` request's arguments: the sources, bank, panel and query this start names."""
+    from keepgui.ui.ipc import activation_token
+
+    sources = []
+    if getattr(args, "data_dir", None):
+        sources.append({"kind": "iii", "path": os.path.abspath(os.path.expanduser(args.data_dir))})
+    for workspace in getattr(args, "workspace", None) or []:
+        sources.append({"kind": "nanobot", "path": os.path.abspath(os.path.expanduser(workspace))})
+    return {"sources": sources, "bank": getattr(args, "bank", None), "panel": getattr(args, "panel", None),
+            "query": getattr(args, "query", None), "activation_token": activation_token()}
+
+
 def launch(args) -> int:
-    """Run the window until it closes."""
+    """Run the window until it closes (or raise the running one and return at once)."""
     app = make_app()
-    window = build_window(args)
     if getattr(args, "screenshot", None):
+        window = build_window(args)
         return take_screenshot(window, args.screenshot)
+    server = None
+    if single_instance_applies(args):
+        from keepgui.ui import ipc
+
+        try:
+            reply, server = ipc.become_instance("activate", activation_request(args))
+        except ipc.IpcError as exc:
+            print(f"keepgui: {exc}", file=sys.stderr)
+            return 1
+        if reply is not None:
+            if not reply.get("ok"):
+                print(f"keepgui: the running keepgui refused: {reply.get('error')}", file=sys.stderr)
+                return 1
+            print("keepgui: showed the running keepgui window (start another one with --stand-alone)",
+                  file=sys.stderr)
+            return 0
+    window = build_window(args)
+    from keepgui.ui.desktop import install
+
+    desktop = install(window, app, server)
+
+    def compact(workspace: str) -> None:
+        # The tray's "Compaction due": show keep.md and open the plan for review.
+        desktop.show_keep(workspace)
+        window.review_compaction(BankKey(workspace, KEEP_BANK))
+
+    desktop.set_compaction_handler(compact)
     window.show()
     return app.exec()

@@ -28,14 +28,19 @@ from PySide6.QtWidgets import (
 
 from keepgui import __version__
 from keepgui.core.errors import KeepguiError
+from keepgui.core.iii.config import MemoryConfig
+from keepgui.core.nanobot.keepmd import COMPACTION_TARGET
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.commands import KeepCommand, MemoryCommand, describe
+from keepgui.ui.compaction import CompactionCommand, CompactionDialog, rewrite_summary
 from keepgui.ui.dialogs import NameDialog, NewMemoryDialog, TrashDialog, split_labels
-from keepgui.ui.hub import BankKey, Hub
+from keepgui.ui.hub import KEEP_BANK, BankKey, Hub
 from keepgui.ui.keeprows import KEEP_ROW_CAPABILITIES
 from keepgui.ui.memorymodel import COLUMNS, IIII_CAPABILITIES
 from keepgui.ui.memorypanel import MemoryPanel
+from keepgui.ui.preview import PreviewPane
+from keepgui.ui.rules import RulesPanel
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
@@ -81,6 +86,10 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([300, 1000])
         self.setCentralWidget(self.splitter)
         self.add_panel("memories", "Memories", self.memories)
+        self.rules = RulesPanel(hub, self._worker_config, self)
+        self.add_panel("rules", "Rules", self.rules)
+        self.preview = PreviewPane(hub, self)
+        self.add_panel("preview", "Preview", self.preview)
 
         self.counts_label = QLabel(self)
         self.file_label = QLabel(self)
@@ -158,6 +167,8 @@ class MainWindow(QMainWindow):
         self.act_redo.setShortcut(shortcuts.REDO)
         self.act_find = a("&Find", self.find, shortcuts.FIND, "Search the memories of this bank")
         self.act_new_memory = a("&New memory…", self.new_memory, shortcuts.NEW_MEMORY, "Save a new memory")
+        self.act_quick_keep = a("&Quick keep…", self.quick_keep, shortcuts.QUICK_KEEP,
+                                "Keep a fact in any open keep.md or bank, with duplicate checks", icon="keep")
         self.act_edit = a("&Edit memory", self.edit_current, shortcuts.EDIT_MEMORY,
                           "Edit the selected memory's text in place (a new revision)")
         self.act_copy = a("&Copy text", self.copy_selected, shortcuts.COPY, "Copy the selected memories' text")
@@ -177,6 +188,11 @@ class MainWindow(QMainWindow):
         self.act_trash_bank = a("&Trash bank…", self.trash_bank, tip="Move the bank to .trash (restorable)",
                                 icon="trash")
         self.act_restore_bank = a("Restore from t&rash…", self.restore_bank, tip="Bring a trashed bank back")
+        self.act_compact = a("Review &compaction…", lambda: self.review_compaction(), shortcuts.COMPACT,
+                             "Plan a compaction of this bank or keep.md and review it as a diff before anything "
+                             "is written")
+        self.act_review = a("Review &outside rewrite…", lambda: self.review_rewrite(), tip=(
+            "Compare keep.md with the last version keepgui saw, entry by entry, and restore what was lost"))
         self.act_shortcuts = a("&Keyboard shortcuts", self.show_shortcuts, shortcuts.HELP)
         self.act_about = a("&About keepgui", self.about)
         self.panel_actions = QActionGroup(self)
@@ -205,8 +221,8 @@ class MainWindow(QMainWindow):
                     self.act_quit):
             file_menu.addSeparator() if act is None else file_menu.addAction(act)
         edit = bar.addMenu("&Edit")
-        for act in (self.act_undo, self.act_redo, None, self.act_find, None, self.act_new_memory, self.act_edit,
-                    self.act_copy):
+        for act in (self.act_undo, self.act_redo, None, self.act_find, None, self.act_new_memory,
+                    self.act_quick_keep, self.act_edit, self.act_copy):
             edit.addSeparator() if act is None else edit.addAction(act)
         memory = bar.addMenu("&Memory")
         for act in (self.act_pin, self.act_unpin, None, self.act_delete, self.act_restore):
@@ -221,7 +237,11 @@ class MainWindow(QMainWindow):
         for action in self.panel_actions.actions():
             self.view_menu.addAction(action)
         self.bank_menu = bar.addMenu("&Bank")
-        for act in (self.act_new_bank, self.act_trash_bank, self.act_restore_bank):
+        for act in (self.act_new_bank, self.act_trash_bank, self.act_restore_bank, None, self.act_compact,
+                    self.act_review):
+            if act is None:
+                self.bank_menu.addSeparator()
+                continue
             self.bank_menu.addAction(act)
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.act_shortcuts)
@@ -238,17 +258,30 @@ class MainWindow(QMainWindow):
                                  if key == self.current else None)
         hub.note.connect(self._note)
         hub.error.connect(self.show_error)
+        hub.planReady.connect(self._on_plan)
+        hub.keepChanged.connect(lambda source, before, after: self.hub.request_plan(
+            BankKey(source, KEEP_BANK), "review:keep.md"))
+        hub.documentsChanged.connect(lambda source, names: self.hub.request_plan(
+            BankKey(source, KEEP_BANK), "review:MEMORY.md") if "memory/MEMORY.md" in names else None)
         self.tree.bankActivated.connect(self._on_bank_activated)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.memories.model.toggleRequested.connect(self._on_toggle)
         self.memories.model.editRequested.connect(self._on_edit)
         self.memories.selectionChangedTo.connect(self._on_selection)
         self.memories.detail.memoryLinkActivated.connect(self.memories.select_key)
+        self.memories.rankingRequested.connect(
+            lambda query, token: self.hub.request_ranking(self.current, query, token) if self.current else None)
+        hub.rankingReady.connect(lambda key, token, scores: self.memories.apply_ranking(token, scores)
+                                 if key == self.current else None)
         self.memories.history.toggled.connect(self._sync_history_action)
         self.memories.ranked.toggled.connect(self._sync_ranked_action)
         self.memories.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.memories.table.customContextMenuRequested.connect(self._table_menu)
         self.tabs.currentChanged.connect(self._on_tab)
+        self.rules.draftChanged.connect(self.preview.set_drafts)
+        self.rules.note.connect(self._note)
+        self.preview.settingsChanged.connect(self._on_worker_settings)
+        self.preview.applyWhatIfRequested.connect(self._apply_whatif)
         self._on_selection([])
 
     # ------------------------------------------------------------------ sources
@@ -390,6 +423,10 @@ class MainWindow(QMainWindow):
         else:
             table.horizontalHeader().setSortIndicatorShown(True)
             table.setSortingEnabled(True)  # sorts by the header's indicator
+        if key is not None and not keep:
+            config = self._worker_config(key)
+            self.hub.set_config(key.source, config)
+            self.preview.set_config(config)
         for _name, widget in self._panels:
             setter = getattr(widget, "set_bank", None)
             if setter is not None and widget is not self.memories:
@@ -419,6 +456,7 @@ class MainWindow(QMainWindow):
             self.memories.upsert_rows(rows, final=True)
             self.progress.hide()
             self._mark_reloaded()
+            self._offer_compaction(key)
             self.loaded.emit(key)
         else:
             self.memories.upsert_rows(rows, final=final)
@@ -463,13 +501,21 @@ class MainWindow(QMainWindow):
         """Run an undoable change to the shown iii bank (``action(batch)``)."""
         if self.current is None:
             return
-        self.undo_stack.push(MemoryCommand(self.hub, self.current, text, action, self.show_error))
+        self.push_to(self.current, text, action)
 
     def push_keep(self, text: str, action, on_result=None) -> None:
         """Run an undoable change to the shown keep.md (``action(store)``)."""
         if self.current is None:
             return
-        self.undo_stack.push(KeepCommand(self.hub, self.current, text, action, self.show_error, on_result))
+        self.push_keep_to(self.current, text, action, on_result)
+
+    def push_to(self, key: BankKey, text: str, action) -> None:
+        """Run an undoable change to any open iii bank, shown or not (``action(batch)``)."""
+        self.undo_stack.push(MemoryCommand(self.hub, key, text, action, self.show_error))
+
+    def push_keep_to(self, key: BankKey, text: str, action, on_result=None) -> None:
+        """Run an undoable change to any open workspace's keep.md, shown or not (``action(store)``)."""
+        self.undo_stack.push(KeepCommand(self.hub, key, text, action, self.show_error, on_result))
 
     def set_pinned(self, pinned: bool, records: list | None = None) -> None:
         """Pin or unpin the selection (one undo step)."""
@@ -535,6 +581,12 @@ class MainWindow(QMainWindow):
         if dialog.exec():
             text, tags, entities, pinned = dialog.values()
             self.push("New memory", lambda b: b.save(text, entities, tags, pinned))
+
+    def quick_keep(self) -> None:
+        """Edit → Quick keep: the small popup that keeps into any open keep.md or bank."""
+        from keepgui.ui.quickkeep import open_quick_keep  # loaded on first use, like the popup itself
+
+        open_quick_keep(self)
 
     def keep_fact_dialog(self) -> None:
         """Ask for a fact and keep it in the shown keep.md (with the keep skill's checks)."""
@@ -603,6 +655,132 @@ class MainWindow(QMainWindow):
         # only be empty. The pin column stays, greyed, with its tooltip saying why.
         for i, action in enumerate(self.column_actions):
             self.memories.table.setColumnHidden(i, not action.isChecked() or self._column_not_applicable(i, keep))
+
+    # ------------------------------------------------------------------ worker settings and what-if
+
+    def _worker_config(self, key: BankKey | None) -> MemoryConfig:
+        """The worker settings remembered for a data dir (the worker's defaults otherwise)."""
+        if key is None:
+            return MemoryConfig()
+        try:
+            return MemoryConfig.from_mapping(self.settings.worker_config(key.source))
+        except KeepguiError:
+            return MemoryConfig()
+
+    def _on_worker_settings(self, source: str, config: MemoryConfig) -> None:
+        defaults = MemoryConfig()
+        changed = {f: getattr(config, f) for f in MemoryConfig.PREVIEW_KEYS if getattr(config, f) != getattr(defaults, f)}
+        self.settings.set_worker_config(source, changed)
+        self.hub.set_config(source, config)
+        self.rules._refresh_derived()
+
+    def what_if(self, pinned: bool | None = None, live: bool | None = None) -> None:
+        """Memory → What if…: preview a pin or delete without writing it."""
+        for record in self._selected():
+            self.preview.add_pending(record.id, pinned=pinned, live=live)
+        self.show_panel("preview")
+
+    def _apply_whatif(self, pins: dict, live: dict) -> None:
+        if not (pins or live) or self.current is None or self._is_keep():
+            return
+
+        def action(batch) -> None:
+            for mid, on in live.items():
+                batch.restore(mid) if on else batch.delete(mid)
+            for mid, on in pins.items():
+                if batch.current(mid) is not None and batch.current(mid).invalid_at is None:
+                    batch.pin(mid, on)
+
+        self.push(describe("Apply what-if to", len(set(pins) | set(live))), action)
+
+    # ------------------------------------------------------------------ compaction and outside rewrites
+
+    def _offer_compaction(self, key: BankKey) -> None:
+        """The "compaction due" badge: keep.md over the keep skill's 150-line cap."""
+        source = self.hub.sources.get(key.source)
+        doc = getattr(source, "doc", None)
+        if doc is not None and doc.compaction_due and not self.banner.isVisible():
+            self.banner.show_message(
+                f"keep.md has {doc.line_count} lines, over the keep skill's 150-line cap: compaction is due "
+                f"(target about {COMPACTION_TARGET}). Review a plan before anything is written.", "info",
+                [("Review compaction", lambda: self.review_compaction(key))])
+
+    def review_compaction(self, key: BankKey | None = None) -> None:
+        """Bank → Review compaction: plan it in the background, then show the plan as a diff."""
+        key = key or self.current
+        if key is None:
+            return
+        self._note(f"planning a compaction of {key.bank}…")
+        self.hub.request_plan(key, "compact")
+
+    def review_rewrite(self, key: BankKey | None = None, name: str = "keep.md") -> None:
+        """Bank → Review outside rewrite (keep.md of the shown or given workspace)."""
+        key = key or self.current
+        if key is None or not self._is_keep(key):
+            self._note("open a nanobot workspace's keep.md to review rewrites made outside keepgui")
+            return
+        self.hub.request_plan(key, f"review:{name}")
+        self._explicit_review = True
+
+    def _on_plan(self, key: BankKey, kind: str, plan) -> None:
+        if isinstance(plan, Exception):
+            self.show_error(f"No plan for {key.bank}: {plan}")
+            return
+        review = kind.startswith("review:")
+        name = kind.split(":", 1)[1] if review else key.bank
+        if not review:
+            self._open_plan(key, plan, f"Compaction of {key.bank}", review=False)
+            return
+        explicit = getattr(self, "_explicit_review", False)
+        self._explicit_review = False
+        if not plan.operations:
+            if explicit:
+                self._open_plan(key, plan, f"Outside rewrites of {name}", review=True)
+            return
+        summary = rewrite_summary(plan)
+        self.banner.show_message(
+            f"{name} was rewritten by another program: {summary or 'its entries changed'}.", "warning",
+            [("Review", lambda: self._open_plan(key, plan, f"Rewrite of {name}", review=True))])
+
+    def _open_plan(self, key: BankKey, plan, title: str, review: bool) -> None:
+        dialog = CompactionDialog(plan, title, self, review=review)
+        dialog.applyRequested.connect(lambda p, sel: self._apply_plan(key, dialog, p, sel, review))
+        dialog.acceptRequested.connect(lambda p: self._accept_rewrite(key, dialog, p))
+        dialog.finished.connect(dialog.deleteLater)
+        self._compaction_dialog = dialog
+        dialog.show()
+
+    def _apply_plan(self, key: BankKey, dialog: CompactionDialog, plan, selection, review: bool) -> None:
+        failure: list[Exception] = []
+        text = (f"Restore {len(selection)} change(s) of {key.bank}" if review
+                else f"Compact {key.bank} ({len(selection)} operations)")
+        command = CompactionCommand(plan, selection, text, lambda action: self.hub.run_locked(key, action),
+                                    failure.append, lambda: None)
+        self.undo_stack.push(command)
+        if failure:
+            error = failure[0]
+            replanned = getattr(error, "replanned", None)
+            if replanned is not None:
+                dialog.set_plan(replanned)
+                dialog.notices.setText(f"{error}\n" + dialog.notices.text())
+                dialog.notices.setVisible(True)
+            else:
+                self.show_error(f"{text} failed: {error}")
+            return
+        self.banner.dismiss()
+        lines = getattr(command.applied, "lines", ())
+        self._note("; ".join(lines[:3]) if lines else text)
+        dialog.accept()
+
+    def _accept_rewrite(self, key: BankKey, dialog: CompactionDialog, plan) -> None:
+        try:
+            self.hub.run_locked(key, plan.accept)
+        except (KeepguiError, OSError) as exc:
+            self.show_error(f"Not accepted: {exc}")
+            return
+        self.banner.dismiss()
+        self._note("rewrite accepted: keepgui compares later changes with this version")
+        dialog.accept()
 
     # ------------------------------------------------------------------ bank actions
 
@@ -715,6 +893,12 @@ class MainWindow(QMainWindow):
         for action in (self.act_pin, self.act_unpin, None, self.act_delete, self.act_restore, None, self.act_edit,
                        self.act_copy, None, self.act_new_memory):
             menu.addSeparator() if action is None else menu.addAction(action)
+        if not self._is_keep() and self._selected():
+            whatif = menu.addMenu("What if… (preview only, nothing written)")
+            whatif.addAction("…pinned", lambda: self.what_if(pinned=True))
+            whatif.addAction("…unpinned", lambda: self.what_if(pinned=False))
+            whatif.addAction("…deleted", lambda: self.what_if(live=False))
+            whatif.addAction("…restored", lambda: self.what_if(live=True))
         menu.exec(self.memories.table.viewport().mapToGlobal(pos))
 
     # ------------------------------------------------------------------ status

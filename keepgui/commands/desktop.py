@@ -1,0 +1,63 @@
+"""``keepgui quick-keep``: the Quick keep popup, in the running window or on its own.
+
+With a keepgui window running (and no ``--stand-alone``), the request is
+handed to it over the single-instance socket and its popup opens: what is
+kept there lands on the window's undo stack. Otherwise a small popup opens on
+its own, on the sources the window would open (``--data-dir``,
+``--workspace``, ``--demo``, else the saved ones), and closes after a keep.
+Without a display it says so and points at ``keepgui keep``.
+
+This is the command a desktop shortcut should run: Qt has no portable global
+hotkeys, so "bind Super+K to ``keepgui quick-keep``" is the portable answer
+(the ``.desktop`` entry also offers it as an action).
+
+Exit status: 0 when the popup opened (and, on its own, closed); 1 without a display.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from keepgui.core.errors import KeepguiError
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add the ``quick-keep`` command."""
+    p = sub.add_parser("quick-keep", parents=[common],
+                       help="open the Quick keep popup (in the running keepgui window, else on its own)")
+    p.add_argument("text", nargs="*", help="text to start with (optional)")
+    p.add_argument("--workspace", metavar="DIR", action="append", default=argparse.SUPPRESS,
+                   help="nanobot workspace to offer when no window runs (repeatable)")
+    p.add_argument("--stand-alone", action="store_true", default=argparse.SUPPRESS,
+                   help="open a popup of its own even when a keepgui window is running")
+    p.set_defaults(func=cmd_quick_keep)
+
+
+def cmd_quick_keep(args, ctx) -> int:
+    """``keepgui quick-keep [TEXT]``."""
+    from keepgui.app import _has_display
+
+    display = _has_display()
+    if display:
+        # The QApplication comes first: the IPC client would otherwise make a bare
+        # QCoreApplication, and the popup on its own needs widgets.
+        from keepgui.ui.application import make_app
+
+        make_app()
+    text = " ".join(args.text)
+    if not (getattr(args, "stand_alone", False) or getattr(args, "demo", False)):
+        from keepgui.ui import ipc
+
+        reply = ipc.request("quick-keep", {"text": text, "activation_token": ipc.activation_token()})
+        if reply is not None:
+            if not reply.get("ok"):
+                raise KeepguiError(reply.get("error") or "the running keepgui refused to open Quick keep")
+            ctx.note("opened Quick keep in the running keepgui window")
+            return 0
+    if not display:
+        ctx.note("no display found (DISPLAY/WAYLAND_DISPLAY unset), so there is no popup to show; "
+                 "keep a fact from here with `keepgui keep TEXT`")
+        return 1
+    from keepgui.ui.quickkeep import run_standalone
+
+    return run_standalone(args)

@@ -1,0 +1,258 @@
+"""Reviewing a compaction before it lands, and a rewrite someone else already made.
+
+:class:`CompactionDialog` shows a plan (keep.md, a bank, or a review of an
+outside rewrite) as its operations, checkable and grouped by kind with their
+reasons; the selected operation's own diff; the whole-file diff of the current
+selection (or, for a bank, the table of supersedes); and before → after →
+target counts. "Apply selected" hands the selection back to the window, which
+applies it as one undo step (:class:`CompactionCommand`); "Discard" writes
+nothing. All plan logic lives in :mod:`keepgui.core.compaction`.
+
+Signals:
+    CompactionDialog.applyRequested(object plan, frozenset selection)
+    CompactionDialog.acceptRequested(object plan): review mode, "accept the rewrite as it is".
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QUndoCommand
+from PySide6.QtWidgets import (
+    QDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+)
+
+from keepgui.core.compaction import excerpt
+from keepgui.core.errors import KeepguiError
+from keepgui.ui import theme
+from keepgui.ui.diffview import DiffView
+
+OpRole = Qt.ItemDataRole.UserRole + 80
+
+
+def rewrite_summary(plan) -> str:
+    """"31 entries removed, 4 merged" for a review plan (what an outside rewrite did)."""
+    counts: dict[str, int] = {}
+    for op in plan.operations:
+        counts[op.kind] = counts.get(op.kind, 0) + max(1, len(op.before))
+    parts = []
+    removed = counts.get("removed", 0) + counts.get("deduplicated", 0)
+    if removed:
+        parts.append(f"{removed} {'entry' if removed == 1 else 'entries'} removed")
+    for kind, word in (("merged", "merged"), ("reworded", "reworded"), ("new", "new")):
+        if counts.get(kind):
+            parts.append(f"{counts[kind]} {word}")
+    return ", ".join(parts)
+
+
+class CompactionDialog(QDialog):
+    """A plan to review: operations, their diffs, the counts; apply the checked ones or discard."""
+
+    applyRequested = Signal(object, frozenset)
+    acceptRequested = Signal(object)
+
+    def __init__(self, plan, title: str, parent=None, review: bool = False) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.review = review
+        self.plan = None
+        self.tree = QTreeWidget(self)
+        self.tree.setHeaderLabels(["Operation", "Reason"])
+        self.tree.setAccessibleName("Operations of the plan")
+        self.tree.setColumnWidth(0, 380)
+        self.tree.itemChanged.connect(self._on_item_changed)
+        self.tree.currentItemChanged.connect(self._on_current)
+        self.op_diff = DiffView(self)
+        self.op_diff.setAccessibleName("Diff of the selected operation")
+        self.file_diff = DiffView(self)
+        self.file_diff.setAccessibleName("Diff of the whole file for the checked operations")
+        self.counts = QLabel(self)
+        self.counts.setAccessibleName("Counts before, after and target")
+        self.notices = QLabel(self)
+        self.notices.setWordWrap(True)
+        self.select_safe = QPushButton("Select safe", self)
+        self.select_all = QPushButton("Select all", self)
+        self.select_none = QPushButton("Select none", self)
+        self.apply_button = QPushButton("Restore selected" if review else "Apply selected", self)
+        self.apply_button.setDefault(True)
+        self.accept_button = QPushButton("Accept the rewrite as it is", self)
+        self.accept_button.setVisible(review)
+        self.accept_button.setToolTip("Stop showing this rewrite; nothing is written")
+        self.discard_button = QPushButton("Discard" if not review else "Close", self)
+        self.select_safe.clicked.connect(lambda: self._set_selection(self.plan.select("safe")))
+        self.select_all.clicked.connect(lambda: self._set_selection(self.plan.select("all")))
+        self.select_none.clicked.connect(lambda: self._set_selection(self.plan.select("none")))
+        self.apply_button.clicked.connect(self._apply)
+        self.accept_button.clicked.connect(lambda: self.acceptRequested.emit(self.plan))
+        self.discard_button.clicked.connect(self.reject)
+
+        right = QSplitter(Qt.Orientation.Vertical, self)
+        op_box = QWidget(right)
+        op_layout = QVBoxLayout(op_box)
+        op_layout.setContentsMargins(0, 0, 0, 0)
+        op_layout.addWidget(QLabel("<b>This operation</b>", op_box))
+        op_layout.addWidget(self.op_diff)
+        file_box = QWidget(right)
+        file_layout = QVBoxLayout(file_box)
+        file_layout.setContentsMargins(0, 0, 0, 0)
+        file_layout.addWidget(QLabel("<b>The whole file with the checked operations</b>", file_box))
+        file_layout.addWidget(self.file_diff)
+        right.addWidget(op_box)
+        right.addWidget(file_box)
+        split = QSplitter(Qt.Orientation.Horizontal, self)
+        split.addWidget(self.tree)
+        split.addWidget(right)
+        split.setSizes([560, 640])
+        buttons = QHBoxLayout()
+        for button in (self.select_safe, self.select_all, self.select_none):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.accept_button)
+        buttons.addWidget(self.discard_button)
+        buttons.addWidget(self.apply_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.counts)
+        layout.addWidget(self.notices)
+        layout.addWidget(split, 1)
+        layout.addLayout(buttons)
+        self._refresh = QTimer(self)
+        self._refresh.setSingleShot(True)
+        self._refresh.setInterval(60)
+        self._refresh.timeout.connect(self._update_totals)
+        self.resize(1280, 820)
+        self.set_plan(plan)
+
+    # ------------------------------------------------------------------ plan
+
+    def set_plan(self, plan) -> None:
+        """Show a (new) plan with its default selection."""
+        self.plan = plan
+        self.tree.blockSignals(True)
+        self.tree.clear()
+        default = plan.default_selection()
+        for group in plan.groups():
+            top = QTreeWidgetItem([f"{group.label} ({len(group.operations)})", ""])
+            top.setFlags(top.flags() | Qt.ItemFlag.ItemIsAutoTristate | Qt.ItemFlag.ItemIsUserCheckable)
+            top.setFirstColumnSpanned(False)
+            font = top.font(0)
+            font.setBold(True)
+            top.setFont(0, font)
+            self.tree.addTopLevelItem(top)
+            for op in group.operations:
+                text = excerpt(" + ".join(op.before) or " / ".join(op.after), 90)
+                item = QTreeWidgetItem([f"{op.number}. {text}", op.reason])
+                item.setData(0, OpRole, op.id)
+                tip = op.reason + ("\n\n" + "\n".join(op.evidence) if op.evidence else "")
+                item.setToolTip(0, tip)
+                item.setToolTip(1, tip)
+                if op.applicable:
+                    item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                    item.setCheckState(0, Qt.CheckState.Checked if op.id in default else Qt.CheckState.Unchecked)
+                else:
+                    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
+                    item.setToolTip(0, tip + "\n\nReported only: keepgui never applies this.")
+                    item.setForeground(0, theme.muted_text())
+                top.addChild(item)
+            top.setExpanded(True)
+        self.tree.blockSignals(False)
+        notices = [getattr(n, "message", str(n)) for n in plan.notices]
+        self.notices.setText("\n".join(notices))
+        self.notices.setVisible(bool(notices))
+        has_ops = any(op.applicable for op in plan.operations)
+        for button in (self.select_safe, self.select_all, self.select_none, self.apply_button):
+            button.setEnabled(has_ops)
+        self._update_totals()
+        first = self.tree.topLevelItem(0)
+        if first is not None and first.childCount():
+            self.tree.setCurrentItem(first.child(0))
+        else:
+            self.op_diff.setPlainText("")
+
+    def selection(self) -> frozenset[str]:
+        """The ids of the checked operations."""
+        chosen = []
+        for i in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(i)
+            for j in range(top.childCount()):
+                item = top.child(j)
+                if item.checkState(0) == Qt.CheckState.Checked and item.data(0, OpRole):
+                    chosen.append(item.data(0, OpRole))
+        return frozenset(chosen)
+
+    def _set_selection(self, selection) -> None:
+        selection = set(selection)
+        self.tree.blockSignals(True)
+        for i in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(i)
+            for j in range(top.childCount()):
+                item = top.child(j)
+                if item.flags() & Qt.ItemFlag.ItemIsUserCheckable:
+                    item.setCheckState(0, Qt.CheckState.Checked if item.data(0, OpRole) in selection
+                                       else Qt.CheckState.Unchecked)
+        self.tree.blockSignals(False)
+        self._update_totals()
+
+    def _on_item_changed(self, item, column: int) -> None:
+        if column == 0:
+            self._refresh.start()
+
+    def _on_current(self, current, _previous) -> None:
+        op_id = current.data(0, OpRole) if current is not None else None
+        if op_id is None:
+            return
+        try:
+            self.op_diff.setPlainText(self.plan.render_operation(op_id) or "(no change to the file)")
+        except KeepguiError as exc:
+            self.op_diff.setPlainText(str(exc))
+
+    def _update_totals(self) -> None:
+        selection = self.selection()
+        counts = self.plan.counts(selection)
+        text = f"<b>{counts.describe()}</b> · {len(selection)} of {len(self.plan.operations)} operations checked"
+        self.counts.setText(text)
+        self.file_diff.setPlainText(self.plan.render(selection) or "(the checked operations change nothing)")
+        self.apply_button.setEnabled(bool(selection))
+
+    def _apply(self) -> None:
+        self.applyRequested.emit(self.plan, self.selection())
+
+
+class CompactionCommand(QUndoCommand):
+    """Applying a plan's selection as one undo step; undo puts back exactly what was there.
+
+    The first ``redo`` applies (the plan re-checks that nothing changed since it
+    was made); later ``undo``/``redo`` use the apply's own undo, which refuses
+    when the target changed after the compaction. Failures go to ``on_error``
+    and make the command obsolete; ``after`` runs after every change (refresh).
+    """
+
+    def __init__(self, plan, selection, text: str, run: Callable[[Callable[[], object]], object],
+                 on_error: Callable[[Exception], None], after: Callable[[], None]) -> None:
+        super().__init__(text)
+        self._plan = plan
+        self._selection = selection
+        self._run = run
+        self._on_error = on_error
+        self._after = after
+        self.applied = None
+
+    def redo(self) -> None:
+        if self.applied is None:
+            self._do(lambda: setattr(self, "applied", self._plan.apply(self._selection)))
+            if self.applied is not None and not self.applied.changed:
+                self.setObsolete(True)
+        else:
+            self._do(self.applied.redo)
+
+    def undo(self) -> None:
+        self._do(self.applied.undo)
+
+    def _do(self, action: Callable[[], object]) -> None:
+        try:
+            self._run(action)
+        except (KeepguiError, OSError) as exc:
+            self.setObsolete(True)
+            self._on_error(exc)
+        finally:
+            self._after()

@@ -1,0 +1,265 @@
+"""The window's place on the desktop: one running instance, the tray icon, quick keep.
+
+:func:`install` wires a built :class:`~keepgui.ui.mainwindow.MainWindow` to
+
+* the single-instance server (:mod:`keepgui.ui.ipc`), when this process is the
+  running instance: ``activate`` raises the window (opening the sources the
+  second start named), ``keep`` keeps a fact through the window's undo stack
+  and answers with the result, ``quick-keep`` opens the Quick keep popup;
+* the tray icon (:mod:`keepgui.ui.tray`), where the desktop has a tray;
+* the "Compaction due" hook: :attr:`Desktop.compactionRequested` and
+  :meth:`Desktop.set_compaction_handler`.
+
+Closing the window quits keepgui, unless a tray icon shows *and* the person
+ticked "Keep running in the tray when the window closes" in its menu (off by
+default, remembered in the settings). The first time the window closes into
+the tray a tray message says so, and both Quit entries (File and tray) really
+quit. Without a tray the setting does nothing, so keepgui can never end up
+running with no visible way back.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from PySide6.QtCore import QEvent, QObject, Signal
+from PySide6.QtWidgets import QApplication
+
+from keepgui.core.errors import InvalidInput
+from keepgui.ui.hub import KEEP_BANK, BankKey
+from keepgui.ui.quickkeep import keep_in_keep_md, open_quick_keep, short_path
+from keepgui.ui.tray import KeepTray, tray_available
+
+KEEP_RUNNING_SETTING = "tray/keep_running"
+"""Settings key: keep running in the tray when the window closes (bool, default False)."""
+
+
+class Desktop(QObject):
+    """Tray, single-instance handlers and the compaction hook of one window.
+
+    Find it later with ``window.findChild(Desktop)``.
+
+    Signals:
+        compactionRequested(str workspace): "Compaction due" was chosen for this workspace
+            (emitted before the handler set with :meth:`set_compaction_handler` runs).
+    """
+
+    compactionRequested = Signal(str)
+
+    def __init__(self, window, app: QApplication, server=None, use_tray: bool | None = None) -> None:
+        super().__init__(window)
+        self.window = window
+        self.app = app
+        self.server = server
+        self.tray: KeepTray | None = None
+        self._compaction_handler: Callable[[str], None] = self.show_keep
+        self._quitting = False
+        self._told_about_tray = False
+        self._pending_select: Callable[[str], None] | None = None
+        if tray_available() if use_tray is None else use_tray:
+            self.tray = KeepTray(bool(window.settings.get(KEEP_RUNNING_SETTING, False)), self)
+            self.tray.quickKeepRequested.connect(self.quick_keep)
+            self.tray.showRequested.connect(self.show_window)
+            self.tray.compactionRequested.connect(self.request_compaction)
+            self.tray.keepRunningChanged.connect(self.set_keep_running)
+            self.tray.quitRequested.connect(self.quit)
+            self.tray.show()
+        self._apply_quit_policy()
+        window.installEventFilter(self)
+        # File → Quit must really quit, even when closing the window only hides it.
+        window.act_quit.triggered.disconnect()
+        window.act_quit.triggered.connect(self.quit)
+        window.hub.banksChanged.connect(lambda _path: self.update_compaction())
+        window.hub.sourcesChanged.connect(self.update_compaction)
+        self.update_compaction()
+        if server is not None:
+            server.register("activate", self._ipc_activate)
+            server.register("keep", self._ipc_keep)
+            server.register("quick-keep", self._ipc_quick_keep)
+            server.setParent(self)
+            app.aboutToQuit.connect(server.close)
+
+    # ------------------------------------------------------------------ window and popup
+
+    def show_window(self, activation_token: str | None = None) -> None:
+        """Bring the window up: shown, not minimised, raised and (where allowed) focused."""
+        if activation_token:
+            # Qt's Wayland plugin uses (and clears) this token on the next activation request.
+            os.environ["XDG_ACTIVATION_TOKEN"] = activation_token
+        window = self.window
+        if window.isMinimized():
+            window.showNormal()
+        else:
+            window.show()
+        window.raise_()
+        window.activateWindow()
+
+    def quick_keep(self) -> None:
+        """Open the Quick keep popup (the window may stay hidden in the tray)."""
+        open_quick_keep(self.window)
+
+    # ------------------------------------------------------------------ compaction hook
+
+    def compaction_due(self) -> list[tuple[str, str, int]]:
+        """Open workspaces whose keep.md is over the line cap: ``(workspace, label, lines)``."""
+        due = []
+        for source in self.window.hub.sources.values():
+            doc = getattr(source, "doc", None) if source.kind == "nanobot" else None
+            if doc is not None and doc.compaction_due:
+                due.append((source.path, f"keep.md — {short_path(source.path, 34)}", doc.line_count))
+        return sorted(due)
+
+    def update_compaction(self) -> None:
+        """Refresh the tray's "Compaction due" entry."""
+        if self.tray is not None:
+            self.tray.set_compaction_due(self.compaction_due())
+
+    def set_compaction_handler(self, handler: Callable[[str], None] | None) -> None:
+        """Who answers "Compaction due": ``handler(workspace)``; None restores the default (:meth:`show_keep`)."""
+        self._compaction_handler = handler or self.show_keep
+
+    def request_compaction(self, workspace: str) -> None:
+        """Compaction of ``workspace``'s keep.md was asked for (tray menu, or any caller)."""
+        self.compactionRequested.emit(workspace)
+        self._compaction_handler(workspace)
+
+    def show_keep(self, workspace: str) -> None:
+        """The default compaction answer: show the window on that workspace's keep.md."""
+        self.show_window()
+        if workspace in self.window.hub.sources:
+            self.window.select_bank(BankKey(workspace, KEEP_BANK))
+
+    # ------------------------------------------------------------------ closing and quitting
+
+    def keeps_running(self) -> bool:
+        """True when closing the window hides it in the tray instead of quitting."""
+        return (self.tray is not None and self.tray.isVisible()
+                and bool(self.window.settings.get(KEEP_RUNNING_SETTING, False)))
+
+    def set_keep_running(self, on: bool) -> None:
+        """Remember whether closing the window keeps keepgui running in the tray."""
+        self.window.settings.set(KEEP_RUNNING_SETTING, bool(on))
+        self._apply_quit_policy()
+
+    def _apply_quit_policy(self) -> None:
+        # While keepgui lives on in the tray, only an explicit Quit ends it (a hidden window or a
+        # closing popup must not count as "the last window closed").
+        self.app.setQuitOnLastWindowClosed(not self.keeps_running())
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
+        if watched is self.window and event.type() == QEvent.Type.Close and not self._quitting \
+                and self.keeps_running():
+            event.ignore()
+            self.window.hide()
+            if not self._told_about_tray:
+                self._told_about_tray = True
+                self.tray.notify("keepgui is still running here. Quick keep and the window are in this icon's "
+                                 "menu; choose Quit there to stop it.", "Still running in the tray")
+            return True
+        return super().eventFilter(watched, event)
+
+    def quit(self) -> None:
+        """Quit keepgui (File → Quit, tray → Quit): the window's own close checks still run."""
+        self._quitting = True
+        if self.window.close():  # unsaved-edit guard, settings, background threads
+            self.app.quit()
+            return
+        self._quitting = False  # the person chose to stay (unsaved changes): show why
+        self.show_window()
+
+    # ------------------------------------------------------------------ requests from later starts
+
+    def _ipc_activate(self, args: dict) -> dict:
+        hub = self.window.hub
+        opened = []
+        for item in args.get("sources") or []:
+            if not isinstance(item, dict):
+                raise InvalidInput(f"not a source to open: {item!r}")
+            kind, path = item.get("kind"), item.get("path")
+            if kind not in ("iii", "nanobot") or not isinstance(path, str) or not os.path.isabs(path):
+                raise InvalidInput(f"not a source to open: {item!r}")
+            if path not in hub.sources:
+                # for this session only, like sources named on a first start's command line
+                (hub.add_nanobot if kind == "nanobot" else hub.add_iii)(path)
+                opened.append(path)
+        token = args.get("activation_token")
+        self.show_window(token if isinstance(token, str) else None)
+        bank = args.get("bank")
+        if isinstance(bank, str) and bank:
+            self._select_named_bank(bank, [s["path"] for s in args.get("sources") or []])
+        panel = args.get("panel")
+        if isinstance(panel, str) and panel:
+            self.window.show_panel(panel)
+        query = args.get("query")
+        preview = self.window.panel("preview")
+        if isinstance(query, str) and query and preview is not None and hasattr(preview, "set_query"):
+            preview.set_query(query)
+        return {"shown": True, "opened": opened}
+
+    def _select_named_bank(self, bank: str, named: list) -> None:
+        """Select ``bank`` in the sources the request named, else in any open source."""
+        hub = self.window.hub
+        paths = [p for p in named if p in hub.sources] or list(hub.sources)
+        for path in paths:
+            source = hub.sources[path]
+            if (source.kind == "nanobot") == (bank == KEEP_BANK) and bank in source.names:
+                self.window.select_bank(BankKey(path, bank))
+                return
+        if paths:
+            self._select_when_listed(BankKey(paths[0], bank))
+
+    def _select_when_listed(self, key: BankKey) -> None:
+        """Select ``key`` once its source lists it (a source opened just now lists its banks shortly)."""
+        hub = self.window.hub
+        if self._pending_select is not None:
+            hub.banksChanged.disconnect(self._pending_select)
+
+        def check(path: str) -> None:
+            source = hub.sources.get(key.source)
+            if path == key.source and source is not None and key.bank in source.names:
+                hub.banksChanged.disconnect(check)
+                self._pending_select = None
+                self.window.select_bank(key)
+
+        self._pending_select = check
+        hub.banksChanged.connect(check)
+
+    def _ipc_keep(self, args: dict) -> dict:
+        text, workspace = args["text"], args["workspace"]
+        if not isinstance(text, str) or not isinstance(workspace, str):
+            raise InvalidInput("keep needs a text and a workspace path")
+        key = self._open_workspace_key(workspace)
+        if key is None:
+            return {"handled": False, "reason": f"the running keepgui window does not show {workspace}"}
+        result, error = keep_in_keep_md(self.window, key, text, force=bool(args.get("force")),
+                                        replace=bool(args.get("replace")), undo_text="Keep fact")
+        if error is not None:
+            raise InvalidInput(error)
+        if result.written:
+            self.window.statusBar().showMessage(f"kept from the command line: {result.fact}", 8000)
+        return {"handled": True, "undoable": result.written, "result": result.to_obj()}
+
+    def _open_workspace_key(self, workspace: str) -> BankKey | None:
+        wanted = os.path.realpath(workspace)
+        for source in self.window.hub.sources.values():
+            if source.kind == "nanobot" and os.path.realpath(source.path) == wanted:
+                return BankKey(source.path, KEEP_BANK)
+        return None
+
+    def _ipc_quick_keep(self, args: dict) -> dict:
+        token = args.get("activation_token")
+        if isinstance(token, str) and token:
+            os.environ["XDG_ACTIVATION_TOKEN"] = token
+        text = args.get("text")
+        open_quick_keep(self.window, text if isinstance(text, str) else "")
+        return {"shown": True}
+
+
+def install(window, app: QApplication, server=None, use_tray: bool | None = None) -> Desktop:
+    """Give ``window`` its tray icon, Quick keep, and the single-instance handlers of ``server``.
+
+    ``use_tray`` None asks the desktop (:func:`~keepgui.ui.tray.tray_available`);
+    the screenshot path never calls this.
+    """
+    return Desktop(window, app, server, use_tray)

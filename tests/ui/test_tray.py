@@ -1,0 +1,245 @@
+"""The tray icon: optional everywhere, real under Xvfb + trayer, and the compaction hook.
+
+Under the offscreen platform Qt reports no tray, so :func:`install` makes none
+and everything still works from the window. The real tray runs in a child
+process on its own Xvfb display with ``trayer`` as the tray host (both Debian
+packages: ``xvfb``, ``trayer``); that test is skipped when they are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from keepgui.ui.desktop import KEEP_RUNNING_SETTING, Desktop, install
+from keepgui.ui.hub import KEEP_BANK, BankKey
+from keepgui.ui.quickkeep import popup_for
+from keepgui.ui.tray import tray_available
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def window(make_window, demo_copy, qtbot):
+    win = make_window(demo_copy.iii, workspace=demo_copy.nanobot)
+    qtbot.waitUntil(lambda: win.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
+    return win
+
+
+def test_offscreen_has_no_tray_and_everything_still_works(window, demo_copy, qtbot):
+    assert not tray_available()
+    desktop = install(window, QApplication.instance())
+    assert desktop.tray is None and window.findChild(Desktop) is desktop
+    assert not desktop.keeps_running()
+    window.settings.set(KEEP_RUNNING_SETTING, True)  # without a tray the setting must not trap the window
+    assert not desktop.keeps_running()
+    assert QApplication.instance().quitOnLastWindowClosed()
+    desktop.quick_keep()
+    popup = popup_for(window)
+    qtbot.addWidget(popup)
+    assert popup.isVisible()
+
+
+def test_compaction_due_and_its_hook(window, demo_copy, qtbot):
+    desktop = install(window, QApplication.instance(), use_tray=False)
+    due = desktop.compaction_due()
+    assert [(w, lines > 150) for w, _label, lines in due] == [(demo_copy.nanobot, True)]
+    # the default answer: show the window on that keep.md
+    with qtbot.waitSignal(desktop.compactionRequested) as signal:
+        desktop.request_compaction(demo_copy.nanobot)
+    assert signal.args == [demo_copy.nanobot]
+    assert window.current == BankKey(demo_copy.nanobot, KEEP_BANK)
+    # the lead's compaction dialog plugs in here
+    asked = []
+    desktop.set_compaction_handler(asked.append)
+    desktop.request_compaction(demo_copy.nanobot)
+    assert asked == [demo_copy.nanobot]
+    desktop.set_compaction_handler(None)
+    window.select_bank(BankKey(demo_copy.iii, "main"))
+    desktop.request_compaction(demo_copy.nanobot)
+    assert window.current == BankKey(demo_copy.nanobot, KEEP_BANK)
+    # Switching banks starts the Preview pane's debounce; let it fire before the fixture shuts the
+    # hub down (a timer firing after that raises in preview.py, whichever test switched banks).
+    qtbot.wait(600)
+
+
+def test_tray_menu_entries_without_showing_it(qtbot):
+    from keepgui.ui.tray import KeepTray
+
+    tray = KeepTray(keep_running=False)
+    assert [a.text() for a in tray.menu.actions() if not a.isSeparator() and a.isVisible()] == [
+        "&Quick keep…", "&Show window", "No compaction due",
+        "&Keep running in the tray when the window closes", "&Quit keepgui"]
+    assert not tray.act_compaction.isEnabled()
+    tray.set_compaction_due([("/w1", "keep.md — /w1", 172)])
+    assert tray.act_compaction.isEnabled() and tray.act_compaction.text() == "Compaction due: keep.md — /w1 (172 lines)…"
+    with qtbot.waitSignal(tray.compactionRequested) as signal:
+        tray.act_compaction.trigger()
+    assert signal.args == ["/w1"]
+    tray.set_compaction_due([("/w1", "keep.md — /w1", 172), ("/w2", "keep.md — /w2", 160)])
+    assert not tray.act_compaction.isVisible()
+    assert tray.compaction_menu.title() == "Compaction due (2 keep.md files)"
+    assert [a.text() for a in tray.compaction_menu.actions()] == ["keep.md — /w1 (172 lines)…",
+                                                                 "keep.md — /w2 (160 lines)…"]
+    assert "compaction due in 2 keep.md files" in tray.toolTip()
+
+
+# ---------------------------------------------------------------------- a real tray
+
+
+CHILD = r"""
+import argparse, json, os, sys, tempfile, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+from keepgui.core.demo import make_demo_copy
+from keepgui.ui.application import build_window, make_app
+from keepgui.ui.desktop import KEEP_RUNNING_SETTING, install
+from keepgui.ui.hub import KEEP_BANK, BankKey
+from keepgui.ui.quickkeep import popup_for
+from keepgui.ui.settings import Settings
+
+app = make_app()
+def spin(seconds, until=lambda: False):
+    end = time.time() + seconds
+    while time.time() < end and not until():
+        app.processEvents()
+        time.sleep(0.02)
+
+out = {}
+spin(10, QSystemTrayIcon.isSystemTrayAvailable)  # trayer may still be starting
+out["available"] = QSystemTrayIcon.isSystemTrayAvailable()
+copy = make_demo_copy(parent=tempfile.mkdtemp())
+args = argparse.Namespace(demo=False, data_dir=copy.iii, workspace=[copy.nanobot], bank="main", panel=None,
+                          query=None, screenshot=None, reload_command="")
+window = build_window(args, Settings(os.path.join(os.environ["KEEPGUI_HOME"], "settings.json")), watch=False)
+desktop = install(window, app)
+window.resize(900, 600)
+window.show()
+tray = desktop.tray
+out["tray"] = tray is not None and tray.isVisible()
+spin(10, lambda: tray.act_compaction.isEnabled() and not tray.geometry().isEmpty())
+out["geometry"] = [tray.geometry().width(), tray.geometry().height()]
+out["compaction"] = tray.act_compaction.text()
+out["tooltip"] = tray.toolTip()
+menu = tray.contextMenu()
+menu.popup(tray.geometry().bottomLeft())
+spin(1.0, menu.isVisible)
+spin(0.3)
+out["menu_visible"] = menu.isVisible()
+out["menu"] = [a.text() for a in menu.actions() if not a.isSeparator() and a.isVisible()]
+app.primaryScreen().grabWindow(0).save(sys.argv[1], "PNG")
+menu.hide()
+tray.act_quick_keep.trigger()
+popup = popup_for(window)
+spin(0.5)
+out["popup"] = popup.isVisible()
+popup.close()
+tray.act_compaction.trigger()
+out["compaction_shows"] = window.current == BankKey(copy.nanobot, KEEP_BANK)
+tray.act_keep_running.setChecked(True)
+out["setting"] = window.settings.get(KEEP_RUNNING_SETTING)
+window.close()
+spin(0.5)
+out["hidden_in_tray"] = not window.isVisible() and not app.quitOnLastWindowClosed()
+tray.act_show.trigger()
+spin(0.5)
+out["shown_again"] = window.isVisible()
+QTimer.singleShot(100, tray.act_quit.trigger)
+out["quit_status"] = app.exec()
+out["window_closed"] = not window.isVisible()
+print(json.dumps(out), flush=True)
+"""
+
+
+def _start_xvfb() -> tuple[subprocess.Popen, str]:
+    read, write = os.pipe()
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write)
+    number = b""
+    deadline = time.time() + 15
+    while not number.endswith(b"\n") and time.time() < deadline:
+        chunk = os.read(read, 16)
+        if not chunk:
+            break
+        number += chunk
+    os.close(read)
+    if not number.strip():
+        xvfb.kill()
+        pytest.skip("Xvfb did not start")
+    return xvfb, ":" + number.decode().strip()
+
+
+@pytest.mark.xvfb
+@pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("trayer")),
+                    reason="needs Xvfb and trayer (Debian: apt-get install xvfb trayer)")
+def test_real_tray_under_xvfb(tmp_path):
+    xvfb, display = _start_xvfb()
+    env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", KEEPGUI_HOME=tempfile.mkdtemp(prefix="kg-"),
+               PYTHONPATH=ROOT)
+    env.pop("WAYLAND_DISPLAY", None)
+    trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "pixel", "--width",
+                               "120", "--height", "28", "--transparent", "false"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shot = os.environ.get("KEEPGUI_TRAY_PNG") or str(tmp_path / "tray-menu.png")
+    try:
+        done = subprocess.run([sys.executable, "-c", CHILD, shot], env=env, cwd=ROOT, capture_output=True,
+                              text=True, timeout=120)
+    finally:
+        trayer.terminate()
+        xvfb.terminate()
+        for proc in (trayer, xvfb):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(env["KEEPGUI_HOME"], ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["available"] and out["tray"]
+    assert out["geometry"][0] > 0 and out["geometry"][1] > 0  # embedded in trayer
+    assert out["compaction"].startswith("Compaction due: keep.md — ") and "lines)…" in out["compaction"]
+    assert "compaction due in 1 keep.md file" in out["tooltip"]
+    assert out["menu_visible"]
+    assert out["menu"][:2] == ["&Quick keep…", "&Show window"] and out["menu"][-1] == "&Quit keepgui"
+    assert out["popup"] and out["compaction_shows"]
+    assert out["setting"] is True and out["hidden_in_tray"] and out["shown_again"]
+    assert out["quit_status"] == 0 and out["window_closed"]
+    assert os.path.getsize(shot) > 0
+
+
+# ---------------------------------------------------------------------- the desktop entry and icons
+
+
+def test_desktop_entry_and_icons_are_complete():
+    import configparser
+
+    from PySide6.QtGui import QImage
+
+    from keepgui.ui.application import DESKTOP_ID
+
+    path = os.path.join(ROOT, "resources", f"{DESKTOP_ID}.desktop")
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.optionxform = str  # keys are case-sensitive
+    entry.read(path, encoding="utf-8")
+    main = entry["Desktop Entry"]
+    assert main["Exec"] == "keepgui" and main["Icon"] == DESKTOP_ID and main["StartupWMClass"] == "keepgui"
+    assert main["Actions"] == "quick-keep;" and "Utility" in main["Categories"].split(";")
+    assert entry["Desktop Action quick-keep"]["Exec"] == "keepgui quick-keep"
+    for size in (16, 32, 48, 64, 128, 256):
+        image = QImage(os.path.join(ROOT, "resources", "icons", "hicolor", f"{size}x{size}", "apps",
+                                    f"{DESKTOP_ID}.png"))
+        assert (image.width(), image.height()) == (size, size)
+    assert os.path.exists(os.path.join(ROOT, "resources", "icons", "hicolor", "scalable", "apps",
+                                       f"{DESKTOP_ID}.svg"))
+    validator = shutil.which("desktop-file-validate")
+    if validator:
+        done = subprocess.run([validator, path], capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
