@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, replace
 
 from keepgui.core import fsio
+from keepgui.core.jsonl import json_objects
 from keepgui.core.errors import NotFound, Unreadable
 from keepgui.core.paths import app_data_dir
 
@@ -116,18 +117,11 @@ class RemovedEntry:
 
 def _parse_jsonl(data: bytes, name: str) -> tuple[list[tuple[int, dict]], list[HistoryProblem]]:
     rows, problems = [], []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            problems.append(HistoryProblem(name, number, "not valid JSON (torn or corrupt)"))
-            continue
-        if not isinstance(obj, dict):
-            problems.append(HistoryProblem(name, number, "not a JSON object"))
-            continue
-        rows.append((number, obj))
+    for number, obj, why in json_objects(data):
+        if obj is None:
+            problems.append(HistoryProblem(name, number, why))
+        else:
+            rows.append((number, obj))
     return rows, problems
 
 

@@ -252,24 +252,17 @@ class Hub(QObject):
 
     def add_iii(self, path: str) -> IiiSource:
         """Open an iii data dir (idempotent) and start loading its banks in the background."""
-        path = os.path.abspath(path)
-        if path in self.sources:
-            return self.sources[path]
-        source = IiiSource(path, self._link)
-        self.sources[path] = source
-        if self._watcher is not None:
-            self._watcher.watch(path)
-        self.sourcesChanged.emit()
-        self.rescan(path)
-        return source
+        return self._add(path, lambda p: IiiSource(p, self._link))
 
     def add_nanobot(self, path: str) -> NanobotSource:
         """Open a nanobot workspace (idempotent) and read its keep.md in the background."""
+        return self._add(path, NanobotSource)
+
+    def _add(self, path: str, make):
         path = os.path.abspath(path)
         if path in self.sources:
             return self.sources[path]
-        source = NanobotSource(path)
-        self.sources[path] = source
+        source = self.sources[path] = make(path)
         if self._watcher is not None:
             self._watcher.watch(path)
         self.sourcesChanged.emit()

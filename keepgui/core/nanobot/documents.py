@@ -40,10 +40,10 @@ from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
 from keepgui.core import fsio
-from keepgui.core.errors import Conflict, InvalidInput, NotFound, Unreadable
+from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History, Version
 from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, KEEP, KeepStore, RemoveResult, Triage, triage
-from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, normalise
+from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text, normalise
 from keepgui.core.nanobot.prompt import bundled_templates
 from keepgui.core.nanobot.workspace import AGENTS_MD, MEMORY_MD, SOUL_MD, USER_MD, Notice, Workspace
 
@@ -130,13 +130,7 @@ class Document:
 
 
 def _decode(data: bytes, path: str) -> tuple[str, bool, str]:
-    bom = data.startswith(BOM)
-    body = data[len(BOM):] if bom else data
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = body[: exc.start].count(b"\n") + 1
-        raise Unreadable(path, f"line {line} is not valid UTF-8; re-save the file as UTF-8 to edit it") from None
+    text, bom = decode_text(data, path)
     lf = text.count("\n")
     crlf = text.count("\r\n")
     return text, bom, "\r\n" if lf and crlf == lf else "\n"

@@ -48,6 +48,22 @@ _NEWLINE_RE = re.compile(r"\r\n|\n|\r")
 _SPACE_RE = re.compile(r"\s+")
 
 
+def decode_text(data: bytes, path: str) -> tuple[str, bool]:
+    """``(text, had_bom)`` of a UTF-8 file (a BOM is tolerated and remembered).
+
+    Raises :class:`Unreadable` naming the line and byte when it is not UTF-8:
+    keepgui edits only files it can write back exactly.
+    """
+    bom = data.startswith(BOM)
+    body = data[len(BOM):] if bom else data
+    try:
+        return body.decode("utf-8"), bom
+    except UnicodeDecodeError as exc:
+        line = body[: exc.start].count(b"\n") + 1
+        raise Unreadable(path, f"line {line} is not valid UTF-8 (byte {exc.start + (3 if bom else 0)}); "
+                               "re-save the file as UTF-8 before editing it in keepgui") from None
+
+
 def normalise(text: str) -> str:
     """The comparison form of a fact (spec §5.3): NFC, casefolded, trimmed,
     internal whitespace collapsed, one trailing period dropped."""
@@ -192,15 +208,7 @@ class KeepDoc:
         stamp = stamp or fsio.Stamp.missing()
         if not data:
             return cls((), False, path, stamp)
-        bom = data.startswith(BOM)
-        body = data[len(BOM):] if bom else data
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = body[: exc.start].count(b"\n") + 1
-            raise Unreadable(path or "keep.md",
-                             f"line {line} is not valid UTF-8 (byte {exc.start + (3 if bom else 0)}); "
-                             "re-save the file as UTF-8 before editing it in keepgui") from None
+        text, bom = decode_text(data, path or "keep.md")
         lines = tuple(_classify(i, t, e) for i, (t, e) in enumerate(_split(text)))
         return cls(lines, bom, path, stamp)
 

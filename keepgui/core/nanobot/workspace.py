@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from keepgui.core import fsio
+from keepgui.core.jsonl import json_objects
 from keepgui.core.errors import InvalidInput, KeepguiError, ReadOnly, Unreadable
 
 KEEP_MD = "keep.md"
@@ -230,16 +231,9 @@ def parse_history(data: bytes) -> HistoryRead:
     """
     records: list[HistoryRecord] = []
     skipped: list[SkippedLine] = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            skipped.append(SkippedLine(number, "not valid JSON"))
-            continue
-        if not isinstance(obj, dict):
-            skipped.append(SkippedLine(number, "not a JSON object"))
+    for number, obj, why in json_objects(data):
+        if obj is None:
+            skipped.append(SkippedLine(number, why))
             continue
         cursor = obj.get("cursor")
         if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:

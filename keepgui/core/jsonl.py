@@ -1,0 +1,29 @@
+"""Reading JSON-lines files tolerantly: each line an object, or a reason it was skipped.
+
+Used for keepgui's own history index and for nanobot's ``memory/history.jsonl``
+(read only); the iii log has its own, exact replay (:mod:`keepgui.core.iii.log`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+
+def json_objects(data: bytes) -> Iterator[tuple[int, dict | None, str]]:
+    """``(line number, object, "")`` per JSON-object line, or ``(line number, None, why)`` for a bad one.
+
+    Blank lines are skipped silently; numbers are 1-based.
+    """
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            yield number, None, "not valid JSON (torn or corrupt)"
+            continue
+        if not isinstance(obj, dict):
+            yield number, None, "not a JSON object"
+            continue
+        yield number, obj, ""
