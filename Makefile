@@ -1,6 +1,8 @@
 # keepgui — the two commands of the README, and the proof targets.
 #   make run     set up .venv if needed, open keepgui on a fresh copy of the demo data
 #   make test    set up .venv if needed, run the whole test suite headless
+#   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
+#                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -30,3 +32,8 @@ stress: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+
+.PHONY: package
+package:
+	bash packaging/build.sh
+	bash packaging/smoke.sh

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -38,6 +39,8 @@ def make_app() -> QApplication:
     # for the GIL short, so typing and scrolling never stutter while they compute.
     sys.setswitchinterval(0.001)
     qInstallMessageHandler(_quiet_known_noise)
+    # Qt may log while it shuts down, after Python is gone: hand logging back to Qt first.
+    atexit.register(qInstallMessageHandler, None)
     app = QApplication.instance()
     if app is None:
         app = QApplication(sys.argv[:1])
@@ -57,8 +60,6 @@ def initial_sources(args, settings: Settings) -> tuple[list[tuple[str, str]], bo
 
         copy = make_demo_copy()
         if not os.environ.get("KEEPGUI_KEEP_DEMO"):
-            import atexit
-
             atexit.register(shutil.rmtree, copy.root, True)
         return [("iii", copy.iii), ("nanobot", copy.nanobot)], False
     explicit = []

@@ -453,6 +453,9 @@ class Hub(QObject):
             self._submit_query("preview", key, token, lambda: build_preview(source.workspace), self.previewReady)
             return
 
+        if key.bank not in source.loaded:
+            return  # the bank's own load (with progress) comes first; its rows trigger a new request
+
         def work():
             with source.bank_lock(key.bank):
                 return source.engine(key.bank).preview(query, now_ms=now_ms, whatif=whatif)
@@ -462,7 +465,7 @@ class Hub(QObject):
     def request_ranking(self, key: BankKey, query: str, token: int) -> None:
         """Recall scores of every memory matching ``query`` (rankingReady), for the ranked search."""
         source = self.sources.get(key.source)
-        if source is None or source.kind != "iii":
+        if source is None or source.kind != "iii" or key.bank not in source.loaded:
             return
 
         def work():

@@ -207,11 +207,18 @@ class PreviewPane(QWidget):
         self.query.editTextChanged.connect(lambda _: self._debounce.start())
         self.query.activated.connect(lambda _: self.recompute())
         hub.previewReady.connect(self._on_ready)
-        hub.bankRows.connect(lambda key, rows, final: self._debounce.start() if key == self.key else None)
+        hub.bankRows.connect(self._on_rows)
         hub.rulesChanged.connect(lambda key: self._debounce.start() if key == self.key else None)
         hub.documentsChanged.connect(lambda src, names: self._debounce.start()
                                      if self.key is not None and self.key.source == src else None)
         self._update_whatif_label()
+
+    def _on_rows(self, key, rows, final: bool) -> None:
+        if key != self.key:
+            return
+        if final:
+            self._suggest()  # the bank has (re)loaded: its tags and entities are known now
+        self._debounce.start()
 
     # ------------------------------------------------------------------ settings
 
@@ -383,8 +390,10 @@ class PreviewPane(QWidget):
         if source is not None and source.kind == "iii":
             try:
                 bank = source.bank(self.key.bank)
-                with source.bank_lock(self.key.bank):
-                    records = list(bank.log.records.values()) if bank.log.loaded else []
+                records = []
+                if self.key.bank in source.loaded:  # never start a load from here
+                    with source.bank_lock(self.key.bank):
+                        records = list(bank.log.records.values())
                 tags = sorted({t for m in records if m.invalid_at is None for t in m.tags},
                               key=lambda t: (-sum(t in m.tags for m in records if m.invalid_at is None), t))
                 entities = []
@@ -410,6 +419,10 @@ class PreviewPane(QWidget):
             self._clear("Select a bank to see what its next turn would be given.")
             return
         self._token += 1
+        source = self.hub.sources.get(self.key.source)
+        if source is not None and source.kind == "iii" and self.key.bank not in source.loaded:
+            self._clear("Loading the bank…")
+            return
         self.hub.request_preview(self.key, self.query.currentText(), self._token, self.whatif(), self.now_ms)
 
     def _on_ready(self, key, token: int, result) -> None:

@@ -2,14 +2,17 @@
 
 ``python -m tests.bench [--quick] [NAME ...]`` runs the ``bench_*.py`` modules
 (all of them, or those whose name contains a NAME) and prints each figure, its
-baseline, the ratio, the target and whether it is met.
+baseline, the ratio, the target and whether it is met. Each module runs in a
+fresh process, so no benchmark pays for the memory another one left behind;
+within a module, a figure and its baseline are measured side by side.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
 import os
+import subprocess
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pkgutil
@@ -25,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="only benchmarks whose module name contains one of these")
     args = parser.parse_args(argv)
     here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
     modules = sorted(m.name for m in pkgutil.iter_modules([here]) if m.name.startswith("bench_"))
     if args.names:
         modules = [m for m in modules if any(n in m for n in args.names)]
@@ -33,11 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in modules:
         start = time.perf_counter()
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        try:
-            module = importlib.import_module(f"tests.bench.{name}")
-            results.extend(module.run(quick=args.quick))
-        except Exception as exc:  # report and go on: one broken benchmark must not hide the rest
-            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+        done = subprocess.run([sys.executable, "-m", "tests.bench._one", name] + (["--quick"] if args.quick else []),
+                              capture_output=True, text=True, cwd=root)
+        lines = [line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+        results.extend(Result(**json.loads(line)) for line in lines)
+        if done.returncode != 0 or not lines:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            failed.append(f"{name}: {tail}")
         print(f"  {name} took {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     print()
     print_table(results)

@@ -243,3 +243,36 @@ def test_a_100k_row_model_filters_correctly(qapp, query):
             assert term in " ".join((record.text, *record.tags, *record.entities)).lower()
     updated = [proxy.index(i, 0).data(RecordRole).updated_at for i in range(proxy.rowCount())]
     assert updated == sorted(updated, reverse=True)
+
+
+def test_sources_bank_view_options_and_geometry_are_remembered(qtbot, demo_copy, tmp_path):
+    from keepgui.ui.application import build_window
+    from keepgui.ui.hub import BankKey
+    from keepgui.ui.settings import Settings
+    from tests.ui.conftest import window_args
+
+    path = str(tmp_path / "settings.json")
+    first = Settings(path)
+    first.set_sources([{"kind": "iii", "path": demo_copy.iii}])
+    first.save()
+    window = build_window(window_args(), Settings(path), watch=False)
+    window.show()
+    qtbot.waitUntil(lambda: window.current is not None and window._loading is None, timeout=15_000)
+    window.select_bank(BankKey(demo_copy.iii, "blog"))
+    qtbot.waitUntil(lambda: window.current.bank == "blog" and window._loading is None, timeout=15_000)
+    window.act_history.setChecked(True)
+    window.column_actions[COLUMN_INDEX["confidence"]].setChecked(False)
+    window.resize(1111, 777)
+    window.close()
+    window.hub.shutdown()
+    saved = Settings(path)
+    assert saved.last_bank() == (demo_copy.iii, "blog")
+    assert saved.show_history() and saved.hidden_columns() == ["confidence"]
+    assert saved.state("geometry") is not None and saved.state("memory_header") is not None
+    again = build_window(window_args(), Settings(path), watch=False)
+    again.show()
+    qtbot.waitUntil(lambda: again.current is not None and again._loading is None, timeout=15_000)
+    assert again.current.bank == "blog" and again.act_history.isChecked()
+    assert again.memories.table.isColumnHidden(COLUMN_INDEX["confidence"])
+    again.close()
+    again.hub.shutdown()

@@ -1,0 +1,81 @@
+"""The watcher: bursts coalesced into one change set, temp files ignored, changes classified by path."""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+
+from keepgui.core import fsio
+from keepgui.core.watch import ChangeSet, Watcher
+
+
+def collect(tmp_path, quiet_ms=150, max_delay_ms=1000):
+    got: queue.Queue = queue.Queue()
+    watcher = Watcher(got.put, quiet_ms=quiet_ms, max_delay_ms=max_delay_ms)
+    watcher.start()
+    assert watcher.watch(str(tmp_path))
+    return watcher, got
+
+
+def drain(got: queue.Queue, settle: float = 0.6) -> list[ChangeSet]:
+    out = []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            out.append(got.get(timeout=settle))
+        except queue.Empty:
+            if out:
+                break
+    return out
+
+
+def test_a_burst_arrives_as_one_change_set(tmp_path):
+    (tmp_path / "main").mkdir()
+    watcher, got = collect(tmp_path)
+    try:
+        log = tmp_path / "main" / "memories.jsonl"
+        for i in range(20):  # an agent appending in a burst
+            fsio.append_lines(log, [f'{{"n":{i}}}\n'.encode()])
+        fsio.atomic_write(tmp_path / "main" / "style.md", b"# Style")  # temp file + rename
+        batches = drain(got)
+        assert len(batches) == 1
+        paths = batches[0].paths
+        assert str(log) in paths and str(tmp_path / "main" / "style.md") in paths
+        assert not any(fsio.is_temp_name(os.path.basename(p)) for p in paths)
+        assert ("main", "memories.jsonl") in batches[0].under(str(tmp_path))
+    finally:
+        watcher.stop()
+
+
+def test_a_steady_stream_is_still_delivered_within_the_max_delay(tmp_path):
+    watcher, got = collect(tmp_path, quiet_ms=300, max_delay_ms=500)
+    try:
+        start = time.monotonic()
+        first = None
+        while time.monotonic() - start < 1.6:
+            fsio.append_lines(tmp_path / "stream.jsonl", [b"{}\n"])
+            time.sleep(0.05)  # never quiet for 300 ms
+            if first is None and not got.empty():
+                first = time.monotonic() - start
+        assert first is not None and first < 1.2
+    finally:
+        watcher.stop()
+
+
+def test_unwatched_and_missing_roots(tmp_path):
+    watcher, got = collect(tmp_path)
+    try:
+        assert not watcher.watch(str(tmp_path / "does-not-exist"))
+        watcher.unwatch(str(tmp_path))
+        (tmp_path / "after.md").write_text("x")
+        assert drain(got, settle=0.5) == []
+    finally:
+        watcher.stop()
+
+
+def test_change_set_helpers(tmp_path):
+    root = str(tmp_path)
+    cs = ChangeSet(frozenset({root, os.path.join(root, "a", "b.md"), "/elsewhere/x"}))
+    assert sorted(cs.under(root)) == [(), ("a", "b.md")]
+    assert cs.touches(os.path.join(root, "a", "b.md")) and not cs.touches(os.path.join(root, "c"))
