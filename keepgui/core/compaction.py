@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+from abc import ABC, abstractmethod
 import json
 import math
 import os
@@ -241,7 +242,7 @@ class ChangedSince(Conflict):
 # ---------------------------------------------------------------------- plans
 
 
-class Plan:
+class Plan(ABC):
     """The operations proposed for one file or bank, and how to review and apply them.
 
     Subclasses compute the operations and implement :meth:`counts`,
@@ -373,21 +374,21 @@ class Plan:
 
     # ---------------------------------------------------------------- what subclasses provide
 
+    @abstractmethod
     def counts(self, selection: Iterable[str | int] | None = None) -> Counts:
         """Before → after → target for a selection."""
-        raise NotImplementedError
 
+    @abstractmethod
     def render(self, selection: Iterable[str | int] | None = None, context: int = 3) -> str:
         """The whole result of a selection: a unified diff, or a table for a bank."""
-        raise NotImplementedError
 
     def render_operation(self, key: str | int, context: int = 3) -> str:
         """What one operation alone changes."""
         return self.render([self.op(key).id], context)
 
+    @abstractmethod
     def check_fresh(self) -> None:
         """Raise :class:`StalePlan` (with a re-plan) when what the plan was computed from changed."""
-        raise NotImplementedError
 
     def is_stale(self) -> bool:
         """True when the plan could no longer be applied as it is."""
@@ -397,13 +398,13 @@ class Plan:
             return True
         return False
 
+    @abstractmethod
     def replan(self) -> "Plan":
         """The same kind of plan, with the same settings, computed from what is there now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def apply(self, selection: Iterable[str | int] | None = None) -> "Applied":
         """Write the selected operations (after the freshness check); returns how to undo it."""
-        raise NotImplementedError
 
     def stale(self, what: str) -> StalePlan:
         """The StalePlan error for this plan, with a re-plan attached when one can be made."""
@@ -436,7 +437,7 @@ class Plan:
 # ---------------------------------------------------------------------- applying and undoing
 
 
-class Applied:
+class Applied(ABC):
     """What an apply wrote, and how to take it back (an undo command for the window).
 
     ``description`` is a short text for an undo menu; ``lines`` say what changed;
@@ -482,11 +483,13 @@ class Applied:
         self._redo()
         self.state = "applied"
 
+    @abstractmethod
     def _undo(self) -> None:
-        raise NotImplementedError
+        """Put the target back as it was before the apply (raise Conflict if it changed since)."""
 
+    @abstractmethod
     def _redo(self) -> None:
-        raise NotImplementedError
+        """Write the change again (raise Conflict if the target changed since the undo)."""
 
     def to_obj(self) -> dict:
         """The serialisable form (subclasses add what undo needs)."""

@@ -14,6 +14,7 @@ rename into place matters.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -124,10 +125,8 @@ class Watcher:
         root = os.path.normpath(os.path.abspath(root))
         watch = self._watches.pop(root, None)
         if watch is not None:
-            try:
+            with contextlib.suppress(KeyError, ValueError):  # the folder went away and its watch with it
                 self._observer.unschedule(watch)
-            except (KeyError, ValueError):
-                pass  # the folder went away and its watch with it
 
     @property
     def roots(self) -> list[str]:

@@ -37,6 +37,7 @@ Signals:
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -233,10 +234,8 @@ class Hub(QObject):
         """Queue background work, unless the hub is shut down (late timers must not fail)."""
         if self._closed:
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # that source was closed meanwhile: its work no longer matters
             executor.submit(fn, *args)
-        except RuntimeError:
-            pass  # that source was closed meanwhile: its work no longer matters
 
     def shutdown(self) -> None:
         """Stop the watcher and the background threads (the window is closing)."""

@@ -72,6 +72,15 @@ class ToyPlan(Plan):
     def render(self, selection=None, context=3):
         return ",".join(str(op.number) for op in self.selected(selection))
 
+    def check_fresh(self):
+        return None  # a toy plan is computed from nothing that could change
+
+    def replan(self):
+        return self
+
+    def apply(self, selection=None):
+        raise AssertionError("the model tests never apply a toy plan")
+
 
 @pytest.fixture
 def toy():

@@ -470,6 +470,7 @@ class BankApplied(Applied):
         self.reload = None
         self.report: dict = {}
         self.bank: Bank | None = None  # the Bank applied to, when in this process (its view stays current)
+        self._where: tuple[DataDir | None, int | None] = (None, None)  # for the next undo/redo
 
     @property
     def superseded(self) -> int:
@@ -492,9 +493,20 @@ class BankApplied(Applied):
                                    f"memories with `keepgui restore {batch.bank.name} ID`.")
 
     def undo(self, datadir: DataDir | None = None, now: int | None = None) -> None:
-        """Append the records that bring every loser back live and each winner back to before."""
-        if not self.can_undo:
-            raise InvalidInput(f"nothing to undo: {self.description} is {self.state}")
+        """Append the records that bring every loser back live and each winner back to before.
+
+        ``datadir``: the caller's own DataDir (the window's), so its view follows the write.
+        """
+        self._where = (datadir, now)
+        super().undo()
+
+    def redo(self, datadir: DataDir | None = None, now: int | None = None) -> None:
+        """Supersede and reinforce again, after checking nothing changed since the undo."""
+        self._where = (datadir, now)
+        super().redo()
+
+    def _undo(self) -> None:
+        datadir, now = self._where
         with self._bank(datadir).batch(now) as batch:
             self._check(batch, (after for _before, after in self.pairs), "undone")
             for before, after in self.pairs:
@@ -507,12 +519,9 @@ class BankApplied(Applied):
             undone = [batch.current(before.id) for before, _after in self.pairs]
         self.pairs = [(u, after) for u, (_before, after) in zip(undone, self.pairs)]
         self.reload = batch.report.reload
-        self.state = "undone"
 
-    def redo(self, datadir: DataDir | None = None, now: int | None = None) -> None:
-        """Supersede and reinforce again, after checking nothing changed since the undo."""
-        if not self.can_redo:
-            raise InvalidInput(f"nothing to redo: {self.description} is {self.state}")
+    def _redo(self) -> None:
+        datadir, now = self._where
         with self._bank(datadir).batch(now) as batch:
             self._check(batch, (before for before, _after in self.pairs), "redone")
             for loser, winner in self.merges:
@@ -520,7 +529,6 @@ class BankApplied(Applied):
                 _reinforce(batch, winner)
             self.pairs = [(before, batch.current(before.id)) for before, _after in self.pairs]
         self.reload = batch.report.reload
-        self.state = "applied"
 
     def to_obj(self) -> dict:
         """Everything undo needs: the data dir, the bank, the merges and the records before/after."""

@@ -213,15 +213,20 @@ def parse_line(line: bytes | str) -> Memory:
         raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
     except RecursionError:
         raise RecordError("JSON nested too deeply") from None
+    _refuse_repeated_keys(line)
+    memory = Memory(**msgspec.structs.asdict(lenient))
+    _check_bounds(memory)
+    return memory
+
+
+def _refuse_repeated_keys(line: bytes) -> None:
+    """Raise RecordError for a repeated key: serde refuses them, msgspec keeps the last one."""
     try:
         _STRICT_JSON.decode(line.decode("utf-8"))
     except RecordError:
         raise
     except (ValueError, RecursionError):
-        pass  # msgspec accepted it; only the duplicate check matters here
-    memory = Memory(**msgspec.structs.asdict(lenient))
-    _check_bounds(memory)
-    return memory
+        return  # msgspec already accepted the line; Python's json is only stricter about depth
 
 
 def _word(message: str) -> str:
