@@ -23,6 +23,24 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
+def run_cli(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
+    """Run the keepgui CLI in this process; returns (exit status, stdout, stderr)."""
+    import io
+
+    from keepgui.cli import Context, build_parser, run_command
+
+    args = build_parser().parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.StringIO(stdin)
+    try:
+        code = run_command(args, Context(args, out, err))
+    finally:
+        sys.stdin = old
+    return code, out.getvalue(), err.getvalue()
+
+
 def tree_digest(root: str) -> dict[str, str]:
     """path -> sha256 (or "dir"/"link") of everything under ``root``: to prove reading changed nothing."""
     out = {}

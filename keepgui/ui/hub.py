@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import itertools
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -56,6 +58,9 @@ from keepgui.core.iii.store import BANK_YAML, RULES_DIR, TRASH_DIR, BankInfo, Da
 from keepgui.core.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core.watch import ChangeSet, Watcher
 from keepgui.ui.keeprows import keep_rows
+
+# Seconds between progressive row deliveries while a bank loads.
+_PROGRESSIVE_ROWS_INTERVAL = 0.5
 
 
 @dataclass(frozen=True)
@@ -375,16 +380,24 @@ class Hub(QObject):
             with source.bank_lock(key.bank):
                 first = key.bank not in source.loaded
                 shown = 0
+                next_rows = 0.0
 
                 def progress(done: int, total: int) -> None:
-                    nonlocal shown
+                    nonlocal shown, next_rows
                     if not deliver_all:
                         return
-                    rows = list(bank.log.records.values())
-                    # New ids are appended to the dict: show them while the rest loads.
-                    self.bankRows.emit(key, rows[shown:], False)
-                    shown = len(rows)
                     self.bankProgress.emit(key, done, total)
+                    now = time.monotonic()
+                    if now < next_rows:
+                        return
+                    # The first chunk at once, then at most a few times a second:
+                    # every delivery costs the table a layout pass on the GUI thread.
+                    next_rows = now + _PROGRESSIVE_ROWS_INTERVAL
+                    records = bank.log.records
+                    # New ids are appended to the dict: show them while the rest loads.
+                    rows = list(itertools.islice(records.values(), shown, None))
+                    shown = len(records)
+                    self.bankRows.emit(key, rows, False)
 
                 delta = bank.refresh(progress)
                 engine = source.engines.get(key.bank)

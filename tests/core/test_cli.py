@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -10,24 +9,11 @@ import sys
 
 import pytest
 
-from keepgui.cli import Context, build_parser, run_command
 from keepgui.core.iii.record import fingerprint, parse_line
-from tests.conftest import ROOT, tree_digest
+from tests.conftest import ROOT, run_cli, tree_digest
 
 
-def run(argv, stdin=None):
-    """Run the CLI in-process; returns (exit status, stdout, stderr)."""
-    args = build_parser().parse_args(argv)
-    out, err = io.StringIO(), io.StringIO()
-    if stdin is not None:
-        old = sys.stdin
-        sys.stdin = io.StringIO(stdin)
-    try:
-        code = run_command(args, Context(args, out, err))
-    finally:
-        if stdin is not None:
-            sys.stdin = old
-    return code, out.getvalue(), err.getvalue()
+run = run_cli
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ and the restore commands a review prints actually work."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shlex
@@ -11,7 +10,8 @@ import sys
 
 import pytest
 
-from keepgui.cli import Context, build_parser, run_command
+from tests.conftest import run_cli
+
 from keepgui.core.iii.record import Memory, fingerprint
 from keepgui.core.iii.store import DataDir
 from keepgui.core.nanobot.keep import KeepStore
@@ -29,12 +29,7 @@ KEEP = """- Prefers metric units, including in recipes
 """
 
 
-def run(argv):
-    """Run the CLI in-process; returns (exit status, stdout, stderr)."""
-    args = build_parser().parse_args(argv)
-    out, err = io.StringIO(), io.StringIO()
-    code = run_command(args, Context(args, out, err))
-    return code, out.getvalue(), err.getvalue()
+run = run_cli
 
 
 @pytest.fixture

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import os
 
 import pytest
 
-from keepgui.cli import Context, build_parser, run_command
 from keepgui.core.demo import make_demo_copy
 from keepgui.core.nanobot.documents import cross_check, keep_pointer
 from keepgui.core.nanobot.keepmd import KeepDoc
 from keepgui.core.nanobot.workspace import Workspace
-from tests.conftest import tree_digest
+from tests.conftest import run_cli, tree_digest
 from tests.core.nanobot_helpers import SPEC_FIXTURE, make_workspace, read
 
 
-def run(argv):
-    """Run the CLI in-process; returns (exit status, stdout, stderr)."""
-    args = build_parser().parse_args(argv)
-    out, err = io.StringIO(), io.StringIO()
-    code = run_command(args, Context(args, out, err))
-    return code, out.getvalue(), err.getvalue()
+run = run_cli
 
 
 @pytest.fixture

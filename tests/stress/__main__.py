@@ -183,7 +183,7 @@ def print_table(rows: list[Row], seconds: float) -> None:
     widths[1] = min(widths[1], 90)
 
     def fmt(cells):
-        out, wrapped = [], []
+        out = []
         desc = cells[1]
         chunks = textwrap.wrap(desc, widths[1]) or [""]
         for n, chunk in enumerate(chunks):

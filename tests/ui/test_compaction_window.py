@@ -8,7 +8,7 @@ from keepgui.core.iii.record import fingerprint
 from keepgui.core.iii.store import DataDir
 from keepgui.core.nanobot.keepmd import KeepDoc
 from keepgui.ui.compaction import CompactionDialog
-from keepgui.ui.hub import KEEP_BANK, BankKey
+from tests.ui.conftest import open_keep
 
 
 def keep_path(copy) -> str:
@@ -18,15 +18,6 @@ def keep_path(copy) -> str:
 def read(path) -> bytes:
     with open(path, "rb") as fh:
         return fh.read()
-
-
-def open_keep(make_window, demo_copy, qtbot):
-    window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
-    key = BankKey(demo_copy.nanobot, KEEP_BANK)
-    qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
-    window.select_bank(key)
-    qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=10_000)
-    return window, key
 
 
 def wait_dialog(window, qtbot) -> CompactionDialog:

@@ -6,7 +6,7 @@ import os
 
 from PySide6.QtCore import Qt
 
-from keepgui.ui.hub import KEEP_BANK, BankKey
+from tests.ui.conftest import open_keep as open_shown_keep
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
 
 
@@ -16,12 +16,7 @@ def keep_bytes(copy) -> bytes:
 
 
 def open_keep(make_window, demo_copy, qtbot):
-    window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
-    key = BankKey(demo_copy.nanobot, KEEP_BANK)
-    qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
-    window.select_bank(key)
-    qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=10_000)
-    return window
+    return open_shown_keep(make_window, demo_copy, qtbot)[0]
 
 
 def test_keep_rows_follow_the_file_and_pin_is_greyed(make_window, demo_copy, qtbot, qtmodeltester):
