@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from typing import Any, Callable
 from collections import Counter
 
 from keepgui.core.compaction import Plan, StalePlan, UndoJournal, load_applied
@@ -115,6 +116,26 @@ def print_notices(ctx, plan: Plan) -> None:
 def _applied_lines(ctx, applied) -> None:
     for line in applied.lines:
         ctx.out(f"  {line}")
+
+
+def _apply_and_report(ctx, apply: Callable[[], Any], kind: str, plan_obj: dict,
+                      done: str, undo_command: str) -> int:
+    """Apply a plan, journal it for ``--undo`` and say what was written (``done`` takes the description)."""
+    try:
+        applied = apply()
+    except StalePlan as exc:
+        return _stale(ctx, exc)
+    entry = UndoJournal().record(applied) if applied.changed else None
+    if ctx.json_mode:
+        ctx.emit_json({kind: plan_obj, "applied": applied.to_obj(), "journal": entry})
+        return 0
+    if not applied.changed:
+        ctx.out("nothing written: the selection changes nothing")
+        return 0
+    ctx.out(done.format(applied.description))
+    _applied_lines(ctx, applied)
+    ctx.out(f"undo: {undo_command}")
+    return 0
 
 
 def _stale(ctx, exc: StalePlan) -> int:
@@ -213,21 +234,8 @@ def _finish(args, ctx, plan: Plan, selection: frozenset[str], command: str, appl
         else:
             ctx.out("nothing to compact")
         return 0
-    try:
-        applied = apply()
-    except StalePlan as exc:
-        return _stale(ctx, exc)
-    entry = UndoJournal().record(applied) if applied.changed else None
-    if ctx.json_mode:
-        ctx.emit_json({"plan": plan.to_obj(selection), "applied": applied.to_obj(), "journal": entry})
-        return 0
-    if not applied.changed:
-        ctx.out("nothing written: the selection changes nothing")
-        return 0
-    ctx.out(f"applied: {applied.description}")
-    _applied_lines(ctx, applied)
-    ctx.out(f"undo: {command.replace(' --fuzzy', '')} --undo")
-    return 0
+    return _apply_and_report(ctx, apply, "plan", plan.to_obj(selection), "applied: {}",
+                             f"{command.replace(' --fuzzy', '')} --undo")
 
 
 def _undo(ctx, target: str, what: str, datadir=None) -> int:
@@ -280,21 +288,9 @@ def cmd_review(args, ctx) -> int:
         return 0
     if args.restore:
         selection = plan.select(",".join(args.restore))
-        try:
-            applied = plan.apply(selection, confirm_dream=args.confirm_dream)
-        except StalePlan as exc:
-            return _stale(ctx, exc)
-        entry = UndoJournal().record(applied) if applied.changed else None
-        if ctx.json_mode:
-            ctx.emit_json({"review": plan.to_obj(selection), "applied": applied.to_obj(), "journal": entry})
-            return 0
-        if not applied.changed:
-            ctx.out("nothing written: the selection changes nothing")
-            return 0
-        ctx.out(f"restored: {applied.description}; the rest of the rewrite is accepted")
-        _applied_lines(ctx, applied)
-        ctx.out(f"undo: {command} --undo")
-        return 0
+        return _apply_and_report(ctx, lambda: plan.apply(selection, confirm_dream=args.confirm_dream),
+                                 "review", plan.to_obj(selection),
+                                 "restored: {}; the rest of the rewrite is accepted", f"{command} --undo")
     if ctx.json_mode:
         obj = plan.to_obj()
         obj["baseline"] = plan.baseline.to_obj() if plan.baseline else None
