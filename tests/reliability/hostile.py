@@ -16,6 +16,7 @@ may have made files immutable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -204,22 +205,14 @@ def release_corpus(root: str) -> None:
     if not os.path.exists(root):
         return
     _chattr("-i", root)
+    # Top-down: a folder's subfolders are opened up before the walk enters them.
     for folder, dirs, files in os.walk(root):
-        for name in dirs:
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                try:
-                    os.chmod(path, 0o755)
-                except OSError:
-                    pass
-    for folder, dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                try:
-                    os.chmod(path, 0o644)
-                except OSError:
-                    pass
+        for names, mode in ((dirs, 0o755), (files, 0o644)):
+            for name in names:
+                path = os.path.join(folder, name)
+                if not os.path.islink(path):
+                    with contextlib.suppress(OSError):
+                        os.chmod(path, mode)
 
 
 # ---------------------------------------------------------------------- the corpus
