@@ -19,6 +19,8 @@ Signals:
 
 from __future__ import annotations
 
+from collections import Counter
+
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QPainter, QSyntaxHighlighter, QTextCharFormat
 from PySide6.QtWidgets import (
@@ -394,13 +396,15 @@ class PreviewPane(QWidget):
                 if self.key.bank in source.loaded:  # never start a load from here
                     with source.bank_lock(self.key.bank):
                         records = list(bank.log.records.values())
-                tags = sorted({t for m in records if m.invalid_at is None for t in m.tags},
-                              key=lambda t: (-sum(t in m.tags for m in records if m.invalid_at is None), t))
-                entities = []
+                counts = Counter(t for m in records if m.invalid_at is None for t in set(m.tags))
+                tags = sorted(counts, key=lambda t: (-counts[t], t))
+                entities: list[str] = []
                 for m in records:
                     for e in m.entities:
                         if e != "user" and e not in entities:
                             entities.append(e)
+                    if len(entities) >= 2:
+                        break
                 suggestions += [f"what do we know about {t}?" for t in tags[:2]]
                 suggestions += [f"tell me about {e}" for e in entities[:2]]
                 suggestions.append("who is the user?")

@@ -54,6 +54,8 @@ class RulesPanel(QWidget):
         self.docs = None
         self.doc: EditableDoc | None = None
         self._loading_text = False
+        # The bank's rule texts as last read, for the budget meter; None: read again.
+        self._rule_texts: dict[str, str] | None = None
 
         self.list = QListWidget(self)
         self.list.setAccessibleName("Documents")
@@ -173,6 +175,7 @@ class RulesPanel(QWidget):
         self._reload_list()
 
     def _reload_list(self, select: str | None = None) -> None:
+        self._rule_texts = None
         self.list.blockSignals(True)
         self.list.clear()
         if self.docs is None:
@@ -288,10 +291,13 @@ class RulesPanel(QWidget):
             self.meter.setVisible(False)
             return
         self.meter.setVisible(True)
-        try:
-            rules = dict(self.docs.texts())
-        except (KeepguiError, OSError):
-            rules = {}
+        if self._rule_texts is None:
+            # Read once per bank and per change on disk, not on every pause in typing.
+            try:
+                self._rule_texts = dict(self.docs.texts())
+            except (KeepguiError, OSError):
+                pass
+        rules = dict(self._rule_texts or {})
         rules[self.doc.name] = text
         config = self._config_for(self.key)
         place = self.meter.show_rules(sorted(rules.items()), self.doc.name, config.max_rule_chars)
@@ -348,6 +354,7 @@ class RulesPanel(QWidget):
         except (KeepguiError, OSError) as exc:
             self.banner.show_message(f"{base.title} was not saved: {exc}", "removed")
             return False
+        self._rule_texts = None
         if new_doc is None:
             self.note.emit(notices[0] if notices else f"{base.title} deleted")
             self.doc = None
@@ -398,6 +405,7 @@ class RulesPanel(QWidget):
             self._changed_on_disk()
 
     def _changed_on_disk(self) -> None:
+        self._rule_texts = None
         if self.doc is None or self.docs is None:
             self._reload_list()
             return
