@@ -114,6 +114,26 @@ def test_safe_operations_are_selected(small):
     assert plan.agents_after().decode().endswith("- Always answer in English\n")
 
 
+def test_rules_stay_put_when_agents_md_is_not_utf8(tmp_path, history):
+    """AGENTS.md that keepgui cannot read back exactly is never rewritten: the rule is only offered."""
+    agents = b"Caf\xe9 rules\n"
+    ws = Workspace(make_workspace(tmp_path / "ws", keep=SMALL, memory=MEMORY, agents=agents))
+    plan = plan_keep(ws, history=history)
+    assert not ops_by_kind(plan, "move-to-agents")
+    offered = [op for op in ops_by_kind(plan, "misplaced") if op.before == ("Always answer in English",)]
+    assert offered and not offered[0].selected
+    assert any(n.code == "agents-unreadable" and "line 1" in n.message for n in plan.notices)
+    plan.apply()
+    assert read(ws.agents_md) == agents
+
+
+def test_appending_to_agents_md_keeps_its_style(tmp_path, history):
+    ws = Workspace(make_workspace(tmp_path / "ws", keep=SMALL, memory=MEMORY,
+                                  agents="\ufeff# Agents\r\n\r\n- Be brief".encode()))
+    after = plan_keep(ws, history=history).agents_after()
+    assert after == "\ufeff# Agents\r\n\r\n- Be brief\r\n- Always answer in English\r\n".encode()
+
+
 def test_judgement_calls_are_not_selected(small):
     _ws, plan = small
     judgement = {(op.kind, op.before) for op in plan.operations if not op.selected}

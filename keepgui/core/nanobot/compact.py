@@ -81,10 +81,10 @@ from keepgui.core.compaction import (
 )
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, Unreadable
 from keepgui.core.history import History, RemovedEntry, Version, file_key
-from keepgui.core.nanobot.documents import DOCUMENTS
+from keepgui.core.nanobot.documents import DOCUMENTS, append_lines
 from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, triage
 from keepgui.core.nanobot.keepmd import (
-    BOM, COMPACTION_TARGET, SOFT_CAP, KeepDoc, canonical_line, contains, entry_id, normalise,
+    BOM, COMPACTION_TARGET, SOFT_CAP, KeepDoc, canonical_line, contains, decode_text, entry_id, normalise,
 )
 from keepgui.core.nanobot.workspace import AGENTS_MD, KEEP_MD, MEMORY_MD, USER_MD, Notice, Workspace
 from keepgui.core.timefmt import now_ms
@@ -365,17 +365,8 @@ class DocPlan(Plan):
         lines = [text for edit in self.edits(selection) for text in edit.agents]
         if not lines:
             return None
-        data, _stamp = self.evidence.get(AGENTS_MD) or self.workspace.read(AGENTS_MD)
-        text = _decode(data)
-        crlf = bool(data) and text.count("\n") and text.count("\r\n") == text.count("\n")
-        text = text.replace("\r\n", "\n")
-        if text and not text.endswith("\n"):
-            text += "\n"
-        text += "".join(line + "\n" for line in lines)
-        if crlf:
-            text = text.replace("\n", "\r\n")
-        out = text.encode("utf-8")
-        return BOM + out if data and data.startswith(BOM) else out
+        # Only a keep.md plan moves rules, and it always reads AGENTS.md as evidence.
+        return append_lines(self.evidence[AGENTS_MD][0], self.workspace.path(AGENTS_MD), lines)
 
     def counts(self, selection=None) -> Counts:
         """Physical lines before → after → target (entries as detail), as ``compaction_due`` counts."""
@@ -389,7 +380,7 @@ class DocPlan(Plan):
         out = textdiff.unified(self.before_text, self.after_text(selection), f"a/{name}", f"b/{name}", context)
         agents = self.agents_after(selection)
         if agents is not None:
-            before = _decode((self.evidence.get(AGENTS_MD) or self.workspace.read(AGENTS_MD))[0])
+            before = _decode(self.evidence[AGENTS_MD][0])
             out += textdiff.unified(before, _decode(agents), f"a/{AGENTS_MD}", f"b/{AGENTS_MD}", context)
         return out
 
@@ -437,7 +428,7 @@ class DocPlan(Plan):
         changes: list[FileChange] = []
         try:
             if agents_new is not None:
-                agents_old, agents_stamp = self.evidence.get(AGENTS_MD) or self.workspace.read(AGENTS_MD)
+                agents_old, agents_stamp = self.evidence[AGENTS_MD]
                 changes.append(self._write(AGENTS_MD, agents_old, agents_stamp, agents_new))
             changes.append(self._write(self.rel, self.data, self.stamp, new))
         except BaseException as exc:
@@ -711,15 +702,23 @@ def plan_keep(workspace: Workspace | str, *, target: int = COMPACTION_TARGET, th
         history.record(workspace.keep_md, data, source="seen")
     evidence = {rel: workspace.read(rel) for rel in (MEMORY_MD, USER_MD, AGENTS_MD)}
     texts = {rel.rsplit("/", 1)[-1]: _decode(evidence[rel][0]) for rel in evidence}
-    planned = _plan_operations(doc, texts, workspace.projects(), threshold)
+    try:  # rules move to AGENTS.md only when keepgui can write it back exactly
+        decode_text(evidence[AGENTS_MD][0] or b"", workspace.path(AGENTS_MD))
+        agents_problem = None
+    except Unreadable as exc:
+        agents_problem = str(exc)
+    planned = _plan_operations(doc, texts, workspace.projects(), threshold, agents_writable=agents_problem is None)
     notices = _keep_notices(doc, planned, target, workspace, history)
+    if agents_problem is not None:
+        notices.append(Notice("agents-unreadable", "warning",
+                              f"{agents_problem}; rules found in keep.md are not moved there until it is"))
     settings = {"target": target, "threshold": threshold}
     return KeepPlan(workspace, KEEP_MD, data, stamp, planned, evidence=evidence, notices=notices, history=history,
                     target=target, settings=settings)
 
 
 def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
-                     threshold: float) -> list[tuple[Operation, Edit]]:
+                     threshold: float, *, agents_writable: bool = True) -> list[tuple[Operation, Edit]]:
     """Every operation of a keep.md plan (pure: the documents' texts are given)."""
     items = items_of(doc, prose=False)
     planned: list[tuple[Operation, Edit]] = []
@@ -823,13 +822,13 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
         if item.position in dropped:
             continue
         verdict = triage(item.text, projects)
-        if verdict.verdict == AGENTS:
+        if verdict.verdict == AGENTS and agents_writable:
             if claim(item):
                 planned.append(_op("move-to-agents", [item], [],
                                    f"{verdict.reason}; it moves there word for word",
                                    Edit(drops=(item.index,), agents=(f"- {item.text}",), removes=(item,)),
                                    selected=True, evidence=[f"AGENTS.md gets: - {item.text}"]))
-        elif verdict.verdict in (NOTE, REMIND, PROJECT):
+        elif verdict.verdict in (AGENTS, NOTE, REMIND, PROJECT):
             looser.append((*_op("misplaced", [item], [],
                                    f"{verdict.reason}; keepgui does not file it there: copy it first if you "
                                    "still need it", _drop(item), selected=False), item))

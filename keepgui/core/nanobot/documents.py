@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
@@ -257,12 +258,38 @@ def after_save_notices(workspace: Workspace, kind: DocumentKind) -> list[Notice]
     ]
 
 
-def encode_document(document: Document, text: str) -> bytes:
-    """``text`` as bytes in the document's own style: its BOM, and CRLF when the file used CRLF throughout."""
-    if document.newline == "\r\n":
+def _encode(text: str, bom: bool, newline: str) -> bytes:
+    if newline == "\r\n":
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
     data = text.encode("utf-8")
-    return BOM + data if document.bom else data
+    return BOM + data if bom else data
+
+
+def encode_document(document: Document, text: str) -> bytes:
+    """``text`` as bytes in the document's own style: its BOM, and CRLF when the file used CRLF throughout."""
+    return _encode(text, document.bom, document.newline)
+
+
+def _appended(text: str, newline: str, lines: Iterable[str], *, blank_before: bool = False) -> str:
+    """``text`` with ``lines`` added at the end, after a final newline (and a blank line when
+    ``blank_before`` and the text has content); encode with the file's style."""
+    if newline == "\r\n":
+        text = text.replace("\r\n", "\n")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if blank_before and text.strip():
+        text += "\n"
+    return text + "".join(line + "\n" for line in lines)
+
+
+def append_lines(data: bytes | None, path: str, lines: Iterable[str]) -> bytes:
+    """A document's bytes with ``lines`` added at the end in its own style (BOM, newlines kept).
+
+    Raises :class:`Unreadable` when ``data`` is not UTF-8: keepgui never
+    rewrites a file it cannot read back exactly.
+    """
+    text, bom, newline = _decode(data or b"", path)
+    return _encode(_appended(text, newline, lines), bom, newline)
 
 
 def save_document(workspace: Workspace, document: Document, text: str, *, confirm_dream: bool = False,
@@ -294,13 +321,12 @@ def _save_bytes(workspace: Workspace, document: Document, new: bytes, confirm_dr
     data, stamp = workspace.read(kind.rel)
     if not document.stamp.same_content(stamp):
         raise Conflict(document.path, document.stamp, stamp)
-    _decode(new, document.path)  # never write what keepgui could not read back
+    decoded, bom, newline = _decode(new, document.path)  # never write what keepgui could not read back
     previous = history.record(document.path, data, source="before-save") if data is not None else None
     if data == new:
         return SaveResult(document, previous, (), False)
     new_stamp = workspace.write(kind.rel, new, expect=stamp)
     history.record(document.path, new, source="saved")
-    decoded, bom, newline = _decode(new, document.path)
     saved = Document(kind, document.path, decoded, new_stamp, bom, newline,
                      tuple(document_notices(workspace, kind, decoded, True)))
     return SaveResult(saved, previous, tuple(after_save_notices(workspace, kind)))
@@ -350,12 +376,7 @@ def add_keep_pointer(workspace: Workspace, *, expect: fsio.Stamp | None = None,
         raise Conflict(document.path, expect, document.stamp)
     if _mentions_keep(document.text):
         return SaveResult(document, None, (), False)
-    text = document.text.replace("\r\n", "\n") if document.newline == "\r\n" else document.text
-    if text and not text.endswith("\n"):
-        text += "\n"
-    if text.strip():
-        text += "\n"
-    text += KEEP_POINTER + "\n"
+    text = _appended(document.text, document.newline, [KEEP_POINTER], blank_before=True)
     return save_document(workspace, document, text, confirm_dream=True, history=history)
 
 
@@ -473,11 +494,8 @@ def move_to_agents(workspace: Workspace, entry_id: str, *, keep_expect: fsio.Sta
     doc = store.load(expect=keep_expect)
     entry = doc.find(entry_id)
     agents = open_document(workspace, AGENTS_MD, history)
-    text = agents.text.replace("\r\n", "\n") if agents.newline == "\r\n" else agents.text
-    if text and not text.endswith("\n"):
-        text += "\n"
-    text += f"- {entry.text}\n"
-    saved = save_document(workspace, agents, text, history=history)
+    saved = save_document(workspace, agents, _appended(agents.text, agents.newline, [f"- {entry.text}"]),
+                          history=history)
     removal = store.remove(entry.id, expect=doc.stamp, reason="moved to AGENTS.md")
     return MoveResult(saved, removal)
 
