@@ -10,6 +10,7 @@ and writing is done by :mod:`keepgui.core`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from keepgui.core import fsio
@@ -42,7 +43,19 @@ class EditableDoc:
         return byte_len(self.text)
 
 
-class RuleDocs:
+class _Docs:
+    """What both document sets share: reading what is on disk now."""
+
+    # Rules keep a BOM as content (the worker sends it); workspace documents drop it.
+    _encoding = "utf-8"
+
+    def current(self, doc: EditableDoc) -> tuple[str | None, fsio.Stamp]:
+        """What is on disk now for ``doc`` (None when the file is gone)."""
+        data, stamp = fsio.read_stamped(doc.path)
+        return (None if data is None else data.decode(self._encoding, errors="replace")), stamp
+
+
+class RuleDocs(_Docs):
     """The rules of one iii bank."""
 
     kind = "rules"
@@ -96,19 +109,19 @@ class RuleDocs:
         with self.source.lock:
             self._bank().delete_rule(doc.name, expect=doc.stamp)
 
-    def current(self, doc: EditableDoc) -> tuple[str | None, fsio.Stamp]:
-        """What is on disk now for ``doc`` (None when the file is gone)."""
-        data, stamp = fsio.read_stamped(doc.path)
-        return (None if data is None else data.decode("utf-8", errors="replace")), stamp
+    def base_for_overwrite(self, doc: EditableDoc, on_disk: str | None, stamp: fsio.Stamp) -> EditableDoc:
+        """``doc`` as the version on disk the person was shown (``stamp``), to save over exactly that."""
+        return dataclasses.replace(doc, text=on_disk or "", stamp=stamp)
 
 
-class WorkspaceDocs:
+class WorkspaceDocs(_Docs):
     """AGENTS.md, USER.md, SOUL.md and MEMORY.md of a nanobot workspace."""
 
     kind = "workspace"
     can_create = False
     why_not_create = "a nanobot workspace has a fixed set of documents"
     NAMES = ("AGENTS.md", "USER.md", "SOUL.md", "MEMORY.md")
+    _encoding = "utf-8-sig"
 
     def __init__(self, source) -> None:
         self.source = source
@@ -138,12 +151,10 @@ class WorkspaceDocs:
                                       history=self.source.history)
         return self._wrap(result.document), [n.message for n in result.notices]
 
-    def current(self, doc: EditableDoc) -> tuple[str | None, fsio.Stamp]:
-        """What is on disk now for ``doc`` (None when the file is gone)."""
-        data, stamp = fsio.read_stamped(doc.path)
-        if data is None:
-            return None, stamp
-        return data.decode("utf-8-sig", errors="replace"), stamp
+    def base_for_overwrite(self, doc: EditableDoc, on_disk: str | None, stamp: fsio.Stamp) -> EditableDoc | None:
+        """The document read again, if it is still the version the person was shown (else None)."""
+        base = self.read(doc.name)
+        return base if base.stamp.same_content(stamp) else None
 
 
 def docs_for(source, bank: str):

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from keepgui.core.errors import Conflict, KeepguiError
 from keepgui.core.iii.config import MemoryConfig
+from keepgui.core.nanobot.documents import document_kind
 from keepgui.core.textdiff import unified
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
@@ -378,12 +379,9 @@ class RulesPanel(QWidget):
             return True
         if dialog.choice == OVERWRITE:
             # Overwrite exactly the disk version the person was shown, nothing newer.
-            base = EditableDoc(self.doc.name, self.doc.title, self.doc.path, on_disk or "", stamp, self.doc.dream,
-                               self.doc.status, self.doc.notices, self.doc.raw)
-            if self.docs.kind == "workspace":
-                base = self.docs.read(self.doc.name)
-                if not base.stamp.same_content(stamp):
-                    return self._resolve_conflict(mine, confirmed)
+            base = self.docs.base_for_overwrite(self.doc, on_disk, stamp)
+            if base is None:  # it changed again meanwhile: show the new version
+                return self._resolve_conflict(mine, confirmed)
             return self._write(mine, base, confirmed)
         return False
 
@@ -401,7 +399,9 @@ class RulesPanel(QWidget):
             self._changed_on_disk()
 
     def _on_documents_changed(self, source: str, names: list) -> None:
-        if self.key is not None and self.key.source == source:
+        if self.key is None or self.key.source != source:
+            return
+        if self.doc is None or any(document_kind(name).name == self.doc.name for name in names):
             self._changed_on_disk()
 
     def _changed_on_disk(self) -> None:

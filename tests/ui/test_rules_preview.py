@@ -146,6 +146,37 @@ def test_save_against_a_changed_file_is_refused_and_opens_the_three_way_view(win
         assert fh.read() == "# Learned\n- mine\n"
 
 
+def test_workspace_document_overwrite_saves_over_exactly_the_version_shown(make_window, demo_copy, qtbot,
+                                                                          monkeypatch):
+    from keepgui.ui.hub import KEEP_BANK, BankKey
+
+    window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
+    qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
+    window.select_bank(BankKey(demo_copy.nanobot, KEEP_BANK))
+    window.show_panel("rules")
+    rules = window.rules
+    rules.open_document("AGENTS.md")
+    path = rules.doc.path
+    rules.editor.setPlainText("# Agents\n- mine\n")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# Agents\n- theirs\n")
+    shown = []
+
+    def overwrite(dialog):
+        shown.append(dialog.diff.toPlainText())
+        if len(shown) == 1:  # while the dialog is open, the file changes once more
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write("# Agents\n- newer\n")
+        dialog.choice = threeway.OVERWRITE
+        return 1
+
+    monkeypatch.setattr(threeway.ThreeWayDialog, "exec", overwrite)
+    assert rules.save() is True
+    assert len(shown) == 2 and "- newer" in shown[1]  # the newer version was shown before it was overwritten
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == "# Agents\n- mine\n"
+
+
 def test_saving_empty_content_asks_before_deleting(window, qtbot, monkeypatch):
     window.show_panel("rules")
     rules = window.rules
