@@ -16,7 +16,7 @@ from PySide6.QtGui import QPainter, QPalette, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from keepgui.core.iii.preview import RuleOutcome, render_rules
-from keepgui.core.iii.textrules import rust_trim
+from keepgui.core.iii.textrules import cut_at_char_boundary, rust_trim
 from keepgui.ui import theme
 
 
@@ -58,19 +58,12 @@ def place_rules(rules: list[tuple[str, str]], max_rule_chars: int) -> dict[str, 
         cut = None
         if outcome.status != "fit":
             text = texts[outcome.name]
-            lead = len(text) - len(text.lstrip(_lead_chars(text)))
-            kept = rust_trim(text).encode("utf-8")[:outcome.injected].decode("utf-8", errors="ignore")
-            cut = lead + len(kept)
+            sent = rust_trim(text)  # what is sent starts after the leading white space
+            lead = text.find(sent) if sent else len(text)
+            cut = lead + len(cut_at_char_boundary(sent, outcome.injected))
         places[outcome.name] = RulePlace(outcome, used, max_rule_chars, cut)
         used += outcome.injected
     return places
-
-
-def _lead_chars(text: str) -> str:
-    stripped = rust_trim(text)
-    if not stripped:
-        return text
-    return text[: text.index(stripped[0])]
 
 
 class BudgetBar(QWidget):

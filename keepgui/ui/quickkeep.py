@@ -33,12 +33,13 @@ from typing import Any, Callable
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor, QGuiApplication, QPainter, QPalette, QUndoStack
 from PySide6.QtWidgets import (
-    QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSystemTrayIcon, QToolButton, QVBoxLayout,
+    QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QToolButton, QVBoxLayout,
     QWidget,
 )
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
+from keepgui.core.compaction import excerpt
 from keepgui.core.errors import KeepguiError
 from keepgui.core.iii.mutations import clean_text
 from keepgui.core.iii.record import fingerprint
@@ -49,6 +50,7 @@ from keepgui.core.nanobot.keepmd import normalise
 from keepgui.ui import theme
 from keepgui.ui.commands import KeepCommand, MemoryCommand
 from keepgui.ui.hub import KEEP_BANK, BankKey, Hub
+from keepgui.ui.tray import KeepTray
 
 DEBOUNCE_MS = 250
 """Feedback waits this long after the last keystroke (typing stays smooth on big banks)."""
@@ -81,8 +83,7 @@ class QuickCheck:
 
 
 def _quote(text: str, limit: int = 70) -> str:
-    text = " ".join(text.split())
-    return "“" + (text if len(text) <= limit else text[: limit - 1] + "…") + "”"
+    return f"“{excerpt(text, limit)}”"
 
 
 def check_keep_md(store, text: str, doc=None) -> tuple[Hint, ...]:
@@ -221,10 +222,10 @@ def notify_for(host) -> Callable[[str], None]:
     """How a host confirms a keep: the tray's message when a tray shows, else the status bar."""
 
     def notify(text: str) -> None:
-        tray = host.findChild(QSystemTrayIcon) if isinstance(host, QObject) else None
-        if tray is not None and tray.isVisible() and QSystemTrayIcon.supportsMessages():
-            tray.showMessage("keepgui", text, theme.app_icon(), 4000)
-        elif hasattr(host, "statusBar"):
+        tray = host.findChild(KeepTray) if isinstance(host, QObject) else None
+        if tray is not None and tray.notify(text):
+            return
+        if hasattr(host, "statusBar"):
             host.statusBar().showMessage(text, 8000)
 
     return notify
@@ -272,11 +273,9 @@ class QuickKeepPopup(QFrame):
     """The quick keep popup (see the module docstring). One per host; reused between openings.
 
     Signals:
-        kept(str message): a fact was kept; ``message`` is the "Kept: …" confirmation.
         closed(): the popup was closed or hidden.
     """
 
-    kept = Signal(str)
     closed = Signal()
     _checked = Signal(int, object)
 
@@ -574,11 +573,6 @@ class QuickKeepPopup(QFrame):
         """The feedback shown now: ``(level, text)`` per line."""
         return [(r.hint.level, r.hint.text) for r in self.rows if not r.isHidden() and r.hint is not None]
 
-    def check_now(self) -> None:
-        """Skip the debounce (the feedback arrives by signal shortly)."""
-        self._debounce.stop()
-        self._start_check()
-
     # ------------------------------------------------------------------ keeping
 
     def keep(self, force: bool = False, replace: bool = False) -> bool:
@@ -624,7 +618,6 @@ class QuickKeepPopup(QFrame):
                 how = f"reinforced, seen {record.seen}×"
             message = f"Kept: {record.text} — bank “{key.bank}” ({how})"
         self._remember_target(key)
-        self.kept.emit(message)
         self.notify(message)
         self.edit.clear()
         self._last = None

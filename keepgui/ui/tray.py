@@ -107,10 +107,12 @@ class KeepTray(QSystemTrayIcon):
         if len(self.due) == 1:
             self.compactionRequested.emit(self.due[0][0])
 
-    def notify(self, text: str, title: str = "keepgui") -> None:
-        """A short desktop notification from the icon (silently nothing where messages are unsupported)."""
-        if self.isVisible() and QSystemTrayIcon.supportsMessages():
-            self.showMessage(title, text, theme.app_icon(), 4000)
+    def notify(self, text: str, title: str = "keepgui") -> bool:
+        """A short desktop notification from the icon; False (nothing shown) where messages are unsupported."""
+        if not (self.isVisible() and QSystemTrayIcon.supportsMessages()):
+            return False
+        self.showMessage(title, text, theme.app_icon(), 4000)
+        return True
 
     def _on_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
         # Since GNOME Shell 3.26 some reasons never arrive; the menu has every action anyway.

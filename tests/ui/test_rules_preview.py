@@ -89,6 +89,15 @@ def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo
     assert "## style [omitted: over the injection budget]" in result.system_prompt_section
 
 
+def test_cut_point_counts_the_leading_white_space_that_is_not_sent():
+    from keepgui.ui.budget import place_rules
+
+    text = "\n \u3000 " + "é" * 400  # U+3000 is white space to Rust's trim, not to a naive strip
+    place = place_rules([("a", text)], 301)["a"]
+    assert place.outcome.status == "truncated" and place.outcome.injected == 300
+    assert place.cut_char == 4 + 150  # four leading white-space characters, then 150 two-byte characters
+
+
 def test_multibyte_rule_cut_lands_on_a_char_boundary(window, qtbot):
     window.preview.set_config(window.preview.config.replace(max_rule_chars=301), emit=True)
     window.show_panel("rules")
