@@ -8,21 +8,18 @@ dark mode alike. The diff itself is computed in :mod:`keepgui.core.textdiff`.
 
 from __future__ import annotations
 
-from PySide6.QtGui import QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat
+from PySide6.QtGui import QFont, QFontDatabase, QTextCharFormat
 from PySide6.QtWidgets import QPlainTextEdit
 
 from keepgui.ui import theme
+from keepgui.ui.highlighting import PaletteHighlighter
 
 
-class DiffHighlighter(QSyntaxHighlighter):
+class DiffHighlighter(PaletteHighlighter):
     """Colours the lines of a unified diff."""
 
-    def __init__(self, document) -> None:
-        super().__init__(document)
-        self.refresh_palette()
-
-    def refresh_palette(self) -> None:
-        """Recompute colours from the current palette and re-highlight."""
+    def set_formats(self) -> None:
+        """Formats from the current palette."""
         self.added = QTextCharFormat()
         self.added.setBackground(theme.tint("added"))
         self.removed = QTextCharFormat()
@@ -33,7 +30,6 @@ class DiffHighlighter(QSyntaxHighlighter):
         self.header.setFontWeight(QFont.Weight.Bold)
         self.note = QTextCharFormat()
         self.note.setForeground(theme.muted_text())
-        self.rehighlight()
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 - Qt override
         if text.startswith(("+++ ", "--- ")):

@@ -13,10 +13,11 @@ import re
 
 from markdown_it import MarkdownIt
 from PySide6.QtCore import QRegularExpression, QUrl
-from PySide6.QtGui import QFont, QPalette, QSyntaxHighlighter, QTextCharFormat
+from PySide6.QtGui import QFont, QPalette, QTextCharFormat
 from PySide6.QtWidgets import QTextBrowser
 
 from keepgui.ui import theme
+from keepgui.ui.highlighting import PaletteHighlighter
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _IN_FENCE = 1
@@ -27,15 +28,11 @@ def render_html(text: str) -> str:
     return _MD.render(text)
 
 
-class MarkdownHighlighter(QSyntaxHighlighter):
+class MarkdownHighlighter(PaletteHighlighter):
     """Headings, list markers, emphasis, inline code and fenced code blocks."""
 
-    def __init__(self, document) -> None:
-        super().__init__(document)
-        self.refresh_palette()
-
-    def refresh_palette(self) -> None:
-        """Recompute the colours from the current palette and re-highlight (dark mode switch)."""
+    def set_formats(self) -> None:
+        """Formats from the current palette."""
         pal = theme.palette()
         accent = theme.accent()
         text = pal.color(QPalette.ColorRole.Text)
@@ -54,7 +51,6 @@ class MarkdownHighlighter(QSyntaxHighlighter):
         self.code.setBackground(theme.mix(pal.color(QPalette.ColorRole.Base), text, 0.08))
         self.muted = QTextCharFormat()
         self.muted.setForeground(theme.muted_text())
-        self.rehighlight()
 
     _RULES = (
         (QRegularExpression(r"^\s{0,3}([-*+]|\d+[.)])\s"), "marker"),

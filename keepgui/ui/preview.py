@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPainter, QSyntaxHighlighter, QTextCharFormat
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QPainter, QTextCharFormat
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QListWidget,
     QListWidgetItem, QMenu, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QStyle, QStyledItemDelegate,
@@ -34,6 +34,7 @@ from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.preview import BYTES_PER_TOKEN, WhatIf
 from keepgui.core.iii.textrules import byte_len
 from keepgui.ui import theme
+from keepgui.ui.highlighting import PaletteHighlighter
 
 HitRole = Qt.ItemDataRole.UserRole + 60
 TopScoreRole = Qt.ItemDataRole.UserRole + 61
@@ -45,11 +46,11 @@ SETTING_FIELDS = (("recall_limit", "Recall limit", 0, 100), ("recall_budget_toke
                   ("decay_half_life_days", "Recency half-life (days)", 0, 100_000))
 
 
-class SectionHighlighter(QSyntaxHighlighter):
+class SectionHighlighter(PaletteHighlighter):
     """Marks the rule headings and, in warning colours, the truncation and omission markers."""
 
-    def __init__(self, document) -> None:
-        super().__init__(document)
+    def set_formats(self) -> None:
+        """Formats from the current palette."""
         self.warn = QTextCharFormat()
         self.warn.setBackground(theme.tint("warning"))
         self.warn.setForeground(theme.strong("warning"))

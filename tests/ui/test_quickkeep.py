@@ -189,23 +189,15 @@ def test_quick_keep_on_its_own_keeps_prints_and_closes(demo_copy, qtbot, monkeyp
 
 
 def test_colours_follow_a_dark_palette(popup, demo_copy, qtbot):
-    from PySide6.QtGui import QColor, QPalette
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtGui import QPalette
 
-    app = QApplication.instance()
-    light = app.palette()
-    dark = QPalette(light)
-    for role, name in ((QPalette.ColorRole.Window, "#2b2b2b"), (QPalette.ColorRole.WindowText, "#e6e6e6"),
-                       (QPalette.ColorRole.Base, "#1e1e1e"), (QPalette.ColorRole.Text, "#e6e6e6")):
-        dark.setColor(role, QColor(name))
+    from tests.ui.test_highlighting import dark_palette
+
     popup.set_target(BankKey(demo_copy.nanobot, KEEP_BANK))
     type_and_wait(popup, qtbot, "Always reply in Portuguese", "AGENTS.md")
     row = popup.rows[0]
     before = row.mark.palette().color(QPalette.ColorRole.WindowText)
-    try:
-        app.setPalette(dark)
+    with dark_palette():
         qtbot.waitUntil(lambda: row.label.palette().color(QPalette.ColorRole.WindowText).name() == "#e6e6e6")
         assert row.mark.palette().color(QPalette.ColorRole.WindowText) != before  # re-derived for dark
         assert popup.target_key() == BankKey(demo_copy.nanobot, KEEP_BANK)  # kept across the redraw
-    finally:
-        app.setPalette(light)
