@@ -153,7 +153,7 @@ HISTORY = [
     ("main", 100, "reinforce", "User prefers metric units, including in recipes"),
     ("main", 80, "delete", "Mike runs on Saturday mornings along the Tagus"),
     ("main", 50, "save", ("Mike runs on Sunday mornings along the Tagus", ["mike"], ["habits"])),
-    ("main", 49, "supersede", ("User drinks green tea, never coffee after 14:00", None)),
+    ("main", 49, "supersede", "User drinks green tea, never coffee after 14:00"),
     ("main", 49, "save", ("User drinks green tea; no coffee after 14:00, decaf is fine", ["user"], ["habits"])),
     ("main", 25, "reinforce", "User prefers formal writing"),
     ("main", 10, "pin", "User lives in Lisbon; timezone Europe/Lisbon"),
@@ -169,7 +169,7 @@ HISTORY = [
     ("blog", 8, "tag", ("Next series: writing a search engine in 500 lines", ["topics", "series"])),
     ("coding", 260, "reinforce", "The API port is 3111"),
     ("coding", 220, "reinforce", "The API port is 3111"),
-    ("coding", 170, "supersede", ("Deploys run on Fridays after 16:00", None)),
+    ("coding", 170, "supersede", "Deploys run on Fridays after 16:00"),
     ("coding", 170, "save", ("Deploys run on Thursdays; Friday deploys are banned", ["deploy"], ["ops"])),
     ("coding", 120, "reinforce", "Deploys run on Thursdays; Friday deploys are banned"),
     ("coding", 100, "edit", ("Postgres is on version 16 with pgvector", "Postgres is on version 17 with pgvector")),
@@ -197,6 +197,7 @@ def build(target: str) -> None:
     state: dict[str, dict[str, object]] = {b: {} for b in BANKS}
     lines: dict[str, list[bytes]] = {b: [] for b in BANKS}
     sessions = [f"s_{rng.randrange(16**6):06x}" for _ in range(12)]
+    pending_supersede: dict[str, object] = {}  # bank -> the memory the next save supersedes
 
     def put(bank, transition):
         if transition.record is not None:
@@ -242,10 +243,8 @@ def build(target: str) -> None:
             memory = by_text(bank, args)
             put(bank, mut.restore_transition(memory, memory.id, now=at))
         elif action == "supersede":
-            loser_text, _ = args
-            loser = by_text(bank, loser_text)
             # the winner is the next event's save; record the supersede after it exists
-            pending_supersede[bank] = loser
+            pending_supersede[bank] = by_text(bank, args)
             continue
         if action == "save" and bank in pending_supersede:
             loser = pending_supersede.pop(bank)
@@ -265,8 +264,6 @@ def build(target: str) -> None:
             fh.write(b"".join(lines[bank]))
         print(f"{bank}: {len(lines[bank])} lines, {len(state[bank])} memories")
 
-
-pending_supersede: dict[str, object] = {}
 
 if __name__ == "__main__":
     here = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
