@@ -7,6 +7,7 @@ import sys
 
 from keepgui.core.errors import InvalidInput
 from keepgui.core.iii.record import Memory
+from keepgui.core.iii.textrules import byte_len
 from keepgui.core.timefmt import relative_time
 
 
@@ -107,7 +108,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 # ---------------------------------------------------------------------- helpers
 
 
-def memory_line(memory: Memory, now: int | None = None) -> str:
+def memory_line(memory: Memory) -> str:
     """One human line for a memory."""
     flags = "*" if memory.pinned else " "
     if memory.invalid_at is not None:
@@ -117,7 +118,7 @@ def memory_line(memory: Memory, now: int | None = None) -> str:
         extra.append(" ".join("#" + t for t in memory.tags))
     if memory.entities:
         extra.append("@" + " @".join(memory.entities))
-    meta = f"seen ×{memory.seen}, updated {relative_time(memory.updated_at, now)}"
+    meta = f"seen ×{memory.seen}, updated {relative_time(memory.updated_at)}"
     if memory.superseded_by:
         meta += f", superseded by {memory.superseded_by}"
     elif memory.invalid_at is not None:
@@ -182,8 +183,9 @@ def cmd_memories(args, ctx) -> int:
         raise InvalidInput(f"bank `{bank.name}` cannot be read: {bank.unreadable}")
     rows = bank.memories(history=args.history, tag=args.tag)
     if ctx.json_mode:
+        stored = bank.log.raw_lines()
         for memory in rows:
-            raw = bank.log.raw_line(memory.id)
+            raw = stored.get(memory.id)
             print(raw if raw is not None else memory.to_json(), file=ctx.stdout)
         return 0
     for memory in rows:
@@ -246,7 +248,7 @@ def cmd_rules(args, ctx) -> int:
                        "problems": [str(p) for p in problems]})
         return 0
     for rule in rules:
-        size = len(rule.content.encode("utf-8"))
+        size = byte_len(rule.content)
         ctx.out(f"── {rule.name}.md ({size} bytes, edited {relative_time(rule.updated_at)})")
         ctx.out(rule.content.rstrip("\n"))
     if not rules:

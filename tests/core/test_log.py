@@ -144,6 +144,27 @@ def test_raw_line_is_exactly_as_stored(log_path):
     assert log.raw_line("fp1") == line.decode().rstrip("\n")
 
 
+def test_raw_lines_gives_what_raw_line_gives_for_every_id(log_path):
+    a = rec("alpha beta gamma")
+    b = rec("delta epsilon", revision=2)
+    canonical_b = b.to_line()
+    write(log_path, a,
+          b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":2,"extra":1}\r\n',
+          b"\n", b"{not json}\n",
+          canonical_b,
+          canonical_b[:-1] + b"\r\n",  # the same record again, with CRLF: the later line is the one shown
+          b.replace(text="older revision", revision=1),  # lower revision: never the current record
+          a.replace(revision=1),
+          b'{"id":"torn')
+    log = MemoryLog(log_path)
+    log.refresh()
+    stored = log.raw_lines()
+    assert set(stored) == set(log.records) == {a.id, b.id, "fp1"}
+    assert stored == {mid: log.raw_line(mid) for mid in log.records}
+    assert stored[b.id] == canonical_b.decode().rstrip("\n") and stored[a.id] == a.replace(revision=1).to_json()
+    assert log.raw_line("nope") is None
+
+
 def test_progress_is_reported(log_path):
     write(log_path, *(rec(f"progress memory {i}") for i in range(60_000 // 1000)))
     seen = []

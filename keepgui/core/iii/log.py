@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Callable, Iterator
 
-from keepgui.core.iii.record import Memory, RecordError, decode_canonical, parse_line
+from keepgui.core.iii.record import Memory, RecordError, decode_canonical, parse_line, read_record
 from keepgui.core.iii.textrules import rust_trim
 
 LOG_NAME = "memories.jsonl"
@@ -329,25 +329,34 @@ class MemoryLog:
         """How many lines hold a valid record (every revision of every id)."""
         return len(self._line_offsets)
 
-    def revision_lines(self, memory_id: str) -> list[tuple[int, str]]:
-        """``(file offset, raw line)`` of every valid line of an id, in file order."""
+    def _offsets_of(self, memory_id: str) -> list[int]:
+        """File offsets of the valid lines that may hold ``memory_id`` (equal id hashes), in file order."""
         target = hash(memory_id)
-        wanted = [off for h, off in zip(self._line_hashes, self._line_offsets) if h == target]
-        out: list[tuple[int, str]] = []
-        if not wanted:
+        return [off for h, off in zip(self._line_hashes, self._line_offsets) if h == target]
+
+    def _lines_at(self, offsets: list[int]) -> list[tuple[int, bytes]]:
+        """``(offset, line without its newline)`` read back from the file at each offset."""
+        out: list[tuple[int, bytes]] = []
+        if not offsets:
             return out
         try:
             with open(self.path, "rb") as fh:
-                for off in wanted:
+                for off in offsets:
                     fh.seek(off)
-                    raw = fh.readline().rstrip(b"\n")
-                    try:
-                        if parse_line(raw).id == memory_id:
-                            out.append((off, raw.decode("utf-8")))
-                    except (RecordError, UnicodeDecodeError):
-                        continue  # the file changed under us; the next refresh replays it
+                    out.append((off, fh.readline().rstrip(b"\n")))
         except OSError:
             return out
+        return out
+
+    def revision_lines(self, memory_id: str) -> list[tuple[int, str]]:
+        """``(file offset, raw line)`` of every valid line of an id, in file order."""
+        out: list[tuple[int, str]] = []
+        for off, raw in self._lines_at(self._offsets_of(memory_id)):
+            try:
+                if parse_line(raw).id == memory_id:
+                    out.append((off, raw.decode("utf-8")))
+            except (RecordError, UnicodeDecodeError):
+                continue  # the file changed under us; the next refresh replays it
         return out
 
     def scan(self) -> Iterator[tuple[int, Memory]]:
@@ -359,24 +368,53 @@ class MemoryLog:
             return
         end = data.rfind(b"\n") + 1
         for lineno, line in enumerate(data[:end].split(b"\n")[:-1], 1):
-            memory = decode_canonical(line)
-            if memory is None:
-                try:
-                    memory = parse_line(line)
-                except (RecordError, UnicodeDecodeError):
-                    continue
-            yield lineno, memory
+            memory = read_record(line)
+            if memory is not None:
+                yield lineno, memory
 
     def history(self, memory_id: str) -> list[Memory]:
         """Every valid revision of an id in file order, read back from disk."""
         return [parse_line(raw) for _, raw in self.revision_lines(memory_id)]
 
+    def _current_line(self, raw: bytes) -> tuple[str, str] | None:
+        """``(id, text)`` when the line ``raw`` holds exactly the current record of its id, else None.
+
+        The text is the line as stored, without a trailing ``\\r`` (what ``--json`` prints).
+        """
+        memory = read_record(raw)
+        if memory is None or self.records.get(memory.id) != memory:
+            return None
+        try:
+            return memory.id, raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError:
+            return None
+
     def raw_line(self, memory_id: str) -> str | None:
         """The stored line of the current record, exactly as it is on disk (for ``--json``)."""
-        current = self.records.get(memory_id)
-        if current is None:
+        if memory_id not in self.records:
             return None
-        for _, raw in reversed(self.revision_lines(memory_id)):
-            if parse_line(raw) == current:
-                return raw.rstrip("\r")
+        for _, raw in reversed(self._lines_at(self._offsets_of(memory_id))):
+            found = self._current_line(raw)
+            if found is not None and found[0] == memory_id:
+                return found[1]
         return None
+
+    def raw_lines(self) -> dict[str, str]:
+        """:meth:`raw_line` of every current record at once, in one read of the file: id -> line.
+
+        Per id, the last valid line whose record equals the current one; an id
+        with no such line (the file changed since the last refresh) is absent.
+        """
+        try:
+            with open(self.path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return {}
+        out: dict[str, str] = {}
+        find = data.find
+        for off in self._line_offsets:
+            end = find(b"\n", off)
+            found = self._current_line(data[off:] if end < 0 else data[off:end])
+            if found is not None:
+                out[found[0]] = found[1]
+        return out

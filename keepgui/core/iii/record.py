@@ -219,6 +219,21 @@ def parse_line(line: bytes | str) -> Memory:
     return memory
 
 
+def read_record(line: bytes) -> Memory | None:
+    """The record on one log line (without its newline), or None for a line the worker skips.
+
+    The fast path (:func:`decode_canonical`) first, then every rule of
+    :func:`parse_line`; blank and corrupt lines give None.
+    """
+    memory = decode_canonical(line)
+    if memory is not None:
+        return memory
+    try:
+        return parse_line(line)
+    except (RecordError, UnicodeDecodeError):
+        return None
+
+
 def _refuse_repeated_keys(line: bytes) -> None:
     """Raise RecordError for a repeated key: serde refuses them, msgspec keeps the last one."""
     try:
