@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from keepgui.core import fsio
 from keepgui.core.iii.log import LOG_NAME
-from keepgui.core.iii.record import decode_canonical, parse_line
+from keepgui.core.iii.record import read_record
 from keepgui.core.paths import resources_dir
 
 DEMO_EPOCH = 1_750_000_000_000
@@ -60,13 +60,10 @@ def _shift_log(path: str, shift: int) -> None:
         lines = fh.read().split(b"\n")
     out = []
     for line in lines[:-1]:
-        memory = decode_canonical(line)
+        memory = read_record(line)
         if memory is None:
-            try:
-                memory = parse_line(line)
-            except ValueError:
-                out.append(line + b"\n")  # keep anything odd exactly as it is
-                continue
+            out.append(line + b"\n")  # keep anything odd exactly as it is
+            continue
         memory = memory.replace(
             created_at=memory.created_at + shift,
             updated_at=memory.updated_at + shift,

@@ -58,7 +58,7 @@ from keepgui.core.compaction import (
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
 from keepgui.core.iii import mutations as mut
-from keepgui.core.iii.record import Memory, RecordError, decode_canonical, fingerprint, memory_from_obj, parse_line
+from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
 from keepgui.core.iii.store import Bank, DataDir
 
 FUZZY_THRESHOLD = 85.0
@@ -194,27 +194,23 @@ class LogMark:
     sha256: str
 
 
-def _mark(bank: Bank) -> tuple[LogMark, bytes]:
+def _read_log(bank: Bank, offset: int) -> tuple[bytes, int, str]:
+    """The log's bytes, ``offset`` cut to their length, and the SHA-256 of the bytes before it."""
     data, _stamp = fsio.read_stamped(bank.log_path)
     data = data or b""
-    offset = min(bank.log.offset, len(data))
-    return LogMark(bank.log_path, offset, hashlib.sha256(data[:offset]).hexdigest()), data
+    offset = min(offset, len(data))
+    return data, offset, hashlib.sha256(data[:offset]).hexdigest()
+
+
+def _mark(bank: Bank) -> LogMark:
+    _data, offset, sha256 = _read_log(bank, bank.log.offset)
+    return LogMark(bank.log_path, offset, sha256)
 
 
 def _lines_after(data: bytes, offset: int, end: int) -> list[Memory]:
     """The valid records of the complete lines in ``data[offset:end]``."""
-    out = []
-    for line in data[offset:end].split(b"\n"):
-        if not line.strip():
-            continue
-        memory = decode_canonical(line)
-        if memory is None:
-            try:
-                memory = parse_line(line)
-            except (RecordError, UnicodeDecodeError):
-                continue  # the worker skips it too
-        out.append(memory)
-    return out
+    records = map(read_record, data[offset:end].split(b"\n"))
+    return [memory for memory in records if memory is not None]  # the worker skips the others too
 
 
 class BankPlan(Plan):
@@ -327,15 +323,13 @@ class BankPlan(Plan):
     # ---------------------------------------------------------------- freshness
 
     def replan(self) -> "BankPlan":
-        """The plan again, from the log as it is now."""
-        self.bank.refresh()
+        """The plan again, from the log as it is now (plan_bank refreshes the bank)."""
         return plan_bank(self.bank, fuzzy=self.fuzzy, threshold=self.threshold)
 
     def _staleness(self) -> str | None:
         """Why the plan is stale ("" never), or None; the log must have been refreshed just before."""
-        data, _stamp = fsio.read_stamped(self.bank.log_path)
-        data = data or b""
-        if len(data) < self.mark.offset or hashlib.sha256(data[:self.mark.offset]).hexdigest() != self.mark.sha256:
+        data, start, sha256 = _read_log(self.bank, self.mark.offset)
+        if start < self.mark.offset or sha256 != self.mark.sha256:  # shorter than the plan's bytes, or other bytes
             return f"{self.bank.log_path} was rewritten"
         end = min(self.bank.log.offset, len(data))
         if end <= self.mark.offset:
@@ -434,7 +428,7 @@ def plan_bank(bank: Bank, *, fuzzy: bool = False, threshold: float = FUZZY_THRES
     bank.refresh()
     if bank.log.unreadable:
         raise KeepguiError(f"bank `{bank.name}` cannot be read: {bank.log.unreadable}")
-    mark, _data = _mark(bank)
+    mark = _mark(bank)
     rows = bank.log.live()
     groups = plan_groups(rows)
     if fuzzy:

@@ -37,7 +37,7 @@ from operator import add, mul
 from typing import Iterable, Iterator, Mapping
 
 from keepgui.core.iii.log import LogDelta, MemoryLog
-from keepgui.core.iii.record import Memory, RecordError, decode_canonical, parse_line
+from keepgui.core.iii.record import Memory, read_record
 from keepgui.core.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_bonus
 from keepgui.core.iii.tokenize import entity_tokens, tokenize
 
@@ -120,12 +120,11 @@ class BankIndex:
         The changed ids are read from the log lines consumed since the index
         last looked, not taken from ``delta.changed`` alone: a write batch
         refreshes the log itself, so some deltas never reach the index, and
-        their lines must not be missed.
+        their lines must not be missed. Nor is ``delta.reset`` needed: every
+        reset gives the log a new ``records`` dict, which :meth:`ensure_current`
+        notices and rebuilds from.
         """
-        if delta.reset:
-            self._rebuild_from_log()
-        else:
-            self.ensure_current()
+        self.ensure_current()
 
     def ensure_current(self) -> bool:
         """Catch up with the followed log; True when that needed a rebuild.
@@ -175,13 +174,9 @@ class BankIndex:
             return None
         ids: dict[str, None] = {}
         for line in data.split(b"\n"):
-            memory = decode_canonical(line)
-            if memory is None:
-                try:
-                    memory = parse_line(line)
-                except (RecordError, UnicodeDecodeError):
-                    continue  # blank or corrupt: the log skipped it too
-            ids[memory.id] = None
+            memory = read_record(line)
+            if memory is not None:  # blank or corrupt: the log skipped it too
+                ids[memory.id] = None
         return list(ids)
 
     def rebuild(self, records: Iterable[Memory]) -> None:
@@ -383,10 +378,6 @@ class BankIndex:
     def doc_length(self, memory_id: str) -> int:
         """Token count of an indexed document."""
         return self._dl[self._slot[memory_id]]
-
-    def is_indexed(self, memory_id: str) -> bool:
-        """True for a live record of this index."""
-        return memory_id in self._slot
 
     def retired(self) -> list[Memory]:
         """Every record that is not live (the history candidates)."""
