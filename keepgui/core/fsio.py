@@ -113,12 +113,9 @@ def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tupl
         return None, Stamp.missing()
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise KeepguiError(f"{os.fspath(path)} is a folder, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            # A FIFO would block the reader forever and a device such as /dev/zero
-            # never ends (its size is 0, so the limit below would not stop it).
-            raise KeepguiError(f"{os.fspath(path)} is not a regular file")
+        # A FIFO would block the reader forever and a device such as /dev/zero
+        # never ends (its size is 0, so the limit below would not stop it).
+        _refuse_non_file(path, st)
         if limit is not None and st.st_size > limit:
             raise KeepguiError(
                 f"{os.fspath(path)} is {st.st_size:,} bytes, more than the {limit:,} keepgui reads"
@@ -135,21 +132,37 @@ def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tupl
         os.close(fd)
 
 
+def _refuse_non_file(path: str | os.PathLike[str], st: os.stat_result) -> None:
+    """Raise KeepguiError unless ``st`` is the stat of a regular file."""
+    if stat.S_ISDIR(st.st_mode):
+        raise KeepguiError(f"{os.fspath(path)} is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise KeepguiError(f"{os.fspath(path)} is not a regular file")
+
+
 def current_stamp(path: str | os.PathLike[str]) -> Stamp:
     """The stamp of the file as it is on disk now."""
     return read_stamped(path)[1]
 
 
-def check_unchanged(path: str | os.PathLike[str], expect: Stamp | None) -> Stamp:
+def check_unchanged(path: str | os.PathLike[str], expect: Stamp | None) -> os.stat_result | None:
     """Raise :class:`Conflict` unless the file still has the content ``expect`` describes.
 
-    ``expect=None`` means the caller read nothing and accepts whatever is there.
-    Returns the current stamp.
+    ``expect=None`` means the caller read nothing and accepts whatever is there:
+    the file is then only stat'ed, not read. Either way a folder or a file that
+    is not regular is refused (KeepguiError, as :func:`read_stamped` refuses it).
+    Returns the file's ``os.stat``, or None when it does not exist.
     """
-    now = current_stamp(path)
-    if expect is not None and not expect.same_content(now):
-        raise Conflict(path, expect, now)
-    return now
+    if expect is not None:
+        now = current_stamp(path)
+        if not expect.same_content(now):
+            raise Conflict(path, expect, now)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    _refuse_non_file(path, st)
+    return st
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -204,11 +217,8 @@ def atomic_write(
     folder = os.path.dirname(path) or "."
     if os.path.islink(path):
         raise ReadOnly(f"{path} is a symbolic link; keepgui does not replace links")
-    check_unchanged(path, expect)
-    try:
-        keep_mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        keep_mode = None
+    old = check_unchanged(path, expect)
+    keep_mode = None if old is None else stat.S_IMODE(old.st_mode)
     tmp = temp_name_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, 0o600)
     try:

@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from keepgui.core import fsio
-from keepgui.core.errors import Conflict, ReadOnly
+from keepgui.core.errors import Conflict, KeepguiError, ReadOnly
 
 
 def test_atomic_write_creates_and_replaces_keeping_mode(tmp_path):
@@ -114,3 +114,37 @@ def test_read_limit(tmp_path):
     path.write_bytes(b"x" * 100)
     with pytest.raises(Exception, match="more than"):
         fsio.read_stamped(path, limit=10)
+
+
+def test_a_write_that_expects_nothing_only_stats_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "rule.md"
+    path.write_bytes(b"old " * 1000)
+    os.chmod(path, 0o640)
+
+    def no_reading(*a, **k):
+        raise AssertionError("the old file was read")
+
+    monkeypatch.setattr(fsio, "read_stamped", no_reading)
+    fsio.atomic_write(path, b"new")
+    assert path.read_bytes() == b"new" and stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    fsio.remove_file(path)
+    assert not path.exists()
+
+
+def test_a_folder_or_a_fifo_is_refused_as_before(tmp_path):
+    folder = tmp_path / "rule.md"
+    folder.mkdir()
+    for call in (lambda p, e: fsio.atomic_write(p, b"x", expect=e), lambda p, e: fsio.remove_file(p, expect=e)):
+        for expect in (None, fsio.Stamp.missing()):
+            with pytest.raises(KeepguiError, match="is a folder, not a file"):
+                call(folder, expect)
+    if not hasattr(os, "mkfifo"):
+        return
+    fifo = tmp_path / "fifo.md"
+    os.mkfifo(fifo)
+    for expect in (None, fsio.Stamp.missing()):
+        with pytest.raises(KeepguiError, match="is not a regular file"):
+            fsio.atomic_write(fifo, b"x", expect=expect)
+        with pytest.raises(KeepguiError, match="is not a regular file"):
+            fsio.remove_file(fifo, expect=expect)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and folder.is_dir()
