@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 import platformdirs
 
@@ -26,25 +27,24 @@ def resources_dir() -> str:
     raise FileNotFoundError("keepgui's resources folder is missing from this installation")
 
 
-def app_data_dir() -> str:
-    """keepgui's own data folder (history snapshots); created on first use by the writer."""
+def _app_dir(subfolder: str, platform_dir: Callable[..., str]) -> str:
+    """``$KEEPGUI_HOME/<subfolder>`` when that is set, else platformdirs' folder for keepgui."""
     home = os.environ.get("KEEPGUI_HOME")
     if home:
-        return os.path.join(home, "data")
-    return platformdirs.user_data_dir(APP_NAME, appauthor=False)
+        return os.path.join(home, subfolder)
+    return platform_dir(APP_NAME, appauthor=False)
+
+
+def app_data_dir() -> str:
+    """keepgui's own data folder (history snapshots); created on first use by the writer."""
+    return _app_dir("data", platformdirs.user_data_dir)
 
 
 def app_config_dir() -> str:
     """keepgui's settings folder."""
-    home = os.environ.get("KEEPGUI_HOME")
-    if home:
-        return os.path.join(home, "config")
-    return platformdirs.user_config_dir(APP_NAME, appauthor=False)
+    return _app_dir("config", platformdirs.user_config_dir)
 
 
 def app_runtime_dir() -> str:
     """Where the single-instance socket lives (private to the user)."""
-    home = os.environ.get("KEEPGUI_HOME")
-    if home:
-        return os.path.join(home, "run")
-    return platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+    return _app_dir("run", platformdirs.user_runtime_dir)

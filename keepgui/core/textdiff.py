@@ -55,14 +55,3 @@ def unified(old: str, new: str, old_name: str = "before", new_name: str = "after
             line += "\n\\ No newline at end of file\n"
         lines.append(line)
     return "".join(lines)
-
-
-def changed_lines(old: str, new: str) -> tuple[int, int]:
-    """How many lines were removed and added going from ``old`` to ``new``."""
-    removed = added = 0
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            removed += i2 - i1
-            added += j2 - j1
-    return removed, added

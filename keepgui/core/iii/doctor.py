@@ -13,9 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from keepgui.core.errors import KeepguiError
-from keepgui.core.iii.log import LOG_NAME
-from keepgui.core.iii.store import BANK_YAML, DataDir, is_valid_name
+from keepgui.core.iii.store import BANK_YAML, NAME_PATTERN, DataDir, is_valid_name
 from keepgui.core.iii.vectors import VECTORS_NAME, read_vectors
 
 
@@ -59,7 +57,7 @@ def _diagnose_bank(bank) -> list[Finding]:
     name = bank.name
     if not is_valid_name(name):
         out.append(Finding("bank-name", name, bank.path, 0,
-                           f"`{name}` does not match [a-z0-9][a-z0-9_-]{{0,63}}; the worker loads it but "
+                           f"`{name}` does not match {NAME_PATTERN}; the worker loads it but "
                            "no new bank could be created with this name"))
     if os.path.islink(bank.path):
         out.append(Finding("bank-link", name, bank.path, 0,
@@ -68,11 +66,7 @@ def _diagnose_bank(bank) -> list[Finding]:
     if problem:
         out.append(Finding("bank-yaml", name, os.path.join(bank.path, BANK_YAML), 0,
                            f"{problem}; the description reads as empty"))
-    try:
-        bank.refresh()
-    except KeepguiError as exc:
-        out.append(Finding("unreadable", name, bank.log_path, 0, str(exc)))
-        return out
+    bank.refresh()  # never raises: an unreadable log is reported in log.unreadable
     log = bank.log
     if log.unreadable:
         line = next((p.line for p in log.problems if p.kind == "unreadable"), 0)
@@ -93,27 +87,27 @@ def _diagnose_bank(bank) -> list[Finding]:
         elif os.path.exists(vectors):
             report = read_vectors(bank.path, log.records)
             if report.stale:
-                out.append(Finding("stale-vectors", name, os.path.join(bank.path, VECTORS_NAME), 0,
+                out.append(Finding("stale-vectors", name, vectors, 0,
                                    f"{len(report.stale)} memories have vectors only for an older revision "
                                    "(the worker ignores them and re-embeds when it backfills)"))
             if report.unparsed:
-                out.append(Finding("vector-lines", name, os.path.join(bank.path, VECTORS_NAME), 0,
+                out.append(Finding("vector-lines", name, vectors, 0,
                                    f"{report.unparsed} lines cannot be read (the worker skips them)"))
     legacy = [n for n in ("facts.jsonl", "blocks") if os.path.exists(os.path.join(bank.path, n))]
     if legacy and not os.path.exists(bank.log_path):
         out.append(Finding("legacy-layout", name, bank.path, 0,
                            f"only the legacy {' and '.join(legacy)} exist; the current worker reads neither"))
-    for rule in bank.rule_names():
-        path = os.path.join(bank.rules_path, rule + ".md")
+    rule_names = bank.rule_names()
+    for rule in rule_names:
         if not is_valid_name(rule):
-            out.append(Finding("rule-name", name, path, 0,
-                               f"rule `{rule}` does not match [a-z0-9][a-z0-9_-]{{0,63}}; the worker injects it "
+            out.append(Finding("rule-name", name, bank.rule_file(rule), 0,
+                               f"rule `{rule}` does not match {NAME_PATTERN}; the worker injects it "
                                "but it cannot be saved under this name"))
-    for path, target in bank.links_outside():
+    for path, target in bank.links_outside(rule_names):
         out.append(Finding("rule-link", name, path, 0,
                            f"a link to {target}, outside the data dir: the worker reads it; keepgui shows it but "
                            "never writes through it"))
-    _, rule_problems = bank.rules()
+    _, rule_problems = bank.rules(rule_names)
     for problem in rule_problems:
         out.append(Finding("rule", name, problem.where, 0, problem.what))
     return out
@@ -135,7 +129,7 @@ def _duplicate_revisions(bank) -> list[Finding]:
     out = []
     for mid in sorted(repeated):
         for revision, first, again in repeated[mid]:
-            out.append(Finding("repeated-revision", bank.name, os.path.join(bank.path, LOG_NAME), again,
+            out.append(Finding("repeated-revision", bank.name, bank.log_path, again,
                                f"memory {mid} has revision {revision} here and at line {first}; the later line "
                                "won, so the earlier edit may have been overwritten by a writer with a stale copy"))
     return out

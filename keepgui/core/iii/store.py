@@ -301,9 +301,7 @@ class Bank:
         """Names of the rule files (``*.md``) in injection order, whether or not they read."""
         try:
             entries = list(os.scandir(self.rules_path))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        except OSError:
+        except OSError:  # missing, not a folder, no permission...: no rules to list
             return []
         names = []
         for entry in entries:
@@ -316,18 +314,22 @@ class Bank:
                     continue
         return sorted(names)
 
-    def rules(self) -> tuple[list[Rule], list[Problem]]:
-        """Every readable rule in injection order, and the problems with the others."""
+    def rules(self, names: list[str] | None = None) -> tuple[list[Rule], list[Problem]]:
+        """Every readable rule in injection order, and the problems with the others.
+
+        ``names``: the :meth:`rule_names` the caller already listed (listed again when None).
+        """
         rules: list[Rule] = []
         problems: list[Problem] = []
-        for name in self.rule_names():
+        for name in self.rule_names() if names is None else names:
             try:
                 rules.append(self.read_rule(name))
             except KeepguiError as exc:
-                problems.append(Problem(self._rule_file(name), str(exc)))
+                problems.append(Problem(self.rule_file(name), str(exc)))
         return rules, problems
 
-    def _rule_file(self, name: str) -> str:
+    def rule_file(self, name: str) -> str:
+        """The file of rule ``name``: ``rules/<name>.md`` in this bank."""
         return os.path.join(self.rules_path, name + ".md")
 
     def read_rule(self, name: str) -> Rule:
@@ -337,7 +339,7 @@ class Bank:
         # (_plain_folder_name's leading-dot check refused exactly those listed names).
         if not isinstance(name, str) or not name or "/" in name or "\\" in name or "\x00" in name:
             raise InvalidInput(f"`{name}` is not a rule name")
-        path = self._rule_file(name)
+        path = self.rule_file(name)
         # A link is followed, as the worker follows it (its content is injected); keepgui
         # never writes through one (see write_rule) and the doctor reports links that leave
         # the data dir.
@@ -361,7 +363,7 @@ class Bank:
         Returns the new rule, or None when it was deleted.
         """
         validate_name(name)
-        path = self._rule_file(name)
+        path = self.rule_file(name)
         self._refuse_outside_writes()
         if not rust_trim(content):
             if not self.exists():
@@ -375,11 +377,15 @@ class Bank:
         self.datadir.after_write()
         return Rule(name, content, ms_of(stamp.mtime_ns), path, stamp)
 
-    def links_outside(self) -> list[tuple[str, str]]:
-        """``(path, target)`` of rule files (or the rules folder) that are links leading out of the data dir."""
+    def links_outside(self, names: list[str] | None = None) -> list[tuple[str, str]]:
+        """``(path, target)`` of rule files (or the rules folder) that are links leading out of the data dir.
+
+        ``names``: the :meth:`rule_names` the caller already listed (listed again when None).
+        """
         root = os.path.realpath(self.datadir.path)
         out = []
-        for path in [self.rules_path] + [self._rule_file(n) for n in self.rule_names()]:
+        names = self.rule_names() if names is None else names
+        for path in [self.rules_path] + [self.rule_file(n) for n in names]:
             if os.path.islink(path):
                 real = os.path.realpath(path)
                 if os.path.commonpath([real, root]) != root:
@@ -399,7 +405,7 @@ class Bank:
         if name not in self.rule_names():
             raise NotFound(f"rule `{name}` not found in bank `{self.name}`")
         self._refuse_outside_writes()
-        fsio.remove_file(self._rule_file(name), expect=expect)
+        fsio.remove_file(self.rule_file(name), expect=expect)
         self.datadir.after_write()
 
     def rename_rule(self, old: str, new: str, expect: fsio.Stamp | None = None) -> Rule:
@@ -410,8 +416,8 @@ class Bank:
         if new in self.rule_names():
             raise InvalidInput(f"a rule named `{new}` already exists in bank `{self.name}`")
         self._refuse_outside_writes()
-        fsio.check_unchanged(self._rule_file(old), expect)
-        fsio.rename_durably(self._rule_file(old), self._rule_file(new))
+        fsio.check_unchanged(self.rule_file(old), expect)
+        fsio.rename_durably(self.rule_file(old), self.rule_file(new))
         self.datadir.after_write()
         return self.read_rule(new)
 
@@ -743,9 +749,7 @@ class DataDir:
         match = [t for t in self.trashed() if t.folder == folder]
         if not match:
             raise NotFound(f"`{folder}` is not in {os.path.join(self.path, TRASH_DIR)}")
-        name = match[0].bank
-        if name.startswith("."):
-            raise InvalidInput(f"`{name}` is not a bank name")
+        name = match[0].bank  # a non-empty prefix of `folder`, so it cannot start with "." either
         if os.path.lexists(os.path.join(self.path, name)):
             raise InvalidInput(f"a bank named `{name}` already exists; trash or rename it first")
         fsio.rename_durably(match[0].path, os.path.join(self.path, name))

@@ -53,11 +53,6 @@ class VectorReport:
         return (f"{len(self.current)} current, {len(self.stale)} stale, {len(self.missing)} live memories "
                 f"without a vector, {self.unparsed} unreadable lines")
 
-    def unembedded(self, model: str) -> list[str]:
-        """The worker's backfill list: missing, plus current vectors of another model when ``model`` is set."""
-        other = [mid for mid, m in self.current.items() if model and m != model]
-        return sorted(self.missing + other)
-
 
 def read_vectors(bank_path: str, records: dict[str, Memory]) -> VectorReport:
     """Replay ``vectors.jsonl`` against the current records (never raises for bad content)."""
