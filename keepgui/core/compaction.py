@@ -52,6 +52,7 @@ from rapidfuzz.utils import default_process
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
+from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.nanobot.workspace import Notice
 from keepgui.core.timefmt import now_ms
 
@@ -134,11 +135,6 @@ class Operation:
     def label(self) -> str:
         """The label of its kind."""
         return kind_label(self.kind)
-
-    @property
-    def safe(self) -> bool:
-        """True for a safe operation (the ones selected by default)."""
-        return self.selected
 
     def to_obj(self) -> dict:
         """The operation for ``--json``."""
@@ -528,8 +524,7 @@ class UndoJournal:
 
     def _append(self, obj: dict) -> None:
         fsio.make_dirs(self.history.root)
-        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        fsio.append_lines(self.path, [line])
+        fsio.append_lines(self.path, [dump_line(obj)])
 
     def record(self, applied: Applied) -> str:
         """Remember an applied compaction; returns its journal id."""
@@ -546,13 +541,9 @@ class UndoJournal:
         """Applied entries not undone, oldest first (unreadable lines are skipped)."""
         data, _stamp = fsio.read_stamped(self.path)
         applied: dict[str, dict] = {}
-        for raw in (data or b"").split(b"\n"):
-            try:
-                obj = json.loads(raw.decode("utf-8")) if raw.strip() else None
-            except (UnicodeDecodeError, ValueError):
+        for _number, obj, _why in json_objects(data or b""):
+            if obj is None:
                 continue  # a torn line from a crash: skipped, never fatal
-            if not isinstance(obj, dict):
-                continue
             if obj.get("event") == "applied" and isinstance(obj.get("applied"), dict):
                 applied[obj.get("id")] = obj
             elif obj.get("event") == "undone":

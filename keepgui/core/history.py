@@ -24,23 +24,18 @@ version already holds is a no-op.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
-import time
 from dataclasses import dataclass, replace
 
 from keepgui.core import fsio
-from keepgui.core.jsonl import json_objects
+from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.errors import NotFound, Unreadable
 from keepgui.core.paths import app_data_dir
+from keepgui.core.timefmt import now_ms
 
 _HEX = set("0123456789abcdef")
 _INDEX_LIMIT = 256 * 1024 * 1024
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def file_key(path: str | os.PathLike[str]) -> str:
@@ -125,10 +120,6 @@ def _parse_jsonl(data: bytes, name: str) -> tuple[list[tuple[int, dict]], list[H
     return rows, problems
 
 
-def _line(obj: dict) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-
-
 class History:
     """Versions of memory files and removed entries, stored under ``root``.
 
@@ -211,9 +202,9 @@ class History:
             if versions and versions[-1].sha256 == sha:
                 return versions[-1]
             self._store_blob(sha, data)
-            version = Version(key, sha, len(data), _now_ms() if at is None else at, source, len(versions))
-            log.write_lines([_line({"path": key, "sha256": sha, "size": len(data), "at": version.at,
-                                    "source": source})])
+            version = Version(key, sha, len(data), now_ms() if at is None else at, source, len(versions))
+            log.write_lines([dump_line({"path": key, "sha256": sha, "size": len(data), "at": version.at,
+                                        "source": source})])
             return version
 
     def _store_blob(self, sha: str, data: bytes) -> None:
@@ -250,24 +241,24 @@ class History:
         """Record an entry removed from ``path`` (call it before the removal is written,
         so the log has it even if that write is the last thing that happens)."""
         entry = RemovedEntry(secrets.token_hex(8), file_key(path), os.path.abspath(workspace), text, raw,
-                             line, number, before, after, _now_ms() if at is None else at, reason)
+                             line, number, before, after, now_ms() if at is None else at, reason)
         fsio.make_dirs(self.root)
         obj = {"event": "removed", **entry.to_obj()}
         obj.pop("restored_at")
-        fsio.append_lines(self.removed_log, [_line(obj)])
+        fsio.append_lines(self.removed_log, [dump_line(obj)])
         return entry
 
     def cancel_removed(self, entry: RemovedEntry) -> None:
         """Mark a logged removal as not having happened (its write was refused)."""
         fsio.make_dirs(self.root)
-        fsio.append_lines(self.removed_log, [_line({"event": "cancelled", "id": entry.id, "at": _now_ms()})])
+        fsio.append_lines(self.removed_log, [dump_line({"event": "cancelled", "id": entry.id, "at": now_ms()})])
 
     def mark_restored(self, entry: RemovedEntry | str, at: int | None = None) -> None:
         """Record that a removed entry was put back (it no longer counts for "unforget")."""
         entry_id = entry if isinstance(entry, str) else entry.id
         fsio.make_dirs(self.root)
-        fsio.append_lines(self.removed_log, [_line({"event": "restored", "id": entry_id,
-                                                    "at": _now_ms() if at is None else at})])
+        fsio.append_lines(self.removed_log, [dump_line({"event": "restored", "id": entry_id,
+                                                        "at": now_ms() if at is None else at})])
 
     def scan_removed(self) -> tuple[list[RemovedEntry], list[HistoryProblem]]:
         """Every removed entry (oldest first, cancelled ones left out) and the lines skipped."""

@@ -27,3 +27,8 @@ def json_objects(data: bytes) -> Iterator[tuple[int, dict | None, str]]:
             yield number, None, "not a JSON object"
             continue
         yield number, obj, ""
+
+
+def dump_line(obj: dict) -> bytes:
+    """``obj`` as one compact JSON-lines line: UTF-8, non-ASCII kept as is, ending in ``\\n``."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

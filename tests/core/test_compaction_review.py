@@ -12,7 +12,7 @@ import pytest
 from keepgui.core.compaction import StalePlan
 from keepgui.core.errors import InvalidInput, KeepguiError
 from keepgui.core.history import History
-from keepgui.core.nanobot.compact import pending_review, plan_from_text, review, rewrite_via
+from keepgui.core.nanobot.compact import ReviewLog, pending_review, plan_from_text, review, rewrite_via
 from keepgui.core.nanobot.keep import KeepStore
 from keepgui.core.nanobot.keepmd import KeepDoc
 from keepgui.core.nanobot.workspace import Workspace
@@ -129,6 +129,18 @@ def test_accept_stops_showing_the_rewrite(rewritten, history):
     again = review(rewritten, history=history)
     assert [op.before for op in again.operations] == [("Collects stamps since 2024-01-01",)]
     assert any(n.code == "dates-added" for n in again.notices)
+
+
+def test_the_review_log_is_compact_json_lines_and_skips_a_torn_one(tmp_path, history):
+    log = ReviewLog(history)
+    path = str(tmp_path / "café" / "keep.md")
+    marker = log.accept(path, None)
+    with open(log.path, "ab") as fh:
+        fh.write(b'{"event":"withdrawn","id":"' + marker.encode())  # torn by a crash: not a withdrawal
+    with open(log.path, "rb") as fh:
+        first = fh.read().split(b"\n")[0]
+    assert "café".encode() in first and b'{"event":"accepted","id":' in first
+    assert log.latest(path).id == marker
 
 
 def test_review_without_history_or_change_has_nothing_to_do(tmp_path, history):

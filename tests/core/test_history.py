@@ -9,6 +9,7 @@ import pytest
 
 from keepgui.core.errors import NotFound, Unreadable
 from keepgui.core.history import History, file_key
+from keepgui.core.jsonl import dump_line
 from keepgui.core.paths import app_data_dir
 
 
@@ -119,3 +120,7 @@ def test_removed_log_survives_corrupt_lines(history, tmp_path):
 def test_default_root_is_keepguis_data_dir():
     assert History().root == os.path.join(app_data_dir(), "history")
     assert os.environ["KEEPGUI_HOME"] in History().root
+
+
+def test_json_lines_are_written_compact_and_in_utf_8():
+    assert dump_line({"text": "café ☕", "n": [1, 2]}) == '{"text":"café ☕","n":[1,2]}\n'.encode("utf-8")

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -81,8 +80,9 @@ from keepgui.core.compaction import (
 )
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, Unreadable
 from keepgui.core.history import History, RemovedEntry, Version, file_key
+from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.nanobot.documents import DOCUMENTS, append_lines
-from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, triage
+from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, line_key, triage
 from keepgui.core.nanobot.keepmd import (
     BOM, COMPACTION_TARGET, SOFT_CAP, KeepDoc, canonical_line, contains, decode_text, entry_id, normalise,
 )
@@ -315,7 +315,8 @@ def _end_anchor(doc: KeepDoc) -> int:
 class DocPlan(Plan):
     """A plan of line edits to one workspace document (keep.md, or MEMORY.md for a review).
 
-    ``data``/``stamp``/``doc``: the file as planned from; ``evidence``: the
+    ``data``/``stamp``/``doc``: the file as planned from (``doc`` is parsed from
+    ``data`` unless the caller passes it already parsed); ``evidence``: the
     other files the plan relied on, with the stamps they had. Use
     :meth:`after_bytes`/:meth:`after_text` for the result of a selection,
     :meth:`render` for its diff, :meth:`apply` to write it.
@@ -328,13 +329,13 @@ class DocPlan(Plan):
     def __init__(self, workspace: Workspace, rel: str, data: bytes | None, stamp: fsio.Stamp,
                  planned: Sequence[tuple[Operation, Edit]], *, evidence: dict[str, tuple[bytes | None, fsio.Stamp]]
                  | None = None, notices: Iterable[Notice] = (), history: History | None = None,
-                 target: int | None = COMPACTION_TARGET) -> None:
+                 target: int | None = COMPACTION_TARGET, doc: KeepDoc | None = None) -> None:
         self.workspace = workspace
         self.rel = rel
         self.path = workspace.path(rel)
         self.data = data
         self.stamp = stamp
-        self.doc = KeepDoc.parse(data, self.path, stamp)
+        self.doc = doc if doc is not None else KeepDoc.parse(data, self.path, stamp)
         self.evidence = dict(evidence or {})
         self.history = history if history is not None else History()
         self.target = target
@@ -500,7 +501,8 @@ class FileChange:
 
     def revert(self, workspace: Workspace, history: History) -> None:
         """Put ``before`` back if the file still holds ``after`` (ChangedSince otherwise)."""
-        _swap(workspace, history, self.rel, self.after, self.before, "undone")
+        stamp = _expect(workspace, self.rel, self.after, "undone")
+        _swap(workspace, history, self.rel, stamp, self.before, "undone")
 
     def to_obj(self) -> dict:
         """The hashes that find the bytes again in keepgui's history."""
@@ -512,13 +514,20 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _swap(workspace: Workspace, history: History, rel: str, expected: bytes | None, new: bytes | None,
-          doing: str) -> None:
-    path = workspace.path(rel)
+def _expect(workspace: Workspace, rel: str, expected: bytes | None, doing: str) -> fsio.Stamp:
+    """The stamp of ``rel`` if it holds ``expected`` (None: it does not exist); ChangedSince otherwise."""
     current, stamp = workspace.read(rel)
     if current != expected:
+        path = workspace.path(rel)
         raise ChangedSince(path, f"{path} changed after the compaction, so it was not {doing}; nothing was "
                                  "written. Its earlier versions are in keepgui's history.")
+    return stamp
+
+
+def _swap(workspace: Workspace, history: History, rel: str, stamp: fsio.Stamp, new: bytes | None,
+          doing: str) -> None:
+    """Replace ``rel``, checked by :func:`_expect` as ``stamp``, with ``new`` (None: delete it)."""
+    path = workspace.path(rel)
     if new is None:
         workspace.check_writable(path)
         fsio.remove_file(path, expect=stamp)
@@ -548,20 +557,16 @@ class FileApplied(Applied):
         self.history = history
         self.review_marker = review_marker
 
-    def _check_all(self, want_after: bool, doing: str) -> None:
-        ws = Workspace(self.workspace)
-        for change in self.files:
-            current, _stamp = ws.read(change.rel)
-            if current != (change.after if want_after else change.before):
-                path = ws.path(change.rel)
-                raise ChangedSince(path, f"{path} changed after the compaction, so it was not {doing}; nothing "
-                                         "was written. Its earlier versions are in keepgui's history.")
+    def _check_all(self, ws: Workspace, want_after: bool, doing: str) -> list[fsio.Stamp]:
+        """The stamp of every file, once each holds what it should (before anything is written)."""
+        return [_expect(ws, change.rel, change.after if want_after else change.before, doing)
+                for change in self.files]
 
     def _undo(self) -> None:
         ws = Workspace(self.workspace)
-        self._check_all(True, "undone")
-        for change in reversed(self.files):
-            _swap(ws, self.history, change.rel, change.after, change.before, "undone")
+        stamps = self._check_all(ws, True, "undone")
+        for change, stamp in reversed(list(zip(self.files, stamps))):
+            _swap(ws, self.history, change.rel, stamp, change.before, "undone")
         for record in self.removed:
             self.history.mark_restored(record)
         if self.review_marker:
@@ -569,9 +574,9 @@ class FileApplied(Applied):
 
     def _redo(self) -> None:
         ws = Workspace(self.workspace)
-        self._check_all(False, "redone")
-        for change in self.files:
-            _swap(ws, self.history, change.rel, change.before, change.after, "redone")
+        stamps = self._check_all(ws, False, "redone")
+        for change, stamp in zip(self.files, stamps):
+            _swap(ws, self.history, change.rel, stamp, change.after, "redone")
         self.removed = [self.history.log_removed(path=r.path, workspace=r.workspace, text=r.text, raw=r.raw,
                                                  line=r.line, number=r.number, before=r.before, after=r.after,
                                                  reason=r.reason) for r in self.removed]
@@ -623,7 +628,6 @@ _NEGATIONS = frozenset({"not", "never", "no", "don't", "dont", "doesn't", "doesn
                         "isnt", "won't", "wont", "without", "stopped", "quit", "formerly", "former", "ex",
                         "anymore", "longer", "nor", "neither", "avoid", "avoids", "dislike", "dislikes", "hates",
                         "hate", "except", "but", "instead", "used"})
-_MD_MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
 def _adds_negation(container: str, needle: str) -> bool:
@@ -649,7 +653,7 @@ def statements(name: str, text: str) -> list[Statement]:
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped.startswith("<!--"):
             continue
-        key = normalise(_MD_MARKER_RE.sub("", stripped).replace("**", "").replace("__", ""))
+        key = line_key(stripped)
         if key:
             out.append(Statement(name, number, stripped, key))
     return out
@@ -708,13 +712,13 @@ def plan_keep(workspace: Workspace | str, *, target: int = COMPACTION_TARGET, th
     except Unreadable as exc:
         agents_problem = str(exc)
     planned = _plan_operations(doc, texts, workspace.projects(), threshold, agents_writable=agents_problem is None)
-    notices = _keep_notices(doc, planned, target, workspace, history)
+    notices = _keep_notices(doc, data, planned, target, workspace, history)
     if agents_problem is not None:
         notices.append(Notice("agents-unreadable", "warning",
                               f"{agents_problem}; rules found in keep.md are not moved there until it is"))
     settings = {"target": target, "threshold": threshold}
     return KeepPlan(workspace, KEEP_MD, data, stamp, planned, evidence=evidence, notices=notices, history=history,
-                    target=target, settings=settings)
+                    target=target, settings=settings, doc=doc)
 
 
 def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
@@ -896,7 +900,8 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
     return planned
 
 
-def _keep_notices(doc: KeepDoc, planned, target: int, workspace: Workspace, history: History) -> list[Notice]:
+def _keep_notices(doc: KeepDoc, data: bytes | None, planned, target: int, workspace: Workspace,
+                  history: History) -> list[Notice]:
     notices = []
     if not doc.stamp.exists:
         notices.append(Notice("missing", "info", f"{doc.path} does not exist: nothing to compact"))
@@ -911,7 +916,7 @@ def _keep_notices(doc: KeepDoc, planned, target: int, workspace: Workspace, hist
                               f"the safe operations reach {after} lines; {after - target} more entries must go to "
                               f"reach {target}, and keepgui does not guess which facts you can live without: choose "
                               "them (the judgement calls listed may help)"))
-    pending = pending_review(workspace, KEEP_MD, history)
+    pending, _since = _baseline(history, workspace.keep_md, data)  # pending_review without reading keep.md again
     if pending is not None:
         notices.append(Notice("unreviewed-rewrite", "warning",
                               "keep.md was rewritten outside keepgui and that rewrite was not reviewed yet: "
@@ -1086,7 +1091,7 @@ def plan_from_text(workspace: Workspace | str, proposed: str | bytes, *, source:
                               f"{len(news)} new entr{'ies' if len(news) > 1 else 'y'} in {source}: a compaction "
                               "should add no facts (not selected)"))
     return RewritePlan(workspace, KEEP_MD, data, stamp, planned, notices=notices, history=history, target=target,
-                       proposed=proposed, source=source, threshold=threshold)
+                       proposed=proposed, source=source, threshold=threshold, doc=doc)
 
 
 def _forward_operations(doc: KeepDoc, cmp: Comparison, source: str) -> list[tuple[Operation, Edit]]:
@@ -1251,7 +1256,7 @@ class ReviewLog:
 
     def _append(self, obj: dict) -> None:
         fsio.make_dirs(self.history.root)
-        fsio.append_lines(self.path, [json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"])
+        fsio.append_lines(self.path, [dump_line(obj)])
 
     def accept(self, path: str, version: Version | None) -> str:
         """Record that ``version`` of ``path`` (None: the file is gone) was accepted; returns the marker id."""
@@ -1270,13 +1275,9 @@ class ReviewLog:
         data, _stamp = fsio.read_stamped(self.path)
         key = file_key(path)
         found: dict[str, Acceptance] = {}
-        for raw in (data or b"").split(b"\n"):
-            try:
-                obj = json.loads(raw) if raw.strip() else None
-            except ValueError:
+        for _number, obj, _why in json_objects(data or b""):
+            if obj is None:
                 continue  # a torn line: skipped
-            if not isinstance(obj, dict):
-                continue
             if obj.get("event") == "accepted" and obj.get("path") == key:
                 try:
                     found[obj["id"]] = Acceptance(obj["id"], key, str(obj["sha256"]), int(obj["seq"]),
@@ -1386,7 +1387,7 @@ def review(workspace: Workspace | str, name: str = KEEP_MD, *, threshold: float 
     rel = _review_rel(name)
     path = workspace.path(rel)
     data, stamp = workspace.read(rel)
-    KeepDoc.parse(data, path, stamp)
+    doc = KeepDoc.parse(data, path, stamp)
     known = bool(history.versions(path))
     if data is not None:
         history.record(path, data, source="seen")
@@ -1397,27 +1398,25 @@ def review(workspace: Workspace | str, name: str = KEEP_MD, *, threshold: float 
         note = (f"{name} has not been changed outside keepgui since it was last seen or accepted" if known else
                 f"keepgui has no earlier version of {name}; from now on rewrites of it are shown here")
         return ReviewPlan(workspace, rel, data, stamp, [], notices=[Notice("nothing-to-review", "info", note)],
-                          history=history, target=target, baseline=None, comparison=None, threshold=threshold)
+                          history=history, target=target, baseline=None, comparison=None, threshold=threshold,
+                          doc=doc)
     old_doc = KeepDoc.parse(history.read(baseline), path)
-    doc = KeepDoc.parse(data, path, stamp)
     comparison = compare(old_doc, doc, threshold)
-    by_keepgui = _keepgui_made(history, baseline, since)
+    by_keepgui = _keepgui_made(history, old_doc, since)
     planned = _restore_operations(doc, comparison, name, by_keepgui)
     notices = _review_notices(rel, name, baseline, old_doc, doc, comparison)
     return ReviewPlan(workspace, rel, data, stamp, planned, notices=notices, history=history, target=target,
-                      baseline=baseline, comparison=comparison, threshold=threshold)
+                      baseline=baseline, comparison=comparison, threshold=threshold, doc=doc)
 
 
-def _keepgui_made(history: History, baseline: Version, since: list[Version]) -> dict[str, dict[str, str]]:
-    """Which keys keepgui itself first removed or added after ``baseline``: ``{"removed": {key: source},
-    "added": {...}}`` (an entry first removed by the outside rewrite is never labelled keepgui's)."""
+def _keepgui_made(history: History, old_doc: KeepDoc, since: list[Version]) -> dict[str, dict[str, str]]:
+    """Which keys keepgui itself first removed or added after the baseline (``old_doc``):
+    ``{"removed": {key: source}, "added": {...}}`` (an entry first removed by the outside rewrite is never
+    labelled keepgui's)."""
     out: dict[str, dict[str, str]] = {"removed": {}, "added": {}}
     seen_removed: set[str] = set()
     seen_added: set[str] = set()
-    try:
-        previous = Counter(i.key for i in items_of(KeepDoc.parse(history.read(baseline))))
-    except (KeepguiError, OSError):
-        return out
+    previous = Counter(i.key for i in items_of(old_doc))
     for version in since:
         try:
             now = Counter(i.key for i in items_of(KeepDoc.parse(history.read(version))))

@@ -43,8 +43,10 @@ from rapidfuzz.utils import default_process
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History, Version
-from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, KEEP, KeepStore, RemoveResult, Triage, triage
-from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text, normalise
+from keepgui.core.nanobot.keep import (
+    AGENTS, FUZZY_THRESHOLD, KEEP, KeepStore, RemoveResult, Triage, line_key, triage,
+)
+from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text
 from keepgui.core.nanobot.prompt import bundled_templates
 from keepgui.core.nanobot.workspace import AGENTS_MD, MEMORY_MD, SOUL_MD, USER_MD, Notice, Workspace
 
@@ -401,9 +403,6 @@ class Overlap:
                 "kind": self.kind, "score": round(self.score, 1)}
 
 
-_MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-
-
 def overlaps(workspace: Workspace, doc: KeepDoc | None = None, *, threshold: float = FUZZY_THRESHOLD,
              history: History | None = None) -> list[Overlap]:
     """Facts that are both in keep.md and in USER.md or MEMORY.md (spec §5.6).
@@ -423,7 +422,7 @@ def overlaps(workspace: Workspace, doc: KeepDoc | None = None, *, threshold: flo
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
                 continue
-            key = normalise(_MARKER_RE.sub("", stripped).replace("**", ""))
+            key = line_key(stripped)
             if len(key.split()) < 3:
                 continue
             for entry in doc.entries:

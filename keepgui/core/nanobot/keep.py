@@ -308,6 +308,12 @@ class NearDuplicate:
 _MD_MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
+def line_key(line: str) -> str:
+    """The :func:`normalise` d key of a Markdown line, without its list marker, ``[ ]``/``[x]`` checkbox
+    and ``**``/``__`` emphasis (how a line of MEMORY.md, USER.md or AGENTS.md is compared with a fact)."""
+    return normalise(_MD_MARKER_RE.sub("", line).replace("**", "").replace("__", ""))
+
+
 def memory_matches(fact: str, memory_text: str, threshold: float = FUZZY_THRESHOLD) -> list[MemoryMatch]:
     """Lines of MEMORY.md that already know ``fact`` (headings and very short lines are not compared
     in the "line is part of the fact" and fuzzy directions, to avoid matching section titles)."""
@@ -317,19 +323,18 @@ def memory_matches(fact: str, memory_text: str, threshold: float = FUZZY_THRESHO
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        body = _MD_MARKER_RE.sub("", stripped).replace("**", "").replace("__", "")
-        line_key = normalise(body)
-        if not line_key:
+        memory_key = line_key(stripped)
+        if not memory_key:
             continue
-        if contains(line_key, key):
+        if contains(memory_key, key):
             out.append(MemoryMatch(number, stripped, "contains"))
             continue
-        if len(line_key.split()) < _MIN_MEMORY_LINE_WORDS:
+        if len(memory_key.split()) < _MIN_MEMORY_LINE_WORDS:
             continue
-        if contains(key, line_key):
+        if contains(key, memory_key):
             out.append(MemoryMatch(number, stripped, "contained"))
             continue
-        score = fuzz.token_set_ratio(key, line_key, processor=default_process)
+        score = fuzz.token_set_ratio(key, memory_key, processor=default_process)
         if score >= threshold:
             out.append(MemoryMatch(number, stripped, "similar", score))
     return out
@@ -517,8 +522,10 @@ class KeepStore:
 
     def check(self, text: str, doc: KeepDoc | None = None) -> KeepCheck:
         """What keeping ``text`` would find (triage, duplicates, MEMORY.md), writing nothing."""
-        fact = self._clean(text)
-        doc = doc if doc is not None else self.load()
+        return self._check(self._clean(text), doc if doc is not None else self.load())
+
+    def _check(self, fact: str, doc: KeepDoc) -> KeepCheck:
+        """:func:`check_fact` of an already cleaned ``fact`` against ``doc``, MEMORY.md and the projects."""
         return check_fact(fact, doc, self.memory_text(), known_projects=self.workspace.projects(),
                           threshold=self.fuzzy_threshold)
 
@@ -565,8 +572,7 @@ class KeepStore:
         """
         fact = self._clean(text)
         doc = self.load(expect=expect)
-        found = check_fact(fact, doc, self.memory_text(), known_projects=self.workspace.projects(),
-                           threshold=self.fuzzy_threshold)
+        found = self._check(fact, doc)
         notices = self._notices(found)
 
         def result(outcome, written, message, entry=None, new_doc=None, replaced=(), extra=()):

@@ -43,6 +43,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError, NotFound, Unreadable
@@ -295,12 +296,14 @@ def render_parts(files: dict[str, str | None], templates: Templates | None) -> t
     return parts, PART_SEPARATOR.join(prompt_parts)
 
 
-def _read_files(workspace: Workspace) -> dict[str, str | None]:
+def _read_files(workspace: Workspace) -> tuple[dict[str, bytes | None], dict[str, str | None]]:
+    """The bytes of the prompt's files (None: missing), and their text as nanobot reads it."""
+    raw: dict[str, bytes | None] = {}
     files = {}
     for rel in (*BOOTSTRAP_FILES, MEMORY_MD, KEEP_MD):
-        data, _stamp = workspace.read(rel)
-        files[rel] = read_as_nanobot(data, workspace.path(rel))
-    return files
+        raw[rel], _stamp = workspace.read(rel)
+        files[rel] = read_as_nanobot(raw[rel], workspace.path(rel))
+    return raw, files
 
 
 def build_preview(workspace: Workspace | str, *, exact: bool | None = None) -> PromptPreview:
@@ -311,18 +314,17 @@ def build_preview(workspace: Workspace | str, *, exact: bool | None = None) -> P
     rendering; None (the window's default) uses exact mode when available.
     """
     workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
-    files = _read_files(workspace)
+    raw, files = _read_files(workspace)
     templates = bundled_templates() if exact is not False else None
     if exact and templates is None:
         raise KeepguiError("exact preview needs nanobot's own code, and the `nanobot` package is not importable "
                            "here; install it (pip install nanobot-ai) in keepgui's environment, or leave out --exact")
-    if templates is None:
-        parts, memory_prompt = render_parts(files, None)
-        return PromptPreview(workspace.root, "built-in", tuple(parts), memory_prompt, None, None, NOT_REPRODUCED)
     parts, memory_prompt = render_parts(files, templates)
+    if templates is None:
+        return PromptPreview(workspace.root, "built-in", tuple(parts), memory_prompt, None, None, NOT_REPRODUCED)
     notes: list[str] = []
     try:
-        system_prompt = nanobot_system_prompt(workspace)
+        system_prompt = nanobot_system_prompt(workspace, raw)  # the bytes just rendered, not a later edit
     except Exception as exc:  # nanobot's API moves between releases; say so and fall back
         if exact:
             raise KeepguiError(f"nanobot {templates.version} is installed but its ContextBuilder failed on "
@@ -345,12 +347,13 @@ def build_preview(workspace: Workspace | str, *, exact: bool | None = None) -> P
 _COPY_LIMIT = 64 * 1024 * 1024
 
 
-def nanobot_system_prompt(workspace: Workspace) -> str:
+def nanobot_system_prompt(workspace: Workspace, read: Mapping[str, bytes | None] | None = None) -> str:
     """nanobot's own system prompt for ``workspace`` (a fresh session, no channel).
 
     Runs ``ContextBuilder`` on a temporary copy of the files it reads (bootstrap
     files, memory/, skills/), never on the workspace itself, then puts the real
-    workspace path back where nanobot printed the copy's.
+    workspace path back where nanobot printed the copy's. ``read``: files
+    already read, by workspace-relative name (None: missing), copied as given.
     """
     from pathlib import Path
 
@@ -360,7 +363,7 @@ def nanobot_system_prompt(workspace: Workspace) -> str:
         copy = os.path.join(scratch, "workspace")
         fsio.make_dirs(copy)
         for rel in (*BOOTSTRAP_FILES, MEMORY_MD, HISTORY_JSONL, CURSOR, *DREAM_CURSORS):
-            data, _stamp = workspace.read(rel, limit=_COPY_LIMIT)
+            data = read[rel] if read and rel in read else workspace.read(rel, limit=_COPY_LIMIT)[0]
             if data is not None:
                 target = os.path.join(copy, *rel.split("/"))
                 fsio.make_dirs(os.path.dirname(target))

@@ -32,7 +32,6 @@ import contextlib
 import json
 import os
 import re
-import time
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
@@ -460,8 +459,3 @@ def is_dream_session_stem(stem: str) -> bool:
     except (binascii.Error, ValueError, UnicodeDecodeError):
         return False
     return decoded.startswith("dream:")
-
-
-def now_ms() -> int:
-    """The current time in epoch milliseconds."""
-    return time.time_ns() // 1_000_000
