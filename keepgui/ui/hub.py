@@ -54,10 +54,10 @@ from keepgui.core.nanobot.workspace import Workspace
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.log import LOG_NAME
 from keepgui.core.iii.preview import BankEngine, WhatIf
-from keepgui.core.iii.store import BANK_YAML, RULES_DIR, TRASH_DIR, BankInfo, DataDir
+from keepgui.core.iii.store import BANK_YAML, RULES_DIR, TRASH_DIR, BankInfo, DataDir, TrashedBank
 from keepgui.core.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core.watch import ChangeSet, Watcher
-from keepgui.ui.keeprows import keep_rows
+from keepgui.ui.keeprows import KeepRow, keep_rows
 
 # Seconds between progressive row deliveries while a bank loads.
 _PROGRESSIVE_ROWS_INTERVAL = 0.5
@@ -108,6 +108,7 @@ class IiiSource:
         self.infos: dict[str, BankInfo] = {}
         self.names: list[str] = []
         self.loaded: set[str] = set()
+        self.trashed: list[TrashedBank] = []  # listed by each scan, off the GUI thread
         self.scans_requested = 0
         self.engines: dict[str, BankEngine] = {}
         self.config = MemoryConfig()
@@ -306,7 +307,9 @@ class Hub(QObject):
         try:
             with source.lock:
                 banks = source.datadir.banks()
+                trashed = source.datadir.trashed()
             source.names = [b.name for b in banks]
+            source.trashed = trashed
             for gone in set(source.infos) - set(source.names):
                 source.infos.pop(gone, None)
                 source.loaded.discard(gone)
@@ -325,7 +328,10 @@ class Hub(QObject):
                     self._submit(source.executor, self._count_task, source, name)
 
     def _count_task(self, source: IiiSource, name: str) -> None:
-        self._sync(source, BankKey(source.path, name))
+        # The source's executor has one thread: a load queued before this task (the bank
+        # the window opened) has finished by now, and need not be read a second time.
+        if name not in source.loaded:
+            self._sync(source, BankKey(source.path, name))
 
     def open_bank(self, key: BankKey) -> None:
         """Deliver every row of a bank (loading it in the background if needed, with progress)."""
@@ -404,7 +410,9 @@ class Hub(QObject):
                 if engine is not None:
                     engine.sync(delta)
                 source.loaded.add(key.bank)
-                source.infos[key.bank] = bank.info()
+                info = bank.info()
+                info_changed = source.infos.get(key.bank) != info
+                source.infos[key.bank] = info
                 records = bank.log.records
                 if deliver_all or delta.reset:
                     rows, final = list(records.values()), True
@@ -420,7 +428,8 @@ class Hub(QObject):
             self.bankFailed.emit(key, reason)
         if final or rows:
             self.bankRows.emit(key, rows, final)
-        self.banksChanged.emit(key.source)
+        if first or final or rows or info_changed:
+            self.banksChanged.emit(key.source)
         if first or delta.empty:
             return
         if delta.reset:
@@ -599,21 +608,29 @@ class Hub(QObject):
                     continue
                 if parts[0].startswith("."):
                     continue
-                if len(parts) == 1 or parts[1] == BANK_YAML:
-                    rescan = True  # a bank folder appeared, vanished, or was described
+                if len(parts) == 1:
+                    # Usually a file in the bank changed (its folder's own event): rescan only
+                    # when a bank folder appeared or vanished.
+                    listed = parts[0] in source.names
+                    rescan = rescan or listed != os.path.isdir(os.path.join(source.path, parts[0]))
+                elif parts[1] == BANK_YAML:
+                    rescan = True  # a bank was described
                 elif parts[1] == LOG_NAME:
                     touched_logs.add(parts[0])
                 elif parts[1] == RULES_DIR:
                     touched_rules.add(parts[0])
+            for name in sorted(touched_rules):
+                self.rulesChanged.emit(BankKey(source.path, name))
+                self.note.emit(f"{name}: rules changed on disk")
+                if name in source.names:
+                    touched_logs.add(name)  # its refresh recounts the rules
+                else:
+                    rescan = True  # a new bank with only rules so far
             if rescan:
                 self.rescan(source.path)
             for name in sorted(touched_logs):
                 if name in source.loaded or name in source.names:
                     self.refresh_bank(BankKey(source.path, name))
-            for name in sorted(touched_rules):
-                self.rulesChanged.emit(BankKey(source.path, name))
-                self.note.emit(f"{name}: rules changed on disk")
-                self.rescan(source.path)
 
     def _on_workspace_changes(self, source: NanobotSource, changes: ChangeSet) -> None:
         touched = {"/".join(parts) for parts in changes.under(source.path) if parts}

@@ -343,13 +343,10 @@ class MainWindow(QMainWindow):
         if source is None:
             return
         current = self.current
-        try:
-            trashed = source.datadir.trashed() if source.kind == "iii" else []
-        except (KeepguiError, OSError):
-            trashed = []
         self.tree.blockSignals(True)
         self.tree.selectionModel().blockSignals(True)
-        self.tree_model.set_banks(source, trashed if source.kind == "iii" else None)
+        # the trash is listed by the hub's background scan, not here on the GUI thread
+        self.tree_model.set_banks(source, source.trashed if source.kind == "iii" else None)
         if current is not None:
             self.tree.select_bank(current)
         self.tree.selectionModel().blockSignals(False)

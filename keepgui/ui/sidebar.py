@@ -36,6 +36,7 @@ class SourceTreeModel(QStandardItemModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setHorizontalHeaderLabels(["Sources"])
+        self._trashed: dict[str, list] = {}  # the trashed banks each source's Trash node shows
 
     def _source_item(self, path: str) -> QStandardItem | None:
         for row in range(self.rowCount()):
@@ -62,40 +63,57 @@ class SourceTreeModel(QStandardItemModel):
                 self.insertRow(position, [item])
 
     def set_banks(self, source, trashed=None) -> None:
-        """Rebuild the banks of one source from its names and details (``trashed``: None = no trash node)."""
+        """Bring the banks of one source up to date from its names and details (``trashed``: None = no trash node).
+
+        Rows are updated in place; the Trash node is rebuilt only when the trashed banks changed,
+        so an expanded Trash stays expanded.
+        """
         parent = self._source_item(source.path)
         if parent is None:
             return
         existing = {parent.child(r).data(BankKeyRole): parent.child(r) for r in range(parent.rowCount())
                     if parent.child(r).data(KindRole) == "bank"}
         names = list(source.names)
-        # drop banks that vanished and the old trash node
+        trash = None
+        # drop banks that vanished; the trash node is kept aside (it stays last)
         for row in reversed(range(parent.rowCount())):
             child = parent.child(row)
             key = child.data(BankKeyRole)
-            if child.data(KindRole) == "trash" or (key is not None and key.bank not in names):
+            if child.data(KindRole) == "trash":
+                trash = child
+            elif key is not None and key.bank not in names:
                 parent.removeRow(row)
+        normal_icon = "keep" if source.kind == "nanobot" else "bank"
         for position, name in enumerate(names):
             key = BankKey(source.path, name)
             item = existing.get(key)
-            normal_icon = "keep" if source.kind == "nanobot" else "bank"
             if item is None:
-                item = QStandardItem(theme.icon(normal_icon), name)
+                item = QStandardItem(name)
                 item.setData("bank", KindRole)
                 item.setData(key, BankKeyRole)
                 item.setData(source.path, SourceRole)
                 item.setEditable(False)
                 parent.insertRow(position, [item])
             detail = source.detail(name)
-            item.setData(detail, DetailRole)
             problem = detail.startswith("unreadable")
-            item.setData(problem, ProblemRole)
             info = source.infos.get(name)
             description = getattr(info, "description", "")
-            item.setToolTip(f"{name}\n{detail}" + (f"\n{description}" if description else ""))
-            item.setIcon(theme.icon("warning", theme.strong("warning")) if problem else theme.icon(normal_icon))
+            _set(item, detail, DetailRole)
+            _set(item, problem, ProblemRole)
+            tip = f"{name}\n{detail}" + (f"\n{description}" if description else "")
+            _set(item, tip, Qt.ItemDataRole.ToolTipRole)
+            icon = theme.icon("warning", theme.strong("warning")) if problem else theme.icon(normal_icon)
+            if item.icon().cacheKey() != icon.cacheKey():  # icons are cached: same key, same picture
+                item.setIcon(icon)
+        trashed = None if trashed is None else list(trashed)
+        if trash is not None:
+            if trashed is not None and self._trashed.get(source.path) == trashed:
+                return  # unchanged: keep the node, and whether it is expanded
+            parent.removeRow(trash.row())
         if trashed is None:
+            self._trashed.pop(source.path, None)
             return
+        self._trashed[source.path] = trashed
         trash = QStandardItem(theme.icon("trash"), "Trash")
         trash.setData("trash", KindRole)
         trash.setData(source.path, SourceRole)
@@ -209,6 +227,8 @@ class SourceTree(QTreeView):
         self.setCurrentIndex(index)
         return True
 
-    def current_kind(self) -> str | None:
-        """What kind of row is selected."""
-        return self.currentIndex().data(KindRole)
+
+def _set(item: QStandardItem, value, role) -> None:
+    """Set a role only when its value changes (each change repaints and re-lays out the row)."""
+    if item.data(role) != value:
+        item.setData(value, role)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 
-from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
+from PySide6.QtCore import QByteArray, QRectF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QImage, QPainter, QPalette, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 
@@ -73,9 +73,18 @@ def _svg_template(name: str) -> str:
 
 
 def icon(name: str, color: QColor | None = None) -> QIcon:
-    """A themed icon from ``resources/icons/<name>.svg`` (crisp at every size)."""
+    """A themed icon from ``resources/icons/<name>.svg`` (crisp at every size).
+
+    Rendered once per name and colour: the colour is resolved from the palette
+    first, so after a palette change (dark mode) the icon comes in the new colour.
+    """
     color = color or palette().color(QPalette.ColorRole.Text)
-    svg = _svg_template(name).replace("@COLOR@", color.name())
+    return QIcon(_rendered_icon(name, color.name()))
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered_icon(name: str, color: str) -> QIcon:
+    svg = _svg_template(name).replace("@COLOR@", color)
     renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
     result = QIcon()
     ratio = 2.0
@@ -94,6 +103,3 @@ def icon(name: str, color: QColor | None = None) -> QIcon:
 def app_icon() -> QIcon:
     """keepgui's own icon (not themed: it has its own colours)."""
     return QIcon(os.path.join(resources_dir(), "icons", "keepgui.svg"))
-
-
-ICON_SIZE = QSize(16, 16)

@@ -1,0 +1,124 @@
+"""Live updates without waste: our own writes echo back from the watcher without a rescan or a
+second delivery, the sidebar is updated in place (an expanded Trash stays expanded), rule counts
+follow rule files, and repeated deliveries of equal rows change nothing."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+
+from keepgui.core.iii.store import DataDir
+from keepgui.ui.hub import BankKey, Hub
+from keepgui.ui.memorymodel import RecordRole
+from keepgui.ui.sidebar import DetailRole, KindRole
+from tests.ui.conftest import open_keep
+
+
+def settle(qtbot, source, ms: int = 1200) -> None:
+    """Let the watcher's echo arrive and the source's background work (and its signals) finish."""
+    qtbot.wait(ms)
+    source.executor.submit(lambda: None).result(timeout=10)
+    qtbot.wait(50)
+
+
+def loaded_window(make_window, demo_copy, qtbot, **kw):
+    window = make_window(demo_copy.iii, **kw)
+    source = window.hub.source(demo_copy.iii)
+    qtbot.waitUntil(lambda: all(n in source.infos for n in source.names), timeout=10_000)
+    settle(qtbot, source, 300)
+    return window, source
+
+
+def unpinned(window):
+    proxy = window.memories.proxy
+    records = (proxy.index(r, 0).data(RecordRole) for r in range(proxy.rowCount()))
+    return next(r for r in records if not r.pinned)
+
+
+def trash_node(window, path):
+    parent = window.tree_model.index_of_source(path)
+    model = window.tree_model
+    return next(model.index(r, 0, parent) for r in range(model.rowCount(parent))
+                if model.index(r, 0, parent).data(KindRole) == "trash")
+
+
+def test_a_pin_updates_the_sidebar_once_and_rescans_nothing(make_window, demo_copy, qtbot):
+    window, source = loaded_window(make_window, demo_copy, qtbot)
+    scans = source.scans_requested
+    seen = []
+    window.hub.banksChanged.connect(seen.append)
+    with qtbot.waitSignal(window.hub._changes, timeout=10_000):  # the watcher's echo of the write
+        window.set_pinned(True, [unpinned(window)])
+    settle(qtbot, source)
+    assert seen == [demo_copy.iii]  # the write's own delivery; the echo found nothing new
+    assert source.scans_requested == scans
+
+
+def test_an_expanded_trash_stays_expanded_when_a_memory_changes(make_window, demo_copy, qtbot):
+    DataDir(demo_copy.iii).trash_bank("blog")
+    window, source = loaded_window(make_window, demo_copy, qtbot)
+    qtbot.waitUntil(lambda: trash_node(window, demo_copy.iii).data(DetailRole) == "1 trashed banks")
+    window.tree.expand(trash_node(window, demo_copy.iii))
+    with qtbot.waitSignal(window.hub.banksChanged, timeout=10_000):
+        window.set_pinned(True, [unpinned(window)])
+    settle(qtbot, source)
+    assert window.tree.isExpanded(trash_node(window, demo_copy.iii))
+
+
+def test_the_trash_node_follows_trash_and_restore(make_window, demo_copy, qtbot, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    window, _source = loaded_window(make_window, demo_copy, qtbot, bank="blog")
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    window.trash_bank()
+    qtbot.waitUntil(lambda: window.tree_model.rowCount(trash_node(window, demo_copy.iii)) == 1, timeout=10_000)
+    window.restore_bank(DataDir(demo_copy.iii).trashed()[0].folder, demo_copy.iii)
+    qtbot.waitUntil(lambda: trash_node(window, demo_copy.iii).data(DetailRole) == "empty", timeout=10_000)
+    assert window.tree_model.rowCount(trash_node(window, demo_copy.iii)) == 0
+
+
+def test_a_rule_file_added_on_disk_updates_the_rule_count(make_window, demo_copy, qtbot):
+    window, source = loaded_window(make_window, demo_copy, qtbot)
+    rules = source.infos["main"].rules
+    index = window.tree_model.index_of_bank(BankKey(demo_copy.iii, "main"))
+    assert index.data(DetailRole).endswith(f"· {rules} rules")
+    with open(os.path.join(demo_copy.iii, "main", "rules", "added.md"), "w") as fh:
+        fh.write("# Added by hand\n")
+    qtbot.waitUntil(lambda: window.tree_model.index_of_bank(BankKey(demo_copy.iii, "main")).data(DetailRole)
+                    .endswith(f"· {rules + 1} rules"), timeout=10_000)
+
+
+def test_the_shown_bank_is_read_once_at_start_up(make_window, demo_copy, qtbot, monkeypatch):
+    synced = []
+    original = Hub._sync
+
+    def counting(self, source, key, deliver_all=False):
+        synced.append(key.bank)
+        return original(self, source, key, deliver_all)
+
+    monkeypatch.setattr(Hub, "_sync", counting)
+    window, source = loaded_window(make_window, demo_copy, qtbot, watch=False)
+    assert sorted(synced) == sorted(source.names)
+
+
+def test_icons_are_rendered_once_per_colour_and_follow_the_palette(qapp):
+    from keepgui.ui import theme
+
+    first, second = theme.icon("pin"), theme.icon("pin")
+    assert first.cacheKey() == second.cacheKey()
+    original = QGuiApplication.palette()
+    dark = QPalette(original)
+    dark.setColor(QPalette.ColorRole.Text, QColor("#e0e0e0"))
+    dark.setColor(QPalette.ColorRole.Window, QColor("#202020"))
+    QGuiApplication.setPalette(dark)
+    try:
+        themed = theme.icon("pin")
+        assert themed.cacheKey() != first.cacheKey()
+        image = themed.pixmap(64, 64).toImage()
+        colours = {image.pixelColor(x, y).name() for x in range(image.width()) for y in range(image.height())
+                   if image.pixelColor(x, y).alpha() == 255}
+        assert colours == {"#e0e0e0"}
+    finally:
+        QGuiApplication.setPalette(original)
+    assert theme.icon("pin").cacheKey() == first.cacheKey()
