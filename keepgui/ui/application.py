@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from keepgui import __version__
 from keepgui.core.iii.store import default_data_dir
+from keepgui.core.nanobot.workspace import default_workspace_path
 from keepgui.ui import theme
 from keepgui.ui.hub import KEEP_BANK, BankKey, Hub
 from keepgui.ui.mainwindow import MainWindow
@@ -53,6 +54,16 @@ def make_app() -> QApplication:
     return app
 
 
+def explicit_sources(args) -> list[tuple[str, str]]:
+    """The sources the command line names: ``(kind, absolute path)``, the data dir first."""
+    sources = []
+    if getattr(args, "data_dir", None):
+        sources.append(("iii", os.path.abspath(os.path.expanduser(args.data_dir))))
+    for workspace in getattr(args, "workspace", None) or []:
+        sources.append(("nanobot", os.path.abspath(os.path.expanduser(workspace))))
+    return sources
+
+
 def initial_sources(args, settings: Settings) -> tuple[list[tuple[str, str]], bool]:
     """The sources to open, and whether they come from (and go back to) the settings."""
     if getattr(args, "demo", False):
@@ -62,11 +73,7 @@ def initial_sources(args, settings: Settings) -> tuple[list[tuple[str, str]], bo
         if not os.environ.get("KEEPGUI_KEEP_DEMO"):
             atexit.register(shutil.rmtree, copy.root, True)
         return [("iii", copy.iii), ("nanobot", copy.nanobot)], False
-    explicit = []
-    if getattr(args, "data_dir", None):
-        explicit.append(("iii", os.path.abspath(os.path.expanduser(args.data_dir))))
-    for workspace in getattr(args, "workspace", None) or []:
-        explicit.append(("nanobot", os.path.abspath(os.path.expanduser(workspace))))
+    explicit = explicit_sources(args)
     if explicit:
         return explicit, False
     saved = settings.sources()
@@ -78,7 +85,7 @@ def initial_sources(args, settings: Settings) -> tuple[list[tuple[str, str]], bo
     for path in ([env] if env else []) + [default_data_dir(), os.path.expanduser("~/.iii/data/memory")]:
         if path and os.path.isdir(path) and ("iii", path) not in found:
             found.append(("iii", os.path.abspath(path)))
-    workspace = os.path.expanduser("~/.nanobot/workspace")
+    workspace = default_workspace_path()
     if os.path.isdir(workspace):
         found.append(("nanobot", workspace))
     return found, True
@@ -101,12 +108,7 @@ def build_window(args, settings: Settings | None = None, watch: bool = True) -> 
         wanted = BankKey(*settings.last_bank())
     window.want_bank(wanted)
     for kind, path in sources:
-        if kind == "iii":
-            window.hub.add_iii(path)
-        else:
-            adder = getattr(window.hub, "add_nanobot", None)
-            if adder is not None:
-                adder(path)
+        window.hub.add(kind, path)
     if getattr(args, "panel", None):
         window.show_panel(args.panel)
     if getattr(args, "query", None):
@@ -159,11 +161,7 @@ def activation_request(args) -> dict:
     """The ``activate`` request's arguments: the sources, bank, panel and query this start names."""
     from keepgui.ui.ipc import activation_token
 
-    sources = []
-    if getattr(args, "data_dir", None):
-        sources.append({"kind": "iii", "path": os.path.abspath(os.path.expanduser(args.data_dir))})
-    for workspace in getattr(args, "workspace", None) or []:
-        sources.append({"kind": "nanobot", "path": os.path.abspath(os.path.expanduser(workspace))})
+    sources = [{"kind": kind, "path": path} for kind, path in explicit_sources(args)]
     return {"sources": sources, "bank": getattr(args, "bank", None), "panel": getattr(args, "panel", None),
             "query": getattr(args, "query", None), "activation_token": activation_token()}
 

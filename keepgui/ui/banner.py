@@ -35,7 +35,6 @@ class Banner(QFrame):
         self._layout.addWidget(self.label, 1)
         self._buttons: list[QPushButton] = []
         self._layout.addWidget(self.close_button)
-        self.kind = ""
         self.hide()
 
     def show_message(self, text: str, kind: str = "warning",
@@ -55,13 +54,11 @@ class Banner(QFrame):
                                                        else "warning"))
         self.setPalette(pal)
         self.label.setText(text)
-        self.kind = kind
         self.show()
 
     def dismiss(self) -> None:
         """Hide the banner."""
         self.hide()
-        self.kind = ""
 
     @property
     def buttons(self) -> list[QPushButton]:

@@ -39,11 +39,6 @@ class MemoryCommand(QUndoCommand):
         self._after: dict[str, Memory] = {}
         self._done_once = False
 
-    @property
-    def key(self) -> BankKey:
-        """The bank this command changes."""
-        return self._key
-
     def redo(self) -> None:
         if not self._done_once:
             self._done_once = True
@@ -107,11 +102,6 @@ class KeepCommand(QUndoCommand):
         self._on_result = on_result
         self._before: tuple[bytes | None, Any] | None = None
         self._after: tuple[bytes | None, Any] | None = None
-
-    @property
-    def key(self) -> BankKey:
-        """The workspace's keep.md bank this command changes."""
-        return self._key
 
     def _snapshot(self, store) -> tuple[bytes | None, Any]:
         return store.workspace.read("keep.md")

@@ -27,8 +27,8 @@ from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtWidgets import QApplication
 
 from keepgui.core.errors import InvalidInput
-from keepgui.ui.hub import KEEP_BANK, BankKey
-from keepgui.ui.quickkeep import keep_in_keep_md, open_quick_keep, short_path
+from keepgui.ui.hub import KEEP_BANK, BankKey, short_path
+from keepgui.ui.quickkeep import keep_in_keep_md, open_quick_keep
 from keepgui.ui.tray import KeepTray, tray_available
 
 KEEP_RUNNING_SETTING = "tray/keep_running"
@@ -181,7 +181,7 @@ class Desktop(QObject):
                 raise InvalidInput(f"not a source to open: {item!r}")
             if path not in hub.sources:
                 # for this session only, like sources named on a first start's command line
-                (hub.add_nanobot if kind == "nanobot" else hub.add_iii)(path)
+                hub.add(kind, path)
                 opened.append(path)
         token = args.get("activation_token")
         self.show_window(token if isinstance(token, str) else None)

@@ -50,11 +50,11 @@ class DetailPanel(QWidget):
         self._history = []
         self.browser.setHtml(f"<p style='color:{theme.muted_text().name()}'>{_esc(text)}</p>")
 
-    def show_record(self, record, history: list | None = None, note: str = "") -> None:
-        """Show one record; ``history`` (its revisions, oldest first) may come later."""
+    def show_record(self, record) -> None:
+        """Show one record; its history (revisions, oldest first) comes later (:meth:`set_history`)."""
         self._record = record
-        self._history = history or []
-        self.browser.setHtml(self._render(note))
+        self._history = []
+        self.browser.setHtml(self._render())
 
     def set_history(self, memory_id: str, revisions: list) -> None:
         """The background read of a memory's revisions arrived."""
@@ -71,7 +71,7 @@ class DetailPanel(QWidget):
         if url.scheme() == "memory":
             self.memoryLinkActivated.emit(url.path() or url.host())
 
-    def _render(self, note: str = "") -> str:
+    def _render(self) -> str:
         r = self._record
         muted = theme.muted_text().name()
         rows = []
@@ -105,8 +105,6 @@ class DetailPanel(QWidget):
                      ("entry", source.entry_id), ("agent", source.agent)) if v]
             field("source", ", ".join(parts) or "—")
         body = [f"<p style='white-space:pre-wrap'><b>{_esc(r.text)}</b></p>"]
-        if note:
-            body.append(f"<p style='color:{muted}'>{_esc(note)}</p>")
         body.append("<table>" + "".join(rows) + "</table>")
         body.append(self._render_history())
         return "".join(body)

@@ -116,7 +116,7 @@ class IiiSource:
     @property
     def label(self) -> str:
         """How the sidebar names the source."""
-        return f"iii · {_short(self.path)}"
+        return f"iii · {short_path(self.path)}"
 
     def engine(self, name: str) -> BankEngine:
         """The recall/preview engine of a bank (made on first use; call with the bank's lock held)."""
@@ -169,13 +169,14 @@ class NanobotSource:
         self.names = [KEEP_BANK]
         self.loaded: set[str] = set()
         self.doc = None
+        self.delivered: list[KeepRow] = []  # the rows last delivered
         self.problem = ""
         self.scans_requested = 0
 
     @property
     def label(self) -> str:
         """How the sidebar names the source."""
-        return f"nanobot · {_short(self.path)}"
+        return f"nanobot · {short_path(self.path)}"
 
     @property
     def infos(self) -> dict:
@@ -196,9 +197,14 @@ class NanobotSource:
         return self.lock
 
 
-def _short(path: str) -> str:
+def short_path(path: str, limit: int = 0) -> str:
+    """``path`` with the home folder written as ``~``, and elided in the middle beyond ``limit`` characters."""
     home = os.path.expanduser("~")
-    return "~" + path[len(home):] if path.startswith(home + os.sep) else path
+    path = "~" + path[len(home):] if path.startswith(home + os.sep) else path
+    if limit and len(path) > limit:
+        keep = limit - 1
+        path = path[: keep // 3] + "…" + path[len(path) - (keep - keep // 3):]
+    return path
 
 
 class Hub(QObject):
@@ -255,6 +261,10 @@ class Hub(QObject):
 
     # ------------------------------------------------------------------ sources
 
+    def add(self, kind: str, path: str) -> IiiSource | NanobotSource:
+        """Open a source of ``kind``: ``nanobot`` (a workspace) or else ``iii`` (a data dir)."""
+        return self.add_nanobot(path) if kind == "nanobot" else self.add_iii(path)
+
     def add_iii(self, path: str) -> IiiSource:
         """Open an iii data dir (idempotent) and start loading its banks in the background."""
         return self._add(path, lambda p: IiiSource(p, self._link))
@@ -293,7 +303,7 @@ class Hub(QObject):
         source = self.sources.get(path)
         if source is None:
             return
-        if self._watcher is not None and path not in (self._watcher.roots or []):
+        if self._watcher is not None and path not in self._watcher.roots:
             self._watcher.watch(path)  # the folder may have been created since
         source.scans_requested += 1
         if source.kind == "nanobot":
@@ -581,11 +591,6 @@ class Hub(QObject):
             self.bankRows.emit(key, rows, final)
             self.banksChanged.emit(key.source)
         return result
-
-    def info(self, key: BankKey) -> BankInfo | None:
-        """The last known summary of an iii bank (None for keep.md or when not loaded)."""
-        source = self.sources.get(key.source)
-        return source.infos.get(key.bank) if source is not None and source.kind == "iii" else None
 
     def detail(self, key: BankKey) -> str:
         """The one-line summary of a bank (counts, or why it cannot be read)."""

@@ -26,7 +26,7 @@ KEEP_ROW_CAPABILITIES = Capabilities({
 class KeepRow:
     """One keep.md entry (or one removed by keepgui, when ``removed`` is set)."""
 
-    __slots__ = ("id", "text", "position", "canonical", "invalid_at", "updated_at", "removed", "entry")
+    __slots__ = ("id", "text", "position", "invalid_at", "updated_at", "removed")
     entities: tuple = ()
     tags: tuple = ()
     pinned = False
@@ -37,21 +37,13 @@ class KeepRow:
     revision = None
     source = None
 
-    def __init__(self, id: str, text: str, position: int, canonical: bool = True, invalid_at: int | None = None,
-                 removed=None, entry=None) -> None:
+    def __init__(self, id: str, text: str, position: int, invalid_at: int | None = None, removed=None) -> None:
         self.id = id
         self.text = text
         self.position = position
-        self.canonical = canonical
         self.invalid_at = invalid_at
         self.updated_at = invalid_at
         self.removed = removed
-        self.entry = entry
-
-    @property
-    def live(self) -> bool:
-        """False for an entry keepgui removed."""
-        return self.invalid_at is None
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, KeepRow) and other.id == self.id and other.text == self.text
@@ -62,12 +54,12 @@ class KeepRow:
 
 def keep_rows(doc, removed=()) -> list[KeepRow]:
     """Rows for a keep.md document, plus retired rows for the entries keepgui removed."""
-    rows = [KeepRow(e.id, e.text, e.line, e.canonical, entry=e) for e in doc.entries]
+    rows = [KeepRow(e.id, e.text, e.line) for e in doc.entries]
     present = {e.key for e in doc.entries}
     from keepgui.core.nanobot.keepmd import normalise
 
     for record in removed:
         if record.restored_at is None and normalise(record.text) not in present:
-            rows.append(KeepRow("removed:" + record.id, record.text, 1_000_000 + record.line, True,
+            rows.append(KeepRow("removed:" + record.id, record.text, 1_000_000 + record.line,
                                 invalid_at=record.removed_at, removed=record))
     return rows

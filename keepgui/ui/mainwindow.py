@@ -10,7 +10,6 @@ through :meth:`add_panel`: each panel has ``set_bank(key_or_None)`` and may
 have ``can_leave() -> bool`` (an unsaved-changes guard).
 
 Signals:
-    bankShown(object key): the panels now show this bank (None: nothing selected).
     loaded(object key): the shown bank finished loading.
 """
 
@@ -52,7 +51,6 @@ KEEP_HIDDEN_COLUMNS = ("tags", "entities", "seen", "confidence", "created", "upd
 class MainWindow(QMainWindow):
     """The window a person opens every day."""
 
-    bankShown = Signal(object)
     loaded = Signal(object)
 
     def __init__(self, hub: Hub, settings: Settings, persist_sources: bool = True) -> None:
@@ -288,7 +286,7 @@ class MainWindow(QMainWindow):
 
     def open_data_dir(self, path: str) -> None:
         """Open an iii data dir as a source."""
-        self.hub.add_iii(path)
+        self.hub.add("iii", path)
         self._save_sources()
 
     def open_data_dir_dialog(self) -> None:
@@ -305,11 +303,7 @@ class MainWindow(QMainWindow):
 
     def open_workspace(self, path: str) -> None:
         """Open a nanobot workspace as a source."""
-        opener = getattr(self.hub, "add_nanobot", None)
-        if opener is None:
-            self.show_error("nanobot workspaces cannot be opened by this version")
-            return
-        opener(path)
+        self.hub.add("nanobot", path)
         self._save_sources()
 
     def remove_current_source(self) -> None:
@@ -431,7 +425,6 @@ class MainWindow(QMainWindow):
         if key is None:
             self.file_label.setText("")
             self.setWindowTitle("keepgui")
-            self.bankShown.emit(None)
             self._update_counts()
             return
         self.setWindowTitle(f"{key.bank} — keepgui")
@@ -442,7 +435,6 @@ class MainWindow(QMainWindow):
         if self.persist_sources:
             self.settings.set_last_bank(key.source, key.bank)
         self.hub.open_bank(key)
-        self.bankShown.emit(key)
         self._update_counts()
 
     def _on_bank_rows(self, key: BankKey, rows: list, final: bool) -> None:

@@ -479,11 +479,6 @@ class MemoryProxyModel(QAbstractProxyModel):
         self._descending = descending
         self._relayout(resort=resort)
 
-    @property
-    def sort_field(self) -> str:
-        """The column field currently sorted by (``score`` in ranked mode)."""
-        return "score" if self.ranked_scores is not None else self._sort_field
-
     # ------------------------------------------------------------------ building the order
 
     def _descending_now(self) -> bool:
@@ -607,10 +602,6 @@ class MemoryProxyModel(QAbstractProxyModel):
         if orientation == Qt.Orientation.Vertical:
             return None
         return self.sourceModel().headerData(section, orientation, role) if self.sourceModel() else None
-
-    def source_rows(self) -> list[int]:
-        """Visible source rows in display order."""
-        return list(reversed(self._order)) if self._descending_now() else list(self._order)
 
     # ------------------------------------------------------------------ source changes
 

@@ -49,7 +49,7 @@ from keepgui.core.nanobot.keep import (
 from keepgui.core.nanobot.keepmd import normalise
 from keepgui.ui import theme
 from keepgui.ui.commands import KeepCommand, MemoryCommand
-from keepgui.ui.hub import KEEP_BANK, BankKey, Hub
+from keepgui.ui.hub import KEEP_BANK, BankKey, Hub, short_path
 from keepgui.ui.tray import KeepTray
 
 DEBOUNCE_MS = 250
@@ -148,16 +148,6 @@ def check_bank(text: str, existing, live: list[tuple[str, str]], bank: str,
         for choice, score, _index in matches:
             hints.append(Hint("warning", f"Near-duplicate of {_quote(choice)} ({score:.0f}% similar)"))
     return tuple(hints)
-
-
-def short_path(path: str, limit: int = 0) -> str:
-    """``path`` with the home folder written as ``~``, and elided in the middle beyond ``limit`` characters."""
-    home = os.path.expanduser("~")
-    path = "~" + path[len(home):] if path.startswith(home + os.sep) else path
-    if limit and len(path) > limit:
-        keep = limit - 1
-        path = path[: keep // 3] + "…" + path[len(path) - (keep - keep // 3):]
-    return path
 
 
 def targets(hub: Hub) -> list[tuple[BankKey, str, str]]:
@@ -758,7 +748,7 @@ def run_standalone(args) -> int:
     host = StandaloneHost(hub, settings)
     sources, _persist = initial_sources(args, settings)
     for kind, path in sources:
-        (hub.add_nanobot if kind == "nanobot" else hub.add_iii)(path)
+        hub.add(kind, path)
 
     def say(text: str) -> None:
         print(text, flush=True)

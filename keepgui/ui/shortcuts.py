@@ -22,7 +22,6 @@ REDO = Std.Redo
 FIND = Std.Find
 SAVE = Std.Save
 COPY = Std.Copy
-SELECT_ALL = Std.SelectAll
 EDIT_MEMORY = "F2"
 NEW_MEMORY = Std.New
 PIN = "Ctrl+P"
