@@ -127,8 +127,8 @@ class KeepCommand(QUndoCommand):
 
     def _put(self, store, target: tuple[bytes | None, Any], expected: tuple[bytes | None, Any]) -> None:
         data, _ = target
+        # The hub's keep_change reads keep.md back (so keepgui's history records this version).
         store.workspace.write(store.path, data if data is not None else b"", expect=expected[1])
-        store.load()  # keepgui's history records the version it just wrote
 
     def _run(self, change: Callable[[Any], Any]) -> Any:
         try:

@@ -358,36 +358,39 @@ class Hub(QObject):
             self._submit(source.executor, task, source, key)
 
     def _keep_sync(self, source: NanobotSource, key: BankKey, deliver_all: bool = False) -> None:
-        """Read keep.md (and the entries keepgui removed) and deliver every row."""
+        """Read keep.md (and the entries keepgui removed); deliver the rows if anything changed."""
         try:
-            with source.lock:
-                before = source.doc
-                doc = source.store.load()
-                removed = source.store.removed()
-                source.doc, source.problem = doc, ""
-                source.loaded.add(KEEP_BANK)
+            before, doc, _ = self._deliver_keep(source, key, always=deliver_all)
         except (KeepguiError, OSError) as exc:
             source.problem = str(exc)
             self.bankFailed.emit(key, str(exc))
             self.banksChanged.emit(source.path)
             return
-        self.bankRows.emit(key, keep_rows(doc, removed), True)
-        self.banksChanged.emit(source.path)
         if before is not None and before.stamp.sha256 != doc.stamp.sha256 and not deliver_all:
             self.note.emit(f"keep.md changed on disk: {doc.entry_count} entries (was {before.entry_count})")
             self.keepChanged.emit(source.path, before, doc)
 
     def keep_change(self, key: BankKey, change: Callable[[Any], Any]) -> Any:
         """Run ``change(store)`` on a workspace's KeepStore on the GUI thread and deliver the rows."""
-        source = self.sources[key.source]
+        return self._deliver_keep(self.sources[key.source], key, change)[2]
+
+    def _deliver_keep(self, source: NanobotSource, key: BankKey, change: Callable[[Any], Any] | None = None,
+                      always: bool = True) -> tuple[Any, Any, Any]:
+        """Run ``change(store)`` if given, then read keep.md and the removed entries, all under the
+        source's lock, and deliver every row (unless ``always`` is False and neither keep.md's hash
+        nor the rows changed: the watcher's echo of our own write). Returns ``(doc before, doc, result)``."""
         with source.lock:
-            result = change(source.store)
+            before = source.doc
+            result = change(source.store) if change is not None else None
             doc = source.store.load()
-            removed = source.store.removed()
-            source.doc = doc
-        self.bankRows.emit(key, keep_rows(doc, removed), True)
-        self.banksChanged.emit(source.path)
-        return result
+            rows = keep_rows(doc, source.store.removed())
+            changed = before is None or before.stamp.sha256 != doc.stamp.sha256 or rows != source.delivered
+            source.doc, source.delivered, source.problem = doc, rows, ""
+            source.loaded.add(KEEP_BANK)
+        if always or changed:
+            self.bankRows.emit(key, rows, True)
+            self.banksChanged.emit(source.path)
+        return before, doc, result
 
     def _sync(self, source: IiiSource, key: BankKey, deliver_all: bool = False) -> None:
         """Bring one bank up to date; every change found is delivered (never swallowed)."""

@@ -613,10 +613,10 @@ class MainWindow(QMainWindow):
         self.memories.focus_search()
 
     def _on_show_history(self, on: bool) -> None:
-        self.memories.set_show_history(on)
-        self.settings.set_show_history(on)
+        self.memories.set_show_history(on)  # its checkbox's echo (_sync_history_action) remembers it
 
     def _sync_history_action(self, on: bool) -> None:
+        """The panel's History checkbox changed (itself, or from the action): the one place it is saved."""
         self.act_history.blockSignals(True)
         self.act_history.setChecked(on)
         self.act_history.blockSignals(False)
@@ -948,9 +948,7 @@ class MainWindow(QMainWindow):
             value = self.settings.state(name)
             if value is not None:
                 restore(value)
-        history = self.settings.show_history()
-        self.act_history.setChecked(history)
-        self.memories.set_show_history(history)
+        self.act_history.setChecked(self.settings.show_history())  # shows history in the panel too
         self.show_panel(self.settings.panel())
 
     def save_state(self) -> None:

@@ -156,7 +156,8 @@ class MemoryTableModel(QAbstractTableModel):
         self.endResetModel()
 
     def upsert(self, rows: Iterable[Any]) -> tuple[list[int], list[int]]:
-        """Insert new rows at the end and update known ones in place.
+        """Insert new rows at the end and update known ones in place (a row equal to the
+        one shown, read again, is no change).
 
         Returns ``(changed source rows, inserted source rows)``.
         """
@@ -167,8 +168,10 @@ class MemoryTableModel(QAbstractTableModel):
             if i is None:
                 new.append(row)
                 self.live_count += row.invalid_at is None
-            elif self._rows[i] is not row:
-                self.live_count += (row.invalid_at is None) - (self._rows[i].invalid_at is None)
+                continue
+            old = self._rows[i]
+            if old is not row and old != row:  # an equal row read again (keep.md re-read whole) is no change
+                self.live_count += (row.invalid_at is None) - (old.invalid_at is None)
                 self._rows[i] = row
                 changed.append(i)
         if len(changed) > _BULK:
@@ -463,14 +466,8 @@ class MemoryProxyModel(QAbstractProxyModel):
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
         """Sort by a column (Qt calls this from the header)."""
-        if not 0 <= column < len(COLUMNS):
-            return
-        field = COLUMNS[column].field
-        descending = order == Qt.SortOrder.DescendingOrder
-        resort = field != self._sort_field
-        self._sort_field = field
-        self._descending = descending
-        self._relayout(resort=resort)
+        if 0 <= column < len(COLUMNS):
+            self.sort_by_field(COLUMNS[column].field, order == Qt.SortOrder.DescendingOrder)
 
     def sort_by_field(self, field: str, descending: bool = False) -> None:
         """Sort by a field that may not be a column (``position``: file order of keep.md)."""

@@ -244,6 +244,7 @@ class MemoryPanel(QWidget):
         self.index.ready.connect(self._apply_query)
         self.ranking_available = False
         self._ranking_token = 0
+        self._tag_counts: list[tuple[str, int]] | None = None  # what the chips show
 
         self.search = QLineEdit(self)
         self.search.setClearButtonEnabled(True)
@@ -315,12 +316,14 @@ class MemoryPanel(QWidget):
 
     def upsert_rows(self, rows: list[Any], final: bool = False) -> None:
         """Rows arrived or changed; ``final`` means these are all the bank's rows."""
+        tags_moved = self._tags_moved(rows)
         if final:
             keys = {r.id for r in rows}
             gone = [r.id for r in self.model.rows() if r.id not in keys]
             if gone:
                 self.model.remove_keys(gone)
                 self.index.remove(gone)
+                tags_moved = True
         self.model.upsert(rows)
         if final and (len(rows) > _INDEX_IN_PLACE or not self.index.is_ready):
             self.index.rebuild(self.model.rows())  # off the GUI thread
@@ -334,11 +337,27 @@ class MemoryPanel(QWidget):
             if row is not None and self.model.row_object(row) is not current:
                 self.detail.show_record(self.model.row_object(row))
                 self.selectionChangedTo.emit(self.selected_records())
-        self._refresh_tags()
+        if tags_moved:
+            self._refresh_tags()
         if self.search.text().strip():
             self._apply_query()
         else:
             self._update_status()
+
+    def _tags_moved(self, rows: list[Any]) -> bool:
+        """Whether delivering ``rows`` can change the tag counts: a new live row has tags, or
+        a known row's tags or liveness changed."""
+        model = self.model
+        for row in rows:
+            i = model.row_of(row.id)
+            if i is None:
+                if row.tags and row.invalid_at is None:
+                    return True
+                continue
+            old = model.row_object(i)
+            if old is not row and (old.tags != row.tags or (old.invalid_at is None) != (row.invalid_at is None)):
+                return True
+        return False
 
     def _refresh_tags(self) -> None:
         counts: dict[str, int] = {}
@@ -346,7 +365,10 @@ class MemoryPanel(QWidget):
             if row.invalid_at is None:
                 for tag in row.tags:
                     counts[tag] = counts.get(tag, 0) + 1
-        self.chips.set_counts(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if ordered != self._tag_counts:  # recreating every chip is the costly part
+            self._tag_counts = ordered
+            self.chips.set_counts(ordered)
         self.chips.setVisible(bool(counts))
 
     # ------------------------------------------------------------------ filtering

@@ -102,6 +102,64 @@ def test_the_shown_bank_is_read_once_at_start_up(make_window, demo_copy, qtbot, 
     assert sorted(synced) == sorted(source.names)
 
 
+def test_the_echo_of_a_keep_is_not_delivered_again(make_window, demo_copy, qtbot):
+    window, key = open_keep(make_window, demo_copy, qtbot)
+    source = window.hub.sources[key.source]
+    settle(qtbot, source, 300)
+    deliveries = []
+    window.hub.bankRows.connect(lambda k, rows, final: deliveries.append(k) if k == key else None)
+    with qtbot.waitSignal(window.hub._changes, timeout=10_000):
+        window.push_keep("Keep fact", lambda store: store.add("Learns the cello on Mondays"))
+    settle(qtbot, source)
+    assert deliveries == [key]
+    assert source.doc is not None and any(e.text == "Learns the cello on Mondays" for e in source.doc.entries)
+
+
+def test_equal_keep_rows_read_again_change_nothing(qapp, demo_copy):
+    from keepgui.core.history import History
+    from keepgui.core.nanobot.keep import KeepStore
+    from keepgui.core.nanobot.workspace import Workspace
+    from keepgui.ui.keeprows import KEEP_ROW_CAPABILITIES, keep_rows
+    from keepgui.ui.memorymodel import MemoryTableModel
+
+    store = KeepStore(Workspace(demo_copy.nanobot), History())
+    model = MemoryTableModel()
+    model.reset_rows(keep_rows(store.load()), KEEP_ROW_CAPABILITIES)
+    again = keep_rows(store.load())  # new objects, same entries
+    assert model.upsert(again) == ([], [])
+    edited = keep_rows(store.load())
+    edited[2].text = "Changed"
+    assert model.upsert(edited) == ([2], [])
+
+
+def test_tag_chips_are_recounted_only_when_tags_or_liveness_change(make_window, demo_copy, qtbot, monkeypatch):
+    window, _source = loaded_window(make_window, demo_copy, qtbot)
+    panel = window.memories
+    calls = []
+    monkeypatch.setattr(panel.chips, "set_counts", lambda counts: calls.append(counts))
+    tagged = next(r for r in panel.model.rows() if r.tags and r.invalid_at is None)
+    panel.upsert_rows([_with(tagged, text="an edit, no tag change")])
+    assert calls == []
+    panel.upsert_rows([_with(tagged, tags=(*tagged.tags, "brand-new-tag"))])
+    assert len(calls) == 1 and ("brand-new-tag", 1) in calls[0]
+
+
+def _with(record, **changes):
+    import msgspec
+
+    return msgspec.structs.replace(record, **changes)
+
+
+def test_show_history_is_saved_once_per_toggle(make_window, demo_copy, qtbot, monkeypatch):
+    window = make_window(demo_copy.iii, watch=False)
+    saved = []
+    monkeypatch.setattr(window.settings, "set_show_history", saved.append)
+    window.act_history.setChecked(True)
+    window.memories.history.setChecked(False)
+    assert saved == [True, False]
+    assert not window.act_history.isChecked() and not window.memories.proxy.show_history
+
+
 def test_icons_are_rendered_once_per_colour_and_follow_the_palette(qapp):
     from keepgui.ui import theme
 
