@@ -49,6 +49,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 
 from keepgui.core.errors import KeepguiError
 from keepgui.core.history import History
+from keepgui.core.nanobot.documents import DOCUMENTS
 from keepgui.core.nanobot.keep import KeepStore
 from keepgui.core.nanobot.workspace import Workspace
 from keepgui.core.iii.config import MemoryConfig
@@ -150,7 +151,7 @@ RANKED_LIMIT = 100
 
 KEEP_BANK = "keep.md"
 """The one "bank" of a nanobot workspace: its keep.md."""
-DOCUMENT_FILES = ("AGENTS.md", "USER.md", "SOUL.md", "memory/MEMORY.md")
+DOCUMENT_FILES = frozenset(kind.rel for kind in DOCUMENTS.values())
 """The documents of a nanobot workspace that the window shows."""
 
 
