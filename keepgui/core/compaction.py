@@ -49,10 +49,8 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
 from rapidfuzz.utils import default_process
 
-from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
-from keepgui.core.history import History
-from keepgui.core.jsonl import dump_line, json_objects
+from keepgui.core.history import History, Journal
 from keepgui.core.nanobot.workspace import Notice
 from keepgui.core.timefmt import now_ms
 
@@ -509,7 +507,7 @@ def load_applied(obj: dict, history: History | None = None) -> Applied:
     return loader(obj, history if history is not None else History())
 
 
-class UndoJournal:
+class UndoJournal(Journal):
     """The compactions applied from the command line, so a later ``--undo`` can take one back.
 
     One JSON line per event in ``<history root>/compactions.jsonl``: ``applied``
@@ -519,12 +517,7 @@ class UndoJournal:
     """
 
     def __init__(self, history: History | None = None) -> None:
-        self.history = history if history is not None else History()
-        self.path = os.path.join(self.history.root, "compactions.jsonl")
-
-    def _append(self, obj: dict) -> None:
-        fsio.make_dirs(self.history.root)
-        fsio.append_lines(self.path, [dump_line(obj)])
+        super().__init__(history, "compactions.jsonl")
 
     def record(self, applied: Applied) -> str:
         """Remember an applied compaction; returns its journal id."""
@@ -539,16 +532,7 @@ class UndoJournal:
 
     def entries(self) -> list[dict]:
         """Applied entries not undone, oldest first (unreadable lines are skipped)."""
-        data, _stamp = fsio.read_stamped(self.path)
-        applied: dict[str, dict] = {}
-        for _number, obj, _why in json_objects(data or b""):
-            if obj is None:
-                continue  # a torn line from a crash: skipped, never fatal
-            if obj.get("event") == "applied" and isinstance(obj.get("applied"), dict):
-                applied[obj.get("id")] = obj
-            elif obj.get("event") == "undone":
-                applied.pop(obj.get("id"), None)
-        return list(applied.values())
+        return self.standing("applied", "undone", lambda obj: obj if isinstance(obj.get("applied"), dict) else None)
 
     def last(self, target: str) -> dict | None:
         """The latest applied, not undone, compaction of ``target`` (a journal entry), or None."""

@@ -305,3 +305,35 @@ class History:
             if entry.id == entry_id:
                 return entry
         raise NotFound(f"keepgui's history has no removed entry {entry_id}")
+
+
+class Journal:
+    """A JSON-lines log of events kept in a history root, where a later event can cancel an earlier one.
+
+    Every line is one appended event with an ``event`` name and an ``id``;
+    :meth:`standing` replays them. Torn or unreadable lines are skipped.
+    """
+
+    def __init__(self, history: History | None, name: str) -> None:
+        self.history = history if history is not None else History()
+        self.path = os.path.join(self.history.root, name)
+
+    def _append(self, obj: dict) -> None:
+        fsio.make_dirs(self.history.root)
+        fsio.append_lines(self.path, [dump_line(obj)])
+
+    def standing(self, added: str, cancelled: str, make=lambda obj: obj) -> list:
+        """``make(obj)`` of every ``added`` event no later ``cancelled`` event took back, oldest first
+        (``make`` returning None leaves the event out)."""
+        data, _stamp = fsio.read_stamped(self.path)
+        found: dict = {}
+        for _number, obj, _why in json_objects(data or b""):
+            if obj is None:
+                continue  # a torn line from a crash: skipped, never fatal
+            if obj.get("event") == added:
+                item = make(obj)
+                if item is not None:
+                    found[obj.get("id")] = item
+            elif obj.get("event") == cancelled:
+                found.pop(obj.get("id"), None)
+        return list(found.values())

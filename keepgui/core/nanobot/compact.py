@@ -79,8 +79,7 @@ from keepgui.core.compaction import (
     register_applied_kind, words_only_in,
 )
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, Unreadable
-from keepgui.core.history import History, RemovedEntry, Version, file_key
-from keepgui.core.jsonl import dump_line, json_objects
+from keepgui.core.history import History, Journal, RemovedEntry, Version, file_key
 from keepgui.core.nanobot.documents import DOCUMENTS, append_lines
 from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, line_key, triage
 from keepgui.core.nanobot.keepmd import (
@@ -1241,7 +1240,7 @@ class Acceptance:
     at: int
 
 
-class ReviewLog:
+class ReviewLog(Journal):
     """Which version of each file a person accepted, in ``<history root>/reviewed.jsonl``.
 
     Events: ``accepted`` ``{id, path, sha256, seq, at}`` and ``withdrawn``
@@ -1251,12 +1250,7 @@ class ReviewLog:
     """
 
     def __init__(self, history: History | None = None) -> None:
-        self.history = history if history is not None else History()
-        self.path = os.path.join(self.history.root, "reviewed.jsonl")
-
-    def _append(self, obj: dict) -> None:
-        fsio.make_dirs(self.history.root)
-        fsio.append_lines(self.path, [dump_line(obj)])
+        super().__init__(history, "reviewed.jsonl")
 
     def accept(self, path: str, version: Version | None) -> str:
         """Record that ``version`` of ``path`` (None: the file is gone) was accepted; returns the marker id."""
@@ -1272,21 +1266,18 @@ class ReviewLog:
 
     def latest(self, path: str) -> Acceptance | None:
         """The most recent acceptance of ``path`` still standing, or None."""
-        data, _stamp = fsio.read_stamped(self.path)
         key = file_key(path)
-        found: dict[str, Acceptance] = {}
-        for _number, obj, _why in json_objects(data or b""):
-            if obj is None:
-                continue  # a torn line: skipped
-            if obj.get("event") == "accepted" and obj.get("path") == key:
-                try:
-                    found[obj["id"]] = Acceptance(obj["id"], key, str(obj["sha256"]), int(obj["seq"]),
-                                                  int(obj.get("at", 0)))
-                except (KeyError, TypeError, ValueError):
-                    continue
-            elif obj.get("event") == "withdrawn":
-                found.pop(obj.get("id"), None)
-        return list(found.values())[-1] if found else None
+
+        def acceptance(obj: dict) -> Acceptance | None:
+            if obj.get("path") != key:
+                return None
+            try:
+                return Acceptance(obj["id"], key, str(obj["sha256"]), int(obj["seq"]), int(obj.get("at", 0)))
+            except (KeyError, TypeError, ValueError):
+                return None
+
+        found = self.standing("accepted", "withdrawn", acceptance)
+        return found[-1] if found else None
 
 
 def _review_rel(name: str) -> str:
