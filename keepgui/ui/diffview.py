@@ -55,4 +55,4 @@ class DiffView(QPlainTextEdit):
         self.setReadOnly(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.highlighter = DiffHighlighter(self.document())
+        self.highlighter = DiffHighlighter(self)

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QSyntaxHighlighter
+from PySide6.QtWidgets import QWidget
 
 
 class PaletteHighlighter(QSyntaxHighlighter):
-    """Subclasses define ``set_formats()``, building their text formats from ``keepgui.ui.theme``;
-    it runs on creation and again, followed by a re-highlight, whenever the application palette changes."""
+    """Highlights the document of a text widget.
 
-    def __init__(self, document) -> None:
-        super().__init__(document)
+    Subclasses define ``set_formats()``, building their text formats from
+    ``keepgui.ui.theme``; it runs on creation and again, followed by a
+    re-highlight, when the widget's palette changes. Only that widget's events
+    are watched (a filter on the application would see every event of every object).
+    """
+
+    def __init__(self, widget: QWidget) -> None:
+        super().__init__(widget.document())
         self.set_formats()
-        app = QCoreApplication.instance()
-        if app is not None:
-            app.installEventFilter(self)
+        widget.installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.ApplicationPaletteChange and watched is QCoreApplication.instance():
+        if event.type() == QEvent.Type.PaletteChange:
             self.set_formats()
             self.rehighlight()
         return False

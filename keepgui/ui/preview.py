@@ -157,7 +157,7 @@ class PreviewPane(QWidget):
         self.summary = QLabel(self)
         self.summary.setWordWrap(True)
         self.section = _plain_view("System-prompt section", self)
-        self.section_highlighter = SectionHighlighter(self.section.document())
+        self.section_highlighter = SectionHighlighter(self.section)
         self.hits = QListWidget(self)
         self.hits.setAccessibleName("Recalled memories in injection order")
         self.hits.setItemDelegate(HitDelegate(self.hits))

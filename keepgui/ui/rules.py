@@ -71,7 +71,7 @@ class RulesPanel(QWidget):
         self.editor.setAccessibleName("Rule text")
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.editor.setTabChangesFocus(False)
-        self.highlighter = MarkdownHighlighter(self.editor.document())
+        self.highlighter = MarkdownHighlighter(self.editor)
         self.rendered = RenderedView(self)
         self.meter = BudgetMeter(self)
 
