@@ -51,40 +51,28 @@ from rapidfuzz.utils import default_process
 
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History, Journal
-from keepgui.core.nanobot.workspace import Notice
+from keepgui.core.source import Notice
 from keepgui.core.timefmt import now_ms
 
 # ---------------------------------------------------------------------- kinds
 
-KIND_LABELS: dict[str, str] = {
-    # keep.md planner
-    "duplicate": "Exact duplicates",
-    "contained": "Contained in a more specific entry",
-    "stated-elsewhere": "Already stated in MEMORY.md, USER.md or AGENTS.md",
-    "move-to-agents": "Rules for the agent: move to AGENTS.md",
-    "blank": "Blank lines",
-    "undate": "Dates and timestamps inside entries",
-    "near-duplicate": "Near-duplicates (judgement call)",
-    "misplaced": "Not a durable fact (note, reminder, project)",
-    "heading": "Headings (keep.md is a flat list)",
-    # a rewrite reviewed after the fact, or proposed by a command
-    "removed": "Removed entries",
-    "deduplicated": "Removed duplicates (still covered)",
-    "merged": "Merged entries",
-    "reworded": "Reworded entries",
-    "new": "New entries (a compaction should add no facts)",
-    # an iii bank
-    "supersede": "Duplicates to supersede",
-    "fuzzy": "Fuzzy near-duplicates (judgement call)",
-    "report-only": "Same words, different order (report only)",
-    "pinned-only": "Pinned duplicates (never touched)",
-}
-"""Every operation kind, in the order plans list them, with the label a window shows."""
+KIND_LABELS: dict[str, str] = {}
+"""Every operation kind, in the order plans list them, with the label a window shows.
 
-_KIND_ORDER = {kind: i for i, kind in enumerate(KIND_LABELS)}
+Each backend registers its own kinds (:func:`register_kinds`) when its planner is imported."""
+
+_KIND_ORDER: dict[str, int] = {}
 
 SELECT_MODES = ("safe", "all", "none")
 """The named selections: the default (safe operations), every applicable one, none."""
+
+
+def register_kinds(labels: dict[str, str]) -> None:
+    """Make operation kinds known, in the order their plans list them, with their labels."""
+    for kind, label in labels.items():
+        if kind not in KIND_LABELS:
+            KIND_LABELS[kind] = label
+            _KIND_ORDER[kind] = len(_KIND_ORDER)
 
 
 def kind_label(kind: str) -> str:

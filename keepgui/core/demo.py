@@ -1,9 +1,11 @@
-"""The bundled demo: an iii data dir and a nanobot workspace, copied fresh for each run.
+"""The bundled demo: one folder per backend, copied fresh for each run.
 
 The packaged files are never modified. ``make_demo_copy`` copies them to a new
-temporary folder and moves every timestamp forward by the time elapsed since
-``DEMO_EPOCH``, so the demo's ages ("3d ago", "a year ago") always look as
-they did when it was written.
+temporary folder and lets each backend move its timestamps forward by the
+time elapsed since ``DEMO_EPOCH`` (its registry entry's ``prepare_demo``), so
+the demo's ages ("3d ago", "a year ago") always look as they did when it was
+written. Which folder belongs to which backend is the registry's
+``demo_folder``: a new backend's demo is one more folder, nothing here changes.
 """
 
 from __future__ import annotations
@@ -14,9 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from keepgui.core import fsio
-from keepgui.core.iii.log import LOG_NAME
-from keepgui.core.iii.record import read_record
+from keepgui.core import registry
 from keepgui.core.paths import resources_dir
 
 DEMO_EPOCH = 1_750_000_000_000
@@ -25,11 +25,22 @@ DEMO_EPOCH = 1_750_000_000_000
 
 @dataclass(frozen=True)
 class DemoCopy:
-    """Where a fresh demo copy lives."""
+    """Where a fresh demo copy lives: its root, and each backend's source in it (``copy.iii``...)."""
 
     root: str
-    iii: str
-    nanobot: str
+    sources: tuple[tuple[str, str], ...]
+
+    def path(self, kind: str) -> str:
+        """The folder of the demo source of ``kind``."""
+        for known, path in self.sources:
+            if known == kind:
+                return path
+        raise AttributeError(f"the demo has no {kind} source")
+
+    def __getattr__(self, kind: str) -> str:
+        if kind.startswith("_") or kind in ("root", "sources"):
+            raise AttributeError(kind)
+        return self.path(kind)
 
 
 def demo_source() -> str:
@@ -43,31 +54,15 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
     shift = max(0, now_ms - DEMO_EPOCH)
     root = tempfile.mkdtemp(prefix="keepgui-demo-", dir=parent)
     shutil.copytree(demo_source(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    iii = os.path.join(root, "iii")
-    for bank in sorted(os.listdir(iii)):
-        log = os.path.join(iii, bank, LOG_NAME)
-        if os.path.isfile(log):
-            _shift_log(log, shift)
+    sources = []
+    for backend in registry.backends():
+        if backend.demo_folder and os.path.isdir(os.path.join(root, backend.demo_folder)):
+            folder = os.path.join(root, backend.demo_folder)
+            if backend.prepare_demo is not None:
+                backend.prepare_demo(folder, shift)
+            sources.append((backend.kind, folder))
     edited = (now_ms - 3_600_000) * 1_000_000  # the demo's files look edited an hour ago
     for folder, _dirs, files in os.walk(root):
         for name in files:
             os.utime(os.path.join(folder, name), ns=(edited, edited))
-    return DemoCopy(root, iii, os.path.join(root, "nanobot"))
-
-
-def _shift_log(path: str, shift: int) -> None:
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
-    out = []
-    for line in lines[:-1]:
-        memory = read_record(line)
-        if memory is None:
-            out.append(line + b"\n")  # keep anything odd exactly as it is
-            continue
-        memory = memory.replace(
-            created_at=memory.created_at + shift,
-            updated_at=memory.updated_at + shift,
-            invalid_at=None if memory.invalid_at is None else memory.invalid_at + shift,
-        )
-        out.append(memory.to_line())
-    fsio.atomic_write(path, b"".join(out) + lines[-1])
+    return DemoCopy(root, tuple(sources))

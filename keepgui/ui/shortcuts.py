@@ -13,8 +13,8 @@ from PySide6.QtGui import QKeySequence
 
 Std = QKeySequence.StandardKey
 
-OPEN_DATA_DIR = Std.Open
-OPEN_WORKSPACE = "Ctrl+Shift+O"
+OPEN_SOURCE = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
+"""File → Open <source>…, one per backend in the registry's order (more backends get no key)."""
 RELOAD = Std.Refresh
 QUIT = "Ctrl+Q"  # Std.Quit is empty on some Linux platform themes
 UNDO = Std.Undo
@@ -41,8 +41,10 @@ HELP = Std.HelpContents
 
 def describe() -> list[tuple[str, str]]:
     """``(action, keys)`` for the README and the About box, in menu order."""
-    names = [
-        ("Open iii data dir", OPEN_DATA_DIR), ("Open nanobot workspace", OPEN_WORKSPACE),
+    from keepgui.core import registry
+
+    names = [(f"Open {backend.label}", keys) for backend, keys in zip(registry.backends(), OPEN_SOURCE)]
+    names += [
         ("Reload from disk", RELOAD), ("Quit", QUIT), ("Undo", UNDO), ("Redo", REDO), ("Find", FIND),
         ("Save rule", SAVE), ("New memory", NEW_MEMORY), ("Edit memory", EDIT_MEMORY), ("Pin", PIN),
         ("Unpin", UNPIN), ("Delete (tombstone)", TOMBSTONE), ("Restore", RESTORE),

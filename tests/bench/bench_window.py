@@ -117,7 +117,7 @@ def filter_latency(memories: int) -> Result:
     from PySide6.QtWidgets import QApplication
 
     from keepgui.core.search import TextSearch
-    from keepgui.ui.memorymodel import IIII_CAPABILITIES
+    from keepgui.core.source import Capabilities
     from keepgui.ui.memorypanel import MemoryPanel, search_texts
     from tests.bench.synth import make_records
 
@@ -127,7 +127,7 @@ def filter_latency(memories: int) -> Result:
         records[memory.id] = memory
     rows = list(records.values())
     panel = MemoryPanel()
-    panel.reset_rows(rows, IIII_CAPABILITIES)
+    panel.reset_rows(rows, Capabilities())
     index = TextSearch()
     index.set_many((r.id, search_texts(r)) for r in rows)
     panel.index._index = index  # the background build, done here synchronously for the measurement

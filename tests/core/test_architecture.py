@@ -41,7 +41,7 @@ ALLOWED = {
         "removes keepgui's own temporary demo copy at exit",
     ("keepgui/cli.py", "os.open"):
         "re-points stdout at /dev/null after a broken pipe; no file is written",
-    ("keepgui/ui/application.py", "shutil.rmtree"):
+    ("keepgui/ui/startup.py", "shutil.rmtree"):
         "removes keepgui's own temporary demo copy at exit",
     ("keepgui/core/nanobot/prompt.py", "tempfile.mkdtemp"):
         "a private scratch folder for nanobot's ContextBuilder (filled through fsio), never the workspace",

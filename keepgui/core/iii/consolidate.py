@@ -53,13 +53,20 @@ import regex
 from keepgui.core import fsio
 from keepgui.core.compaction import (
     Applied, ChangedSince, Counts, Operation, Plan, excerpt, make_operation, near_duplicates, register_applied_kind,
-    table, words_only_in,
+    register_kinds, table, words_only_in,
 )
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
 from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
 from keepgui.core.iii.store import Bank, DataDir
+
+register_kinds({
+    "supersede": "Duplicates to supersede",
+    "fuzzy": "Fuzzy near-duplicates (judgement call)",
+    "report-only": "Same words, different order (report only)",
+    "pinned-only": "Pinned duplicates (never touched)",
+})
 
 FUZZY_THRESHOLD = 85.0
 """Default cut-off of the fuzzy groups (rapidfuzz ``token_set_ratio``), as for keep.md."""
