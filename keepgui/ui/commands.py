@@ -10,8 +10,10 @@ files changed since raises, and nothing is overwritten.
 
 A command whose write is refused (the bank became unreadable, the file changed
 since) raises nothing into Qt: it reports through ``on_error`` and marks itself
-obsolete so the stack drops it. One that wrote nothing (already kept) is
-obsolete too: there is nothing to undo.
+obsolete so the stack drops it. (A caller that handles the first run's refusal
+itself, such as the editor's three-way view on a conflict, passes
+``quiet_first``; undo and redo failures are still reported.) One that wrote
+nothing (already kept) is obsolete too: there is nothing to undo.
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ class ChangeCommand(QUndoCommand):
     """Any change of any backend as one undo step (see the module docstring)."""
 
     def __init__(self, hub: Any, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None,
-                 on_error: Callable[[str], None] | None = None, outcome: Outcome | None = None) -> None:
+                 on_error: Callable[[str], None] | None = None, outcome: Outcome | None = None,
+                 quiet_first: bool = False) -> None:
         super().__init__(text or "")
         self._hub = hub
         self._target = target
         self._operation = operation
         self._on_error = on_error
+        self._quiet = quiet_first
         self.outcome = outcome or Outcome()
         self._last: Change | None = None  # the Change whose undo takes the stack one step back or forth
 
@@ -77,7 +81,7 @@ class ChangeCommand(QUndoCommand):
             message = f"{self.text() or 'The change'} failed: {exc}"
             self.outcome.error = str(exc)
             self.outcome.exception = exc
-            if self._on_error is not None:
+            if self._on_error is not None and not (self._quiet and self._last is None):
                 self._on_error(message)
             return None
         self._last = change

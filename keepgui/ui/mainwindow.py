@@ -139,10 +139,11 @@ class MainWindow(QMainWindow):
     def perform(self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None,
                 report: bool = True) -> Outcome:
         """Run a write of any backend as one undo step (``operation(bank)``, or ``operation(source)``
-        for a source folder). Failures are shown in the banner unless ``report`` is False."""
+        for a source folder). Failures are shown in the banner; with ``report`` False the caller
+        handles the first run's (its ``Outcome`` says why), and undo's and redo's are still shown."""
         outcome = Outcome()
-        self.undo_stack.push(ChangeCommand(self.hub, target, operation, text,
-                                           self.show_error if report else None, outcome))
+        self.undo_stack.push(ChangeCommand(self.hub, target, operation, text, self.show_error, outcome,
+                                           quiet_first=not report))
         return outcome
 
     # ------------------------------------------------------------------ actions and menus

@@ -567,8 +567,8 @@ class StandaloneHost(QObject):
     def perform(self, target, operation, text: str | None = None, report: bool = True) -> Outcome:
         """Run a write as an undo step of this popup's own stack."""
         outcome = Outcome()
-        self.undo_stack.push(ChangeCommand(self.hub, target, operation, text,
-                                           self.show_error if report else None, outcome))
+        self.undo_stack.push(ChangeCommand(self.hub, target, operation, text, self.show_error, outcome,
+                                           quiet_first=not report))
         return outcome
 
     def show_error(self, text: str) -> None:

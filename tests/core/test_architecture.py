@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import os
 import shutil
 import subprocess
@@ -270,3 +271,58 @@ atexit.register(shutil.rmtree, "a"); os.path.join("a", "b")
     assert sum(1 for line, _ in calls if line == 6) == 4  # w, ab, r+, computed mode
     assert sum(1 for line, _ in calls if line == 8) == 2  # write flags, unreadable flags; O_RDONLY passes
     assert sum(1 for line, _ in calls if line == 9) == 2 and sum(1 for line, _ in calls if line == 10) == 3
+
+
+# ---------------------------------------------------------------------- one seam for every backend
+
+KIND_BRANCH = re.compile(r"""kind\s*(==|!=)\s*["']|_is_keep\(""")
+
+
+def test_the_generic_ui_has_no_backend_kind_branch():
+    """What differs per backend is in its Capabilities or its adapter module, never an ``if kind == ...``."""
+    found = []
+    for path, rel in _py_files(os.path.join(PACKAGE, "ui")):
+        if rel.startswith("keepgui/ui/adapters/"):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if KIND_BRANCH.search(line):
+                    found.append(f"{rel}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_every_package_folder_ships_in_the_wheel():
+    """setup.py finds packages by their ``__init__.py``: a folder of modules without one would silently
+    drop out of the wheel."""
+    missing = []
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        if any(f.endswith(".py") for f in files) and "__init__.py" not in files:
+            missing.append(os.path.relpath(folder, ROOT))
+    assert missing == []
+
+
+def _contracts() -> dict[str, dict]:
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        config = tomllib.load(fh)
+    return {c["name"]: c for c in config["tool"]["importlinter"]["contracts"]}
+
+
+def test_the_contracts_name_every_backend_and_every_shared_core_module():
+    from keepgui.core import registry
+
+    contracts = _contracts()
+    backends = sorted(name.rsplit(".", 1)[0] for name in registry.BUILTIN)
+    assert sorted(contracts["Backends do not import each other"]["modules"]) == backends
+    ui = contracts["Generic UI modules import no backend (only keepgui.ui.adapters may)"]
+    assert sorted(ui["forbidden_modules"]) == backends
+    shared = contracts["Core modules shared by the backends import none of them"]
+    assert sorted(shared["forbidden_modules"]) == backends
+    core_modules = sorted(f"keepgui.core.{name[:-3]}" for name in os.listdir(CORE)
+                          if name.endswith(".py") and name != "__init__.py")
+    assert sorted(shared["source_modules"]) == core_modules
+    packages = sorted(f"keepgui.core.{name}" for name in os.listdir(CORE)
+                      if os.path.isfile(os.path.join(CORE, name, "__init__.py")))
+    assert packages == backends  # every package of keepgui.core is a backend, registered
