@@ -27,6 +27,7 @@ handed over in bulk (:class:`RowDelta`), never wrapped again.
 
 from __future__ import annotations
 
+import builtins
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
@@ -262,15 +263,12 @@ class NameRule(Protocol):
 
     def describe(self) -> str:
         """The rule in words ("Lowercase letters, digits, - and _ ...")."""
-        ...
 
     def problem(self, name: str) -> str:
         """Why ``name`` cannot be used ("" when it can)."""
-        ...
 
     def suggest(self, name: str) -> str:
         """A usable name close to ``name`` ("" when there is none)."""
-        ...
 
 
 # ---------------------------------------------------------------------- documents
@@ -358,53 +356,41 @@ class DocumentSet(Protocol):
     """Unsaved texts feed the preview's what-if view."""
     names: NameRule | None
 
-    def list(self) -> list[tuple[str, str]]:
+    def list(self) -> builtins.list[tuple[str, str]]:
         """``(name, title)`` in the order the agent reads them."""
-        ...
 
     def read(self, name: str) -> Document:
         """Load one document with its stamp."""
-        ...
 
-    def texts(self) -> list[tuple[str, str]]:
+    def texts(self) -> builtins.list[tuple[str, str]]:
         """``(name, text)`` of every readable document, in order (for budgets)."""
-        ...
 
     def current(self, doc: Document) -> tuple[str | None, Stamp]:
         """What is on disk now for ``doc`` (None when the file is gone)."""
-        ...
 
-    def pre_save_warnings(self, doc: Document) -> list[str]:
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """What to tell a person before saving a managed document ([] otherwise)."""
-        ...
 
     def save(self, doc: Document, text: str, *, confirmed: bool = False) -> "Change":
         """Write ``text`` over ``doc``; the Change's ``result`` is the document read back (None if deleted)."""
-        ...
 
     def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: Stamp) -> Document | None:
         """``doc`` as the disk version a person was shown, to overwrite exactly that (None: changed again)."""
-        ...
 
     def create(self, name: str) -> "Change":
         """A new document (``result``: the Document)."""
-        ...
 
     def rename_document(self, doc: Document, new: str) -> "Change":
         """Rename (``result``: the Document under its new name)."""
-        ...
 
     def delete(self, doc: Document) -> "Change":
         """Delete (refused when it changed since it was loaded)."""
-        ...
 
     def budget(self, name: str, text: str) -> Budget | None:
         """Where ``text`` (the edited document) sits in the agent's budget, or None when there is none."""
-        ...
 
     def documents_of(self, paths: Iterable[str]) -> set[str]:
         """Which of these documents' names the changed (absolute) paths are."""
-        ...
 
 
 # ---------------------------------------------------------------------- changes
@@ -587,80 +573,61 @@ class Bank(Protocol):
         Returns a :data:`DISK` Change whose rows are every row (``complete``)
         with ``full`` or on a first load, else the rows that changed.
         """
-        ...
 
     def is_loaded(self) -> bool:
         """True once the rows were read."""
-        ...
 
     def rows(self) -> Sequence[Row]:
         """The rows as last loaded (do not mutate)."""
-        ...
 
     def summary(self) -> BankSummary:
         """The sidebar's line (call after a load)."""
-        ...
 
     def documents(self) -> DocumentSet:
         """The bank's documents."""
-        ...
 
     def revisions(self, key: str) -> list[Row]:
         """Every revision of one row, oldest first ([] when the backend keeps none)."""
-        ...
 
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
         """What the agent would be given next, exactly (the adapter of the backend shows it)."""
-        ...
 
     def rank(self, query: str, limit: int) -> dict[str, float]:
         """Recall scores (key -> score) of the best rows for ``query`` (the Ranked search)."""
-        ...
 
     def plan(self, what: str, **options: Any) -> object:
         """A compaction plan (``"compact"``) or a review of an outside rewrite of a file (its name)."""
-        ...
 
     def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
         """Apply the selected operations of a plan (one undoable change)."""
-        ...
 
     def accept_review(self, plan: object) -> Change:
         """Accept an outside rewrite as it is (stop showing it)."""
-        ...
 
     def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
         """Pin or unpin rows."""
-        ...
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Retire rows (a tombstone, a reversible forget) or bring them back."""
-        ...
 
     def edit(self, key: str, field: str, value: str | list[str]) -> Change:
         """Edit a row's ``text`` (a string) or its ``tags`` / ``entities`` (lists)."""
-        ...
 
     def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
                pinned: bool = False) -> Change:
         """A new row with these fields (the New memory dialog)."""
-        ...
 
     def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
         """Keep a fact as the agent's own keep command would (Quick keep)."""
-        ...
 
     def check_keep(self, text: str) -> tuple[Hint, ...]:
         """What keeping ``text`` would find (duplicates, triage), writing nothing."""
-        ...
 
     def apply_pending(self, pending: Pending) -> Change:
         """Write the what-if toggles of a preview."""
-        ...
 
     def text_problem(self, text: str) -> tuple[str, bool]:
         """A label for a new row's text as typed ("12 / 2000 bytes") and whether it can be saved."""
-        ...
 
 
 class Source(Protocol):
@@ -679,36 +646,28 @@ class Source(Protocol):
 
     def scan(self) -> Listing:
         """List the banks (and the trash) as they are on disk now."""
-        ...
 
     def bank(self, name: str) -> Bank:
         """One bank (the same object for the same name while it exists)."""
-        ...
 
     def classify(self, changed: Sequence[tuple[str, ...]], listed: Sequence[str]) -> WatchPlan:
         """What files changed under the source mean (``changed``: path parts relative to it;
         ``listed``: the bank names shown now)."""
-        ...
 
     def configure(self, values: Mapping[str, Any]) -> None:
         """Settings a person chose for this source (the iii worker's settings the preview uses)."""
-        ...
 
     def create_bank(self, name: str, description: str = "") -> Change:
         """A new bank (``result``: its name)."""
-        ...
 
     def trash_bank(self, name: str) -> Change:
         """Move a bank to the trash (restorable)."""
-        ...
 
     def restore_bank(self, folder: str) -> Change:
         """Bring a trashed bank back (``result``: its name)."""
-        ...
 
     def close(self) -> None:
         """The source is no longer shown."""
-        ...
 
 
 def nothing_written(source: str, bank: str | None, text: str, message: str = "",

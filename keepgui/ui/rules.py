@@ -298,7 +298,7 @@ class RulesPanel(QWidget):
             try:
                 self._rule_texts = dict(self.docs.texts())
             except (KeepguiError, OSError):
-                pass
+                self._rule_texts = None  # unreadable just now: the budget uses the edited text alone
         budget = self.docs.budget(self.doc.name, text, list((self._rule_texts or {}).items()))
         self.meter.setVisible(budget is not None)
         if budget is None:
