@@ -220,7 +220,7 @@ class Desktop(QObject):
         if change is None:
             raise InvalidInput(error or "not kept")
         if change.written:
-            self.window.statusBar().showMessage(f"kept from the command line: {change.message}", 8000)
+            self.window.statusBar().showMessage(f"from the command line — {change.message}", 8000)
         result = change.result
         obj = result.to_obj() if hasattr(result, "to_obj") else {"written": change.written, "message": change.message}
         return {"handled": True, "undoable": change.written, "result": obj}

@@ -247,6 +247,7 @@ class MainWindow(QMainWindow):
         self.memories.selectionChangedTo.connect(lambda _records: self._update_counts())
         self.memories.whatIfRequested.connect(self._what_if)
         self.memories.note.connect(self.note)
+        self.memories.warning.connect(lambda text: self.banner.show_message(text, "warning"))
         self.tabs.currentChanged.connect(self._on_tab)
         self.rules.draftChanged.connect(self.preview.set_drafts)
         self.rules.note.connect(self.note)
@@ -407,8 +408,8 @@ class MainWindow(QMainWindow):
             self._mark_reloaded()
             self.compaction.offer(key)
             self.loaded.emit(key)
-        elif change.partial and self._loading != key:
-            self._mark_reloaded()
+        elif not change.rows.complete and self._loading != key:
+            self._mark_reloaded()  # an incremental read of what others wrote
         self._update_counts()
 
     def _on_bank_progress(self, key: BankKey, done: int, total: int) -> None:
@@ -510,12 +511,12 @@ class MainWindow(QMainWindow):
             "Trash node (or with Undo).")
         if answer != QMessageBox.StandardButton.Yes:
             return
-        if key == self.current:
-            self._show_bank(None)
         outcome = self.perform(key.source, lambda s: s.trash_bank(key.bank), report=False)
         if outcome.change is None:
             self.show_error(f"Could not trash `{key.bank}`: {outcome.error}")
             return
+        if key == self.current:
+            self._show_bank(None)
         self.note(outcome.change.message)
 
     def restore_bank(self, folder: str | None = None, source_path: str | None = None) -> None:

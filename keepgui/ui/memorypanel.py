@@ -21,6 +21,7 @@ Signals:
     MemoryPanel.whatIfRequested(list keys, object pinned, object live): preview these rows as if
         pinned/unpinned or deleted/restored (nothing written).
     MemoryPanel.note(str): a status-bar note.
+    MemoryPanel.warning(str): something to show in the window's banner (a keep that wrote nothing).
 """
 
 from __future__ import annotations
@@ -254,6 +255,7 @@ class MemoryPanel(QWidget):
     rankingRequested = Signal(str, int)
     whatIfRequested = Signal(list, object, object)
     note = Signal(str)
+    warning = Signal(str)
 
     def __init__(self, hub: Any = None, settings: Any = None, perform: Callable[..., Change | None] | None = None,
                  parent: QWidget | None = None) -> None:
@@ -548,11 +550,7 @@ class MemoryPanel(QWidget):
         if change.written:
             self.note.emit(change.message)
         elif change.message:
-            self.note.emit(change.message)
-            window = self.window()
-            banner = getattr(window, "banner", None)
-            if banner is not None:
-                banner.show_message(change.message, "warning")
+            self.warning.emit(change.message)
 
     def edit_current(self) -> None:
         """Edit → Edit memory: open the in-place editor on the text cell."""

@@ -294,3 +294,47 @@ def test_an_outside_rewrite_of_keep_md_asks_for_a_review(nanobot):
     change = bank.load()
     assert change.reviews == ("keep.md",) and change.rows.complete
     assert change.notes[0].startswith("keep.md changed on disk: 1 entries")
+
+
+class _OrderedLock:
+    """An RLock that refuses to be taken while a lock that must come after it is held (by this thread)."""
+
+    held = __import__("threading").local()
+
+    def __init__(self, name: str, rank: int) -> None:
+        import threading
+
+        self.name, self.rank, self._lock = name, rank, threading.RLock()
+
+    def __enter__(self):
+        stack = getattr(self.held, "stack", [])
+        later = [lock.name for lock in stack if lock.rank > self.rank]
+        assert not later, f"took the {self.name} lock while holding the {later[0]} lock"
+        self._lock.acquire()
+        stack.append(self)
+        self.held.stack = stack
+        return self
+
+    def __exit__(self, *exc):
+        self.held.stack.remove(self)
+        self._lock.release()
+
+
+def test_iii_operations_take_the_source_lock_before_the_bank_lock(iii):
+    """Trashing a bank holds the source lock, then the bank's: anything that held them the other way
+    round (a preview on its thread) would deadlock with it."""
+    iii.lock = _OrderedLock("source", 0)
+    bank = iii.bank("main")
+    bank.lock = _OrderedLock("bank", 1)
+    bank.load(full=True)
+    mid = fingerprint("Lives in Lisbon with Sam")
+    bank.rows(), bank.revisions(mid), bank.summary(), bank.check_keep("Lives in Lisbon")
+    bank.preview("where does the user live"), bank.rank("lisbon", 10)
+    change = bank.set_pinned([mid], True)
+    change.undo()
+    bank.keep("Drinks green tea")
+    plan = bank.plan("compact")
+    bank.apply_plan(plan, plan.default_selection(), "Compact main")
+    docs = bank.documents()
+    docs.save(docs.create("style").result, "# Style\n")
+    iii.trash_bank("main").undo()

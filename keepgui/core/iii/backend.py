@@ -379,11 +379,11 @@ class IiiBank:
         """The store's Bank object (raises NotFound when the folder is gone)."""
         return self.source.core_bank(self.name)
 
-    def engine(self) -> Any:
-        """The recall/preview engine (made on first use; call with the bank's lock held)."""
+    def engine(self, bank: CoreBank) -> Any:
+        """The recall/preview engine of ``bank`` (made on first use; call with the bank's lock held,
+        ``bank`` got from :meth:`core` before taking it: locks go source first)."""
         from keepgui.core.iii.preview import BankEngine
 
-        bank = self.core()
         if self._engine is None or self._engine.bank is not bank:
             self._engine = BankEngine(bank, self.source.config)
         return self._engine
@@ -437,8 +437,9 @@ class IiiBank:
         """The current record of every id, in load order."""
         if not self._loaded:
             return []
+        bank = self.core()
         with self.lock:
-            return list(self.core().log.records.values())
+            return list(bank.log.records.values())
 
     def summary(self) -> BankSummary:
         """"41 memories · 3 pinned · 2 rules", or why the bank cannot be read."""
@@ -456,8 +457,9 @@ class IiiBank:
 
     def revisions(self, key: str) -> list[Row]:
         """Every revision of one memory in the log, oldest first."""
+        bank = self.core()
         with self.lock:
-            return list(self.core().log.history(key))
+            return list(bank.log.history(key))
 
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
         """``memory::preview`` exactly, with unsaved rules and what-if toggles when given."""
@@ -466,13 +468,15 @@ class IiiBank:
         pending = pending or Pending()
         whatif = WhatIf(rules=dict(pending.drafts), pins=dict(pending.pins), live=dict(pending.live),
                         config=self.source.config)
+        bank = self.core()
         with self.lock:
-            return self.engine().preview(query, now_ms=now_ms, whatif=whatif)
+            return self.engine(bank).preview(query, now_ms=now_ms, whatif=whatif)
 
     def rank(self, query: str, limit: int = RANKED_LIMIT) -> dict[str, float]:
         """Recall scores (id -> fused score) of the best memories for ``query``."""
+        bank = self.core()
         with self.lock:
-            result = self.engine().recall(query, limit=limit)
+            result = self.engine(bank).recall(query, limit=limit)
         return {hit.memory.id: hit.score for hit in result.hits}
 
     # ------------------------------------------------------------------ plans
