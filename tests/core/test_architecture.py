@@ -310,19 +310,18 @@ def _contracts() -> dict[str, dict]:
     return {c["name"]: c for c in config["tool"]["importlinter"]["contracts"]}
 
 
-def test_the_contracts_name_every_backend_and_every_shared_core_module():
+def test_the_contracts_name_every_backend():
+    """The independence contract lists the backends the registry has; the other contracts reach every
+    backend by the wildcard ``keepgui.core.*.*``, which is right only while every package of
+    keepgui.core is a backend."""
     from keepgui.core import registry
 
     contracts = _contracts()
     backends = sorted(name.rsplit(".", 1)[0] for name in registry.BUILTIN)
     assert sorted(contracts["Backends do not import each other"]["modules"]) == backends
-    ui = contracts["Generic UI modules import no backend (only keepgui.ui.adapters may)"]
-    assert sorted(ui["forbidden_modules"]) == backends
-    shared = contracts["Core modules shared by the backends import none of them"]
-    assert sorted(shared["forbidden_modules"]) == backends
-    core_modules = sorted(f"keepgui.core.{name[:-3]}" for name in os.listdir(CORE)
-                          if name.endswith(".py") and name != "__init__.py")
-    assert sorted(shared["source_modules"]) == core_modules
+    for name in ("Core modules shared by the backends import none of them",
+                 "Generic UI modules import no backend (only keepgui.ui.adapters may)"):
+        assert contracts[name]["forbidden_modules"] == ["keepgui.core.*.*"]
     packages = sorted(f"keepgui.core.{name}" for name in os.listdir(CORE)
                       if os.path.isfile(os.path.join(CORE, name, "__init__.py")))
     assert packages == backends  # every package of keepgui.core is a backend, registered
