@@ -150,15 +150,7 @@ class MainWindow(QMainWindow):
 
     def _action(self, text: str, slot: Callable[..., Any], shortcut: Any = None, tip: str = "",
                 icon: str | None = None) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(shortcut)
-        if tip:
-            action.setStatusTip(tip)
-            action.setToolTip(tip)
-        if icon:
-            action.setIcon(theme.icon(icon))
-        action.triggered.connect(slot)
+        action = shortcuts.make_action(self, text, slot, shortcut, tip, icon=icon)
         self.addAction(action)
         return action
 

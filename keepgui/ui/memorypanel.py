@@ -40,7 +40,7 @@ from keepgui.core.search import TextSearch
 from keepgui.core.source import (
     CREATE, EDIT, HISTORY, KEEP, PIN, RANKED, TOMBSTONE, WHAT_IF, BankKey, Capabilities, Change,
 )
-from keepgui.ui import shortcuts, theme
+from keepgui.ui import shortcuts
 from keepgui.ui.detail import DetailPanel
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
@@ -344,22 +344,10 @@ class MemoryPanel(QWidget):
 
     # ------------------------------------------------------------------ actions
 
-    def _action(self, text: str, slot: Callable[..., Any], shortcut: Any = None, tip: str = "",
-                checkable: bool = False, icon: str | None = None) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(shortcut)
-        if tip:
-            action.setStatusTip(tip)
-            action.setToolTip(tip)
-        if icon:
-            action.setIcon(theme.icon(icon))
-        action.setCheckable(checkable)
-        (action.toggled if checkable else action.triggered).connect(slot)
-        return action
-
     def _build_actions(self) -> None:
-        a = self._action
+        def a(*args: Any, **kwargs: Any) -> QAction:
+            return shortcuts.make_action(self, *args, **kwargs)
+
         self.act_new_memory = a("&New memory…", self.new_memory, shortcuts.NEW_MEMORY, "Save a new memory")
         self.act_edit = a("&Edit memory", self.edit_current, shortcuts.EDIT_MEMORY,
                           "Edit the selected memory's text in place (a new revision)")

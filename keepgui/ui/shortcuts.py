@@ -9,7 +9,12 @@ platform theme, which exists only once the application does.
 
 from __future__ import annotations
 
-from PySide6.QtGui import QKeySequence
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction, QKeySequence
+
+from keepgui.ui import theme
 
 Std = QKeySequence.StandardKey
 
@@ -37,6 +42,23 @@ PANEL_MEMORIES = "Ctrl+1"
 PANEL_RULES = "Ctrl+2"
 PANEL_PREVIEW = "Ctrl+3"
 HELP = Std.HelpContents
+
+
+def make_action(parent: QObject, text: str, slot: Callable[..., Any], shortcut: Any = None, tip: str = "",
+                checkable: bool = False, icon: str | None = None) -> QAction:
+    """A menu action with its shortcut (one of this module's), tooltip, icon, and the slot it runs
+    (``toggled`` for a checkable one)."""
+    action = QAction(text, parent)
+    if shortcut is not None:
+        action.setShortcut(shortcut)
+    if tip:
+        action.setStatusTip(tip)
+        action.setToolTip(tip)
+    if icon:
+        action.setIcon(theme.icon(icon))
+    action.setCheckable(checkable)
+    (action.toggled if checkable else action.triggered).connect(slot)
+    return action
 
 
 def describe() -> list[tuple[str, str]]:
