@@ -30,7 +30,7 @@ from __future__ import annotations
 import builtins
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
 
 import msgspec
 
@@ -668,6 +668,104 @@ class Source(Protocol):
 
     def close(self) -> None:
         """The source is no longer shown."""
+
+
+def refuse(capabilities: Capabilities, what: str) -> NoReturn:
+    """Raise the refusal of a missing capability, with the reason its Capabilities give."""
+    from keepgui.core.errors import InvalidInput
+
+    raise InvalidInput(capabilities.why_not(what) or f"not possible here: {what}")
+
+
+class BankDefaults:
+    """What a Bank that lacks a capability answers: a refusal that gives the capability's reason.
+
+    A backend's Bank may inherit this and implement only what it supports;
+    each refusal is the sentence its :class:`Capabilities` give (the same one
+    the greyed control shows).
+    """
+
+    capabilities: Capabilities
+
+    def _refuse(self, what: str) -> NoReturn:
+        refuse(self.capabilities, what)
+
+    def revisions(self, key: str) -> builtins.list[Row]:
+        """No revisions are kept."""
+        return []
+
+    def rank(self, query: str, limit: int) -> dict[str, float]:
+        """Refused: no ranking."""
+        self._refuse(RANKED)
+
+    def plan(self, what: str, **options: Any) -> object:
+        """Refused: nothing to compact or review."""
+        return self._refuse(COMPACT if what == COMPACT else REVIEW)
+
+    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> "Change":
+        """Refused: no plans."""
+        return self._refuse(COMPACT)
+
+    def accept_review(self, plan: object) -> "Change":
+        """Refused: no reviews."""
+        return self._refuse(REVIEW)
+
+    def set_pinned(self, keys: Sequence[str], pinned: bool) -> "Change":
+        """Refused: no pin."""
+        return self._refuse(PIN)
+
+    def set_live(self, keys: Sequence[str], live: bool) -> "Change":
+        """Refused: rows are not retired."""
+        return self._refuse(TOMBSTONE)
+
+    def edit(self, key: str, field: str, value: str | builtins.list[str]) -> "Change":
+        """Refused: rows are not edited in place."""
+        return self._refuse(EDIT)
+
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
+               pinned: bool = False) -> "Change":
+        """Refused: no New memory."""
+        return self._refuse(CREATE)
+
+    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> "Change":
+        """Refused: facts are not kept here."""
+        return self._refuse(KEEP)
+
+    def check_keep(self, text: str) -> tuple[Hint, ...]:
+        """Nothing to check."""
+        return ()
+
+    def apply_pending(self, pending: Pending) -> "Change":
+        """Refused: no what-if toggles."""
+        return self._refuse(WHAT_IF)
+
+    def text_problem(self, text: str) -> tuple[str, bool]:
+        """The length typed, and whether there is any text."""
+        return f"{len(text)} characters", bool(text.strip())
+
+
+class SourceDefaults:
+    """What a Source that has no bank operations or settings answers (see :class:`BankDefaults`)."""
+
+    capabilities: Capabilities
+
+    def configure(self, values: Mapping[str, Any]) -> None:
+        """No settings of its own: nothing to keep."""
+
+    def create_bank(self, name: str, description: str = "") -> "Change":
+        """Refused: banks are not created here."""
+        refuse(self.capabilities, CREATE_BANK)
+
+    def trash_bank(self, name: str) -> "Change":
+        """Refused: banks are not trashed here."""
+        refuse(self.capabilities, TRASH_BANK)
+
+    def restore_bank(self, folder: str) -> "Change":
+        """Refused: there is no trash."""
+        refuse(self.capabilities, TRASH_BANK)
+
+    def close(self) -> None:
+        """Nothing held open."""
 
 
 def nothing_written(source: str, bank: str | None, text: str, message: str = "",

@@ -338,3 +338,14 @@ def test_iii_operations_take_the_source_lock_before_the_bank_lock(iii):
     docs = bank.documents()
     docs.save(docs.create("style").result, "# Style\n")
     iii.trash_bank("main").undo()
+
+
+def test_what_a_bank_lacks_is_refused_with_the_reason_its_capabilities_give(nanobot):
+    bank = nanobot.bank("keep.md")
+    with pytest.raises(InvalidInput, match="there is no recall ranking"):
+        bank.rank("tea", 3)
+    with pytest.raises(InvalidInput, match="keep.md entries have no pin"):
+        bank.set_pinned(["x"], True)
+    with pytest.raises(InvalidInput, match="has one keep.md"):
+        nanobot.create_bank("more")
+    assert bank.revisions("x") == []

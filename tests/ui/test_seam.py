@@ -13,17 +13,18 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import pytest
 from PySide6.QtCore import Qt
 
 from keepgui.core import fsio, registry
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
-from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
+from keepgui.core.registry import Backend, OpenOptions, Verdict
 from keepgui.core.source import (
-    CREATE, CREATE_BANK, DISK, ENTITIES, HISTORY, KEEP, PIN, QUERY, RANKED, TAGS, TRASH_BANK, WHAT_IF,
-    BankKey, BankSummary, Capabilities, Change, Document, FileRow, Listing, RowDelta, WatchPlan, stamps_of,
+    COMPACT, CREATE, CREATE_BANK, EDIT, ENTITIES, DISK, HISTORY, PIN, QUERY, RANKED, REVIEW, TAGS, TRASH_BANK,
+    WHAT_IF, BankDefaults, BankKey, BankSummary, Capabilities, Change, Document, FileRow, Hint, Listing, RowDelta,
+    SourceDefaults, WatchPlan, stamps_of,
 )
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
 from keepgui.ui.settings import VERSION, Settings
@@ -94,14 +95,16 @@ def test_settings_of_version_1_are_migrated(tmp_path):
 NOTES = Capabilities(
     missing={PIN: "a note is a file: it has no pin", TAGS: "notes have no tags", ENTITIES: "notes have no entities",
              HISTORY: "a note has no revisions", RANKED: "notes have no ranking", CREATE: "keep a note instead",
-             QUERY: "every note is read", WHAT_IF: "nothing to try out"},
+             QUERY: "every note is read", WHAT_IF: "nothing to try out", EDIT: "notes are edited as documents",
+             COMPACT: "notes are never compacted", REVIEW: "nobody else rewrites notes"},
     fields=frozenset({"pinned", "live", "text", "updated"}), ordered=True, noun="note", nouns="notes",
     retire="Forget",
 )
 
 
-class NotesBank:
-    """The notes of a folder: one ``*.txt`` file per row; forgotten notes wait in ``.forgotten/``."""
+class NotesBank(BankDefaults):
+    """The notes of a folder: one ``*.txt`` file per row; forgotten notes wait in ``.forgotten/``
+    (what it cannot do, BankDefaults refuses with the reason its Capabilities give)."""
 
     def __init__(self, source: "NotesSource") -> None:
         self.source = source
@@ -142,22 +145,11 @@ class NotesBank:
     def documents(self) -> "NoteDocs":
         return NoteDocs(self.source)
 
-    def revisions(self, key: str):
-        return []
-
     def preview(self, query: str, pending=None, now_ms=None) -> object:
         class Shown:
             text = "\n".join(f"- {r.text}" for r in self._rows or [] if r.invalid_at is None)
 
         return Shown()
-
-    def rank(self, query, limit):
-        raise InvalidInput(NOTES.why_not(RANKED))
-
-    def plan(self, what: str, **options):
-        raise InvalidInput("notes are never compacted")
-
-    apply_plan = accept_review = plan
 
     def _move(self, text: str, moves: list[tuple[str, str]]) -> Change:
         with self.lock:
@@ -181,15 +173,6 @@ class NotesBank:
         moves = [(os.path.join(self.source.path, k), os.path.join(gone, k)) for k in keys]
         return self._move(f"Forget {NOTES.count(len(moves))}", moves)
 
-    def set_pinned(self, keys, pinned):
-        raise InvalidInput(NOTES.why_not(PIN))
-
-    def edit(self, key, field, value):
-        raise InvalidInput("notes are edited as documents")
-
-    def create(self, *args, **kwargs):
-        raise InvalidInput(NOTES.why_not(CREATE))
-
     def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
         path = os.path.join(self.source.path, f"{len(self._rows or []):03d}.txt")
         stamp = fsio.atomic_write(path, text.encode() + b"\n", expect=fsio.Stamp.missing())
@@ -206,15 +189,7 @@ class NotesBank:
                       files=stamps_of(path), message=f"Kept: {text}", reverse=back)
 
     def check_keep(self, text: str):
-        from keepgui.core.source import Hint
-
         return (Hint("ok", "A new note"),)
-
-    def apply_pending(self, pending):
-        raise InvalidInput(NOTES.why_not(WHAT_IF))
-
-    def text_problem(self, text: str):
-        return f"{len(text)} characters", bool(text.strip())
 
 
 class NoteDocs:
@@ -270,7 +245,7 @@ class NoteDocs:
         return {"README.md"} if self.path in paths else set()
 
 
-class NotesSource:
+class NotesSource(SourceDefaults):
     kind = "notes"
     capabilities = Capabilities(missing={CREATE_BANK: "one folder, one bank", TRASH_BANK: "notes are not trashed"})
     bank_names = None
@@ -294,19 +269,6 @@ class NotesSource:
         return WatchPlan(refresh=frozenset({"notes"}) if any(n.endswith(".txt") for n in names) else frozenset(),
                          documents=docs)
 
-    def configure(self, values: Mapping[str, Any]) -> None:
-        """Nothing to configure."""
-
-    def create_bank(self, name, description=""):
-        raise InvalidInput(self.capabilities.why_not(CREATE_BANK))
-
-    def trash_bank(self, name):
-        raise InvalidInput(self.capabilities.why_not(TRASH_BANK))
-
-    restore_bank = trash_bank
-
-    def close(self) -> None:
-        """Nothing held open."""
 
 
 NOTES_BACKEND = Backend(

@@ -40,8 +40,8 @@ from keepgui.core.iii.textrules import byte_len, cut_at_char_boundary, rust_trim
 from keepgui.core.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
-    COMPACT, DISK, FORCE, REVIEW, BankKey, BankSummary, Budget, BudgetSegment, Capabilities, Change, Document,
-    Hint, Listing, Pending, Progress, Row, RowDelta, Trashed, WatchPlan, stamps_of,
+    COMPACT, DISK, FORCE, REVIEW, BankDefaults, BankKey, BankSummary, Budget, BudgetSegment, Capabilities, Change,
+    Document, Hint, Listing, Pending, Progress, Row, RowDelta, Trashed, WatchPlan, stamps_of,
 )
 
 KIND = "iii"
@@ -360,7 +360,7 @@ def _excerpt(text: str, limit: int = 70) -> str:
 Targets = dict[str, "Memory | None"]
 
 
-class IiiBank:
+class IiiBank(BankDefaults):
     """One bank of a data dir (see the module docstring)."""
 
     def __init__(self, source: "IiiSource", name: str) -> None:
@@ -518,10 +518,6 @@ class IiiBank:
             return redone
 
         change.reverse = back
-
-    def accept_review(self, plan: Any) -> Change:
-        """An iii log has no outside rewrites to accept."""
-        raise InvalidInput(CAPABILITIES.why_not(REVIEW))
 
     def _locked(self, text: str, action: Callable[[], object]) -> Change:
         """Run a write under the bank's lock, then find every record it (or anyone) changed."""

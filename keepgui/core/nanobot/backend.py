@@ -33,8 +33,8 @@ from keepgui.core.paths import short_path
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
     COMPACT, CREATE, CREATE_BANK, DISK, ENTITIES, HISTORY, PIN, QUERY, RANKED, TAGS, TRASH_BANK, WHAT_IF,
-    BankKey, BankSummary, Capabilities, Change, Document, FileRow, Hint, Listing, Pending, Progress, Row,
-    RowDelta, WatchPlan, stamps_of,
+    BankDefaults, BankKey, BankSummary, Capabilities, Change, Document, FileRow, Hint, Listing, Pending, Progress,
+    Row, RowDelta, SourceDefaults, WatchPlan, stamps_of,
 )
 
 KIND = "nanobot"
@@ -275,8 +275,8 @@ class WorkspaceDocs:
 # ---------------------------------------------------------------------- keep.md
 
 
-class KeepBank:
-    """keep.md of a workspace as a bank (see the module docstring)."""
+class KeepBank(BankDefaults):
+    """keep.md of a workspace as a bank (see the module docstring); what it lacks, BankDefaults refuses."""
 
     def __init__(self, source: "NanobotSource") -> None:
         self.source = source
@@ -348,19 +348,11 @@ class KeepBank:
         """AGENTS.md and the Dream-managed documents."""
         return WorkspaceDocs(self.source)
 
-    def revisions(self, key: str) -> list[Row]:
-        """keep.md entries have no revisions."""
-        return []
-
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
         """nanobot's system prompt parts, plus keep.md (the question changes nothing)."""
         from keepgui.core.nanobot.prompt import build_preview
 
         return build_preview(self.source.workspace)
-
-    def rank(self, query: str, limit: int) -> dict[str, float]:
-        """keep.md has no ranking."""
-        raise InvalidInput(CAPABILITIES.why_not(RANKED))
 
     # ------------------------------------------------------------------ plans
 
@@ -428,10 +420,6 @@ class KeepBank:
         change.reverse = lambda: self._swap(text, expected, target)
         return change
 
-    def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
-        """keep.md has no pin."""
-        raise InvalidInput(CAPABILITIES.why_not(PIN))
-
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Forget entries (kept in keepgui's history), or put removed ones back where they were."""
         keys = list(keys)
@@ -448,11 +436,6 @@ class KeepBank:
         if field != "text" or not isinstance(value, str):
             raise InvalidInput(CAPABILITIES.why_not(TAGS if field == "tags" else ENTITIES))
         return self._change("Edit entry", lambda store: store.edit(key, value))
-
-    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
-               pinned: bool = False) -> Change:
-        """A keep.md entry is kept, not created with fields (see :meth:`keep`)."""
-        raise InvalidInput(CAPABILITIES.why_not(CREATE))
 
     def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
         """The keep skill's protocol: clean, triage, check for duplicates, then write ``- fact``."""
@@ -482,18 +465,15 @@ class KeepBank:
                 doc = self.store.load()
         return check_keep_md(self.store, text, doc)
 
-    def apply_pending(self, pending: Pending) -> Change:
-        """keep.md has no what-if toggles."""
-        raise InvalidInput(CAPABILITIES.why_not(WHAT_IF))
-
     def text_problem(self, text: str) -> tuple[str, bool]:
         """Words of a fact as typed (the keep skill wants 5 to 15)."""
         words = len(text.split())
         return f"{words} words", bool(text.strip())
 
 
-class NanobotSource:
-    """An open nanobot workspace: keep.md as its one bank, the documents, keepgui's history."""
+class NanobotSource(SourceDefaults):
+    """An open nanobot workspace: keep.md as its one bank, the documents, keepgui's history
+    (no banks to create or trash, no settings: SourceDefaults refuses those)."""
 
     kind = KIND
     capabilities = SOURCE_CAPABILITIES
@@ -537,24 +517,6 @@ class NanobotSource:
         notes = (f"{', '.join(rels)} changed on disk",) if rels else ()
         return WatchPlan(False, frozenset({KEEP_BANK}) if KEEP_MD in touched else frozenset(), documents,
                          reviews, notes)
-
-    def configure(self, values: Mapping[str, Any]) -> None:
-        """A workspace has no settings of its own."""
-
-    def create_bank(self, name: str, description: str = "") -> Change:
-        """Refused: a workspace has one keep.md."""
-        raise InvalidInput(SOURCE_CAPABILITIES.why_not(CREATE_BANK))
-
-    def trash_bank(self, name: str) -> Change:
-        """Refused: keep.md is not trashed."""
-        raise InvalidInput(SOURCE_CAPABILITIES.why_not(TRASH_BANK))
-
-    def restore_bank(self, folder: str) -> Change:
-        """Refused: a workspace has no trash."""
-        raise InvalidInput(SOURCE_CAPABILITIES.why_not(TRASH_BANK))
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 # ---------------------------------------------------------------------- the registry's entry
