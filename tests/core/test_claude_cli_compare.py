@@ -118,6 +118,7 @@ def test_layers_in_order_with_rules_and_nested_files(cli, tmp_path):
     put(mono, ".claude/rules/broken.md", "---\npaths: [\n---\ninvalid YAML with paths: conditional\n")
     put(mono, ".claude/rules/broken2.md", "---\ntitle: [\n---\ninvalid YAML without paths: loads\n")
     put(mono, ".claude/rules/UPPER.MD", "not .md: skipped\n")
+    put(mono, ".claude/rules/yes.md", "---\npaths: yes\n---\nYAML 1.2: a string, so conditional\n")
     put(mono, "CLAUDE.local.md", "mono local\n")
     put(mono, "svc/CLAUDE.md", "svc rules\n")
     put(mono, "svc/.claude/rules/svc.md", "svc rule\n")
@@ -127,7 +128,8 @@ def test_layers_in_order_with_rules_and_nested_files(cli, tmp_path):
     context = compare(cli, "layers", mono / "svc", home)
     assert [f.path for f in context.later if f.role == "nested"] == [str(mono / "svc" / "deep" / "CLAUDE.md")]
     assert {os.path.basename(f.path) for f in context.later if f.role == "rules"} == {"py.md", "http.md",
-                                                                                      "comma.md", "broken.md"}
+                                                                                      "comma.md", "broken.md",
+                                                                                      "yes.md"}
 
 
 def test_imports_depth_code_and_extensions(cli, tmp_path):
