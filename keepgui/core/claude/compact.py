@@ -119,6 +119,8 @@ class FolderPlan(Plan):
         self._edits = edits
         self._originals: dict[str, tuple[bytes | None, str | None]] = {}
         self._stamps = {INDEX_NAME: folder.index.stamp, **{t.rel: t.stamp for t in folder.topics}}
+        # read now every file an operation would touch, so a later change to any of them makes the plan stale
+        self.texts_after([op.id for op in self.operations if op.applicable])
 
     def original(self, rel: str) -> str | None:
         """The text of ``rel`` as the plan read it (files are read when first needed; :meth:`check_fresh`
@@ -290,14 +292,11 @@ def _plan(folder: MemoryFolder):
                   "of detail moved out of MEMORY.md"
 
         def edit(texts, numbers=numbers, notes=notes, pointer=pointer):
-            index_text = texts[INDEX_NAME]
-            for n in numbers:
+            # the pointer takes the first prose line's place (near the top: it is loaded), the rest go
+            index_text = _replace_line(texts[INDEX_NAME], numbers[0], pointer)
+            for n in numbers[1:]:
                 index_text = _replace_line(index_text, n, DROP)
-            lines = split_lines(index_text)
-            newline = newline_of(index_text)
-            if lines and not lines[-1].endswith(("\n", "\r")):
-                lines[-1] += newline
-            texts[INDEX_NAME] = "".join(lines) + pointer + newline
+            texts[INDEX_NAME] = index_text
             texts[NOTES_FILE] = _topic_with(texts.get(NOTES_FILE) or (
                 "---\nname: index-notes\ndescription: Detail that was written into MEMORY.md itself\nmetadata:\n"
                 "  type: reference\n---\n"), "\n".join(notes))

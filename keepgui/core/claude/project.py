@@ -357,6 +357,9 @@ class ClaudeProject:
         else:
             accept_current(folder, self.history, source="keepgui")
         self.folder = folder
+        reverse = getattr(change, "reverse", None)
+        if reverse is not None:  # its undo (and that undo's redo) is keepgui's own write too
+            change.reverse = lambda: self._ours(reverse)
         return change
 
     def keep(self, text: str, *, title: str | None = None, kind: str = "project", description: str | None = None,

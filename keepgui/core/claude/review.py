@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
@@ -109,7 +110,8 @@ class Baselines(Journal):
 
     def accept(self, memory_dir: str, sha256: str) -> None:
         """Take the manifest ``sha256`` as the folder's baseline."""
-        self._append({"event": "accepted", "id": os.path.realpath(memory_dir) + ":" + sha256,
+        # a fresh id per event: accepting an earlier manifest again must make it the latest
+        self._append({"event": "accepted", "id": secrets.token_hex(8),
                       "memory_dir": os.path.realpath(memory_dir), "sha256": sha256, "at": now_ms()})
 
     def latest(self, memory_dir: str) -> str | None:
@@ -169,8 +171,11 @@ class FolderReview(FolderPlan):
                                                                                if r != INDEX_NAME])})
 
     def accept(self) -> str:
-        """Take the folder as it is now as the baseline (the review is then empty)."""
-        return accept_current(self.folder, self.history)
+        """Take the folder as this review saw it as the baseline (a change made after the review was
+        computed still shows in the next one)."""
+        sha = self.history.record(manifest_path(self.folder.path), _encode(self.current), source="accepted").sha256
+        Baselines(self.history).accept(self.folder.path, sha)
+        return sha
 
     def _description(self, ops) -> str:
         return f"Restore {len(ops)} change{'s' if len(ops) != 1 else ''} to the memory folder"
