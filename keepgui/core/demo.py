@@ -1,9 +1,11 @@
-"""The bundled demo: an iii data dir and a nanobot workspace, copied fresh for each run.
+"""The bundled demo: an iii data dir, a nanobot workspace and a Claude Code home, copied fresh for each run.
 
 The packaged files are never modified. ``make_demo_copy`` copies them to a new
 temporary folder and moves every timestamp forward by the time elapsed since
 ``DEMO_EPOCH``, so the demo's ages ("3d ago", "a year ago") always look as
-they did when it was written.
+they did when it was written. The Claude Code project's memory folder is
+renamed to the name Claude Code gives the copied project folder, and its
+memories get ages in index order (the agent appends, so the last are newest).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class DemoCopy:
     root: str
     iii: str
     nanobot: str
+    claude_home: str = ""
+    claude_project: str = ""
 
 
 def demo_source() -> str:
@@ -52,7 +56,30 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
     for folder, _dirs, files in os.walk(root):
         for name in files:
             os.utime(os.path.join(folder, name), ns=(edited, edited))
-    return DemoCopy(root, iii, os.path.join(root, "nanobot"))
+    home, project = _place_claude(os.path.join(root, "claude"), edited)
+    return DemoCopy(root, iii, os.path.join(root, "nanobot"), home, project)
+
+
+def _place_claude(claude: str, edited_ns: int) -> tuple[str, str]:
+    """Give the copied Claude Code project its memory folder's real name; age the memories in index order."""
+    from keepgui.core.claude.layout import project_folder_name
+    from keepgui.core.claude.memory import INDEX_NAME, parse_link_line
+
+    home, project = os.path.join(claude, "home"), os.path.join(claude, "project", "slow-bytes")
+    placeholder = os.path.join(home, ".claude", "projects", "PROJECT")
+    if not os.path.isdir(placeholder):
+        return "", ""
+    folder = os.path.join(home, ".claude", "projects", project_folder_name(os.path.realpath(project)))
+    fsio.rename_durably(placeholder, folder)
+    memory = os.path.join(folder, "memory")
+    data, _stamp = fsio.read_stamped(os.path.join(memory, INDEX_NAME))
+    targets = [p[1] for p in (parse_link_line(line) for line in (data or b"").decode("utf-8").splitlines()) if p]
+    for age, rel in enumerate(reversed(dict.fromkeys(targets))):
+        path = os.path.join(memory, rel)
+        if os.path.isfile(path):
+            when = edited_ns - age * 3 * 3_600_000_000_000  # three hours between memories
+            os.utime(path, ns=(when, when))
+    return home, project
 
 
 def _shift_log(path: str, shift: int) -> None:

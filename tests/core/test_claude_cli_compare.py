@@ -343,3 +343,11 @@ def test_symlinked_memory_folder_and_project(cli, tmp_path):
     os.makedirs(os.path.dirname(folder))
     os.symlink(tmp_path / "store", folder)
     compare(cli, "symlinks", tmp_path / "link", home)
+
+
+def test_the_demo_home(cli, tmp_path):
+    from keepgui.core.demo import make_demo_copy
+
+    copy = make_demo_copy(str(tmp_path))
+    context = compare(cli, "demo", copy.claude_project, copy.claude_home)
+    assert context.folder.index.cut.reason == "lines" and len(context.hidden) == 20

@@ -122,3 +122,9 @@ def test_the_sidebar_counts(tmp_path):
 def test_utf16_length_drives_the_cut_not_code_points():
     line = "- " + "🚀" * 200
     assert utf16_len(line) == 402 and len(line) == 202
+
+
+def test_a_quoted_line_cut_before_a_space_loses_the_space():
+    base = "".join(f"- {i}\n" for i in range(200))
+    line = "x" * 78 + " and more words past the limit"
+    assert '("' + "x" * 78 + '…")' in cut_of(base + line + "\n").warning

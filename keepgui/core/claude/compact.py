@@ -302,8 +302,8 @@ def _plan(folder: MemoryFolder):
                 "  type: reference\n---\n"), "\n".join(notes))
 
         operations.append(make_operation("move-detail", [NOTES_FILE], notes, [pointer],
-                                         f"{len(notes)} line{'s' if len(notes) != 1 else ''} of the index "
-                                         "are detail, not entries; they move into a topic file",
+                                         f"{len(notes)} line{'s are' if len(notes) != 1 else ' is'} detail, "
+                                         f"not an index entry: moved into {NOTES_FILE}, which one entry points at",
                                          selected=index.cut is not None and index.cut.cut))
         edits.append(edit)
     # reorder newest first when entries are cut

@@ -9,7 +9,7 @@ is none). The warning then names the reason — ``230 lines (limit: 200)``,
 ``29.3KB (limit: 24.4KB) — index entries are too long``, or ``220 lines and
 26KB`` (both, decided on the whole text's size even when the first 200 lines
 fit) — and where the cut fell, quoting the first line not loaded (trimmed, at
-most 80 units, else 79 and ``…``). Counts are on the prepared text, ``\\r``
+most 80 units, else its first 79 trimmed again and ``…``). Counts are on the prepared text, ``\\r``
 included. Then, for the index only, the injected text is cleaned: ``\\r\\n``,
 ``\\r``, U+2028 and U+2029 become ``\\n``; control, format, private-use,
 unassigned and default-ignorable characters are removed (tab, ZWJ, ZWNJ and
@@ -160,7 +160,8 @@ class IndexCut:
 def _preview(line: str) -> str:
     line = js_trim(line)
     if utf16_len(line) > PREVIEW_UNITS:
-        return utf16_slice(line, PREVIEW_UNITS - 1) + "…"
+        # the CLI trims the cut piece again: a space before the ellipsis goes (seen on the demo index)
+        return utf16_slice(line, PREVIEW_UNITS - 1).rstrip(JS_WHITESPACE) + "…"
     return line
 
 
