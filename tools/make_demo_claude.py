@@ -39,7 +39,7 @@ USER_CLAUDE = """# How I work
 - Never commit or push on my behalf; show me the diff first.
 
 <!-- Personal notes below are for me, not for Claude. -->
-<!-- TODO: move the Postgres tips into a rule file. -->
+<!-- Later: move the Postgres tips into a rule file. -->
 """
 
 USER_RULES = {
