@@ -10,6 +10,7 @@ memories get ages in index order (the agent appends, so the last are newest).
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -56,30 +57,9 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
     for folder, _dirs, files in os.walk(root):
         for name in files:
             os.utime(os.path.join(folder, name), ns=(edited, edited))
-    home, project = _place_claude(os.path.join(root, "claude"), edited)
+    # the Claude Code backend places its own demo (reached by name: shared core imports no backend)
+    home, project = importlib.import_module("keepgui.core.claude.demo").place_demo(os.path.join(root, "claude"), edited)
     return DemoCopy(root, iii, os.path.join(root, "nanobot"), home, project)
-
-
-def _place_claude(claude: str, edited_ns: int) -> tuple[str, str]:
-    """Give the copied Claude Code project its memory folder's real name; age the memories in index order."""
-    from keepgui.core.claude.layout import project_folder_name
-    from keepgui.core.claude.memory import INDEX_NAME, parse_link_line
-
-    home, project = os.path.join(claude, "home"), os.path.join(claude, "project", "slow-bytes")
-    placeholder = os.path.join(home, ".claude", "projects", "PROJECT")
-    if not os.path.isdir(placeholder):
-        return "", ""
-    folder = os.path.join(home, ".claude", "projects", project_folder_name(os.path.realpath(project)))
-    fsio.rename_durably(placeholder, folder)
-    memory = os.path.join(folder, "memory")
-    data, _stamp = fsio.read_stamped(os.path.join(memory, INDEX_NAME))
-    targets = [p[1] for p in (parse_link_line(line) for line in (data or b"").decode("utf-8").splitlines()) if p]
-    for age, rel in enumerate(reversed(dict.fromkeys(targets))):
-        path = os.path.join(memory, rel)
-        if os.path.isfile(path):
-            when = edited_ns - age * 3 * 3_600_000_000_000  # three hours between memories
-            os.utime(path, ns=(when, when))
-    return home, project
 
 
 def _shift_log(path: str, shift: int) -> None:

@@ -64,6 +64,13 @@ def put(root, rel: str, content: str | bytes) -> str:
     return path
 
 
+def repo(path):
+    """A new git repository at ``path`` (parents made)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", cwd=path)
+    return path
+
+
 def git(*args: str, cwd) -> None:
     subprocess.run(["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "init.defaultBranch=main",
                     *args], cwd=str(cwd), check=True, capture_output=True)
@@ -106,8 +113,7 @@ def test_layers_in_order_with_rules_and_nested_files(cli, tmp_path):
     put(home, ".claude/rules/notes.txt", "not a rule\n")
     put(top, "CLAUDE.md", "Above the repository: loaded as a project file too.\n")
     mono = top / "mono"
-    mono.mkdir()
-    git("init", "-q", cwd=mono)
+    repo(mono)
     put(mono, "CLAUDE.md", "Monorepo rules. @docs/a.md and `@docs/b.md`\n")
     put(mono, "docs/a.md", "doc a (outside the launch folder: needs approval)\n")
     put(mono, ".claude/CLAUDE.md", "mono .claude/CLAUDE.md\n")
@@ -134,8 +140,7 @@ def test_layers_in_order_with_rules_and_nested_files(cli, tmp_path):
 
 def test_imports_depth_code_and_extensions(cli, tmp_path):
     home, proj = tmp_path / "home", tmp_path / "proj"
-    proj.mkdir()
-    git("init", "-q", cwd=proj)
+    repo(proj)
     put(home, ".claude/CLAUDE.md", "user @~/shared/u.md\n")
     put(home, "shared/u.md", "user-scope external import: loads without approval\n")
     put(proj, "CLAUDE.md", "root @a.md `@code.md` @comma.md, me@mail.md @missing.md @./dup.md @dup.md\n\n"
@@ -160,8 +165,7 @@ def test_imports_depth_code_and_extensions(cli, tmp_path):
 
 def test_external_imports_once_approved_and_links(cli, tmp_path):
     home, proj = tmp_path / "home", tmp_path / "proj"
-    proj.mkdir()
-    git("init", "-q", cwd=proj)
+    repo(proj)
     put(tmp_path, "shared/team.md", "team conventions @more.md\n")
     put(tmp_path, "shared/more.md", "more (relative to the imported file)\n")
     put(tmp_path, "linked/CLAUDE.md", "a CLAUDE.md reached through a link @near.md\n")
@@ -184,8 +188,7 @@ def test_external_imports_once_approved_and_links(cli, tmp_path):
 
 def test_index_over_200_lines_with_front_matter_and_comments(cli, tmp_path):
     home, proj = tmp_path / "home", tmp_path / "proj"
-    proj.mkdir()
-    git("init", "-q", cwd=proj)
+    repo(proj)
     mem = memory_dir(home, str(proj.resolve()))
     lines = ["---", "name: index", "---", "# Memory index", "", "<!--", "kept out of the count", "-->"]
     for i in range(1, 231):
@@ -202,8 +205,7 @@ def test_index_over_200_lines_with_front_matter_and_comments(cli, tmp_path):
 
 def test_index_over_the_size_limit_with_long_non_ascii_lines(cli, tmp_path):
     home, proj = tmp_path / "home", tmp_path / "proj"
-    proj.mkdir()
-    git("init", "-q", cwd=proj)
+    repo(proj)
     mem = memory_dir(home, str(proj.resolve()))
     lines = []
     for i in range(120):
@@ -223,8 +225,7 @@ def test_index_hard_cut_and_both_limits(cli, tmp_path):
     home = tmp_path / "home"
     one, two = tmp_path / "one", tmp_path / "two"
     for folder in (one, two):
-        folder.mkdir()
-        git("init", "-q", cwd=folder)
+        repo(folder)
     put(memory_dir(home, str(one.resolve())), "MEMORY.md", "- " + "long " * 6000 + "\n- [After](after.md)\n")
     put(memory_dir(home, str(two.resolve())), "MEMORY.md",
         "".join(f"- [n{i}](n{i}.md) — " + "z" * 100 + "\n" for i in range(220)))
@@ -234,8 +235,7 @@ def test_index_hard_cut_and_both_limits(cli, tmp_path):
 
 def test_comments_front_matter_encodings(cli, tmp_path):
     home, proj = tmp_path / "home", tmp_path / "proj"
-    proj.mkdir()
-    git("init", "-q", cwd=proj)
+    repo(proj)
     put(home, ".claude/CLAUDE.md", b"\xef\xbb\xbf---\nk: v\n---\nBOM then front matter \xff\xfe\xe6\x97 bad bytes\n")
     cases = {
         "c01": "para\n<!-- interrupts the paragraph -->\nmore\n",
@@ -263,8 +263,7 @@ def test_comments_front_matter_encodings(cli, tmp_path):
 
 def test_worktrees_share_memory_and_nested_ones_skip_the_main_checkout(cli, tmp_path):
     home, main = tmp_path / "home", tmp_path / "app"
-    main.mkdir()
-    git("init", "-q", cwd=main)
+    repo(main)
     put(main, "CLAUDE.md", "main checkout\n")
     git("add", "CLAUDE.md", cwd=main)
     git("commit", "-qm", "init", cwd=main)
@@ -280,8 +279,7 @@ def test_worktrees_share_memory_and_nested_ones_skip_the_main_checkout(cli, tmp_
 
 def test_config_dir_and_settings(cli, tmp_path):
     home, proj, config = tmp_path / "home", tmp_path / "proj", tmp_path / "config"
-    proj.mkdir()
-    git("init", "-q", cwd=proj)
+    repo(proj)
     put(home, ".claude/CLAUDE.md", "under HOME: ignored when CLAUDE_CONFIG_DIR is set\n")
     put(config, "CLAUDE.md", "config-dir user file\n")
     put(config, "rules/r.md", "config-dir rule\n")
@@ -298,8 +296,7 @@ def test_config_dir_and_settings(cli, tmp_path):
 def test_auto_memory_off_and_nothing_to_load(cli, tmp_path):
     home, proj, empty = tmp_path / "home", tmp_path / "proj", tmp_path / "empty"
     for folder in (proj, empty):
-        folder.mkdir()
-        git("init", "-q", cwd=folder)
+        repo(folder)
     put(proj, "CLAUDE.md", "project only\n")
     put(proj, ".claude/settings.json", json.dumps({"autoMemoryEnabled": False}))
     put(memory_dir(home, str(proj.resolve())), "MEMORY.md", "- [Hidden](hidden.md) — auto memory is off\n")
@@ -311,8 +308,7 @@ def test_auto_memory_off_and_nothing_to_load(cli, tmp_path):
 def test_project_under_home_plain_folder_and_long_path(cli, tmp_path):
     home = tmp_path / "home"
     inside = home / "code" / "café zoë"
-    inside.mkdir(parents=True)
-    git("init", "-q", cwd=inside)
+    repo(inside)
     put(home, ".claude/CLAUDE.md", "user file, seen once although HOME is an ancestor\n")
     put(home, ".claude/rules/u.md", "user rule, seen once\n")
     put(inside, "CLAUDE.md", "non-ASCII path\n")
@@ -324,8 +320,7 @@ def test_project_under_home_plain_folder_and_long_path(cli, tmp_path):
     put(memory_dir(home, str(plain.resolve())), "MEMORY.md", "- [Plain](plain.md) — keyed by the folder itself\n")
     compare(cli, "plain-folder", plain, home)
     deep = tmp_path.joinpath(*(["deep"] * 45), "repo")
-    deep.mkdir(parents=True)
-    git("init", "-q", cwd=deep)
+    repo(deep)
     folder = memory_dir(home, str(deep.resolve()))
     assert len(os.path.basename(os.path.dirname(folder))) > 200
     put(folder, "MEMORY.md", "- [Long](long.md) — a hashed folder name\n")
@@ -334,8 +329,7 @@ def test_project_under_home_plain_folder_and_long_path(cli, tmp_path):
 
 def test_symlinked_memory_folder_and_project(cli, tmp_path):
     home, real = tmp_path / "home", tmp_path / "real" / "proj"
-    real.mkdir(parents=True)
-    git("init", "-q", cwd=real)
+    repo(real)
     os.symlink(real, tmp_path / "link")
     put(real, "CLAUDE.md", "reached through a linked folder: named by its physical path\n")
     put(tmp_path, "store/MEMORY.md", "- [Linked](linked.md) — the memory folder is a link\n")

@@ -25,14 +25,12 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from rapidfuzz.utils import default_process
-
 from keepgui.core import fsio
 from keepgui.core.claude.jstext import utf16_len, utf16_slice
 from keepgui.core.claude.memory import (INDEX_NAME, LINE_LIMIT, SIZE_LIMIT, MemoryFolder, Prepared, cut_index,
                                         parse_link_line, read_folder)
 from keepgui.core.claude.writes import FileSwap, MemoryChange, newline_of, split_lines, writable_path
-from keepgui.core.compaction import Applied, Counts, Plan, make_operation
+from keepgui.core.compaction import Applied, Counts, Plan, make_operation, words_only_in
 from keepgui.core.history import History
 from keepgui.core.textdiff import unified
 
@@ -44,15 +42,6 @@ SHORT_HOOK = 120
 
 NOTES_FILE = "index-notes.md"
 """The topic file prose moved out of the index goes to."""
-
-
-def _words_missing(dropped: str, kept: str) -> list[str]:
-    have = set(default_process(kept).split())
-    out: list[str] = []
-    for word in default_process(dropped).split():
-        if word not in have and word not in out:
-            out.append(word)
-    return out
 
 
 def _short_hook(hook: str, budget: int) -> str:
@@ -249,7 +238,7 @@ def _plan(folder: MemoryFolder):
             first_of[target] = entry
             continue
         keeper = first_of[target]
-        missing = _words_missing(f"{title} {hook}", f"{keeper[1]} {keeper[3]}")
+        missing = words_only_in(f"{title} {hook}", f"{keeper[1]} {keeper[3]}")
         identical = bare.strip() == keeper[4].strip()
         dropped.add(number)
 
