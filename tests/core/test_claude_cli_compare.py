@@ -201,6 +201,8 @@ def test_index_over_200_lines_with_front_matter_and_comments(cli, tmp_path):
     assert cut.reason == "lines" and cut.lines == 232 and cut.kept_lines == 200  # heading + blank + 230
     assert [e.title for e in context.hidden][:2] == ["Note 199", "Note 200"]
     assert len(context.hidden) == 32 and context.hidden[0].line == 207  # front matter and comment lines counted
+    memory = context.to_obj()["files"][-1]
+    assert memory["role"] == "memory-index" and memory["loaded"] and memory["cut"]["file_line"] == 207
 
 
 def test_index_over_the_size_limit_with_long_non_ascii_lines(cli, tmp_path):
@@ -301,8 +303,10 @@ def test_auto_memory_off_and_nothing_to_load(cli, tmp_path):
     put(proj, ".claude/settings.json", json.dumps({"autoMemoryEnabled": False}))
     put(memory_dir(home, str(proj.resolve())), "MEMORY.md", "- [Hidden](hidden.md) — auto memory is off\n")
     put(memory_dir(home, str(empty.resolve())), "MEMORY.md", "  \n\n")
+    put(proj, "CLAUDE.local.md", "x" * (4 * 1024 * 1024 + 1) + "\n")  # over 4 MiB: not loaded
     assert compare(cli, "memory-off", proj, home).folder is None
     assert compare(cli, "nothing", empty, home).reminder is None
+    assert compare(cli, "safe-mode", proj, home, {"CLAUDE_CODE_SAFE_MODE": "1"}).reminder is None
 
 
 def test_project_under_home_plain_folder_and_long_path(cli, tmp_path):

@@ -38,6 +38,9 @@ PREAMBLE = ("Codebase and user instructions are shown below. Be sure to adhere t
             "IMPORTANT: These instructions OVERRIDE any default behavior and you MUST follow them exactly as written.")
 """The sentence that opens the reminder (verbatim from the CLI)."""
 
+KILL_SWITCHES = ("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE")
+"""Environment switches with which a session loads no instruction file and no memory (each seen on the CLI)."""
+
 TAKES_EFFECT = ("A running Claude Code session keeps what it loaded at its start until /compact, /clear "
                 "or a restart; changes show in the next session.")
 
@@ -82,6 +85,13 @@ class SessionContext:
             return ()
         return tuple(e for e in self.folder.index.entries if not e.loaded or e.partial)
 
+    def _file_obj(self, item: InstructionFile) -> dict:
+        obj = item.to_obj()
+        if item.role == "memory-index" and self.folder is not None and self.folder.index.cut is not None:
+            cut = self.folder.index.cut
+            obj["cut"] = {**cut.to_obj(), "file_line": self.folder.index.cut_file_line} if cut.cut else None
+        return obj
+
     def to_obj(self) -> dict:
         """For ``keepgui context --json``."""
         index = self.folder.index if self.folder is not None else None
@@ -98,7 +108,7 @@ class SessionContext:
             "memory_dir_candidates": list(self.memory.candidates),
             "external_imports_approved": self.approved,
             "reminder": self.reminder,
-            "files": [f.to_obj() for f in self.files],
+            "files": [self._file_obj(f) for f in self.files],
             "later": [f.to_obj() for f in self.later],
             "index": None if index is None or not index.exists else {
                 "path": index.path, "lines": index.lines, "bytes": index.size,
@@ -124,9 +134,9 @@ def session_context(project: str, env: ClaudeEnv | None = None, *, with_later: b
     settings = load_settings(env, cwd)
     location = memory_location(env, cwd, settings, roots)
     notes: list[str] = [TAKES_EFFECT]
-    if env.flag("CLAUDE_CODE_DISABLE_CLAUDE_MDS") or env.flag("CLAUDE_CODE_SIMPLE"):
-        which = "CLAUDE_CODE_DISABLE_CLAUDE_MDS" if env.flag("CLAUDE_CODE_DISABLE_CLAUDE_MDS") else "CLAUDE_CODE_SIMPLE"
-        notes.insert(0, f"{which} is set: no CLAUDE.md and no auto memory load")
+    switch = next((name for name in KILL_SWITCHES if env.flag(name)), None)
+    if switch is not None:
+        notes.insert(0, f"{switch} is set: no CLAUDE.md and no auto memory load")
         return SessionContext(cwd, env, roots, settings, location, (), (), None, None, tuple(notes))
     approved = approved_external(env, roots.root or cwd)
     files = collect(env, cwd, settings, roots, approved=approved)

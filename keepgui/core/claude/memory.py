@@ -362,6 +362,15 @@ class MemoryIndex:
         return self.cut.injected
 
     @property
+    def cut_file_line(self) -> int | None:
+        """The 1-based line of the file where the cut starts (None when nothing is cut)."""
+        if self.cut is None or not self.cut.cut or self.prepared is None:
+            return None
+        kept = self.prepared.text.split("\n")[:self.cut.kept_lines]
+        offset = sum(len(line) + 1 for line in kept) + (self.cut.kept_units if self.cut.partial else 0)
+        return self.prepared.raw_line(min(offset, len(self.prepared.text)))
+
+    @property
     def lines(self) -> int:
         """Physical lines of the file."""
         if not self.text:
