@@ -155,3 +155,23 @@ def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(
     assert obj["memory_dir"].startswith(str(config))
     code, out, err = run_cli(["context", "--project", str(tmp_path / "nope")])
     assert code == 1 and err.count("\n") == 1 and "nope: no such folder" in err
+
+
+def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
+    env, proj, mem, history = world
+    os.remove(proj / "CLAUDE.md")
+    os.mkfifo(proj / "CLAUDE.md")
+    os.remove(os.path.join(mem, "MEMORY.md"))
+    os.mkfifo(os.path.join(mem, "MEMORY.md"))
+    os.mkfifo(os.path.join(mem, "pipe.md"))
+    put(proj / ".claude" / "settings.json", "{not json")
+    monkeypatch.setenv("HOME", env.home)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    code, out, err = run_cli(["context", "--project", str(proj), "--json"])
+    assert code == 0
+    obj = json.loads(out)
+    problems = " | ".join(obj["problems"])
+    assert "settings.json: not valid JSON" in problems and "MEMORY.md is not a regular file" in problems
+    assert "pipe.md is not a regular file" in problems
+    claude_md = next(f for f in obj["files"] if f["path"] == str(proj / "CLAUDE.md"))
+    assert not claude_md["loaded"] and "not a regular file" in claude_md["reason"]

@@ -287,8 +287,11 @@ def topic_files(folder: str) -> tuple[list[TopicFile], list[str]]:
             rel = os.path.normpath(os.path.join(rel_base, name)).replace(os.sep, "/")
             try:
                 data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
-            except (OSError, KeepguiError) as exc:
-                problems.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
+            except KeepguiError as exc:  # a FIFO, a device, too big: named, never read
+                problems.append(str(exc))
+                continue
+            except OSError as exc:
+                problems.append(f"{path}: {exc.strerror or exc}")
                 continue
             if data is None:
                 continue
@@ -342,7 +345,8 @@ def parse_link_line(line: str) -> tuple[str, str, str] | None:
 class MemoryIndex:
     """A read ``MEMORY.md``: its bytes' stamp, its text, the prepared text, the cut and the entries.
 
-    ``exists`` is False for a folder without an index (``cut`` is then None).
+    ``exists`` is False for a folder without a readable index (``cut`` is then None; ``problem``
+    says why when it is there but cannot be read).
     """
 
     path: str
@@ -353,6 +357,7 @@ class MemoryIndex:
     cut: IndexCut | None
     entries: tuple[IndexEntry, ...]
     size: int = 0
+    problem: str = ""
 
     @property
     def injected(self) -> str | None:
@@ -382,7 +387,12 @@ def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
     """Read and cut the index of a memory folder; ``topic_names`` (relative paths) mark which
     entries point at an existing file (None: check the disk)."""
     path = os.path.join(folder, INDEX_NAME)
-    data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
+    try:
+        data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
+    except (OSError, KeepguiError) as exc:
+        # the CLI skips an index it cannot read (a folder, a FIFO...); so does the preview, saying why
+        why = str(exc) if isinstance(exc, KeepguiError) else f"{path}: {exc.strerror or exc}"
+        return MemoryIndex(path, False, fsio.Stamp.missing(), "", None, None, (), problem=why)
     if data is None:
         return MemoryIndex(path, False, stamp, "", None, None, ())
     text = decode(data)
@@ -465,5 +475,7 @@ def read_folder(folder: str) -> MemoryFolder:
     topics, problems = topic_files(folder)
     index = read_index(folder, {t.rel for t in topics})
     problems.extend(t.problem for t in topics if t.problem)
+    if index.problem:
+        problems.append(index.problem)
     return MemoryFolder(folder, index, tuple(topics), orphans(index, topics), tuple(problems),
                         os.path.isdir(os.path.join(folder, TEAM_DIR)))
