@@ -126,8 +126,9 @@ class InstructionFile:
 # ---------------------------------------------------------------------- rule front matter
 
 
-class _Yaml12Loader(yaml.SafeLoader):
-    """PyYAML's safe loader with YAML 1.2 booleans (``yes``/``on`` stay strings, as in JS parsers)."""
+class _Yaml12Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """PyYAML's safe loader (libyaml's parser where there is one) with YAML 1.2 booleans
+    (``yes``/``on`` stay strings, as the CLI's parser reads them)."""
 
 
 _Yaml12Loader.yaml_implicit_resolvers = {
