@@ -38,8 +38,9 @@ class Unavailable(Exception):
     """The CLI cannot be installed or run here (no npm, no registry...): the reason, for a skip."""
 
 
-def installed_version(binary: str = BINARY) -> str | None:
-    """``claude --version``'s version number, or None when it does not run."""
+def installed_version(binary: str | None = None) -> str | None:
+    """``claude --version``'s version number (of the cached CLI by default), or None when it does not run."""
+    binary = BINARY if binary is None else binary
     if not os.path.exists(binary):
         return None
     try:

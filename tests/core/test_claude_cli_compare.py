@@ -349,3 +349,10 @@ def test_the_demo_home(cli, tmp_path):
     copy = make_demo_copy(str(tmp_path))
     context = compare(cli, "demo", copy.claude_project, copy.claude_home)
     assert context.folder.index.cut.reason == "lines" and len(context.hidden) == 20
+
+
+def test_without_npm_the_comparison_is_skipped_with_the_reason(monkeypatch, tmp_path):
+    monkeypatch.setattr(claude_cli, "BINARY", str(tmp_path / "no-claude"))
+    monkeypatch.setattr(claude_cli.shutil, "which", lambda name: None)
+    with pytest.raises(claude_cli.Unavailable, match="npm is not installed"):
+        claude_cli.ensure_cli()
