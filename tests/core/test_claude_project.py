@@ -175,3 +175,21 @@ def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
     assert "pipe.md is not a regular file" in problems
     claude_md = next(f for f in obj["files"] if f["path"] == str(proj / "CLAUDE.md"))
     assert not claude_md["loaded"] and "not a regular file" in claude_md["reason"]
+
+
+def test_the_package_data_patterns_ship_the_whole_claude_demo():
+    """setuptools expands package data with glob, whose ** never enters a hidden folder such as .claude/."""
+    import glob
+    import tomllib
+
+    from tests.conftest import ROOT
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        patterns = tomllib.load(fh)["tool"]["setuptools"]["package-data"]["keepgui.resources"]
+    resources = os.path.join(ROOT, "resources")
+    shipped = {os.path.normpath(p) for pattern in patterns
+               for p in glob.glob(pattern, root_dir=resources, recursive=True)
+               if os.path.isfile(os.path.join(resources, p))}
+    demo = {os.path.relpath(os.path.join(b, f), resources) for b, _d, fs in os.walk(os.path.join(resources, "demo",
+                                                                                               "claude")) for f in fs}
+    assert len(demo) > 200 and demo <= shipped
