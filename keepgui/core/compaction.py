@@ -43,7 +43,7 @@ import os
 from collections import Counter, defaultdict
 from operator import itemgetter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
@@ -57,22 +57,29 @@ from keepgui.core.timefmt import now_ms
 # ---------------------------------------------------------------------- kinds
 
 KIND_LABELS: dict[str, str] = {}
-"""Every operation kind, in the order plans list them, with the label a window shows.
-
-Each backend registers its own kinds (:func:`register_kinds`) when its planner is imported."""
-
-_KIND_ORDER: dict[str, int] = {}
+"""Every operation kind known, with the label a window shows (each backend registers its own)."""
 
 SELECT_MODES = ("safe", "all", "none")
 """The named selections: the default (safe operations), every applicable one, none."""
 
 
-def register_kinds(labels: dict[str, str]) -> None:
-    """Make operation kinds known, in the order their plans list them, with their labels."""
+def register_kinds(labels: Mapping[str, str]) -> tuple[str, ...]:
+    """Make operation kinds known with their labels (the first label given for a kind stays);
+    returns the kinds in the order given, for a plan's :attr:`Plan.KINDS`."""
     for kind, label in labels.items():
-        if kind not in KIND_LABELS:
-            KIND_LABELS[kind] = label
-            _KIND_ORDER[kind] = len(_KIND_ORDER)
+        KIND_LABELS.setdefault(kind, label)
+    return tuple(labels)
+
+
+REVIEW_KINDS = register_kinds({
+    # a rewrite reviewed after the fact, or proposed by a command: any backend whose files others rewrite
+    "removed": "Removed entries",
+    "deduplicated": "Removed duplicates (still covered)",
+    "merged": "Merged entries",
+    "reworded": "Reworded entries",
+    "new": "New entries (a compaction should add no facts)",
+})
+"""The kinds of a review of an outside rewrite, in the order a review lists them."""
 
 
 def kind_label(kind: str) -> str:
@@ -236,12 +243,14 @@ class Plan(ABC):
     """
 
     kind = "plan"
+    KINDS: tuple[str, ...] = ()
+    """The operation kinds of this kind of plan, in the order it lists them (others come last)."""
 
     def __init__(self, operations: Iterable[Operation], notices: Iterable[Notice] = (), subject: str = "") -> None:
         given = list(operations)
         # by kind, the safe operations of a kind before its judgement calls, otherwise as given
-        order = sorted(range(len(given)), key=lambda k: (_KIND_ORDER.get(given[k].kind, len(_KIND_ORDER)),
-                                                          not given[k].selected))
+        rank = {kind: i for i, kind in enumerate(self.KINDS)}
+        order = sorted(range(len(given)), key=lambda k: (rank.get(given[k].kind, len(rank)), not given[k].selected))
         ops = [given[k] for k in order]
         numbered, seen = [], set()
         for i, op in enumerate(ops, start=1):

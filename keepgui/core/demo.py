@@ -1,20 +1,23 @@
 """The bundled demo: one folder per backend, copied fresh for each run.
 
 The packaged files are never modified. ``make_demo_copy`` copies them to a new
-temporary folder and lets each backend move its timestamps forward by the
-time elapsed since ``DEMO_EPOCH`` (its registry entry's ``prepare_demo``), so
-the demo's ages ("3d ago", "a year ago") always look as they did when it was
-written. Which folder belongs to which backend is the registry's
-``demo_folder``: a new backend's demo is one more folder, nothing here changes.
+temporary folder, makes every file look edited an hour ago, and lets each
+backend place its part (its registry entry's ``demo_folder`` and
+``prepare_demo``): move the timestamps inside its files forward by the time
+elapsed since ``DEMO_EPOCH``, so the demo's ages ("3d ago", "a year ago")
+always look as they did when it was written, and name any further places in it
+(the Claude Code demo's home and project folders). A new backend's demo is one
+more folder and its own ``prepare_demo``; nothing here changes.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from keepgui.core import registry
 from keepgui.core.paths import resources_dir
@@ -25,10 +28,12 @@ DEMO_EPOCH = 1_750_000_000_000
 
 @dataclass(frozen=True)
 class DemoCopy:
-    """Where a fresh demo copy lives: its root, and each backend's source in it (``copy.iii``...)."""
+    """Where a fresh demo copy lives: its root, each backend's source in it (``copy.iii``...), and
+    the further places the backends named (``copy.claude_home``...)."""
 
     root: str
     sources: tuple[tuple[str, str], ...]
+    places: dict[str, str] = field(default_factory=dict)
 
     def path(self, kind: str) -> str:
         """The folder of the demo source of ``kind``."""
@@ -37,10 +42,12 @@ class DemoCopy:
                 return path
         raise AttributeError(f"the demo has no {kind} source")
 
-    def __getattr__(self, kind: str) -> str:
-        if kind.startswith("_") or kind in ("root", "sources"):
-            raise AttributeError(kind)
-        return self.path(kind)
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_") or name in ("root", "sources", "places"):
+            raise AttributeError(name)
+        if name in self.places:
+            return self.places[name]
+        return self.path(name)
 
 
 def demo_source() -> str:
@@ -54,15 +61,23 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
     shift = max(0, now_ms - DEMO_EPOCH)
     root = tempfile.mkdtemp(prefix="keepgui-demo-", dir=parent)
     shutil.copytree(demo_source(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    sources = []
-    for backend in registry.backends():
-        if backend.demo_folder and os.path.isdir(os.path.join(root, backend.demo_folder)):
-            folder = os.path.join(root, backend.demo_folder)
-            if backend.prepare_demo is not None:
-                backend.prepare_demo(folder, shift)
-            sources.append((backend.kind, folder))
     edited = (now_ms - 3_600_000) * 1_000_000  # the demo's files look edited an hour ago
     for folder, _dirs, files in os.walk(root):
         for name in files:
             os.utime(os.path.join(folder, name), ns=(edited, edited))
-    return DemoCopy(root, tuple(sources))
+    sources = []
+    places: dict[str, str] = {}
+    for backend in registry.backends():
+        if backend.demo_folder and os.path.isdir(os.path.join(root, backend.demo_folder)):
+            folder = os.path.join(root, backend.demo_folder)
+            named = backend.prepare_demo(folder, shift, edited) if backend.prepare_demo is not None else {}
+            sources.append((backend.kind, named.get("source", folder)))
+            places.update(named)
+    claude = os.path.join(root, "claude")
+    if os.path.isdir(claude) and "claude" not in registry.kinds():
+        # The Claude Code backend is not in the registry yet (its window part is to come); until
+        # its entry's prepare_demo does this, it places its demo here (reached by name: shared
+        # core imports no backend).
+        home, project = importlib.import_module("keepgui.core.claude.demo").place_demo(claude, edited)
+        places.update(claude_home=home, claude_project=project)
+    return DemoCopy(root, tuple(sources), places)

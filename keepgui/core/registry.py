@@ -89,7 +89,10 @@ class Backend:
     sources found on this machine (``environ`` as for the agent itself).
     ``window_arg`` is the command-line option (its argparse ``dest``) naming
     sources of this kind for the window; ``demo_folder`` its folder in the
-    bundled demo, which ``prepare_demo(folder, shift_ms)`` moves to the present.
+    bundled demo, which ``prepare_demo(folder, shift_ms, edited_ns)`` moves to
+    the present (times inside files forward by ``shift_ms``; every file was just
+    made to look edited at ``edited_ns``) and which returns the places it names
+    (``"source"``: the folder to open, when not ``folder`` itself).
     ``start_rank`` orders the banks a first start shows (lowest first);
     ``keep_rank`` orders Quick keep's targets.
     """
@@ -102,7 +105,7 @@ class Backend:
     discover: Callable[[Mapping[str, str]], list[Found]]
     window_arg: str | None = None
     demo_folder: str | None = None
-    prepare_demo: Callable[[str, int], None] | None = None
+    prepare_demo: Callable[[str, int, int], Mapping[str, str]] | None = None
     start_rank: int = 50
     keep_rank: int = 50
 

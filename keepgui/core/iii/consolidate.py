@@ -61,12 +61,13 @@ from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
 from keepgui.core.iii.store import Bank, DataDir
 
-register_kinds({
+BANK_KINDS = register_kinds({
     "supersede": "Duplicates to supersede",
     "fuzzy": "Fuzzy near-duplicates (judgement call)",
     "report-only": "Same words, different order (report only)",
     "pinned-only": "Pinned duplicates (never touched)",
 })
+"""The kinds of a bank's consolidation plan, in the order it lists them."""
 
 FUZZY_THRESHOLD = 85.0
 """Default cut-off of the fuzzy groups (rapidfuzz ``token_set_ratio``), as for keep.md."""
@@ -231,6 +232,7 @@ class BankPlan(Plan):
     """
 
     kind = "bank"
+    KINDS = BANK_KINDS
 
     def __init__(self, bank: Bank, groups: list[Group], mark: LogMark, scanned: int, *, fuzzy: bool,
                  threshold: float) -> None:
