@@ -198,6 +198,8 @@ def test_apply_supersedes_and_reinforces_in_one_append(bank):
     after = log_bytes(bank)
     assert after.startswith(before)
     lines = after[len(before):].splitlines()
+    assert lines[0] == b"" and b"" not in lines[1:]  # one append, which begins with its own newline
+    lines = lines[1:]
     assert len(lines) == 6  # per loser: one supersede and one reinforcement, as the worker does
     winner = bank.get(fingerprint("The API port is 3000"))
     assert winner.corroboration == 4 and winner.live

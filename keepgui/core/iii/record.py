@@ -2,10 +2,14 @@
 
 A record is one compact JSON object per line of ``memories.jsonl`` with its
 keys in the worker's struct order; ``source``, ``invalid_at`` and
-``superseded_by`` are written only when set. Reading follows serde's rules: a
-missing required key, a wrong type, a float or negative number where an
-integer belongs, an unknown ``confidence``, a repeated key or anything after
-the object makes the whole line invalid; unknown keys are ignored.
+``superseded_by`` are written only when set. Reading follows serde's rules
+(serde derive over serde_json): a missing required key, a wrong type, a float
+(``-0`` is one: serde_json reads it as ``-0.0``) or a negative number where an
+integer belongs, an unknown ``confidence``, a repeated *known* field (at the
+top or inside ``source``) or anything but whitespace after the object makes the
+whole line invalid; unknown keys are ignored unchecked, repeated or not, and
+whatever their values hold. :func:`read_record` is the one function that says
+what one line holds.
 
 Records are ``msgspec`` structs: decoding a line validates every type in C, so
 a 100,000-memory log replays in less time than ``json.loads`` alone takes.
@@ -180,20 +184,51 @@ def decode_canonical(line: bytes) -> Memory | None:
     return memory
 
 
-def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = {}
-    for key, value in pairs:
-        if key in obj:
-            raise RecordError(f"duplicate field `{key}`")
-        obj[key] = value
-    return obj
+class _Pairs(list):
+    """A JSON object as the list of its ``(key, value)`` pairs, repeats kept (serde sees them all)."""
+
+
+class _NegativeZero:
+    """The JSON number ``-0``: serde_json parses it as the float ``-0.0``, never as an integer."""
+
+
+NEGATIVE_ZERO = _NegativeZero()
+
+
+def _int_or_negative_zero(text: str) -> Any:
+    return NEGATIVE_ZERO if text == "-0" else int(text)
 
 
 def _reject_constant(name: str) -> Any:
     raise RecordError(f"{name} is not valid JSON")
 
 
-_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_pairs_no_duplicates, parse_constant=_reject_constant)
+_SERDE_VIEW = json.JSONDecoder(object_pairs_hook=_Pairs, parse_int=_int_or_negative_zero,
+                               parse_constant=_reject_constant)
+"""Python's json, made to keep what msgspec smooths over: repeated keys and ``-0``."""
+
+_MEMORY_FIELDS = frozenset(Memory.__struct_fields__)
+_SOURCE_FIELDS = frozenset(Source.__struct_fields__)
+_INTEGER_FIELDS = frozenset({"corroboration", "created_at", "updated_at", "invalid_at", "revision"})
+
+
+def serde_view(text: str) -> Any:
+    """Parse JSON text keeping every object as :class:`_Pairs` and ``-0`` as :data:`NEGATIVE_ZERO`.
+
+    Raises ValueError (or RecursionError) for text that is not JSON.
+    """
+    return _SERDE_VIEW.decode(text)
+
+
+def repeated_known_key(pairs: "_Pairs", known: frozenset[str]) -> str | None:
+    """The first field of ``known`` that occurs twice among ``pairs`` (serde derive refuses it), or None."""
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in known:
+            if key in seen:
+                return key
+            seen.add(key)
+    return None
 
 
 def parse_line(line: bytes | str) -> Memory:
@@ -213,7 +248,7 @@ def parse_line(line: bytes | str) -> Memory:
         raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
     except RecursionError:
         raise RecordError("JSON nested too deeply") from None
-    _refuse_repeated_keys(line)
+    _check_like_serde(line)
     memory = Memory(**msgspec.structs.asdict(lenient))
     _check_bounds(memory)
     return memory
@@ -234,14 +269,32 @@ def read_record(line: bytes) -> Memory | None:
         return None
 
 
-def _refuse_repeated_keys(line: bytes) -> None:
-    """Raise RecordError for a repeated key: serde refuses them, msgspec keeps the last one."""
+def _check_like_serde(line: bytes) -> None:
+    """Raise RecordError where serde refuses a line msgspec accepted.
+
+    A repeated known field (msgspec keeps the last one; serde derive fails
+    with "duplicate field"), at the top or inside ``source``, and ``-0`` in an
+    integer field (msgspec reads 0). Repeated unknown keys, at any depth, and
+    anything inside unknown values are left alone, as serde ignores them.
+    """
     try:
-        _STRICT_JSON.decode(line.decode("utf-8"))
+        top = serde_view(line.decode("utf-8"))
     except RecordError:
         raise
     except (ValueError, RecursionError):
         return  # msgspec already accepted the line; Python's json is only stricter about depth
+    if not isinstance(top, _Pairs):
+        return
+    repeated = repeated_known_key(top, _MEMORY_FIELDS)
+    if repeated is not None:
+        raise RecordError(f"duplicate field `{repeated}`")
+    for key, value in top:
+        if key in _INTEGER_FIELDS and value is NEGATIVE_ZERO:
+            raise RecordError(f"`{key}` is -0, which serde_json reads as a float, not an integer")
+        if key == "source" and isinstance(value, _Pairs):
+            repeated = repeated_known_key(value, _SOURCE_FIELDS)
+            if repeated is not None:
+                raise RecordError(f"duplicate field `source.{repeated}`")
 
 
 def _word(message: str) -> str:
