@@ -386,3 +386,39 @@ def test_a_bank_folder_named_with_a_backslash_is_listed_and_readable(data_dir):
     assert [m.text for m in bank.memories()] == ["a memory in a bank named oddly"] and bank.info().readable
     with pytest.raises(InvalidInput):
         datadir.create_bank("another\\one")  # keepgui still creates only names the worker's rule allows
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"recall_limit": -0}', "`recall_limit` is -0"),
+    ('{"recall_limit": 6, "recall_limit": 7}', "duplicate field `recall_limit`"),
+    ('{"max_rule_chars": 18446744073709551616}', "larger than the worker's 64-bit integer"),
+    ('{"recall_budget_tokens": 1.0}', "must be a non-negative integer"),
+    ('[1, 2]', "must be a JSON object"),
+    ('{"nope": 1}', "unknown config key `nope`"),
+])
+def test_config_is_as_strict_as_serde(tmp_path, text, message):
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    with pytest.raises(InvalidInput, match=message) as info:
+        MemoryConfig.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_config_largest_values_are_accepted(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"recall_budget_tokens": 18446744073709551615, "recall_limit": 0}')
+    assert MemoryConfig.load(path).recall_budget_tokens == (1 << 64) - 1
+
+
+def test_config_fifo_and_deep_nesting_are_refused_at_once(tmp_path):
+    from tests.reliability.common import deadline
+
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+    with deadline(5, "loading a FIFO config"):
+        with pytest.raises(InvalidInput, match="not a regular file"):
+            MemoryConfig.load(fifo)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        MemoryConfig.load(deep)

@@ -184,7 +184,7 @@ def decode_canonical(line: bytes) -> Memory | None:
     return memory
 
 
-class _Pairs(list):
+class ObjectPairs(list):
     """A JSON object as the list of its ``(key, value)`` pairs, repeats kept (serde sees them all)."""
 
 
@@ -203,7 +203,7 @@ def _reject_constant(name: str) -> Any:
     raise RecordError(f"{name} is not valid JSON")
 
 
-_SERDE_VIEW = json.JSONDecoder(object_pairs_hook=_Pairs, parse_int=_int_or_negative_zero,
+_SERDE_VIEW = json.JSONDecoder(object_pairs_hook=ObjectPairs, parse_int=_int_or_negative_zero,
                                parse_constant=_reject_constant)
 """Python's json, made to keep what msgspec smooths over: repeated keys and ``-0``."""
 
@@ -213,14 +213,14 @@ _INTEGER_FIELDS = frozenset({"corroboration", "created_at", "updated_at", "inval
 
 
 def serde_view(text: str) -> Any:
-    """Parse JSON text keeping every object as :class:`_Pairs` and ``-0`` as :data:`NEGATIVE_ZERO`.
+    """Parse JSON text keeping every object as :class:`ObjectPairs` and ``-0`` as :data:`NEGATIVE_ZERO`.
 
     Raises ValueError (or RecursionError) for text that is not JSON.
     """
     return _SERDE_VIEW.decode(text)
 
 
-def repeated_known_key(pairs: "_Pairs", known: frozenset[str]) -> str | None:
+def repeated_known_key(pairs: "ObjectPairs", known: frozenset[str]) -> str | None:
     """The first field of ``known`` that occurs twice among ``pairs`` (serde derive refuses it), or None."""
     seen: set[str] = set()
     for key, _value in pairs:
@@ -283,7 +283,7 @@ def _check_like_serde(line: bytes) -> None:
         raise
     except (ValueError, RecursionError):
         return  # msgspec already accepted the line; Python's json is only stricter about depth
-    if not isinstance(top, _Pairs):
+    if not isinstance(top, ObjectPairs):
         return
     repeated = repeated_known_key(top, _MEMORY_FIELDS)
     if repeated is not None:
@@ -291,7 +291,7 @@ def _check_like_serde(line: bytes) -> None:
     for key, value in top:
         if key in _INTEGER_FIELDS and value is NEGATIVE_ZERO:
             raise RecordError(f"`{key}` is -0, which serde_json reads as a float, not an integer")
-        if key == "source" and isinstance(value, _Pairs):
+        if key == "source" and isinstance(value, ObjectPairs):
             repeated = repeated_known_key(value, _SOURCE_FIELDS)
             if repeated is not None:
                 raise RecordError(f"duplicate field `source.{repeated}`")
