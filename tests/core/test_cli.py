@@ -194,3 +194,31 @@ def test_doctor_notes_an_unterminated_last_line_without_failing(dd, data_dir):
     assert code == 0 and "[note: unterminated-line]" in out and "a write may be in progress" in out
     code, out, _ = run(["memories", "main", "--json", *dd])
     assert out.count("\n") == 2 and "a good memory!" in out
+
+
+@pytest.mark.parametrize("argv", [
+    [b"save", b"main", b"caf\xe9 au lait memory"],
+    [b"save", b"main", b"a lone surrogate \xed\xa0\x80 here"],
+    [b"save", b"main", b"fine text here", b"--tag", b"t\xff"],
+    [b"keep", b"caf\xe9 is a fact"],
+])
+def test_text_arguments_that_are_not_utf8_are_one_error_and_write_nothing(tmp_path, argv):
+    """#13.3: these ended in a UnicodeEncodeError traceback (and save had created the bank first)."""
+    import subprocess
+    import sys
+
+    from tests.reliability.common import ROOT, child_env, disk_state
+
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n")
+    data_dir = tmp_path / "memory"
+    data_dir.mkdir()
+    before = disk_state(str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "keepgui", "--data-dir", str(data_dir), "--workspace",
+                           str(workspace), *argv], capture_output=True, cwd=ROOT,
+                          env=child_env(PYTHONIOENCODING="utf-8"), stdin=subprocess.DEVNULL, timeout=60)
+    err = done.stderr.decode("utf-8")
+    assert done.returncode == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "is not valid UTF-8 text" in err and "nothing was written" in err
+    assert disk_state(str(tmp_path)) == before
