@@ -63,6 +63,7 @@ from keepgui.core.history import History
 from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
 from keepgui.core.iii.store import Bank, DataDir
+from keepgui.core.iii.textrules import rust_lower
 
 FUZZY_THRESHOLD = 85.0
 """Default cut-off of the fuzzy groups (rapidfuzz ``token_set_ratio``), as for keep.md."""
@@ -75,7 +76,7 @@ _NOT_ALNUM = regex.compile(r"[^\p{Alphabetic}\p{N}]+")
 def normalize(text: str) -> str:
     """memory-consolidate's ``normalize``: lowercase, non-alphanumerics → space, collapsed, trimmed."""
     # after the substitution every whitespace character is already a space, so split() is exact here
-    return " ".join(_NOT_ALNUM.sub(" ", text.lower()).split())
+    return " ".join(_NOT_ALNUM.sub(" ", rust_lower(text)).split())
 
 
 def token_key(text: str) -> str:

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Iterable, Literal, Optional
 
 import msgspec
 
-from keepgui.core.iii.textrules import rust_split_whitespace, rust_trim
+from keepgui.core.iii.textrules import rust_lower, rust_split_whitespace, rust_trim
 
 CONFIDENCES = ("extracted", "inferred", "stated")
 MAX_LIST = 8
@@ -39,7 +39,7 @@ _MASK64 = (1 << 64) - 1
 
 def normalize_for_fingerprint(text: str) -> str:
     """Collapse whitespace runs to one space, trim, Unicode-lowercase (spec §5.1)."""
-    return " ".join(rust_split_whitespace(text)).lower()
+    return rust_lower(" ".join(rust_split_whitespace(text)))
 
 
 def fingerprint(text: str) -> str:
@@ -54,7 +54,7 @@ def normalize_labels(values: Iterable[str]) -> list[str]:
     """Entities and tags as the worker stores them: trimmed, lowercased, non-empty, first 8."""
     out: list[str] = []
     for value in values:
-        value = rust_trim(value).lower()
+        value = rust_lower(rust_trim(value))
         if value:
             out.append(value)
             if len(out) == MAX_LIST:
