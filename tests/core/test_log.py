@@ -278,3 +278,33 @@ def test_progress_is_reported(log_path):
     seen = []
     MemoryLog(log_path).refresh(progress=lambda done, total: seen.append((done, total)))
     assert seen and seen[-1][0] == seen[-1][1] == os.path.getsize(log_path)
+
+
+def test_a_line_far_over_any_record_is_skipped_unread_and_reported(log_path):
+    """#13.5: one 50 MB line took 178 s and 2.1 GB to render; now it costs about its reading."""
+    import time
+
+    from keepgui.core.iii.record import MAX_LINE_BYTES
+
+    huge = rec("placeholder").to_line().replace(b"placeholder", b"x" * 50_000_000)
+    write(log_path, huge, rec("a small record after it"))
+    log = MemoryLog(log_path)
+    start = time.perf_counter()
+    log.refresh()
+    seconds = time.perf_counter() - start
+    assert [m.text for m in log.records.values()] == ["a small record after it"]
+    [problem] = log.problems
+    assert problem.kind == "oversized" and problem.line == 1 and f"{len(huge) - 1:,} bytes" in problem.reason
+    assert "the worker would still try to parse it" in problem.reason and len(problem.excerpt) <= 80
+    assert seconds < 5, f"{seconds:.1f} s"
+    just_under = rec("placeholder").to_line().replace(b"placeholder", b"y" * (MAX_LINE_BYTES - 300))
+    write(log_path, just_under)
+    log.refresh()
+    assert len(log.records) == 2  # a long but possible line is still read
+
+
+def test_an_oversized_line_that_is_not_utf8_still_makes_the_bank_unloadable(log_path):
+    write(log_path, b'{"id":"' + b"z" * 2_000_000 + b'\xff"}\n', rec("a record"))
+    log = MemoryLog(log_path)
+    log.refresh()
+    assert log.unreadable and "invalid UTF-8 at line 1" in log.unreadable

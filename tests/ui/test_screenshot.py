@@ -41,3 +41,19 @@ def test_a_screenshot_of_a_window_with_nothing_to_load_is_taken_at_once(tmp_path
             "--bank naming nothing": ["--demo", "--bank", "nothing-here"]}[case]
     seconds, png = _screenshot(tmp_path, *args)
     assert png.startswith(b"\x89PNG") and seconds < 20, f"{case}: took {seconds:.1f} s"
+
+
+def test_a_log_that_is_one_50_mb_line_opens_in_seconds(tmp_path):
+    """#13.5: such a line cannot be a worker record: skipped unread (a 1 MB text that is read is
+    shown cut, not laid out whole)."""
+    import json
+
+    data_dir = tmp_path / "memory"
+    for name, size in (("huge", 50_000_000), ("long", 1_000_000)):
+        (data_dir / name).mkdir(parents=True)
+        record = {"id": "fp0000000000000001", "text": "x" * size, "entities": [], "tags": [], "confidence": "stated",
+                  "corroboration": 0, "pinned": False, "created_at": 1, "updated_at": 1, "revision": 0}
+        (data_dir / name / "memories.jsonl").write_text(json.dumps(record, separators=(",", ":")) + "\n")
+    for bank in ("huge", "long"):
+        seconds, png = _screenshot(tmp_path, "--data-dir", str(data_dir), "--bank", bank)
+        assert png.startswith(b"\x89PNG") and seconds < 30, f"{bank}: {seconds:.1f} s"

@@ -83,6 +83,8 @@ def _diagnose_bank(bank) -> list[Finding]:
                                f"{problem.reason} — the worker skips this line ({problem.excerpt!r})"))
         elif problem.kind == "torn-tail":
             out.append(Finding("torn-tail", name, bank.log_path, problem.line, problem.reason))
+        elif problem.kind == "oversized":
+            out.append(Finding("oversized-line", name, bank.log_path, problem.line, problem.reason))
         elif problem.kind == "unterminated":
             out.append(Finding("unterminated-line", name, bank.log_path, problem.line, problem.reason, note=True))
     if not log.unreadable:

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Callable, Iterator
 
-from keepgui.core.iii.record import Memory, RecordError, decode_canonical, parse_line, read_record
+from keepgui.core.iii.record import (
+    MAX_LINE_BYTES, Memory, RecordError, decode_canonical, is_valid_utf8, parse_line, read_record,
+)
 from keepgui.core.iii.textrules import rust_trim
 
 LOG_NAME = "memories.jsonl"
@@ -101,6 +103,19 @@ def _tail_note(text: str, parsed: bool, lineno: int, offset: int) -> LogProblem:
     return LogProblem("torn-tail", lineno, offset,
                       f"unterminated last line ({size} bytes, no newline) does not parse: a write was cut "
                       "short or is still in progress; the worker skips it", _excerpt(text.strip()))
+
+
+def _oversized(line: bytes, lineno: int, offset: int) -> LogProblem:
+    """The problem a line over MAX_LINE_BYTES is (raises _Unreadable when it is not UTF-8:
+    that the worker notices before anything else)."""
+    bad = is_valid_utf8(line)
+    if bad is not None:
+        raise _Unreadable(f"invalid UTF-8 at line {lineno}; the worker cannot load this bank", lineno, offset + bad)
+    head = line[:_EXCERPT].decode("utf-8", errors="ignore")
+    return LogProblem("oversized", lineno, offset,
+                      f"line of {len(line):,} bytes, far over any record the worker writes (texts of at most "
+                      f"2,000 bytes): keepgui skips it unread; the worker would still try to parse it",
+                      _excerpt(head + "…"))
 
 
 def _is_dev_null(st: os.stat_result) -> bool:
@@ -325,6 +340,8 @@ class MemoryLog:
         Raises _Unreadable for invalid UTF-8.
         """
         lineno, offset = self.lines + 1, self.offset
+        if len(tail) > MAX_LINE_BYTES:
+            return _oversized(tail, lineno, offset)
         try:
             text = tail.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -388,6 +405,11 @@ class MemoryLog:
         Returns the record, or None after recording why the line is skipped.
         Raises _Unreadable for invalid UTF-8, which makes the whole bank unloadable.
         """
+        if len(line) > MAX_LINE_BYTES:
+            problem = _oversized(line, lineno, start)
+            self.problems.append(problem)
+            delta.new_problems.append(problem)
+            return None
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:

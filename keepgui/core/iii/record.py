@@ -29,6 +29,11 @@ MAX_LIST = 8
 """Entities and tags are capped at this many."""
 TEXT_MIN_BYTES = 3
 TEXT_MAX_BYTES = 2000
+MAX_LINE_BYTES = 1 << 20
+"""A log line longer than this (1 MiB) is skipped unread. The worker writes texts of at most
+2,000 bytes, and 8 entities and 8 tags, so no line it writes comes near; a larger one can only
+be damage or a hand edit, and decoding (then showing) tens of megabytes of it would freeze
+keepgui. The worker itself would still try to parse it: keepgui says so where it skips one."""
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1
 
@@ -171,7 +176,10 @@ def decode_canonical(line: bytes) -> Memory | None:
     This is the fast path of replay: one C-level typed decode plus a byte
     comparison with the canonical encoding, which proves there is no repeated,
     reordered or unknown key. Anything else goes to :func:`parse_line`.
+    A line over :data:`MAX_LINE_BYTES` is not decoded.
     """
+    if len(line) > MAX_LINE_BYTES:
+        return None
     try:
         memory = _DECODE(line)
     except (msgspec.DecodeError, RecursionError):
@@ -258,8 +266,11 @@ def read_record(line: bytes) -> Memory | None:
     """The record on one log line (without its newline), or None for a line the worker skips.
 
     The fast path (:func:`decode_canonical`) first, then every rule of
-    :func:`parse_line`; blank and corrupt lines give None.
+    :func:`parse_line`; blank and corrupt lines give None, and so does a line
+    over :data:`MAX_LINE_BYTES`, which keepgui leaves unread.
     """
+    if len(line) > MAX_LINE_BYTES:
+        return None
     memory = decode_canonical(line)
     if memory is not None:
         return memory
@@ -334,3 +345,20 @@ def new_memory(**fields: Any) -> Memory:
     memory = Memory(**fields)
     validate(memory)
     return memory
+
+
+def is_valid_utf8(data: bytes, chunk: int = 1 << 20) -> int | None:
+    """None when ``data`` is valid UTF-8, else the offset of the first invalid byte.
+
+    Checked piece by piece, so a huge line is validated without building it as text.
+    """
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for start in range(0, len(data), chunk):
+        try:
+            decoder.decode(view[start:start + chunk], final=start + chunk >= len(data))
+        except UnicodeDecodeError as exc:
+            return start + exc.start
+    return None
