@@ -3,12 +3,14 @@
 #   make test    set up .venv if needed, run the whole test suite headless
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
+#   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
+#                into build/claude-cli/ with npm; the comparison tests install it there when missing
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench stress venv clean
+.PHONY: run test bench stress venv clean claude-cli
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +31,9 @@ bench: $(STAMP)
 
 stress: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.stress
+
+claude-cli: $(STAMP)
+	$(BIN)/python -m tests.core.claude_cli
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

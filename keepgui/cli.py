@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "keepgui.commands.nanobot",
     "keepgui.commands.compaction",
     "keepgui.commands.desktop",
+    "keepgui.commands.context",
 )
 
 

@@ -67,6 +67,10 @@ KIND_LABELS: dict[str, str] = {
     "near-duplicate": "Near-duplicates (judgement call)",
     "misplaced": "Not a durable fact (note, reminder, project)",
     "heading": "Headings (keep.md is a flat list)",
+    # a Claude Code MEMORY.md over its limits
+    "shorten": "Index lines too long (the detail moves into the topic file)",
+    "move-detail": "Detail in the index (moves into a topic file)",
+    "reorder": "Newest entries first (what stays cut is the oldest)",
     # a rewrite reviewed after the fact, or proposed by a command
     "removed": "Removed entries",
     "deduplicated": "Removed duplicates (still covered)",

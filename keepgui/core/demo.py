@@ -1,13 +1,16 @@
-"""The bundled demo: an iii data dir and a nanobot workspace, copied fresh for each run.
+"""The bundled demo: an iii data dir, a nanobot workspace and a Claude Code home, copied fresh for each run.
 
 The packaged files are never modified. ``make_demo_copy`` copies them to a new
 temporary folder and moves every timestamp forward by the time elapsed since
 ``DEMO_EPOCH``, so the demo's ages ("3d ago", "a year ago") always look as
-they did when it was written.
+they did when it was written. The Claude Code project's memory folder is
+renamed to the name Claude Code gives the copied project folder, and its
+memories get ages in index order (the agent appends, so the last are newest).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -30,6 +33,8 @@ class DemoCopy:
     root: str
     iii: str
     nanobot: str
+    claude_home: str = ""
+    claude_project: str = ""
 
 
 def demo_source() -> str:
@@ -52,7 +57,9 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
     for folder, _dirs, files in os.walk(root):
         for name in files:
             os.utime(os.path.join(folder, name), ns=(edited, edited))
-    return DemoCopy(root, iii, os.path.join(root, "nanobot"))
+    # the Claude Code backend places its own demo (reached by name: shared core imports no backend)
+    home, project = importlib.import_module("keepgui.core.claude.demo").place_demo(os.path.join(root, "claude"), edited)
+    return DemoCopy(root, iii, os.path.join(root, "nanobot"), home, project)
 
 
 def _shift_log(path: str, shift: int) -> None:

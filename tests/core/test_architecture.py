@@ -37,6 +37,8 @@ ALLOWED = {
         "copies the packaged demo into that fresh temporary folder (never over user data)",
     ("keepgui/core/demo.py", "os.utime"):
         "moves the mtimes of that fresh demo copy to 'an hour ago' so its ages read naturally",
+    ("keepgui/core/claude/demo.py", "os.utime"):
+        "gives the memories of that fresh demo copy ages in index order (the newest are the ones cut)",
     ("keepgui/cli.py", "shutil.rmtree"):
         "removes keepgui's own temporary demo copy at exit",
     ("keepgui/cli.py", "os.open"):

@@ -1,0 +1,482 @@
+"""A Claude Code memory folder: the ``MEMORY.md`` index, its cut, and the topic files.
+
+**The cut** (observed on the real CLI, byte for byte): the index is prepared
+like any instruction file (front matter and block comments removed, trimmed),
+then split on ``\\n``. With more than :data:`LINE_LIMIT` lines, the first 200
+are kept; if what is kept is still over :data:`SIZE_LIMIT` UTF-16 units, it is
+cut at the last ``\\n`` at or before unit 25,000 (or hard at 25,000 when there
+is none). The warning then names the reason — ``230 lines (limit: 200)``,
+``29.3KB (limit: 24.4KB) — index entries are too long``, or ``220 lines and
+26KB`` (both, decided on the whole text's size even when the first 200 lines
+fit) — and where the cut fell, quoting the first line not loaded (trimmed, at
+most 80 units, else its first 79 trimmed again and ``…``). Counts are on the prepared text, ``\\r``
+included. Then, for the index only, the injected text is cleaned: ``\\r\\n``,
+``\\r``, U+2028 and U+2029 become ``\\n``; control, format, private-use,
+unassigned and default-ignorable characters are removed (tab, ZWJ, ZWNJ and
+the emoji variation selectors U+FE0E/U+FE0F stay). There is no Unicode normalisation.
+
+**Topic files** carry front matter ``name`` (a kebab-case slug),
+``description`` (one line) and ``metadata: {type: …}`` (2.1.3xx nests the
+type; the older flat ``type:`` is read too). The index links to them with
+lines like ``- [Title](file.md) — hook``; any line with a Markdown link to a
+relative ``.md`` path counts as an entry, the rest of the file (headings,
+blank lines, prose) is kept as it is.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+import regex
+import yaml
+
+from keepgui.core import fsio
+from keepgui.core.claude.jstext import JS_WHITESPACE, format_kb, js_trim, utf16_index, utf16_len, utf16_slice
+from keepgui.core.claude.markdown import comment_deletions, decode, normalise_newlines, split_front_matter
+from keepgui.core.errors import KeepguiError
+
+INDEX_NAME = "MEMORY.md"
+LINE_LIMIT = 200
+SIZE_LIMIT = 25_000
+PREVIEW_UNITS = 80
+LOCK_NAME = ".consolidate-lock"
+TEAM_DIR = "team"
+MEMORY_TYPES = ("user", "feedback", "project", "reference")
+TOPIC_LIMIT = 4 * 1024 * 1024
+WARNING_TAIL = "Keep index entries to one line under ~200 chars; move detail into topic files."
+
+_INVISIBLE = regex.compile(r"[[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}]--[\t\n\u200c\u200d\ufe0e\ufe0f]]",
+                           regex.VERSION1)
+_LINK = re.compile(r"\[((?:[^\[\]\\]|\\.)*)\]\(\s*<?([^()<>\s]+?\.md)>?(?:\s+\"[^\"]*\")?\s*\)")
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser: 215 topic files in ~15 ms, not ~300
+_HOOK_SEPARATOR = re.compile(r"^\s*(?:—|–|-|:)\s*")
+
+
+def clean_injected(text: str) -> str:
+    """The index text as the CLI sends it: line separators as ``\\n``, invisible characters
+    removed (see the module docstring)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
+    return _INVISIBLE.sub("", text)
+
+
+# ---------------------------------------------------------------------- where prepared text came from
+
+
+class Prepared:
+    """A file's prepared text (front matter and comments removed, trimmed) and the way back to the file.
+
+    :meth:`raw_offset` maps an offset of :attr:`text` to the decoded file's;
+    :meth:`raw_line` to its 1-based line.
+    """
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        stages: list[list[tuple[int, int]]] = []
+        front = split_front_matter(raw)
+        stages.append([(0, front.end)] if front.end else [])
+        text = front.body
+        lexed = normalise_newlines(text) if "<!--" in text else text
+        cuts = comment_deletions(lexed) if "<!--" in text else []
+        if cuts:  # as strip_comments: the lexed text replaces the file's only when a comment went
+            stages.append([(m.start(), m.start() + 1) for m in re.finditer(r"\r(?=\n)", text)])
+            stages.append(cuts)
+            text = _delete(lexed, cuts)
+        lead = len(text) - len(text.lstrip(JS_WHITESPACE))
+        trimmed = text.strip(JS_WHITESPACE)
+        stages.append([(0, lead), (lead + len(trimmed), len(text))])
+        self.text = trimmed
+        self._stages = [[cut for cut in stage if cut[1] > cut[0]] for stage in stages]
+        self._raw_line_starts = [0] + [m.end() for m in re.finditer("\n", raw)]
+
+    def raw_offset(self, offset: int) -> int:
+        """The offset in the decoded file of :attr:`text`'s ``offset``."""
+        for cuts in reversed(self._stages):
+            for start, end in cuts:
+                if start <= offset:
+                    offset += end - start
+                else:
+                    break
+        return offset
+
+    def raw_line(self, offset: int) -> int:
+        """The 1-based line of the decoded file that holds :attr:`text`'s ``offset``."""
+        return bisect.bisect_right(self._raw_line_starts, self.raw_offset(offset))
+
+
+def _delete(text: str, cuts: list[tuple[int, int]]) -> str:
+    out, pos = [], 0
+    for start, end in cuts:
+        out.append(text[pos:start])
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------- the cut
+
+
+@dataclass(frozen=True)
+class IndexCut:
+    """How the index is cut for the next session.
+
+    ``injected`` is the exact text the reminder carries after the file's
+    heading (warning included); ``lines`` and ``units`` measure the prepared
+    text; ``kept_lines`` lines load whole (``partial``: and the first
+    ``kept_units`` units of one more, a hard cut); ``reason`` is ``lines``,
+    ``size``, ``both`` or ``""`` (nothing cut); ``warning`` the warning line.
+    """
+
+    injected: str
+    lines: int
+    units: int
+    kept_lines: int
+    kept_units: int
+    reason: str
+    warning: str
+    partial: bool = False
+
+    @property
+    def cut(self) -> bool:
+        """True when part of the index does not load."""
+        return bool(self.reason)
+
+    @property
+    def first_cut_line(self) -> int | None:
+        """The 1-based line (of the prepared text) where the cut starts."""
+        if not self.reason:
+            return None
+        return self.kept_lines + 1
+
+    def to_obj(self) -> dict:
+        """For ``--json``."""
+        return {"lines": self.lines, "units": self.units, "kept_lines": self.kept_lines,
+                "kept_units": self.kept_units, "reason": self.reason, "warning": self.warning,
+                "partial": self.partial, "first_cut_line": self.first_cut_line}
+
+
+def _preview(line: str) -> str:
+    line = js_trim(line)
+    if utf16_len(line) > PREVIEW_UNITS:
+        # the CLI trims the cut piece again: a space before the ellipsis goes (seen on the demo index)
+        return utf16_slice(line, PREVIEW_UNITS - 1).rstrip(JS_WHITESPACE) + "…"
+    return line
+
+
+def cut_index(text: str) -> IndexCut:
+    """Cut a prepared index (see the module docstring); ``text`` is :attr:`Prepared.text`."""
+    lines = text.split("\n")
+    count, units = len(lines), utf16_len(text)
+    if count <= LINE_LIMIT and units <= SIZE_LIMIT:
+        return IndexCut(clean_injected(text), count, units, count, units, "", "")
+    kept = "\n".join(lines[:LINE_LIMIT]) if count > LINE_LIMIT else text
+    hard = False
+    if utf16_len(kept) > SIZE_LIMIT:
+        newline = kept.rfind("\n", 0, utf16_index(kept, SIZE_LIMIT + 1))
+        if newline >= 0:
+            kept = kept[:newline]
+        else:
+            kept = kept[:utf16_index(kept, SIZE_LIMIT)]
+            hard = True
+    if count > LINE_LIMIT and units > SIZE_LIMIT:
+        reason, why = "both", f"{count} lines and {format_kb(units)}"
+    elif count > LINE_LIMIT:
+        reason, why = "lines", f"{count} lines (limit: {LINE_LIMIT})"
+    else:
+        reason, why = "size", f"{format_kb(units)} (limit: {format_kb(SIZE_LIMIT)}) — index entries are too long"
+    kept_lines = kept.count("\n") + 1 if kept else 0
+    if hard:
+        kept_lines -= 1
+        where = f"everything after the first {SIZE_LIMIT} characters of line {kept_lines + 1} was cut off"
+    else:
+        first = lines[kept_lines]
+        where = f"{count - kept_lines} of {count} lines were cut off, starting at line {kept_lines + 1}"
+        if js_trim(first):
+            where += f' ("{_preview(first)}")'
+    warning = f"> WARNING: MEMORY.md is {why}. Only part of it was loaded: {where}. {WARNING_TAIL}"
+    return IndexCut(clean_injected(kept + "\n\n" + warning), count, units, kept_lines, utf16_len(kept), reason,
+                    clean_injected(warning), hard)
+
+
+# ---------------------------------------------------------------------- topic files
+
+
+@dataclass(frozen=True)
+class TopicFile:
+    """One memory: a ``*.md`` file of the memory folder other than the index.
+
+    ``rel`` is its path relative to the folder (``/``-separated); ``name``,
+    ``description`` and ``type`` come from its front matter (``type`` from
+    ``metadata.type`` or a flat ``type``); ``body`` is the text after the front
+    matter; ``front`` the parsed front matter (``{}`` when none or
+    unreadable); ``problem`` why the front matter could not be read; ``stamp``
+    what was read; ``mtime_ms`` when it last changed.
+    """
+
+    rel: str
+    path: str
+    name: str
+    description: str
+    type: str
+    body: str
+    front: dict
+    stamp: fsio.Stamp
+    mtime_ms: int
+    problem: str = ""
+    has_front: bool = False
+    links: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        """What a list shows: the name, else the file name without ``.md``."""
+        return self.name or os.path.splitext(os.path.basename(self.rel))[0]
+
+
+_WIKI_LINK = re.compile(r"\[\[([^\[\]\n|#]+)(?:[|#][^\[\]\n]*)?\]\]")
+
+
+def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFile:
+    """A topic file from its bytes (front matter read leniently: a problem is reported, not raised)."""
+    text = decode(data)
+    front = split_front_matter(text)
+    obj: dict = {}
+    problem = ""
+    if front.yaml is not None:
+        try:
+            loaded = yaml.load(front.yaml, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 2})" if mark is not None else ""
+            problem = f"{path}: the front matter is not valid YAML{where}"
+        else:
+            if isinstance(loaded, dict):
+                obj = loaded
+            elif loaded is not None:
+                problem = f"{path}: the front matter is not a mapping of keys"
+    metadata = obj.get("metadata")
+    kind = metadata.get("type") if isinstance(metadata, dict) else None
+    if kind is None:
+        kind = obj.get("type")
+    return TopicFile(rel, path, _scalar(obj.get("name")), _scalar(obj.get("description")), _scalar(kind),
+                     front.body, obj, stamp, stamp.mtime_ns // 1_000_000, problem, front.yaml is not None,
+                     tuple(dict.fromkeys(m.group(1).strip() for m in _WIKI_LINK.finditer(front.body))))
+
+
+def _scalar(value) -> str:
+    if value is None or isinstance(value, (dict, list)):
+        return ""
+    return str(value).strip()
+
+
+def topic_files(folder: str) -> tuple[list[TopicFile], list[str]]:
+    """Every topic file of a memory folder (recursively, as recall reads them; ``team/`` and the
+    index excluded), sorted by path, and the files that could not be read."""
+    out: list[TopicFile] = []
+    problems: list[str] = []
+    if not os.path.isdir(folder):
+        return out, problems
+    for base, dirs, files in os.walk(folder):
+        rel_base = os.path.relpath(base, folder)
+        dirs[:] = sorted(d for d in dirs if not (rel_base == "." and d == TEAM_DIR))
+        for name in sorted(files):
+            if not name.endswith(".md") or name == INDEX_NAME or fsio.is_temp_name(name):
+                continue
+            path = os.path.join(base, name)
+            rel = os.path.normpath(os.path.join(rel_base, name)).replace(os.sep, "/")
+            try:
+                data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
+            except KeepguiError as exc:  # a FIFO, a device, too big: named, never read
+                problems.append(str(exc))
+                continue
+            except OSError as exc:
+                problems.append(f"{path}: {exc.strerror or exc}")
+                continue
+            if data is None:
+                continue
+            out.append(parse_topic(rel, path, data, stamp))
+    return out, problems
+
+
+# ---------------------------------------------------------------------- the index
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One line of ``MEMORY.md`` that links to a topic file.
+
+    ``line`` is its 1-based line in the file; ``text`` the whole line;
+    ``title`` the link text, ``target`` the linked file (relative to the
+    folder, ``/``-separated), ``hook`` what follows the link; ``loaded``
+    whether the next session sees it (``partial``: only its start);
+    ``exists`` whether the target file is there.
+    """
+
+    line: int
+    text: str
+    title: str
+    target: str
+    hook: str
+    loaded: bool
+    exists: bool
+    partial: bool = False
+
+    def to_obj(self) -> dict:
+        """For ``--json``."""
+        return {"line": self.line, "text": self.text, "title": self.title, "target": self.target,
+                "hook": self.hook, "loaded": self.loaded, "partial": self.partial, "exists": self.exists}
+
+
+def parse_link_line(line: str) -> tuple[str, str, str] | None:
+    """``(title, target, hook)`` of an index line linking to a relative ``.md`` file, else None."""
+    match = _LINK.search(line)
+    if match is None:
+        return None
+    target = unquote(match.group(2))
+    if "://" in target or target.startswith(("/", "#")):
+        return None
+    hook = _HOOK_SEPARATOR.sub("", line[match.end():]).strip()
+    title = match.group(1).replace("\\", "")
+    return title, os.path.normpath(target).replace(os.sep, "/"), hook
+
+
+@dataclass(frozen=True)
+class MemoryIndex:
+    """A read ``MEMORY.md``: its bytes' stamp, its text, the prepared text, the cut and the entries.
+
+    ``exists`` is False for a folder without a readable index (``cut`` is then None; ``problem``
+    says why when it is there but cannot be read).
+    """
+
+    path: str
+    exists: bool
+    stamp: fsio.Stamp
+    text: str
+    prepared: Prepared | None
+    cut: IndexCut | None
+    entries: tuple[IndexEntry, ...]
+    size: int = 0
+    problem: str = ""
+
+    @property
+    def injected(self) -> str | None:
+        """The text the reminder carries for the index (None when it is not injected: missing or empty)."""
+        if self.cut is None or not self.prepared or not self.prepared.text:
+            return None
+        return self.cut.injected
+
+    @property
+    def cut_file_line(self) -> int | None:
+        """The 1-based line of the file where the cut starts (None when nothing is cut)."""
+        if self.cut is None or not self.cut.cut or self.prepared is None:
+            return None
+        kept = self.prepared.text.split("\n")[:self.cut.kept_lines]
+        offset = sum(len(line) + 1 for line in kept) + (self.cut.kept_units if self.cut.partial else 0)
+        return self.prepared.raw_line(min(offset, len(self.prepared.text)))
+
+    @property
+    def lines(self) -> int:
+        """Physical lines of the file."""
+        if not self.text:
+            return 0
+        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
+
+
+def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
+    """Read and cut the index of a memory folder; ``topic_names`` (relative paths) mark which
+    entries point at an existing file (None: check the disk)."""
+    path = os.path.join(folder, INDEX_NAME)
+    try:
+        data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
+    except (OSError, KeepguiError) as exc:
+        # the CLI skips an index it cannot read (a folder, a FIFO...); so does the preview, saying why
+        why = str(exc) if isinstance(exc, KeepguiError) else f"{path}: {exc.strerror or exc}"
+        return MemoryIndex(path, False, fsio.Stamp.missing(), "", None, None, (), problem=why)
+    if data is None:
+        return MemoryIndex(path, False, stamp, "", None, None, ())
+    text = decode(data)
+    prepared = Prepared(text)
+    cut = cut_index(prepared.text) if prepared.text else None
+    entries = []
+    lines = prepared.text.split("\n") if prepared.text else []
+    offset = 0
+    for number, line in enumerate(lines):
+        parsed = parse_link_line(line)
+        if parsed is not None:
+            title, target, hook = parsed
+            loaded = cut is None or number < cut.kept_lines
+            partial = bool(cut and cut.partial and number == cut.kept_lines)
+            exists = (target in topic_names) if topic_names is not None else os.path.isfile(os.path.join(folder, target))
+            raw_line = prepared.raw_line(offset)
+            entries.append(IndexEntry(raw_line, _raw_line_text(text, raw_line), title, target, hook,
+                                      loaded or partial, exists, partial))
+        offset += len(line) + 1
+    return MemoryIndex(path, True, stamp, text, prepared, cut, tuple(entries), len(data))
+
+
+def _raw_line_text(text: str, line: int) -> str:
+    lines = text.split("\n")
+    return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
+
+
+@dataclass(frozen=True)
+class Orphans:
+    """What does not line up between the index and the files.
+
+    ``dangling``: index entries whose file is missing; ``unindexed``: topic
+    files no index line points at (not visible at session start).
+    """
+
+    dangling: tuple[IndexEntry, ...] = ()
+    unindexed: tuple[str, ...] = ()
+
+
+def orphans(index: MemoryIndex, topics: list[TopicFile]) -> Orphans:
+    """Orphans both ways (see :class:`Orphans`)."""
+    linked = {e.target for e in index.entries}
+    return Orphans(tuple(e for e in index.entries if not e.exists),
+                   tuple(t.rel for t in topics if t.rel not in linked))
+
+
+@dataclass(frozen=True)
+class MemoryFolder:
+    """A memory folder read whole: index, topic files, orphans, lock, problems."""
+
+    path: str
+    index: MemoryIndex
+    topics: tuple[TopicFile, ...]
+    orphans: Orphans
+    problems: tuple[str, ...] = ()
+    has_team: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def topic(self, rel: str) -> TopicFile | None:
+        """The topic file at ``rel``, or None."""
+        return next((t for t in self.topics if t.rel == rel), None)
+
+    def counts(self) -> str:
+        """The sidebar's line: ``41 memories · index 230 lines · 30 not loaded``."""
+        n = len(self.topics)
+        parts = [f"{n} {'memory' if n == 1 else 'memories'}"]
+        if self.index.exists:
+            parts.append(f"index {self.index.lines} {'line' if self.index.lines == 1 else 'lines'}")
+            cut = self.index.cut
+            if cut is not None and cut.cut:
+                hidden = sum(1 for e in self.index.entries if not e.loaded or e.partial)
+                parts.append(f"{hidden or cut.lines - cut.kept_lines} not loaded")
+        else:
+            parts.append("no index")
+        return " · ".join(parts)
+
+
+def read_folder(folder: str) -> MemoryFolder:
+    """Read a memory folder (index, topics, orphans); never raises for a missing folder."""
+    topics, problems = topic_files(folder)
+    index = read_index(folder, {t.rel for t in topics})
+    problems.extend(t.problem for t in topics if t.problem)
+    if index.problem:
+        problems.append(index.problem)
+    return MemoryFolder(folder, index, tuple(topics), orphans(index, topics), tuple(problems),
+                        os.path.isdir(os.path.join(folder, TEAM_DIR)))
