@@ -180,3 +180,26 @@ def test_config_fifo_or_deep_nesting_is_one_clear_error(bank_dir, capsys, kind):
             code, out, err = run(capsys, "--data-dir", str(bank_dir), command, "q", "--bank", "main",
                                  "--config", str(path))
         assert code == 1 and out == "" and err.count("\n") == 1 and str(path) in err
+
+
+def test_an_unterminated_last_record_counts_everywhere(data_dir, capsys):
+    """#12.1: the worker reads a final line without its newline; so do the table, counts, recall,
+    preview, memories --json and the consolidation plan (and doctor only notes it)."""
+    last = mem("Deploys happen on Friday afternoons", ["deploy"])
+    twin = mem("deploys happen on friday afternoons!", updated=NOW - DAY)
+    make_bank(data_dir, records=SCENARIO + (twin,))
+    with open(data_dir / "main" / "memories.jsonl", "ab") as fh:
+        fh.write(last.to_line().rstrip(b"\n") + b"\r")  # CRLF-style ending, and no newline
+    base = ["--data-dir", str(data_dir)]
+    banks = json.loads(run(capsys, *base, "banks", "--json")[1])["banks"]
+    assert banks[0]["memories"] == len(SCENARIO) + 2
+    listed = run(capsys, *base, "memories", "main", "--json")[1].splitlines()
+    assert any(json.loads(line)["id"] == last.id for line in listed)
+    recalled = json.loads(run(capsys, *base, "recall", "friday deploys", "--now", str(NOW), "--json")[1])
+    assert recalled["memories"][0]["memory"]["id"] == last.id
+    previewed = json.loads(run(capsys, *base, "preview", "friday deploys", "--now", str(NOW), "--json")[1])
+    assert previewed["memories"][0]["memory"]["id"] == last.id
+    plan = json.loads(run(capsys, *base, "compact", "--bank", "main", "--json")[1])
+    assert any(g["winner_id"] == last.id or last.id in g["loser_ids"] for g in plan["report"]["groups"])
+    code, out, _ = run(capsys, *base, "doctor")
+    assert code == 0 and "note: unterminated-line" in out
