@@ -185,7 +185,7 @@ def test_config_fifo_or_deep_nesting_is_one_clear_error(bank_dir, capsys, kind):
 def test_an_unterminated_last_record_counts_everywhere(data_dir, capsys):
     """#12.1: the worker reads a final line without its newline; so do the table, counts, recall,
     preview, memories --json and the consolidation plan (and doctor only notes it)."""
-    last = mem("Deploys happen on Friday afternoons", ["deploy"])
+    last = mem("Deploys happen on Friday afternoons")
     twin = mem("deploys happen on friday afternoons!", updated=NOW - DAY)
     make_bank(data_dir, records=SCENARIO + (twin,))
     with open(data_dir / "main" / "memories.jsonl", "ab") as fh:
