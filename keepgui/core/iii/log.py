@@ -299,11 +299,7 @@ class MemoryLog:
                 if progress is not None:
                     progress(starts[min(first + _CHUNK_LINES, len(pieces))] - base, len(data))
         except _Unreadable as exc:
-            bad = self._fail(exc.reason, exc.lineno, exc.offset)
-            delta.reset = True
-            delta.changed.clear()
-            delta.added.clear()
-            delta.new_problems = bad.new_problems
+            self._fail_into(delta, exc)
             return
         self.lines += len(pieces)
         self.offset = base + end
@@ -319,11 +315,7 @@ class MemoryLog:
         try:
             self.torn_tail = self._read_tail(tail, delta)
         except _Unreadable as exc:
-            bad = self._fail(exc.reason, exc.lineno, exc.offset)
-            delta.reset = True
-            delta.changed.clear()
-            delta.added.clear()
-            delta.new_problems = bad.new_problems
+            self._fail_into(delta, exc)
             return
         if old_tail is not None and old_tail in self.problems:
             self.problems.remove(old_tail)
@@ -331,6 +323,14 @@ class MemoryLog:
             self.problems.append(self.torn_tail)
             if old_tail is None or (old_tail.kind, old_tail.excerpt) != (self.torn_tail.kind, self.torn_tail.excerpt):
                 delta.new_problems.append(self.torn_tail)
+
+    def _fail_into(self, delta: LogDelta, exc: "_Unreadable") -> None:
+        """Make the state unreadable and ``delta`` say so (a reset carrying the one problem)."""
+        bad = self._fail(exc.reason, exc.lineno, exc.offset)
+        delta.reset = True
+        delta.changed.clear()
+        delta.added.clear()
+        delta.new_problems = bad.new_problems
 
     def _read_tail(self, tail: bytes, delta: LogDelta) -> LogProblem | None:
         """Read the unterminated last line as the worker does; returns the note about it (or None).
