@@ -253,3 +253,25 @@ def test_a_partial_write_followed_by_another_writer_is_not_cut(tmp_path, monkeyp
     monkeypatch.setattr(fsio, "_os_write", os.write)
     data = open(bank.log_path, "rb").read()
     assert data.endswith(b"\n") and worker_line in data
+
+
+def test_a_half_made_bank_folder_is_removed_or_reported(tmp_path, monkeypatch):
+    """A bank create interrupted before its rename removes its hidden folder on the way out; one
+    left by a kill (nothing runs then) is not a bank for anyone, and doctor names it."""
+    from keepgui.core.iii.doctor import diagnose
+
+    datadir = DataDir(tmp_path / "memory")
+    datadir.ensure_bank("main")
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fsio, "rename_durably", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        datadir.create_bank("fresh")
+    monkeypatch.undo()
+    assert os.listdir(tmp_path / "memory") == ["main"]
+    left = fsio.temp_name_for(os.path.join(datadir.path, "killed"))
+    os.makedirs(os.path.join(left, "rules"))
+    assert datadir.bank_names() == ["main"]
+    assert [f.path for f in diagnose(datadir) if f.kind == "temp-file"] == [left]

@@ -773,7 +773,14 @@ class DataDir:
         return self.bank(name)
 
     def iter_temp_files(self) -> Iterator[str]:
-        """Leftover temporary files of interrupted writes (keepgui's or the worker's)."""
+        """Leftover temporary files of interrupted writes (keepgui's or the worker's), and
+        half-made bank folders of an interrupted ``bank create`` (hidden: the worker skips them)."""
+        try:
+            for entry in os.scandir(self.path):
+                if fsio.is_temp_name(entry.name):
+                    yield entry.path
+        except OSError:
+            pass
         for bank in self.bank_names():
             for folder in (os.path.join(self.path, bank), os.path.join(self.path, bank, RULES_DIR)):
                 try:
