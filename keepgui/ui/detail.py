@@ -16,7 +16,7 @@ import html
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
-from keepgui.core.textdiff import word_diff
+from keepgui.core.textdiff import SHOWN_CHARS, shown_text, word_diff
 from keepgui.ui import theme
 from keepgui.ui.timefmt import absolute, relative
 
@@ -104,7 +104,7 @@ class DetailPanel(QWidget):
             parts = [f"{k}: <code>{_esc(v)}</code>" for k, v in (("session", source.session_id),
                      ("entry", source.entry_id), ("agent", source.agent)) if v]
             field("source", ", ".join(parts) or "—")
-        body = [f"<p style='white-space:pre-wrap'><b>{_esc(r.text)}</b></p>"]
+        body = [f"<p style='white-space:pre-wrap'><b>{_esc(shown_text(r.text))}</b></p>"]
         body.append("<table>" + "".join(rows) + "</table>")
         body.append(self._render_history())
         return "".join(body)
@@ -120,7 +120,9 @@ class DetailPanel(QWidget):
         for rev in self._history:
             what = _describe_change(previous, rev)
             text = ""
-            if previous is not None and previous.text != rev.text:
+            if previous is not None and previous.text != rev.text and max(len(previous.text), len(rev.text)) > SHOWN_CHARS:
+                text = "<br>the text changed (too long to compare here)"
+            elif previous is not None and previous.text != rev.text:
                 pieces = []
                 for op, chunk in word_diff(previous.text, rev.text):
                     if op == "=":

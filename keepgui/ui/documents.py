@@ -131,7 +131,7 @@ class WorkspaceDocs(_Docs):
         return [(name, name + ("  · Dream" if nb.document_kind(name).managed_by_dream else "")) for name in self.NAMES]
 
     def read(self, name: str) -> EditableDoc:
-        """Open a document with its notices (8,000-character window, missing keep.md pointer…)."""
+        """Open a document with its notices (its size in every turn's prompt, missing keep.md pointer…)."""
         document = nb.open_document(self.source.workspace, name, self.source.history)
         return self._wrap(document)
 

@@ -32,8 +32,12 @@ from typing import Any, Callable, Iterable
 from PySide6.QtCore import QAbstractProxyModel, QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 
+from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
 from keepgui.ui.timefmt import absolute, now_ms, relative
+
+TABLE_CHARS = 1000
+"""A table cell shows at most this much of a text (one elided line; the detail pane shows more)."""
 
 RecordRole = Qt.ItemDataRole.UserRole + 1
 """The row object itself (a Memory or a keep.md entry)."""
@@ -338,7 +342,7 @@ class MemoryTableModel(QAbstractTableModel):
         if field in ("pinned", "live"):
             return None
         if field == "text":
-            return row.text.replace("\n", " ⏎ ")
+            return shown_text(row.text, TABLE_CHARS).replace("\n", " ⏎ ")
         if field == "tags":
             return " ".join("#" + t for t in row.tags)
         if field == "entities":

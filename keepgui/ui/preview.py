@@ -454,10 +454,13 @@ class PreviewPane(QWidget):
         rules = f"{preview.rules} rule{'s' if preview.rules != 1 else ''}"
         over = " · over budget, truncated" if preview.rules_truncated else ""
         injected = "" if preview.config.inject_rules else " · rules NOT injected (inject_rules is off)"
+        notice = preview.notice
+        lexical = (f"\n{'⚠ ' if notice.worker_may_rank_differently else ''}Lexical only: {notice.why()}"
+                   if notice is not None else "")
+        budget = f"\nBudget: {preview.budget_note}" if preview.budget_note else ""
         self.summary.setText(
-            f"System prompt gets: {rules}{over}{injected} · retrieval: {preview.retrieval} "
-            f"(semantic signal unavailable: keepgui has no embedder) · query tokens: "
-            f"{' '.join(preview.query_tokens) or '—'}")
+            f"System prompt gets: {rules}{over}{injected} · retrieval: {preview.retrieval} · query tokens: "
+            f"{' '.join(preview.query_tokens) or '—'}{lexical}{budget}")
         self.section.setPlainText(preview.system_prompt_section)
         self.hits.clear()
         top = max((h.score for h in preview.memories if not h.ambient), default=0.0)
