@@ -189,11 +189,57 @@ def _tolerant_output() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+PATH_ARGUMENTS = frozenset({"data_dir", "workspace", "file", "config", "screenshot", "reload_command", "bank",
+                            "folder", "via"})
+"""Arguments that name files, folders or commands: any bytes the system allows (they are not stored as text)."""
+
+
+def text_argument_error(args: argparse.Namespace) -> str | None:
+    """Why a text argument cannot be used, or None: text keepgui stores must be UTF-8.
+
+    The shell hands Python the bytes of each argument; bytes that are not
+    UTF-8 (``caf\\xe9``, or an encoded lone surrogate ``\\xed\\xa0\\x80``)
+    arrive as lone surrogates, which no memory, keep.md line or rule can
+    hold: the worker's files are UTF-8. Checked before anything is written.
+    """
+    for dest, value in vars(args).items():
+        if dest in PATH_ARGUMENTS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"the {dest.replace('_', '-').upper()} argument is not valid UTF-8 text "
+                        f"({_undecodable(item, exc.start)}); memories, keep.md and rules hold UTF-8 only, "
+                        "so nothing was written")
+    return None
+
+
+def _undecodable(text: str, start: int) -> str:
+    """Where ``text`` (an argument decoded with surrogateescape) stops being UTF-8, for people."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a real lone surrogate, not escaped bytes
+        return f"a lone surrogate at character {start + 1} of {text.encode('utf-8', 'backslashreplace').decode()!r}"
+    try:
+        raw.decode("utf-8")
+        bad = 0
+    except UnicodeDecodeError as exc:
+        bad = exc.start
+    return f"byte 0x{raw[bad]:02x} at byte {bad + 1} of '{repr(raw)[2:-1]}'"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``keepgui`` and ``python -m keepgui``."""
     _tolerant_output()
     parser = build_parser()
     args = parser.parse_args(argv)
+    problem = text_argument_error(args)
+    if problem is not None:
+        print(f"keepgui: error: {problem}", file=sys.stderr)
+        return 2
     if args.command is None:
         from keepgui.app import run_gui
 

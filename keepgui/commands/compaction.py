@@ -54,6 +54,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "stdout; its rewrite becomes the plan (run without a shell)")
     p.add_argument("--via-timeout", type=float, default=None, metavar="SECONDS",
                    help="stop the --via command after this long (default 300)")
+    p.add_argument("--reinforce-by-id", action="store_true",
+                   help="bank: after each supersede reinforce the winner by id (keepgui's option) instead of "
+                        "memory-consolidate's save of the winner's text, which creates a new record when the "
+                        "winner was edited and fails for a text outside 3..2000 bytes")
     p.add_argument("--apply", action="store_true", help="write the selected operations")
     p.add_argument("--undo", action="store_true", help="take back the last compaction applied from the command line")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -208,8 +212,10 @@ def _compact_bank(args, ctx, name: str) -> int:
 
     def apply():
         """Apply the selection and say when a running worker could not be told."""
-        applied = plan.apply(selection)
+        applied = plan.apply(selection, reinforce_by_id=args.reinforce_by_id)
         ctx.report_reload(applied.reload)
+        for error in applied.errors:
+            ctx.note(error)
         return applied
 
     return _finish(args, ctx, plan, selection, command + (" --fuzzy" if args.fuzzy else ""), apply)

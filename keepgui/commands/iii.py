@@ -338,12 +338,16 @@ def cmd_doctor(args, ctx) -> int:
 
     datadir = ctx.datadir()
     findings = diagnose(datadir)
+    problems = [f for f in findings if not f.note]
     if ctx.json_mode:
-        ctx.emit_json({"data_dir": datadir.path, "ok": not findings, "problems": [f.to_obj() for f in findings]})
+        ctx.emit_json({"data_dir": datadir.path, "ok": not problems, "problems": [f.to_obj() for f in findings]})
     else:
         for finding in findings:
             ctx.out(str(finding))
-        ctx.out(f"{len(findings)} problem(s) in {datadir.path}" if findings else f"no problems in {datadir.path}")
-    return 1 if findings else 0
+        notes = len(findings) - len(problems)
+        tail = f" ({notes} note{'s' if notes != 1 else ''})" if notes else ""
+        ctx.out((f"{len(problems)} problem(s) in {datadir.path}" if problems else f"no problems in {datadir.path}")
+                + tail)
+    return 1 if problems else 0
 
 

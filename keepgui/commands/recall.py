@@ -69,7 +69,7 @@ def cmd_preview(args, ctx) -> int:
     engine = _engine(args, ctx)
     preview = engine.preview(args.query, now_ms=args.now)
     if ctx.json_mode:
-        print(preview.to_json(), file=ctx.stdout)
+        print(preview.to_json(notice=True), file=ctx.stdout)
     else:
         _print_preview(ctx, engine, preview)
     if not args.check_worker:
@@ -97,7 +97,10 @@ def _print_preview(ctx, engine: BankEngine, preview: Preview) -> None:
     if not preview.config.inject_rules:
         ctx.out("(inject_rules is off: only the header is sent)")
     ctx.out(f"=== appended message ({len(preview.memories)} memories, in order) "
-            f"· retrieval: {preview.retrieval} ===")
+            f"· retrieval: {preview.retrieval} (lexical only) ===")
+    ctx.out(f"lexical only: {preview.notice.why()}")
+    if preview.budget_note:
+        ctx.out(f"budget: {preview.budget_note}")
     if preview.message is not None:
         ctx.out(preview.message)
     elif preview.memories:
@@ -117,8 +120,6 @@ def _print_preview(ctx, engine: BankEngine, preview: Preview) -> None:
     bank = engine.bank
     vectors = read_vectors(bank.path, bank.log.records)
     ctx.out(f"vectors: {vectors.summary()} · information only, keepgui ranks without embeddings")
-    if vectors.current:
-        ctx.out("  (a worker with embeddings on may add its semantic signal and rank differently)")
 
 
 def _one_line(text: str) -> str:
@@ -133,10 +134,11 @@ def cmd_recall(args, ctx) -> int:
     result = engine.recall(args.query, limit=args.limit, tag=args.tag, include_superseded=args.history,
                            now_ms=args.now)
     if ctx.json_mode:
-        print(result.to_json(parts=True), file=ctx.stdout)
+        print(result.to_json(parts=True, notice=True), file=ctx.stdout)
         return 0
     ctx.out(f"query tokens: {' '.join(result.query_tokens) or '(none)'} · limit {result.limit} · "
-            f"retrieval: {result.retrieval}")
+            f"retrieval: {result.retrieval} (lexical only)")
+    ctx.out(f"lexical only: {result.notice.why()}")
     for rank, hit in enumerate(result.hits, 1):
         flag = "x" if not hit.memory.live else ("*" if hit.memory.pinned else " ")
         ctx.out(f"{rank:>3}. {f32_text(hit.score):>10} {flag} {hit.memory.id}  {_one_line(hit.memory.text)}")

@@ -581,7 +581,8 @@ def _token_char(rank: int) -> str:
 
 
 def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
-                    progress: Callable[[int, int], None] | None = None) -> list[tuple[int, int, float]]:
+                    progress: Callable[[int, int], None] | None = None,
+                    letters: bool = True) -> list[tuple[int, int, float]]:
     """Every pair ``(i, j, score)``, ``i < j``, with ``fuzz.token_set_ratio(texts[i], texts[j],
     processor=default_process) >= threshold`` — exactly what a pairwise loop finds, much faster.
 
@@ -605,6 +606,12 @@ def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
     Candidates from both are then scored with ``token_set_ratio`` itself, so the
     result is exact. ``progress(done, total)`` is called as texts are processed
     and may raise to abandon the search.
+
+    The first search costs about linear time (rare words have short posting
+    lists); the second compares every text with all those of a similar length,
+    which grows with the square of the count. ``letters=False`` leaves it out:
+    pairs whose score comes only from similar letters in *different* words
+    (a typo in every word) are then not looked for, every other pair still is.
     """
     if threshold > 100:
         return []
@@ -653,7 +660,7 @@ def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
             progress(done, total)
 
     # --- the sorted-words ratio: bounded by the ratio of sorted characters, within the length window
-    joined = {i: " ".join(words[i]) for i in live}
+    joined = {i: " ".join(words[i]) for i in live} if letters else {}
     alphabet = sorted(set().union(*(set(t) for t in joined.values()))) if live else []
     if len(alphabet) <= 256:
         # one byte per distinct character: the same LCS, and rapidfuzz compares bytes ~12% faster
@@ -661,7 +668,7 @@ def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
         bags = {i: b"".join(sorted(code[ch] for ch in t)) for i, t in joined.items()}
     else:
         bags = {i: "".join(sorted(t)) for i, t in joined.items()}
-    order = sorted(live, key=lambda i: (len(bags[i]), i))
+    order = sorted(joined, key=lambda i: (len(bags[i]), i))
     lengths = [len(bags[i]) for i in order]
     sorted_bags = [bags[i] for i in order]
     low = tau / (2 - tau)  # 2·min/(x+y) >= t  <=>  min/max >= t/(2-t)

@@ -40,6 +40,14 @@ class ReadOnly(KeepguiError):
     """Writing was refused because the target must never be written (or cannot be)."""
 
 
+class WriteFailed(KeepguiError):
+    """A write could not be completed (a full disk, a quota, an I/O error).
+
+    The message names the file and says what was left: nothing (the file is as
+    it was), or exactly what remained when it could not be put back.
+    """
+
+
 class Conflict(KeepguiError):
     """A save was refused because the file changed on disk since it was read.
 

@@ -9,9 +9,18 @@ can never leave a memory file torn or silently overwritten:
   ``.tmp`` so the iii worker, which lists ``rules/*.md``, never sees one.
 * :func:`append_lines` (and :class:`LockedLog`) add complete lines to an
   append-only log in **one** ``write()`` under an exclusive lock, then
-  ``fsync``. When the file does not end in ``\\n`` (someone crashed half-way
-  through a line), a ``\\n`` goes first, in the same write, so the torn
-  fragment becomes its own (skipped) line instead of swallowing our record.
+  ``fsync``. The iii worker appends without any lock and in two writes (the
+  JSON, then ``\\n``), so a shared log's append always *begins* with its own
+  ``\\n``: landing between the worker's two writes it ends the worker's line
+  instead of being glued onto it, and since the append also ends in ``\\n``
+  the worker's next line starts a line of its own. Readers skip the blank
+  lines this leaves. The space is reserved first (``fallocate`` with
+  ``FALLOC_FL_KEEP_SIZE`` where the filesystem has it), so a full disk refuses
+  the append before any byte is written; a write cut short anyway is taken
+  back (or its partial line ended with ``\\n``), so the log ends as it was or
+  in ``\\n``, never in half a record onto which the worker's next one is glued.
+* :func:`create_folder` makes a folder with its first files in a hidden
+  temporary folder and renames it into place: it appears whole or not at all.
 * :class:`Stamp` identifies what was read (size, mtime, SHA-256). A save given
   the stamp it loaded refuses with :class:`Conflict` when the content on disk
   differs: nothing anyone else wrote is ever overwritten unseen. Content, not
@@ -33,7 +42,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from keepgui.core.errors import Conflict, KeepguiError, ReadOnly
+from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -190,11 +199,24 @@ def is_temp_name(name: str) -> bool:
     return name.endswith(".tmp") and (TEMP_MARKER in name or (name.startswith(".") and name.endswith(".md.tmp")))
 
 
+_os_write = os.write
+"""Every ``write()`` of this module goes through this name, so a test can inject a
+fault (``ENOSPC``, a short write) at any one call."""
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = _os_write(fd, view)
         view = view[written:]
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _failure(path: str | os.PathLike[str], exc: OSError, what: str = "nothing was saved") -> WriteFailed:
+    """The one-line error for a write that failed: the file, the reason, what was left."""
+    return WriteFailed(f"{os.fspath(path)}: {exc.strerror or exc}; {what}")
 
 
 def atomic_write(
@@ -220,7 +242,10 @@ def atomic_write(
     old = check_unchanged(path, expect)
     keep_mode = None if old is None else stat.S_IMODE(old.st_mode)
     tmp = temp_name_for(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise _failure(path, exc, "nothing was saved (the file is unchanged)") from None
     try:
         try:
             _write_all(fd, data)
@@ -238,6 +263,10 @@ def atomic_write(
             # Narrow the window between the check and the replace as far as we can.
             check_unchanged(path, expect)
         _replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _failure(path, exc, "nothing was saved (the file is unchanged)") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -301,23 +330,179 @@ def rename_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> 
         fsync_dir(os.path.dirname(src) or ".")
 
 
+# ---------------------------------------------------------------------- reserving space
+
+FALLOC_FL_KEEP_SIZE = 0x01
+
+
+def _load_fallocate():
+    """libc's ``fallocate`` (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        func = getattr(libc, "fallocate64", None) or libc.fallocate
+    except (OSError, AttributeError):
+        return None
+    func.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    func.restype = ctypes.c_int
+
+    def fallocate(fd: int, mode: int, offset: int, length: int) -> None:
+        if func(fd, mode, offset, length) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+
+    return fallocate
+
+
+_fallocate = _load_fallocate()
+"""``fallocate(fd, mode, offset, length)`` raising OSError, or None (a test may replace it)."""
+
+
+def _reserve(fd: int, path: str, offset: int, length: int) -> None:
+    """Make sure ``length`` bytes can be written at ``offset`` without the disk filling up.
+
+    ``FALLOC_FL_KEEP_SIZE`` allocates the blocks without changing the file's
+    size, so readers see nothing. A filesystem without the call is written to
+    unreserved (a short write is then undone, see :func:`_append_whole`).
+    Raises WriteFailed, with nothing written, when the space is not there.
+    Exactly ``length`` is reserved, so no allocated space is left beyond the
+    end of the file; should a lock-free writer append in between and use it,
+    the write may still come up short, and is then taken back.
+    """
+    if _fallocate is None:
+        return
+    try:
+        _fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV, errno.EPERM, errno.EBADF):
+            return  # not supported here: write without a reservation
+        raise _failure(path, exc) from None
+
+
+def _append_whole(fd: int, path: str, data: bytes) -> int:
+    """Append ``data`` to the ``O_APPEND`` file ``fd`` in one write, or leave the file as it was.
+
+    Returns the size the file had just before (where ``data`` starts unless
+    a writer that takes no lock appended in between). Raises WriteFailed,
+    naming the file, when the write failed; the message says what was left.
+    """
+    size = os.fstat(fd).st_size
+    _reserve(fd, path, size, len(data))
+    try:
+        written = _os_write(fd, data)
+    except OSError as exc:
+        raise _failure(path, exc) from None  # write() wrote nothing when it raised
+    if written < len(data):
+        raise _short_write(fd, path, data, written)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise _failure(path, exc, "the lines were written but may not survive a power cut") from None
+    return size
+
+
+def _short_write(fd: int, path: str, data: bytes, written: int) -> WriteFailed:
+    """Take back the ``written`` bytes of ``data`` that a short write left at the end of the file.
+
+    They are removed only while they are still the last bytes of the file.
+    If another writer appended after them, removing them would cut that
+    writer's line, so they stay (the file is then ended with ``\\n`` if it
+    does not end so). Returns the error to raise.
+    """
+    try:
+        free = os.fstatvfs(fd)
+        full = free.f_bavail * free.f_frsize < len(data) - written
+    except OSError:
+        full = False
+    reason = "No space left on device" if full else f"the write was cut short ({written} of {len(data)} bytes)"
+    partial = data[:written]
+    try:
+        end = os.fstat(fd).st_size
+        if end >= written and os.pread(fd, written, end - written) == partial:
+            os.ftruncate(fd, end - written)
+            os.fsync(fd)
+            return WriteFailed(f"{path}: {reason}; nothing was saved (the file is as it was)")
+        if not partial.endswith(b"\n"):
+            _os_write(fd, b"\n")
+            os.fsync(fd)
+    except OSError as exc:
+        return WriteFailed(f"{path}: {reason}; {written} bytes of a partial line are left at its end and "
+                           f"could not be removed ({exc.strerror or exc}); keepgui doctor shows them")
+    return WriteFailed(f"{path}: {reason}; another program appended after the {written} bytes written, so "
+                       "they could not be taken back: none of the new records was saved, and the line they "
+                       "start is one the worker skips (keepgui doctor shows it)")
+
+
+def create_folder(path: str | os.PathLike[str], files: dict[str, bytes], folders: Iterable[str] = ()) -> None:
+    """Create folder ``path`` holding ``folders`` and ``files`` (relative names), whole or not at all.
+
+    Everything is made in a hidden temporary folder beside it (the worker
+    ignores names starting with ``.``), synced, then renamed into place; on
+    any error the temporary folder is removed and WriteFailed names ``path``.
+    FileExistsError when ``path`` already exists (nothing is replaced).
+    """
+    import shutil
+
+    path = os.path.abspath(os.fspath(path))
+    if os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "already exists", path)
+    tmp = temp_name_for(path)
+    try:
+        os.mkdir(tmp, 0o755)
+    except OSError as exc:
+        raise _failure(path, exc, "nothing was created") from None
+    try:
+        for name in folders:
+            os.makedirs(os.path.join(tmp, name), exist_ok=True)
+        for name, data in files.items():
+            fd = os.open(os.path.join(tmp, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, 0o644)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for name in folders:
+            fsync_dir(os.path.join(tmp, name))
+        fsync_dir(tmp)
+        rename_durably(tmp, path)
+    except FileExistsError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _failure(path, exc, "nothing was created") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 class LockedLog:
     """An append-only log held under an exclusive lock, for read-then-append.
 
     Use as a context manager. While it is held no other keepgui process can
     append, so a caller can bring its view of the log up to date, decide what to
-    write, and write it, with nothing slipping in between (writers that do not
-    take the lock, like the worker, are covered by the tail repair).
+    write, and write it, with nothing slipping in between. Writers that take
+    no lock (the worker) are why every append of a shared log begins with its
+    own ``\\n`` (see the module docstring). ``sole_writer=True`` is for
+    keepgui's own logs, which only lock-taking writers append to: a ``\\n``
+    then goes first only to end a line torn by a crash.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], sole_writer: bool = False) -> None:
         self.path = os.fspath(path)
+        self.sole_writer = sole_writer
         self._fd: int | None = None
 
     def __enter__(self) -> "LockedLog":
         if os.path.islink(self.path):
             raise ReadOnly(f"{self.path} is a symbolic link; keepgui does not append through links")
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise _failure(self.path, exc) from None
         try:
             _lock(fd)
         except BaseException:
@@ -337,12 +522,12 @@ class LockedLog:
     def settle(self, timeout: float = TAIL_SETTLE_SECONDS) -> bool:
         """Wait briefly until the log ends with ``\\n``; True when it does (or is empty).
 
-        A writer that takes no lock (the worker) may be inside its one
-        ``write()``: Linux makes a write visible page by page, so for a few
-        microseconds its line lacks its newline. A line torn by a crash never
-        gets one. Waiting up to ``timeout`` tells the two apart, so keepgui
-        neither "repairs" a line that was about to end (which left a stray
-        blank line in the worker's log) nor judges a line still in flight.
+        The worker writes a record's JSON and its ``\\n`` in two writes, and
+        Linux makes even one write visible page by page, so for a moment its
+        last line lacks the newline. Waiting up to ``timeout`` lets a caller
+        read the state from complete lines; a line torn by a crash never ends
+        and is then read as it is. (Appending needs no wait: it begins with
+        its own ``\\n`` whatever the tail is.)
         """
         if self._fd is None:
             raise RuntimeError("LockedLog.settle outside its with-block")
@@ -358,10 +543,13 @@ class LockedLog:
             delay = min(delay * 2, 0.005)
 
     def write_lines(self, lines: Iterable[bytes]) -> int:
-        """Append complete lines in one write, repairing a torn tail first; fsync.
+        """Append complete lines in one write (see the module docstring); fsync.
 
         Each item must be one line ending in ``\\n`` with no other newline.
-        Returns the file offset at which the first of ``lines`` starts.
+        Returns the file offset at which the first of ``lines`` starts (as
+        far as keepgui can know: a lock-free writer may append just before).
+        Raises WriteFailed naming the file, with the log as it was, when the
+        write cannot be completed.
         """
         if self._fd is None:
             raise RuntimeError("LockedLog.write_lines outside its with-block")
@@ -371,21 +559,21 @@ class LockedLog:
                 raise ValueError("each appended record must be exactly one \\n-terminated line")
         if not lines:
             return os.fstat(self._fd).st_size
-        prefix = b"" if self.settle() else b"\n"
-        size = os.fstat(self._fd).st_size
-        _write_all(self._fd, prefix + b"".join(lines))
-        os.fsync(self._fd)
-        return size + len(prefix)
+        prefix = b"\n"
+        if self.sole_writer:
+            size = os.fstat(self._fd).st_size
+            prefix = b"" if not size or os.pread(self._fd, 1, size - 1) == b"\n" else b"\n"
+        return _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
 
 
-def append_lines(path: str | os.PathLike[str], lines: Iterable[bytes]) -> int:
+def append_lines(path: str | os.PathLike[str], lines: Iterable[bytes], sole_writer: bool = False) -> int:
     """Append complete lines to a log under its lock (see :class:`LockedLog`)."""
-    with LockedLog(path) as log:
+    with LockedLog(path, sole_writer) as log:
         return log.write_lines(lines)
 
 
 @contextlib.contextmanager
-def locked_log(path: str | os.PathLike[str]) -> Iterator[LockedLog]:
+def locked_log(path: str | os.PathLike[str], sole_writer: bool = False) -> Iterator[LockedLog]:
     """``with locked_log(p) as log: ...; log.write_lines([...])``."""
-    with LockedLog(path) as log:
+    with LockedLog(path, sole_writer) as log:
         yield log

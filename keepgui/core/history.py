@@ -197,7 +197,7 @@ class History:
         sha = hashlib.sha256(data).hexdigest()
         index = self._index_path(key)
         fsio.make_dirs(os.path.dirname(index))
-        with fsio.locked_log(index) as log:
+        with fsio.locked_log(index, sole_writer=True) as log:
             versions, _problems = self.scan(key)
             if versions and versions[-1].sha256 == sha:
                 return versions[-1]
@@ -245,20 +245,22 @@ class History:
         fsio.make_dirs(self.root)
         obj = {"event": "removed", **entry.to_obj()}
         obj.pop("restored_at")
-        fsio.append_lines(self.removed_log, [dump_line(obj)])
+        fsio.append_lines(self.removed_log, [dump_line(obj)], sole_writer=True)
         return entry
 
     def cancel_removed(self, entry: RemovedEntry) -> None:
         """Mark a logged removal as not having happened (its write was refused)."""
         fsio.make_dirs(self.root)
-        fsio.append_lines(self.removed_log, [dump_line({"event": "cancelled", "id": entry.id, "at": now_ms()})])
+        fsio.append_lines(self.removed_log, [dump_line({"event": "cancelled", "id": entry.id, "at": now_ms()})],
+                          sole_writer=True)
 
     def mark_restored(self, entry: RemovedEntry | str, at: int | None = None) -> None:
         """Record that a removed entry was put back (it no longer counts for "unforget")."""
         entry_id = entry if isinstance(entry, str) else entry.id
         fsio.make_dirs(self.root)
         fsio.append_lines(self.removed_log, [dump_line({"event": "restored", "id": entry_id,
-                                                        "at": now_ms() if at is None else at})])
+                                                        "at": now_ms() if at is None else at})],
+                          sole_writer=True)
 
     def scan_removed(self) -> tuple[list[RemovedEntry], list[HistoryProblem]]:
         """Every removed entry (oldest first, cancelled ones left out) and the lines skipped."""
@@ -320,7 +322,7 @@ class Journal:
 
     def _append(self, obj: dict) -> None:
         fsio.make_dirs(self.history.root)
-        fsio.append_lines(self.path, [dump_line(obj)])
+        fsio.append_lines(self.path, [dump_line(obj)], sole_writer=True)
 
     def standing(self, added: str, cancelled: str, make=lambda obj: obj) -> list:
         """``make(obj)`` of every ``added`` event no later ``cancelled`` event took back, oldest first

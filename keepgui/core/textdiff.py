@@ -55,3 +55,17 @@ def unified(old: str, new: str, old_name: str = "before", new_name: str = "after
             line += "\n\\ No newline at end of file\n"
         lines.append(line)
     return "".join(lines)
+
+
+SHOWN_CHARS = 20_000
+"""Longest text shown whole; the worker's own texts are at most 2,000 bytes."""
+
+
+def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` for display: whole up to ``limit`` characters, else cut with a note saying how much.
+
+    Laying out megabytes of one unbroken line froze the window for minutes.
+    """
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit:,} more characters not shown]"

@@ -38,12 +38,22 @@ def build_window(args, settings: Settings | None = None, watch: bool = True) -> 
     return window
 
 
+IDLE_POLL_MS = 100
+IDLE_POLLS = 3
+"""The window has nothing more to load after this many polls in a row find no background work."""
+
+
 def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> int:
-    """Render the window to ``path`` once the shown bank has loaded; returns the exit status."""
+    """Render the window to ``path`` once the shown bank has loaded, or as soon as nothing more
+    will load (no bank to show: a nanobot-only source, an empty or missing data dir, ``--bank``
+    naming nothing); ``timeout_ms`` is only a fallback. Returns the exit status."""
     app = QApplication.instance()
-    result = {"status": 1}
+    result = {"status": 1, "shot": False, "idle": 0, "loaded": False}
 
     def shoot() -> None:
+        if result["shot"]:
+            return
+        result["shot"] = True
         QApplication.processEvents()
         image = window.grab()
         ok = image.save(path, "PNG")
@@ -53,12 +63,24 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
         app.quit()
 
     def on_loaded(_key) -> None:
+        result["loaded"] = True
         table = window.memories.table
         if not table.selectionModel().hasSelection() and table.model().rowCount():
             table.selectRow(0)  # show a memory's fields and history in the detail pane
         QTimer.singleShot(600, shoot)  # let the sidebar counts and the detail pane settle
 
+    def poll_idle() -> None:
+        # Background work hands results to the GUI thread by queued signals, which may start
+        # more work (the bank the window opens): idle only counts when it lasts a few polls.
+        result["idle"] = 0 if window.hub.busy() else result["idle"] + 1
+        if result["idle"] >= IDLE_POLLS and not result["loaded"]:
+            idle.stop()
+            shoot()
+
     window.loaded.connect(on_loaded)
+    idle = QTimer(window)
+    idle.timeout.connect(poll_idle)
+    idle.start(IDLE_POLL_MS)
     QTimer.singleShot(timeout_ms, shoot)
     window.resize(*SCREENSHOT_SIZE)
     window.show()

@@ -20,7 +20,7 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
 from keepgui.core.source import ALL_FIELDS
-from keepgui.core.textdiff import word_diff
+from keepgui.core.textdiff import SHOWN_CHARS, shown_text, word_diff
 from keepgui.ui import theme
 from keepgui.ui.timefmt import absolute, relative
 
@@ -120,8 +120,8 @@ class DetailPanel(QWidget):
                      ("entry", getattr(source, "entry_id", None)), ("agent", getattr(source, "agent", None))) if v]
             field("source", ", ".join(parts) or "—")
         for label, value in r.fields:
-            field(_esc(label), f"<span style='white-space:pre-wrap'>{_esc(value)}</span>")
-        body = [f"<p style='white-space:pre-wrap'><b>{_esc(r.text)}</b></p>"]
+            field(_esc(label), f"<span style='white-space:pre-wrap'>{_esc(shown_text(value))}</span>")
+        body = [f"<p style='white-space:pre-wrap'><b>{_esc(shown_text(r.text))}</b></p>"]
         body.append("<table>" + "".join(rows) + "</table>")
         body.append(self._render_history())
         return "".join(body)
@@ -137,7 +137,9 @@ class DetailPanel(QWidget):
         for rev in self._history:
             what = _describe_change(previous, rev)
             text = ""
-            if previous is not None and previous.text != rev.text:
+            if previous is not None and previous.text != rev.text and max(len(previous.text), len(rev.text)) > SHOWN_CHARS:
+                text = "<br>the text changed (too long to compare here)"
+            elif previous is not None and previous.text != rev.text:
                 pieces = []
                 for op, chunk in word_diff(previous.text, rev.text):
                     if op == "=":

@@ -98,6 +98,8 @@ class Hub(QObject):
         # Previews and rankings answer as the person types: their own thread, so a long
         # load of another bank never delays them.
         self._query_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-preview")
+        self._pending = 0  # background tasks queued or running (see busy())
+        self._pending_lock = threading.Lock()
         self._query_latest: dict[str, int] = {}
         self._written: dict[str, tuple[int, int]] = {}  # file -> (size, mtime_ns) a write of ours left
         self._written_lock = threading.Lock()
@@ -113,7 +115,19 @@ class Hub(QObject):
         if self._closed:
             return
         with contextlib.suppress(RuntimeError):  # that source was closed meanwhile: its work no longer matters
-            executor.submit(fn, *args)
+            future = executor.submit(fn, *args)
+            with self._pending_lock:
+                self._pending += 1
+            future.add_done_callback(self._task_done)
+
+    def _task_done(self, _future) -> None:
+        with self._pending_lock:
+            self._pending -= 1
+
+    def busy(self) -> bool:
+        """True while background work (a scan, a bank load, a preview…) is queued or running."""
+        with self._pending_lock:
+            return self._pending > 0
 
     def _run_later(self, work: Callable[[], str | None]) -> None:
         """Follow-up work of a write (a running agent's reload); a failure becomes a note."""

@@ -34,11 +34,15 @@ from PySide6.QtCore import QAbstractProxyModel, QAbstractTableModel, QModelIndex
 from PySide6.QtGui import QFont
 
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
+from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
 from keepgui.ui.timefmt import absolute, now_ms, relative
 
 NO_CAPABILITIES = Capabilities()
 """Before a bank is shown: nothing greyed (there are no rows to act on)."""
+
+TABLE_CHARS = 1000
+"""A table cell shows at most this much of a text (one elided line; the detail pane shows more)."""
 
 RecordRole = Qt.ItemDataRole.UserRole + 1
 """The row object itself (the backend's record, a :class:`~keepgui.core.source.Row`)."""
@@ -321,7 +325,7 @@ class MemoryTableModel(QAbstractTableModel):
         if field in ("pinned", "live"):
             return None
         if field == "text":
-            return row.text.replace("\n", " ⏎ ")
+            return shown_text(row.text, TABLE_CHARS).replace("\n", " ⏎ ")
         if field == "tags":
             return " ".join("#" + t for t in row.tags)
         if field == "entities":

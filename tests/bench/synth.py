@@ -106,3 +106,38 @@ def make_bank(folder: str, memories: int = 100_000, lines: int = 250_000, seed: 
 if __name__ == "__main__":
     target = sys.argv[1] if len(sys.argv) > 1 else "/tmp/keepgui-bench/bank"
     print(make_bank(target))
+
+
+def _vocabulary(rng: random.Random, size: int) -> list[str]:
+    syllables = ["ka", "lo", "mi", "ter", "an", "os", "ri", "ve", "du", "pel", "sa", "no", "qu", "zi", "bra", "ent",
+                 "or", "tal", "fi", "gon", "ex", "um", "ly", "wi", "cha", "dor", "ne", "shi", "pa", "ru"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))))
+    return sorted(words)
+
+
+def make_keep_md(entries: int, seed: int = 11) -> str:
+    """A keep.md of ``entries`` facts, each a sentence of 4-12 words, with about 2% exact
+    duplicates, 2% entries contained in an earlier one and 2% near-duplicates (one word changed),
+    as a long-neglected keep.md has. The vocabulary grows with the file (twice as many words as
+    entries, as distinct facts bring their own names and terms), so besides the planted ones
+    entries are distinct facts, as they are in a real keep.md."""
+    rng = random.Random(seed)
+    vocabulary = _vocabulary(rng, max(5_000, 2 * entries))
+    lines: list[str] = []
+    for _ in range(entries):
+        roll = rng.random()
+        if lines and roll < 0.02:
+            lines.append(rng.choice(lines))  # an exact duplicate
+        elif lines and roll < 0.04:
+            words = rng.choice(lines)[2:].split()
+            lines.append("- " + " ".join(words[: max(2, len(words) - 2)]))  # contained in an earlier entry
+        elif lines and roll < 0.06:
+            words = rng.choice(lines)[2:].split()
+            words[rng.randrange(len(words))] = rng.choice(vocabulary)
+            lines.append("- " + " ".join(words))  # a near-duplicate: one word changed
+        else:
+            words = [rng.choice(vocabulary) for _ in range(rng.randint(4, 12))]
+            lines.append("- " + rng.choice(SUBJECTS) + " " + " ".join(words))
+    return "\n".join(lines) + "\n"

@@ -44,7 +44,8 @@ def test_save_list_edit_pin_delete_restore_supersede(dd, data_dir):
     assert code == 0
     code, _, err = run(["supersede", "main", mid, "--by", mid, *dd])
     assert code == 1 and "cannot supersede itself" in err
-    lines = (data_dir / "main" / "memories.jsonl").read_bytes().splitlines(keepends=True)
+    lines = [line for line in (data_dir / "main" / "memories.jsonl").read_bytes().splitlines(keepends=True)
+             if line != b"\n"]  # each append begins with its own newline (spec §1.6a)
     assert len(lines) == 8
     for line in lines:
         assert parse_line(line.rstrip(b"\n")).to_line() == line
@@ -120,7 +121,8 @@ def test_doctor_reports_and_exits_1(dd, data_dir):
     kinds = {p["kind"] for p in report["problems"]}
     assert code == 1 and {"corrupt-line", "torn-tail", "bank-name"} <= kinds
     corrupt = [p for p in report["problems"] if p["kind"] == "corrupt-line"][0]
-    assert corrupt["line"] == 2 and corrupt["bank"] == "main"
+    lines = (data_dir / "main" / "memories.jsonl").read_bytes().split(b"\n")
+    assert corrupt["line"] == lines.index(b'{"id":"fp-broken", "text": 5}') + 1 and corrupt["bank"] == "main"
 
 
 def test_writes_tell_the_worker_and_say_so_when_they_cannot(data_dir, fake_iii, monkeypatch):
@@ -178,3 +180,45 @@ def test_version_and_module_entry_point():
     done = subprocess.run([sys.executable, "-m", "keepgui", "--version"], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT}, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("keepgui ")
+
+
+def test_doctor_notes_an_unterminated_last_line_without_failing(dd, data_dir):
+    run(["save", "main", "a good memory", *dd])
+    line = (data_dir / "main" / "memories.jsonl").read_bytes().split(b"\n")[1]
+    other = line.replace(b"a good memory", b"a good memory!").replace(b'"revision":0', b'"revision":0')
+    from keepgui.core.iii.record import fingerprint
+    other = other.replace(fingerprint("a good memory").encode(), fingerprint("a good memory!").encode())
+    with open(data_dir / "main" / "memories.jsonl", "ab") as fh:
+        fh.write(other)  # no newline: the worker reads it as a record; a write may be in progress
+    code, out, _ = run(["doctor", *dd])
+    assert code == 0 and "[note: unterminated-line]" in out and "a write may be in progress" in out
+    code, out, _ = run(["memories", "main", "--json", *dd])
+    assert out.count("\n") == 2 and "a good memory!" in out
+
+
+@pytest.mark.parametrize("argv", [
+    [b"save", b"main", b"caf\xe9 au lait memory"],
+    [b"save", b"main", b"a lone surrogate \xed\xa0\x80 here"],
+    [b"save", b"main", b"fine text here", b"--tag", b"t\xff"],
+    [b"keep", b"caf\xe9 is a fact"],
+])
+def test_text_arguments_that_are_not_utf8_are_one_error_and_write_nothing(tmp_path, argv):
+    """#13.3: these ended in a UnicodeEncodeError traceback (and save had created the bank first)."""
+    import subprocess
+    import sys
+
+    from tests.reliability.common import ROOT, child_env, disk_state
+
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "memory" / "MEMORY.md").write_text("# Memory\n")
+    data_dir = tmp_path / "memory"
+    data_dir.mkdir()
+    before = disk_state(str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "keepgui", "--data-dir", str(data_dir), "--workspace",
+                           str(workspace), *argv], capture_output=True, cwd=ROOT,
+                          env=child_env(PYTHONIOENCODING="utf-8"), stdin=subprocess.DEVNULL, timeout=60)
+    err = done.stderr.decode("utf-8")
+    assert done.returncode == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "is not valid UTF-8 text" in err and "nothing was written" in err
+    assert disk_state(str(tmp_path)) == before

@@ -395,3 +395,33 @@ def test_nothing_selected_writes_nothing(small):
     before = read(ws.keep_md)
     applied = plan.apply("none")
     assert not applied.changed and read(ws.keep_md) == before
+
+
+def test_a_large_keep_md_is_planned_without_comparing_every_pair(tmp_path, monkeypatch):
+    """#13.5: 100,000 entries were still being planned after 290 s (containment compared every pair).
+
+    Counted, not timed: the word-boundary containment test runs a few times per entry, not n² times.
+    """
+    from keepgui.core.history import History
+    from keepgui.core.nanobot import compact, keepmd
+    from tests.bench.synth import make_keep_md
+
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "MEMORY.md").write_text("# Memory\n" + "".join(f"- fact {i} about dashboards\n"
+                                                                    for i in range(50)))
+    (root / "keep.md").write_text(make_keep_md(6_000))
+    calls = {"n": 0}
+    real = keepmd.contains
+
+    def counting(haystack, needle):
+        calls["n"] += 1
+        return real(haystack, needle)
+
+    monkeypatch.setattr(keepmd, "contains", counting)
+    monkeypatch.setattr(compact, "contains", counting)
+    plan = compact.plan_keep(str(root), history=History(str(tmp_path / "history")))
+    assert calls["n"] < 20 * 6_000, calls["n"]  # every pair would be 18,000,000
+    kinds = {op.kind for op in plan.operations}
+    assert {"duplicate", "contained", "near-duplicate"} <= kinds
+    assert any(n.code == "near-duplicates-by-words" for n in plan.notices)  # over 5,000 entries

@@ -198,6 +198,8 @@ def test_apply_supersedes_and_reinforces_in_one_append(bank):
     after = log_bytes(bank)
     assert after.startswith(before)
     lines = after[len(before):].splitlines()
+    assert lines[0] == b"" and b"" not in lines[1:]  # one append, which begins with its own newline
+    lines = lines[1:]
     assert len(lines) == 6  # per loser: one supersede and one reinforcement, as the worker does
     winner = bank.get(fingerprint("The API port is 3000"))
     assert winner.corroboration == 4 and winner.live
@@ -206,19 +208,51 @@ def test_apply_supersedes_and_reinforces_in_one_append(bank):
         assert loser.superseded_by == winner.id and loser.invalid_at == 5000
     assert bank.get(fingerprint("keep me!")).live  # the pinned loser is never touched
     assert bank.get(fingerprint("Keep me.")).superseded_by == fingerprint("Keep me")
-    assert applied.superseded == 3 and len(applied.lines) == 5
+    assert applied.superseded == 3 and len(applied.lines) == 6  # per loser: the supersede and the save
 
 
-def test_edited_winner_is_reinforced_by_id_not_saved_as_a_new_record(data_dir):
+def test_edited_winner_is_saved_as_memory_consolidate_saves_it(data_dir):
+    """#12.8: upstream saves the winner's *text*; an edited winner's text has another id, so that
+    save creates a new record (corroboration 0) and the winner is not reinforced."""
     datadir = DataDir(data_dir)
     bank, _ = datadir.ensure_bank("main")
     edited = mem("Deploys on Fridays", corroboration=3, created_at=100).replace(text="Deploys on Tuesdays", revision=1)
     write_log(bank.path, [edited, mem("deploys on tuesdays!", created_at=200)])
     plan = plan_bank(bank)
     assert plan.groups_planned[0].winner_id == fingerprint("Deploys on Fridays")
-    plan.apply()
-    assert fingerprint("Deploys on Tuesdays") not in bank.log.records  # the worker's save would have made it
+    assert "writes " + fingerprint("Deploys on Tuesdays") in plan.render() and plan.counts().detail["reinforced"] == 0
+    applied = plan.apply()
+    new = bank.get(fingerprint("Deploys on Tuesdays"))
+    assert new is not None and new.corroboration == 0 and new.live  # what the worker leaves on disk
+    assert bank.get(fingerprint("Deploys on Fridays")).corroboration == 3
+    assert applied.report["superseded"] == 1 and applied.report["reinforced"] == 0
+    applied.undo()  # the created record is deleted, the loser restored
+    assert not bank.get(fingerprint("Deploys on Tuesdays")).live and bank.get(fingerprint("deploys on tuesdays!")).live
+
+
+def test_reinforce_by_id_is_the_labelled_alternative(data_dir):
+    datadir = DataDir(data_dir)
+    bank, _ = datadir.ensure_bank("main")
+    edited = mem("Deploys on Fridays", corroboration=3, created_at=100).replace(text="Deploys on Tuesdays", revision=1)
+    write_log(bank.path, [edited, mem("deploys on tuesdays!", created_at=200)])
+    applied = plan_bank(bank).apply(reinforce_by_id=True)
+    assert fingerprint("Deploys on Tuesdays") not in bank.log.records
     assert bank.get(fingerprint("Deploys on Fridays")).corroboration == 4
+    assert any("by id" in line and "not memory-consolidate" in line for line in applied.lines)
+
+
+def test_a_winner_text_the_save_refuses_is_reported_and_nothing_is_reinforced(data_dir):
+    """Upstream's save fails for a text over 2,000 bytes: the error is reported, the supersede stays."""
+    datadir = DataDir(data_dir)
+    bank, _ = datadir.ensure_bank("main")
+    long_text = "deploys on tuesdays " * 110  # 2,200 bytes: only a hand edit makes such a record
+    winner = mem("Deploys on Fridays", corroboration=3, created_at=100).replace(text=long_text, revision=1)
+    loser = mem(long_text.upper().strip() + "!", created_at=200)
+    write_log(bank.path, [winner, loser])
+    applied = plan_bank(bank).apply()
+    assert not bank.get(loser.id).live and bank.get(winner.id).corroboration == 3
+    assert applied.report["errors"] and "3..2000" in applied.report["errors"][0]
+    assert applied.report["reinforced"] == 0
 
 
 def test_undo_appends_restores_and_every_loser_is_live_again(bank):

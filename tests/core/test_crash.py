@@ -52,13 +52,16 @@ def test_torn_fragment_becomes_one_reported_line_and_the_new_record_is_intact(tm
     log.refresh()
     assert {m.text for m in log.live()} == {f"complete record {i}" for i in range(3)} | {new.text}
     assert log.get(new.id) == new and log.torn_tail is None
-    assert [(p.kind, p.line) for p in log.problems] == [("corrupt", 4)]
+    with open(bank.log_path, "rb") as fh:
+        fragment_line = fh.read().split(b"\n").index(b'{"id":"fp00000000000000aa","text":"half a rec') + 1
+    assert [(p.kind, p.line) for p in log.problems] == [("corrupt", fragment_line)]
     with open(bank.log_path, "rb") as fh:
         assert fh.read().endswith(b'"text":"half a rec\n' + new.to_line())
 
 
 def test_a_torn_tail_cut_inside_a_character_is_not_completed(tmp_path):
-    """Completing such a line would make the bank unloadable; keepgui refuses and changes nothing."""
+    """Invalid UTF-8 in the last line makes the bank unloadable for the worker (§1.6a): keepgui
+    refuses to write, naming the file and the line, and changes nothing."""
     from keepgui.core.errors import ReadOnly
 
     bank, _ = DataDir(tmp_path / "memory").ensure_bank("main")
@@ -69,7 +72,8 @@ def test_a_torn_tail_cut_inside_a_character_is_not_completed(tmp_path):
     try:
         DataDir(tmp_path / "memory").bank("main").save("must not complete it", now=2)
     except ReadOnly as exc:
-        assert "UTF-8" in str(exc) and f"{bank.log_path}:2" in str(exc)
+        lines = open(bank.log_path, "rb").read().count(b"\n") + 1
+        assert "UTF-8" in str(exc) and bank.log_path in str(exc) and f"line {lines}" in str(exc)
     else:
         raise AssertionError("the save went through and made the log unreadable")
     assert open(bank.log_path, "rb").read() == before

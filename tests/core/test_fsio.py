@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from keepgui.core import fsio
-from keepgui.core.errors import Conflict, KeepguiError, ReadOnly
+from keepgui.core.errors import WriteFailed, Conflict, KeepguiError, ReadOnly
 
 
 def test_atomic_write_creates_and_replaces_keeping_mode(tmp_path):
@@ -36,7 +36,7 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(fsio.os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(WriteFailed, match="keep.md: No space left on device; nothing was saved"):
         fsio.atomic_write(path, b"new content")
     assert path.read_bytes() == b"original"
     assert os.listdir(tmp_path) == ["keep.md"]

@@ -36,20 +36,26 @@ def test_dream_managed_status_and_agents_md(ws, history):
         assert doc.managed_by_dream and "dream-managed" in codes(doc.notices)
         assert doc.kind.status.startswith("managed by Dream")
     agents = docs.open_document(ws, "AGENTS.md", history)
-    assert not agents.managed_by_dream and codes(agents.notices) == ["agent-rules"]
+    assert not agents.managed_by_dream and codes(agents.notices) == ["prompt-size", "agent-rules"]
     assert "never edits" in agents.kind.status
     with pytest.raises(NotFound):
         docs.document_kind("keep.md")
     assert docs.open_document(ws, "USER.md", history).to_obj()["status"].startswith("managed by Dream")
 
 
-def test_over_the_dream_window(ws, history):
+def test_each_document_says_what_it_adds_to_every_turns_prompt(ws, history):
+    """#12.10: nanobot 0.3.5 (PR #5622) shows Dream the files whole; there is no 8,000-character window."""
     write(ws.memory_md, "- fact\n" * 1200)  # 8,400 characters
     doc = docs.open_document(ws, "MEMORY.md", history)
-    [notice] = [n for n in doc.notices if n.code == "over-dream-window"]
-    assert "8,400 characters" in notice.message and "line 1143" in notice.message
-    write(ws.memory_md, "x" * 8000)
-    assert "over-dream-window" not in codes(docs.open_document(ws, "MEMORY.md", history).notices)
+    assert "over-dream-window" not in codes(doc.notices)
+    [notice] = [n for n in doc.notices if n.code == "prompt-size"]
+    injected = len("# Memory\n\n## Long-term Memory\n".encode()) + 8400
+    assert f"adds {injected:,} bytes" in notice.message and "sees it whole" in notice.message
+    assert "8,000" not in " ".join(n.message for n in doc.notices)
+    write(ws.path("USER.md"), "")
+    user = docs.open_document(ws, "USER.md", history)
+    [notice] = [n for n in user.notices if n.code == "prompt-size"]
+    assert "adds nothing to the prompt now" in notice.message and "empty" in notice.message
 
 
 def test_a_missing_document(tmp_path, history):
@@ -222,5 +228,3 @@ def test_cross_check_summarises_everything(tmp_path, history):
     assert check.to_obj()["pointer"]["present"] is False
 
 
-def test_window_line():
-    assert docs.window_line("a\n" * 10, 4) == 3

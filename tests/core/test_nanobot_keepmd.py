@@ -184,3 +184,17 @@ def test_invalid_utf8_is_refused_naming_the_line():
 def test_to_obj():
     obj = KeepDoc.from_text("- a\n## H\n").to_obj()
     assert obj["entries"][0]["text"] == "a" and obj["flagged"][0]["line"] == 2 and obj["counts"]["lines"] == 2
+
+
+def test_the_containment_index_finds_exactly_what_scanning_finds():
+    import random
+
+    from keepgui.core.nanobot.keepmd import ContainmentIndex, contains
+
+    rng = random.Random(5)
+    pieces = ["tea", "green", "steak", "te", "a", "-", "(x)", "café", "naïve", "3111", "_", ".", "日本", " "]
+    keys = ["".join(rng.choice(pieces) + rng.choice(["", " ", "-"]) for _ in range(rng.randint(1, 7))).strip()
+            for _ in range(400)]
+    index = ContainmentIndex(keys)
+    for needle in keys[:150] + ["tea", "(x)", "- .", "", "te a", "café naïve"]:
+        assert index.containing(needle) == [i for i, key in enumerate(keys) if contains(key, needle)], needle

@@ -146,10 +146,12 @@ other_lines = st.sampled_from([b"\n", b"   \n", b"not json\n", b'{"id":"fp1"}\n'
        st.lists(st.integers(1, 400), max_size=40), st.booleans())
 def test_incremental_refresh_equals_fresh_replay_for_any_chunking(lines, cuts, torn_end):
     """Appending the log in arbitrary pieces (cut mid-line, mid-character), refreshing after
-    each, gives the same state as one fresh replay, and that state follows the merge rule."""
+    each, gives the same state as one fresh replay, and that state follows the merge rule
+    with the unterminated last line read as a line (and a piece cut inside a character
+    making the bank unloadable until the character is complete)."""
     data = b"".join(lines)
     if torn_end and data:
-        data = data[:-1]  # the last line loses its newline: a torn tail, not data
+        data = data[:-1]  # the last line loses its newline: still a line to the worker
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "memories.jsonl")
         follower = MemoryLog(path)
@@ -165,10 +167,11 @@ def test_incremental_refresh_equals_fresh_replay_for_any_chunking(lines, cuts, t
             fresh.refresh()
             assert follower.records == fresh.records
             done = data[:pos]
-            complete = done[: done.rfind(b"\n") + 1].split(b"\n")[:-1]
-            assert {k: v.to_obj() for k, v in fresh.records.items()} == replay_lines(complete)
-            tail = done[done.rfind(b"\n") + 1:]
-            assert (follower.torn_tail is not None) == bool(tail.decode("utf-8", "replace").strip())
+            pieces = done.split(b"\n")  # the last piece is the unterminated last line (or b"")
+            assert {k: v.to_obj() for k, v in fresh.records.items()} == replay_lines(pieces)
+            assert (follower.unreadable is None) == (fresh.unreadable is None)
+            if fresh.unreadable is None:
+                assert (follower.torn_tail is not None) == bool(pieces[-1].decode("utf-8").strip())
             if pos >= len(data):
                 break
         assert follower.valid_lines == fresh.valid_lines

@@ -110,7 +110,9 @@ def test_batch_is_one_write_and_sees_its_own_changes(data_dir):
     assert len(batch.report.records) == 3
     with open(bank.log_path, "rb") as fh:
         fh.seek(size)
-        assert fh.read().count(b"\n") == 3
+        appended = fh.read()
+    # one write: its own leading newline (spec §1.6a: never glued onto a worker line), then 3 lines
+    assert appended.startswith(b"\n") and appended.count(b"\n") == 4 and b"\n\n" not in appended[1:]
     assert bank.get(a.id).revision == 2 and not bank.get(a.id).pinned
 
 
@@ -318,3 +320,105 @@ def test_temp_files_are_found(data_dir):
     open(stray, "w").close()
     assert sorted(os.path.basename(p) for p in DataDir(data_dir).iter_temp_files()) == sorted(
         [".style.md.tmp", os.path.basename(stray)])
+
+
+# ---------------------------------------------------------------------- links and odd folders (§1.6a)
+
+
+def test_a_linked_bank_folder_is_not_a_bank(data_dir, tmp_path):
+    """The worker's Store::open uses DirEntry::file_type(), which does not follow links."""
+    from keepgui.core.iii.preview import BankEngine
+
+    real, _ = DataDir(tmp_path / "elsewhere").ensure_bank("real")
+    real.save("a memory behind a link", now=1)
+    os.makedirs(data_dir, exist_ok=True)
+    os.symlink(real.path, data_dir / "linked")
+    datadir = DataDir(data_dir)
+    before = open(real.log_path, "rb").read()
+    assert "linked" in datadir.bank_names()
+    bank = datadir.bank("linked")
+    info = bank.info()
+    assert not info.readable and "the worker does not load it" in info.reason and info.memories == 0
+    assert bank.memories() == []
+    with pytest.raises(NotFound, match="cannot be loaded by the worker"):
+        BankEngine(bank).preview("memory")
+    for write in (lambda: bank.save("written through the link", now=2), lambda: bank.pin(real.log.records and
+                  next(iter(real.log.records)), True), lambda: bank.write_rule("style", "# Style\n"),
+                  lambda: datadir.trash_bank("linked")):
+        with pytest.raises(ReadOnly, match="symbolic links"):
+            write()
+    assert open(real.log_path, "rb").read() == before and os.path.islink(data_dir / "linked")
+    assert not os.path.exists(real.rules_path + "/style.md")
+
+
+def test_a_linked_trash_is_never_moved_through(data_dir, tmp_path):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    outside = tmp_path / "outside-trash"
+    outside.mkdir()
+    os.symlink(outside, data_dir / ".trash")
+    with pytest.raises(ReadOnly, match=r"\.trash is a link"):
+        DataDir(data_dir).trash_bank("main")
+    (outside / "old-1750000000000").mkdir()
+    with pytest.raises(ReadOnly, match=r"\.trash is a link"):
+        DataDir(data_dir).restore_bank("old-1750000000000")
+    assert bank.exists() and os.listdir(outside) == ["old-1750000000000"]
+
+
+def test_a_log_linked_to_dev_null_reads_as_an_empty_bank(data_dir):
+    bank, _ = DataDir(data_dir).ensure_bank("main")
+    os.symlink(os.devnull, bank.log_path)
+    fresh = DataDir(data_dir).bank("main")
+    assert fresh.unreadable is None and fresh.memories() == [] and fresh.info().readable
+    with pytest.raises(ReadOnly, match="symbolic link"):
+        fresh.save("never appended to /dev/null", now=1)
+
+
+def test_a_bank_folder_named_with_a_backslash_is_listed_and_readable(data_dir):
+    if os.sep == "\\" or os.altsep == "\\":
+        pytest.skip("a backslash separates folders here")
+    datadir = DataDir(data_dir)
+    main, _ = datadir.ensure_bank("main")
+    main.save("a memory in a bank named oddly", now=1)
+    os.rename(main.path, data_dir / "back\\slash")
+    datadir = DataDir(data_dir)
+    assert datadir.bank_names() == ["back\\slash"]
+    bank = datadir.bank("back\\slash")
+    assert [m.text for m in bank.memories()] == ["a memory in a bank named oddly"] and bank.info().readable
+    with pytest.raises(InvalidInput):
+        datadir.create_bank("another\\one")  # keepgui still creates only names the worker's rule allows
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"recall_limit": -0}', "`recall_limit` is -0"),
+    ('{"recall_limit": 6, "recall_limit": 7}', "duplicate field `recall_limit`"),
+    ('{"max_rule_chars": 18446744073709551616}', "larger than the worker's 64-bit integer"),
+    ('{"recall_budget_tokens": 1.0}', "must be a non-negative integer"),
+    ('[1, 2]', "must be a JSON object"),
+    ('{"nope": 1}', "unknown config key `nope`"),
+])
+def test_config_is_as_strict_as_serde(tmp_path, text, message):
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    with pytest.raises(InvalidInput, match=message) as info:
+        MemoryConfig.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_config_largest_values_are_accepted(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"recall_budget_tokens": 18446744073709551615, "recall_limit": 0}')
+    assert MemoryConfig.load(path).recall_budget_tokens == (1 << 64) - 1
+
+
+def test_config_fifo_and_deep_nesting_are_refused_at_once(tmp_path):
+    from tests.reliability.common import deadline
+
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+    with deadline(5, "loading a FIFO config"):
+        with pytest.raises(InvalidInput, match="not a regular file"):
+            MemoryConfig.load(fifo)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        MemoryConfig.load(deep)

@@ -159,3 +159,38 @@ def test_hundred_thousand_memories_tokenize_fast():
     for text in texts:
         tokenize(text)
     assert time.perf_counter() - start < 2.0
+
+
+# ---------------------------------------------------------------------- Unicode newer than Python's (#12.9)
+
+
+def test_letters_newer_than_pythons_tables_lowercase_as_in_rust():
+    """U+1C89 CYRILLIC CAPITAL LETTER TJE (Unicode 16) lowercases to U+1C8A in a current Rust;
+    Python 3.11 (Unicode 14) leaves it. Tokens, ids and consolidation keys follow Rust."""
+    from keepgui.core.iii.consolidate import normalize
+    from keepgui.core.iii.record import fingerprint, normalize_labels
+
+    upper, lower = "\u1c89", "\u1c8a"
+    assert tokenize(f"ab{upper}cd") == [f"ab{lower}cd"]
+    assert fingerprint(f"x{upper}y") == fingerprint(f"x{lower}y")
+    assert normalize_labels([f" {upper}TAG "]) == [f"{lower}tag"]
+    assert normalize(f"{upper} RAMS \ua7cb") == f"{lower} rams \u0264"  # A7CB lowercases to an old letter
+    assert tokenize("Plain ASCII Stays") == ["plain", "ascii", "stays"]
+
+
+def test_the_generated_lowercase_table_matches_the_regex_modules_tables():
+    """Every entry is a case pair in regex's tables, and no character that regex lowercases
+    (Changes_When_Lowercased) is missing from Python's str.lower and the table together."""
+    import sys
+
+    import regex
+
+    from keepgui.core.iii.unicode_lower import NEWER_LOWERCASE
+
+    lowercase = regex.compile(r"\p{Ll}")
+    for cp, low in NEWER_LOWERCASE.items():
+        assert lowercase.match(low) and regex.fullmatch("(?i)" + regex.escape(low), chr(cp)), hex(cp)
+    changes = regex.compile(r"\p{Changes_When_Lowercased}")
+    missing = {cp for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF
+               and changes.match(chr(cp)) and chr(cp).lower() == chr(cp)}
+    assert missing == set(NEWER_LOWERCASE), "regenerate with tools/gen_unicode_lower.py"

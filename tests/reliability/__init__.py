@@ -7,6 +7,8 @@ large and prints one summary table.
 
 * :func:`concurrent_writers` — keepgui processes and a worker-style writer
   appending to one ``memories.jsonl`` at once.
+* :func:`racing_appends` — keepgui saves and pins racing the worker's real
+  two-write append (JSON, a pause, then the newline).
 * :func:`sigkill_rule_saves`, :func:`sigkill_log_appends`,
   :func:`sigkill_at_points`, :func:`torn_tail_then_append` — writers killed
   with SIGKILL mid-write, at random moments and at chosen points.
@@ -19,7 +21,7 @@ Separate processes are real ones (``python -m tests.reliability.child``), so
 locks, ``O_APPEND`` and SIGKILL behave as they do for users.
 """
 
-from tests.reliability.concurrency import concurrent_writers
+from tests.reliability.concurrency import concurrent_writers, racing_appends
 from tests.reliability.crash import (
     sigkill_at_points, sigkill_log_appends, sigkill_rule_saves, torn_tail_then_append,
 )
@@ -30,6 +32,7 @@ __all__ = [
     "HostileCase",
     "concurrent_writers",
     "hostile_corpus",
+    "racing_appends",
     "random_mutation_run",
     "release_corpus",
     "run_hostile",

@@ -12,6 +12,15 @@ Roles:
     worker-writer LOG RECORDS SEED
         appends RECORDS records the worker's way: ``open(log, "ab")``, one
         ``write(json + "\\n")``, ``fsync``; no lock, no keepgui code.
+    two-write-worker LOG RECORDS SEED [IDLE_MS]
+        appends RECORDS records exactly as the Rust worker does (spec §1.6a):
+        ``write(json)``, a random 0-2 ms pause, ``write("\\n")``, ``fsync``;
+        no lock; then idles up to IDLE_MS (default 0) before the next record.
+        Prints a JSON summary at the end.
+    save-pinner DATA_DIR BANK SAVES PINS SEED
+        interleaves SAVES saves of new memories and PINS pin toggles of
+        memories it saved, each one ``Bank.save`` / ``Bank.pin`` (one locked
+        append); prints every ``[id, revision]`` it wrote as a JSON summary.
     rule-saver DATA_DIR BANK RUN PAD_MIN PAD_MAX
         writes rule ``style`` through ``Bank.write_rule`` in a loop, version
         after version, printing each version number once it is saved.
@@ -157,6 +166,81 @@ def worker_writer(log, records, seed) -> None:
     _say(json.dumps({"records": records}))
 
 
+def two_write_record(i: int, seed: int) -> dict:
+    """The ``i``-th record of the two-write worker (revision 0, a fresh id)."""
+    from tests.reliability.model import model_fingerprint
+
+    text = worker_text(i, seed).replace("worker-style", "two-write worker")
+    now = 1_760_000_000_000 + i
+    return {"id": model_fingerprint(text), "text": text, "entities": ["worker"], "tags": [],
+            "confidence": "extracted", "corroboration": 0, "pinned": False,
+            "source": {"session_id": f"s_{i}"}, "created_at": now, "updated_at": now, "revision": 0}
+
+
+def two_write_worker(log, records, seed, idle_ms="0") -> None:
+    """Role ``two-write-worker``: the Rust worker's append, JSON and newline in two writes."""
+    import time
+
+    from tests.reliability.model import worker_line
+
+    records, seed, idle = int(records), int(seed), float(idle_ms) / 1000
+    rng = random.Random(f"{seed}/two-write")
+    _ready()
+    for i in range(records):
+        line = worker_line(two_write_record(i, seed))
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line[:-1])  # write_all(json)
+            time.sleep(rng.uniform(0, 0.002))
+            os.write(fd, b"\n")  # write_all(b"\n")
+            os.fdatasync(fd)  # sync_data
+        finally:
+            os.close(fd)
+        if idle:
+            time.sleep(rng.uniform(0, idle))
+    _say(json.dumps({"records": records}))
+
+
+def save_pinner(data_dir, bank_name, saves, pins, seed) -> None:
+    """Role ``save-pinner``: keepgui saves and pins, each its own locked append."""
+    from keepgui.core.iii.store import DataDir
+
+    saves, pins, seed = int(saves), int(pins), int(seed)
+    rng = random.Random(f"{seed}/save-pinner")
+    bank = DataDir(data_dir).bank(bank_name)
+    bank.refresh()
+    _ready()
+    written, saved = [], []
+    order = ["save"] * saves + ["pin"] * pins
+    rng.shuffle(order)
+    if order and order[0] == "pin" and saves:  # something must be saved before it can be pinned
+        first_save = order.index("save")
+        order[0], order[first_save] = "save", "pin"
+    from keepgui.core.errors import NotFound
+
+    pinned: dict[str, bool] = {}
+    vanished = 0
+    for op in order:
+        if op == "pin":
+            mid = rng.choice(saved)
+            try:
+                record = bank.pin(mid, not pinned[mid]).record
+            except NotFound:  # the save reported success but its record is not in the log
+                vanished += 1
+                continue
+        else:
+            record = bank.save(keepgui_text(9 + proc_offset(seed), len(saved), seed)).record
+            saved.append(record.id)
+        pinned[record.id] = record.pinned
+        written.append([record.id, record.revision])
+    _say(json.dumps({"written": written, "vanished": vanished}))
+
+
+def proc_offset(seed: int) -> int:
+    """Distinct text families for save-pinners started with different seeds."""
+    return seed % 10
+
+
 def rule_saver(data_dir, bank_name, run, pad_min, pad_max) -> None:
     """Role ``rule-saver``: saves rule ``style`` version after version until it is killed."""
     from keepgui.core.iii.store import DataDir
@@ -215,6 +299,8 @@ def crash_at(data_dir, bank_name, what, point) -> None:
     _ready()
     if name is None:
         fsio.fsync_dir = fake
+    elif name == "write":
+        fsio._os_write = fake  # fsio's one write() call (its fault-injection point)
     else:
         setattr(fsio.os, name, fake)
     if what == "rule":
@@ -237,6 +323,8 @@ ROLES = {
     "keepgui-writer": keepgui_writer,
     "worker-writer": worker_writer,
     "rule-saver": rule_saver,
+    "save-pinner": save_pinner,
+    "two-write-worker": two_write_worker,
     "log-appender": log_appender,
 }
 

@@ -181,8 +181,14 @@ class ModelBank:
         return {**cur, "corroboration": min(cur["corroboration"] + 1, U32_MAX), "updated_at": now,
                 "revision": cur["revision"] + 1}
 
-    def commit(self, records: list[dict]) -> None:
-        """Append records: the log grows by their lines; replay keeps a line when its revision is >= (§1.6)."""
+    def commit(self, records: list[dict], keepgui: bool = False) -> None:
+        """Append records: the log grows by their lines; replay keeps a line when its revision is >= (§1.6).
+
+        ``keepgui``: appended by keepgui, whose append of a shared log begins with its own
+        ``\\n`` (a blank line, which replay skips) so it can never be glued onto a worker line.
+        """
+        if keepgui and records:
+            self.lines.append(b"\n")
         for rec in records:
             self.lines.append(worker_line(rec))
             cur = self.records.get(rec["id"])
@@ -196,15 +202,22 @@ class ModelBank:
 
 
 def replay_lines(lines: list[bytes]) -> dict[str, dict]:
-    """Spec §1.6 on raw lines: blank lines skipped, unparseable ones skipped, per id ``>=`` revision wins.
+    """Spec §1.6/§1.6a on raw lines: blank lines skipped, unparseable ones skipped, per id ``>=``
+    revision wins; a line that is not UTF-8 makes the whole bank unloadable (``{}``).
 
-    Used by the replay property test; "parseable" is judged by keepgui's
-    parse_line, since validating every serde rule again is not this model's job.
+    ``lines`` are the pieces between newlines, the unterminated last one included
+    (Rust's ``lines()`` yields it). Used by the replay property test; "parseable"
+    is judged by keepgui's parse_line, since validating every serde rule again is
+    not this model's job.
     """
     from keepgui.core.iii.record import RecordError, parse_line
 
     out: dict[str, dict] = {}
     for line in lines:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return {}
         if not line.strip():
             continue
         try:
@@ -457,7 +470,7 @@ class MutationHarness:
         want_lines = [worker_line(r) for r in planned]
         if got != want_lines:
             raise Mismatch(f"{where}: keepgui appended\n  {got}\nthe worker would append\n  {want_lines}")
-        self.model.commit(planned)
+        self.model.commit(planned, keepgui=True)
 
     def _external(self, op: tuple) -> None:
         """The worker's own write: computed by the model, appended without keepgui's lock or code."""
@@ -507,6 +520,8 @@ class MutationHarness:
             raise Mismatch(f"{where}: memories.jsonl differs from the bytes the worker would have written")
         last_rev: dict[str, int] = {}
         for lineno, line in enumerate(data.split(b"\n")[:-1], 1):
+            if not line:
+                continue  # the newline each keepgui append begins with
             try:
                 memory = parse_line(line)
             except RecordError as exc:

@@ -23,13 +23,15 @@ import time
 from dataclasses import dataclass, field
 
 from tests.reliability import (
-    concurrent_writers, hostile_corpus, random_mutation_run, release_corpus, run_hostile, sigkill_at_points,
+    concurrent_writers, racing_appends, hostile_corpus, random_mutation_run, release_corpus, run_hostile, sigkill_at_points,
     sigkill_log_appends, sigkill_rule_saves, torn_tail_then_append,
 )
 
 FULL = {
     "writers": dict(keepgui_procs=2, records_each=20_000, worker_style_records=20_000),
     "contended": dict(keepgui_procs=3, records_each=2_000, worker_style_records=0, max_batch=3, shared_every=1),
+    "race": dict(saves=5_000, pins=5_000, worker_records=20_000, keepgui_procs=2),
+    "race_cli": dict(saves=300, pins=300, worker_records=10_000, worker_idle_ms=30),
     "rule_kills": 320,
     "log_kills": 320,
     "fuzz": 40,
@@ -39,6 +41,8 @@ FULL = {
 QUICK = {
     "writers": dict(keepgui_procs=2, records_each=2_000, worker_style_records=2_000),
     "contended": dict(keepgui_procs=3, records_each=200, worker_style_records=0, max_batch=3, shared_every=1),
+    "race": dict(saves=500, pins=500, worker_records=2_000, keepgui_procs=2),
+    "race_cli": dict(saves=20, pins=20, worker_records=400, worker_idle_ms=30),
     "rule_kills": 30,
     "log_kills": 30,
     "fuzz": 4,
@@ -76,12 +80,27 @@ def run_writers(root: str, size: dict, seed: int) -> Row:
             f"{main['written']:,} records written, {main['read_back']:,} read back; "
             f"{hot['written']:,} more under contention, {hot['read_back']:,} read back")
     zeros = {"lost": main["lost"] + hot["lost"],
-             "bad or interleaved lines": sum(r[k] for r in (main, hot) for k in ("bad_lines", "blank_lines",
-                                                                                  "interleaved")),
+             "bad or interleaved lines": sum(r[k] for r in (main, hot) for k in ("bad_lines", "interleaved")),
              "lost reinforcements": main["lost_reinforcements"] + hot["lost_reinforcements"]
              + main["repeated_revisions"] + hot["repeated_revisions"],
              "missing or extra lines": abs(main["lines"] - main["expected_lines"]) + abs(hot["lines"] - hot["expected_lines"])}
     return Row("concurrent writers", done, zeros, main["examples"] + hot["examples"])
+
+
+def run_race(root: str, size: dict, seed: int) -> Row:
+    """keepgui saves and pins racing the worker's two-write append, in-process and via the CLI."""
+    lib = racing_appends(os.path.join(root, "library"), seed=seed, **size["race"])
+    cli = racing_appends(os.path.join(root, "cli"), seed=seed + 1, via_cli=True, **size["race_cli"])
+    r, c = size["race"], size["race_cli"]
+    done = (f"{r['keepgui_procs']}x({r['saves']:,} saves + {r['pins']:,} pins) vs a two-write worker of "
+            f"{r['worker_records']:,}: {lib['written']:,} records written, {lib['read_back']:,} read back, "
+            f"{lib['worker_gaps']:,} appends landed inside a worker append; {c['saves']} `keepgui save` + "
+            f"{c['pins']} `keepgui pin` commands vs {c['worker_records']:,}: {cli['written']:,} written, "
+            f"{cli['read_back']:,} read back, {cli['worker_gaps']} inside a worker append")
+    zeros = {"lost": lib["lost"] + cli["lost"], "glued": lib["glued"] + cli["glued"],
+             "bad lines": lib["bad_lines"] + cli["bad_lines"], "failed commands": cli["failed"],
+             "wrong final state": (not lib["replay_ok"]) + (not cli["replay_ok"])}
+    return Row("appends racing the worker's two-write append", done, zeros, lib["examples"] + cli["examples"])
 
 
 def run_kills(root: str, size: dict, seed: int) -> Row:
@@ -166,7 +185,7 @@ def _hypothesis_sequences(examples: int, root: str) -> dict:
     return {**count, "mismatches": 0, "failures": []}
 
 
-SCENARIOS = {"writers": run_writers, "kills": run_kills, "hostile": run_corpus, "mutations": run_mutations}
+SCENARIOS = {"writers": run_writers, "race": run_race, "kills": run_kills, "hostile": run_corpus, "mutations": run_mutations}
 
 
 def print_table(rows: list[Row], seconds: float) -> None:

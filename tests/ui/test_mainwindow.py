@@ -15,8 +15,9 @@ from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, MemoryProxyModel, Memo
 
 
 def log_lines(path) -> int:
+    """Record lines in a log (keepgui's appends each begin with a newline, a blank line)."""
     with open(path, "rb") as fh:
-        return fh.read().count(b"\n")
+        return sum(1 for line in fh.read().split(b"\n")[:-1] if line.strip())
 
 
 def fresh(data_dir, bank, memory_id):

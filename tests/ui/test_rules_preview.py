@@ -50,9 +50,10 @@ def test_typing_a_query_matches_the_cli_exactly(window, demo_copy, qtbot, query)
     qtbot.keyClicks(pane.query.lineEdit(), query)
     result = wait_preview(qtbot, pane, lambda r: r.query_tokens == __import__(
         "keepgui.core.iii.recall", fromlist=["query_tokens"]).query_tokens(query))
-    assert result.to_json() == cli_preview(demo_copy.iii, "main", query)
+    assert result.to_json(notice=True) == cli_preview(demo_copy.iii, "main", query)
     assert pane.view.message.toPlainText() == (result.message or "(no message: nothing would be appended)")
     assert pane.view.hits.count() == len(result.memories)
+    assert "Lexical only: keepgui cannot embed the query" in pane.summary.text()  # #12.7, in the window too
 
 
 def test_unsaved_rule_edit_changes_the_preview_not_the_file(window, demo_copy, qtbot):
@@ -270,3 +271,15 @@ def test_worker_settings_are_remembered_per_data_dir(window, demo_copy, qtbot):
     result = wait_preview(qtbot, pane, lambda r: r.config.recall_limit == 2)
     assert len(result.memories) <= 2
     assert json.loads(result.to_json())["bank"] == "main"
+
+
+def test_the_preview_of_a_bank_the_worker_cannot_load_says_so(make_window, demo_copy, qtbot):
+    """#12.2: invalid UTF-8 in the unterminated last line makes the bank unloadable for the worker."""
+    with open(os.path.join(demo_copy.iii, "main", "memories.jsonl"), "ab") as fh:
+        fh.write(b'{"id":"fp1","text":"caf\xc3')
+    win = make_window(demo_copy.iii, bank="main")
+    win.show_panel("preview")
+    pane = win.preview
+    pane.query.setEditText("publish")
+    qtbot.waitUntil(lambda: "cannot be loaded by the worker" in pane.summary.text(), timeout=10_000)
+    assert pane.view.section.toPlainText() == "" and pane.view.hits.count() == 0

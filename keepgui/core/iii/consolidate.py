@@ -19,13 +19,16 @@ the groups a person selects:
   rapidfuzz (:func:`keepgui.core.compaction.near_duplicates`) among the
   memories in no exact group: judgement calls, never selected by default.
 
-Applying a group does what the worker does — for each loser
-``memory::supersede`` then ``memory::save`` of the winner's text, which
+Applying a group does what memory-consolidate does (spec §1.6a, §8) — for each
+loser ``memory::supersede`` then ``memory::save`` of the winner's *text*, which
 reinforces the winner (corroboration + 1) — all in one :class:`Batch` (one
-locked append). When the winner's text was edited, its id is no longer the
-fingerprint of its text and that save would create a new record (an upstream
-caveat); keepgui then reinforces it by id (:meth:`Batch.reinforce`), with the
-same effect on the record.
+locked append). Exactly as upstream, when the winner's text was edited (its id
+is no longer the fingerprint of its text) that save creates a *new* record with
+corroboration 0 and the winner is not reinforced, and when the text is outside
+3..2000 bytes the save fails: the error is reported (``errors``) and nothing is
+reinforced. ``reinforce_by_id=True`` is keepgui's labelled alternative: it
+reinforces the winner by id in both cases (:meth:`Batch.reinforce`), which is
+what the consolidation means, but not what the worker leaves on disk.
 
 **Staleness.** A plan remembers the log bytes it was computed from (their
 length and SHA-256). Applying checks, under the log's lock, that those bytes
@@ -60,6 +63,7 @@ from keepgui.core.history import History
 from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
 from keepgui.core.iii.store import Bank, DataDir
+from keepgui.core.iii.textrules import rust_lower
 
 BANK_KINDS = register_kinds({
     "supersede": "Duplicates to supersede",
@@ -80,7 +84,7 @@ _NOT_ALNUM = regex.compile(r"[^\p{Alphabetic}\p{N}]+")
 def normalize(text: str) -> str:
     """memory-consolidate's ``normalize``: lowercase, non-alphanumerics → space, collapsed, trimmed."""
     # after the substitution every whitespace character is already a space, so split() is exact here
-    return " ".join(_NOT_ALNUM.sub(" ", text.lower()).split())
+    return " ".join(_NOT_ALNUM.sub(" ", rust_lower(text)).split())
 
 
 def token_key(text: str) -> str:
@@ -291,8 +295,10 @@ class BankPlan(Plan):
         """Live memories before and after the selected supersedes (no target for a bank)."""
         ops = self.selected(selection)
         gone = sum(len(self._group_of[op.id].loser_ids) for op in ops)
+        reinforced = sum(len(self._group_of[op.id].loser_ids) for op in ops
+                         if winner_save_effect(self._group_of[op.id])[0] == "reinforce")
         return Counts("memories", self.scanned, self.scanned - gone, None,
-                      {"superseded": gone, "reinforced": gone})
+                      {"superseded": gone, "reinforced": reinforced})
 
     def render(self, selection=None, context: int = 3) -> str:
         """A table of the supersedes of a selection, then each winner's reinforcement."""
@@ -303,23 +309,29 @@ class BankPlan(Plan):
                 rows.append((str(op.number), loser_id, excerpt(loser_text, 48), "→ " + group.winner_id,
                              excerpt(group.winner_text, 48)))
             winner = self.bank.get(group.winner_id)
-            if winner is not None:
+            if winner is not None and group.loser_ids:
                 k = len(group.loser_ids)
-                winners.append(f"reinforce {group.winner_id}: corroboration {winner.corroboration} → "
-                               f"{winner.corroboration + k}")
+                effect, why = winner_save_effect(group)
+                if effect == "reinforce":
+                    winners.append(f"reinforce {group.winner_id}: corroboration {winner.corroboration} → "
+                                   f"{winner.corroboration + k}")
+                else:
+                    winners.append(f"winner {group.winner_id}: {why}")
         if not rows:
             return "nothing selected: no memory would be superseded\n"
         out = table(("op", "supersede", "text", "by", "winner text"), rows)
         return out + "".join(line + "\n" for line in winners)
 
-    def report(self, selection=None, applied: bool = False) -> dict:
-        """upstream's ``BankReport``: ``{bank, scanned, groups, superseded, reinforced}`` (plus
-        ``capped``/``errors`` never, as keepgui applies no budget and stops at the first error)."""
-        counts = self.counts(selection)
-        return {"bank": self.bank.name, "scanned": self.scanned,
-                "groups": [g.to_obj() for g in self.groups_planned],
-                "superseded": counts.detail["superseded"] if applied else 0,
-                "reinforced": counts.detail["reinforced"] if applied else 0}
+    def report(self, selection=None, applied: "BankApplied | None" = None) -> dict:
+        """upstream's ``BankReport``: ``{bank, scanned, groups, superseded, reinforced, errors?}``
+        (``capped`` never: keepgui applies no per-run budget); the counts are those of ``applied``."""
+        obj = {"bank": self.bank.name, "scanned": self.scanned,
+               "groups": [g.to_obj() for g in self.groups_planned],
+               "superseded": applied.superseded if applied else 0,
+               "reinforced": applied.reinforced if applied else 0}
+        if applied and applied.errors:
+            obj["errors"] = list(applied.errors)
+        return obj
 
     def to_obj(self, selection=None, *, diff: bool = True) -> dict:
         """The plan for ``--json``, with upstream's report under ``report``."""
@@ -361,12 +373,14 @@ class BankPlan(Plan):
 
     # ---------------------------------------------------------------- applying
 
-    def apply(self, selection=None, now: int | None = None) -> "BankApplied":
-        """Supersede the selected groups' losers and reinforce their winners, in one Batch.
+    def apply(self, selection=None, now: int | None = None, reinforce_by_id: bool = False) -> "BankApplied":
+        """Supersede the selected groups' losers and save each winner's text after each, in one Batch.
 
-        The freshness check runs under the log's lock, so nothing can slip in
-        between it and the append; on a stale plan nothing is written and
-        :class:`StalePlan` carries the re-plan.
+        That save is memory-consolidate's (see the module docstring);
+        ``reinforce_by_id`` reinforces the winner by id instead. The freshness
+        check runs under the log's lock, so nothing can slip in between it and
+        the append; on a stale plan nothing is written and :class:`StalePlan`
+        carries the re-plan.
         """
         ops = self.selected(selection)
         groups = [self._group_of[op.id] for op in ops]
@@ -375,7 +389,9 @@ class BankPlan(Plan):
             return BankApplied(self.bank.datadir.path, self.bank.name, [], [], [], "nothing selected")
         why = None
         touched: dict[str, Memory] = {}
-        merges: list[tuple[str, str]] = []
+        created: dict[str, Memory] = {}
+        merges: list[tuple[str, str, str]] = []
+        outcomes: list[_SaveOutcome] = []
         try:
             with self.bank.batch(now) as batch:
                 why = self._staleness()
@@ -387,21 +403,29 @@ class BankPlan(Plan):
                             if mid not in touched:
                                 touched[mid] = batch.current(mid)
                         batch.supersede(loser, group.winner_id)
-                        _reinforce(batch, group.winner_id)
-                        merges.append((loser, group.winner_id))
+                        outcome = _reinforce(batch, group.winner_id, group.winner_text, reinforce_by_id)
+                        outcomes.append(outcome)
+                        if outcome.saved is not None and outcome.saved not in touched and outcome.saved not in created:
+                            if outcome.created_new:
+                                created.setdefault(outcome.saved, outcome.record)
+                            else:
+                                touched[outcome.saved] = outcome.previous
+                        merges.append((loser, group.winner_id, group.winner_text))
                 after = {mid: batch.current(mid) for mid in touched}
+                created = {mid: batch.current(mid) for mid in created}
         except _Stale:
             raise self.stale(why) from None
         pairs = [(touched[mid], after[mid]) for mid in touched]
-        winners = {g.winner_id for g in groups}
-        lines = [f"superseded {loser} by {g.winner_id}" for g in groups for loser in g.loser_ids]
-        lines += [f"reinforced {mid} (corroboration {touched[mid].corroboration} → {after[mid].corroboration})"
-                  for mid in touched if mid in winners]
+        lines = [f"superseded {loser} by {winner}" for loser, winner, _text in merges]
+        lines += [o.line for o in outcomes if o.line]
         applied = BankApplied(self.bank.datadir.path, self.bank.name, pairs, merges, lines,
-                              f"consolidate bank `{self.bank.name}`: {len(merges)} superseded")
+                              f"consolidate bank `{self.bank.name}`: {len(merges)} superseded",
+                              created=list(created.values()), reinforce_by_id=reinforce_by_id)
+        applied.reinforced = sum(o.reinforced for o in outcomes)
+        applied.errors = [o.error for o in outcomes if o.error]
         applied.reload = batch.report.reload
         applied.bank = self.bank
-        applied.report = self.report([op.id for op in ops], applied=True)
+        applied.report = self.report([op.id for op in ops], applied=applied)
         return applied
 
 
@@ -409,18 +433,55 @@ class _Stale(Exception):
     """Raised inside the batch so it writes nothing."""
 
 
-def _reinforce(batch, winner_id: str) -> None:
-    """``memory::save`` of the winner's text, as the worker does; by id when its text was edited
-    (the save would then create a separate record, the upstream caveat)."""
-    winner = batch.current(winner_id)
+def winner_save_effect(group: Group) -> tuple[str, str]:
+    """What memory-consolidate's ``memory::save`` of the winner's text will do: ``("reinforce", "")``,
+    ``("other", why)`` (an edited winner: another id is saved) or ``("fail", why)``."""
     try:
-        same = fingerprint(mut.clean_text(winner.text)) == winner.id
-    except InvalidInput:  # a text the worker's save would refuse (too short or long)
-        same = False
-    if same:
-        batch.save(winner.text)
-    else:
-        batch.reinforce(winner_id)
+        mid = fingerprint(mut.clean_text(group.winner_text))
+    except InvalidInput as exc:
+        return "fail", f"memory::save of its text fails ({exc}), so it is not reinforced (as memory-consolidate)"
+    if mid != group.winner_id:
+        return "other", (f"its text was edited, so memory::save of it writes {mid}, not the winner, which is "
+                         "not reinforced (as memory-consolidate; --reinforce-by-id reinforces it)")
+    return "reinforce", ""
+
+
+@dataclass(frozen=True)
+class _SaveOutcome:
+    """What the save after one supersede did: the id it wrote (or None), and what to report."""
+
+    saved: str | None
+    record: Memory | None
+    previous: Memory | None
+    created_new: bool
+    reinforced: bool
+    line: str
+    error: str = ""
+
+
+def _reinforce(batch, winner_id: str, winner_text: str, by_id: bool) -> _SaveOutcome:
+    """After a supersede: ``memory::save {text: winner_text}`` as memory-consolidate calls it, or
+    (``by_id``) a reinforcement of the winner by id."""
+    winner = batch.current(winner_id)
+    if by_id:
+        step = batch.reinforce(winner_id)
+        return _SaveOutcome(winner_id, step.record, winner, False, True,
+                            f"reinforced {winner_id} by id (corroboration {winner.corroboration} → "
+                            f"{step.record.corroboration}; keepgui's option, not memory-consolidate's save)")
+    try:
+        mid = fingerprint(mut.clean_text(winner_text))
+    except InvalidInput as exc:
+        error = f"memory::save of the text of winner {winner_id} failed: {exc}; it was not reinforced"
+        return _SaveOutcome(None, None, None, False, False, error, error)
+    previous = batch.current(mid)
+    step = batch.save(winner_text)
+    if mid == winner_id:
+        return _SaveOutcome(mid, step.record, previous, False, True,
+                            f"reinforced {mid} (corroboration {previous.corroboration} → {step.record.corroboration})")
+    what = "created" if previous is None else ("resurrected" if previous.invalid_at is not None else "reinforced")
+    return _SaveOutcome(mid, step.record, previous, previous is None, False,
+                        f"the text of winner {winner_id} was edited, so memory::save {what} {mid} instead "
+                        "(as memory-consolidate does; the winner was not reinforced)")
 
 
 def plan_bank(bank: Bank, *, fuzzy: bool = False, threshold: float = FUZZY_THRESHOLD,
@@ -454,22 +515,29 @@ class BankApplied(Applied):
     """A consolidation written to a bank, and how to take it back by appending records.
 
     ``pairs`` hold, per memory touched, its record before the batch and the one
-    the batch left; ``merges`` the ``(loser, winner)`` supersedes in the order
-    they were written. Undo restores each superseded loser and reverts each
-    reinforced winner to its earlier record; redo supersedes and reinforces
-    again. Both refuse (:class:`ChangedSince`) when one of those memories
-    changed in between, and write nothing then.
+    the batch left; ``created`` the records the winners' saves created (an
+    edited winner's text); ``merges`` the ``(loser, winner, winner text)``
+    supersedes in the order they were written. Undo restores each superseded
+    loser, reverts each reinforced memory to its earlier record and deletes
+    each created one; redo supersedes and saves again (the same way:
+    ``reinforce_by_id``). Both refuse (:class:`ChangedSince`) when one of those
+    memories changed in between, and write nothing then.
     """
 
     kind = "bank"
 
     def __init__(self, datadir: str, bank: str, pairs: list[tuple[Memory, Memory]],
-                 merges: list[tuple[str, str]], lines: Iterable[str], description: str) -> None:
+                 merges: list[tuple[str, str, str]], lines: Iterable[str], description: str,
+                 created: list[Memory] | None = None, reinforce_by_id: bool = False) -> None:
         super().__init__(description, lines, bool(pairs), f"{os.path.abspath(datadir)}::{bank}")
         self.datadir = datadir
         self.bank_name = bank
         self.pairs = list(pairs)
         self.merges = list(merges)
+        self.created = list(created or [])
+        self.reinforce_by_id = reinforce_by_id
+        self.reinforced = 0
+        self.errors: list[str] = []
         self.reload = None
         self.report: dict = {}
         self.bank: Bank | None = None  # the Bank applied to, when in this process (its view stays current)
@@ -477,7 +545,7 @@ class BankApplied(Applied):
 
     @property
     def superseded(self) -> int:
-        """How many memories were superseded (and winner reinforcements made: one each)."""
+        """How many memories were superseded (each followed by one save of its winner's text)."""
         return len(self.merges)
 
     def _bank(self, datadir: DataDir | None) -> Bank:
@@ -511,7 +579,9 @@ class BankApplied(Applied):
     def _undo(self) -> None:
         datadir, now = self._where
         with self._bank(datadir).batch(now) as batch:
-            self._check(batch, (after for _before, after in self.pairs), "undone")
+            self._check(batch, [after for _before, after in self.pairs] + self.created, "undone")
+            for record in self.created:
+                batch.delete(record.id)
             for before, after in self.pairs:
                 if after.invalid_at is not None and before.invalid_at is None:
                     batch.restore(before.id)
@@ -527,17 +597,19 @@ class BankApplied(Applied):
         datadir, now = self._where
         with self._bank(datadir).batch(now) as batch:
             self._check(batch, (before for before, _after in self.pairs), "redone")
-            for loser, winner in self.merges:
+            for loser, winner, text in self.merges:
                 batch.supersede(loser, winner)
-                _reinforce(batch, winner)
+                _reinforce(batch, winner, text, self.reinforce_by_id)
             self.pairs = [(before, batch.current(before.id)) for before, _after in self.pairs]
+            self.created = [batch.current(record.id) for record in self.created]
         self.reload = batch.report.reload
 
     def to_obj(self) -> dict:
         """Everything undo needs: the data dir, the bank, the merges and the records before/after."""
         obj = super().to_obj()
         obj.update({"datadir": self.datadir, "bank": self.bank_name, "merges": [list(m) for m in self.merges],
-                    "pairs": [[b.to_obj(), a.to_obj()] for b, a in self.pairs]})
+                    "pairs": [[b.to_obj(), a.to_obj()] for b, a in self.pairs],
+                    "created": [m.to_obj() for m in self.created], "reinforce_by_id": self.reinforce_by_id})
         return obj
 
     @classmethod
@@ -545,8 +617,13 @@ class BankApplied(Applied):
         """Rebuild from :meth:`to_obj` (another process's ``--undo``)."""
         try:
             pairs = [(memory_from_obj(b), memory_from_obj(a)) for b, a in obj["pairs"]]
-            merges = [(str(loser), str(winner)) for loser, winner in obj["merges"]]
-            applied = cls(obj["datadir"], obj["bank"], pairs, merges, obj.get("lines", ()), obj["description"])
+            by_text = {a.id: a.text for _b, a in pairs}
+            # Journals written before the winner's text was kept hold (loser, winner) pairs.
+            merges = [(str(m[0]), str(m[1]), str(m[2]) if len(m) > 2 else by_text.get(str(m[1]), ""))
+                      for m in obj["merges"]]
+            created = [memory_from_obj(m) for m in obj.get("created", [])]
+            applied = cls(obj["datadir"], obj["bank"], pairs, merges, obj.get("lines", ()), obj["description"],
+                          created=created, reinforce_by_id=bool(obj.get("reinforce_by_id", False)))
         except (KeyError, TypeError, ValueError, RecordError) as exc:
             raise InvalidInput(f"keepgui's compaction journal has an unusable bank entry ({exc})") from None
         applied.state = obj.get("state", "applied")

@@ -19,22 +19,27 @@ from keepgui.core.iii.vectors import VECTORS_NAME, read_vectors
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: its kind, the bank (or ""), the file, the line (or 0), and what is wrong."""
+    """One problem: its kind, the bank (or ""), the file, the line (or 0), and what is wrong.
+
+    ``note`` marks something worth knowing that is not a problem (a last line
+    whose newline has not arrived yet); notes do not make ``doctor`` fail.
+    """
 
     kind: str
     bank: str
     path: str
     line: int
     message: str
+    note: bool = False
 
     def to_obj(self) -> dict:
         """JSON form for ``doctor --json``."""
         return {"kind": self.kind, "bank": self.bank, "path": self.path, "line": self.line,
-                "message": self.message}
+                "message": self.message, "note": self.note}
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"[{self.kind}] {where}: {self.message}"
+        return f"[{'note: ' if self.note else ''}{self.kind}] {where}: {self.message}"
 
 
 def diagnose(datadir: DataDir) -> list[Finding]:
@@ -61,14 +66,15 @@ def _diagnose_bank(bank) -> list[Finding]:
                            "no new bank could be created with this name"))
     if os.path.islink(bank.path):
         out.append(Finding("bank-link", name, bank.path, 0,
-                           f"the bank folder is a link to {os.path.realpath(bank.path)}"))
+                           f"the bank folder is a link to {os.path.realpath(bank.path)}: the worker does not "
+                           "load it (it skips bank folders that are symbolic links)"))
     problem = bank.description_problem()
     if problem:
         out.append(Finding("bank-yaml", name, os.path.join(bank.path, BANK_YAML), 0,
                            f"{problem}; the description reads as empty"))
     bank.refresh()  # never raises: an unreadable log is reported in log.unreadable
     log = bank.log
-    if log.unreadable:
+    if log.unreadable and not os.path.islink(bank.path):
         line = next((p.line for p in log.problems if p.kind == "unreadable"), 0)
         out.append(Finding("unreadable", name, bank.log_path, line, log.unreadable))
     for problem in log.problems:
@@ -77,6 +83,10 @@ def _diagnose_bank(bank) -> list[Finding]:
                                f"{problem.reason} — the worker skips this line ({problem.excerpt!r})"))
         elif problem.kind == "torn-tail":
             out.append(Finding("torn-tail", name, bank.log_path, problem.line, problem.reason))
+        elif problem.kind == "oversized":
+            out.append(Finding("oversized-line", name, bank.log_path, problem.line, problem.reason))
+        elif problem.kind == "unterminated":
+            out.append(Finding("unterminated-line", name, bank.log_path, problem.line, problem.reason, note=True))
     if not log.unreadable:
         out.extend(_duplicate_revisions(bank))
         vectors = os.path.join(bank.path, VECTORS_NAME)

@@ -86,6 +86,7 @@ class BankIndex:
         self._reset()
         self._synced_records: dict | None = None  # the log's records dict when the index last caught up
         self._synced_offset = 0
+        self._synced_tail: Memory | None = None  # the log's provisional last-line record then
 
     def _reset(self) -> None:
         self.records: dict[str, Memory] = {}
@@ -140,14 +141,19 @@ class BankIndex:
         if self._synced_records is not log.records:
             self._rebuild_from_log()
             return True
-        if self._synced_offset != log.offset:
+        tail = log.tail_record
+        if self._synced_offset != log.offset or tail is not self._synced_tail:
             ids = self._ids_between(self._synced_offset, log.offset)
             if ids is None:
                 self._rebuild_from_log()
                 return True
+            # The unterminated last line's record is provisional: the ids it touched then and
+            # now are the only others that can have moved.
+            ids += [t.id for t in (self._synced_tail, tail) if t is not None]
             for mid in ids:
                 self.set(mid, log.records.get(mid))
             self._synced_offset = log.offset
+            self._synced_tail = tail
         return False
 
     def _require_log(self) -> MemoryLog:
@@ -159,6 +165,7 @@ class BankIndex:
         self.rebuild(self.log.records.values())
         self._synced_records = self.log.records
         self._synced_offset = self.log.offset
+        self._synced_tail = self.log.tail_record
 
     def _ids_between(self, start: int, end: int) -> list[str] | None:
         """The ids of the valid lines in ``[start, end)`` of the log file (None if it cannot be read)."""

@@ -6,12 +6,17 @@ met on the way (corrupt lines with their 1-based line number, a torn tail).
 :meth:`MemoryLog.refresh` reads only what was appended since the last read; a
 file that was replaced, truncated or rewritten is replayed whole.
 
-Replay rules: blank lines are skipped; a line the worker could not parse is
+Replay rules (spec §1.6, §1.6a), as the worker's ``BufRead::lines`` + serde
+read them: blank lines are skipped; a line the worker could not parse is
 skipped and reported; per id, a line replaces the stored record when its
-revision is ``>=`` the stored one. Invalid UTF-8 in a complete line makes the
-bank *unreadable* (the worker skips such a bank), which keepgui shows with the
-reason and never writes to. A last line without its ``\\n`` is a torn tail:
-reported, not treated as data, and read again once it is completed.
+revision is ``>=`` the stored one. Invalid UTF-8 anywhere, in the last line
+too, makes the bank *unreadable* (the worker skips such a bank), which keepgui
+shows with the reason and never writes to. A last line without its ``\\n`` is
+a line like any other (the worker reads it), and is also noted ("a write may
+be in progress"); since its writer may still extend it, its record is kept
+*provisionally* and re-read on every refresh until its newline arrives.
+:func:`~keepgui.core.iii.record.read_record` is the one place that decides
+what one line holds.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Callable, Iterator
 
-from keepgui.core.iii.record import Memory, RecordError, decode_canonical, parse_line, read_record
+from keepgui.core.iii.record import (
+    MAX_LINE_BYTES, Memory, RecordError, decode_canonical, is_valid_utf8, parse_line, read_record,
+)
 from keepgui.core.iii.textrules import rust_trim
 
 LOG_NAME = "memories.jsonl"
@@ -86,18 +93,40 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
 
 
-def _torn_tail(tail: bytes, lineno: int, offset: int) -> LogProblem | None:
-    """The problem an unterminated last line is, or None when it is only whitespace."""
-    text = tail.decode("utf-8", errors="replace")
-    if not rust_trim(text):
-        return None
-    reason = (f"unterminated last line ({len(tail)} bytes, no newline): a write was cut short "
-              "or is still in progress; it is not read as data")
+def _tail_note(text: str, parsed: bool, lineno: int, offset: int) -> LogProblem:
+    """What is said about an unterminated last line (``text``): a note when it holds a record."""
+    size = len(text.encode("utf-8"))
+    if parsed:
+        return LogProblem("unterminated", lineno, offset,
+                          f"last line has no newline ({size} bytes): a write may be in progress; the worker "
+                          "reads it as a record, and so does keepgui", _excerpt(text.strip()))
+    return LogProblem("torn-tail", lineno, offset,
+                      f"unterminated last line ({size} bytes, no newline) does not parse: a write was cut "
+                      "short or is still in progress; the worker skips it", _excerpt(text.strip()))
+
+
+def _oversized(line: bytes, lineno: int, offset: int) -> LogProblem:
+    """The problem a line over MAX_LINE_BYTES is (raises _Unreadable when it is not UTF-8:
+    that the worker notices before anything else)."""
+    bad = is_valid_utf8(line)
+    if bad is not None:
+        raise _Unreadable(f"invalid UTF-8 at line {lineno}; the worker cannot load this bank", lineno, offset + bad)
+    head = line[:_EXCERPT].decode("utf-8", errors="ignore")
+    return LogProblem("oversized", lineno, offset,
+                      f"line of {len(line):,} bytes, far over any record the worker writes (texts of at most "
+                      f"2,000 bytes): keepgui skips it unread; the worker would still try to parse it",
+                      _excerpt(head + "…"))
+
+
+def _is_dev_null(st: os.stat_result) -> bool:
+    """True for the stat of ``/dev/null`` (a log linked there reads as empty, as for the worker)."""
+    if not stat.S_ISCHR(st.st_mode):
+        return False
     try:
-        tail.decode("utf-8")
-    except UnicodeDecodeError:
-        reason += "; it is not valid UTF-8, so the worker cannot load this bank until it is completed or removed"
-    return LogProblem("torn-tail", lineno, offset, reason, _excerpt(text.strip()))
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(null.st_mode) and st.st_rdev == null.st_rdev
 
 
 @contextlib.contextmanager
@@ -128,7 +157,8 @@ class MemoryLog:
         records: id -> the winning (current) record, live or retired.
         problems: corrupt lines and a torn tail, in file order; or why it is unreadable.
         unreadable: ``None``, or why the bank cannot be loaded.
-        torn_tail: the problem describing an unterminated last line, if there is one.
+        torn_tail: the note (``unterminated``, it holds a record) or problem (``torn-tail``,
+            it does not parse) about a last line without its newline, if there is one.
         lines: complete lines read so far (the next line's number is ``lines + 1``).
         offset: bytes consumed (always just after a ``\\n``).
     """
@@ -154,6 +184,10 @@ class MemoryLog:
         self._head = b""
         self._tail_len = 0
         self._mtime_ns = -1
+        # The record of an unterminated last line, and the record of its id it replaced
+        # (None: the id was new): taken back before each refresh, as the line may grow.
+        self._tail_record: Memory | None = None
+        self._tail_shadowed: Memory | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -169,6 +203,11 @@ class MemoryLog:
         except OSError as exc:
             return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
         if not stat.S_ISREG(st.st_mode):
+            if _is_dev_null(st):  # the worker reads nothing from it: an empty bank
+                unchanged = self.loaded and not (self.records or self.problems or self.offset)
+                self._clear()
+                self.loaded = True
+                return LogDelta() if unchanged else LogDelta(reset=True)
             return self._fail(f"{LOG_NAME} is not a regular file")
         identity = (st.st_dev, st.st_ino)
         if not self.loaded or self.unreadable or identity != self._identity or st.st_size < self.offset:
@@ -192,8 +231,36 @@ class MemoryLog:
             return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
         delta = LogDelta(bytes_read=len(data))
         self._mtime_ns = mtime
+        provisional = self._take_back_tail()
         self._consume(data, self.offset, delta, progress)
+        if provisional is not None and not delta.reset:
+            now = self.records.get(provisional.id)
+            if now is None:
+                return self._full(progress)  # the record vanished: views must drop it; read it all again
+            if now != provisional and provisional.id not in delta.changed:
+                delta.changed.append(provisional.id)
+            if provisional.id in delta.added:
+                delta.added.remove(provisional.id)  # it was shown already, provisionally
         return delta
+
+    def _take_back_tail(self) -> Memory | None:
+        """Undo the provisional record of the last unterminated line; returns it (or None)."""
+        record, self._tail_record = self._tail_record, None
+        if record is None:
+            return None
+        if self.records.get(record.id) is record:
+            if self._tail_shadowed is None:
+                del self.records[record.id]
+            else:
+                self.records[record.id] = self._tail_shadowed
+        self._tail_shadowed = None
+        return record
+
+    def refuse(self, reason: str) -> LogDelta:
+        """Read as unloadable for a reason outside the file (its bank folder is a link)."""
+        if self.loaded and self.unreadable == reason:
+            return LogDelta()
+        return self._fail(reason)
 
     def _fail(self, reason: str, lineno: int = 0, offset: int = 0) -> LogDelta:
         self._clear()
@@ -232,11 +299,7 @@ class MemoryLog:
                 if progress is not None:
                     progress(starts[min(first + _CHUNK_LINES, len(pieces))] - base, len(data))
         except _Unreadable as exc:
-            bad = self._fail(exc.reason, exc.lineno, exc.offset)
-            delta.reset = True
-            delta.changed.clear()
-            delta.added.clear()
-            delta.new_problems = bad.new_problems
+            self._fail_into(delta, exc)
             return
         self.lines += len(pieces)
         self.offset = base + end
@@ -249,13 +312,56 @@ class MemoryLog:
         tail = data[end:]
         self._tail_len = len(tail)
         old_tail = self.torn_tail
-        self.torn_tail = _torn_tail(tail, self.lines + 1, self.offset)
+        try:
+            self.torn_tail = self._read_tail(tail, delta)
+        except _Unreadable as exc:
+            self._fail_into(delta, exc)
+            return
         if old_tail is not None and old_tail in self.problems:
             self.problems.remove(old_tail)
         if self.torn_tail is not None:
             self.problems.append(self.torn_tail)
-            if old_tail is None or old_tail.excerpt != self.torn_tail.excerpt:
+            if old_tail is None or (old_tail.kind, old_tail.excerpt) != (self.torn_tail.kind, self.torn_tail.excerpt):
                 delta.new_problems.append(self.torn_tail)
+
+    def _fail_into(self, delta: LogDelta, exc: "_Unreadable") -> None:
+        """Make the state unreadable and ``delta`` say so (a reset carrying the one problem)."""
+        bad = self._fail(exc.reason, exc.lineno, exc.offset)
+        delta.reset = True
+        delta.changed.clear()
+        delta.added.clear()
+        delta.new_problems = bad.new_problems
+
+    def _read_tail(self, tail: bytes, delta: LogDelta) -> LogProblem | None:
+        """Read the unterminated last line as the worker does; returns the note about it (or None).
+
+        Its record, if it holds one, takes part in the replay like any line,
+        but is remembered so the next refresh can take it back first.
+        Raises _Unreadable for invalid UTF-8.
+        """
+        lineno, offset = self.lines + 1, self.offset
+        if len(tail) > MAX_LINE_BYTES:
+            return _oversized(tail, lineno, offset)
+        try:
+            text = tail.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Unreadable(f"invalid UTF-8 at line {lineno} (the last line, which has no newline); the "
+                              "worker cannot load this bank", lineno, offset + exc.start) from None
+        if not rust_trim(text):
+            return None
+        memory = read_record(tail)
+        if memory is None:
+            return _tail_note(text, False, lineno, offset)
+        current = self.records.get(memory.id)
+        if current is None or memory.revision >= current.revision:
+            self._tail_record, self._tail_shadowed = memory, current
+            self.records[memory.id] = memory
+            if not delta.reset and current != memory:
+                if current is None:
+                    delta.added.append(memory.id)
+                if memory.id not in delta.changed:
+                    delta.changed.append(memory.id)
+        return _tail_note(text, True, lineno, offset)
 
     def _replay_chunk(self, pieces: list[bytes], starts: list[int], lo: int, hi: int, delta: LogDelta) -> None:
         chunk = pieces[lo:hi]
@@ -299,6 +405,11 @@ class MemoryLog:
         Returns the record, or None after recording why the line is skipped.
         Raises _Unreadable for invalid UTF-8, which makes the whole bank unloadable.
         """
+        if len(line) > MAX_LINE_BYTES:
+            problem = _oversized(line, lineno, start)
+            self.problems.append(problem)
+            delta.new_problems.append(problem)
+            return None
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -316,6 +427,11 @@ class MemoryLog:
 
     # ------------------------------------------------------------------ queries
 
+    @property
+    def tail_record(self) -> Memory | None:
+        """The record the unterminated last line currently contributes (provisional), or None."""
+        return self._tail_record
+
     def get(self, memory_id: str) -> Memory | None:
         """The current record for an id, live or retired."""
         return self.records.get(memory_id)
@@ -326,13 +442,23 @@ class MemoryLog:
 
     @property
     def valid_lines(self) -> int:
-        """How many lines hold a valid record (every revision of every id)."""
-        return len(self._line_offsets)
+        """How many lines hold a valid record (every revision of every id, the last line included)."""
+        return len(self._line_offsets) + (self.torn_tail is not None and self.torn_tail.kind == "unterminated")
 
     def _offsets_of(self, memory_id: str) -> list[int]:
         """File offsets of the valid lines that may hold ``memory_id`` (equal id hashes), in file order."""
         target = hash(memory_id)
-        return [off for h, off in zip(self._line_hashes, self._line_offsets) if h == target]
+        offsets = [off for h, off in zip(self._line_hashes, self._line_offsets) if h == target]
+        if self.torn_tail is not None and self.torn_tail.kind == "unterminated":
+            offsets.append(self.offset)  # the unterminated last line is read back and checked like the others
+        return offsets
+
+    def _line_starts(self) -> list[int]:
+        """File offsets of every valid line, the unterminated last one included."""
+        starts = list(self._line_offsets)
+        if self.torn_tail is not None and self.torn_tail.kind == "unterminated":
+            starts.append(self.offset)
+        return starts
 
     def _lines_at(self, offsets: list[int]) -> list[tuple[int, bytes]]:
         """``(offset, line without its newline)`` read back from the file at each offset."""
@@ -366,9 +492,8 @@ class MemoryLog:
                 data = fh.read()
         except OSError:
             return
-        end = data.rfind(b"\n") + 1
-        for lineno, line in enumerate(data[:end].split(b"\n")[:-1], 1):
-            memory = read_record(line)
+        for lineno, line in enumerate(data.split(b"\n"), 1):
+            memory = read_record(line)  # the last piece is the unterminated last line (or b"")
             if memory is not None:
                 yield lineno, memory
 
@@ -412,7 +537,7 @@ class MemoryLog:
             return {}
         out: dict[str, str] = {}
         find = data.find
-        for off in self._line_offsets:
+        for off in self._line_starts():
             end = find(b"\n", off)
             found = self._current_line(data[off:] if end < 0 else data[off:end])
             if found is not None:

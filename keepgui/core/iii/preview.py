@@ -20,7 +20,9 @@ lists every field where it differs from keepgui's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -30,12 +32,13 @@ from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.index import BankIndex
 from keepgui.core.iii.log import LogDelta
-from keepgui.core.iii.record import Memory
+from keepgui.core.iii.record import U64_MAX, Memory
 from keepgui.core.iii.recall import (
     RETRIEVAL_LEXICAL, Hit, RecallResult, json_text, query_tokens, recall, recall_request,
 )
 from keepgui.core.iii.store import Bank
 from keepgui.core.iii.textrules import byte_len, cut_at_char_boundary, rust_trim
+from keepgui.core.iii.vectors import VECTORS_NAME, LexicalNotice, count_current_vectors
 from keepgui.core.timefmt import now_ms
 
 AMBIENT_FLOOR = 3
@@ -127,14 +130,32 @@ def apply_floor(hits: Sequence[Hit], top: Sequence[Memory], floor: int) -> list[
     return items
 
 
+def memory_budget(recall_budget_tokens: int) -> int:
+    """The byte budget the worker computes: ``recall_budget_tokens × 4`` in 64-bit arithmetic.
+
+    The worker multiplies as ``usize`` in a release build, which wraps: from
+    2^62 tokens on, the budget is the product modulo 2^64 (2^62 gives 0).
+    """
+    return (recall_budget_tokens * BYTES_PER_TOKEN) & U64_MAX
+
+
+def budget_note(recall_budget_tokens: int) -> str:
+    """Why the byte budget is not simply tokens × 4, or "" when it is."""
+    product = recall_budget_tokens * BYTES_PER_TOKEN
+    if product <= U64_MAX:
+        return ""
+    return (f"recall_budget_tokens × 4 = {product:,} does not fit the worker's 64-bit integer: it wraps to "
+            f"{memory_budget(recall_budget_tokens):,} bytes, and that is the budget the worker uses")
+
+
 def memories_message(bank: str, items: Sequence[Hit], recall_budget_tokens: int) -> tuple[str | None, list[Hit]]:
     """``(message or None, the items that fit)`` under ``recall_budget_tokens × 4`` bytes.
 
     The walk stops at the first text longer than what is left (no skipping
     ahead); a text of exactly the remaining budget fits. Prefixes and the
-    wrapper do not count.
+    wrapper do not count. The product wraps as the worker's does (:func:`memory_budget`).
     """
-    budget = recall_budget_tokens * BYTES_PER_TOKEN
+    budget = memory_budget(recall_budget_tokens)
     fitted: list[Hit] = []
     for item in items:
         n = byte_len(item.memory.text)
@@ -202,6 +223,8 @@ class Preview:
     The first seven fields are the worker's response; ``message`` is None when
     the key is omitted. ``candidates`` is the list before the token budget
     (recall hits, then floor additions); ``memories`` is its prefix that fits.
+    ``notice`` says why the ranking is lexical only and when the worker's may
+    differ; ``budget_note`` explains a byte budget that wraps as the worker's does.
     """
 
     bank: str
@@ -216,6 +239,8 @@ class Preview:
     query_tokens: list[str]
     now_ms: int
     config: MemoryConfig
+    notice: LexicalNotice | None = None
+    budget_note: str = ""
 
     def to_obj(self) -> dict[str, Any]:
         """The response object as a JSON reader sees the worker's (key order included)."""
@@ -228,15 +253,26 @@ class Preview:
         obj["retrieval"] = self.retrieval
         return obj
 
-    def to_json(self) -> str:
-        """Compact JSON, raw UTF-8, byte for byte the worker's (scores printed as f32)."""
+    def to_json(self, notice: bool = False) -> str:
+        """Compact JSON, raw UTF-8, byte for byte the worker's (scores printed as f32).
+
+        ``notice`` adds one key after the worker's fields, ``keepgui``: the
+        :class:`~keepgui.core.iii.vectors.LexicalNotice` (and ``budget_note``
+        when the budget wraps); every worker-shaped field stays as it is.
+        """
         text = ('{"bank":' + json_text(self.bank) + ',"system_prompt_section":'
                 + json_text(self.system_prompt_section) + ',"rules":' + str(self.rules)
                 + ',"rules_truncated":' + ("true" if self.rules_truncated else "false")
                 + ',"memories":[' + ",".join(hit.to_json() for hit in self.memories) + "]")
         if self.message is not None:
             text += ',"message":' + json_text(self.message)
-        return text + ',"retrieval":' + json_text(self.retrieval) + "}"
+        text += ',"retrieval":' + json_text(self.retrieval)
+        if notice and self.notice is not None:
+            extra = self.notice.to_obj()
+            if self.budget_note:
+                extra["budget_note"] = self.budget_note
+            text += ',"keepgui":' + json_text(extra)
+        return text + "}"
 
 
 class BankEngine:
@@ -256,6 +292,7 @@ class BankEngine:
         self.config = config or MemoryConfig()
         self.index = BankIndex(bank.log)
         self._lock = threading.RLock()
+        self._vectors: tuple[tuple, int] | None = None  # (what it was counted from, current vectors)
 
     def sync(self, delta: LogDelta) -> None:
         """Apply a refresh of the bank's log (a reset rebuilds; otherwise only changed ids move)."""
@@ -288,8 +325,9 @@ class BankEngine:
             self._check_bank()
             self.index.ensure_current()
             with self.index.overlay(whatif.records(self.index.records, now)):
-                return recall_request(self.index, self.bank.name, query, config, now_ms=now, limit=limit,
-                                      tag=tag, include_superseded=include_superseded)
+                result = recall_request(self.index, self.bank.name, query, config, now_ms=now, limit=limit,
+                                        tag=tag, include_superseded=include_superseded)
+            return dataclasses.replace(result, notice=self.notice(config))
 
     def top_memories(self, limit: int, whatif: WhatIf | None = None, now_ms: int | None = None) -> list[Memory]:
         """``top_memories(limit)``: the ambient floor's order."""
@@ -313,6 +351,7 @@ class BankEngine:
                 hits = recall(self.index, query, config.recall_limit, now_ms=now,
                               half_life_days=config.decay_half_life_days)
                 top = self.index.top(config.recall_limit) if len(hits) < floor else []
+            notice = self.notice(config)
         part, truncated, outcomes = render_rules(rules, config.max_rule_chars)
         section = ambient_header(self.bank.name) + (part if config.inject_rules else "")
         candidates = apply_floor(hits, top, floor)
@@ -321,8 +360,22 @@ class BankEngine:
             bank=self.bank.name, system_prompt_section=section, rules=len(rules), rules_truncated=truncated,
             memories=fitted, message=message if config.inject_memories else None, retrieval=RETRIEVAL_LEXICAL,
             candidates=candidates, rule_outcomes=outcomes, query_tokens=query_tokens(query), now_ms=now,
-            config=config,
+            config=config, notice=notice, budget_note=budget_note(config.recall_budget_tokens),
         )
+
+    def notice(self, config: MemoryConfig) -> LexicalNotice:
+        """Why this bank's ranking is lexical only (the vector count is re-read only when it can change)."""
+        path = f"{self.bank.path}/{VECTORS_NAME}"
+        try:
+            st = os.stat(path)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+        except OSError:
+            stamp = None
+        log = self.bank.log
+        key = (stamp, id(log.records), log.offset, log.tail_record)
+        if self._vectors is None or self._vectors[0] != key:
+            self._vectors = (key, 0 if stamp is None else count_current_vectors(self.bank.path, log.records))
+        return LexicalNotice(config.embeddings_enabled, self._vectors[1])
 
     def _rules(self) -> list[tuple[str, str]]:
         """The bank's readable rules in name order (the worker skips unreadable ones too)."""

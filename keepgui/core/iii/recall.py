@@ -190,9 +190,9 @@ def _ryu_layout(digits: str, exponent: int) -> str:
     return f"{digits[0]}.{digits[1:]}e{kk - 1}"
 
 
-def json_text(value: str) -> str:
-    """A JSON string literal as serde_json writes it (raw UTF-8, the same escapes)."""
-    return json.dumps(value, ensure_ascii=False)
+def json_text(value: Any) -> str:
+    """A JSON literal as serde_json writes it: compact, raw UTF-8, the same escapes."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------- hits
@@ -365,17 +365,23 @@ class RecallResult:
     query_tokens: list[str]
     limit: int
     now_ms: int
+    notice: Any = None
+    """A :class:`~keepgui.core.iii.vectors.LexicalNotice` once a bank engine answered."""
 
     def to_obj(self, parts: bool = False) -> dict[str, Any]:
         """``{"bank", "memories": [{"memory", "score"}], "retrieval"}``."""
         return {"bank": self.bank, "memories": [hit.to_obj(parts) for hit in self.hits],
                 "retrieval": self.retrieval}
 
-    def to_json(self, parts: bool = False) -> str:
-        """Compact JSON, byte for byte the worker's response (``parts`` adds one key per hit)."""
-        return ('{"bank":' + json_text(self.bank) + ',"memories":['
+    def to_json(self, parts: bool = False, notice: bool = False) -> str:
+        """Compact JSON, byte for byte the worker's response (``parts`` adds one key per hit;
+        ``notice`` one ``keepgui`` key after the worker's fields, see LexicalNotice)."""
+        text = ('{"bank":' + json_text(self.bank) + ',"memories":['
                 + ",".join(hit.to_json(parts) for hit in self.hits)
-                + '],"retrieval":' + json_text(self.retrieval) + "}")
+                + '],"retrieval":' + json_text(self.retrieval))
+        if notice and self.notice is not None:
+            text += ',"keepgui":' + json_text(self.notice.to_obj())
+        return text + "}"
 
 
 def recall_limit(requested: int | None, config: "MemoryConfig") -> int:

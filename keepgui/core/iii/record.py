@@ -2,10 +2,14 @@
 
 A record is one compact JSON object per line of ``memories.jsonl`` with its
 keys in the worker's struct order; ``source``, ``invalid_at`` and
-``superseded_by`` are written only when set. Reading follows serde's rules: a
-missing required key, a wrong type, a float or negative number where an
-integer belongs, an unknown ``confidence``, a repeated key or anything after
-the object makes the whole line invalid; unknown keys are ignored.
+``superseded_by`` are written only when set. Reading follows serde's rules
+(serde derive over serde_json): a missing required key, a wrong type, a float
+(``-0`` is one: serde_json reads it as ``-0.0``) or a negative number where an
+integer belongs, an unknown ``confidence``, a repeated *known* field (at the
+top or inside ``source``) or anything but whitespace after the object makes the
+whole line invalid; unknown keys are ignored unchecked, repeated or not, and
+whatever their values hold. :func:`read_record` is the one function that says
+what one line holds.
 
 Records are ``msgspec`` structs: decoding a line validates every type in C, so
 a 100,000-memory log replays in less time than ``json.loads`` alone takes.
@@ -18,13 +22,18 @@ from typing import Annotated, Any, Iterable, Literal, Optional
 
 import msgspec
 
-from keepgui.core.iii.textrules import rust_split_whitespace, rust_trim
+from keepgui.core.iii.textrules import rust_lower, rust_split_whitespace, rust_trim
 
 CONFIDENCES = ("extracted", "inferred", "stated")
 MAX_LIST = 8
 """Entities and tags are capped at this many."""
 TEXT_MIN_BYTES = 3
 TEXT_MAX_BYTES = 2000
+MAX_LINE_BYTES = 1 << 20
+"""A log line longer than this (1 MiB) is skipped unread. The worker writes texts of at most
+2,000 bytes, and 8 entities and 8 tags, so no line it writes comes near; a larger one can only
+be damage or a hand edit, and decoding (then showing) tens of megabytes of it would freeze
+keepgui. The worker itself would still try to parse it: keepgui says so where it skips one."""
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1
 
@@ -35,7 +44,7 @@ _MASK64 = (1 << 64) - 1
 
 def normalize_for_fingerprint(text: str) -> str:
     """Collapse whitespace runs to one space, trim, Unicode-lowercase (spec §5.1)."""
-    return " ".join(rust_split_whitespace(text)).lower()
+    return rust_lower(" ".join(rust_split_whitespace(text)))
 
 
 def fingerprint(text: str) -> str:
@@ -50,7 +59,7 @@ def normalize_labels(values: Iterable[str]) -> list[str]:
     """Entities and tags as the worker stores them: trimmed, lowercased, non-empty, first 8."""
     out: list[str] = []
     for value in values:
-        value = rust_trim(value).lower()
+        value = rust_lower(rust_trim(value))
         if value:
             out.append(value)
             if len(out) == MAX_LIST:
@@ -177,7 +186,10 @@ def decode_canonical(line: bytes) -> Memory | None:
     This is the fast path of replay: one C-level typed decode plus a byte
     comparison with the canonical encoding, which proves there is no repeated,
     reordered or unknown key. Anything else goes to :func:`parse_line`.
+    A line over :data:`MAX_LINE_BYTES` is not decoded.
     """
+    if len(line) > MAX_LINE_BYTES:
+        return None
     try:
         memory = _DECODE(line)
     except (msgspec.DecodeError, RecursionError):
@@ -190,20 +202,51 @@ def decode_canonical(line: bytes) -> Memory | None:
     return memory
 
 
-def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = {}
-    for key, value in pairs:
-        if key in obj:
-            raise RecordError(f"duplicate field `{key}`")
-        obj[key] = value
-    return obj
+class ObjectPairs(list):
+    """A JSON object as the list of its ``(key, value)`` pairs, repeats kept (serde sees them all)."""
+
+
+class _NegativeZero:
+    """The JSON number ``-0``: serde_json parses it as the float ``-0.0``, never as an integer."""
+
+
+NEGATIVE_ZERO = _NegativeZero()
+
+
+def _int_or_negative_zero(text: str) -> Any:
+    return NEGATIVE_ZERO if text == "-0" else int(text)
 
 
 def _reject_constant(name: str) -> Any:
     raise RecordError(f"{name} is not valid JSON")
 
 
-_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_pairs_no_duplicates, parse_constant=_reject_constant)
+_SERDE_VIEW = json.JSONDecoder(object_pairs_hook=ObjectPairs, parse_int=_int_or_negative_zero,
+                               parse_constant=_reject_constant)
+"""Python's json, made to keep what msgspec smooths over: repeated keys and ``-0``."""
+
+_MEMORY_FIELDS = frozenset(Memory.__struct_fields__)
+_SOURCE_FIELDS = frozenset(Source.__struct_fields__)
+_INTEGER_FIELDS = frozenset({"corroboration", "created_at", "updated_at", "invalid_at", "revision"})
+
+
+def serde_view(text: str) -> Any:
+    """Parse JSON text keeping every object as :class:`ObjectPairs` and ``-0`` as :data:`NEGATIVE_ZERO`.
+
+    Raises ValueError (or RecursionError) for text that is not JSON.
+    """
+    return _SERDE_VIEW.decode(text)
+
+
+def repeated_known_key(pairs: "ObjectPairs", known: frozenset[str]) -> str | None:
+    """The first field of ``known`` that occurs twice among ``pairs`` (serde derive refuses it), or None."""
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in known:
+            if key in seen:
+                return key
+            seen.add(key)
+    return None
 
 
 def parse_line(line: bytes | str) -> Memory:
@@ -223,7 +266,7 @@ def parse_line(line: bytes | str) -> Memory:
         raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
     except RecursionError:
         raise RecordError("JSON nested too deeply") from None
-    _refuse_repeated_keys(line)
+    _check_like_serde(line)
     memory = Memory(**msgspec.structs.asdict(lenient))
     _check_bounds(memory)
     return memory
@@ -233,8 +276,11 @@ def read_record(line: bytes) -> Memory | None:
     """The record on one log line (without its newline), or None for a line the worker skips.
 
     The fast path (:func:`decode_canonical`) first, then every rule of
-    :func:`parse_line`; blank and corrupt lines give None.
+    :func:`parse_line`; blank and corrupt lines give None, and so does a line
+    over :data:`MAX_LINE_BYTES`, which keepgui leaves unread.
     """
+    if len(line) > MAX_LINE_BYTES:
+        return None
     memory = decode_canonical(line)
     if memory is not None:
         return memory
@@ -244,14 +290,32 @@ def read_record(line: bytes) -> Memory | None:
         return None
 
 
-def _refuse_repeated_keys(line: bytes) -> None:
-    """Raise RecordError for a repeated key: serde refuses them, msgspec keeps the last one."""
+def _check_like_serde(line: bytes) -> None:
+    """Raise RecordError where serde refuses a line msgspec accepted.
+
+    A repeated known field (msgspec keeps the last one; serde derive fails
+    with "duplicate field"), at the top or inside ``source``, and ``-0`` in an
+    integer field (msgspec reads 0). Repeated unknown keys, at any depth, and
+    anything inside unknown values are left alone, as serde ignores them.
+    """
     try:
-        _STRICT_JSON.decode(line.decode("utf-8"))
+        top = serde_view(line.decode("utf-8"))
     except RecordError:
         raise
     except (ValueError, RecursionError):
         return  # msgspec already accepted the line; Python's json is only stricter about depth
+    if not isinstance(top, ObjectPairs):
+        return
+    repeated = repeated_known_key(top, _MEMORY_FIELDS)
+    if repeated is not None:
+        raise RecordError(f"duplicate field `{repeated}`")
+    for key, value in top:
+        if key in _INTEGER_FIELDS and value is NEGATIVE_ZERO:
+            raise RecordError(f"`{key}` is -0, which serde_json reads as a float, not an integer")
+        if key == "source" and isinstance(value, ObjectPairs):
+            repeated = repeated_known_key(value, _SOURCE_FIELDS)
+            if repeated is not None:
+                raise RecordError(f"duplicate field `source.{repeated}`")
 
 
 def _word(message: str) -> str:
@@ -291,3 +355,20 @@ def new_memory(**fields: Any) -> Memory:
     memory = Memory(**fields)
     validate(memory)
     return memory
+
+
+def is_valid_utf8(data: bytes, chunk: int = 1 << 20) -> int | None:
+    """None when ``data`` is valid UTF-8, else the offset of the first invalid byte.
+
+    Checked piece by piece, so a huge line is validated without building it as text.
+    """
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for start in range(0, len(data), chunk):
+        try:
+            decoder.decode(view[start:start + chunk], final=start + chunk >= len(data))
+        except UnicodeDecodeError as exc:
+            return start + exc.start
+    return None

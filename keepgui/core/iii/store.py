@@ -63,8 +63,10 @@ def suggest_slug(name: str) -> str:
 
 def _plain_folder_name(name: str, what: str) -> str:
     """Refuse names that could leave the folder they belong in (``../x``, ``a/b``, ``.trash``)."""
-    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name
-            or "\x00" in name or name.startswith(".")):
+    # A backslash is an ordinary character in a POSIX file name (the worker loads a bank
+    # folder `back\\slash`); only where it separates folders can it leave the data dir.
+    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name
+            or ("\\" in name and "\\" in (os.sep, os.altsep)) or "\x00" in name or name.startswith(".")):
         raise InvalidInput(f"`{name}` is not a {what} name")
     return name
 
@@ -213,14 +215,38 @@ class Bank:
         """True while the bank folder is there."""
         return os.path.isdir(self.path)
 
+    def link_target(self) -> str | None:
+        """Where the bank folder leads when it is a symbolic link (the worker skips it), else None."""
+        return os.path.realpath(self.path) if os.path.islink(self.path) else None
+
+    def link_reason(self) -> str | None:
+        """Why a linked bank folder is not a bank, or None when it is a real folder."""
+        target = self.link_target()
+        if target is None:
+            return None
+        return (f"a link to {target}: the worker does not load it (it skips bank folders that are "
+                "symbolic links), so keepgui neither previews it nor writes through it")
+
     def refresh(self, progress=None) -> LogDelta:
-        """Bring the memories up to date (incrementally when the log only grew)."""
+        """Bring the memories up to date (incrementally when the log only grew).
+
+        A bank folder that is a link reads as unloadable, as the worker sees it.
+        """
+        reason = self.link_reason()
+        if reason is not None:
+            return self.log.refuse(reason)
         return self.log.refresh(progress)
 
     def ensure_loaded(self) -> None:
         """Load the log once if it has not been read yet."""
         if not self.log.loaded:
-            self.log.refresh()
+            self.refresh()
+
+    def refuse_writes_through_links(self) -> None:
+        """Raise ReadOnly when the bank folder is a link: the worker would not see the write."""
+        reason = self.link_reason()
+        if reason is not None:
+            raise ReadOnly(f"bank `{self.name}` ({self.path}) is not written to: {reason}")
 
     @property
     def unreadable(self) -> str | None:
@@ -393,6 +419,7 @@ class Bank:
         return out
 
     def _refuse_outside_writes(self) -> None:
+        self.refuse_writes_through_links()
         if os.path.islink(self.rules_path):
             real = os.path.realpath(self.rules_path)
             root = os.path.realpath(self.datadir.path)
@@ -461,32 +488,6 @@ class Bank:
             return b.restore(memory_id)
 
 
-def _check_torn_tail_is_utf8(bank: Bank) -> None:
-    """Refuse to append after a torn last line that is not valid UTF-8.
-
-    Appending first ends a torn line with ``\\n`` (see fsio.LockedLog); that
-    turns a fragment cut inside a multi-byte character into a *complete* line
-    of invalid UTF-8, which makes the whole bank unloadable, for keepgui and
-    for the worker, and hides the record just appended. Such a tail already
-    stops the worker loading the bank (spec §1.6), so it is treated like an
-    unreadable bank: nothing is written until the torn line is removed.
-    """
-    torn = bank.log.torn_tail
-    if torn is None:
-        return
-    with open(bank.log_path, "rb") as fh:  # read only: the bytes after the last newline
-        fh.seek(torn.offset)
-        tail = fh.read()
-    try:
-        tail.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ReadOnly(
-            f"bank `{bank.name}` is not written to: its last line ({bank.log_path}:{torn.line}) was cut "
-            "short inside a UTF-8 character; appending would make the whole bank unreadable. Remove that "
-            "torn line first (keepgui doctor shows it)."
-        ) from None
-
-
 class Batch:
     """Mutations of one bank that land together: one locked append, one fsync.
 
@@ -512,16 +513,17 @@ class Batch:
         bank = self.bank
         if not bank.exists():
             raise NotFound(f"bank `{bank.name}` not found in {bank.datadir.path}")
+        bank.refuse_writes_through_links()
         self._lock = fsio.LockedLog(bank.log_path)
         self._lock.__enter__()
         try:
-            # Let a worker's write in flight finish first, so the state (and the torn-tail
-            # check below) is computed from complete lines, not from half of one.
+            # Let a worker's write in flight finish first, so the state is computed from
+            # complete lines, not from half of one (invalid UTF-8 for a moment, or a record
+            # seen before it is there). The append itself needs no wait (see fsio).
             self._lock.settle()
             self.deltas.append(bank.log.refresh())
             if bank.log.unreadable:
-                raise ReadOnly(f"bank `{bank.name}` is not written to: {bank.log.unreadable}")
-            _check_torn_tail_is_utf8(bank)
+                raise ReadOnly(f"bank `{bank.name}` is not written to: {bank.log_path}: {bank.log.unreadable}")
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -696,9 +698,13 @@ class DataDir:
         if self.has_bank(name):
             return self.bank(name), False
         validate_name(name)
-        folder = os.path.join(self.path, name)
-        fsio.make_dirs(os.path.join(folder, RULES_DIR))
-        fsio.atomic_write(os.path.join(folder, BANK_YAML), bank_yaml(description))
+        fsio.make_dirs(self.path)
+        try:
+            # Whole or not at all: a bank folder left empty by a failed write (a full disk)
+            # would be loaded by the worker as a bank.
+            fsio.create_folder(os.path.join(self.path, name), {BANK_YAML: bank_yaml(description)}, [RULES_DIR])
+        except FileExistsError:
+            return self.bank(name), False  # made by someone else a moment ago
         return self.bank(name), True
 
     def create_bank(self, name: str, description: str = "") -> tuple[Bank, bool]:
@@ -711,7 +717,8 @@ class DataDir:
     def trash_bank(self, name: str, now: int | None = None) -> str:
         """``memory::bank::delete``: move the bank to ``.trash/<bank>-<ms>``; returns that path."""
         bank = self.bank(name)
-        trash = os.path.join(self.path, TRASH_DIR)
+        bank.refuse_writes_through_links()
+        trash = self._trash_folder()
         fsio.make_dirs(trash)
         ms = mut.now_ms() if now is None else now
         while os.path.lexists(os.path.join(trash, f"{name}-{ms}")):
@@ -721,6 +728,14 @@ class DataDir:
         self._banks.pop(name, None)
         self.after_write()
         return dest
+
+    def _trash_folder(self) -> str:
+        """``<data_dir>/.trash``, refusing (ReadOnly) when it is a link: banks would be moved out of the data dir."""
+        trash = os.path.join(self.path, TRASH_DIR)
+        if os.path.islink(trash):
+            raise ReadOnly(f"{trash} is a link to {os.path.realpath(trash)}; keepgui does not move banks "
+                           "through it (fix or remove the link)")
+        return trash
 
     def trashed(self) -> list[TrashedBank]:
         """Banks in ``.trash``, newest first."""
@@ -746,6 +761,7 @@ class DataDir:
     def restore_bank(self, folder: str) -> Bank:
         """Move a trashed bank back under its name; refused when that name is taken."""
         _plain_folder_name(folder, "trash folder")
+        self._trash_folder()
         match = [t for t in self.trashed() if t.folder == folder]
         if not match:
             raise NotFound(f"`{folder}` is not in {os.path.join(self.path, TRASH_DIR)}")
@@ -757,7 +773,14 @@ class DataDir:
         return self.bank(name)
 
     def iter_temp_files(self) -> Iterator[str]:
-        """Leftover temporary files of interrupted writes (keepgui's or the worker's)."""
+        """Leftover temporary files of interrupted writes (keepgui's or the worker's), and
+        half-made bank folders of an interrupted ``bank create`` (hidden: the worker skips them)."""
+        try:
+            for entry in os.scandir(self.path):
+                if fsio.is_temp_name(entry.name):
+                    yield entry.path
+        except OSError:
+            pass
         for bank in self.bank_names():
             for folder in (os.path.join(self.path, bank), os.path.join(self.path, bank, RULES_DIR)):
                 try:

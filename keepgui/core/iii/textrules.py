@@ -2,13 +2,19 @@
 
 Rust's ``trim`` and ``split_whitespace`` use the Unicode ``White_Space``
 property; Python's ``str.strip`` and ``str.split`` also treat U+001C..U+001F as
-whitespace. Lengths the worker checks are UTF-8 byte lengths. This module holds
-the exact versions so every other module can use them without thinking.
+whitespace. Rust's ``to_lowercase`` uses the Unicode version of the worker's
+toolchain (17.0), Python 3.11's ``str.lower`` Unicode 14.0: :func:`rust_lower`
+adds the letters encoded since (a generated table, see
+:mod:`keepgui.core.iii.unicode_lower`). Lengths the worker checks are UTF-8
+byte lengths. This module holds the exact versions so every other module can
+use them without thinking.
 """
 
 from __future__ import annotations
 
 import re
+
+from keepgui.core.iii.unicode_lower import NEWER_LOWERCASE
 
 # The Unicode White_Space property (PropList.txt), which Rust's char::is_whitespace uses.
 WHITE_SPACE = (
@@ -52,3 +58,18 @@ def cut_at_char_boundary(text: str, max_bytes: int) -> str:
     if len(data) <= max_bytes:
         return text
     return data[:max_bytes].decode("utf-8", errors="ignore") if max_bytes > 0 else ""
+
+
+_NEWER_CASED = re.compile("[" + "".join(re.escape(chr(cp)) for cp in NEWER_LOWERCASE) + "]")
+
+
+def rust_lower(text: str) -> str:
+    """``str::to_lowercase`` of a current Rust: Python's ``str.lower`` plus the newer letters.
+
+    (Python's final-sigma rule does not know the newer letters as cased; a
+    capital sigma right after one of them is the only difference left.)
+    """
+    low = text.lower()
+    if low.isascii() or _NEWER_CASED.search(low) is None:
+        return low
+    return low.translate(NEWER_LOWERCASE)

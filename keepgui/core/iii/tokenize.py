@@ -27,6 +27,8 @@ from functools import lru_cache
 
 import regex
 
+from keepgui.core.iii.textrules import rust_lower
+
 _ASCII_WORDS = re.compile(r"[a-z0-9]+")
 _WORD_CHAR = regex.compile(r"[\p{Alphabetic}\p{N}]")
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -52,7 +54,7 @@ class _FoldTable(dict):
 
     def __missing__(self, code: int) -> str:
         ch = chr(code)
-        value = ch.lower()[0] if is_word_char(ch) else _BREAK
+        value = rust_lower(ch)[0] if is_word_char(ch) else _BREAK
         self[code] = value
         return value
 

@@ -163,7 +163,7 @@ class WorkspaceDocs:
         return [(name, self.read(name).text) for name in self.NAMES]
 
     def read(self, name: str) -> Document:
-        """Open a document with its notices (8,000-character window, missing keep.md pointer…)."""
+        """Open a document with its notices (its size in every turn's prompt, missing keep.md pointer…)."""
         with self.source.lock:
             document = nb.open_document(self.source.workspace, name, self.source.history)
         return self._wrap(document)

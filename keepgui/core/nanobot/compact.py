@@ -83,7 +83,7 @@ from keepgui.core.history import History, Journal, RemovedEntry, Version, file_k
 from keepgui.core.nanobot.documents import DOCUMENTS, append_lines
 from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, line_key, triage
 from keepgui.core.nanobot.keepmd import (
-    BOM, COMPACTION_TARGET, SOFT_CAP, KeepDoc, canonical_line, contains, decode_text, entry_id, normalise,
+    BOM, COMPACTION_TARGET, ContainmentIndex, SOFT_CAP, KeepDoc, canonical_line, contains, decode_text, entry_id, normalise,
 )
 from keepgui.core.nanobot.workspace import AGENTS_MD, KEEP_MD, MEMORY_MD, USER_MD, Notice, Workspace
 from keepgui.core.timefmt import now_ms
@@ -724,8 +724,16 @@ def plan_keep(workspace: Workspace | str, *, target: int = COMPACTION_TARGET, th
         agents_problem = None
     except Unreadable as exc:
         agents_problem = str(exc)
-    planned = _plan_operations(doc, texts, workspace.projects(), threshold, agents_writable=agents_problem is None)
+    letters = doc.entry_count <= LETTER_SEARCH_ENTRIES
+    planned = _plan_operations(doc, texts, workspace.projects(), threshold, agents_writable=agents_problem is None,
+                               letters=letters)
     notices = _keep_notices(doc, data, planned, target, workspace, history)
+    if not letters:
+        notices.append(Notice("near-duplicates-by-words", "info",
+                              f"keep.md has {doc.entry_count:,} entries: near-duplicates were searched through "
+                              "the words entries share; pairs alike only letter by letter in different words (a "
+                              f"typo in every word) are looked for up to {LETTER_SEARCH_ENTRIES:,} entries, as that "
+                              "search compares every pair"))
     if agents_problem is not None:
         notices.append(Notice("agents-unreadable", "warning",
                               f"{agents_problem}; rules found in keep.md are not moved there until it is"))
@@ -734,9 +742,20 @@ def plan_keep(workspace: Workspace | str, *, target: int = COMPACTION_TARGET, th
                     target=target, settings=settings, doc=doc)
 
 
+LETTER_SEARCH_ENTRIES = 5_000
+"""Up to this many entries the near-duplicate search also compares letters across different words
+(:func:`~keepgui.core.compaction.near_duplicates` with ``letters``), a search that grows with the
+square of the count; above it only shared words are searched, which grows about linearly."""
+
+
 def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
-                     threshold: float, *, agents_writable: bool = True) -> list[tuple[Operation, Edit]]:
-    """Every operation of a keep.md plan (pure: the documents' texts are given)."""
+                     threshold: float, *, agents_writable: bool = True,
+                     letters: bool = True) -> list[tuple[Operation, Edit]]:
+    """Every operation of a keep.md plan (pure: the documents' texts are given).
+
+    Every step looks entries up in an index (containment, statements elsewhere, near-duplicates),
+    so a plan costs about linear time in the number of entries.
+    """
     items = items_of(doc, prose=False)
     planned: list[tuple[Operation, Edit]] = []
     dropped: set[int] = set()  # items (by position) some operation already takes out
@@ -784,10 +803,11 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
     judgement: list[tuple[Operation, Edit, Item]] = []
     looser: list[tuple[Operation, Edit, Item]] = []
 
-    # containment: keep the more specific entry
+    # containment: keep the more specific entry (the index finds the containers without trying every pair)
+    by_key = ContainmentIndex([r.key for r in reps])
     for small in reps:
-        containers = [big for big in reps if big is not small and len(big.key) > len(small.key)
-                      and contains(big.key, small.key)]
+        containers = [big for big in (reps[k] for k in by_key.containing(small.key))
+                      if big is not small and len(big.key) > len(small.key)]
         if not containers:
             continue
         big = max(containers, key=lambda i: (len(i.key), -i.position))
@@ -803,14 +823,15 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
 
     # already stated in MEMORY.md, USER.md or AGENTS.md
     stated = {name: statements(name, text) for name, text in texts.items()}
+    stated_lines = [s for name in ("MEMORY.md", "USER.md", "AGENTS.md") for s in stated.get(name, ())]
+    stated_index = ContainmentIndex([s.key for s in stated_lines])
     fuzzy_lines = [s for name in ("MEMORY.md", "USER.md") for s in stated.get(name, ())
                    if len(s.key.split()) >= _MIN_STATED_WORDS]
     fuzzy_keys = [s.key for s in fuzzy_lines]
     for item in reps:
         if item.position in dropped or len(item.key.split()) < _MIN_STATED_WORDS:
             continue
-        found = next((s for name in ("MEMORY.md", "USER.md", "AGENTS.md") for s in stated.get(name, ())
-                      if contains(s.key, item.key)), None)
+        found = next((stated_lines[k] for k in stated_index.containing(item.key)), None)
         if found is not None:
             evidence = f"{found.file} line {found.line}: {found.text}"
             if _adds_negation(found.key, item.key):
@@ -858,7 +879,7 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
     # near-duplicates among the entries nothing else takes out: merge into the longer one
     rest = [i for i in items if i.position not in dropped]
     near: dict[int, dict[int, float]] = defaultdict(dict)
-    for a, b, score in near_duplicates([i.key for i in rest], threshold):
+    for a, b, score in near_duplicates([i.key for i in rest], threshold, letters=letters):
         near[a][b] = near[b][a] = score
     taken: set[int] = set()
     for hub in sorted(near, key=lambda k: (-len(rest[k].key), rest[k].position)):

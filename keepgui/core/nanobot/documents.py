@@ -13,8 +13,11 @@ read-write with a clear "managed by Dream" status (spec §5.5):
 * after saving, the result warns that the next Dream commit folds the edit in
   and labels it Dream's, and that ``/dream-restore`` of an older commit
   overwrites it (when the workspace has Dream's git);
-* a file longer than 8,000 characters gets a warning: Dream reads only the
-  first 8,000, so it edits the rest blind.
+* each document says how much it adds to every turn's system prompt (bytes
+  and estimated tokens), or why nanobot leaves it out. Since nanobot 0.3.5
+  (PR #5622) Dream no longer gets the three files pasted with an 8,000
+  character cap: it sees them whole, through that same prompt, so the size
+  every turn pays for is what matters.
 
 ``AGENTS.md`` is the agent's rule document: Dream never edits it.
 
@@ -47,11 +50,8 @@ from keepgui.core.nanobot.keep import (
     AGENTS, FUZZY_THRESHOLD, KEEP, KeepStore, RemoveResult, Triage, line_key, triage,
 )
 from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text
-from keepgui.core.nanobot.prompt import bundled_templates
+from keepgui.core.nanobot.prompt import bundled_templates, render_parts
 from keepgui.core.nanobot.workspace import AGENTS_MD, MEMORY_MD, SOUL_MD, USER_MD, Notice, Workspace
-
-DREAM_WINDOW_CHARS = 8000
-"""Dream's prompt shows each of MEMORY.md, USER.md, SOUL.md cut to this many characters."""
 
 DREAM_ACTIVITY_SECONDS = 600
 """A ``dream:*`` session file modified this recently suggests a Dream run in progress."""
@@ -122,7 +122,7 @@ class Document:
 
     @property
     def chars(self) -> int:
-        """Length in characters (what Dream's 8,000-character window counts)."""
+        """Length in characters."""
         return len(self.text)
 
     def to_obj(self) -> dict:
@@ -139,24 +139,34 @@ def _decode(data: bytes, path: str) -> tuple[str, bool, str]:
     return text, bom, "\r\n" if lf and crlf == lf else "\n"
 
 
-def window_line(text: str, limit: int = DREAM_WINDOW_CHARS) -> int:
-    """The 1-based line on which character ``limit`` falls (where Dream stops reading)."""
-    return text[:limit].count("\n") + 1
+def prompt_size_notice(kind: DocumentKind, text: str | None, templates) -> Notice | None:
+    """How much ``kind`` adds to every turn's system prompt, rendered as nanobot renders it (or why
+    it is left out); None for a document nanobot does not put in the prompt."""
+    parts, _prompt = render_parts({kind.rel: text}, templates)
+    part = next((p for p in parts if p.source == kind.rel), None)
+    if part is None or part.key == "keep":
+        return None
+    if not part.injected:
+        return Notice("prompt-size", "info", f"{kind.name} adds nothing to the prompt now ({part.status})")
+    dream = (" Dream (nanobot 0.3.5 and later) sees it whole, through this same prompt."
+             if kind.managed_by_dream else "")
+    return Notice("prompt-size", "info",
+                  f"{kind.name} adds {part.size_bytes:,} bytes (about {part.tokens:,} tokens) to every turn's "
+                  f"system prompt.{dream}")
 
 
 def document_notices(workspace: Workspace, kind: DocumentKind, text: str, exists: bool) -> list[Notice]:
     """What a person should know about a document as it is now."""
     notices = []
+    templates = bundled_templates()
     if kind.managed_by_dream:
         notices.append(Notice("dream-managed", "info",
                               f"{kind.name} is managed by Dream: Dream rewrites it from the conversation history, "
                               "and nanobot tells the agent not to edit it. You may; confirm before saving."))
-        if len(text) > DREAM_WINDOW_CHARS:
-            notices.append(Notice("over-dream-window", "warning",
-                                  f"{kind.name} is {len(text):,} characters: Dream reads only the first "
-                                  f"{DREAM_WINDOW_CHARS:,} (up to line {window_line(text)}), so it edits the rest "
-                                  "without seeing it"))
-    else:
+    notice = prompt_size_notice(kind, text if exists else None, templates)
+    if notice is not None:
+        notices.append(notice)
+    if not kind.managed_by_dream:
         notices.append(Notice("agent-rules", "info", f"{kind.name} holds rules for the agent; Dream never edits it"))
     if kind.rel == USER_MD and exists and not _mentions_keep(text):
         notices.append(Notice("keep-pointer-missing", "warning",
@@ -164,7 +174,6 @@ def document_notices(workspace: Workspace, kind: DocumentKind, text: str, exists
                               "offer to add the pointer back (USER.md is Dream's, so it is your call)"))
     if not exists:
         notices.append(Notice("missing", "info", f"{kind.name} does not exist yet; saving creates it"))
-    templates = bundled_templates()
     if templates is not None and exists and kind.rel != SOUL_MD and templates.is_template(kind.rel, text):
         notices.append(Notice("template", "info",
                               f"{kind.name} is still nanobot's bundled template, so nanobot leaves it out of the "

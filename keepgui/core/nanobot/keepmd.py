@@ -90,6 +90,39 @@ def contains(haystack: str, needle: str) -> bool:
     return False
 
 
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+"""A maximal run of characters for which ``str.isalnum()`` holds (``\\w`` without the underscore)."""
+
+
+class ContainmentIndex:
+    """Which of many keys contain a needle at word boundaries (:func:`contains`), without trying them all.
+
+    When ``contains(key, needle)`` holds, every maximal alphanumeric run of the
+    needle is a maximal run of the key too: inside the needle a run is bounded
+    by the needle's own non-alphanumeric characters, and at its ends by the
+    word boundaries ``contains`` demands. So only the keys holding the needle's
+    rarest run can contain it, and a plan over 100,000 entries looks at a few
+    keys per entry instead of all of them.
+    """
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+        self._postings: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            for run in set(_ALNUM_RUN.findall(key)):
+                self._postings.setdefault(run, []).append(i)
+
+    def containing(self, needle: str) -> list[int]:
+        """Positions of the keys that contain ``needle`` (:func:`contains`), ascending."""
+        runs = set(_ALNUM_RUN.findall(needle))
+        if runs:
+            candidates = min((self._postings.get(run, ()) for run in runs), key=len)
+        else:
+            candidates = range(len(self.keys))
+        keys = self.keys
+        return [i for i in candidates if contains(keys[i], needle)]
+
+
 def canonical_line(text: str) -> str:
     """How keepgui writes a fact: ``- <fact>``, one space after the dash, one line."""
     fact = _SPACE_RE.sub(" ", text).strip()

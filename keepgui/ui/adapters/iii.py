@@ -243,13 +243,16 @@ class IiiPreviewView(PreviewView):
         self.cut_label.setText("")
 
     def summary(self, preview: Any) -> str:
-        """Rules, truncation, retrieval mode and the query's tokens."""
+        """Rules, truncation, retrieval mode, the query's tokens, and why the ranking is lexical only."""
         rules = f"{preview.rules} rule{'s' if preview.rules != 1 else ''}"
         over = " · over budget, truncated" if preview.rules_truncated else ""
         injected = "" if preview.config.inject_rules else " · rules NOT injected (inject_rules is off)"
-        return (f"System prompt gets: {rules}{over}{injected} · retrieval: {preview.retrieval} "
-                f"(semantic signal unavailable: keepgui has no embedder) · query tokens: "
-                f"{' '.join(preview.query_tokens) or '—'}")
+        notice = preview.notice
+        lexical = (f"\n{'⚠ ' if notice.worker_may_rank_differently else ''}Lexical only: {notice.why()}"
+                   if notice is not None else "")
+        budget = f"\nBudget: {preview.budget_note}" if preview.budget_note else ""
+        return (f"System prompt gets: {rules}{over}{injected} · retrieval: {preview.retrieval} · query tokens: "
+                f"{' '.join(preview.query_tokens) or '—'}{lexical}{budget}")
 
     def show_result(self, preview: Any) -> None:
         """The section, the hits with their scores, what the budget cut, the message."""
