@@ -16,7 +16,7 @@ import statistics
 import tempfile
 import time
 
-from tests.bench.common import Result, cached_bank
+from tests.bench.common import Result, bank_in_data_dir, cached_bank
 
 QUERIES = [
     "when does the user publish blog posts", "what does mike prefer", "grafana dashboards", "postgres 16",
@@ -46,7 +46,7 @@ def run(quick: bool = False) -> list[Result]:
     memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
     folder = cached_bank(memories, lines)
     data_dir = tempfile.mkdtemp(prefix="keepgui-bench-preview-")
-    os.symlink(folder, os.path.join(data_dir, "bank"))
+    bank_in_data_dir(folder, data_dir)
     app = make_app()  # the application as keepgui runs it (its GIL switch interval included)
     hub = Hub(reload_command="", watch=False)
     hub.add("iii", data_dir)

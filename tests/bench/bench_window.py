@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from tests.bench.common import Result, cached_bank
+from tests.bench.common import Result, bank_in_data_dir, cached_bank
 
 _CHILD_BARE = r"""
 import sys, time, json
@@ -93,7 +93,7 @@ def startup(memories: int, lines: int, repeat: int) -> list[Result]:
     folder = cached_bank(memories, lines)
     data_dir = os.path.dirname(folder)
     link_dir = tempfile.mkdtemp(prefix="keepgui-bench-dd-")
-    os.symlink(folder, os.path.join(link_dir, "bank"))
+    bank_in_data_dir(folder, link_dir)
     settings = os.path.join(link_dir, "settings.json")
     bare, ours = [], []
     for _ in range(repeat):
