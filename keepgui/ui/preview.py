@@ -217,7 +217,7 @@ class PreviewPane(QWidget):
         suggestions: list[str] = []
         if self.key is not None and self.hub.capabilities(self.key).can(QUERY):
             try:
-                records = [m for m in self.hub.rows(self.key)]  # never start a load from here
+                records = self.hub.rows(self.key)  # the rows as loaded: never starts a load
                 counts = Counter(t for m in records if m.invalid_at is None for t in set(m.tags))
                 tags = sorted(counts, key=lambda t: (-counts[t], t))
                 entities: list[str] = []
