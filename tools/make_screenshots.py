@@ -17,7 +17,8 @@ os.environ.setdefault("KEEPGUI_HOME", tempfile.mkdtemp(prefix="keepgui-shots-hom
 
 from keepgui.cli import build_parser  # noqa: E402
 from keepgui.ui.application import build_window, make_app  # noqa: E402
-from keepgui.ui.hub import KEEP_BANK, BankKey  # noqa: E402
+from keepgui.core.nanobot.backend import KEEP_BANK  # noqa: E402
+from keepgui.core.source import BankKey  # noqa: E402
 from keepgui.ui.settings import Settings  # noqa: E402
 
 
@@ -60,8 +61,8 @@ def main(out: str) -> None:
     settle(app, 1.0, lambda: window.current.bank == KEEP_BANK and window._loading is None)
     shot("keep")
     window.review_compaction(BankKey(workspace, KEEP_BANK))
-    settle(app, 1.0, lambda: getattr(window, "_compaction_dialog", None) is not None)
-    dialog = window._compaction_dialog
+    settle(app, 1.0, lambda: window.compaction.dialog is not None)
+    dialog = window.compaction.dialog
     dialog.resize(1300, 820)
     top = dialog.tree.topLevelItem(0)
     dialog.tree.setCurrentItem(top.child(0))

@@ -35,20 +35,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def cmd_quick_keep(args, ctx) -> int:
     """``keepgui quick-keep [TEXT]``."""
-    from keepgui.app import _has_display
+    from keepgui import app
 
-    display = _has_display()
+    display = app.has_display()
     if display:
-        # The QApplication comes first: the IPC client would otherwise make a bare
-        # QCoreApplication, and the popup on its own needs widgets.
-        from keepgui.ui.application import make_app
-
-        make_app()
+        app.start_app()
     text = " ".join(args.text)
     if not (getattr(args, "stand_alone", False) or getattr(args, "demo", False)):
-        from keepgui.ui import ipc
-
-        reply = ipc.request("quick-keep", {"text": text, "activation_token": ipc.activation_token()})
+        reply = app.ask_window("quick-keep", {"text": text})
         if reply is not None:
             if not reply.get("ok"):
                 raise KeepguiError(reply.get("error") or "the running keepgui refused to open Quick keep")
@@ -58,6 +52,4 @@ def cmd_quick_keep(args, ctx) -> int:
         ctx.note("no display found (DISPLAY/WAYLAND_DISPLAY unset), so there is no popup to show; "
                  "keep a fact from here with `keepgui keep TEXT`")
         return 1
-    from keepgui.ui.quickkeep import run_standalone
-
-    return run_standalone(args)
+    return app.quick_keep_alone(args)

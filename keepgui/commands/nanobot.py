@@ -123,12 +123,12 @@ def hand_over_keep(args, ctx, workspace: Workspace, text: str) -> int | None:
     """Keep through the running keepgui window; None when there is none (or it does not show the workspace)."""
     if getattr(args, "stand_alone", False) or getattr(args, "demo", False):
         return None
-    from keepgui.ui import ipc
+    from keepgui import app
 
-    if not ipc.may_be_running():
+    if not app.window_may_be_running():
         return None  # the common case costs one stat(), no Qt event machinery
-    reply = ipc.request("keep", {"text": text, "workspace": workspace.root, "force": bool(args.force),
-                                 "replace": bool(args.replace)})
+    reply = app.ask_window("keep", {"text": text, "source": workspace.root, "force": bool(args.force),
+                                    "replace": bool(args.replace)})
     if reply is None:
         return None
     if not reply.get("ok"):

@@ -43,7 +43,7 @@ import os
 from collections import Counter, defaultdict
 from operator import itemgetter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
@@ -51,44 +51,35 @@ from rapidfuzz.utils import default_process
 
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History, Journal
-from keepgui.core.nanobot.workspace import Notice
+from keepgui.core.source import Notice
 from keepgui.core.timefmt import now_ms
 
 # ---------------------------------------------------------------------- kinds
 
-KIND_LABELS: dict[str, str] = {
-    # keep.md planner
-    "duplicate": "Exact duplicates",
-    "contained": "Contained in a more specific entry",
-    "stated-elsewhere": "Already stated in MEMORY.md, USER.md or AGENTS.md",
-    "move-to-agents": "Rules for the agent: move to AGENTS.md",
-    "blank": "Blank lines",
-    "undate": "Dates and timestamps inside entries",
-    "near-duplicate": "Near-duplicates (judgement call)",
-    "misplaced": "Not a durable fact (note, reminder, project)",
-    "heading": "Headings (keep.md is a flat list)",
-    # a Claude Code MEMORY.md over its limits
-    "shorten": "Index lines too long (the detail moves into the topic file)",
-    "move-detail": "Detail in the index (moves into a topic file)",
-    "reorder": "Newest entries first (what stays cut is the oldest)",
-    # a rewrite reviewed after the fact, or proposed by a command
+KIND_LABELS: dict[str, str] = {}
+"""Every operation kind known, with the label a window shows (each backend registers its own)."""
+
+SELECT_MODES = ("safe", "all", "none")
+"""The named selections: the default (safe operations), every applicable one, none."""
+
+
+def register_kinds(labels: Mapping[str, str]) -> tuple[str, ...]:
+    """Make operation kinds known with their labels (the first label given for a kind stays);
+    returns the kinds in the order given, for a plan's :attr:`Plan.KINDS`."""
+    for kind, label in labels.items():
+        KIND_LABELS.setdefault(kind, label)
+    return tuple(labels)
+
+
+REVIEW_KINDS = register_kinds({
+    # a rewrite reviewed after the fact, or proposed by a command: any backend whose files others rewrite
     "removed": "Removed entries",
     "deduplicated": "Removed duplicates (still covered)",
     "merged": "Merged entries",
     "reworded": "Reworded entries",
     "new": "New entries (a compaction should add no facts)",
-    # an iii bank
-    "supersede": "Duplicates to supersede",
-    "fuzzy": "Fuzzy near-duplicates (judgement call)",
-    "report-only": "Same words, different order (report only)",
-    "pinned-only": "Pinned duplicates (never touched)",
-}
-"""Every operation kind, in the order plans list them, with the label a window shows."""
-
-_KIND_ORDER = {kind: i for i, kind in enumerate(KIND_LABELS)}
-
-SELECT_MODES = ("safe", "all", "none")
-"""The named selections: the default (safe operations), every applicable one, none."""
+})
+"""The kinds of a review of an outside rewrite, in the order a review lists them."""
 
 
 def kind_label(kind: str) -> str:
@@ -252,12 +243,14 @@ class Plan(ABC):
     """
 
     kind = "plan"
+    KINDS: tuple[str, ...] = ()
+    """The operation kinds of this kind of plan, in the order it lists them (others come last)."""
 
     def __init__(self, operations: Iterable[Operation], notices: Iterable[Notice] = (), subject: str = "") -> None:
         given = list(operations)
         # by kind, the safe operations of a kind before its judgement calls, otherwise as given
-        order = sorted(range(len(given)), key=lambda k: (_KIND_ORDER.get(given[k].kind, len(_KIND_ORDER)),
-                                                          not given[k].selected))
+        rank = {kind: i for i, kind in enumerate(self.KINDS)}
+        order = sorted(range(len(given)), key=lambda k: (rank.get(given[k].kind, len(rank)), not given[k].selected))
         ops = [given[k] for k in order]
         numbered, seen = [], set()
         for i, op in enumerate(ops, start=1):

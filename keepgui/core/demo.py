@@ -1,11 +1,13 @@
-"""The bundled demo: an iii data dir, a nanobot workspace and a Claude Code home, copied fresh for each run.
+"""The bundled demo: one folder per backend, copied fresh for each run.
 
 The packaged files are never modified. ``make_demo_copy`` copies them to a new
-temporary folder and moves every timestamp forward by the time elapsed since
-``DEMO_EPOCH``, so the demo's ages ("3d ago", "a year ago") always look as
-they did when it was written. The Claude Code project's memory folder is
-renamed to the name Claude Code gives the copied project folder, and its
-memories get ages in index order (the agent appends, so the last are newest).
+temporary folder, makes every file look edited an hour ago, and lets each
+backend place its part (its registry entry's ``demo_folder`` and
+``prepare_demo``): move the timestamps inside its files forward by the time
+elapsed since ``DEMO_EPOCH``, so the demo's ages ("3d ago", "a year ago")
+always look as they did when it was written, and name any further places in it
+(the Claude Code demo's home and project folders). A new backend's demo is one
+more folder and its own ``prepare_demo``; nothing here changes.
 """
 
 from __future__ import annotations
@@ -15,11 +17,9 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from keepgui.core import fsio
-from keepgui.core.iii.log import LOG_NAME
-from keepgui.core.iii.record import read_record
+from keepgui.core import registry
 from keepgui.core.paths import resources_dir
 
 DEMO_EPOCH = 1_750_000_000_000
@@ -28,13 +28,26 @@ DEMO_EPOCH = 1_750_000_000_000
 
 @dataclass(frozen=True)
 class DemoCopy:
-    """Where a fresh demo copy lives."""
+    """Where a fresh demo copy lives: its root, each backend's source in it (``copy.iii``...), and
+    the further places the backends named (``copy.claude_home``...)."""
 
     root: str
-    iii: str
-    nanobot: str
-    claude_home: str = ""
-    claude_project: str = ""
+    sources: tuple[tuple[str, str], ...]
+    places: dict[str, str] = field(default_factory=dict)
+
+    def path(self, kind: str) -> str:
+        """The folder of the demo source of ``kind``."""
+        for known, path in self.sources:
+            if known == kind:
+                return path
+        raise AttributeError(f"the demo has no {kind} source")
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_") or name in ("root", "sources", "places"):
+            raise AttributeError(name)
+        if name in self.places:
+            return self.places[name]
+        return self.path(name)
 
 
 def demo_source() -> str:
@@ -48,33 +61,23 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
     shift = max(0, now_ms - DEMO_EPOCH)
     root = tempfile.mkdtemp(prefix="keepgui-demo-", dir=parent)
     shutil.copytree(demo_source(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    iii = os.path.join(root, "iii")
-    for bank in sorted(os.listdir(iii)):
-        log = os.path.join(iii, bank, LOG_NAME)
-        if os.path.isfile(log):
-            _shift_log(log, shift)
     edited = (now_ms - 3_600_000) * 1_000_000  # the demo's files look edited an hour ago
     for folder, _dirs, files in os.walk(root):
         for name in files:
             os.utime(os.path.join(folder, name), ns=(edited, edited))
-    # the Claude Code backend places its own demo (reached by name: shared core imports no backend)
-    home, project = importlib.import_module("keepgui.core.claude.demo").place_demo(os.path.join(root, "claude"), edited)
-    return DemoCopy(root, iii, os.path.join(root, "nanobot"), home, project)
-
-
-def _shift_log(path: str, shift: int) -> None:
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
-    out = []
-    for line in lines[:-1]:
-        memory = read_record(line)
-        if memory is None:
-            out.append(line + b"\n")  # keep anything odd exactly as it is
-            continue
-        memory = memory.replace(
-            created_at=memory.created_at + shift,
-            updated_at=memory.updated_at + shift,
-            invalid_at=None if memory.invalid_at is None else memory.invalid_at + shift,
-        )
-        out.append(memory.to_line())
-    fsio.atomic_write(path, b"".join(out) + lines[-1])
+    sources = []
+    places: dict[str, str] = {}
+    for backend in registry.backends():
+        if backend.demo_folder and os.path.isdir(os.path.join(root, backend.demo_folder)):
+            folder = os.path.join(root, backend.demo_folder)
+            named = backend.prepare_demo(folder, shift, edited) if backend.prepare_demo is not None else {}
+            sources.append((backend.kind, named.get("source", folder)))
+            places.update(named)
+    claude = os.path.join(root, "claude")
+    if os.path.isdir(claude) and "claude" not in registry.kinds():
+        # The Claude Code backend is not in the registry yet (its window part is to come); until
+        # its entry's prepare_demo does this, it places its demo here (reached by name: shared
+        # core imports no backend).
+        home, project = importlib.import_module("keepgui.core.claude.demo").place_demo(claude, edited)
+        places.update(claude_home=home, claude_project=project)
+    return DemoCopy(root, tuple(sources), places)

@@ -2,93 +2,19 @@
 
 from __future__ import annotations
 
-import atexit
-import os
-import shutil
 import sys
 
-from PySide6.QtCore import QTimer, qInstallMessageHandler
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from keepgui import __version__
-from keepgui.core.iii.store import default_data_dir
-from keepgui.core.nanobot.workspace import default_workspace_path
-from keepgui.ui import theme
-from keepgui.ui.hub import KEEP_BANK, BankKey, Hub
+from keepgui.ui.hub import Hub
 from keepgui.ui.mainwindow import MainWindow
 from keepgui.ui.settings import Settings
+from keepgui.ui.startup import DESKTOP_ID, explicit_sources, initial_sources, make_app
 
-DESKTOP_ID = "io.github.keepgui.keepgui"
+__all__ = ["DESKTOP_ID", "build_window", "initial_sources", "launch", "make_app", "take_screenshot"]
+
 SCREENSHOT_SIZE = (1440, 900)
-
-
-_QT_NOISE = ("This plugin does not support propagateSizeHints()",)
-
-
-def _quiet_known_noise(mode, context, message) -> None:
-    # The offscreen platform warns about window hints it cannot honour; that is
-    # noise for screenshots and tests. Everything else goes to stderr as usual.
-    if message in _QT_NOISE:
-        return
-    sys.stderr.write(message + "\n")
-
-
-def make_app() -> QApplication:
-    """The application object (created once), with keepgui's names and icon."""
-    # Loads, previews and rankings run on background threads that share the GIL with
-    # the GUI thread; a 1 ms switch interval (default 5 ms) keeps every GUI-thread wait
-    # for the GIL short, so typing and scrolling never stutter while they compute.
-    sys.setswitchinterval(0.001)
-    qInstallMessageHandler(_quiet_known_noise)
-    # Qt may log while it shuts down, after Python is gone: hand logging back to Qt first.
-    atexit.register(qInstallMessageHandler, None)
-    app = QApplication.instance()
-    if app is None:
-        app = QApplication(sys.argv[:1])
-    app.setApplicationName("keepgui")
-    app.setApplicationDisplayName("keepgui")
-    app.setApplicationVersion(__version__)
-    app.setOrganizationName("keepgui")
-    app.setDesktopFileName(DESKTOP_ID)
-    app.setWindowIcon(theme.app_icon())
-    return app
-
-
-def explicit_sources(args) -> list[tuple[str, str]]:
-    """The sources the command line names: ``(kind, absolute path)``, the data dir first."""
-    sources = []
-    if getattr(args, "data_dir", None):
-        sources.append(("iii", os.path.abspath(os.path.expanduser(args.data_dir))))
-    for workspace in getattr(args, "workspace", None) or []:
-        sources.append(("nanobot", os.path.abspath(os.path.expanduser(workspace))))
-    return sources
-
-
-def initial_sources(args, settings: Settings) -> tuple[list[tuple[str, str]], bool]:
-    """The sources to open, and whether they come from (and go back to) the settings."""
-    if getattr(args, "demo", False):
-        from keepgui.core.demo import make_demo_copy
-
-        copy = make_demo_copy()
-        if not os.environ.get("KEEPGUI_KEEP_DEMO"):
-            atexit.register(shutil.rmtree, copy.root, True)
-        return [("iii", copy.iii), ("nanobot", copy.nanobot)], False
-    explicit = explicit_sources(args)
-    if explicit:
-        return explicit, False
-    saved = settings.sources()
-    if saved is not None:
-        return [(s.get("kind", "iii"), s["path"]) for s in saved], True
-    # First start: whatever is already on this machine.
-    found = []
-    env = os.environ.get("KEEPGUI_DATA_DIR")
-    for path in ([env] if env else []) + [default_data_dir(), os.path.expanduser("~/.iii/data/memory")]:
-        if path and os.path.isdir(path) and ("iii", path) not in found:
-            found.append(("iii", os.path.abspath(path)))
-    workspace = default_workspace_path()
-    if os.path.isdir(workspace):
-        found.append(("nanobot", workspace))
-    return found, True
 
 
 def build_window(args, settings: Settings | None = None, watch: bool = True) -> MainWindow:
@@ -97,16 +23,10 @@ def build_window(args, settings: Settings | None = None, watch: bool = True) -> 
     sources, persist = initial_sources(args, settings)
     hub = Hub(reload_command=getattr(args, "reload_command", None), watch=watch)
     window = MainWindow(hub, settings, persist_sources=persist and not getattr(args, "screenshot", None))
-    iii_paths = [path for kind, path in sources if kind == "iii"]
-    workspaces = [path for kind, path in sources if kind == "nanobot"]
-    wanted = None
-    if getattr(args, "bank", None) == KEEP_BANK and workspaces:
-        wanted = BankKey(workspaces[0], KEEP_BANK)
-    elif getattr(args, "bank", None) and iii_paths:
-        wanted = BankKey(iii_paths[0], args.bank)
+    if getattr(args, "bank", None):
+        window.want_bank_named(args.bank, [path for _kind, path in sources])
     elif persist and settings.last_bank():
-        wanted = BankKey(*settings.last_bank())
-    window.want_bank(wanted)
+        window.want_bank(settings.last_bank())
     for kind, path in sources:
         window.hub.add(kind, path)
     if getattr(args, "panel", None):
@@ -215,10 +135,10 @@ def launch(args) -> int:
 
     desktop = install(window, app, server)
 
-    def compact(workspace: str) -> None:
-        # The tray's "Compaction due": show keep.md and open the plan for review.
-        desktop.show_keep(workspace)
-        window.review_compaction(BankKey(workspace, KEEP_BANK))
+    def compact(key) -> None:
+        # The tray's "Compaction due": show the bank and open the plan for review.
+        desktop.show_bank(key)
+        window.review_compaction(key)
 
     desktop.set_compaction_handler(compact)
     window.show()

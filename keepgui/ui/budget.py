@@ -1,88 +1,39 @@
-"""The rule budget meter: where a rule sits in the shared ``max_rule_chars`` budget.
+"""The budget meter: where the edited document sits in a budget the agent enforces.
 
-Rules are injected in name order and share one byte budget. The meter draws
-the budget as a bar, each rule as a segment (fits / truncated / omitted), the
-edited rule highlighted, and says in words where it starts and ends and
-exactly where truncation or omission begins. The numbers come from
-:func:`keepgui.core.iii.preview.render_rules`, the same code the preview uses.
+Some agents share one byte budget between documents (the iii worker injects
+rules in name order within ``max_rule_chars``). The backend computes the
+layout (:class:`~keepgui.core.source.Budget`: each document's segment, fits /
+truncated / omitted, and where the cut begins in the edited text); the meter
+draws it as a bar, the edited document highlighted, and says it in words.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QPainter, QPalette, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from keepgui.core.iii.preview import RuleOutcome, render_rules
-from keepgui.core.iii.textrules import cut_at_char_boundary, rust_trim
+from keepgui.core.source import Budget, BudgetSegment
 from keepgui.ui import theme
 
 
-@dataclass(frozen=True)
-class RulePlace:
-    """Where one rule lands in the budget: its outcome, first byte, and the cut in the editor text."""
-
-    outcome: RuleOutcome
-    start: int
-    budget: int
-    cut_char: int | None  # character offset in the editor text where cutting/omission begins
-
-    @property
-    def end(self) -> int:
-        """One past the rule's last injected byte in the shared budget."""
-        return self.start + self.outcome.injected
-
-    def describe(self) -> str:
-        """The meter's sentence."""
-        o = self.outcome
-        where = f"bytes {self.start:,}–{self.start + o.size:,} of the {self.budget:,}-byte budget"
-        if o.status == "fit":
-            left = self.budget - self.end
-            return f"{o.name}.md: {o.size:,} bytes, {where}; fits ({left:,} bytes left after it)"
-        if o.status == "truncated":
-            return (f"{o.name}.md: {o.size:,} bytes, {where}; TRUNCATED after byte {o.injected:,} — the last "
-                    f"{o.size - o.injected:,} bytes (highlighted) are not sent, and every later rule is omitted")
-        return (f"{o.name}.md: {o.size:,} bytes; OMITTED — earlier rules leave "
-                f"{max(0, self.budget - self.start):,} bytes, too few to send any of it (a cut needs more than 200)")
-
-
-def place_rules(rules: list[tuple[str, str]], max_rule_chars: int) -> dict[str, RulePlace]:
-    """Where every rule lands, by name (``rules`` in injection order, unsaved texts included)."""
-    _, _, outcomes = render_rules(rules, max_rule_chars)
-    texts = dict(rules)
-    places: dict[str, RulePlace] = {}
-    used = 0
-    for outcome in outcomes:
-        cut = None
-        if outcome.status != "fit":
-            text = texts[outcome.name]
-            sent = rust_trim(text)  # what is sent starts after the leading white space
-            lead = text.find(sent) if sent else len(text)
-            cut = lead + len(cut_at_char_boundary(sent, outcome.injected))
-        places[outcome.name] = RulePlace(outcome, used, max_rule_chars, cut)
-        used += outcome.injected
-    return places
-
-
 class BudgetBar(QWidget):
-    """The bar: one segment per rule over the whole budget."""
+    """The bar: one segment per document over the whole budget."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.places: list[RulePlace] = []
+        self.segments: tuple[BudgetSegment, ...] = ()
         self.current: str | None = None
-        self.budget = 1
+        self.total = 1
         self.setMinimumHeight(18)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return QSize(300, 18)
 
-    def set_places(self, places: list[RulePlace], current: str | None, budget: int) -> None:
+    def set_budget(self, budget: Budget) -> None:
         """What to draw."""
-        self.places, self.current, self.budget = places, current, max(1, budget)
+        self.segments, self.current, self.total = budget.segments, budget.current, max(1, budget.total)
         self.update()
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -93,15 +44,14 @@ class BudgetBar(QWidget):
         painter.setPen(QPen(pal.color(QPalette.ColorRole.Mid)))
         painter.setBrush(pal.color(QPalette.ColorRole.Base))
         painter.drawRoundedRect(rect, 3, 3)
-        scale = rect.width() / self.budget
-        for place in self.places:
-            o = place.outcome
-            if o.status == "omitted":
+        scale = rect.width() / self.total
+        for segment in self.segments:
+            if segment.status == "omitted":
                 continue
-            x = rect.left() + place.start * scale
-            w = max(1.0, o.injected * scale)
-            color = theme.accent() if o.status == "fit" else theme.strong("warning")
-            if o.name != self.current:
+            x = rect.left() + segment.start * scale
+            w = max(1.0, segment.sent * scale)
+            color = theme.accent() if segment.status == "fit" else theme.strong("warning")
+            if segment.name != self.current:
                 color = theme.mix(color, pal.color(QPalette.ColorRole.Base), 0.6)
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(color)
@@ -110,28 +60,28 @@ class BudgetBar(QWidget):
 
 
 class BudgetMeter(QWidget):
-    """The bar plus the sentence for the rule being edited."""
+    """The bar plus the sentence for the document being edited."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.bar = BudgetBar(self)
         self.label = QLabel(self)
         self.label.setWordWrap(True)
-        self.label.setAccessibleName("Rule budget")
+        self.label.setAccessibleName("Budget")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 2, 0, 2)
         layout.addWidget(self.bar)
         layout.addWidget(self.label)
-        self.place: RulePlace | None = None
+        self.budget: Budget | None = None
 
-    def show_rules(self, rules: list[tuple[str, str]], current: str | None, max_rule_chars: int) -> RulePlace | None:
-        """Lay out ``rules`` and describe ``current``; returns its place (None if it is not a rule)."""
-        places = place_rules(rules, max_rule_chars)
-        self.bar.set_places(list(places.values()), current, max_rule_chars)
-        self.place = places.get(current) if current else None
-        used = sum(p.outcome.injected for p in places.values())
-        total = f"{len(places)} rules use {used:,} of {max_rule_chars:,} bytes"
-        self.label.setText(f"{self.place.describe()}\n{total}" if self.place else total)
-        color = "" if self.place is None or self.place.outcome.status == "fit" else theme.strong("warning").name()
-        self.label.setStyleSheet(f"color: {color}" if color else "")
-        return self.place
+    @property
+    def place(self) -> BudgetSegment | None:
+        """The edited document's segment (None when it has none)."""
+        return self.budget.place if self.budget is not None else None
+
+    def show_budget(self, budget: Budget) -> None:
+        """Draw ``budget`` and describe the edited document's place in it."""
+        self.budget = budget
+        self.bar.set_budget(budget)
+        self.label.setText(f"{budget.sentence}\n{budget.summary}" if budget.sentence else budget.summary)
+        self.label.setStyleSheet(f"color: {theme.strong('warning').name()}" if budget.warn else "")

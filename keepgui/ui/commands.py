@@ -1,14 +1,19 @@
-"""Undoable changes to memories: every mutation is a QUndoCommand.
+"""One undo command for every change: a :class:`~keepgui.core.source.Change` on the undo stack.
 
-A log is append-only, so undo never removes a line: it appends a compensating
-revision. The first ``redo`` performs the action and remembers, per id, the
-record before and after; ``undo`` writes each "before" back as a new revision
-(or tombstones a memory the action created); a later ``redo`` writes each
-"after" back. A bulk action is one command, so one undo step, and one append.
+The first ``redo`` runs the operation through the hub (a backend write that
+returns a Change). ``undo`` asks that Change to take itself back, which returns
+the Change that did it; the next ``redo`` takes *that* one back, and so on: the
+backend decides how (a compensating revision appended to a log, the exact
+bytes of a file written back over exactly what the change left, a bank moved
+back out of the trash). A Change that can no longer be taken back because its
+files changed since raises, and nothing is overwritten.
 
-A command whose write is refused (the bank became unreadable, a memory
-vanished) raises nothing into Qt: it reports through ``on_error`` and marks
-itself obsolete so the stack drops it.
+A command whose write is refused (the bank became unreadable, the file changed
+since) raises nothing into Qt: it reports through ``on_error`` and marks itself
+obsolete so the stack drops it. (A caller that handles the first run's refusal
+itself, such as the editor's three-way view on a conflict, passes
+``quiet_first``; undo and redo failures are still reported.) One that wrote
+nothing (already kept) is obsolete too: there is nothing to undo.
 """
 
 from __future__ import annotations
@@ -18,123 +23,66 @@ from typing import Any, Callable
 from PySide6.QtGui import QUndoCommand
 
 from keepgui.core.errors import KeepguiError
-from keepgui.core.iii.record import Memory
-from keepgui.ui.hub import BankKey, Hub
-
-Action = Callable[[Any], None]
-"""Something done to a :class:`~keepgui.core.iii.store.Batch`."""
+from keepgui.core.source import BankKey, Change
 
 
-class MemoryCommand(QUndoCommand):
-    """One undoable change to one bank's memories (possibly many of them)."""
+class Outcome:
+    """What a pushed command did, kept outside the command (the stack may delete an obsolete one):
+    ``change`` is the first Change (None when the write failed), ``error`` why it failed and
+    ``exception`` the error itself (a Conflict opens the three-way view)."""
 
-    def __init__(self, hub: Hub, key: BankKey, text: str, action: Action,
-                 on_error: Callable[[str], None] | None = None) -> None:
-        super().__init__(text)
+    def __init__(self) -> None:
+        self.change: Change | None = None
+        self.error: str | None = None
+        self.exception: Exception | None = None
+
+
+class ChangeCommand(QUndoCommand):
+    """Any change of any backend as one undo step (see the module docstring)."""
+
+    def __init__(self, hub: Any, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None,
+                 on_error: Callable[[str], None] | None = None, outcome: Outcome | None = None,
+                 quiet_first: bool = False) -> None:
+        super().__init__(text or "")
         self._hub = hub
-        self._key = key
-        self._action = action
+        self._target = target
+        self._operation = operation
         self._on_error = on_error
-        self._before: dict[str, Memory | None] = {}
-        self._after: dict[str, Memory] = {}
-        self._done_once = False
+        self._quiet = quiet_first
+        self.outcome = outcome or Outcome()
+        self._last: Change | None = None  # the Change whose undo takes the stack one step back or forth
 
     def redo(self) -> None:
-        if not self._done_once:
-            self._done_once = True
-            self._run(self._first)
-        else:
-            self._run(lambda b: [b.revert(m) for m in self._after.values()])
-
-    def undo(self) -> None:
-        def back(batch) -> None:
-            for mid, before in self._before.items():
-                if before is None:
-                    batch.delete(mid)  # it did not exist: retire what the action created
-                else:
-                    batch.revert(before)
-
-        self._run(back)
-
-    def _first(self, batch) -> None:
-        start = len(batch.pending)
-        self._action(batch)
-        for record in batch.pending[start:]:
-            if record.id not in self._before:
-                self._before[record.id] = batch.bank.log.get(record.id)
-            self._after[record.id] = record
-        if len(batch.pending) == start:
-            self.setObsolete(True)  # nothing changed: nothing to undo
-
-    def _run(self, change: Action) -> None:
-        try:
-            self._hub.mutate(self._key, change)
-        except (KeepguiError, OSError) as exc:
-            self.setObsolete(True)
-            if self._on_error is not None:
-                self._on_error(f"{self.text()} failed: {exc}")
-
-
-def describe(action: str, count: int) -> str:
-    """Undo menu text: "Pin memory", "Delete 12 memories"."""
-    noun = "memory" if count == 1 else f"{count} memories"
-    return f"{action} {noun}"
-
-
-class KeepCommand(QUndoCommand):
-    """One undoable change to a workspace's keep.md, undone byte for byte.
-
-    The first ``redo`` runs ``action(store)`` (keep, edit, forget, restore) and
-    remembers keep.md's bytes and stamp before and after. ``undo`` writes the
-    "before" bytes back only if keep.md is still exactly what the action wrote
-    (its stamp); if the agent or anyone else changed it since, the undo is
-    refused and nothing is overwritten. ``redo`` works the same way round.
-    """
-
-    def __init__(self, hub: Hub, key: BankKey, text: str, action: Callable[[Any], Any],
-                 on_error: Callable[[str], None] | None = None,
-                 on_result: Callable[[Any], None] | None = None) -> None:
-        super().__init__(text)
-        self._hub = hub
-        self._key = key
-        self._action = action
-        self._on_error = on_error
-        self._on_result = on_result
-        self._before: tuple[bytes | None, Any] | None = None
-        self._after: tuple[bytes | None, Any] | None = None
-
-    def _snapshot(self, store) -> tuple[bytes | None, Any]:
-        return store.workspace.read("keep.md")
-
-    def redo(self) -> None:
-        if self._before is None:
-            def first(store):
-                self._before = self._snapshot(store)
-                result = self._action(store)
-                self._after = self._snapshot(store)
-                return result
-
-            result = self._run(first)
-            if self._after is not None and self._before is not None and self._after[0] == self._before[0]:
+        if self._last is None:
+            change = self._run(lambda: self._hub.perform(self._target, self._operation))
+            if change is None:
+                return
+            self.outcome.change = change
+            if not self.text():
+                self.setText(change.text)
+            if not change.can_undo:
                 self.setObsolete(True)  # nothing was written (already kept, refused…): nothing to undo
-            if self._on_result is not None and result is not None:
-                self._on_result(result)
-        else:
-            self._run(lambda store: self._put(store, self._after, self._before))
+            return
+        self._step()
 
     def undo(self) -> None:
-        self._run(lambda store: self._put(store, self._before, self._after))
+        self._step()
 
-    def _put(self, store, target: tuple[bytes | None, Any], expected: tuple[bytes | None, Any]) -> None:
-        data, _ = target
-        # The hub's keep_change reads keep.md back (so keepgui's history records this version).
-        store.workspace.write(store.path, data if data is not None else b"", expect=expected[1])
+    def _step(self) -> None:
+        last = self._last
+        if last is not None:
+            self._run(lambda: self._hub.deliver(last.undo()))
 
-    def _run(self, change: Callable[[Any], Any]) -> Any:
+    def _run(self, work: Callable[[], Change]) -> Change | None:
         try:
-            return self._hub.keep_change(self._key, change)
+            change = work()
         except (KeepguiError, OSError) as exc:
             self.setObsolete(True)
-            if self._on_error is not None:
-                self._on_error(f"{self.text()} failed: {exc}")
+            message = f"{self.text() or 'The change'} failed: {exc}"
+            self.outcome.error = str(exc)
+            self.outcome.exception = exc
+            if self._on_error is not None and not (self._quiet and self._last is None):
+                self._on_error(message)
             return None
+        self._last = change
+        return change

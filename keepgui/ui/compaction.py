@@ -4,9 +4,9 @@
 outside rewrite) as its operations, checkable and grouped by kind with their
 reasons; the selected operation's own diff; the whole-file diff of the current
 selection (or, for a bank, the table of supersedes); and before → after →
-target counts. "Apply selected" hands the selection back to the window, which
-applies it as one undo step (:class:`CompactionCommand`); "Discard" writes
-nothing. All plan logic lives in :mod:`keepgui.core.compaction`.
+target counts. "Apply selected" hands the selection back to :class:`CompactionFlow`, which
+applies it as one undo step of the window; "Discard" writes nothing. All plan
+logic lives in :mod:`keepgui.core.compaction` and the backends.
 
 Signals:
     CompactionDialog.applyRequested(object plan, frozenset selection)
@@ -15,16 +15,16 @@ Signals:
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QUndoCommand
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
 from keepgui.core.compaction import excerpt
 from keepgui.core.errors import KeepguiError
+from keepgui.core.source import COMPACT, DISK, REVIEW, BankKey, Change
 from keepgui.ui import theme
 from keepgui.ui.diffview import DiffView
 
@@ -218,41 +218,109 @@ class CompactionDialog(QDialog):
         self.applyRequested.emit(self.plan, self.selection())
 
 
-class CompactionCommand(QUndoCommand):
-    """Applying a plan's selection as one undo step; undo puts back exactly what was there.
+class CompactionFlow(QObject):
+    """From "compaction is due" or "someone rewrote this file" to a reviewed, undoable apply.
 
-    The first ``redo`` applies (the plan re-checks that nothing changed since it
-    was made); later ``undo``/``redo`` use the apply's own undo, which refuses
-    when the target changed after the compaction. Failures go to ``on_error``
-    and make the command obsolete; ``after`` runs after every change (refresh).
+    It plans in the background (the hub), shows the plan in a
+    :class:`CompactionDialog`, applies the checked operations as one undo step of
+    the window (the bank's :meth:`~keepgui.core.source.Bank.apply_plan`), and
+    puts the re-plan in the dialog when the plan went stale. Rewrites found on
+    disk (a Change with ``reviews``) become a banner offering the review.
     """
 
-    def __init__(self, plan, selection, text: str, run: Callable[[Callable[[], object]], object],
-                 on_error: Callable[[Exception], None], after: Callable[[], None]) -> None:
-        super().__init__(text)
-        self._plan = plan
-        self._selection = selection
-        self._run = run
-        self._on_error = on_error
-        self._after = after
-        self.applied = None
+    def __init__(self, window: Any) -> None:
+        super().__init__(window)
+        self.window = window
+        self.hub = window.hub
+        self.dialog: CompactionDialog | None = None
+        self._explicit_review = False
+        self.hub.planReady.connect(self._on_plan)
+        self.hub.changed.connect(self._on_change)
 
-    def redo(self) -> None:
-        if self.applied is None:
-            self._do(lambda: setattr(self, "applied", self._plan.apply(self._selection)))
-            if self.applied is not None and not self.applied.changed:
-                self.setObsolete(True)
-        else:
-            self._do(self.applied.redo)
+    def _on_change(self, change: Change) -> None:
+        if change.origin == DISK and change.reviews and change.bank is not None:
+            for name in change.reviews:
+                self.hub.request_plan(BankKey(change.source, change.bank), name)
 
-    def undo(self) -> None:
-        self._do(self.applied.undo)
+    def offer(self, key: BankKey) -> None:
+        """The "compaction due" banner, when the bank's summary says one is due."""
+        summary = self.hub.summary(key)
+        banner = self.window.banner
+        if summary is not None and summary.compaction_due and not banner.isVisible():
+            banner.show_message(summary.compaction_due, "info", [("Review compaction", lambda: self.review(key))])
 
-    def _do(self, action: Callable[[], object]) -> None:
+    def review(self, key: BankKey | None) -> None:
+        """Bank → Review compaction: plan it in the background, then show the plan as a diff."""
+        if key is None:
+            return
+        caps = self.hub.capabilities(key)
+        if not caps.can(COMPACT):
+            self.window.note(caps.why_not(COMPACT))
+            return
+        self.window.note(f"planning a compaction of {key.bank}…")
+        self.hub.request_plan(key, COMPACT)
+
+    def review_rewrite(self, key: BankKey | None, name: str | None = None) -> None:
+        """Bank → Review outside rewrite: compare a file with the last version keepgui saw."""
+        caps = self.hub.capabilities(key) if key is not None else None
+        if key is None or caps is None or not caps.reviews:
+            why = caps.why_not(REVIEW) if caps is not None else ""
+            self.window.note(why or "select a bank whose files others rewrite to review what they changed")
+            return
+        self.hub.request_plan(key, name or caps.reviews[0])
+        self._explicit_review = True
+
+    def _on_plan(self, key: BankKey, what: str, plan: Any) -> None:
+        if isinstance(plan, Exception):
+            self.window.show_error(f"No plan for {key.bank}: {plan}")
+            return
+        if what == COMPACT:
+            self.open(key, plan, f"Compaction of {key.bank}", review=False)
+            return
+        explicit, self._explicit_review = self._explicit_review, False
+        if not plan.operations:
+            if explicit:
+                self.open(key, plan, f"Outside rewrites of {what}", review=True)
+            return
+        summary = rewrite_summary(plan)
+        self.window.banner.show_message(
+            f"{what} was rewritten by another program: {summary or 'its entries changed'}.", "warning",
+            [("Review", lambda: self.open(key, plan, f"Rewrite of {what}", review=True))])
+
+    def open(self, key: BankKey, plan: Any, title: str, review: bool) -> None:
+        """Show a plan for review."""
+        dialog = CompactionDialog(plan, title, self.window, review=review)
+        dialog.applyRequested.connect(lambda p, sel: self._apply(key, dialog, p, sel, review))
+        dialog.acceptRequested.connect(lambda p: self._accept(key, dialog, p))
+        dialog.finished.connect(dialog.deleteLater)
+        self.dialog = dialog
+        dialog.show()
+
+    def _apply(self, key: BankKey, dialog: CompactionDialog, plan: Any, selection: frozenset, review: bool) -> None:
+        text = (f"Restore {len(selection)} change(s) of {key.bank}" if review
+                else f"Compact {key.bank} ({len(selection)} operations)")
+        outcome = self.window.perform(key, lambda bank: bank.apply_plan(plan, selection, text), text, False)
+        if outcome.change is None:
+            error = outcome.exception
+            replanned = getattr(error, "replanned", None)
+            if replanned is not None:
+                dialog.set_plan(replanned)
+                dialog.notices.setText(f"{error}\n" + dialog.notices.text())
+                dialog.notices.setVisible(True)
+            else:
+                self.window.show_error(f"{text} failed: {error}")
+            return
+        self.window.banner.dismiss()
+        lines = getattr(outcome.change.result, "lines", ())
+        self.window.note("; ".join(lines[:3]) if lines else text)
+        dialog.accept()
+
+    def _accept(self, key: BankKey, dialog: CompactionDialog, plan: Any) -> None:
         try:
-            self._run(action)
+            change = self.hub.perform(key, lambda bank: bank.accept_review(plan))
         except (KeepguiError, OSError) as exc:
-            self.setObsolete(True)
-            self._on_error(exc)
-        finally:
-            self._after()
+            self.window.show_error(f"Not accepted: {exc}")
+            return
+        self.window.banner.dismiss()
+        self.window.note(change.message or "rewrite accepted")
+        dialog.accept()

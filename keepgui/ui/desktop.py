@@ -7,8 +7,8 @@
   second start named), ``keep`` keeps a fact through the window's undo stack
   and answers with the result, ``quick-keep`` opens the Quick keep popup;
 * the tray icon (:mod:`keepgui.ui.tray`), where the desktop has a tray;
-* the "Compaction due" hook: :attr:`Desktop.compactionRequested` and
-  :meth:`Desktop.set_compaction_handler`.
+* the "Compaction due" hook (any bank whose summary says a compaction is
+  due): :attr:`Desktop.compactionRequested` and :meth:`Desktop.set_compaction_handler`.
 
 Closing the window quits keepgui, unless a tray icon shows *and* the person
 ticked "Keep running in the tray when the window closes" in its menu (off by
@@ -26,9 +26,11 @@ from typing import Callable
 from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtWidgets import QApplication
 
+from keepgui.core import registry
 from keepgui.core.errors import InvalidInput
-from keepgui.ui.hub import KEEP_BANK, BankKey, short_path
-from keepgui.ui.quickkeep import keep_in_keep_md, open_quick_keep
+from keepgui.core.paths import short_path
+from keepgui.core.source import KEEP, BankKey
+from keepgui.ui.quickkeep import keep_into, open_quick_keep
 from keepgui.ui.tray import KeepTray, tray_available
 
 KEEP_RUNNING_SETTING = "tray/keep_running"
@@ -41,11 +43,11 @@ class Desktop(QObject):
     Find it later with ``window.findChild(Desktop)``.
 
     Signals:
-        compactionRequested(str workspace): "Compaction due" was chosen for this workspace
+        compactionRequested(object key): "Compaction due" was chosen for this bank
             (emitted before the handler set with :meth:`set_compaction_handler` runs).
     """
 
-    compactionRequested = Signal(str)
+    compactionRequested = Signal(object)
 
     def __init__(self, window, app: QApplication, server=None, use_tray: bool | None = None) -> None:
         super().__init__(window)
@@ -53,7 +55,7 @@ class Desktop(QObject):
         self.app = app
         self.server = server
         self.tray: KeepTray | None = None
-        self._compaction_handler: Callable[[str], None] = self.show_keep
+        self._compaction_handler: Callable[[BankKey], None] = self.show_bank
         self._quitting = False
         self._told_about_tray = False
         self._pending_select: Callable[[str], None] | None = None
@@ -101,34 +103,37 @@ class Desktop(QObject):
 
     # ------------------------------------------------------------------ compaction hook
 
-    def compaction_due(self) -> list[tuple[str, str, int]]:
-        """Open workspaces whose keep.md is over the line cap: ``(workspace, label, lines)``."""
+    def compaction_due(self) -> list[tuple[BankKey, str, str]]:
+        """Open banks whose backend says a compaction is due: ``(key, label, size)``."""
+        hub = self.window.hub
         due = []
-        for source in self.window.hub.sources.values():
-            doc = getattr(source, "doc", None) if source.kind == "nanobot" else None
-            if doc is not None and doc.compaction_due:
-                due.append((source.path, f"keep.md — {short_path(source.path, 34)}", doc.line_count))
-        return sorted(due)
+        for path in hub.sources:
+            for name in hub.banks(path):
+                key = BankKey(path, name)
+                summary = hub.summary(key)
+                if summary is not None and summary.compaction_due:
+                    due.append((key, f"{name} — {short_path(path, 34)}", summary.size))
+        return sorted(due, key=lambda item: (item[0].source, item[0].bank))
 
     def update_compaction(self) -> None:
         """Refresh the tray's "Compaction due" entry."""
         if self.tray is not None:
             self.tray.set_compaction_due(self.compaction_due())
 
-    def set_compaction_handler(self, handler: Callable[[str], None] | None) -> None:
-        """Who answers "Compaction due": ``handler(workspace)``; None restores the default (:meth:`show_keep`)."""
-        self._compaction_handler = handler or self.show_keep
+    def set_compaction_handler(self, handler: Callable[[BankKey], None] | None) -> None:
+        """Who answers "Compaction due": ``handler(key)``; None restores the default (:meth:`show_bank`)."""
+        self._compaction_handler = handler or self.show_bank
 
-    def request_compaction(self, workspace: str) -> None:
-        """Compaction of ``workspace``'s keep.md was asked for (tray menu, or any caller)."""
-        self.compactionRequested.emit(workspace)
-        self._compaction_handler(workspace)
+    def request_compaction(self, key: BankKey) -> None:
+        """Compaction of a bank was asked for (tray menu, or any caller)."""
+        self.compactionRequested.emit(key)
+        self._compaction_handler(key)
 
-    def show_keep(self, workspace: str) -> None:
-        """The default compaction answer: show the window on that workspace's keep.md."""
+    def show_bank(self, key: BankKey) -> None:
+        """The default compaction answer: show the window on that bank."""
         self.show_window()
-        if workspace in self.window.hub.sources:
-            self.window.select_bank(BankKey(workspace, KEEP_BANK))
+        if key.source in self.window.hub.sources:
+            self.window.select_bank(key)
 
     # ------------------------------------------------------------------ closing and quitting
 
@@ -177,7 +182,7 @@ class Desktop(QObject):
             if not isinstance(item, dict):
                 raise InvalidInput(f"not a source to open: {item!r}")
             kind, path = item.get("kind"), item.get("path")
-            if kind not in ("iii", "nanobot") or not isinstance(path, str) or not os.path.isabs(path):
+            if kind not in registry.kinds() or not isinstance(path, str) or not os.path.isabs(path):
                 raise InvalidInput(f"not a source to open: {item!r}")
             if path not in hub.sources:
                 # for this session only, like sources named on a first start's command line
@@ -201,50 +206,35 @@ class Desktop(QObject):
         """Select ``bank`` in the sources the request named, else in any open source."""
         hub = self.window.hub
         paths = [p for p in named if p in hub.sources] or list(hub.sources)
-        for path in paths:
-            source = hub.sources[path]
-            if (source.kind == "nanobot") == (bank == KEEP_BANK) and bank in source.names:
-                self.window.select_bank(BankKey(path, bank))
-                return
-        if paths:
-            self._select_when_listed(BankKey(paths[0], bank))
-
-    def _select_when_listed(self, key: BankKey) -> None:
-        """Select ``key`` once its source lists it (a source opened just now lists its banks shortly)."""
-        hub = self.window.hub
-        if self._pending_select is not None:
-            hub.banksChanged.disconnect(self._pending_select)
-
-        def check(path: str) -> None:
-            source = hub.sources.get(key.source)
-            if path == key.source and source is not None and key.bank in source.names:
-                hub.banksChanged.disconnect(check)
-                self._pending_select = None
-                self.window.select_bank(key)
-
-        self._pending_select = check
-        hub.banksChanged.connect(check)
+        self.window.want_bank_named(bank, paths)
 
     def _ipc_keep(self, args: dict) -> dict:
-        text, workspace = args["text"], args["workspace"]
+        text, workspace = args["text"], args.get("source", args.get("workspace"))
         if not isinstance(text, str) or not isinstance(workspace, str):
-            raise InvalidInput("keep needs a text and a workspace path")
-        key = self._open_workspace_key(workspace)
+            raise InvalidInput("keep needs a text and the folder of a source")
+        key = self._keep_target(workspace)
         if key is None:
             return {"handled": False, "reason": f"the running keepgui window does not show {workspace}"}
-        result, error = keep_in_keep_md(self.window, key, text, force=bool(args.get("force")),
-                                        replace=bool(args.get("replace")), undo_text="Keep fact")
-        if error is not None:
-            raise InvalidInput(error)
-        if result.written:
-            self.window.statusBar().showMessage(f"kept from the command line: {result.fact}", 8000)
-        return {"handled": True, "undoable": result.written, "result": result.to_obj()}
+        change, error = keep_into(self.window, key, text, force=bool(args.get("force")),
+                                  replace=bool(args.get("replace")), undo_text="Keep fact")
+        if change is None:
+            raise InvalidInput(error or "not kept")
+        if change.written:
+            self.window.statusBar().showMessage(f"from the command line — {change.message}", 8000)
+        result = change.result
+        obj = result.to_obj() if hasattr(result, "to_obj") else {"written": change.written, "message": change.message}
+        return {"handled": True, "undoable": change.written, "result": obj}
 
-    def _open_workspace_key(self, workspace: str) -> BankKey | None:
-        wanted = os.path.realpath(workspace)
-        for source in self.window.hub.sources.values():
-            if source.kind == "nanobot" and os.path.realpath(source.path) == wanted:
-                return BankKey(source.path, KEEP_BANK)
+    def _keep_target(self, folder: str) -> BankKey | None:
+        """The bank of the open source at ``folder`` that keeps facts."""
+        hub = self.window.hub
+        wanted = os.path.realpath(folder)
+        for path in hub.sources:
+            if os.path.realpath(path) == wanted:
+                for name in hub.banks(path):
+                    key = BankKey(path, name)
+                    if hub.capabilities(key).can(KEEP):
+                        return key
         return None
 
     def _ipc_quick_keep(self, args: dict) -> dict:

@@ -1,9 +1,12 @@
-"""The detail panel: every field of the selected memory and its history, revision by revision.
+"""The detail panel: every field of the selected row and its history, revision by revision.
 
-History comes from the log (every valid line of that id, read in the
-background); consecutive text changes are shown as a word diff, and a
-superseded memory links to the memory that replaced it (clicking the link
-selects it in the table).
+The fields shown are the ones the bank's rows have (its
+:attr:`~keepgui.core.source.Capabilities.fields`), plus the extra labelled
+values a row carries (:attr:`~keepgui.core.source.Row.fields`). History comes
+from the backend (every revision of that row, read in the background);
+consecutive text changes are shown as a word diff, and a superseded memory
+links to the memory that replaced it (clicking the link selects it in the
+table).
 
 Signals:
     DetailPanel.memoryLinkActivated(str id)
@@ -16,6 +19,7 @@ import html
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
+from keepgui.core.source import ALL_FIELDS
 from keepgui.core.textdiff import SHOWN_CHARS, shown_text, word_diff
 from keepgui.ui import theme
 from keepgui.ui.timefmt import absolute, relative
@@ -42,7 +46,12 @@ class DetailPanel(QWidget):
         layout.addWidget(self.browser)
         self._record = None
         self._history: list = []
+        self.fields = ALL_FIELDS
         self.show_empty()
+
+    def set_fields(self, fields: frozenset[str]) -> None:
+        """The fields the shown bank's rows have (the others are not shown)."""
+        self.fields = fields
 
     def show_empty(self, text: str = "Select a memory to see every field and its history.") -> None:
         """Nothing selected."""
@@ -86,24 +95,32 @@ class DetailPanel(QWidget):
         field("state", state + (f" {relative(r.invalid_at)}" if r.invalid_at else ""))
         if r.superseded_by:
             field("superseded by", f"<a href='memory:{_esc(r.superseded_by)}'>{_esc(r.superseded_by)}</a>")
-        field("pinned", "yes" if r.pinned else "no")
-        if getattr(r, "confidence", None):
+        shown = self.fields
+        if "pinned" in shown:
+            field("pinned", "yes" if r.pinned else "no")
+        if r.confidence:
             field("confidence", _esc(r.confidence))
-        if getattr(r, "corroboration", None) is not None:
+        if r.corroboration is not None:
             field("seen", f"×{r.corroboration + 1}")
-        field("entities", _esc(", ".join(r.entities)) or "—")
-        field("tags", _esc(" ".join("#" + t for t in r.tags)) or "—")
-        if getattr(r, "created_at", None):
+        if "entities" in shown:
+            field("entities", _esc(", ".join(r.entities)) or "—")
+        if "tags" in shown:
+            field("tags", _esc(" ".join("#" + t for t in r.tags)) or "—")
+        if r.created_at:
             field("created", f"{relative(r.created_at)} <span style='color:{muted}'>({_esc(absolute(r.created_at))})</span>")
-        if getattr(r, "updated_at", None):
+        if r.updated_at:
             field("updated", f"{relative(r.updated_at)} <span style='color:{muted}'>({_esc(absolute(r.updated_at))})</span>")
-        if getattr(r, "revision", None) is not None:
+        if r.revision is not None:
             field("revision", str(r.revision))
-        source = getattr(r, "source", None)
-        if source is not None:
-            parts = [f"{k}: <code>{_esc(v)}</code>" for k, v in (("session", source.session_id),
-                     ("entry", source.entry_id), ("agent", source.agent)) if v]
+        source = r.source
+        if isinstance(source, str):
+            field("source", f"<code>{_esc(source)}</code>")
+        elif source is not None:
+            parts = [f"{k}: <code>{_esc(v)}</code>" for k, v in (("session", getattr(source, "session_id", None)),
+                     ("entry", getattr(source, "entry_id", None)), ("agent", getattr(source, "agent", None))) if v]
             field("source", ", ".join(parts) or "—")
+        for label, value in r.fields:
+            field(_esc(label), f"<span style='white-space:pre-wrap'>{_esc(shown_text(value))}</span>")
         body = [f"<p style='white-space:pre-wrap'><b>{_esc(shown_text(r.text))}</b></p>"]
         body.append("<table>" + "".join(rows) + "</table>")
         body.append(self._render_history())

@@ -1,4 +1,4 @@
-"""Small dialogs: a name with the worker's rule and a slug suggestion, a new memory, the trash."""
+"""Small dialogs: a name with its backend's rule and a suggestion, a new memory, the trash."""
 
 from __future__ import annotations
 
@@ -7,19 +7,21 @@ from PySide6.QtWidgets import (
     QPlainTextEdit, QPushButton, QVBoxLayout,
 )
 
-from keepgui.core.iii.store import NAME_PATTERN, is_valid_name, suggest_slug
-from keepgui.core.iii.textrules import byte_len, rust_trim
+from typing import Callable
+
+from keepgui.core.source import NameRule
 from keepgui.ui import theme
 from keepgui.ui.timefmt import relative
 
 
 class NameDialog(QDialog):
-    """Asks for a bank or rule name; explains the rule and offers a slug for an invalid name."""
+    """Asks for a bank or document name; explains the backend's rule and offers a suggestion for an invalid name."""
 
-    def __init__(self, title: str, prompt: str, taken: set[str] = frozenset(), parent=None,
+    def __init__(self, title: str, prompt: str, rule: NameRule, taken: set[str] = frozenset(), parent=None,
                  extra_label: str | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
+        self._rule = rule
         self._taken = set(taken)
         self.name = QLineEdit(self)
         self.name.setAccessibleName(prompt)
@@ -27,7 +29,7 @@ class NameDialog(QDialog):
         self.hint = QLabel(self)
         self.hint.setWordWrap(True)
         self.use_slug = QPushButton("Use suggestion", self)
-        self.use_slug.clicked.connect(lambda: self.name.setText(suggest_slug(self.name.text())))
+        self.use_slug.clicked.connect(lambda: self.name.setText(self._rule.suggest(self.name.text())))
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
@@ -45,15 +47,16 @@ class NameDialog(QDialog):
 
     def _validate(self, text: str) -> None:
         ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        slug = suggest_slug(text)
+        slug = self._rule.suggest(text)
+        problem = self._rule.problem(text) if text else ""
         if not text:
-            message, ok = f"Lowercase letters, digits, - and _ ({NAME_PATTERN}).", False
+            message, ok = self._rule.describe(), False
         elif text in self._taken:
             message, ok = f"`{text}` already exists.", False
-        elif is_valid_name(text):
+        elif not problem:
             message, ok = "", True
         else:
-            message = f"`{text}` must match {NAME_PATTERN}."
+            message = problem
             if slug and slug not in self._taken:
                 message += f" Suggestion: {slug}"
             ok = False
@@ -72,10 +75,13 @@ class NameDialog(QDialog):
 
 
 class NewMemoryDialog(QDialog):
-    """A new memory: text (3..2000 bytes), tags, entities, pinned."""
+    """A new memory: its text (checked by the bank's ``check(text) -> (label, ok)``), and the tags,
+    entities and pin the bank's rows have."""
 
-    def __init__(self, bank: str, parent=None) -> None:
+    def __init__(self, bank: str, check: Callable[[str], tuple[str, bool]], parent=None, *, tags: bool = True,
+                 entities: bool = True, pin: bool = True) -> None:
         super().__init__(parent)
+        self._check = check
         self.setWindowTitle(f"New memory in {bank}")
         self.text = QPlainTextEdit(self)
         self.text.setPlaceholderText("remember something…")
@@ -92,17 +98,21 @@ class NewMemoryDialog(QDialog):
         form = QFormLayout(self)
         form.addRow("Text", self.text)
         form.addRow("", self.count)
-        form.addRow("Tags", self.tags)
-        form.addRow("Entities", self.entities)
-        form.addRow("", self.pinned)
+        if tags:
+            form.addRow("Tags", self.tags)
+        if entities:
+            form.addRow("Entities", self.entities)
+        if pin:
+            form.addRow("", self.pinned)
+        for widget, shown in ((self.tags, tags), (self.entities, entities), (self.pinned, pin)):
+            widget.setVisible(shown)
         form.addRow(self.buttons)
         self.text.textChanged.connect(self._validate)
         self._validate()
 
     def _validate(self) -> None:
-        n = byte_len(rust_trim(self.text.toPlainText()))
-        ok = 3 <= n <= 2000
-        self.count.setText(f"{n} / 2000 bytes" + ("" if ok else " — the worker accepts 3 to 2000 bytes"))
+        label, ok = self._check(self.text.toPlainText())
+        self.count.setText(label)
         self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(ok)
 
     def values(self) -> tuple[str, list[str], list[str], bool]:

@@ -1,9 +1,10 @@
 """The memory table: a source model of every record, and a proxy that filters and sorts it.
 
 :class:`MemoryTableModel` holds one row per memory (the current record of each
-id, live or retired). Rows are "memory-like" objects: an iii
-:class:`~keepgui.core.iii.record.Memory`, or a keep.md entry exposing the
-same attribute names. Live reloads insert and update rows in place
+id, live or retired). Rows are the backends' own compact records, each
+satisfying :class:`keepgui.core.source.Row` (one object per row, never
+wrapped again); the bank's :class:`~keepgui.core.source.Capabilities` grey
+what its rows cannot do. Live reloads insert and update rows in place
 (``beginInsertRows`` / ``dataChanged`` with explicit roles), never a reset,
 so selection and scroll position survive.
 
@@ -32,15 +33,19 @@ from typing import Any, Callable, Iterable
 from PySide6.QtCore import QAbstractProxyModel, QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 
+from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
 from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
 from keepgui.ui.timefmt import absolute, now_ms, relative
+
+NO_CAPABILITIES = Capabilities()
+"""Before a bank is shown: nothing greyed (there are no rows to act on)."""
 
 TABLE_CHARS = 1000
 """A table cell shows at most this much of a text (one elided line; the detail pane shows more)."""
 
 RecordRole = Qt.ItemDataRole.UserRole + 1
-"""The row object itself (a Memory or a keep.md entry)."""
+"""The row object itself (the backend's record, a :class:`~keepgui.core.source.Row`)."""
 KeyRole = Qt.ItemDataRole.UserRole + 2
 """The row's stable key (the memory id)."""
 PinnedRole = Qt.ItemDataRole.UserRole + 3
@@ -106,29 +111,6 @@ def sort_key(field: str) -> Callable[[Any], tuple]:
     return lambda r: (primary(r), r.id)
 
 
-class Capabilities:
-    """What the rows of a backend can do, and why not when they cannot.
-
-    ``reasons`` maps a capability (``pin``, ``tombstone``, ``edit``, ``tags``,
-    ``entities``, ``history``, ``ranked``) that is missing to the tooltip that
-    explains it.
-    """
-
-    def __init__(self, missing: dict[str, str] | None = None) -> None:
-        self.reasons = dict(missing or {})
-
-    def can(self, what: str) -> bool:
-        """True when the backend supports ``what``."""
-        return what not in self.reasons
-
-    def why_not(self, what: str) -> str:
-        """The explanation for a missing capability ("" when supported)."""
-        return self.reasons.get(what, "")
-
-
-IIII_CAPABILITIES = Capabilities()
-
-
 class MemoryTableModel(QAbstractTableModel):
     """Every memory of one bank, one row each, in load order."""
 
@@ -141,14 +123,14 @@ class MemoryTableModel(QAbstractTableModel):
         self._row_of: dict[str, int] = {}
         self.live_count = 0
         self._scores: dict[str, float] = {}
-        self.capabilities = IIII_CAPABILITIES
+        self.capabilities = NO_CAPABILITIES
         self.now = now_ms()
         self._strike = QFont()
         self._strike.setStrikeOut(True)
 
     # ------------------------------------------------------------------ feeding
 
-    def reset_rows(self, rows: Iterable[Any], capabilities: Capabilities = IIII_CAPABILITIES) -> None:
+    def reset_rows(self, rows: Iterable[Row], capabilities: Capabilities = NO_CAPABILITIES) -> None:
         """Replace everything (a bank was opened)."""
         self.beginResetModel()
         self._rows = list(rows)
@@ -195,15 +177,16 @@ class MemoryTableModel(QAbstractTableModel):
         return changed, inserted
 
     def remove_keys(self, keys: Iterable[str]) -> None:
-        """Remove rows (only keep.md entries disappear; iii records never do)."""
-        doomed = sorted((self._row_of[k] for k in keys if k in self._row_of), reverse=True)
-        for i in doomed:
-            self.beginRemoveRows(QModelIndex(), i, i)
-            del self._rows[i]
+        """Remove rows (a file read again whole lost an entry; log records never disappear)."""
+        doomed = sorted({self._row_of[k] for k in keys if k in self._row_of})
+        if not doomed:
+            return
+        for lo, hi in reversed(list(_runs(doomed))):  # bottom up, one signal per run of rows
+            self.beginRemoveRows(QModelIndex(), lo, hi)
+            del self._rows[lo:hi + 1]
             self.endRemoveRows()
-        if doomed:
-            self._row_of = {_key(r): i for i, r in enumerate(self._rows)}
-            self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
+        self._row_of = {_key(r): i for i, r in enumerate(self._rows)}
+        self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
 
     def set_scores(self, scores: dict[str, float]) -> None:
         """Attach search or recall scores to rows (shown in tooltips, available as ScoreRole)."""
@@ -261,7 +244,7 @@ class MemoryTableModel(QAbstractTableModel):
         if column.field in EDITABLE and self.capabilities.can(EDITABLE[column.field]):
             flags |= Qt.ItemFlag.ItemIsEditable
         if column.toggle:
-            capability = "pin" if column.field == "pinned" else "tombstone"
+            capability = PIN if column.field == "pinned" else TOMBSTONE
             if not self.capabilities.can(capability):
                 return Qt.ItemFlag.ItemIsSelectable  # greyed: the tooltip says why
             row = self._rows[index.row()]
@@ -361,14 +344,14 @@ class MemoryTableModel(QAbstractTableModel):
 
     def _tooltip(self, row: Any, field: str) -> str | None:
         if field == "pinned":
-            if not self.capabilities.can("pin"):
-                return self.capabilities.why_not("pin")
+            if not self.capabilities.can(PIN):
+                return self.capabilities.why_not(PIN)
             if row.invalid_at is not None:
                 return "A retired memory cannot be pinned; restore it first"
             return "Pinned: untouchable by automatic paths" if row.pinned else "Not pinned"
         if field == "live":
-            if not self.capabilities.can("tombstone"):
-                return self.capabilities.why_not("tombstone")
+            if not self.capabilities.can(TOMBSTONE):
+                return self.capabilities.why_not(TOMBSTONE)
             if row.superseded_by:
                 return f"Superseded by {row.superseded_by}; check to restore"
             return "Deleted (a tombstone); check to restore" if row.invalid_at is not None else "Live"

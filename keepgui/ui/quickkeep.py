@@ -1,15 +1,15 @@
-"""Quick keep: a small popup that keeps one fact in any open keep.md or iii bank.
+"""Quick keep: a small popup that keeps one fact in any open bank that keeps facts.
 
-One line to type in, a target picker (each open nanobot workspace's keep.md
-and each bank of each open iii data dir), and live feedback as the person
-types (debounced, computed on a background thread): where the keep skill's
-triage says the fact belongs, and what it would duplicate — for keep.md the
-entries that already hold it, contain it or nearly match it and the
-MEMORY.md lines that know it; for an iii bank the memory with the same
-fingerprint ("saving reinforces it") and near-duplicates by rapidfuzz.
+One line to type in, a target picker (every open bank whose backend can keep a
+fact: each nanobot workspace's keep.md, each bank of each iii data dir...), and
+live feedback as the person types (debounced, computed on a background thread
+by the backend, :meth:`~keepgui.core.source.Bank.check_keep`): for keep.md
+where the keep skill's triage says the fact belongs and the entries or
+MEMORY.md lines that already hold it; for an iii bank the memory with the same
+fingerprint ("saving reinforces it") and near-duplicates.
 
-Enter keeps, Ctrl+Enter keeps anyway (past a triage suggestion or a
-containing entry), Escape closes. The keep goes through the *host*'s undo
+Enter keeps, Ctrl+Enter keeps anyway (where the backend can force a keep past
+its checks), Escape closes. The keep goes through the *host*'s undo
 stack, so it can be undone from the window like any other change:
 
 * the host is the :class:`~keepgui.ui.mainwindow.MainWindow` (from its Edit
@@ -17,8 +17,8 @@ stack, so it can be undone from the window like any other change:
 * a :class:`StandaloneHost` with its own hub and undo stack, when
   ``keepgui quick-keep`` finds no running instance (:func:`run_standalone`).
 
-A host offers ``hub``, ``settings``, ``push_keep_to(key, text, action,
-on_result)``, ``push_to(key, text, action)`` and ``show_error(text)``.
+A host offers ``hub``, ``settings``, ``perform(target, operation, text)`` (an
+undo step; returns an :class:`~keepgui.ui.commands.Outcome`) and ``show_error(text)``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor, QGuiApplication, QPainter, QPalette, QUndoStack
@@ -36,41 +36,23 @@ from PySide6.QtWidgets import (
     QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QToolButton, QVBoxLayout,
     QWidget,
 )
-from rapidfuzz import fuzz, process
-from rapidfuzz.utils import default_process
-
-from keepgui.core.compaction import excerpt
 from keepgui.core.errors import KeepguiError
-from keepgui.core.iii.mutations import clean_text
-from keepgui.core.iii.record import fingerprint
-from keepgui.core.nanobot.keep import (
-    ALREADY_KEPT, FUZZY_THRESHOLD, KEEP, MAX_WORDS, REDIRECTED, REPLACE_OFFERED, KeepResult,
-)
-from keepgui.core.nanobot.keepmd import normalise
+from keepgui.core.paths import short_path
+from keepgui.core.source import FORCE, KEEP, BankKey, Change, Hint
 from keepgui.ui import theme
-from keepgui.ui.commands import KeepCommand, MemoryCommand
-from keepgui.ui.hub import KEEP_BANK, BankKey, Hub, short_path
+from keepgui.ui.commands import ChangeCommand, Outcome
+from keepgui.ui.hub import Hub
 from keepgui.ui.tray import KeepTray
 
 DEBOUNCE_MS = 250
 """Feedback waits this long after the last keystroke (typing stays smooth on big banks)."""
 POPUP_WIDTH = 640
 """The popup's width in device-independent pixels; its height follows the feedback."""
-MAX_NEAR = 3
-"""Near-duplicates shown at most."""
 TARGET_SETTING = "quick_keep/target"
 """Settings key of the last target kept into: ``[source folder, bank]``."""
 
 
-# ---------------------------------------------------------------------- what the popup says (no Qt)
-
-
-@dataclass(frozen=True)
-class Hint:
-    """One line of feedback: ``level`` is ``ok``, ``info``, ``warning`` or ``error``."""
-
-    level: str
-    text: str
+# ---------------------------------------------------------------------- what the popup says
 
 
 @dataclass(frozen=True)
@@ -82,127 +64,35 @@ class QuickCheck:
     hints: tuple[Hint, ...]
 
 
-def _quote(text: str, limit: int = 70) -> str:
-    return f"“{excerpt(text, limit)}”"
-
-
-def check_keep_md(store, text: str, doc=None) -> tuple[Hint, ...]:
-    """Feedback for keeping ``text`` in a keep.md (``store`` is a KeepStore).
-
-    Reads keep.md (unless ``doc`` is given) and MEMORY.md; writes nothing.
-    """
-    try:
-        found = store.check(text, doc)
-    except KeepguiError as exc:
-        return (Hint("error", str(exc)),)
-    hints: list[Hint] = []
-    if found.identical is not None:
-        hints.append(Hint("warning", f"Already kept as entry {found.identical.number}: "
-                                     f"{_quote(found.identical.text)} — nothing to add"))
-    elif found.contained_in:
-        entry = found.contained_in[0]
-        hints.append(Hint("warning", f"Already kept: entry {entry.number} {_quote(entry.text)} contains it "
-                                     "(Ctrl+Enter keeps it as a variant)"))
-    if found.triage.verdict == KEEP:
-        if found.already_kept is None:
-            hints.insert(0, Hint("ok", "A durable fact about the user: it belongs in keep.md"))
-    else:
-        hints.insert(0, Hint("warning", f"Belongs in {found.triage.destination}: {found.triage.reason}. "
-                                        "Ctrl+Enter keeps it in keep.md anyway"))
-    for entry in found.contains:
-        hints.append(Hint("info", f"Contains entry {entry.number} {_quote(entry.text)}: "
-                                  "Alt+Enter replaces it, Ctrl+Enter keeps both"))
-    for near in found.near[:MAX_NEAR]:
-        hints.append(Hint("warning", f"Near-duplicate of entry {near.entry.number} {_quote(near.entry.text)} "
-                                     f"({near.score:.0f}% similar)"))
-    for match in found.memory[:2]:
-        hints.append(Hint("info", f"Already in MEMORY.md, line {match.line}: {_quote(match.text.lstrip('-*+ '))}"))
-    if found.words > MAX_WORDS:
-        hints.append(Hint("warning", f"{found.words} words: keep.md entries are terse (5–{MAX_WORDS} words)"))
-    return tuple(hints)
-
-
-def check_bank(text: str, existing, live: list[tuple[str, str]], bank: str,
-               threshold: float = FUZZY_THRESHOLD) -> tuple[Hint, ...]:
-    """Feedback for saving ``text`` to an iii bank.
-
-    ``existing`` is the bank's record with ``text``'s fingerprint (or None);
-    ``live`` the ``(id, text)`` of its live memories, for near-duplicates.
-    """
-    try:
-        cleaned = clean_text(text)
-    except KeepguiError as exc:
-        return (Hint("error", f"Not saved as it is: {exc}"),)
-    hints: list[Hint] = []
-    mid = fingerprint(cleaned)
-    if existing is None:
-        hints.append(Hint("ok", f"A new memory in bank “{bank}”"))
-    elif existing.invalid_at is None:
-        hints.append(Hint("info", f"Already remembered in “{bank}” (seen {existing.seen}×): saving reinforces it"))
-    else:
-        hints.append(Hint("info", f"Matches a deleted memory of “{bank}”: saving brings it back"))
-    others = [(i, t) for i, t in live if i != mid]
-    if others:
-        matches = process.extract(cleaned, [t for _, t in others], scorer=fuzz.token_set_ratio,
-                                  processor=default_process, score_cutoff=threshold, limit=MAX_NEAR)
-        for choice, score, _index in matches:
-            hints.append(Hint("warning", f"Near-duplicate of {_quote(choice)} ({score:.0f}% similar)"))
-    return tuple(hints)
-
-
 def targets(hub: Hub) -> list[tuple[BankKey, str, str]]:
-    """Every place a quick keep can go: ``(key, label, kind)``, keep.md files first."""
+    """Every place a quick keep can go: ``(key, label, icon)``, in the backends' Quick keep order."""
     out = []
-    for source in sorted(hub.sources.values(), key=lambda s: (s.kind != "nanobot", s.path)):
-        if source.kind == "nanobot":
-            out.append((BankKey(source.path, KEEP_BANK), f"keep.md — {short_path(source.path, 34)}", "nanobot"))
-        else:
-            for name in source.names:
-                out.append((BankKey(source.path, name), f"{name} — {short_path(source.path, 34)}", "iii"))
-    return out
+    for path, source in hub.sources.items():
+        backend = hub.backend(path)
+        for name in hub.banks(path):
+            key = BankKey(path, name)
+            if hub.capabilities(key).can(KEEP):
+                out.append(((backend.keep_rank, path), key, f"{name} — {short_path(path, 34)}", backend.icon))
+    out.sort(key=lambda item: item[0])
+    return [(key, label, icon) for _rank, key, label, icon in out]
 
 
 # ---------------------------------------------------------------------- keeping through an undo stack
 
 
-def keep_in_keep_md(host, key: BankKey, text: str, *, force: bool = False, replace: bool = False,
-                    undo_text: str | None = None) -> tuple[KeepResult | None, str | None]:
-    """Keep ``text`` in the keep.md of ``key`` through ``host``'s undo stack: ``(result, error)``.
+def keep_into(host, key: BankKey, text: str, *, force: bool = False, replace: bool = False,
+              undo_text: str | None = None) -> tuple[Change | None, str | None]:
+    """Keep ``text`` in the bank ``key`` through ``host``'s undo stack: ``(change, error)``.
 
     Nothing written (already kept, a suggestion) leaves nothing on the stack;
     an error is also reported by the host (its banner).
     """
-    outcome: dict[str, Any] = {}
-
-    def action(store):
-        try:
-            outcome["result"] = store.add(text, force=force, replace=replace)
-        except (KeepguiError, OSError) as exc:
-            outcome["error"] = str(exc)
-            raise
-        return outcome["result"]
-
-    host.push_keep_to(key, undo_text or f"Keep {_quote(text, 40)}", action)
-    if "error" not in outcome and "result" not in outcome:
-        outcome["error"] = f"{key.source} is not open"
-    return outcome.get("result"), outcome.get("error")
-
-
-def save_in_bank(host, key: BankKey, text: str, *, undo_text: str | None = None) -> tuple[Any, str | None]:
-    """Save ``text`` in the iii bank ``key`` through ``host``'s undo stack: ``(transition, error)``."""
-    outcome: dict[str, Any] = {}
-
-    def action(batch):
-        try:
-            outcome["transition"] = batch.save(text)
-        except (KeepguiError, OSError) as exc:
-            outcome["error"] = str(exc)
-            raise
-
-    host.push_to(key, undo_text or f"Keep {_quote(text, 40)}", action)
-    if "error" not in outcome and "transition" not in outcome:
-        outcome["error"] = f"bank `{key.bank}` is not open"
-    return outcome.get("transition"), outcome.get("error")
+    if key.source not in host.hub.sources:
+        return None, f"{key.source} is not open"
+    outcome = host.perform(key, lambda bank: bank.keep(text, force=force, replace=replace), undo_text)
+    if outcome.change is None:
+        return None, outcome.error or f"bank `{key.bank}` is not open"
+    return outcome.change, None
 
 
 # ---------------------------------------------------------------------- the popup
@@ -318,7 +208,7 @@ class QuickKeepPopup(QFrame):
         self.into = QLabel("into", self)
         self.target = QComboBox(self)
         self.target.setAccessibleName("Keep into")
-        self.target.setToolTip("Where the fact is kept: a workspace's keep.md or an iii bank")
+        self.target.setToolTip("Where the fact is kept: any open bank that keeps facts")
         self.target.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.target.setMinimumContentsLength(18)
         self.into.setBuddy(self.target)
@@ -413,20 +303,20 @@ class QuickKeepPopup(QFrame):
         """
         current = self.target_key()
         listed = targets(self.host.hub)
-        if not redraw and [key for key, _label, _kind in listed] == self._keys and self._keys:
+        if not redraw and [key for key, _label, _icon in listed] == self._keys and self._keys:
             return  # banks report their counts often; an unchanged list must not flicker the combo
         self.target.blockSignals(True)
         self.target.clear()
         # The keys live beside the combo: a Python object stored as item data does not compare equal
         # to an equal key, so findData() could not find it.
         self._keys = []
-        for key, label, kind in listed:
-            self.target.addItem(theme.icon("keep" if kind == "nanobot" else "bank"), label)
+        for key, label, icon in listed:
+            self.target.addItem(theme.icon(icon), label)
             self.target.setItemData(self.target.count() - 1, os.path.join(key.source, key.bank),
                                     Qt.ItemDataRole.ToolTipRole)
             self._keys.append(key)
         if not self._keys:
-            self.target.addItem("No open keep.md or bank")
+            self.target.addItem("No open bank keeps facts")
         for wanted in (current, *self._preferred_targets()):
             if wanted in self._keys:
                 self.target.setCurrentIndex(self._keys.index(wanted))
@@ -439,7 +329,7 @@ class QuickKeepPopup(QFrame):
         self.target.setEnabled(has_target)
         self.keep_button.setEnabled(has_target)
         if not has_target:
-            self._show_hints((Hint("info", "Open a nanobot workspace or an iii data dir in keepgui first."),))
+            self._show_hints((Hint("info", "Open a source in keepgui first (File → Open…)."),))
         elif self.target_key() != current:
             self._schedule()
 
@@ -460,7 +350,7 @@ class QuickKeepPopup(QFrame):
         return self._keys[index] if 0 <= index < len(self._keys) else None
 
     def set_target(self, key: BankKey) -> bool:
-        """Choose ``key`` as the target; False when it is not an open keep.md or bank."""
+        """Choose ``key`` as the target; False when it is not an open bank that keeps facts."""
         if key not in self._keys:
             return False
         self.target.setCurrentIndex(self._keys.index(key))
@@ -472,10 +362,10 @@ class QuickKeepPopup(QFrame):
 
     def _update_footer(self) -> None:
         key = self.target_key()
-        source = self.host.hub.sources.get(key.source) if key is not None else None
-        # "keep anyway" only means something for keep.md (an iii save always writes)
-        anyway = "" if source is not None and source.kind == "iii" else \
-            "<b>Ctrl+Enter</b> keep anyway &nbsp;·&nbsp; "
+        hub = self.host.hub
+        # "keep anyway" only means something where a keep can be refused (an iii save always writes)
+        forced = key is not None and key.source in hub.sources and hub.capabilities(key).can(FORCE)
+        anyway = "<b>Ctrl+Enter</b> keep anyway &nbsp;·&nbsp; " if forced else ""
         self.footer.setText(f"<b>Enter</b> keep &nbsp;·&nbsp; {anyway}<b>Esc</b> close")
 
     # ------------------------------------------------------------------ feedback
@@ -495,33 +385,18 @@ class QuickKeepPopup(QFrame):
             self._show_hints((Hint("info", "Type a fact; keepgui checks it against what is already kept."),))
             self._last = None
             return
-        source = self.host.hub.sources.get(key.source)
-        if source is None:
+        if key.source not in self.host.hub.sources:
             return
+        bank = self.host.hub.bank(key)
         self._seq += 1
         seq = self._seq
         with contextlib.suppress(RuntimeError):  # the pool is shut down: the popup is going away
-            self._pool.submit(self._check_task, seq, source, key, text)
+            self._pool.submit(self._check_task, seq, bank, key, text)
 
-    def _check_task(self, seq: int, source, key: BankKey, text: str) -> None:
+    def _check_task(self, seq: int, bank, key: BankKey, text: str) -> None:
         """Background thread: compute the feedback; the result goes back by signal (never touches a widget)."""
         try:
-            if source.kind == "nanobot":
-                doc = source.doc
-                if doc is None:
-                    with source.lock:
-                        doc = source.store.load()
-                check = QuickCheck(key, text, check_keep_md(source.store, text, doc))
-            else:
-                bank = source.bank(key.bank)  # before the bank lock: the hub takes them in this order
-                with source.bank_lock(key.bank):
-                    bank.ensure_loaded()
-                    try:
-                        existing = bank.log.get(fingerprint(clean_text(text)))
-                    except KeepguiError:
-                        existing = None
-                    live = [(m.id, m.text) for m in bank.log.live()]
-                check = QuickCheck(key, text, check_bank(text, existing, live, key.bank))
+            check = QuickCheck(key, text, bank.check_keep(text))
         except Exception as exc:  # shown in the popup, never lost in the thread
             check = QuickCheck(key, text, (Hint("error", f"Cannot check: {exc}"),))
         with contextlib.suppress(RuntimeError):  # the popup was deleted meanwhile
@@ -569,44 +444,22 @@ class QuickKeepPopup(QFrame):
         """Keep the typed fact in the chosen target; True when something was written.
 
         ``force`` keeps it past a triage suggestion or a containing entry; ``replace``
-        replaces the keep.md entries it contains (both only matter for keep.md).
+        replaces the entries it contains (both only matter where the backend can refuse a keep).
         """
         key, text = self.target_key(), self.edit.text()
         if key is None or not text.strip():
             return False
-        source = self.host.hub.sources.get(key.source)
-        if source is None:
+        if key.source not in self.host.hub.sources:
             self._show_hints((Hint("error", f"{key.source} is no longer open"),))
             return False
-        if source.kind == "nanobot":
-            result, error = keep_in_keep_md(self.host, key, text, force=force, replace=replace)
-            if error is not None:
-                self._show_hints((Hint("error", error),))
-                return False
-            if not result.written:
-                hints = [Hint("warning", _sentence(result.message))]
-                way = _WAYS_ON.get(result.outcome)
-                if way and not (result.outcome == ALREADY_KEPT and result.entry is not None
-                                and normalise(result.entry.text) == normalise(result.fact)):
-                    hints.append(Hint("info", way))
-                self._show_hints(tuple(hints))
-                return False
-            message = f"Kept: {result.fact} — keep.md of {short_path(key.source)}"
-            if any(n.code == "compaction-due" for n in result.notices):
-                message += f" (compaction is due: {result.counts.get('lines')} lines)"
-        else:
-            transition, error = save_in_bank(self.host, key, text)
-            if error is not None:
-                self._show_hints((Hint("error", error),))
-                return False
-            record = transition.record
-            if transition.created:
-                how = "a new memory"
-            elif transition.previous is not None and transition.previous.invalid_at is not None:
-                how = "brought back from the deleted memories"
-            else:
-                how = f"reinforced, seen {record.seen}×"
-            message = f"Kept: {record.text} — bank “{key.bank}” ({how})"
+        change, error = keep_into(self.host, key, text, force=force, replace=replace)
+        if change is None:
+            self._show_hints((Hint("error", error or "not kept"),))
+            return False
+        if not change.written:
+            self._show_hints(change.feedback or (Hint("warning", change.message or "Nothing was written"),))
+            return False
+        message = change.message
         self._remember_target(key)
         self.notify(message)
         self.edit.clear()
@@ -672,19 +525,6 @@ class QuickKeepPopup(QFrame):
             self.deleteLater()
 
 
-_WAYS_ON = {
-    REDIRECTED: "Ctrl+Enter keeps it in keep.md anyway.",
-    REPLACE_OFFERED: "Alt+Enter replaces that entry; Ctrl+Enter keeps both.",
-    ALREADY_KEPT: "Ctrl+Enter keeps it as a separate variant.",
-}
-"""What the person can do after a keep that wrote nothing (an identical entry has no way on)."""
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text[:1].upper() + text[1:] if text else text
-
-
 _popups: dict[int, QuickKeepPopup] = {}
 
 
@@ -724,13 +564,12 @@ class StandaloneHost(QObject):
         self.settings = settings
         self.undo_stack = QUndoStack(self)
 
-    def push_to(self, key: BankKey, text: str, action) -> None:
-        """Save into an iii bank (an undo step of this popup's own stack)."""
-        self.undo_stack.push(MemoryCommand(self.hub, key, text, action, self.show_error))
-
-    def push_keep_to(self, key: BankKey, text: str, action, on_result=None) -> None:
-        """Keep in a keep.md (an undo step of this popup's own stack)."""
-        self.undo_stack.push(KeepCommand(self.hub, key, text, action, self.show_error, on_result))
+    def perform(self, target, operation, text: str | None = None, report: bool = True) -> Outcome:
+        """Run a write as an undo step of this popup's own stack."""
+        outcome = Outcome()
+        self.undo_stack.push(ChangeCommand(self.hub, target, operation, text, self.show_error, outcome,
+                                           quiet_first=not report))
+        return outcome
 
     def show_error(self, text: str) -> None:
         """A failed keep: reported by signal (the popup shows its own line)."""
@@ -739,8 +578,8 @@ class StandaloneHost(QObject):
 
 def run_standalone(args) -> int:
     """``keepgui quick-keep`` with no running instance: the popup on its own, until it closes."""
-    from keepgui.ui.application import initial_sources, make_app
     from keepgui.ui.settings import Settings
+    from keepgui.ui.startup import initial_sources, make_app
 
     app = make_app()
     settings = Settings()
@@ -758,7 +597,7 @@ def run_standalone(args) -> int:
     popup.closed.connect(app.quit)
     popup.open(" ".join(getattr(args, "text", None) or []))
     if not sources:
-        print("keepgui: no nanobot workspace or iii data dir found; open one in the window first", file=sys.stderr)
+        print("keepgui: no source found to keep into; open one in the window first", file=sys.stderr)
     status = app.exec()
     popup.dispose()
     try:

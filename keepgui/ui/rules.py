@@ -1,18 +1,21 @@
 """The Rules panel: a bank's documents, the markdown editor, the budget meter, changes on disk.
 
-For an iii bank the documents are its ``rules/*.md`` in injection order; for a
-nanobot workspace, AGENTS.md and the Dream-managed USER.md, SOUL.md and
-MEMORY.md (badged, with Dream's warnings before a save).
+Written once for every backend against its :class:`~keepgui.core.source.DocumentSet`:
+an iii bank's ``rules/*.md`` in injection order, a nanobot workspace's AGENTS.md
+and the Dream-managed USER.md, SOUL.md and MEMORY.md (badged, with the warnings
+their backend gives before a save), or any other backend's documents. Where
+the agent enforces a budget, the backend lays it out and the meter shows it.
 
 Nothing is ever silently overwritten: every save presents the stamp the text
 was loaded with. When the file changes on disk, a clean buffer reloads
 quietly; a dirty one gets a banner (show diff / reload, discarding mine / keep
 mine); a save against a changed file is refused and opens the three-way view.
+Every save, new document, rename and delete is one undo step of the window
+(the ``perform`` callable it gives the panel).
 
 Signals:
-    RulesPanel.draftChanged(object key, dict drafts): unsaved rule texts of the
-        shown iii bank changed (name -> text, or None for a rule being deleted),
-        for the what-if preview.
+    RulesPanel.draftChanged(object key, dict drafts): unsaved texts of the shown bank's
+        documents changed (name -> text, or None for one being deleted), for the what-if preview.
     RulesPanel.note(str): a status-bar note.
 """
 
@@ -26,15 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import Conflict, KeepguiError
-from keepgui.core.iii.config import MemoryConfig
-from keepgui.core.nanobot.documents import document_kind
+from keepgui.core.source import OURS, Change, Document
 from keepgui.core.textdiff import unified
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.budget import BudgetMeter
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
-from keepgui.ui.documents import EditableDoc, docs_for
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
 from keepgui.ui.threeway import OVERWRITE, TAKE_DISK, ThreeWayDialog
 
@@ -47,13 +48,13 @@ class RulesPanel(QWidget):
     draftChanged = Signal(object, dict)
     note = Signal(str)
 
-    def __init__(self, hub, config_for=None, parent=None) -> None:
+    def __init__(self, hub, perform=None, parent=None) -> None:
         super().__init__(parent)
         self.hub = hub
-        self._config_for = config_for or (lambda key: MemoryConfig())
+        self.perform = perform
         self.key = None
         self.docs = None
-        self.doc: EditableDoc | None = None
+        self.doc: Document | None = None
         self._loading_text = False
         # The bank's rule texts as last read, for the budget meter; None: read again.
         self._rule_texts: dict[str, str] | None = None
@@ -118,8 +119,7 @@ class RulesPanel(QWidget):
         self._render_timer.setInterval(150)
         self._render_timer.timeout.connect(self._refresh_derived)
         self.editor.textChanged.connect(self._on_text_changed)
-        hub.rulesChanged.connect(self._on_rules_changed)
-        hub.documentsChanged.connect(self._on_documents_changed)
+        hub.changed.connect(self._on_change)
         self._show_nothing()
 
     def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -140,8 +140,8 @@ class RulesPanel(QWidget):
         return self.doc is not None and self.editor.toPlainText() != self.doc.text
 
     def drafts(self) -> dict[str, str | None]:
-        """Unsaved rule texts of the shown iii bank (name -> text)."""
-        if self.doc is None or self.docs is None or self.docs.kind != "rules" or not self.dirty:
+        """Unsaved document texts the preview shows as a what-if (name -> text)."""
+        if self.doc is None or self.docs is None or not self.docs.previews_drafts or not self.dirty:
             return {}
         return {self.doc.name: self.editor.toPlainText()}
 
@@ -170,8 +170,10 @@ class RulesPanel(QWidget):
     def set_bank(self, key) -> None:
         """Show the documents of a bank (None: nothing)."""
         self.key = key
-        source = self.hub.sources.get(key.source) if key is not None else None
-        self.docs = docs_for(source, key.bank) if source is not None else None
+        try:
+            self.docs = self.hub.bank(key).documents() if key is not None else None
+        except (KeyError, KeepguiError, OSError):
+            self.docs = None
         self.doc = None
         self._reload_list()
 
@@ -193,7 +195,7 @@ class RulesPanel(QWidget):
             item.setData(NameRole, name)
             self.list.addItem(item)
         self.list.blockSignals(False)
-        creatable = self.docs.can_create
+        creatable = self.docs.creatable
         for action in (self.act_new, self.act_rename, self.act_delete):
             action.setEnabled(creatable)
             action.setToolTip(action.toolTip() if creatable else self.docs.why_not_create)
@@ -274,10 +276,10 @@ class RulesPanel(QWidget):
         self.title.setText(f"<b>{self.doc.title}</b>{marker}")
         self.title.setAccessibleName(f"{self.doc.title}{' (unsaved changes)' if self.dirty else ''}")
         status = self.doc.status
-        if self.doc.dream:
+        if self.doc.managed_by:
             status = f"⚠ {status}"
         self.status.setText(status)
-        self.status.setStyleSheet(f"color: {theme.strong('warning').name()}" if self.doc.dream else "")
+        self.status.setStyleSheet(f"color: {theme.strong('warning').name()}" if self.doc.managed_by else "")
         self.notices.setText("\n".join(self.doc.notices))
 
     def _refresh_derived(self) -> None:
@@ -288,22 +290,22 @@ class RulesPanel(QWidget):
         if self.act_rendered.isChecked():
             self.rendered.show_markdown(text)
         self.editor.setExtraSelections([])
-        if self.docs is None or self.docs.kind != "rules":
+        if self.docs is None:
             self.meter.setVisible(False)
             return
-        self.meter.setVisible(True)
         if self._rule_texts is None:
             # Read once per bank and per change on disk, not on every pause in typing.
             try:
                 self._rule_texts = dict(self.docs.texts())
             except (KeepguiError, OSError):
-                pass
-        rules = dict(self._rule_texts or {})
-        rules[self.doc.name] = text
-        config = self._config_for(self.key)
-        place = self.meter.show_rules(sorted(rules.items()), self.doc.name, config.max_rule_chars)
-        if place is not None and place.cut_char is not None:
-            self._mark_cut(place.cut_char)
+                self._rule_texts = None  # unreadable just now: the budget uses the edited text alone
+        budget = self.docs.budget(self.doc.name, text, list((self._rule_texts or {}).items()))
+        self.meter.setVisible(budget is not None)
+        if budget is None:
+            return
+        self.meter.show_budget(budget)
+        if budget.cut_char is not None:
+            self._mark_cut(budget.cut_char)
 
     def _mark_cut(self, position: int) -> None:
         """Shade the text that would not be sent (from the cut to the end)."""
@@ -329,35 +331,43 @@ class RulesPanel(QWidget):
         if self.doc is None:
             return True
         text = self.editor.toPlainText()
-        if not text.strip() and self.docs.kind == "rules":
+        if not text.strip() and self.docs.empty_deletes:
             answer = QMessageBox.question(
                 self, "Delete rule?", f"Saving empty content deletes {self.doc.title}. Delete it?",
                 QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
             if answer != QMessageBox.StandardButton.Yes:
                 return False
         confirmed = False
-        if self.doc.dream:
-            warnings = self.docs.pre_save_warnings(self.doc)
-            detail = "\n\n".join([
-                f"{self.doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
-                "Dream's, and /dream-restore of an older commit overwrites it.", *warnings])
+        if self.doc.managed_by:
+            detail = "\n\n".join(self.docs.pre_save_warnings(self.doc))
             answer = QMessageBox.question(self, f"Save {self.doc.title}?", detail + "\n\nSave anyway?")
             if answer != QMessageBox.StandardButton.Yes:
                 return False
             confirmed = True
         return self._write(text, self.doc, confirmed)
 
-    def _write(self, text: str, base: EditableDoc, confirmed: bool) -> bool:
-        try:
-            new_doc, notices = self.docs.save(base, text, confirmed=confirmed)
-        except Conflict:
+    def _do(self, operation):
+        """Run a document write as an undo step; ``(change, exception)`` (the exception when it was refused)."""
+        docs = self.docs
+        if self.perform is None:
+            try:
+                return self.hub.perform(self.key, lambda _bank: operation(docs)), None
+            except (KeepguiError, OSError) as exc:
+                return None, exc
+        outcome = self.perform(self.key, lambda _bank: operation(docs), None, False)
+        return outcome.change, outcome.exception
+
+    def _write(self, text: str, base: Document, confirmed: bool) -> bool:
+        change, error = self._do(lambda docs: docs.save(base, text, confirmed=confirmed))
+        if isinstance(error, Conflict):
             return self._resolve_conflict(text, confirmed)
-        except (KeepguiError, OSError) as exc:
-            self.banner.show_message(f"{base.title} was not saved: {exc}", "removed")
+        if change is None:
+            self.banner.show_message(f"{base.title} was not saved: {error}", "removed")
             return False
         self._rule_texts = None
+        new_doc = change.result
         if new_doc is None:
-            self.note.emit(notices[0] if notices else f"{base.title} deleted")
+            self.note.emit(change.message or f"{base.title} deleted")
             self.doc = None
             self._reload_list()
             return True
@@ -366,8 +376,8 @@ class RulesPanel(QWidget):
         self._refresh_labels()
         self._emit_drafts()
         self.note.emit(f"saved {new_doc.title}")
-        if notices:
-            self.banner.show_message("\n".join(notices), "info")
+        if change.feedback:
+            self.banner.show_message("\n".join(h.text for h in change.feedback), "info")
         return True
 
     def _resolve_conflict(self, mine: str, confirmed: bool) -> bool:
@@ -394,17 +404,11 @@ class RulesPanel(QWidget):
 
     # ------------------------------------------------------------------ changed on disk
 
-    def _on_rules_changed(self, key) -> None:
-        if key == self.key:
-            self._changed_on_disk()
+    def _on_change(self, change: Change) -> None:
+        if self.key is not None and change.key == self.key and change.documents:
+            self._changed_on_disk(quiet=change.origin == OURS)
 
-    def _on_documents_changed(self, source: str, names: list) -> None:
-        if self.key is None or self.key.source != source:
-            return
-        if self.doc is None or any(document_kind(name).name == self.doc.name for name in names):
-            self._changed_on_disk()
-
-    def _changed_on_disk(self) -> None:
+    def _changed_on_disk(self, quiet: bool = False) -> None:
         self._rule_texts = None
         if self.doc is None or self.docs is None:
             self._reload_list()
@@ -418,8 +422,10 @@ class RulesPanel(QWidget):
             self._reload_names()
             return
         if not self.dirty:
+            title = self.doc.title
             self.reload_from_disk()
-            self.note.emit(f"{self.doc.title if self.doc else 'rule'} changed on disk: reloaded")
+            if not quiet:
+                self.note.emit(f"{title} changed on disk: reloaded")
             return
         title = self.doc.title
         self.banner.show_message(
@@ -454,54 +460,54 @@ class RulesPanel(QWidget):
 
     def new_rule(self) -> None:
         """Create a rule (name rule enforced, slug suggested)."""
-        if self.docs is None or not self.docs.can_create or not self.can_leave():
+        if self.docs is None or not self.docs.creatable or not self.can_leave():
             return
-        dialog = NameDialog("New rule", "Rule name", self._taken(), self)
+        dialog = NameDialog("New rule", "Rule name", self.docs.names, self._taken(), self)
         if not dialog.exec():
             return
-        try:
-            created = self.docs.create(dialog.value())
-        except (KeepguiError, OSError) as exc:
-            self.banner.show_message(f"The rule was not created: {exc}", "removed")
+        name = dialog.value()
+        change, error = self._do(lambda docs: docs.create(name))
+        if change is None:
+            self.banner.show_message(f"The rule was not created: {error}", "removed")
             return
         self.doc = None
-        self._reload_list(select=created.name)
+        self._reload_list(select=change.result.name)
 
     def rename_rule(self) -> None:
         """Rename the shown rule."""
-        if self.doc is None or not self.docs.can_create or not self.can_leave():
+        if self.doc is None or not self.docs.creatable or not self.can_leave():
             return
-        dialog = NameDialog(f"Rename {self.doc.title}", "New name", self._taken(), self)
+        dialog = NameDialog(f"Rename {self.doc.title}", "New name", self.docs.names, self._taken(), self)
         dialog.name.setText(self.doc.name)
         if not dialog.exec():
             return
-        try:
-            renamed = self.docs.rename_rule(self.doc, dialog.value())
-        except (KeepguiError, OSError) as exc:
-            self.banner.show_message(f"{self.doc.title} was not renamed: {exc}", "removed")
+        doc, new = self.doc, dialog.value()
+        change, error = self._do(lambda docs: docs.rename_document(doc, new))
+        if change is None:
+            self.banner.show_message(f"{doc.title} was not renamed: {error}", "removed")
             return
         self.doc = None
-        self._reload_list(select=renamed.name)
+        self._reload_list(select=change.result.name)
 
     def delete_rule(self) -> None:
         """Delete the shown rule, after asking."""
-        if self.doc is None or not self.docs.can_create:
+        if self.doc is None or not self.docs.creatable:
             return
         answer = QMessageBox.question(self, "Delete rule", f"Delete {self.doc.title}?",
                                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
                                       QMessageBox.StandardButton.No)
         if answer != QMessageBox.StandardButton.Yes:
             return
-        try:
-            self.docs.delete(self.doc)
-        except Conflict:
-            self.banner.show_message(f"{self.doc.title} changed on disk; it was not deleted. Review it first.",
+        doc = self.doc
+        change, error = self._do(lambda docs: docs.delete(doc))
+        if isinstance(error, Conflict):
+            self.banner.show_message(f"{doc.title} changed on disk; it was not deleted. Review it first.",
                                      "warning")
             return
-        except (KeepguiError, OSError) as exc:
-            self.banner.show_message(f"{self.doc.title} was not deleted: {exc}", "removed")
+        if change is None:
+            self.banner.show_message(f"{doc.title} was not deleted: {error}", "removed")
             return
-        self.note.emit(f"deleted {self.doc.title}")
+        self.note.emit(f"deleted {doc.title}")
         self.doc = None
         self._reload_list()
 

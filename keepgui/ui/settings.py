@@ -3,8 +3,9 @@
 Every key has one accessor, one type and one default here. The file is written
 like every other file keepgui writes: atomically through
 :mod:`keepgui.core.fsio` (so a crash never leaves half a settings file), and
-read tolerantly (a damaged file means defaults, never a crash). A version key
-allows later migrations.
+read tolerantly (a damaged file means defaults, never a crash). The file
+carries its version; an older file is brought up to date on load by the
+steps of :data:`MIGRATIONS`, one per version, in order.
 """
 
 from __future__ import annotations
@@ -21,7 +22,37 @@ from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_config_dir
 
-VERSION = 1
+VERSION = 2
+"""The version of the settings this keepgui writes."""
+
+
+def _v1_to_v2(values: dict[str, Any]) -> dict[str, Any]:
+    """Version 2: per-source settings of any backend (``source/<key>``), no longer only the iii
+    worker's (``worker/<key>``); every open source names its backend (the first versions wrote
+    iii data dirs without a ``kind``)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        out["source/" + key[len("worker/"):] if key.startswith("worker/") else key] = value
+    sources = out.get("sources")
+    if isinstance(sources, list):
+        out["sources"] = [{**s, "kind": s.get("kind", "iii")} if isinstance(s, dict) else s for s in sources]
+    return out
+
+
+MIGRATIONS: dict[int, Any] = {1: _v1_to_v2}
+"""``{version: step}``: each step turns the values of that version into those of the next."""
+
+
+def migrate(values: dict[str, Any]) -> dict[str, Any]:
+    """Bring settings of any earlier version up to :data:`VERSION` (a newer file is left as it is)."""
+    version = values.get("version", 1)
+    if not isinstance(version, int) or version < 1:
+        version = 1
+    while version < VERSION:
+        values = MIGRATIONS[version](values)
+        version += 1
+        values["version"] = version
+    return values
 
 
 class Settings:
@@ -37,8 +68,9 @@ class Settings:
                 self._values = loaded
         except (OSError, ValueError, KeepguiError):
             self._values = {}  # a damaged settings file costs the person their layout, nothing more
-        self._values.setdefault("version", VERSION)
-        self._dirty = False
+        before = self._values.get("version")
+        self._values = migrate(dict(self._values)) if self._values else {"version": VERSION}
+        self._dirty = bool(before is not None and before != self._values.get("version"))
 
     def _get(self, key: str, default: Any, kind: type) -> Any:
         value = self._values.get(key, default)
@@ -61,7 +93,7 @@ class Settings:
 
     # sources
     def sources(self) -> list[dict] | None:
-        """Open sources as ``[{"kind": "iii"|"nanobot", "path": ...}]``; None before the first start."""
+        """Open sources as ``[{"kind": <backend kind>, "path": ...}]``; None before the first start."""
         value = self._values.get("sources")
         if not isinstance(value, list):
             return None
@@ -105,14 +137,14 @@ class Settings:
         """Remember the panel shown."""
         self._set("panel", value)
 
-    # per data dir: the worker settings the preview uses
-    def worker_config(self, data_dir: str) -> dict:
-        """Preview settings overriding the worker's defaults for one data dir."""
-        return self._get(f"worker/{_key(data_dir)}", {}, dict)
+    # per source: what its backend lets a person choose (the iii worker settings the preview uses)
+    def source_settings(self, source: str) -> dict:
+        """Settings of one source (for an iii data dir, those overriding the worker's defaults)."""
+        return self._get(f"source/{_key(source)}", {}, dict)
 
-    def set_worker_config(self, data_dir: str, values: dict) -> None:
-        """Remember preview settings for one data dir."""
-        self._set(f"worker/{_key(data_dir)}", dict(values))
+    def set_source_settings(self, source: str, values: dict) -> None:
+        """Remember the settings of one source."""
+        self._set(f"source/{_key(source)}", dict(values))
 
     def get(self, key: str, default: Any = None) -> Any:
         """A free-form value (for panels that own their keys)."""

@@ -9,12 +9,17 @@ platform theme, which exists only once the application does.
 
 from __future__ import annotations
 
-from PySide6.QtGui import QKeySequence
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction, QKeySequence
+
+from keepgui.ui import theme
 
 Std = QKeySequence.StandardKey
 
-OPEN_DATA_DIR = Std.Open
-OPEN_WORKSPACE = "Ctrl+Shift+O"
+OPEN_SOURCE = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
+"""File → Open <source>…, one per backend in the registry's order (more backends get no key)."""
 RELOAD = Std.Refresh
 QUIT = "Ctrl+Q"  # Std.Quit is empty on some Linux platform themes
 UNDO = Std.Undo
@@ -39,10 +44,29 @@ PANEL_PREVIEW = "Ctrl+3"
 HELP = Std.HelpContents
 
 
+def make_action(parent: QObject, text: str, slot: Callable[..., Any], shortcut: Any = None, tip: str = "",
+                checkable: bool = False, icon: str | None = None) -> QAction:
+    """A menu action with its shortcut (one of this module's), tooltip, icon, and the slot it runs
+    (``toggled`` for a checkable one)."""
+    action = QAction(text, parent)
+    if shortcut is not None:
+        action.setShortcut(shortcut)
+    if tip:
+        action.setStatusTip(tip)
+        action.setToolTip(tip)
+    if icon:
+        action.setIcon(theme.icon(icon))
+    action.setCheckable(checkable)
+    (action.toggled if checkable else action.triggered).connect(slot)
+    return action
+
+
 def describe() -> list[tuple[str, str]]:
     """``(action, keys)`` for the README and the About box, in menu order."""
-    names = [
-        ("Open iii data dir", OPEN_DATA_DIR), ("Open nanobot workspace", OPEN_WORKSPACE),
+    from keepgui.core import registry
+
+    names = [(f"Open {backend.label}", keys) for backend, keys in zip(registry.backends(), OPEN_SOURCE)]
+    names += [
         ("Reload from disk", RELOAD), ("Quit", QUIT), ("Undo", UNDO), ("Redo", REDO), ("Find", FIND),
         ("Save rule", SAVE), ("New memory", NEW_MEMORY), ("Edit memory", EDIT_MEMORY), ("Pin", PIN),
         ("Unpin", UNPIN), ("Delete (tombstone)", TOMBSTONE), ("Restore", RESTORE),

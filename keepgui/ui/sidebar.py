@@ -12,8 +12,10 @@ from PySide6.QtCore import QModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QFont, QPalette, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView
 
+from typing import Callable, Sequence
+
+from keepgui.core.source import BankKey, BankSummary, Trashed
 from keepgui.ui import theme
-from keepgui.ui.hub import BankKey
 from keepgui.ui.timefmt import relative
 
 KindRole = Qt.ItemDataRole.UserRole + 20
@@ -62,18 +64,20 @@ class SourceTreeModel(QStandardItemModel):
                 item.setEditable(False)
                 self.insertRow(position, [item])
 
-    def set_banks(self, source, trashed=None) -> None:
-        """Bring the banks of one source up to date from its names and details (``trashed``: None = no trash node).
+    def set_banks(self, path: str, names: Sequence[str], summary: Callable[[str], BankSummary | None],
+                  icon: str = "bank", trashed: Sequence[Trashed] | None = None) -> None:
+        """Bring the banks of one source up to date: their names, each one's summary (None while it
+        loads), the icon of its banks, and its trash (None: no trash node).
 
         Rows are updated in place; the Trash node is rebuilt only when the trashed banks changed,
         so an expanded Trash stays expanded.
         """
-        parent = self._source_item(source.path)
+        parent = self._source_item(path)
         if parent is None:
             return
         existing = {parent.child(r).data(BankKeyRole): parent.child(r) for r in range(parent.rowCount())
                     if parent.child(r).data(KindRole) == "bank"}
-        names = list(source.names)
+        names = list(names)
         trash = None
         # drop banks that vanished; the trash node is kept aside (it stays last)
         for row in reversed(range(parent.rowCount())):
@@ -83,46 +87,45 @@ class SourceTreeModel(QStandardItemModel):
                 trash = child
             elif key is not None and key.bank not in names:
                 parent.removeRow(row)
-        normal_icon = "keep" if source.kind == "nanobot" else "bank"
         for position, name in enumerate(names):
-            key = BankKey(source.path, name)
+            key = BankKey(path, name)
             item = existing.get(key)
             if item is None:
                 item = QStandardItem(name)
                 item.setData("bank", KindRole)
                 item.setData(key, BankKeyRole)
-                item.setData(source.path, SourceRole)
+                item.setData(path, SourceRole)
                 item.setEditable(False)
                 parent.insertRow(position, [item])
-            detail = source.detail(name)
-            problem = detail.startswith("unreadable")
-            info = source.infos.get(name)
-            description = getattr(info, "description", "")
+            known = summary(name)
+            detail = known.detail if known is not None else "loading…"
+            problem = bool(known is not None and known.problem)
+            description = known.description if known is not None else ""
             _set(item, detail, DetailRole)
             _set(item, problem, ProblemRole)
             tip = f"{name}\n{detail}" + (f"\n{description}" if description else "")
             _set(item, tip, Qt.ItemDataRole.ToolTipRole)
-            icon = theme.icon("warning", theme.strong("warning")) if problem else theme.icon(normal_icon)
-            if item.icon().cacheKey() != icon.cacheKey():  # icons are cached: same key, same picture
-                item.setIcon(icon)
+            shown = theme.icon("warning", theme.strong("warning")) if problem else theme.icon(icon)
+            if item.icon().cacheKey() != shown.cacheKey():  # icons are cached: same key, same picture
+                item.setIcon(shown)
         trashed = None if trashed is None else list(trashed)
         if trash is not None:
-            if trashed is not None and self._trashed.get(source.path) == trashed:
+            if trashed is not None and self._trashed.get(path) == trashed:
                 return  # unchanged: keep the node, and whether it is expanded
             parent.removeRow(trash.row())
         if trashed is None:
-            self._trashed.pop(source.path, None)
+            self._trashed.pop(path, None)
             return
-        self._trashed[source.path] = trashed
+        self._trashed[path] = trashed
         trash = QStandardItem(theme.icon("trash"), "Trash")
         trash.setData("trash", KindRole)
-        trash.setData(source.path, SourceRole)
+        trash.setData(path, SourceRole)
         trash.setData(f"{len(trashed)} trashed banks" if trashed else "empty", DetailRole)
         trash.setEditable(False)
         for t in trashed:
-            child = QStandardItem(theme.icon("bank"), t.folder)
+            child = QStandardItem(theme.icon(icon), t.folder)
             child.setData("trashed", KindRole)
-            child.setData(source.path, SourceRole)
+            child.setData(path, SourceRole)
             child.setData(t.folder, FolderRole)
             child.setData(f"bank `{t.bank}`, trashed {relative(t.trashed_at)}", DetailRole)
             child.setToolTip(f"{t.path}\nRestore it from the context menu or Bank → Restore from trash")

@@ -27,20 +27,21 @@ def tray_available() -> bool:
 class KeepTray(QSystemTrayIcon):
     """The tray icon and its menu.
 
-    ``set_compaction_due`` lists the keep.md files over the line cap; with one,
-    the entry opens it directly, with several it becomes a submenu.
+    ``set_compaction_due`` lists the banks whose compaction is due (a keep.md over
+    its line cap...); with one, the entry opens it directly, with several it
+    becomes a submenu.
 
     Signals:
         quickKeepRequested(): Quick keep… was chosen (or the icon middle-clicked).
         showRequested(): Show window was chosen (or the icon clicked).
-        compactionRequested(str workspace): a "Compaction due" entry was chosen for this workspace.
+        compactionRequested(object key): a "Compaction due" entry was chosen for this bank.
         keepRunningChanged(bool on): "Keep running in the tray" was toggled.
         quitRequested(): Quit was chosen.
     """
 
     quickKeepRequested = Signal()
     showRequested = Signal()
-    compactionRequested = Signal(str)
+    compactionRequested = Signal(object)
     keepRunningChanged = Signal(bool)
     quitRequested = Signal()
 
@@ -76,18 +77,18 @@ class KeepTray(QSystemTrayIcon):
         self.menu.addAction(self.act_quit)
         self.setContextMenu(self.menu)
         self.activated.connect(self._on_activated)
-        self.due: list[tuple[str, str, int]] = []
+        self.due: list[tuple[object, str, str]] = []
 
-    def set_compaction_due(self, due: list[tuple[str, str, int]]) -> None:
-        """The keep.md files over the cap: ``(workspace, label, lines)`` each."""
+    def set_compaction_due(self, due: list[tuple[object, str, str]]) -> None:
+        """The banks whose compaction is due: ``(key, label, size)`` each ("172 lines")."""
         self.due = list(due)
         self.compaction_menu.clear()
         if len(self.due) <= 1:
             self._compaction_submenu_action.setVisible(False)
             self.act_compaction.setVisible(True)
             if self.due:
-                _workspace, label, lines = self.due[0]
-                self.act_compaction.setText(f"Compaction due: {label} ({lines} lines)…")
+                _key, label, size = self.due[0]
+                self.act_compaction.setText(f"Compaction due: {label} ({size})…")
                 self.act_compaction.setEnabled(True)
             else:
                 self.act_compaction.setText("No compaction due")
@@ -95,13 +96,13 @@ class KeepTray(QSystemTrayIcon):
         else:
             self.act_compaction.setVisible(False)
             self._compaction_submenu_action.setVisible(True)
-            self.compaction_menu.setTitle(f"Compaction due ({len(self.due)} keep.md files)")
-            for workspace, label, lines in self.due:
-                action = self.compaction_menu.addAction(f"{label} ({lines} lines)…")
-                action.triggered.connect(lambda _=False, w=workspace: self.compactionRequested.emit(w))
+            self.compaction_menu.setTitle(f"Compaction due ({len(self.due)} banks)")
+            for key, label, size in self.due:
+                action = self.compaction_menu.addAction(f"{label} ({size})…")
+                action.triggered.connect(lambda _=False, k=key: self.compactionRequested.emit(k))
         count = len(self.due)
         self.setToolTip("keepgui" if not count else
-                        f"keepgui — compaction due in {count} keep.md file{'s' if count != 1 else ''}")
+                        f"keepgui — compaction due in {count} bank{'s' if count != 1 else ''}")
 
     def _on_single_compaction(self) -> None:
         if len(self.due) == 1:

@@ -16,7 +16,7 @@ import statistics
 import tempfile
 import time
 
-from tests.bench.common import Result, cached_bank
+from tests.bench.common import Result, bank_in_data_dir, cached_bank
 
 QUERIES = [
     "when does the user publish blog posts", "what does mike prefer", "grafana dashboards", "postgres 16",
@@ -38,17 +38,18 @@ def run(quick: bool = False) -> list[Result]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QTimer
 
+    from keepgui.core.source import BankKey
     from keepgui.ui.application import make_app
-    from keepgui.ui.hub import BankKey, Hub
+    from keepgui.ui.hub import Hub
     from keepgui.ui.preview import PreviewPane
 
     memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
     folder = cached_bank(memories, lines)
     data_dir = tempfile.mkdtemp(prefix="keepgui-bench-preview-")
-    os.symlink(folder, os.path.join(data_dir, "bank"))
+    bank_in_data_dir(folder, data_dir)
     app = make_app()  # the application as keepgui runs it (its GIL switch interval included)
     hub = Hub(reload_command="", watch=False)
-    hub.add_iii(data_dir)
+    hub.add("iii", data_dir)
     key = BankKey(os.path.abspath(data_dir), "bank")
     pane = PreviewPane(hub)
     pane.resize(1200, 800)

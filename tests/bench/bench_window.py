@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from tests.bench.common import Result, cached_bank
+from tests.bench.common import Result, bank_in_data_dir, cached_bank
 
 _CHILD_BARE = r"""
 import sys, time, json
@@ -93,7 +93,7 @@ def startup(memories: int, lines: int, repeat: int) -> list[Result]:
     folder = cached_bank(memories, lines)
     data_dir = os.path.dirname(folder)
     link_dir = tempfile.mkdtemp(prefix="keepgui-bench-dd-")
-    os.symlink(folder, os.path.join(link_dir, "bank"))
+    bank_in_data_dir(folder, link_dir)
     settings = os.path.join(link_dir, "settings.json")
     bare, ours = [], []
     for _ in range(repeat):
@@ -117,7 +117,7 @@ def filter_latency(memories: int) -> Result:
     from PySide6.QtWidgets import QApplication
 
     from keepgui.core.search import TextSearch
-    from keepgui.ui.memorymodel import IIII_CAPABILITIES
+    from keepgui.core.source import Capabilities
     from keepgui.ui.memorypanel import MemoryPanel, search_texts
     from tests.bench.synth import make_records
 
@@ -127,7 +127,7 @@ def filter_latency(memories: int) -> Result:
         records[memory.id] = memory
     rows = list(records.values())
     panel = MemoryPanel()
-    panel.reset_rows(rows, IIII_CAPABILITIES)
+    panel.reset_rows(rows, Capabilities())
     index = TextSearch()
     index.set_many((r.id, search_texts(r)) for r in rows)
     panel.index._index = index  # the background build, done here synchronously for the measurement

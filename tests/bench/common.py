@@ -84,6 +84,24 @@ def cached_bank(memories: int = 100_000, lines: int = 250_000, seed: int = 7) ->
     return folder
 
 
+def bank_in_data_dir(folder: str, data_dir: str, name: str = "bank") -> str:
+    """Put a cached bank into ``data_dir`` as a real folder whose files are hard links to the cache
+    (the worker, and keepgui as it does, skips a bank folder that is a symbolic link); copies where
+    hard links cannot be made. Returns the bank folder."""
+    bank = os.path.join(data_dir, name)
+    os.makedirs(bank, exist_ok=True)
+    for entry in os.listdir(folder):
+        src, dst = os.path.join(folder, entry), os.path.join(bank, entry)
+        if os.path.isdir(src):
+            shutil.copytree(src, dst)
+            continue
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+    return bank
+
+
 def fresh_copy(folder: str) -> str:
     """A throwaway copy of a cached bank (for benchmarks that write)."""
     dest = tempfile.mkdtemp(prefix="keepgui-bench-")

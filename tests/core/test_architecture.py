@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import os
 import shutil
 import subprocess
@@ -39,11 +40,13 @@ ALLOWED = {
         "moves the mtimes of that fresh demo copy to 'an hour ago' so its ages read naturally",
     ("keepgui/core/claude/demo.py", "os.utime"):
         "gives the memories of that fresh demo copy ages in index order (the newest are the ones cut)",
+    ("keepgui/core/iii/backend.py", "os.utime"):
+        "keeps the iii logs of that fresh demo copy looking edited an hour ago after their times moved",
     ("keepgui/cli.py", "shutil.rmtree"):
         "removes keepgui's own temporary demo copy at exit",
     ("keepgui/cli.py", "os.open"):
         "re-points stdout at /dev/null after a broken pipe; no file is written",
-    ("keepgui/ui/application.py", "shutil.rmtree"):
+    ("keepgui/ui/startup.py", "shutil.rmtree"):
         "removes keepgui's own temporary demo copy at exit",
     ("keepgui/core/nanobot/prompt.py", "tempfile.mkdtemp"):
         "a private scratch folder for nanobot's ContextBuilder (filled through fsio), never the workspace",
@@ -272,3 +275,56 @@ atexit.register(shutil.rmtree, "a"); os.path.join("a", "b")
     assert sum(1 for line, _ in calls if line == 6) == 4  # w, ab, r+, computed mode
     assert sum(1 for line, _ in calls if line == 8) == 2  # write flags, unreadable flags; O_RDONLY passes
     assert sum(1 for line, _ in calls if line == 9) == 2 and sum(1 for line, _ in calls if line == 10) == 3
+
+
+# ---------------------------------------------------------------------- one seam for every backend
+
+KIND_BRANCH = re.compile(r"""kind\s*(==|!=)\s*["']|_is_keep\(""")
+
+
+def test_the_generic_ui_has_no_backend_kind_branch():
+    """What differs per backend is in its Capabilities or its adapter module, never an ``if kind == ...``."""
+    found = []
+    for path, rel in _py_files(os.path.join(PACKAGE, "ui")):
+        if rel.startswith("keepgui/ui/adapters/"):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if KIND_BRANCH.search(line):
+                    found.append(f"{rel}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_every_package_folder_ships_in_the_wheel():
+    """setup.py finds packages by their ``__init__.py``: a folder of modules without one would silently
+    drop out of the wheel."""
+    missing = []
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        if any(f.endswith(".py") for f in files) and "__init__.py" not in files:
+            missing.append(os.path.relpath(folder, ROOT))
+    assert missing == []
+
+
+def _contracts() -> dict[str, dict]:
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        config = tomllib.load(fh)
+    return {c["name"]: c for c in config["tool"]["importlinter"]["contracts"]}
+
+
+def test_the_contracts_name_every_backend():
+    """Every package of keepgui.core is a backend: the independence contract lists them all, the
+    registry's built-in ones are among them, and the other contracts reach them by the wildcard
+    ``keepgui.core.*.*`` (any module inside a package of keepgui.core)."""
+    from keepgui.core import registry
+
+    contracts = _contracts()
+    packages = sorted(f"keepgui.core.{name}" for name in os.listdir(CORE)
+                      if os.path.isfile(os.path.join(CORE, name, "__init__.py")))
+    assert sorted(contracts["Backends do not import each other"]["modules"]) == packages
+    assert {name.rsplit(".", 1)[0] for name in registry.BUILTIN} <= set(packages)
+    for name in ("Core modules shared by the backends import none of them",
+                 "Generic UI modules import no backend (only keepgui.ui.adapters may)"):
+        assert contracts[name]["forbidden_modules"] == ["keepgui.core.*.*"]

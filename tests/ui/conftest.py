@@ -59,11 +59,12 @@ def make_window(qtbot, tmp_path):
 
 def open_keep(make_window, demo_copy, qtbot):
     """A window on the demo with its workspace's keep.md shown; returns ``(window, key)``."""
-    from keepgui.ui.hub import KEEP_BANK, BankKey
+    from keepgui.core.nanobot.backend import KEEP_BANK
+    from keepgui.core.source import BankKey
 
     window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
     key = BankKey(demo_copy.nanobot, KEEP_BANK)
-    qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: window.hub.is_loaded(key), timeout=10_000)
     window.select_bank(key)
     qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=10_000)
     return window, key

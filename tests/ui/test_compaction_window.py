@@ -21,9 +21,9 @@ def read(path) -> bytes:
 
 
 def wait_dialog(window, qtbot) -> CompactionDialog:
-    qtbot.waitUntil(lambda: isinstance(getattr(window, "_compaction_dialog", None), CompactionDialog)
-                    and window._compaction_dialog.isVisible(), timeout=15_000)
-    return window._compaction_dialog
+    qtbot.waitUntil(lambda: isinstance(window.compaction.dialog, CompactionDialog)
+                    and window.compaction.dialog.isVisible(), timeout=15_000)
+    return window.compaction.dialog
 
 
 def test_compaction_due_badge_and_dialog_apply_exactly_the_checked_operations(make_window, demo_copy, qtbot):

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication, QPlainTextEdit
 
 from keepgui.ui.diffview import DiffHighlighter
 from keepgui.ui.markdown import MarkdownHighlighter
-from keepgui.ui.preview import SectionHighlighter
+from keepgui.ui.adapters.iii import SectionHighlighter
 
 
 @contextlib.contextmanager

@@ -25,7 +25,8 @@ from PySide6.QtWidgets import QApplication
 
 from keepgui.ui import ipc
 from keepgui.ui.desktop import install
-from keepgui.ui.hub import KEEP_BANK, BankKey
+from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.core.source import BankKey
 from tests.conftest import ROOT
 from tests.core.nanobot_helpers import make_workspace
 

@@ -41,14 +41,15 @@ def test_forget_restore_and_undo_are_exact(make_window, demo_copy, qtbot):
     proxy.setData(proxy.index(3, COLUMN_INDEX["live"]), Qt.CheckState.Unchecked.value, Qt.ItemDataRole.CheckStateRole)
     after = keep_bytes(demo_copy)
     assert entry.text.encode() not in after and len(after) < len(original)
-    window.act_history.setChecked(True)
-    qtbot.waitUntil(lambda: any(proxy.index(r, 0).data(RecordRole).removed is not None
+    window.memories.act_history.setChecked(True)
+    qtbot.waitUntil(lambda: any(proxy.index(r, 0).data(RecordRole).invalid_at is not None
                                 for r in range(proxy.rowCount())))
     window.undo_stack.undo()
     assert keep_bytes(demo_copy) == original
     window.undo_stack.redo()
     assert keep_bytes(demo_copy) == after
-    removed_row = next(r for r in range(proxy.rowCount()) if proxy.index(r, 0).data(RecordRole).removed is not None)
+    removed_row = next(r for r in range(proxy.rowCount())
+                       if proxy.index(r, 0).data(RecordRole).invalid_at is not None)
     proxy.setData(proxy.index(removed_row, COLUMN_INDEX["live"]), Qt.CheckState.Checked.value,
                   Qt.ItemDataRole.CheckStateRole)
     assert keep_bytes(demo_copy) == original  # put back on its own line, exactly
@@ -69,7 +70,7 @@ def test_undo_refuses_when_the_agent_rewrote_keep_md(make_window, demo_copy, qtb
 
 def test_external_rewrite_shows_up(make_window, demo_copy, qtbot):
     window = open_keep(make_window, demo_copy, qtbot)
-    with qtbot.waitSignal(window.hub.keepChanged, timeout=10_000):
+    with qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.reviews)):
         with open(os.path.join(demo_copy.nanobot, "keep.md"), "wb") as fh:
             fh.write(b"# Kept facts\n- Only this fact survived the rewrite\n")
     qtbot.waitUntil(lambda: window.memories.proxy.rowCount() == 1, timeout=10_000)

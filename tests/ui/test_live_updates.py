@@ -9,25 +9,27 @@ import os
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 from keepgui.core.iii.store import DataDir
-from keepgui.ui.hub import BankKey, Hub
+from keepgui.core.source import BankKey
+from keepgui.ui.hub import Hub
 from keepgui.ui.memorymodel import RecordRole
 from keepgui.ui.sidebar import DetailRole, KindRole
 from tests.ui.conftest import open_keep
 
 
-def settle(qtbot, source, ms: int = 1200) -> None:
+def settle(qtbot, window, path, ms: int = 1200) -> None:
     """Let the watcher's echo arrive and the source's background work (and its signals) finish."""
     qtbot.wait(ms)
-    source.executor.submit(lambda: None).result(timeout=10)
+    window.hub.drain(path)
     qtbot.wait(50)
 
 
 def loaded_window(make_window, demo_copy, qtbot, **kw):
     window = make_window(demo_copy.iii, **kw)
-    source = window.hub.source(demo_copy.iii)
-    qtbot.waitUntil(lambda: all(n in source.infos for n in source.names), timeout=10_000)
-    settle(qtbot, source, 300)
-    return window, source
+    hub, path = window.hub, demo_copy.iii
+    qtbot.waitUntil(lambda: hub.is_listed(path) and all(hub.summary(BankKey(path, n)) is not None
+                                                        for n in hub.banks(path)), timeout=10_000)
+    settle(qtbot, window, path, 300)
+    return window, path
 
 
 def unpinned(window):
@@ -44,25 +46,25 @@ def trash_node(window, path):
 
 
 def test_a_pin_updates_the_sidebar_once_and_rescans_nothing(make_window, demo_copy, qtbot):
-    window, source = loaded_window(make_window, demo_copy, qtbot)
-    scans = source.scans_requested
+    window, path = loaded_window(make_window, demo_copy, qtbot)
+    scans = window.hub.scan_count(path)
     seen = []
     window.hub.banksChanged.connect(seen.append)
     with qtbot.waitSignal(window.hub._changes, timeout=10_000):  # the watcher's echo of the write
         window.set_pinned(True, [unpinned(window)])
-    settle(qtbot, source)
+    settle(qtbot, window, path)
     assert seen == [demo_copy.iii]  # the write's own delivery; the echo found nothing new
-    assert source.scans_requested == scans
+    assert window.hub.scan_count(path) == scans
 
 
 def test_an_expanded_trash_stays_expanded_when_a_memory_changes(make_window, demo_copy, qtbot):
     DataDir(demo_copy.iii).trash_bank("blog")
-    window, source = loaded_window(make_window, demo_copy, qtbot)
+    window, path = loaded_window(make_window, demo_copy, qtbot)
     qtbot.waitUntil(lambda: trash_node(window, demo_copy.iii).data(DetailRole) == "1 trashed banks")
     window.tree.expand(trash_node(window, demo_copy.iii))
     with qtbot.waitSignal(window.hub.banksChanged, timeout=10_000):
         window.set_pinned(True, [unpinned(window)])
-    settle(qtbot, source)
+    settle(qtbot, window, path)
     assert window.tree.isExpanded(trash_node(window, demo_copy.iii))
 
 
@@ -79,8 +81,8 @@ def test_the_trash_node_follows_trash_and_restore(make_window, demo_copy, qtbot,
 
 
 def test_a_rule_file_added_on_disk_updates_the_rule_count(make_window, demo_copy, qtbot):
-    window, source = loaded_window(make_window, demo_copy, qtbot)
-    rules = source.infos["main"].rules
+    window, path = loaded_window(make_window, demo_copy, qtbot)
+    rules = DataDir(demo_copy.iii).bank("main").info().rules
     index = window.tree_model.index_of_bank(BankKey(demo_copy.iii, "main"))
     assert index.data(DetailRole).endswith(f"· {rules} rules")
     with open(os.path.join(demo_copy.iii, "main", "rules", "added.md"), "w") as fh:
@@ -91,44 +93,47 @@ def test_a_rule_file_added_on_disk_updates_the_rule_count(make_window, demo_copy
 
 def test_the_shown_bank_is_read_once_at_start_up(make_window, demo_copy, qtbot, monkeypatch):
     synced = []
-    original = Hub._sync
+    original = Hub._load
 
-    def counting(self, source, key, deliver_all=False):
+    def counting(self, opened, key, full):
         synced.append(key.bank)
-        return original(self, source, key, deliver_all)
+        return original(self, opened, key, full)
 
-    monkeypatch.setattr(Hub, "_sync", counting)
-    window, source = loaded_window(make_window, demo_copy, qtbot, watch=False)
-    assert sorted(synced) == sorted(source.names)
+    monkeypatch.setattr(Hub, "_load", counting)
+    window, path = loaded_window(make_window, demo_copy, qtbot, watch=False)
+    assert sorted(synced) == sorted(window.hub.banks(path))
 
 
 def test_the_echo_of_a_keep_is_not_delivered_again(make_window, demo_copy, qtbot):
     window, key = open_keep(make_window, demo_copy, qtbot)
     source = window.hub.sources[key.source]
-    settle(qtbot, source, 300)
+    settle(qtbot, window, key.source, 300)
     deliveries = []
-    window.hub.bankRows.connect(lambda k, rows, final: deliveries.append(k) if k == key else None)
+    window.hub.changed.connect(lambda change: deliveries.append(change.key) if change.key == key and change.rows
+                               else None)
     with qtbot.waitSignal(window.hub._changes, timeout=10_000):
-        window.push_keep("Keep fact", lambda store: store.add("Learns the cello on Mondays"))
-    settle(qtbot, source)
+        window.perform(key, lambda bank: bank.keep("Learns the cello on Mondays"), "Keep fact")
+    settle(qtbot, window, key.source)
     assert deliveries == [key]
     assert source.doc is not None and any(e.text == "Learns the cello on Mondays" for e in source.doc.entries)
 
 
 def test_equal_keep_rows_read_again_change_nothing(qapp, demo_copy):
+    import msgspec
+
     from keepgui.core.history import History
+    from keepgui.core.nanobot.backend import CAPABILITIES, keep_rows
     from keepgui.core.nanobot.keep import KeepStore
     from keepgui.core.nanobot.workspace import Workspace
-    from keepgui.ui.keeprows import KEEP_ROW_CAPABILITIES, keep_rows
     from keepgui.ui.memorymodel import MemoryTableModel
 
     store = KeepStore(Workspace(demo_copy.nanobot), History())
     model = MemoryTableModel()
-    model.reset_rows(keep_rows(store.load()), KEEP_ROW_CAPABILITIES)
+    model.reset_rows(keep_rows(store.load()), CAPABILITIES)
     again = keep_rows(store.load())  # new objects, same entries
     assert model.upsert(again) == ([], [])
     edited = keep_rows(store.load())
-    edited[2].text = "Changed"
+    edited[2] = msgspec.structs.replace(edited[2], text="Changed")
     assert model.upsert(edited) == ([2], [])
 
 
@@ -154,10 +159,10 @@ def test_show_history_is_saved_once_per_toggle(make_window, demo_copy, qtbot, mo
     window = make_window(demo_copy.iii, watch=False)
     saved = []
     monkeypatch.setattr(window.settings, "set_show_history", saved.append)
-    window.act_history.setChecked(True)
+    window.memories.act_history.setChecked(True)
     window.memories.history.setChecked(False)
     assert saved == [True, False]
-    assert not window.act_history.isChecked() and not window.memories.proxy.show_history
+    assert not window.memories.act_history.isChecked() and not window.memories.proxy.show_history
 
 
 def test_icons_are_rendered_once_per_colour_and_follow_the_palette(qapp):

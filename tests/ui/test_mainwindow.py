@@ -10,6 +10,7 @@ from PySide6.QtCore import QItemSelectionModel, Qt
 from keepgui.core.iii.log import MemoryLog
 from keepgui.core.iii.record import fingerprint, new_memory
 from keepgui.core.iii.store import DataDir
+from keepgui.core.source import Capabilities
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, MemoryProxyModel, MemoryTableModel, RecordRole
 
 
@@ -55,7 +56,8 @@ def test_sidebar_shows_banks_with_counts(make_window, demo_copy, qtbot):
     from keepgui.ui.sidebar import DetailRole
 
     window = make_window(demo_copy.iii)
-    qtbot.waitUntil(lambda: all(n in window.hub.source(demo_copy.iii).infos for n in ("main", "blog", "coding")))
+    qtbot.waitUntil(lambda: all(window.hub.summary(type(window.current)(demo_copy.iii, n)) is not None
+                                for n in ("main", "blog", "coding")))
     index = window.tree_model.index_of_bank(window.current)
     info = DataDir(demo_copy.iii).bank("main").info()
     assert index.data(DetailRole) == f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules"
@@ -66,7 +68,7 @@ def test_pin_toggle_writes_a_record_and_undo_redo(make_window, demo_copy, qtbot)
     proxy = window.memories.proxy
     row = next(r for r in range(proxy.rowCount()) if not proxy.index(r, 0).data(RecordRole).pinned)
     record = proxy.index(row, 0).data(RecordRole)
-    before = log_lines(window.hub.source(demo_copy.iii).bank("main").log_path)
+    before = log_lines(window.hub.source(demo_copy.iii).core_bank("main").log_path)
     assert proxy.setData(proxy.index(row, COLUMN_INDEX["pinned"]), Qt.CheckState.Checked.value,
                          Qt.ItemDataRole.CheckStateRole)
     on_disk = fresh(demo_copy.iii, "main", record.id)
@@ -78,7 +80,7 @@ def test_pin_toggle_writes_a_record_and_undo_redo(make_window, demo_copy, qtbot)
     assert not on_disk.pinned and on_disk.revision == record.revision + 2
     window.undo_stack.redo()
     assert fresh(demo_copy.iii, "main", record.id).pinned
-    assert log_lines(window.hub.source(demo_copy.iii).bank("main").log_path) == before + 3
+    assert log_lines(window.hub.source(demo_copy.iii).core_bank("main").log_path) == before + 3
 
 
 def test_tombstone_toggle_hides_and_restore_brings_back(make_window, demo_copy, qtbot):
@@ -89,7 +91,7 @@ def test_tombstone_toggle_hides_and_restore_brings_back(make_window, demo_copy, 
                   Qt.ItemDataRole.CheckStateRole)
     assert fresh(demo_copy.iii, "main", record.id).invalid_at is not None
     assert proxy_row_of(window, record.id) is None  # hidden unless history is shown
-    window.act_history.setChecked(True)
+    window.memories.act_history.setChecked(True)
     row = proxy_row_of(window, record.id)
     assert row is not None
     text_index = proxy.index(row, COLUMN_INDEX["text"])
@@ -106,9 +108,9 @@ def test_bulk_delete_is_one_write_and_one_undo_step(make_window, demo_copy, qtbo
     proxy = window.memories.proxy
     ids = [proxy.index(r, 0).data(KeyRole) for r in range(3)]
     select_ids(window, ids)
-    path = window.hub.source(demo_copy.iii).bank("main").log_path
+    path = window.hub.source(demo_copy.iii).core_bank("main").log_path
     before = log_lines(path)
-    window.act_delete.trigger()
+    window.memories.act_delete.trigger()
     assert log_lines(path) == before + 3
     assert all(fresh(demo_copy.iii, "main", i).invalid_at is not None for i in ids)
     assert window.undo_stack.count() == 1 and window.undo_stack.undoText() == "Delete 3 memories"
@@ -119,7 +121,7 @@ def test_bulk_delete_is_one_write_and_one_undo_step(make_window, demo_copy, qtbo
 
 def test_new_memory_and_in_place_edit(make_window, demo_copy, qtbot):
     window = make_window(demo_copy.iii)
-    window.push("New memory", lambda b: b.save("Mike learns the cello on Mondays", ["mike"], ["habits"]))
+    window.perform(window.current, lambda bank: bank.create("Mike learns the cello on Mondays", ["habits"], ["mike"]))
     mid = fingerprint("Mike learns the cello on Mondays")
     assert fresh(demo_copy.iii, "main", mid).text == "Mike learns the cello on Mondays"
     qtbot.waitUntil(lambda: proxy_row_of(window, mid) is not None)
@@ -145,7 +147,7 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
     text = "Appended by the agent while keepgui was open"
     record = new_memory(id=fingerprint(text), text=text, entities=["user"], tags=[], confidence="extracted",
                         corroboration=0, pinned=False, created_at=1, updated_at=2_000_000_000_000, revision=0)
-    with qtbot.waitSignal(window.hub.bankRows, timeout=10_000):
+    with qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.rows)):
         with open(os.path.join(str(demo_copy.iii), "main", "memories.jsonl"), "ab") as fh:
             fh.write(record.to_line())
     qtbot.waitUntil(lambda: proxy_row_of(window, record.id) is not None, timeout=10_000)
@@ -156,10 +158,11 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
 def test_external_rule_change_and_new_bank_show_up(make_window, demo_copy, qtbot):
     window = make_window(demo_copy.iii)
     key = window.current
-    with qtbot.waitSignal(window.hub.rulesChanged, timeout=10_000) as blocker:
+    with qtbot.waitSignal(window.hub.changed, timeout=10_000,
+                          check_params_cb=lambda change: bool(change.documents)) as blocker:
         with open(os.path.join(str(demo_copy.iii), "main", "rules", "added.md"), "w") as fh:
             fh.write("# Added by hand\n")
-    assert blocker.args[0] == key
+    assert blocker.args[0].key == key and blocker.args[0].documents == {"added"}
     os.makedirs(os.path.join(str(demo_copy.iii), "research", "rules"))
     qtbot.waitUntil(lambda: window.tree_model.index_of_bank(
         type(key)(key.source, "research")).isValid(), timeout=10_000)
@@ -205,8 +208,6 @@ def test_detail_panel_shows_history_and_links(make_window, demo_copy, qtbot):
 
 
 def test_capabilities_grey_out_toggles(qapp):
-    from keepgui.ui.memorymodel import Capabilities
-
     model = MemoryTableModel()
     text = "an entry of keep.md"
     row = new_memory(id=fingerprint(text), text=text, entities=[], tags=[], confidence="stated", corroboration=0,
@@ -228,7 +229,7 @@ def test_a_100k_row_model_filters_correctly(qapp, query):
         records[memory.id] = memory
     rows = list(records.values())
     model = MemoryTableModel()
-    model.reset_rows(rows)
+    model.reset_rows(rows, Capabilities())
     proxy = MemoryProxyModel()
     proxy.setSourceModel(model)
     index = TextSearch()
@@ -247,8 +248,8 @@ def test_a_100k_row_model_filters_correctly(qapp, query):
 
 
 def test_sources_bank_view_options_and_geometry_are_remembered(qtbot, demo_copy, tmp_path):
+    from keepgui.core.source import BankKey
     from keepgui.ui.application import build_window
-    from keepgui.ui.hub import BankKey
     from keepgui.ui.settings import Settings
     from tests.ui.conftest import window_args
 
@@ -261,8 +262,8 @@ def test_sources_bank_view_options_and_geometry_are_remembered(qtbot, demo_copy,
     qtbot.waitUntil(lambda: window.current is not None and window._loading is None, timeout=15_000)
     window.select_bank(BankKey(demo_copy.iii, "blog"))
     qtbot.waitUntil(lambda: window.current.bank == "blog" and window._loading is None, timeout=15_000)
-    window.act_history.setChecked(True)
-    window.column_actions[COLUMN_INDEX["confidence"]].setChecked(False)
+    window.memories.act_history.setChecked(True)
+    window.memories.column_actions[COLUMN_INDEX["confidence"]].setChecked(False)
     window.resize(1111, 777)
     window.close()
     window.hub.shutdown()
@@ -273,7 +274,7 @@ def test_sources_bank_view_options_and_geometry_are_remembered(qtbot, demo_copy,
     again = build_window(window_args(), Settings(path), watch=False)
     again.show()
     qtbot.waitUntil(lambda: again.current is not None and again._loading is None, timeout=15_000)
-    assert again.current.bank == "blog" and again.act_history.isChecked()
+    assert again.current.bank == "blog" and again.memories.act_history.isChecked()
     assert again.memories.table.isColumnHidden(COLUMN_INDEX["confidence"])
     again.close()
     again.hub.shutdown()

@@ -7,12 +7,14 @@ import os
 import pytest
 from PySide6.QtCore import Qt
 
+from keepgui.core.iii.backend import check_save as check_bank
 from keepgui.core.iii.record import fingerprint
 from keepgui.core.iii.store import DataDir
-from keepgui.ui.hub import KEEP_BANK, BankKey, Hub
-from keepgui.ui.quickkeep import (
-    QuickKeepPopup, StandaloneHost, check_bank, open_quick_keep, popup_for, short_path,
-)
+from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.core.paths import short_path
+from keepgui.core.source import BankKey
+from keepgui.ui.hub import Hub
+from keepgui.ui.quickkeep import QuickKeepPopup, StandaloneHost, open_quick_keep, popup_for
 from keepgui.ui.settings import Settings
 
 
@@ -26,7 +28,7 @@ def window(make_window, demo_copy, qtbot):
     """The window on the demo iii data dir (showing `main`) and the demo workspace."""
     win = make_window(demo_copy.iii, workspace=demo_copy.nanobot)
     qtbot.waitUntil(lambda: win.hub.sources[demo_copy.nanobot].doc is not None
-                    and "coding" in win.hub.sources[demo_copy.iii].names, timeout=10_000)
+                    and "coding" in win.hub.banks(demo_copy.iii), timeout=10_000)
     return win
 
 
@@ -145,7 +147,7 @@ def test_bank_feedback_without_qt():
 def test_standalone_popup_keeps_without_a_window(demo_copy, qtbot, tmp_path):
     hub = Hub(watch=False)
     host = StandaloneHost(hub, Settings(str(tmp_path / "settings.json")))
-    hub.add_nanobot(demo_copy.nanobot)
+    hub.add("nanobot", demo_copy.nanobot)
     said = []
     popup = QuickKeepPopup(host, notify=said.append)
     qtbot.addWidget(popup)

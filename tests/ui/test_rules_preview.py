@@ -51,8 +51,8 @@ def test_typing_a_query_matches_the_cli_exactly(window, demo_copy, qtbot, query)
     result = wait_preview(qtbot, pane, lambda r: r.query_tokens == __import__(
         "keepgui.core.iii.recall", fromlist=["query_tokens"]).query_tokens(query))
     assert result.to_json(notice=True) == cli_preview(demo_copy.iii, "main", query)
-    assert pane.message.toPlainText() == (result.message or "(no message: nothing would be appended)")
-    assert pane.hits.count() == len(result.memories)
+    assert pane.view.message.toPlainText() == (result.message or "(no message: nothing would be appended)")
+    assert pane.view.hits.count() == len(result.memories)
     assert "Lexical only: keepgui cannot embed the query" in pane.summary.text()  # #12.7, in the window too
 
 
@@ -73,15 +73,16 @@ def test_unsaved_rule_edit_changes_the_preview_not_the_file(window, demo_copy, q
 
 
 def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo_copy, qtbot):
-    window.preview.set_config(window.preview.config.replace(max_rule_chars=300), emit=True)
+    view = window.preview.view
+    view.set_config(view.config.replace(max_rule_chars=300), emit=True)
     window.show_panel("rules")
     rules = window.rules
     qtbot.waitUntil(lambda: rules.doc is not None and rules.doc.name == "learned")
     rules.editor.setPlainText("# Learned\n" + "x" * 1000 + "\n")
     rules._refresh_derived()
     place = rules.meter.place
-    assert place is not None and place.outcome.status == "truncated" and place.outcome.injected == 300
-    assert place.cut_char == 300  # no leading whitespace: the cut is at the 300th byte of the text
+    assert place is not None and place.status == "truncated" and place.sent == 300
+    assert rules.meter.budget.cut_char == 300  # no leading whitespace: the cut is at the 300th byte of the text
     assert "TRUNCATED after byte 300" in rules.meter.label.text()
     shaded = rules.editor.extraSelections()
     assert shaded and shaded[0].cursor.selectionStart() == 300
@@ -91,7 +92,7 @@ def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo
 
 
 def test_cut_point_counts_the_leading_white_space_that_is_not_sent():
-    from keepgui.ui.budget import place_rules
+    from keepgui.core.iii.backend import place_rules
 
     text = "\n \u3000 " + "é" * 400  # U+3000 is white space to Rust's trim, not to a naive strip
     place = place_rules([("a", text)], 301)["a"]
@@ -100,13 +101,14 @@ def test_cut_point_counts_the_leading_white_space_that_is_not_sent():
 
 
 def test_multibyte_rule_cut_lands_on_a_char_boundary(window, qtbot):
-    window.preview.set_config(window.preview.config.replace(max_rule_chars=301), emit=True)
+    view = window.preview.view
+    view.set_config(view.config.replace(max_rule_chars=301), emit=True)
     window.show_panel("rules")
     rules = window.rules
     qtbot.waitUntil(lambda: rules.doc is not None)
     rules.editor.setPlainText("é" * 400)
     rules._refresh_derived()
-    assert rules.meter.place.outcome.injected == 300 and rules.meter.place.cut_char == 150
+    assert rules.meter.place.sent == 300 and rules.meter.budget.cut_char == 150
 
 
 def test_external_change_reloads_a_clean_buffer_and_warns_a_dirty_one(window, demo_copy, qtbot):
@@ -158,7 +160,8 @@ def test_save_against_a_changed_file_is_refused_and_opens_the_three_way_view(win
 
 def test_workspace_document_overwrite_saves_over_exactly_the_version_shown(make_window, demo_copy, qtbot,
                                                                           monkeypatch):
-    from keepgui.ui.hub import KEEP_BANK, BankKey
+    from keepgui.core.nanobot.backend import KEEP_BANK
+    from keepgui.core.source import BankKey
 
     window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
     qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
@@ -236,14 +239,15 @@ def test_pending_what_if_toggles_are_previewed_then_applied(window, demo_copy, q
 
 
 def test_nanobot_workspace_preview_shows_keep_md_as_its_own_part(make_window, demo_copy, qtbot):
-    from keepgui.ui.hub import KEEP_BANK, BankKey
+    from keepgui.core.nanobot.backend import KEEP_BANK
+    from keepgui.core.source import BankKey
 
     window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
     qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
     window.select_bank(BankKey(demo_copy.nanobot, KEEP_BANK))
     window.show_panel("preview")
     wait_preview(qtbot, window.preview, lambda r: hasattr(r, "parts"))
-    text = window.preview.section.toPlainText()
+    text = window.preview.view.section.toPlainText()
     assert "keep.md" in text and "USER.md" in text and "not injected" in text
 
 
@@ -261,8 +265,8 @@ def test_copy_puts_the_exact_injected_text_on_the_clipboard(window, qtbot):
 
 def test_worker_settings_are_remembered_per_data_dir(window, demo_copy, qtbot):
     pane = window.preview
-    pane.spins["recall_limit"].setValue(2)
-    assert window.settings.worker_config(demo_copy.iii) == {"recall_limit": 2}
+    pane.view.spins["recall_limit"].setValue(2)
+    assert window.settings.source_settings(demo_copy.iii) == {"recall_limit": 2}
     pane.set_query("when do I publish articles")
     result = wait_preview(qtbot, pane, lambda r: r.config.recall_limit == 2)
     assert len(result.memories) <= 2
@@ -278,4 +282,4 @@ def test_the_preview_of_a_bank_the_worker_cannot_load_says_so(make_window, demo_
     pane = win.preview
     pane.query.setEditText("publish")
     qtbot.waitUntil(lambda: "cannot be loaded by the worker" in pane.summary.text(), timeout=10_000)
-    assert pane.section.toPlainText() == "" and pane.hits.count() == 0
+    assert pane.view.section.toPlainText() == "" and pane.view.hits.count() == 0

@@ -20,7 +20,8 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from keepgui.ui.desktop import KEEP_RUNNING_SETTING, Desktop, install
-from keepgui.ui.hub import KEEP_BANK, BankKey
+from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.core.source import BankKey
 from keepgui.ui.quickkeep import popup_for
 from keepgui.ui.tray import tray_available
 from tests.conftest import ROOT
@@ -49,21 +50,22 @@ def test_offscreen_has_no_tray_and_everything_still_works(window, demo_copy, qtb
 
 def test_compaction_due_and_its_hook(window, demo_copy, qtbot):
     desktop = install(window, QApplication.instance(), use_tray=False)
+    keep = BankKey(demo_copy.nanobot, KEEP_BANK)
     due = desktop.compaction_due()
-    assert [(w, lines > 150) for w, _label, lines in due] == [(demo_copy.nanobot, True)]
+    assert [(key, int(size.split()[0]) > 150) for key, _label, size in due] == [(keep, True)]
     # the default answer: show the window on that keep.md
     with qtbot.waitSignal(desktop.compactionRequested) as signal:
-        desktop.request_compaction(demo_copy.nanobot)
-    assert signal.args == [demo_copy.nanobot]
-    assert window.current == BankKey(demo_copy.nanobot, KEEP_BANK)
+        desktop.request_compaction(keep)
+    assert signal.args == [keep]
+    assert window.current == keep
     # the lead's compaction dialog plugs in here
     asked = []
     desktop.set_compaction_handler(asked.append)
-    desktop.request_compaction(demo_copy.nanobot)
-    assert asked == [demo_copy.nanobot]
+    desktop.request_compaction(keep)
+    assert asked == [keep]
     desktop.set_compaction_handler(None)
     window.select_bank(BankKey(demo_copy.iii, "main"))
-    desktop.request_compaction(demo_copy.nanobot)
+    desktop.request_compaction(keep)
     assert window.current == BankKey(demo_copy.nanobot, KEEP_BANK)
     # Switching banks starts the Preview pane's debounce; let it fire before the fixture shuts the
     # hub down (a timer firing after that raises in preview.py, whichever test switched banks).
@@ -78,17 +80,18 @@ def test_tray_menu_entries_without_showing_it(qtbot):
         "&Quick keep…", "&Show window", "No compaction due",
         "&Keep running in the tray when the window closes", "&Quit keepgui"]
     assert not tray.act_compaction.isEnabled()
-    tray.set_compaction_due([("/w1", "keep.md — /w1", 172)])
+    w1, w2 = BankKey("/w1", KEEP_BANK), BankKey("/w2", KEEP_BANK)
+    tray.set_compaction_due([(w1, "keep.md — /w1", "172 lines")])
     assert tray.act_compaction.isEnabled() and tray.act_compaction.text() == "Compaction due: keep.md — /w1 (172 lines)…"
     with qtbot.waitSignal(tray.compactionRequested) as signal:
         tray.act_compaction.trigger()
-    assert signal.args == ["/w1"]
-    tray.set_compaction_due([("/w1", "keep.md — /w1", 172), ("/w2", "keep.md — /w2", 160)])
+    assert signal.args == [w1]
+    tray.set_compaction_due([(w1, "keep.md — /w1", "172 lines"), (w2, "keep.md — /w2", "160 lines")])
     assert not tray.act_compaction.isVisible()
-    assert tray.compaction_menu.title() == "Compaction due (2 keep.md files)"
+    assert tray.compaction_menu.title() == "Compaction due (2 banks)"
     assert [a.text() for a in tray.compaction_menu.actions()] == ["keep.md — /w1 (172 lines)…",
                                                                  "keep.md — /w2 (160 lines)…"]
-    assert "compaction due in 2 keep.md files" in tray.toolTip()
+    assert "compaction due in 2 banks" in tray.toolTip()
 
 
 # ---------------------------------------------------------------------- a real tray
@@ -101,7 +104,8 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from keepgui.core.demo import make_demo_copy
 from keepgui.ui.application import build_window, make_app
 from keepgui.ui.desktop import KEEP_RUNNING_SETTING, install
-from keepgui.ui.hub import KEEP_BANK, BankKey
+from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.core.source import BankKey
 from keepgui.ui.quickkeep import popup_for
 from keepgui.ui.settings import Settings
 
@@ -206,7 +210,7 @@ def test_real_tray_under_xvfb(tmp_path):
     assert out["available"] and out["tray"]
     assert out["geometry"][0] > 0 and out["geometry"][1] > 0  # embedded in trayer
     assert out["compaction"].startswith("Compaction due: keep.md — ") and "lines)…" in out["compaction"]
-    assert "compaction due in 1 keep.md file" in out["tooltip"]
+    assert "compaction due in 1 bank" in out["tooltip"]
     assert out["menu_visible"]
     assert out["menu"][:2] == ["&Quick keep…", "&Show window"] and out["menu"][-1] == "&Quit keepgui"
     assert out["popup"] and out["compaction_shows"]

@@ -30,9 +30,18 @@ from keepgui.core.claude.jstext import utf16_len, utf16_slice
 from keepgui.core.claude.memory import (INDEX_NAME, LINE_LIMIT, SIZE_LIMIT, MemoryFolder, Prepared, cut_index,
                                         parse_link_line, read_folder)
 from keepgui.core.claude.writes import FileSwap, MemoryChange, newline_of, split_lines, writable_path
-from keepgui.core.compaction import Applied, Counts, Plan, make_operation, words_only_in
+from keepgui.core.compaction import REVIEW_KINDS, Applied, Counts, Plan, make_operation, register_kinds, words_only_in
 from keepgui.core.history import History
 from keepgui.core.textdiff import unified
+
+INDEX_KINDS = register_kinds({
+    "duplicate": "Exact duplicates",
+    # a MEMORY.md over its limits
+    "shorten": "Index lines too long (the detail moves into the topic file)",
+    "move-detail": "Detail in the index (moves into a topic file)",
+    "reorder": "Newest entries first (what stays cut is the oldest)",
+})
+"""The kinds of a plan for a MEMORY.md over its limits, in the order it lists them."""
 
 LONG_LINE = 200
 """An index line longer than this (UTF-16 units) is shortened: the CLI asks for one line under ~200 chars."""
@@ -100,6 +109,8 @@ class FolderPlan(Plan):
     list given), an edit ``function(texts: Texts) -> None``; this class renders
     any selection as a diff, checks freshness and applies it as one change.
     """
+
+    KINDS = INDEX_KINDS + REVIEW_KINDS
 
     def __init__(self, folder: MemoryFolder, history: History | None, operations, edits, subject: str) -> None:
         super().__init__(operations, (), subject)

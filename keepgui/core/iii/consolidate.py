@@ -56,7 +56,7 @@ import regex
 from keepgui.core import fsio
 from keepgui.core.compaction import (
     Applied, ChangedSince, Counts, Operation, Plan, excerpt, make_operation, near_duplicates, register_applied_kind,
-    table, words_only_in,
+    register_kinds, table, words_only_in,
 )
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
@@ -64,6 +64,14 @@ from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
 from keepgui.core.iii.store import Bank, DataDir
 from keepgui.core.iii.textrules import rust_lower
+
+BANK_KINDS = register_kinds({
+    "supersede": "Duplicates to supersede",
+    "fuzzy": "Fuzzy near-duplicates (judgement call)",
+    "report-only": "Same words, different order (report only)",
+    "pinned-only": "Pinned duplicates (never touched)",
+})
+"""The kinds of a bank's consolidation plan, in the order it lists them."""
 
 FUZZY_THRESHOLD = 85.0
 """Default cut-off of the fuzzy groups (rapidfuzz ``token_set_ratio``), as for keep.md."""
@@ -228,6 +236,7 @@ class BankPlan(Plan):
     """
 
     kind = "bank"
+    KINDS = BANK_KINDS
 
     def __init__(self, bank: Bank, groups: list[Group], mark: LogMark, scanned: int, *, fuzzy: bool,
                  threshold: float) -> None:

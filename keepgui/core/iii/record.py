@@ -117,6 +117,16 @@ class Memory(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=
         """Total sightings: the first one plus every reinforcement."""
         return self.corroboration + 1
 
+    @property
+    def position(self) -> None:
+        """A memory has no place in a file to keep (the row protocol of :mod:`keepgui.core.source`)."""
+        return None
+
+    @property
+    def fields(self) -> tuple:
+        """No extra labelled fields: the detail pane shows a memory's own (the row protocol)."""
+        return ()
+
     def replace(self, **changes: Any) -> "Memory":
         """A copy with some fields changed (lists are stored as tuples)."""
         for key in ("entities", "tags"):

@@ -76,7 +76,7 @@ from rapidfuzz.utils import default_process
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
     Applied, ChangedSince, Counts, Operation, Plan, StalePlan, excerpt, make_operation, near_duplicates,
-    register_applied_kind, words_only_in,
+    REVIEW_KINDS, register_applied_kind, register_kinds, words_only_in,
 )
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, Unreadable
 from keepgui.core.history import History, Journal, RemovedEntry, Version, file_key
@@ -87,6 +87,19 @@ from keepgui.core.nanobot.keepmd import (
 )
 from keepgui.core.nanobot.workspace import AGENTS_MD, KEEP_MD, MEMORY_MD, USER_MD, Notice, Workspace
 from keepgui.core.timefmt import now_ms
+
+PLANNER_KINDS = register_kinds({
+    "duplicate": "Exact duplicates",
+    "contained": "Contained in a more specific entry",
+    "stated-elsewhere": "Already stated in MEMORY.md, USER.md or AGENTS.md",
+    "move-to-agents": "Rules for the agent: move to AGENTS.md",
+    "blank": "Blank lines",
+    "undate": "Dates and timestamps inside entries",
+    "near-duplicate": "Near-duplicates (judgement call)",
+    "misplaced": "Not a durable fact (note, reminder, project)",
+    "heading": "Headings (keep.md is a flat list)",
+})
+"""The kinds of a keep.md compaction plan, in the order it lists them."""
 
 REVIEW_THRESHOLD = 75.0
 """``token_set_ratio`` from which a changed line counts as a rewording (or a merge) of a removed one.
@@ -322,6 +335,7 @@ class DocPlan(Plan):
     """
 
     kind = "keep.md"
+    KINDS = PLANNER_KINDS + REVIEW_KINDS
     written_source = "compacted"
     removal_reason = "compaction"
 

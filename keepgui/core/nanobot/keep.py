@@ -63,8 +63,8 @@ _MIN_MEMORY_LINE_WORDS = 3
 
 
 @dataclass(frozen=True)
-class Capabilities:
-    """What a keep.md row can do in the window (the GUI greys what it cannot, with the reason)."""
+class KeepTraits:
+    """What a keep.md entry is and can do (``entries --json`` reports it; the window greys what it cannot)."""
 
     can_pin: bool = False
     pin_reason: str = "keep.md entries have no pin: every entry is read on every turn"
@@ -81,8 +81,8 @@ class Capabilities:
         return dict(self.__dict__)
 
 
-KEEP_CAPABILITIES = Capabilities()
-"""The one Capabilities value of keep.md."""
+KEEP_CAPABILITIES = KeepTraits()
+"""The one KeepTraits value of keep.md."""
 
 
 # ---------------------------------------------------------------------- cleaning

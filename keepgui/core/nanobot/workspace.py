@@ -38,6 +38,7 @@ from typing import Iterator, Mapping
 from keepgui.core import fsio
 from keepgui.core.jsonl import json_objects
 from keepgui.core.errors import InvalidInput, KeepguiError, ReadOnly, Unreadable
+from keepgui.core.source import Notice  # noqa: F401 - a remark about a file; the workspace modules use it from here
 
 KEEP_MD = "keep.md"
 AGENTS_MD = "AGENTS.md"
@@ -61,23 +62,6 @@ DOCUMENT_LIMIT = 16 * 1024 * 1024
 """keepgui refuses to load a memory file bigger than this (nanobot's files are a few KB)."""
 
 _HISTORY_LIMIT = 256 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Notice:
-    """A remark for a person about a file: ``level`` is ``"info"`` or ``"warning"``.
-
-    ``code`` is stable (the GUI picks icons and tests match on it); ``message``
-    is the sentence shown.
-    """
-
-    code: str
-    level: str
-    message: str
-
-    def to_obj(self) -> dict:
-        """``{code, level, message}``."""
-        return {"code": self.code, "level": self.level, "message": self.message}
 
 
 # ---------------------------------------------------------------------- discovery

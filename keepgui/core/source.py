@@ -1,0 +1,774 @@
+"""THE protocol every memory backend presents, and the records that cross it (no Qt).
+
+keepgui reads the memory of several agents (iii banks, nanobot workspaces, Claude
+Code projects...). Each backend is one package that turns its files into the
+objects of this module; the window and the generic commands are written once
+against them and never learn a backend's file format.
+
+The face of a backend:
+
+* a :class:`Source` is one open place on disk (an iii data dir, a nanobot
+  workspace, a Claude Code project): it lists its :class:`Bank`\\ s, says what a
+  set of changed files means (:meth:`Source.classify`), and may create, trash and
+  restore banks;
+* a :class:`Bank` is what a person browses: its :class:`Row`\\ s (memories,
+  entries, topic files), its :class:`DocumentSet` (rules, AGENTS.md, CLAUDE.md,
+  MEMORY.md...), a preview ("what the agent sees next", exact), its
+  :class:`Capabilities`, and operations;
+* every operation that writes returns a :class:`Change`: what changed (rows by
+  key, documents, the bank listing, the files with the stamps written) and how
+  to take itself back (:meth:`Change.undo`, which refuses with
+  :class:`~keepgui.core.errors.Conflict` when the files changed since).
+
+Rows are the backend's own compact records (an iii ``Memory`` is a msgspec
+Struct) or a :class:`FileRow`: one object per row, built off the GUI thread, and
+handed over in bulk (:class:`RowDelta`), never wrapped again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
+
+import msgspec
+
+from keepgui.core.fsio import Stamp
+
+# ---------------------------------------------------------------------- naming a bank
+
+
+@dataclass(frozen=True)
+class BankKey:
+    """Which bank: the source folder and the bank name (unique in the window)."""
+
+    source: str
+    bank: str
+
+    def __str__(self) -> str:
+        return self.bank
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A remark for a person about a file: ``level`` is ``"info"`` or ``"warning"``.
+
+    ``code`` is stable (the window picks icons and tests match on it); ``message``
+    is the sentence shown.
+    """
+
+    code: str
+    level: str
+    message: str
+
+    def to_obj(self) -> dict[str, str]:
+        """``{code, level, message}``."""
+        return {"code": self.code, "level": self.level, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One line of feedback while a person types (Quick keep): ``level`` is ``ok``, ``info``,
+    ``warning`` or ``error``."""
+
+    level: str
+    text: str
+
+
+# ---------------------------------------------------------------------- rows
+
+
+@runtime_checkable
+class Row(Protocol):
+    """One row of the memory table: a memory, a keep.md entry, a topic file.
+
+    Every backend's row has these attributes (``None`` or empty where the
+    backend has no such field; :attr:`Capabilities.fields` says which are
+    meaningful). ``id`` is the stable key; a row is *retired* (deleted,
+    superseded, forgotten) when ``invalid_at`` is set. ``entities`` are the
+    names the row links to (an iii memory's entities; a topic file's
+    ``[[name]]`` links), so a graph can be drawn for any backend. ``position``
+    is the row's place in its file for backends whose rows have a file order;
+    ``fields`` are extra labelled values the detail pane shows as they are.
+    """
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def entities(self) -> tuple[str, ...]: ...
+    @property
+    def pinned(self) -> bool: ...
+    @property
+    def invalid_at(self) -> int | None: ...
+    @property
+    def superseded_by(self) -> str | None: ...
+    @property
+    def corroboration(self) -> int | None: ...
+    @property
+    def confidence(self) -> str | None: ...
+    @property
+    def created_at(self) -> int | None: ...
+    @property
+    def updated_at(self) -> int | None: ...
+    @property
+    def revision(self) -> int | None: ...
+    @property
+    def source(self) -> object: ...
+    @property
+    def position(self) -> int | None: ...
+    @property
+    def fields(self) -> tuple[tuple[str, str], ...]: ...
+
+
+class FileRow(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """The row of a backend whose memory is files and lines (a keep.md entry, a topic file).
+
+    One compact, immutable record per row (a msgspec Struct that the garbage
+    collector does not track); two rows with equal fields compare equal, so a
+    file read again whole changes nothing in the table.
+    """
+
+    id: str
+    text: str
+    position: int | None = None
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    pinned: bool = False
+    invalid_at: int | None = None
+    superseded_by: str | None = None
+    corroboration: int | None = None
+    confidence: str | None = None
+    created_at: int | None = None
+    updated_at: int | None = None
+    revision: int | None = None
+    source: str | None = None
+    fields: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RowDelta:
+    """Rows handed to the table in one piece.
+
+    ``rows`` are new or changed rows; ``removed`` keys that are gone. With
+    ``complete``, ``rows`` is every row of the bank (a load, or a file read again
+    whole): a key the table holds that is not among them is gone too.
+    """
+
+    rows: Sequence[Row] = ()
+    removed: Sequence[str] = ()
+    complete: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.rows or self.removed or self.complete)
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys of the new or changed rows."""
+        return [r.id for r in self.rows]
+
+
+# ---------------------------------------------------------------------- capabilities
+
+PIN = "pin"
+"""Rows can be pinned."""
+TOMBSTONE = "tombstone"
+"""Rows can be retired and brought back (a tombstone, a reversible forget)."""
+EDIT = "edit"
+"""A row's text can be edited in place."""
+TAGS = "tags"
+"""Rows carry tags that can be edited."""
+ENTITIES = "entities"
+"""Rows carry entities that can be edited."""
+HISTORY = "history"
+"""A row has revisions to show in the detail pane."""
+RANKED = "ranked"
+"""The bank has a recall ranking for the search box's Ranked mode."""
+CREATE = "create"
+"""New rows are made with text, tags, entities and a pin (the New memory dialog)."""
+KEEP = "keep"
+"""A fact can be kept here (Quick keep, Keep fact)."""
+FORCE = "force"
+"""A keep can be forced past the backend's own checks (Ctrl+Enter)."""
+QUERY = "query"
+"""The preview depends on the question asked."""
+WHAT_IF = "what-if"
+"""The preview can show pins and deletions that are not written yet."""
+COMPACT = "compact"
+"""A compaction can be planned and reviewed."""
+REVIEW = "review"
+"""Rewrites made outside keepgui can be reviewed and undone entry by entry."""
+CREATE_BANK = "create-bank"
+"""(of a source) New banks can be made."""
+TRASH_BANK = "trash-bank"
+"""(of a source) Banks can be moved to a trash and restored."""
+
+ALL_FIELDS = frozenset({"pinned", "live", "text", "tags", "entities", "seen", "confidence", "created",
+                        "updated", "revision"})
+"""The table columns a row can fill."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a bank (or a source) can do, and the reason for each thing it cannot.
+
+    ``missing`` maps a capability it lacks (:data:`PIN`, :data:`TOMBSTONE`...)
+    to the sentence a greyed control shows as its tooltip. ``fields`` are the
+    columns its rows fill; ``ordered`` means rows keep their file order (the
+    table shows them by :attr:`Row.position` and does not sort); ``noun`` and
+    ``nouns`` name a row ("memory", "entry"); ``retire`` is the verb for
+    retiring one ("Delete", "Forget"); ``reviews`` names the files whose rewrites
+    by others can be reviewed.
+    """
+
+    missing: Mapping[str, str] = field(default_factory=dict)
+    fields: frozenset[str] = ALL_FIELDS
+    ordered: bool = False
+    noun: str = "memory"
+    nouns: str = "memories"
+    retire: str = "Delete"
+    reviews: tuple[str, ...] = ()
+
+    def can(self, what: str) -> bool:
+        """True when ``what`` is supported."""
+        return what not in self.missing
+
+    def why_not(self, what: str) -> str:
+        """The explanation for a missing capability ("" when it is supported)."""
+        return self.missing.get(what, "")
+
+    def count(self, n: int) -> str:
+        """``"1 memory"``, ``"12 entries"``."""
+        return f"{n} {self.noun if n == 1 else self.nouns}"
+
+    def describe(self, action: str, n: int) -> str:
+        """An undo text: ``"Pin memory"``, ``"Delete 12 memories"``."""
+        return f"{action} {self.noun if n == 1 else self.count(n)}"
+
+    def to_obj(self) -> dict[str, Any]:
+        """For ``--json``."""
+        return {"missing": dict(self.missing), "fields": sorted(self.fields), "ordered": self.ordered,
+                "noun": self.noun, "nouns": self.nouns}
+
+
+# ---------------------------------------------------------------------- names and texts
+
+
+class NameRule(Protocol):
+    """The rule a new bank or document name must follow (the dialog explains it and suggests one)."""
+
+    def describe(self) -> str:
+        """The rule in words ("Lowercase letters, digits, - and _ ...")."""
+
+    def problem(self, name: str) -> str:
+        """Why ``name`` cannot be used ("" when it can)."""
+
+    def suggest(self, name: str) -> str:
+        """A usable name close to ``name`` ("" when there is none)."""
+
+
+# ---------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document as loaded into the editor (a rule, AGENTS.md, CLAUDE.md, MEMORY.md...).
+
+    ``name`` identifies it in its :class:`DocumentSet`; ``title`` is what the
+    list shows; ``text`` and ``stamp`` are what was read (the stamp is presented
+    on save). ``managed_by`` names the program that rewrites the file on its own
+    ("Dream"), or is "". ``status`` and ``notices`` are shown above the editor;
+    ``raw`` is the backend's own object.
+    """
+
+    name: str
+    title: str
+    path: str
+    text: str
+    stamp: Stamp
+    managed_by: str = ""
+    status: str = ""
+    notices: tuple[str, ...] = ()
+    raw: object = None
+
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of the text."""
+        return len(self.text.encode("utf-8", errors="surrogatepass"))
+
+    def with_disk(self, text: str, stamp: Stamp) -> "Document":
+        """This document as the version on disk a person was shown (to save over exactly that)."""
+        return replace(self, text=text, stamp=stamp)
+
+
+@dataclass(frozen=True)
+class BudgetSegment:
+    """One document's part of a shared budget: where it starts, how much is sent, and how it fares."""
+
+    name: str
+    start: int
+    sent: int
+    size: int
+    status: str  # "fit", "truncated", "omitted"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Where the edited document sits in a budget the agent enforces (bytes), for the meter.
+
+    ``cut_char`` is the character offset in the edited text from which nothing
+    is sent (None when all of it is); ``sentence`` says it in words for the
+    current document and ``summary`` for all of them; ``warn`` marks a cut.
+    """
+
+    total: int
+    segments: tuple[BudgetSegment, ...]
+    current: str | None
+    sentence: str
+    summary: str
+    cut_char: int | None = None
+    warn: bool = False
+
+    @property
+    def place(self) -> BudgetSegment | None:
+        """The segment of the current document."""
+        return next((s for s in self.segments if s.name == self.current), None)
+
+
+class DocumentSet(Protocol):
+    """The documents of a bank, as the editor sees them.
+
+    Every save presents the stamp the text was loaded with and is refused with
+    :class:`~keepgui.core.errors.Conflict` when the file changed since; every
+    write returns a :class:`Change` (so Undo takes it back).
+    """
+
+    creatable: bool
+    """Documents can be created, renamed and deleted."""
+    why_not_create: str
+    empty_deletes: bool
+    """Saving empty text deletes the document (after asking)."""
+    previews_drafts: bool
+    """Unsaved texts feed the preview's what-if view."""
+    names: NameRule | None
+
+    def list(self) -> builtins.list[tuple[str, str]]:
+        """``(name, title)`` in the order the agent reads them."""
+
+    def read(self, name: str) -> Document:
+        """Load one document with its stamp."""
+
+    def texts(self) -> builtins.list[tuple[str, str]]:
+        """``(name, text)`` of every readable document, in order (for budgets)."""
+
+    def current(self, doc: Document) -> tuple[str | None, Stamp]:
+        """What is on disk now for ``doc`` (None when the file is gone)."""
+
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
+        """What to tell a person before saving a managed document ([] otherwise)."""
+
+    def save(self, doc: Document, text: str, *, confirmed: bool = False) -> "Change":
+        """Write ``text`` over ``doc``; the Change's ``result`` is the document read back (None if deleted)."""
+
+    def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: Stamp) -> Document | None:
+        """``doc`` as the disk version a person was shown, to overwrite exactly that (None: changed again)."""
+
+    def create(self, name: str) -> "Change":
+        """A new document (``result``: the Document)."""
+
+    def rename_document(self, doc: Document, new: str) -> "Change":
+        """Rename (``result``: the Document under its new name)."""
+
+    def delete(self, doc: Document) -> "Change":
+        """Delete (refused when it changed since it was loaded)."""
+
+    def budget(self, name: str, text: str) -> Budget | None:
+        """Where ``text`` (the edited document) sits in the agent's budget, or None when there is none."""
+
+    def documents_of(self, paths: Iterable[str]) -> set[str]:
+        """Which of these documents' names the changed (absolute) paths are."""
+
+
+# ---------------------------------------------------------------------- changes
+
+
+@dataclass(frozen=True)
+class Written:
+    """A file a change wrote, with the stamp it left (None: the file was removed)."""
+
+    path: str
+    stamp: Stamp | None = None
+
+
+OURS = "keepgui"
+"""A change this program made (a person's action)."""
+DISK = "disk"
+"""A change found on disk: a load, or someone else's write."""
+
+
+@dataclass
+class Change:
+    """What one write changed, and how to take it back (every operation returns one).
+
+    ``text`` is the undo menu's text ("Pin memory"). ``rows`` are the rows of
+    ``bank`` that changed; ``documents`` the names of its documents that did;
+    ``listing`` means banks appeared or vanished in the source; ``files`` the
+    files written with their new stamps (the watcher's echo of them is ours).
+    ``written`` is False when nothing was written (already kept, nothing to
+    do): there is then nothing to undo. ``result`` is the backend's own result
+    (the record saved, the KeepResult...); ``message`` a sentence for the person;
+    ``feedback`` what to show when nothing was written; ``notes`` status lines;
+    ``reviews`` files whose rewrite by someone else deserves a review.
+
+    :meth:`undo` takes the change back and returns the Change that did so
+    (whose own undo redoes this one); it raises
+    :class:`~keepgui.core.errors.Conflict` when the files changed since, so
+    nobody's later edit is overwritten. ``why_not_undo`` says why a change
+    cannot be undone at all.
+    """
+
+    source: str
+    bank: str | None = None
+    text: str = ""
+    origin: str = OURS
+    rows: RowDelta = field(default_factory=RowDelta)
+    documents: frozenset[str] = frozenset()
+    listing: bool = False
+    files: tuple[Written, ...] = ()
+    written: bool = True
+    result: object = None
+    message: str = ""
+    feedback: tuple[Hint, ...] = ()
+    notes: tuple[str, ...] = ()
+    reviews: tuple[str, ...] = ()
+    partial: bool = False
+    reverse: Callable[[], "Change"] | None = field(default=None, repr=False)
+    why_not_undo: str = "this change cannot be undone"
+
+    @property
+    def key(self) -> BankKey | None:
+        """The bank whose rows or documents changed."""
+        return None if self.bank is None else BankKey(self.source, self.bank)
+
+    @property
+    def can_undo(self) -> bool:
+        """True when :meth:`undo` can be tried (it may still refuse if the files changed since)."""
+        return self.written and self.reverse is not None
+
+    def undo(self) -> "Change":
+        """Take this change back; returns the Change that did it."""
+        if self.reverse is None:
+            from keepgui.core.errors import InvalidInput
+
+            raise InvalidInput(f"{self.text or 'the change'}: {self.why_not_undo}")
+        return self.reverse()
+
+
+def stamps_of(*paths: str) -> tuple[Written, ...]:
+    """:class:`Written` records for files just written, stamped as they are on disk now (size, time)."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(Written(path, None))
+            continue
+        out.append(Written(path, Stamp(True, st.st_size, st.st_mtime_ns)))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------- what a bank shows
+
+
+@dataclass(frozen=True)
+class BankSummary:
+    """The sidebar's view of a bank: its second line, and what is wrong or due.
+
+    ``detail`` is "41 memories · 3 pinned · 2 rules"; ``problem`` why the bank
+    cannot be read (it is then shown, never written); ``description`` a longer
+    text for the tooltip; ``compaction_due`` the sentence offering a compaction
+    ("" when none is due) and ``size`` the figure the tray names ("172 lines").
+    """
+
+    detail: str
+    problem: str = ""
+    description: str = ""
+    compaction_due: str = ""
+    size: str = ""
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Unsaved changes a preview shows as if they were written (a what-if view).
+
+    ``drafts``: document name -> unsaved text (None: being deleted);
+    ``pins`` and ``live``: row key -> the state asked for.
+    """
+
+    drafts: Mapping[str, str | None] = field(default_factory=dict)
+    pins: Mapping[str, bool] = field(default_factory=dict)
+    live: Mapping[str, bool] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.drafts or self.pins or self.live)
+
+
+@dataclass(frozen=True)
+class Trashed:
+    """A bank in a source's trash: its folder, the bank it was, when (ms), where."""
+
+    folder: str
+    bank: str
+    trashed_at: int
+    path: str
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a scan of a source found: its banks, and (None: no trash) its trashed banks."""
+
+    names: tuple[str, ...]
+    trashed: tuple[Trashed, ...] | None = None
+
+
+@dataclass(frozen=True)
+class WatchPlan:
+    """What a set of changed files means for a source (see :meth:`Source.classify`).
+
+    ``rescan``: re-list the banks; ``refresh``: banks whose rows to re-read;
+    ``documents``: bank -> names of its documents that changed;
+    ``reviews``: bank -> files rewritten, worth a review; ``notes``: status lines.
+    """
+
+    rescan: bool = False
+    refresh: frozenset[str] = frozenset()
+    documents: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    reviews: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+Progress = Callable[[int, int, Callable[[], Sequence[Row]]], None]
+"""``progress(done, total, rows_so_far)`` during a long load: bytes read of ``total``, and a
+function that returns the rows read since it was last called (to show them while the load runs)."""
+
+
+class Bank(Protocol):
+    """One bank: rows, documents, a preview, capabilities and operations (see the module docstring).
+
+    Reads and writes take the bank's own locks: call them from any thread.
+    Loads, previews, rankings and plans run on background threads; writes on the
+    GUI thread (an append and an fsync take milliseconds).
+    """
+
+    key: BankKey
+    capabilities: Capabilities
+
+    def load(self, progress: Progress | None = None, *, full: bool = False) -> Change:
+        """Bring the rows up to date (incrementally when the files only grew).
+
+        Returns a :data:`DISK` Change whose rows are every row (``complete``)
+        with ``full`` or on a first load, else the rows that changed.
+        """
+
+    def is_loaded(self) -> bool:
+        """True once the rows were read."""
+
+    def rows(self) -> Sequence[Row]:
+        """The rows as last loaded (do not mutate)."""
+
+    def summary(self) -> BankSummary:
+        """The sidebar's line (call after a load)."""
+
+    def documents(self) -> DocumentSet:
+        """The bank's documents."""
+
+    def revisions(self, key: str) -> list[Row]:
+        """Every revision of one row, oldest first ([] when the backend keeps none)."""
+
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+        """What the agent would be given next, exactly (the adapter of the backend shows it)."""
+
+    def rank(self, query: str, limit: int) -> dict[str, float]:
+        """Recall scores (key -> score) of the best rows for ``query`` (the Ranked search)."""
+
+    def plan(self, what: str, **options: Any) -> object:
+        """A compaction plan (``"compact"``) or a review of an outside rewrite of a file (its name)."""
+
+    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
+        """Apply the selected operations of a plan (one undoable change)."""
+
+    def accept_review(self, plan: object) -> Change:
+        """Accept an outside rewrite as it is (stop showing it)."""
+
+    def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
+        """Pin or unpin rows."""
+
+    def set_live(self, keys: Sequence[str], live: bool) -> Change:
+        """Retire rows (a tombstone, a reversible forget) or bring them back."""
+
+    def edit(self, key: str, field: str, value: str | list[str]) -> Change:
+        """Edit a row's ``text`` (a string) or its ``tags`` / ``entities`` (lists)."""
+
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
+               pinned: bool = False) -> Change:
+        """A new row with these fields (the New memory dialog)."""
+
+    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
+        """Keep a fact as the agent's own keep command would (Quick keep)."""
+
+    def check_keep(self, text: str) -> tuple[Hint, ...]:
+        """What keeping ``text`` would find (duplicates, triage), writing nothing."""
+
+    def apply_pending(self, pending: Pending) -> Change:
+        """Write the what-if toggles of a preview."""
+
+    def text_problem(self, text: str) -> tuple[str, bool]:
+        """A label for a new row's text as typed ("12 / 2000 bytes") and whether it can be saved."""
+
+
+class Source(Protocol):
+    """One open place on disk: its banks, and what its files' changes mean.
+
+    ``kind`` is the registry's name of the backend; ``label`` how the sidebar
+    names the source; ``capabilities`` what can be done to its banks
+    (:data:`CREATE_BANK`, :data:`TRASH_BANK`).
+    """
+
+    kind: str
+    path: str
+    label: str
+    capabilities: Capabilities
+    bank_names: NameRule | None
+
+    def scan(self) -> Listing:
+        """List the banks (and the trash) as they are on disk now."""
+
+    def bank(self, name: str) -> Bank:
+        """One bank (the same object for the same name while it exists)."""
+
+    def classify(self, changed: Sequence[tuple[str, ...]], listed: Sequence[str]) -> WatchPlan:
+        """What files changed under the source mean (``changed``: path parts relative to it;
+        ``listed``: the bank names shown now)."""
+
+    def configure(self, values: Mapping[str, Any]) -> None:
+        """Settings a person chose for this source (the iii worker's settings the preview uses)."""
+
+    def create_bank(self, name: str, description: str = "") -> Change:
+        """A new bank (``result``: its name)."""
+
+    def trash_bank(self, name: str) -> Change:
+        """Move a bank to the trash (restorable)."""
+
+    def restore_bank(self, folder: str) -> Change:
+        """Bring a trashed bank back (``result``: its name)."""
+
+    def close(self) -> None:
+        """The source is no longer shown."""
+
+
+def refuse(capabilities: Capabilities, what: str) -> NoReturn:
+    """Raise the refusal of a missing capability, with the reason its Capabilities give."""
+    from keepgui.core.errors import InvalidInput
+
+    raise InvalidInput(capabilities.why_not(what) or f"not possible here: {what}")
+
+
+class BankDefaults:
+    """What a Bank that lacks a capability answers: a refusal that gives the capability's reason.
+
+    A backend's Bank may inherit this and implement only what it supports;
+    each refusal is the sentence its :class:`Capabilities` give (the same one
+    the greyed control shows).
+    """
+
+    capabilities: Capabilities
+
+    def _refuse(self, what: str) -> NoReturn:
+        refuse(self.capabilities, what)
+
+    def revisions(self, key: str) -> builtins.list[Row]:
+        """No revisions are kept."""
+        return []
+
+    def rank(self, query: str, limit: int) -> dict[str, float]:
+        """Refused: no ranking."""
+        self._refuse(RANKED)
+
+    def plan(self, what: str, **options: Any) -> object:
+        """Refused: nothing to compact or review."""
+        return self._refuse(COMPACT if what == COMPACT else REVIEW)
+
+    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> "Change":
+        """Refused: no plans."""
+        return self._refuse(COMPACT)
+
+    def accept_review(self, plan: object) -> "Change":
+        """Refused: no reviews."""
+        return self._refuse(REVIEW)
+
+    def set_pinned(self, keys: Sequence[str], pinned: bool) -> "Change":
+        """Refused: no pin."""
+        return self._refuse(PIN)
+
+    def set_live(self, keys: Sequence[str], live: bool) -> "Change":
+        """Refused: rows are not retired."""
+        return self._refuse(TOMBSTONE)
+
+    def edit(self, key: str, field: str, value: str | builtins.list[str]) -> "Change":
+        """Refused: rows are not edited in place."""
+        return self._refuse(EDIT)
+
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
+               pinned: bool = False) -> "Change":
+        """Refused: no New memory."""
+        return self._refuse(CREATE)
+
+    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> "Change":
+        """Refused: facts are not kept here."""
+        return self._refuse(KEEP)
+
+    def check_keep(self, text: str) -> tuple[Hint, ...]:
+        """Nothing to check."""
+        return ()
+
+    def apply_pending(self, pending: Pending) -> "Change":
+        """Refused: no what-if toggles."""
+        return self._refuse(WHAT_IF)
+
+    def text_problem(self, text: str) -> tuple[str, bool]:
+        """The length typed, and whether there is any text."""
+        return f"{len(text)} characters", bool(text.strip())
+
+
+class SourceDefaults:
+    """What a Source that has no bank operations or settings answers (see :class:`BankDefaults`)."""
+
+    capabilities: Capabilities
+
+    def configure(self, values: Mapping[str, Any]) -> None:
+        """No settings of its own: nothing to keep."""
+
+    def create_bank(self, name: str, description: str = "") -> "Change":
+        """Refused: banks are not created here."""
+        refuse(self.capabilities, CREATE_BANK)
+
+    def trash_bank(self, name: str) -> "Change":
+        """Refused: banks are not trashed here."""
+        refuse(self.capabilities, TRASH_BANK)
+
+    def restore_bank(self, folder: str) -> "Change":
+        """Refused: there is no trash."""
+        refuse(self.capabilities, TRASH_BANK)
+
+    def close(self) -> None:
+        """Nothing held open."""
+
+
+def nothing_written(source: str, bank: str | None, text: str, message: str = "",
+                    feedback: Iterable[Hint] = (), result: object = None) -> Change:
+    """A Change that wrote nothing (already kept, refused by the backend's checks)."""
+    return Change(source, bank, text, written=False, message=message, feedback=tuple(feedback), result=result)

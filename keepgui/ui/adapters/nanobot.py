@@ -1,0 +1,67 @@
+"""The nanobot preview: the memory-bearing parts of nanobot's system prompt, each with its size.
+
+Each part is labelled with whether nanobot injects it, its size in bytes and an
+estimate in tokens; keep.md is shown as its own part (stock nanobot reads it
+only when the model opens it); the summary says whether nanobot's own code
+rendered it (exact) and what could not be reproduced without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
+
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+
+class NanobotPreviewView(PreviewView):
+    """nanobot's prompt parts as one text, part by part."""
+
+    copy_choices = (("Memory-bearing prompt", "prompt"),)
+
+    def build(self) -> None:
+        """One text view of the parts."""
+        self.section = plain_view("System prompt parts", self)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.section, 1)
+
+    def show_result(self, preview: Any) -> None:
+        """Every part, its state, size and token estimate, then its text."""
+        lines = []
+        for part in preview.parts:
+            state = "injected" if part.injected else "not injected"
+            lines.append(f"── {part.label} · {state} · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens"
+                         + (f" · {part.status}" if part.status else ""))
+            lines.append(part.text.rstrip("\n"))
+            lines.append("")
+        self.section.setPlainText("\n".join(lines))
+
+    def clear(self) -> None:
+        """Nothing to show."""
+        self.section.setPlainText("")
+
+    def summary(self, preview: Any) -> str:
+        """Exact or built-in, the injected size, and what could not be reproduced."""
+        notes = list(preview.notes) + [f"not reproduced: {n}" for n in preview.not_reproduced]
+        mode = f"exact (nanobot {preview.nanobot_version})" if preview.nanobot_version else "built-in rendering"
+        return (f"nanobot system prompt, memory-bearing parts · {mode} · "
+                f"{preview.injected_bytes:,} bytes ≈ {preview.injected_tokens:,} tokens injected\n" + "\n".join(notes))
+
+    def injected_text(self, preview: Any, what: str) -> str:
+        """The memory-bearing prompt exactly as nanobot joins its parts."""
+        return str(preview.memory_prompt)
+
+
+class NanobotAdapter(Adapter):
+    """nanobot's view of its preview."""
+
+    kind = "nanobot"
+
+    def preview_view(self, parent: QWidget) -> PreviewView:
+        """The prompt parts."""
+        return NanobotPreviewView(parent)
+
+
+ADAPTER = NanobotAdapter()

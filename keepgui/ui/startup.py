@@ -1,0 +1,87 @@
+"""What every start of a window (or of Quick keep on its own) needs first: the application, its sources.
+
+The sources come from the command line (each backend's option, from the
+registry: ``--data-dir``, ``--workspace``...), else the demo, else the saved
+settings, else what the registry discovers on this machine.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+from typing import Any
+
+from PySide6.QtCore import qInstallMessageHandler
+from PySide6.QtWidgets import QApplication
+
+from keepgui import __version__
+from keepgui.core import registry
+from keepgui.ui import theme
+from keepgui.ui.settings import Settings
+
+DESKTOP_ID = "io.github.keepgui.keepgui"
+
+_QT_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def _quiet_known_noise(mode: Any, context: Any, message: str) -> None:
+    # The offscreen platform warns about window hints it cannot honour; that is
+    # noise for screenshots and tests. Everything else goes to stderr as usual.
+    if message in _QT_NOISE:
+        return
+    sys.stderr.write(message + "\n")
+
+
+def make_app() -> QApplication:
+    """The application object (created once), with keepgui's names and icon."""
+    # Loads, previews and rankings run on background threads that share the GIL with
+    # the GUI thread; a 1 ms switch interval (default 5 ms) keeps every GUI-thread wait
+    # for the GIL short, so typing and scrolling never stutter while they compute.
+    sys.setswitchinterval(0.001)
+    qInstallMessageHandler(_quiet_known_noise)
+    # Qt may log while it shuts down, after Python is gone: hand logging back to Qt first.
+    atexit.register(qInstallMessageHandler, None)
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(sys.argv[:1])
+    app.setApplicationName("keepgui")
+    app.setApplicationDisplayName("keepgui")
+    app.setApplicationVersion(__version__)
+    app.setOrganizationName("keepgui")
+    app.setDesktopFileName(DESKTOP_ID)
+    app.setWindowIcon(theme.app_icon())
+    return app
+
+
+def explicit_sources(args: Any) -> list[tuple[str, str]]:
+    """The sources the command line names: ``(kind, absolute path)``, in the registry's order."""
+    sources = []
+    for backend in registry.backends():
+        if backend.window_arg is None:
+            continue
+        given = getattr(args, backend.window_arg, None)
+        for path in (given if isinstance(given, list) else [given] if given else []):
+            sources.append((backend.kind, os.path.abspath(os.path.expanduser(path))))
+    return sources
+
+
+def initial_sources(args: Any, settings: Settings) -> tuple[list[tuple[str, str]], bool]:
+    """The sources to open, and whether they come from (and go back to) the settings."""
+    if getattr(args, "demo", False):
+        from keepgui.core.demo import make_demo_copy
+
+        copy = make_demo_copy()
+        if not os.environ.get("KEEPGUI_KEEP_DEMO"):
+            atexit.register(shutil.rmtree, copy.root, True)
+        return list(copy.sources), False
+    explicit = explicit_sources(args)
+    if explicit:
+        return explicit, False
+    saved = settings.sources()
+    if saved is not None:
+        known = set(registry.kinds())
+        return [(s["kind"], s["path"]) for s in saved if s.get("kind") in known], True
+    # First start: whatever is already on this machine.
+    return [(found.kind, found.path) for found in registry.discover()], True
