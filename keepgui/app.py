@@ -34,8 +34,11 @@ def run_gui(args: Any) -> int:
         if not has_display():
             os.environ["QT_QPA_PLATFORM"] = "offscreen"
     elif not has_display():
-        print("keepgui: no display found (DISPLAY/WAYLAND_DISPLAY unset); use a command such as "
-              "`keepgui banks`, or `keepgui --screenshot out.png` to render the window", file=sys.stderr)
+        print(
+            "keepgui: no display found (DISPLAY/WAYLAND_DISPLAY unset); use a command such as "
+            "`keepgui banks`, or `keepgui --screenshot out.png` to render the window",
+            file=sys.stderr,
+        )
         return 1
     from keepgui.ui.application import launch
 

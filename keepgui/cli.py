@@ -120,13 +120,25 @@ class Context:
 def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """The global options, accepted before or after the command name."""
     default = argparse.SUPPRESS if suppress else None
-    parser.add_argument("--data-dir", metavar="DIR", default=default,
-                        help="iii memory data dir (default: $KEEPGUI_DATA_DIR, else the worker's own default)")
-    parser.add_argument("--demo", action="store_true", default=argparse.SUPPRESS if suppress else False,
-                        help="work on a fresh temporary copy of the bundled demo data")
-    parser.add_argument("--reload-command", metavar="CMD", default=default,
-                        help="command that makes a running worker reload after a write "
-                             "(default: `iii trigger memory::reload`; empty string: never)")
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        default=default,
+        help="iii memory data dir (default: $KEEPGUI_DATA_DIR, else the worker's own default)",
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="work on a fresh temporary copy of the bundled demo data",
+    )
+    parser.add_argument(
+        "--reload-command",
+        metavar="CMD",
+        default=default,
+        help="command that makes a running worker reload after a write "
+        "(default: `iii trigger memory::reload`; empty string: never)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,14 +151,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"keepgui {__version__}")
     add_common(parser, suppress=False)
-    parser.add_argument("--workspace", metavar="DIR", action="append", default=None,
-                        help="nanobot workspace to open in the window (repeatable)")
+    parser.add_argument(
+        "--workspace",
+        metavar="DIR",
+        action="append",
+        default=None,
+        help="nanobot workspace to open in the window (repeatable)",
+    )
     parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
     parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
     parser.add_argument("--panel", choices=("memories", "rules", "preview"), help="the panel to show in the window")
     parser.add_argument("--query", metavar="TEXT", help="the preview question to show in the window")
-    parser.add_argument("--stand-alone", action="store_true",
-                        help="do not hand over to (or become) the single running instance")
+    parser.add_argument(
+        "--stand-alone", action="store_true", help="do not hand over to (or become) the single running instance"
+    )
     common = argparse.ArgumentParser(add_help=False)
     add_common(common, suppress=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -189,8 +207,9 @@ def _tolerant_output() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
-PATH_ARGUMENTS = frozenset({"data_dir", "workspace", "file", "config", "screenshot", "reload_command", "bank",
-                            "folder", "via"})
+PATH_ARGUMENTS = frozenset(
+    {"data_dir", "workspace", "file", "config", "screenshot", "reload_command", "bank", "folder", "via"}
+)
 """Arguments that name files, folders or commands: any bytes the system allows (they are not stored as text)."""
 
 
@@ -211,9 +230,11 @@ def text_argument_error(args: argparse.Namespace) -> str | None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
-                return (f"the {dest.replace('_', '-').upper()} argument is not valid UTF-8 text "
-                        f"({_undecodable(item, exc.start)}); memories, keep.md and rules hold UTF-8 only, "
-                        "so nothing was written")
+                return (
+                    f"the {dest.replace('_', '-').upper()} argument is not valid UTF-8 text "
+                    f"({_undecodable(item, exc.start)}); memories, keep.md and rules hold UTF-8 only, "
+                    "so nothing was written"
+                )
     return None
 
 

@@ -30,10 +30,12 @@ _LOWERCASE = regex.compile(r"\p{Ll}")
 
 def newer_lowercase() -> dict[int, str]:
     """codepoint -> its lowercase, for each character Python's tables do not lowercase but regex's do."""
-    missing = [cp for cp in range(sys.maxunicode + 1)
-               if not 0xD800 <= cp <= 0xDFFF and _CWL.match(chr(cp)) and chr(cp).lower() == chr(cp)]
-    lowers = [chr(cp) for cp in range(sys.maxunicode + 1)
-              if not 0xD800 <= cp <= 0xDFFF and _LOWERCASE.match(chr(cp))]
+    missing = [
+        cp
+        for cp in range(sys.maxunicode + 1)
+        if not 0xD800 <= cp <= 0xDFFF and _CWL.match(chr(cp)) and chr(cp).lower() == chr(cp)
+    ]
+    lowers = [chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF and _LOWERCASE.match(chr(cp))]
     out: dict[int, str] = {}
     for cp in missing:
         upper = chr(cp)
@@ -51,15 +53,18 @@ def render(table: dict[int, str]) -> str:
         "",
         f"Python's unicodedata here: Unicode {unicodedata.unidata_version}; the tables come from the regex module",
         f"{regex.__version__}. Each character listed is lowercased by Rust's char::to_lowercase (the worker)",
-        'but left as it is by this Python\'s str.lower.',
+        "but left as it is by this Python's str.lower.",
         '"""',
         "",
         "NEWER_LOWERCASE = {",
     ]
     for cp, low in sorted(table.items()):
         name = unicodedata.name(chr(cp), "") or "(unassigned in this Python's tables)"
-        lines.append(f"    0x{cp:04X}: \"\\u{ord(low):04x}\",  # {name}" if ord(low) <= 0xFFFF else
-                     f"    0x{cp:04X}: \"\\U{ord(low):08x}\",  # {name}")
+        lines.append(
+            f'    0x{cp:04X}: "\\u{ord(low):04x}",  # {name}'
+            if ord(low) <= 0xFFFF
+            else f'    0x{cp:04X}: "\\U{ord(low):08x}",  # {name}'
+        )
     lines.append("}")
     return "\n".join(lines) + "\n"
 

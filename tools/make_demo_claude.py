@@ -43,8 +43,8 @@ USER_CLAUDE = """# How I work
 """
 
 USER_RULES = {
-    "writing.md": "When you write prose for the blog, keep sentences under 25 words and avoid \"simply\".\n",
-    "go.md": "---\npaths:\n  - \"**/*.go\"\n---\nGo: wrap errors with %w, no naked returns, table-driven tests.\n",
+    "writing.md": 'When you write prose for the blog, keep sentences under 25 words and avoid "simply".\n',
+    "go.md": '---\npaths:\n  - "**/*.go"\n---\nGo: wrap errors with %w, no naked returns, table-driven tests.\n',
 }
 
 PROJECT_CLAUDE = """# slow-bytes
@@ -64,42 +64,95 @@ rendering in `internal/render` (goldmark). The feed is cached for 5 minutes.
 """
 
 PROJECT_RULES = {
-    "sql.md": "---\npaths: \"internal/store/**\"\n---\nSQL: every query is in `queries/*.sql`, named, and tested.\n",
+    "sql.md": '---\npaths: "internal/store/**"\n---\nSQL: every query is in `queries/*.sql`, named, and tested.\n',
     "testing.md": "Tests: no sleeps; use the fake clock in `internal/clock`.\n",
 }
 
 LOCAL = "My local Postgres runs in Docker as `pg16`; password in ~/.pgpass.\n"
 
 HANDWRITTEN = [
-    ("user", "user-role", "Mike is a backend developer (Go, Postgres) and writes the Slow Bytes blog",
-     "Mike is a backend developer who works mostly in Go and Postgres, and writes the Slow Bytes blog in his "
-     "spare time."),
-    ("feedback", "no-restating-comments", "Do not add comments that restate the code",
-     "Do not add comments that restate what the code does.\n\n**Why:** Mike reads Go fluently and finds them "
-     "noise.\n**How to apply:** comment only why, never what."),
-    ("feedback", "diff-before-commit", "Show the diff before any commit",
-     "Show the diff and wait before committing.\n\n**Why:** he reviews every change himself.\n"
-     "**How to apply:** never run git commit or git push."),
-    ("project", "feed-cache", "The feed is cached for 5 minutes in internal/web",
-     "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish."),
-    ("project", "postgres-16", "Integration tests need Postgres 16 on localhost:5432",
-     "Integration tests need Postgres 16 on localhost:5432; `make db` starts it in Docker."),
-    ("project", "goldmark-extensions", "Rendering uses goldmark with footnotes and typographer",
-     "Markdown rendering uses goldmark with the footnote and typographer extensions; no raw HTML."),
-    ("reference", "analytics-dashboard", "Plausible dashboard for the blog's traffic",
-     "Traffic: the Plausible dashboard at https://plausible.io/slowbytes.example (read only)."),
-    ("reference", "hosting-ticket", "Hosting migration ticket HOST-42",
-     "The move from the VPS to Fly.io is tracked in HOST-42."),
-    ("project", "comments-off", "Comments are off since 2025-02-01 (spam)",
-     "Comments were switched off on 2025-02-01 because of spam; the table stays for the archive."),
-    ("user", "timezone", "Mike is in Lisbon (Europe/Lisbon)",
-     "Mike lives in Lisbon; schedule times in Europe/Lisbon."),
+    (
+        "user",
+        "user-role",
+        "Mike is a backend developer (Go, Postgres) and writes the Slow Bytes blog",
+        "Mike is a backend developer who works mostly in Go and Postgres, and writes the Slow Bytes blog in his "
+        "spare time.",
+    ),
+    (
+        "feedback",
+        "no-restating-comments",
+        "Do not add comments that restate the code",
+        "Do not add comments that restate what the code does.\n\n**Why:** Mike reads Go fluently and finds them "
+        "noise.\n**How to apply:** comment only why, never what.",
+    ),
+    (
+        "feedback",
+        "diff-before-commit",
+        "Show the diff before any commit",
+        "Show the diff and wait before committing.\n\n**Why:** he reviews every change himself.\n"
+        "**How to apply:** never run git commit or git push.",
+    ),
+    (
+        "project",
+        "feed-cache",
+        "The feed is cached for 5 minutes in internal/web",
+        "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish.",
+    ),
+    (
+        "project",
+        "postgres-16",
+        "Integration tests need Postgres 16 on localhost:5432",
+        "Integration tests need Postgres 16 on localhost:5432; `make db` starts it in Docker.",
+    ),
+    (
+        "project",
+        "goldmark-extensions",
+        "Rendering uses goldmark with footnotes and typographer",
+        "Markdown rendering uses goldmark with the footnote and typographer extensions; no raw HTML.",
+    ),
+    (
+        "reference",
+        "analytics-dashboard",
+        "Plausible dashboard for the blog's traffic",
+        "Traffic: the Plausible dashboard at https://plausible.io/slowbytes.example (read only).",
+    ),
+    (
+        "reference",
+        "hosting-ticket",
+        "Hosting migration ticket HOST-42",
+        "The move from the VPS to Fly.io is tracked in HOST-42.",
+    ),
+    (
+        "project",
+        "comments-off",
+        "Comments are off since 2025-02-01 (spam)",
+        "Comments were switched off on 2025-02-01 because of spam; the table stays for the archive.",
+    ),
+    ("user", "timezone", "Mike is in Lisbon (Europe/Lisbon)", "Mike lives in Lisbon; schedule times in Europe/Lisbon."),
 ]
 
-TOPICS = ["sqlite-vs-postgres", "go-generics", "pgx-pools", "feed-caching", "markdown-footnotes", "slow-tests",
-          "fake-clocks", "table-driven-tests", "error-wrapping", "context-cancel", "http-timeouts", "graceful-shutdown",
-          "structured-logs", "slog-handlers", "goroutine-leaks", "race-detector", "fuzzing", "benchmarks",
-          "profiling", "pprof-flamegraphs"]
+TOPICS = [
+    "sqlite-vs-postgres",
+    "go-generics",
+    "pgx-pools",
+    "feed-caching",
+    "markdown-footnotes",
+    "slow-tests",
+    "fake-clocks",
+    "table-driven-tests",
+    "error-wrapping",
+    "context-cancel",
+    "http-timeouts",
+    "graceful-shutdown",
+    "structured-logs",
+    "slog-handlers",
+    "goroutine-leaks",
+    "race-detector",
+    "fuzzing",
+    "benchmarks",
+    "profiling",
+    "pprof-flamegraphs",
+]
 STATES = ["draft outline", "first draft", "needs examples", "under review", "scheduled", "published"]
 
 
@@ -111,8 +164,14 @@ def generated():
         part = n // len(TOPICS) + 1
         state = STATES[n % len(STATES)]
         name = f"post-{topic}-{part}"
-        out.append(("project", name, f"Post \"{topic.replace('-', ' ')}\" part {part}: {state}",
-                    f"The post on {topic.replace('-', ' ')} (part {part}) is at the {state} stage."))
+        out.append(
+            (
+                "project",
+                name,
+                f'Post "{topic.replace("-", " ")}" part {part}: {state}',
+                f"The post on {topic.replace('-', ' ')} (part {part}) is at the {state} stage.",
+            )
+        )
     return out
 
 
@@ -135,23 +194,34 @@ def main() -> None:
         put(f"{project}/.claude/rules/{name}", text)
     put(f"{project}/CLAUDE.local.md", LOCAL)
     memory = f"home/.claude/projects/{PROJECT_PLACEHOLDER}/memory"
-    index = ["# Memory index", "",
-             "Mike asked to keep posts and infrastructure notes here; older drafts are archived in content/.", ""]
+    index = [
+        "# Memory index",
+        "",
+        "Mike asked to keep posts and infrastructure notes here; older drafts are archived in content/.",
+        "",
+    ]
     for kind, name, description, body in HANDWRITTEN + generated():
-        put(f"{memory}/{name}.md", f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: {kind}\n---\n\n"
-                                   f"{body}\n")
+        put(
+            f"{memory}/{name}.md",
+            f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: {kind}\n---\n\n{body}\n",
+        )
         hook = description
         if name == "feed-cache":
-            hook += (" — invalidate on publish, on edit of a published post, and when the site settings change; "
-                     "the cache key includes the feed format (RSS or Atom) and the tag filter, and a cold cache "
-                     "rebuilds in about 300 ms on the VPS")
+            hook += (
+                " — invalidate on publish, on edit of a published post, and when the site settings change; "
+                "the cache key includes the feed format (RSS or Atom) and the tag filter, and a cold cache "
+                "rebuilds in about 300 ms on the VPS"
+            )
         index.append(f"- [{name.replace('-', ' ').capitalize()}]({name}.md) — {hook}")
         if name == "postgres-16":
             index.append(f"- [Postgres for tests]({name}.md) — {hook}")
     index.insert(12, "- [Old deploy script](deploy-script.md) — the deploy script (the file was deleted)")
     put(f"{memory}/MEMORY.md", "\n".join(index) + "\n")
-    put(f"{memory}/vps-backups.md", "---\nname: vps-backups\ndescription: Nightly pg_dump to the NAS\ntype: reference\n"
-                                    "---\n\nNightly pg_dump of the blog database goes to the NAS at 02:00.\n")
+    put(
+        f"{memory}/vps-backups.md",
+        "---\nname: vps-backups\ndescription: Nightly pg_dump to the NAS\ntype: reference\n"
+        "---\n\nNightly pg_dump of the blog database goes to the NAS at 02:00.\n",
+    )
 
 
 if __name__ == "__main__":

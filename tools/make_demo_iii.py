@@ -23,18 +23,20 @@ MIN = 60_000
 HOUR = 3_600_000
 DAY = 86_400_000
 
-LEARNED_HEADER = ("# Learned\nStanding instructions captured automatically from conversations. "
-                  "Edit or delete lines freely — extraction only ever appends new ones.\n")
+LEARNED_HEADER = (
+    "# Learned\nStanding instructions captured automatically from conversations. "
+    "Edit or delete lines freely — extraction only ever appends new ones.\n"
+)
 
 BANKS = {
     "main": {
         "description": "Personal memory: who Mike is and how he likes to work",
         "rules": {
             "learned": LEARNED_HEADER + "- Never use em-dashes.\n- Answer in English even when asked in Portuguese.\n"
-                                        "- Keep replies under 200 words unless asked for detail.\n",
+            "- Keep replies under 200 words unless asked for detail.\n",
             "style": "# Style\n\nWrite in a formal register with short paragraphs.\n\n"
-                     "- Prefer concrete examples over abstractions.\n- Use metric units.\n"
-                     "- Dates as `YYYY-MM-DD`.\n",
+            "- Prefer concrete examples over abstractions.\n- Use metric units.\n"
+            "- Dates as `YYYY-MM-DD`.\n",
         },
         "memories": [
             ("User prefers formal writing", ["user"], ["style"], 300, True),
@@ -72,7 +74,7 @@ BANKS = {
         "description": "The blog: topics, voice and publishing schedule",
         "rules": {
             "style": "# Blog style\n\nOne idea per post. Titles under 60 characters, no clickbait.\n"
-                     "Open with the conclusion; then show the work.\n",
+            "Open with the conclusion; then show the work.\n",
             "tone": "# Tone\n\nWarm, precise, a little dry. No exclamation marks.\n",
         },
         "memories": [
@@ -87,8 +89,13 @@ BANKS = {
             ("The about page mentions Biscuit the beagle", ["blog", "biscuit"], ["topics"], 40, False),
             ("Next series: writing a search engine in 500 lines", ["blog"], ["topics"], 10, False),
             ("Post length target is 1200 to 1800 words", ["blog"], ["style"], 6, False),
-            ("Code samples in posts are in Python unless the topic needs Rust", ["blog", "python", "rust"],
-             ["style"], 3, False),
+            (
+                "Code samples in posts are in Python unless the topic needs Rust",
+                ["blog", "python", "rust"],
+                ["style"],
+                3,
+                False,
+            ),
             ("Guest posts are accepted once a quarter", ["blog"], ["workflow"], 0.5, False),
             ("The blog's analytics are self-hosted Plausible", ["blog", "plausible"], ["infra"], 260, False),
             ("Every post gets a short summary for Mastodon", ["blog", "mastodon"], ["workflow"], 175, False),
@@ -103,12 +110,11 @@ BANKS = {
         "description": "Conventions for Mike's code and infrastructure",
         "rules": {
             "api-conventions": "# API conventions\n\n- REST paths are plural nouns: `/users/{id}`.\n"
-                               "- Errors are JSON `{\"error\": {\"code\", \"message\"}}`.\n"
-                               "- Every endpoint has an OpenAPI description.\n",
-            "learned": LEARNED_HEADER + "- Run the tests before proposing a commit.\n"
-                                        "- Prefer small pull requests.\n",
+            '- Errors are JSON `{"error": {"code", "message"}}`.\n'
+            "- Every endpoint has an OpenAPI description.\n",
+            "learned": LEARNED_HEADER + "- Run the tests before proposing a commit.\n- Prefer small pull requests.\n",
             "style": "# Code style\n\nPython: type hints everywhere, `ruff` clean, f-strings.\n"
-                     "Rust: `clippy -D warnings`. Comments say why, not what.\n",
+            "Rust: `clippy -D warnings`. Comments say why, not what.\n",
         },
         "memories": [
             ("The API port is 3111", ["api"], ["infra"], 300, False),
@@ -148,8 +154,12 @@ HISTORY = [
     ("main", 240, "reinforce", "User prefers formal writing"),
     ("main", 200, "reinforce", "User prefers formal writing"),
     ("main", 170, "reinforce", "User publishes blog posts on Tuesday mornings"),
-    ("main", 150, "edit", ("Mike is vegetarian but eats fish occasionally",
-                           "Mike is vegetarian but eats fish now and then")),
+    (
+        "main",
+        150,
+        "edit",
+        ("Mike is vegetarian but eats fish occasionally", "Mike is vegetarian but eats fish now and then"),
+    ),
     ("main", 100, "reinforce", "User prefers metric units, including in recipes"),
     ("main", 80, "delete", "Mike runs on Saturday mornings along the Tagus"),
     ("main", 50, "save", ("Mike runs on Sunday mornings along the Tagus", ["mike"], ["habits"])),
@@ -161,8 +171,15 @@ HISTORY = [
     ("main", 0.01, "reinforce", "User publishes blog posts on Tuesday mornings"),
     ("blog", 280, "reinforce", "Posts go out on Tuesday at 09:00 Lisbon time"),
     ("blog", 190, "reinforce", "Readers liked the series on database indexes"),
-    ("blog", 100, "edit", ("Images are hosted on the blog's own server, not a CDN",
-                           "Images are hosted on the blog's own server behind a small cache, not a CDN")),
+    (
+        "blog",
+        100,
+        "edit",
+        (
+            "Images are hosted on the blog's own server, not a CDN",
+            "Images are hosted on the blog's own server behind a small cache, not a CDN",
+        ),
+    ),
     ("blog", 50, "delete", "Comment moderation happens on Thursday evenings"),
     ("blog", 30, "restore", "Comment moderation happens on Thursday evenings"),
     ("blog", 20, "reinforce", "Posts go out on Tuesday at 09:00 Lisbon time"),
@@ -214,8 +231,9 @@ def build(target: str) -> None:
         if action == "save":
             text, entities, tags, *rest = args
             pinned = rest[0] if rest else False
-            transition = mut.save_transition(state[bank].get(fingerprint(text)), text, entities, tags, pinned,
-                                             rng.choice(sessions), now=at)
+            transition = mut.save_transition(
+                state[bank].get(fingerprint(text)), text, entities, tags, pinned, rng.choice(sessions), now=at
+            )
             roll = rng.random()
             if transition.created and transition.record.revision == 0 and not pinned and roll < 0.55:
                 # Most memories arrive through the worker's automatic extraction, not an explicit save.
@@ -256,6 +274,7 @@ def build(target: str) -> None:
         os.makedirs(os.path.join(folder, "rules"))
         with open(os.path.join(folder, "bank.yaml"), "wb") as fh:
             from keepgui.core.iii.store import bank_yaml
+
             fh.write(bank_yaml(spec["description"]))
         for name, content in spec["rules"].items():
             with open(os.path.join(folder, "rules", name + ".md"), "w", encoding="utf-8") as fh:

@@ -38,7 +38,7 @@ FACTS = [
     "Parents live in Braga; visits them at Christmas",
     "Speaks English and Portuguese; learning Japanese (日本語)",
     "Wants replies in English, with UI copy drafted in Portuguese",
-    "Dislikes being called \"buddy\"",
+    'Dislikes being called "buddy"',
     "Prefers formal writing with short paragraphs",
     "Prefers concrete examples over abstractions",
     "Prefers metric units, including in recipes",
@@ -249,11 +249,21 @@ AGENTS_MD = """# Agent Instructions
 """
 
 HISTORY = [
-    (1, "2025-05-20 08:41", "- [permanent] Mike is allergic to penicillin\n- [durable] Prefers green tea", "telegram:5521"),
+    (
+        1,
+        "2025-05-20 08:41",
+        "- [permanent] Mike is allergic to penicillin\n- [durable] Prefers green tea",
+        "telegram:5521",
+    ),
     (2, "2025-05-27 19:02", "- [permanent] Partner's name is Sam; they met in Porto", "telegram:5521"),
     (3, "2025-06-03 10:15", "- [durable] Migrating the team's Postgres from 13 to 16", "cli:direct"),
     (4, "2025-06-10 09:12", "- [permanent] Has a beagle named Biscuit, adopted in 2021", "telegram:5521"),
-    (5, "2025-06-14 18:30", "- [ephemeral] Flight to Tokyo on 2025-10-12\n- [durable] Learning Japanese", "telegram:5521"),
+    (
+        5,
+        "2025-06-14 18:30",
+        "- [ephemeral] Flight to Tokyo on 2025-10-12\n- [durable] Learning Japanese",
+        "telegram:5521",
+    ),
 ]
 
 
@@ -285,8 +295,10 @@ def main() -> None:
     write("USER.md", USER_MD)
     write("SOUL.md", SOUL_MD)
     write("AGENTS.md", AGENTS_MD)
-    history = "".join(json.dumps({"cursor": c, "timestamp": t, "content": text, "session_key": key},
-                                 ensure_ascii=False) + "\n" for c, t, text, key in HISTORY)
+    history = "".join(
+        json.dumps({"cursor": c, "timestamp": t, "content": text, "session_key": key}, ensure_ascii=False) + "\n"
+        for c, t, text, key in HISTORY
+    )
     write("memory/history.jsonl", history)
     write("memory/.cursor", str(HISTORY[-1][0]))
     write("memory/.dream_cursor", "4")

@@ -33,49 +33,105 @@ _KIND_MARK = {True: "[x]", False: "[ ]"}
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add ``compact`` and ``review``."""
-    p = sub.add_parser("compact", parents=[common],
-                       help="plan a compaction of keep.md or of a bank as a diff; --apply writes the selection")
-    p.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
-                   help="the nanobot workspace whose keep.md to compact (default: --demo, else nanobot's config)")
-    p.add_argument("--bank", metavar="NAME", default=argparse.SUPPRESS,
-                   help="consolidate this iii bank instead (memory-consolidate's rules)")
-    p.add_argument("--target", type=int, default=None, metavar="LINES",
-                   help="keep.md: the line count to reach (default 120, the keep skill's)")
-    p.add_argument("--threshold", type=float, default=None, metavar="N",
-                   help="near-duplicate cut-off, 0–100 on rapidfuzz token_set_ratio (default 85)")
-    p.add_argument("--fuzzy", action="store_true",
-                   help="bank: also propose rapidfuzz near-duplicate groups (never selected by default; compares "
-                        "every pair). keep.md plans always list near-duplicates")
-    p.add_argument("--select", default="safe", metavar="SPEC",
-                   help="which operations: safe (default), all, none, numbers or ids (3,7,a1b2c3d4), "
-                        "or changes to a named set (safe,+7,-3)")
-    p.add_argument("--via", metavar="COMMAND",
-                   help="keep.md: have COMMAND (an LLM CLI...) rewrite it: keep.md on stdin, the new file on "
-                        "stdout; its rewrite becomes the plan (run without a shell)")
-    p.add_argument("--via-timeout", type=float, default=None, metavar="SECONDS",
-                   help="stop the --via command after this long (default 300)")
-    p.add_argument("--reinforce-by-id", action="store_true",
-                   help="bank: after each supersede reinforce the winner by id (keepgui's option) instead of "
-                        "memory-consolidate's save of the winner's text, which creates a new record when the "
-                        "winner was edited and fails for a text outside 3..2000 bytes")
+    p = sub.add_parser(
+        "compact",
+        parents=[common],
+        help="plan a compaction of keep.md or of a bank as a diff; --apply writes the selection",
+    )
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="the nanobot workspace whose keep.md to compact (default: --demo, else nanobot's config)",
+    )
+    p.add_argument(
+        "--bank",
+        metavar="NAME",
+        default=argparse.SUPPRESS,
+        help="consolidate this iii bank instead (memory-consolidate's rules)",
+    )
+    p.add_argument(
+        "--target",
+        type=int,
+        default=None,
+        metavar="LINES",
+        help="keep.md: the line count to reach (default 120, the keep skill's)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="N",
+        help="near-duplicate cut-off, 0–100 on rapidfuzz token_set_ratio (default 85)",
+    )
+    p.add_argument(
+        "--fuzzy",
+        action="store_true",
+        help="bank: also propose rapidfuzz near-duplicate groups (never selected by default; compares "
+        "every pair). keep.md plans always list near-duplicates",
+    )
+    p.add_argument(
+        "--select",
+        default="safe",
+        metavar="SPEC",
+        help="which operations: safe (default), all, none, numbers or ids (3,7,a1b2c3d4), "
+        "or changes to a named set (safe,+7,-3)",
+    )
+    p.add_argument(
+        "--via",
+        metavar="COMMAND",
+        help="keep.md: have COMMAND (an LLM CLI...) rewrite it: keep.md on stdin, the new file on "
+        "stdout; its rewrite becomes the plan (run without a shell)",
+    )
+    p.add_argument(
+        "--via-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop the --via command after this long (default 300)",
+    )
+    p.add_argument(
+        "--reinforce-by-id",
+        action="store_true",
+        help="bank: after each supersede reinforce the winner by id (keepgui's option) instead of "
+        "memory-consolidate's save of the winner's text, which creates a new record when the "
+        "winner was edited and fails for a text outside 3..2000 bytes",
+    )
     p.add_argument("--apply", action="store_true", help="write the selected operations")
     p.add_argument("--undo", action="store_true", help="take back the last compaction applied from the command line")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_compact)
 
-    p = sub.add_parser("review", parents=[common],
-                       help="what changed in keep.md (or MEMORY.md) outside keepgui, with restore commands")
-    p.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
-                   help="the nanobot workspace (default: --demo, else nanobot's config)")
+    p = sub.add_parser(
+        "review", parents=[common], help="what changed in keep.md (or MEMORY.md) outside keepgui, with restore commands"
+    )
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="the nanobot workspace (default: --demo, else nanobot's config)",
+    )
     p.add_argument("--file", default="keep.md", choices=("keep.md", "MEMORY.md"), help="the file to review")
-    p.add_argument("--threshold", type=float, default=None, metavar="N",
-                   help="similarity (0–100) from which a changed line counts as a rewording (default 75)")
-    p.add_argument("--restore", action="append", metavar="ID|N|all",
-                   help="restore these changes (ids or numbers, comma-separated or repeated; all; safe); "
-                        "the rest of the rewrite is then accepted")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="N",
+        help="similarity (0–100) from which a changed line counts as a rewording (default 75)",
+    )
+    p.add_argument(
+        "--restore",
+        action="append",
+        metavar="ID|N|all",
+        help="restore these changes (ids or numbers, comma-separated or repeated; all; safe); "
+        "the rest of the rewrite is then accepted",
+    )
     p.add_argument("--accept", action="store_true", help="accept the file as it is now: stop showing this rewrite")
-    p.add_argument("--confirm-dream", action="store_true",
-                   help="allow writing MEMORY.md, which Dream manages (its next commit will include the edit)")
+    p.add_argument(
+        "--confirm-dream",
+        action="store_true",
+        help="allow writing MEMORY.md, which Dream manages (its next commit will include the edit)",
+    )
     p.add_argument("--undo", action="store_true", help="take back the last restore applied from the command line")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_review)
@@ -87,8 +143,16 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def _workspace(args, ctx):
     from keepgui.commands.nanobot import open_workspace
 
-    return open_workspace(args, ctx, writing=bool(getattr(args, "apply", False) or getattr(args, "restore", None)
-                                                  or getattr(args, "accept", False) or getattr(args, "undo", False)))
+    return open_workspace(
+        args,
+        ctx,
+        writing=bool(
+            getattr(args, "apply", False)
+            or getattr(args, "restore", None)
+            or getattr(args, "accept", False)
+            or getattr(args, "undo", False)
+        ),
+    )
 
 
 def _q(text: str) -> str:
@@ -122,8 +186,7 @@ def _applied_lines(ctx, applied) -> None:
         ctx.out(f"  {line}")
 
 
-def _apply_and_report(ctx, apply: Callable[[], Any], kind: str, plan_obj: dict,
-                      done: str, undo_command: str) -> int:
+def _apply_and_report(ctx, apply: Callable[[], Any], kind: str, plan_obj: dict, done: str, undo_command: str) -> int:
     """Apply a plan, journal it for ``--undo`` and say what was written (``done`` takes the description)."""
     try:
         applied = apply()
@@ -240,8 +303,9 @@ def _finish(args, ctx, plan: Plan, selection: frozenset[str], command: str, appl
         else:
             ctx.out("nothing to compact")
         return 0
-    return _apply_and_report(ctx, apply, "plan", plan.to_obj(selection), "applied: {}",
-                             f"{command.replace(' --fuzzy', '')} --undo")
+    return _apply_and_report(
+        ctx, apply, "plan", plan.to_obj(selection), "applied: {}", f"{command.replace(' --fuzzy', '')} --undo"
+    )
 
 
 def _undo(ctx, target: str, what: str, datadir=None) -> int:
@@ -294,9 +358,14 @@ def cmd_review(args, ctx) -> int:
         return 0
     if args.restore:
         selection = plan.select(",".join(args.restore))
-        return _apply_and_report(ctx, lambda: plan.apply(selection, confirm_dream=args.confirm_dream),
-                                 "review", plan.to_obj(selection),
-                                 "restored: {}; the rest of the rewrite is accepted", f"{command} --undo")
+        return _apply_and_report(
+            ctx,
+            lambda: plan.apply(selection, confirm_dream=args.confirm_dream),
+            "review",
+            plan.to_obj(selection),
+            "restored: {}; the rest of the rewrite is accepted",
+            f"{command} --undo",
+        )
     if ctx.json_mode:
         obj = plan.to_obj()
         obj["baseline"] = plan.baseline.to_obj() if plan.baseline else None

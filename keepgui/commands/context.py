@@ -22,8 +22,9 @@ AGENTS = ("claude",)
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add the ``context`` command (its backend is imported only when it runs)."""
-    p = sub.add_parser("context", parents=[common],
-                       help="what an agent's next session is given from its memory files, exactly")
+    p = sub.add_parser(
+        "context", parents=[common], help="what an agent's next session is given from its memory files, exactly"
+    )
     p.add_argument("--agent", choices=AGENTS, default="claude", help="the agent (default: claude)")
     p.add_argument("--project", metavar="DIR", default=".", help="the folder the session starts in (default: .)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -68,8 +69,10 @@ def cmd_context(args, ctx) -> int:
         ctx.out(f"  {cut.warning}")
         hidden = context.hidden
         if hidden:
-            ctx.out(f"  {len(hidden)} {'entry is' if len(hidden) == 1 else 'entries are'} invisible to Claude "
-                    "at the start of a session:")
+            ctx.out(
+                f"  {len(hidden)} {'entry is' if len(hidden) == 1 else 'entries are'} invisible to Claude "
+                "at the start of a session:"
+            )
             for entry in hidden:
                 mark = " (start only)" if entry.partial else ""
                 ctx.out(f"    line {entry.line}: {entry.title} → {entry.target}{mark}")

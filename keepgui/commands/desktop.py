@@ -23,13 +23,25 @@ from keepgui.core.errors import KeepguiError
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add the ``quick-keep`` command."""
-    p = sub.add_parser("quick-keep", parents=[common],
-                       help="open the Quick keep popup (in the running keepgui window, else on its own)")
+    p = sub.add_parser(
+        "quick-keep",
+        parents=[common],
+        help="open the Quick keep popup (in the running keepgui window, else on its own)",
+    )
     p.add_argument("text", nargs="*", help="text to start with (optional)")
-    p.add_argument("--workspace", metavar="DIR", action="append", default=argparse.SUPPRESS,
-                   help="nanobot workspace to offer when no window runs (repeatable)")
-    p.add_argument("--stand-alone", action="store_true", default=argparse.SUPPRESS,
-                   help="open a popup of its own even when a keepgui window is running")
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        action="append",
+        default=argparse.SUPPRESS,
+        help="nanobot workspace to offer when no window runs (repeatable)",
+    )
+    p.add_argument(
+        "--stand-alone",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="open a popup of its own even when a keepgui window is running",
+    )
     p.set_defaults(func=cmd_quick_keep)
 
 
@@ -49,7 +61,9 @@ def cmd_quick_keep(args, ctx) -> int:
             ctx.note("opened Quick keep in the running keepgui window")
             return 0
     if not display:
-        ctx.note("no display found (DISPLAY/WAYLAND_DISPLAY unset), so there is no popup to show; "
-                 "keep a fact from here with `keepgui keep TEXT`")
+        ctx.note(
+            "no display found (DISPLAY/WAYLAND_DISPLAY unset), so there is no popup to show; "
+            "keep a fact from here with `keepgui keep TEXT`"
+        )
         return 1
     return app.quick_keep_alone(args)

@@ -52,8 +52,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_pin)
 
-    for name, func, text in (("delete", cmd_delete, "tombstone a memory (reversible with restore)"),
-                             ("restore", cmd_restore, "bring a deleted or superseded memory back")):
+    for name, func, text in (
+        ("delete", cmd_delete, "tombstone a memory (reversible with restore)"),
+        ("restore", cmd_restore, "bring a deleted or superseded memory back"),
+    ):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("bank")
         p.add_argument("id")
@@ -244,8 +246,7 @@ def cmd_rules(args, ctx) -> int:
     bank = _open_bank(ctx, args.bank)
     rules, problems = bank.rules()
     if ctx.json_mode:
-        ctx.emit_json({"bank": bank.name, "rules": [r.to_obj() for r in rules],
-                       "problems": [str(p) for p in problems]})
+        ctx.emit_json({"bank": bank.name, "rules": [r.to_obj() for r in rules], "problems": [str(p) for p in problems]})
         return 0
     for rule in rules:
         size = byte_len(rule.content)
@@ -281,8 +282,9 @@ def cmd_rule_set(args, ctx) -> int:
     if ctx.json_mode:
         ctx.emit_json({"ok": True, "exists": rule is not None})
     else:
-        ctx.out(f"wrote rule `{args.name}` in bank `{args.bank}`" if rule else
-                f"rule `{args.name}` removed (empty content)")
+        ctx.out(
+            f"wrote rule `{args.name}` in bank `{args.bank}`" if rule else f"rule `{args.name}` removed (empty content)"
+        )
     return 0
 
 
@@ -346,8 +348,7 @@ def cmd_doctor(args, ctx) -> int:
             ctx.out(str(finding))
         notes = len(findings) - len(problems)
         tail = f" ({notes} note{'s' if notes != 1 else ''})" if notes else ""
-        ctx.out((f"{len(problems)} problem(s) in {datadir.path}" if problems else f"no problems in {datadir.path}")
-                + tail)
+        ctx.out(
+            (f"{len(problems)} problem(s) in {datadir.path}" if problems else f"no problems in {datadir.path}") + tail
+        )
     return 1 if problems else 0
-
-

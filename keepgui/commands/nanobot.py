@@ -25,19 +25,29 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     def workspace_option(p: argparse.ArgumentParser) -> None:
         """Give a subcommand its own ``--workspace``."""
         # SUPPRESS: when not given here, a --workspace given before the command name still counts
-        p.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
-                       help="the nanobot workspace (default: --demo, else nanobot's config.json, "
-                            "else ~/.nanobot/workspace)")
+        p.add_argument(
+            "--workspace",
+            metavar="DIR",
+            default=argparse.SUPPRESS,
+            help="the nanobot workspace (default: --demo, else nanobot's config.json, else ~/.nanobot/workspace)",
+        )
 
     p = sub.add_parser("keep", parents=[common], help="keep a fact in keep.md, as the keep skill would")
     p.add_argument("text", nargs="+", help="the fact (several words are joined with spaces)")
     workspace_option(p)
-    p.add_argument("--force", action="store_true",
-                   help="keep it even if triage suggests another place or an entry already contains it")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="keep it even if triage suggests another place or an entry already contains it",
+    )
     p.add_argument("--replace", action="store_true", help="replace the entries the new fact contains")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--stand-alone", action="store_true", default=argparse.SUPPRESS,
-                   help="write keep.md directly even when a keepgui window is running")
+    p.add_argument(
+        "--stand-alone",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="write keep.md directly even when a keepgui window is running",
+    )
     p.set_defaults(func=cmd_keep)
 
     p = sub.add_parser("entries", parents=[common], help="list keep.md's entries and flagged lines")
@@ -56,11 +66,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_unforget)
 
-    p = sub.add_parser("nanobot-preview", parents=[common],
-                       help="what nanobot puts in its system prompt from the memory files, plus keep.md")
+    p = sub.add_parser(
+        "nanobot-preview",
+        parents=[common],
+        help="what nanobot puts in its system prompt from the memory files, plus keep.md",
+    )
     workspace_option(p)
-    p.add_argument("--exact", action="store_true",
-                   help="use nanobot's own ContextBuilder (needs the nanobot-ai package installed)")
+    p.add_argument(
+        "--exact", action="store_true", help="use nanobot's own ContextBuilder (needs the nanobot-ai package installed)"
+    )
     p.add_argument("--summary", action="store_true", help="sizes only, without the texts")
     p.add_argument("--full", action="store_true", help="with --exact: print nanobot's whole system prompt")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -79,8 +93,9 @@ def open_workspace(args, ctx, *, writing: bool) -> Workspace:
     if not workspace.exists():
         raise NotFound(f"{workspace.root}: no such folder; give the nanobot workspace with --workspace DIR")
     if not workspace.is_workspace():
-        message = (f"{workspace.root} does not look like a nanobot workspace (no memory/MEMORY.md or "
-                   "memory/history.jsonl)")
+        message = (
+            f"{workspace.root} does not look like a nanobot workspace (no memory/MEMORY.md or memory/history.jsonl)"
+        )
         if writing:
             raise InvalidInput(message + "; give the right one with --workspace DIR")
         ctx.note(message)
@@ -89,8 +104,9 @@ def open_workspace(args, ctx, *, writing: bool) -> Workspace:
 
 def counts_line(counts: dict) -> str:
     """``keep.md: 160 entries, 172 lines (cap 150, target ~120) · compaction due``."""
-    text = (f"keep.md: {counts['entries']} entries, {counts['lines']} lines "
-            f"(cap {SOFT_CAP}, target ~{COMPACTION_TARGET})")
+    text = (
+        f"keep.md: {counts['entries']} entries, {counts['lines']} lines (cap {SOFT_CAP}, target ~{COMPACTION_TARGET})"
+    )
     return text + (" · compaction due" if counts["compaction_due"] else "")
 
 
@@ -127,15 +143,17 @@ def hand_over_keep(args, ctx, workspace: Workspace, text: str) -> int | None:
 
     if not app.window_may_be_running():
         return None  # the common case costs one stat(), no Qt event machinery
-    reply = app.ask_window("keep", {"text": text, "source": workspace.root, "force": bool(args.force),
-                                    "replace": bool(args.replace)})
+    reply = app.ask_window(
+        "keep", {"text": text, "source": workspace.root, "force": bool(args.force), "replace": bool(args.replace)}
+    )
     if reply is None:
         return None
     if not reply.get("ok"):
         raise KeepguiError(reply.get("error") or "the running keepgui refused the keep")
     if not reply.get("handled"):
-        ctx.note(f"{reply.get('reason', 'the running keepgui did not take it')}; keeping directly "
-                 "(undo: keepgui forget)")
+        ctx.note(
+            f"{reply.get('reason', 'the running keepgui did not take it')}; keeping directly (undo: keepgui forget)"
+        )
         return None
     obj = reply["result"]
     if ctx.json_mode:
@@ -151,8 +169,10 @@ def print_keep(ctx, obj: dict) -> int:
     """The human report of a keep (``KeepResult.to_obj()``, made here or by the window); the exit status."""
     entry = obj.get("entry")
     if obj["outcome"] == ALREADY_KEPT:
-        ctx.out(f"already kept: entry {entry['number']} `{entry['text']}` (line {entry['line']} of {obj['path']}); "
-                "nothing written")
+        ctx.out(
+            f"already kept: entry {entry['number']} `{entry['text']}` (line {entry['line']} of {obj['path']}); "
+            "nothing written"
+        )
         if normalise(entry["text"]) != normalise(obj["fact"]):
             ctx.out("  to keep it as a separate variant anyway: add --force")
     elif obj["outcome"] == REPLACE_OFFERED:
@@ -243,8 +263,10 @@ def cmd_preview(args, ctx) -> int:
         ctx.out(f"── {part.label} · {part.status}{size}")
         if part.text and not args.summary:
             ctx.out(part.text.rstrip("\n"))
-    ctx.out(f"memory-bearing prompt: {preview.injected_bytes:,} bytes, ~{preview.injected_tokens:,} tokens "
-            "(parts joined with `---` as nanobot joins them)")
+    ctx.out(
+        f"memory-bearing prompt: {preview.injected_bytes:,} bytes, ~{preview.injected_tokens:,} tokens "
+        "(parts joined with `---` as nanobot joins them)"
+    )
     for item in preview.not_reproduced:
         ctx.out(f"not reproduced: {item}")
     for note in preview.notes:

@@ -20,12 +20,16 @@ from keepgui.core.iii.worker import WorkerLink
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add ``preview`` and ``recall``."""
-    p = sub.add_parser("preview", parents=[common],
-                       help="what a turn on QUERY would be given (memory::preview, offline)")
+    p = sub.add_parser(
+        "preview", parents=[common], help="what a turn on QUERY would be given (memory::preview, offline)"
+    )
     p.add_argument("query", metavar="QUERY")
     _add_shared(p, "print exactly the worker's response object (compact, raw UTF-8)")
-    p.add_argument("--check-worker", action="store_true",
-                   help="also ask the running worker (iii trigger memory::preview) and report every difference")
+    p.add_argument(
+        "--check-worker",
+        action="store_true",
+        help="also ask the running worker (iii trigger memory::preview) and report every difference",
+    )
     p.set_defaults(func=cmd_preview)
 
     p = sub.add_parser("recall", parents=[common], help="rank a bank's memories for QUERY (memory::recall)")
@@ -88,16 +92,20 @@ def cmd_preview(args, ctx) -> int:
 def _print_preview(ctx, engine: BankEngine, preview: Preview) -> None:
     plural = "" if preview.rules == 1 else "s"
     truncated = " · over budget, truncated" if preview.rules_truncated else ""
-    ctx.out(f"=== system prompt gets: {preview.rules} rule{plural}{truncated} "
-            f"(appended to the harness's system prompt, exactly) ===")
+    ctx.out(
+        f"=== system prompt gets: {preview.rules} rule{plural}{truncated} "
+        f"(appended to the harness's system prompt, exactly) ==="
+    )
     ctx.stdout.write(preview.system_prompt_section)
     for outcome in preview.rule_outcomes:
         if outcome.status != "fit":
             ctx.note(f"rule `{outcome.name}` {outcome.status}: {outcome.injected} of {outcome.size} bytes injected")
     if not preview.config.inject_rules:
         ctx.out("(inject_rules is off: only the header is sent)")
-    ctx.out(f"=== appended message ({len(preview.memories)} memories, in order) "
-            f"· retrieval: {preview.retrieval} (lexical only) ===")
+    ctx.out(
+        f"=== appended message ({len(preview.memories)} memories, in order) "
+        f"· retrieval: {preview.retrieval} (lexical only) ==="
+    )
     ctx.out(f"lexical only: {preview.notice.why()}")
     if preview.budget_note:
         ctx.out(f"budget: {preview.budget_note}")
@@ -131,13 +139,14 @@ def cmd_recall(args, ctx) -> int:
     if args.limit is not None and args.limit < 0:
         raise InvalidInput("--limit must be a non-negative integer")
     engine = _engine(args, ctx)
-    result = engine.recall(args.query, limit=args.limit, tag=args.tag, include_superseded=args.history,
-                           now_ms=args.now)
+    result = engine.recall(args.query, limit=args.limit, tag=args.tag, include_superseded=args.history, now_ms=args.now)
     if ctx.json_mode:
         print(result.to_json(parts=True, notice=True), file=ctx.stdout)
         return 0
-    ctx.out(f"query tokens: {' '.join(result.query_tokens) or '(none)'} · limit {result.limit} · "
-            f"retrieval: {result.retrieval} (lexical only)")
+    ctx.out(
+        f"query tokens: {' '.join(result.query_tokens) or '(none)'} · limit {result.limit} · "
+        f"retrieval: {result.retrieval} (lexical only)"
+    )
     ctx.out(f"lexical only: {result.notice.why()}")
     for rank, hit in enumerate(result.hits, 1):
         flag = "x" if not hit.memory.live else ("*" if hit.memory.pinned else " ")
@@ -146,4 +155,3 @@ def cmd_recall(args, ctx) -> int:
     if not result.hits:
         ctx.out("nothing matched" + (f" with tag #{args.tag}" if args.tag else ""))
     return 0
-

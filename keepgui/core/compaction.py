@@ -71,14 +71,16 @@ def register_kinds(labels: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(labels)
 
 
-REVIEW_KINDS = register_kinds({
-    # a rewrite reviewed after the fact, or proposed by a command: any backend whose files others rewrite
-    "removed": "Removed entries",
-    "deduplicated": "Removed duplicates (still covered)",
-    "merged": "Merged entries",
-    "reworded": "Reworded entries",
-    "new": "New entries (a compaction should add no facts)",
-})
+REVIEW_KINDS = register_kinds(
+    {
+        # a rewrite reviewed after the fact, or proposed by a command: any backend whose files others rewrite
+        "removed": "Removed entries",
+        "deduplicated": "Removed duplicates (still covered)",
+        "merged": "Merged entries",
+        "reworded": "Reworded entries",
+        "new": "New entries (a compaction should add no facts)",
+    }
+)
 """The kinds of a review of an outside rewrite, in the order a review lists them."""
 
 
@@ -131,22 +133,50 @@ class Operation:
 
     def to_obj(self) -> dict:
         """The operation for ``--json``."""
-        obj = {"id": self.id, "number": self.number, "kind": self.kind, "label": self.label,
-               "targets": list(self.targets), "before": list(self.before), "after": list(self.after),
-               "reason": self.reason, "selected": self.selected, "applicable": self.applicable,
-               "evidence": list(self.evidence)}
+        obj = {
+            "id": self.id,
+            "number": self.number,
+            "kind": self.kind,
+            "label": self.label,
+            "targets": list(self.targets),
+            "before": list(self.before),
+            "after": list(self.after),
+            "reason": self.reason,
+            "selected": self.selected,
+            "applicable": self.applicable,
+            "evidence": list(self.evidence),
+        }
         if self.score is not None:
             obj["score"] = round(self.score, 1)
         return obj
 
 
-def make_operation(kind: str, targets: Iterable[str], before: Iterable[str], after: Iterable[str], reason: str,
-                   *, selected: bool = False, applicable: bool = True, evidence: Iterable[str] = (),
-                   score: float | None = None) -> Operation:
+def make_operation(
+    kind: str,
+    targets: Iterable[str],
+    before: Iterable[str],
+    after: Iterable[str],
+    reason: str,
+    *,
+    selected: bool = False,
+    applicable: bool = True,
+    evidence: Iterable[str] = (),
+    score: float | None = None,
+) -> Operation:
     """An :class:`Operation` with its content-derived id."""
     targets, before, after = tuple(targets), tuple(before), tuple(after)
-    return Operation(operation_id(kind, targets, before, after), kind, targets, before, after, reason,
-                     selected and applicable, applicable, tuple(evidence), score)
+    return Operation(
+        operation_id(kind, targets, before, after),
+        kind,
+        targets,
+        before,
+        after,
+        reason,
+        selected and applicable,
+        applicable,
+        tuple(evidence),
+        score,
+    )
 
 
 @dataclass(frozen=True)
@@ -194,8 +224,14 @@ class Counts:
 
     def to_obj(self) -> dict:
         """``{unit, before, after, target, remaining, ...detail}``."""
-        return {"unit": self.unit, "before": self.before, "after": self.after, "target": self.target,
-                "remaining": self.remaining, **self.detail}
+        return {
+            "unit": self.unit,
+            "before": self.before,
+            "after": self.after,
+            "target": self.target,
+            "remaining": self.remaining,
+            **self.detail,
+        }
 
 
 class StalePlan(Conflict):
@@ -206,8 +242,9 @@ class StalePlan(Conflict):
     """
 
     def __init__(self, path: str, what: str, replanned: "Plan | None" = None) -> None:
-        KeepguiError.__init__(self, f"{path}: {what} since the plan was made; nothing was written. "
-                                    "Review the new plan and apply again.")
+        KeepguiError.__init__(
+            self, f"{path}: {what} since the plan was made; nothing was written. Review the new plan and apply again."
+        )
         self.path = path
         self.expected = None
         self.actual = None
@@ -258,8 +295,21 @@ class Plan(ABC):
             while op_id in seen:  # two identical changes (a repeated line): keep ids unique
                 op_id = hashlib.sha256(op_id.encode()).hexdigest()[:8]
             seen.add(op_id)
-            numbered.append(Operation(op_id, op.kind, op.targets, op.before, op.after, op.reason, op.selected,
-                                      op.applicable, op.evidence, op.score, i))
+            numbered.append(
+                Operation(
+                    op_id,
+                    op.kind,
+                    op.targets,
+                    op.before,
+                    op.after,
+                    op.reason,
+                    op.selected,
+                    op.applicable,
+                    op.evidence,
+                    op.score,
+                    i,
+                )
+            )
         self.operations: tuple[Operation, ...] = tuple(numbered)
         # final id -> position in the list given (subclasses keep per-operation data by that position)
         self.origin: dict[str, int] = {op.id: k for op, k in zip(self.operations, order)}
@@ -276,16 +326,17 @@ class Plan(ABC):
             number = int(key)
             if 1 <= number <= len(self.operations):
                 return self.operations[number - 1]
-            raise NotFound(f"the plan for {self.subject} has no operation {number} "
-                           f"(it has {len(self.operations)})")
+            raise NotFound(f"the plan for {self.subject} has no operation {number} (it has {len(self.operations)})")
         key = key.strip().lower()
         if key in self._by_id:
             return self._by_id[key]
         matches = [op for op in self.operations if op.id.startswith(key)] if len(key) >= 4 else []
         if len(matches) == 1:
             return matches[0]
-        raise NotFound(f"the plan for {self.subject} has no operation `{key}`; the content may have changed "
-                       "since it was listed: look at the plan again")
+        raise NotFound(
+            f"the plan for {self.subject} has no operation `{key}`; the content may have changed "
+            "since it was listed: look at the plan again"
+        )
 
     def default_selection(self) -> frozenset[str]:
         """The ids of the operations selected by default (the safe ones)."""
@@ -410,16 +461,22 @@ class Plan(ABC):
     def summary(self, selection: Iterable[str | int] | None = None) -> str:
         """One line: how many operations are selected and the counts."""
         ids = self.normalise_selection(selection)
-        return (f"{self.subject}: {len(ids)} of {len(self.operations)} operations selected · "
-                f"{self.counts(ids).describe()}")
+        return (
+            f"{self.subject}: {len(ids)} of {len(self.operations)} operations selected · {self.counts(ids).describe()}"
+        )
 
     def to_obj(self, selection: Iterable[str | int] | None = None, *, diff: bool = True) -> dict:
         """The plan for ``--json``: operations, the selection, counts, notices and the rendering."""
         ids = self.normalise_selection(selection)
-        obj = {"kind": self.kind, "subject": self.subject, "created_at": self.created_at,
-               "operations": [op.to_obj() for op in self.operations],
-               "selection": [op.id for op in self.operations if op.id in ids],
-               "counts": self.counts(ids).to_obj(), "notices": [n.to_obj() for n in self.notices]}
+        obj = {
+            "kind": self.kind,
+            "subject": self.subject,
+            "created_at": self.created_at,
+            "operations": [op.to_obj() for op in self.operations],
+            "selection": [op.id for op in self.operations if op.id in ids],
+            "counts": self.counts(ids).to_obj(),
+            "notices": [n.to_obj() for n in self.notices],
+        }
         if diff:
             obj["diff"] = self.render(ids)
         return obj
@@ -484,8 +541,15 @@ class Applied(ABC):
 
     def to_obj(self) -> dict:
         """The serialisable form (subclasses add what undo needs)."""
-        return {"kind": self.kind, "description": self.description, "lines": list(self.lines),
-                "changed": self.changed, "target": self.target, "state": self.state, "at": self.at}
+        return {
+            "kind": self.kind,
+            "description": self.description,
+            "lines": list(self.lines),
+            "changed": self.changed,
+            "target": self.target,
+            "state": self.state,
+            "at": self.at,
+        }
 
 
 _LOADERS: dict[str, Callable[[dict, History], Applied]] = {}
@@ -519,8 +583,9 @@ class UndoJournal(Journal):
     def record(self, applied: Applied) -> str:
         """Remember an applied compaction; returns its journal id."""
         entry_id = hashlib.sha256(f"{applied.target}{applied.at}{os.getpid()}{now_ms()}".encode()).hexdigest()[:12]
-        self._append({"event": "applied", "id": entry_id, "target": applied.target, "at": now_ms(),
-                      "applied": applied.to_obj()})
+        self._append(
+            {"event": "applied", "id": entry_id, "target": applied.target, "at": now_ms(), "applied": applied.to_obj()}
+        )
         return entry_id
 
     def mark_undone(self, entry_id: str) -> None:
@@ -580,9 +645,13 @@ def _token_char(rank: int) -> str:
     return chr(code)
 
 
-def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
-                    progress: Callable[[int, int], None] | None = None,
-                    letters: bool = True) -> list[tuple[int, int, float]]:
+def near_duplicates(
+    texts: Sequence[str],
+    threshold: float = 85.0,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    letters: bool = True,
+) -> list[tuple[int, int, float]]:
     """Every pair ``(i, j, score)``, ``i < j``, with ``fuzz.token_set_ratio(texts[i], texts[j],
     processor=default_process) >= threshold`` — exactly what a pairwise loop finds, much faster.
 
@@ -620,8 +689,9 @@ def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
     live = [i for i, w in enumerate(words) if w]  # token_set_ratio is 0 for a text without words
     total = 2 * len(live)
     if threshold <= 0:
-        return [(i, j, fuzz.token_set_ratio(processed[i], processed[j])) for a, i in enumerate(live)
-                for j in live[a + 1:]]
+        return [
+            (i, j, fuzz.token_set_ratio(processed[i], processed[j])) for a, i in enumerate(live) for j in live[a + 1 :]
+        ]
     tau = threshold / 100.0
     candidates: dict[int, set[int]] = defaultdict(set)
 
@@ -651,8 +721,14 @@ def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
         if near:
             others = list(near)
             choices = [encoded[others[0]]] if len(others) == 1 else itemgetter(*others)(encoded)
-            hits = process.extract(encoded[i], choices, scorer=LCSseq.similarity, processor=None,
-                                   score_cutoff=max(1, math.ceil(need - 1e-6)), limit=None)
+            hits = process.extract(
+                encoded[i],
+                choices,
+                scorer=LCSseq.similarity,
+                processor=None,
+                score_cutoff=max(1, math.ceil(need - 1e-6)),
+                limit=None,
+            )
             for _choice, _overlap, k in hits:
                 j = others[k]
                 candidates[min(i, j)].add(max(i, j))
@@ -675,8 +751,14 @@ def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
     for pos, i in enumerate(order):
         end = bisect.bisect_right(lengths, math.floor(lengths[pos] / low + 1e-9))
         if end > pos + 1:
-            hits = process.extract(sorted_bags[pos], sorted_bags[pos + 1:end], scorer=fuzz.ratio, processor=None,
-                                   score_cutoff=threshold - 1e-6, limit=None)
+            hits = process.extract(
+                sorted_bags[pos],
+                sorted_bags[pos + 1 : end],
+                scorer=fuzz.ratio,
+                processor=None,
+                score_cutoff=threshold - 1e-6,
+                limit=None,
+            )
             for _choice, _score, k in hits:
                 j = order[pos + 1 + k]
                 candidates[min(i, j)].add(max(i, j))
@@ -687,9 +769,14 @@ def near_duplicates(texts: Sequence[str], threshold: float = 85.0, *,
     out: list[tuple[int, int, float]] = []
     for i in sorted(candidates):
         others = sorted(candidates[i])
-        for _choice, score, k in process.extract(processed[i], [processed[j] for j in others],
-                                                 scorer=fuzz.token_set_ratio, processor=None,
-                                                 score_cutoff=threshold, limit=None):
+        for _choice, score, k in process.extract(
+            processed[i],
+            [processed[j] for j in others],
+            scorer=fuzz.token_set_ratio,
+            processor=None,
+            score_cutoff=threshold,
+            limit=None,
+        ):
             out.append((i, others[k], score))
     if progress is not None:
         progress(total, total)

@@ -68,6 +68,5 @@ class Conflict(KeepguiError):
         else:
             what = "was changed by someone else"
         super().__init__(
-            f"{self.path} {what} since it was read; nothing was written. "
-            "Reload it, compare, and save again."
+            f"{self.path} {what} since it was read; nothing was written. Reload it, compare, and save again."
         )

@@ -126,9 +126,7 @@ def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tupl
         # never ends (its size is 0, so the limit below would not stop it).
         _refuse_non_file(path, st)
         if limit is not None and st.st_size > limit:
-            raise KeepguiError(
-                f"{os.fspath(path)} is {st.st_size:,} bytes, more than the {limit:,} keepgui reads"
-            )
+            raise KeepguiError(f"{os.fspath(path)} is {st.st_size:,} bytes, more than the {limit:,} keepgui reads")
         chunks = []
         while True:
             chunk = os.read(fd, 1 << 20)
@@ -429,11 +427,15 @@ def _short_write(fd: int, path: str, data: bytes, written: int) -> WriteFailed:
             _os_write(fd, b"\n")
             os.fsync(fd)
     except OSError as exc:
-        return WriteFailed(f"{path}: {reason}; {written} bytes of a partial line are left at its end and "
-                           f"could not be removed ({exc.strerror or exc}); keepgui doctor shows them")
-    return WriteFailed(f"{path}: {reason}; another program appended after the {written} bytes written, so "
-                       "they could not be taken back: none of the new records was saved, and the line they "
-                       "start is one the worker skips (keepgui doctor shows it)")
+        return WriteFailed(
+            f"{path}: {reason}; {written} bytes of a partial line are left at its end and "
+            f"could not be removed ({exc.strerror or exc}); keepgui doctor shows them"
+        )
+    return WriteFailed(
+        f"{path}: {reason}; another program appended after the {written} bytes written, so "
+        "they could not be taken back: none of the new records was saved, and the line they "
+        "start is one the worker skips (keepgui doctor shows it)"
+    )
 
 
 def create_folder(path: str | os.PathLike[str], files: dict[str, bytes], folders: Iterable[str] = ()) -> None:

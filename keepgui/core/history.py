@@ -62,8 +62,14 @@ class Version:
 
     def to_obj(self) -> dict:
         """The index line's fields plus ``seq``."""
-        return {"path": self.path, "sha256": self.sha256, "size": self.size, "at": self.at,
-                "source": self.source, "seq": self.seq}
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "size": self.size,
+            "at": self.at,
+            "source": self.source,
+            "seq": self.seq,
+        }
 
 
 @dataclass(frozen=True)
@@ -104,10 +110,20 @@ class RemovedEntry:
 
     def to_obj(self) -> dict:
         """The removed-event fields plus ``restored_at``."""
-        return {"id": self.id, "path": self.path, "workspace": self.workspace, "text": self.text,
-                "raw": self.raw, "line": self.line, "number": self.number, "before": self.before,
-                "after": self.after, "removed_at": self.removed_at, "reason": self.reason,
-                "restored_at": self.restored_at}
+        return {
+            "id": self.id,
+            "path": self.path,
+            "workspace": self.workspace,
+            "text": self.text,
+            "raw": self.raw,
+            "line": self.line,
+            "number": self.number,
+            "before": self.before,
+            "after": self.after,
+            "removed_at": self.removed_at,
+            "reason": self.reason,
+            "restored_at": self.restored_at,
+        }
 
 
 def _parse_jsonl(data: bytes, name: str) -> tuple[list[tuple[int, dict]], list[HistoryProblem]]:
@@ -158,9 +174,17 @@ class History:
             if obj.get("path") != key:
                 problems.append(HistoryProblem(index, number, "belongs to another file"))
                 continue
-            if (not isinstance(sha, str) or len(sha) != 64 or not set(sha) <= _HEX
-                    or isinstance(size, bool) or not isinstance(size, int) or size < 0
-                    or isinstance(at, bool) or not isinstance(at, int) or not isinstance(source, str)):
+            if (
+                not isinstance(sha, str)
+                or len(sha) != 64
+                or not set(sha) <= _HEX
+                or isinstance(size, bool)
+                or not isinstance(size, int)
+                or size < 0
+                or isinstance(at, bool)
+                or not isinstance(at, int)
+                or not isinstance(source, str)
+            ):
                 problems.append(HistoryProblem(index, number, "missing or malformed sha256/size/at"))
                 continue
             versions.append(Version(key, sha, size, at, source, len(versions)))
@@ -184,8 +208,9 @@ class History:
         versions = self.versions(version.path)
         return versions[version.seq - 1] if 0 < version.seq <= len(versions) else None
 
-    def record(self, path: str | os.PathLike[str], data: bytes, *, source: str = "seen",
-               at: int | None = None) -> Version:
+    def record(
+        self, path: str | os.PathLike[str], data: bytes, *, source: str = "seen", at: int | None = None
+    ) -> Version:
         """Remember ``data`` as the current content of ``path``; returns its Version.
 
         A no-op (returning the existing version) when the latest recorded
@@ -203,8 +228,9 @@ class History:
                 return versions[-1]
             self._store_blob(sha, data)
             version = Version(key, sha, len(data), now_ms() if at is None else at, source, len(versions))
-            log.write_lines([dump_line({"path": key, "sha256": sha, "size": len(data), "at": version.at,
-                                        "source": source})])
+            log.write_lines(
+                [dump_line({"path": key, "sha256": sha, "size": len(data), "at": version.at, "source": source})]
+            )
             return version
 
     def _store_blob(self, sha: str, data: bytes) -> None:
@@ -235,13 +261,35 @@ class History:
 
     # ---------------------------------------------------------------- removed entries
 
-    def log_removed(self, *, path: str, workspace: str, text: str, raw: str, line: int, number: int,
-                    before: str | None, after: str | None, reason: str = "forget",
-                    at: int | None = None) -> RemovedEntry:
+    def log_removed(
+        self,
+        *,
+        path: str,
+        workspace: str,
+        text: str,
+        raw: str,
+        line: int,
+        number: int,
+        before: str | None,
+        after: str | None,
+        reason: str = "forget",
+        at: int | None = None,
+    ) -> RemovedEntry:
         """Record an entry removed from ``path`` (call it before the removal is written,
         so the log has it even if that write is the last thing that happens)."""
-        entry = RemovedEntry(secrets.token_hex(8), file_key(path), os.path.abspath(workspace), text, raw,
-                             line, number, before, after, now_ms() if at is None else at, reason)
+        entry = RemovedEntry(
+            secrets.token_hex(8),
+            file_key(path),
+            os.path.abspath(workspace),
+            text,
+            raw,
+            line,
+            number,
+            before,
+            after,
+            now_ms() if at is None else at,
+            reason,
+        )
         fsio.make_dirs(self.root)
         obj = {"event": "removed", **entry.to_obj()}
         obj.pop("restored_at")
@@ -251,16 +299,19 @@ class History:
     def cancel_removed(self, entry: RemovedEntry) -> None:
         """Mark a logged removal as not having happened (its write was refused)."""
         fsio.make_dirs(self.root)
-        fsio.append_lines(self.removed_log, [dump_line({"event": "cancelled", "id": entry.id, "at": now_ms()})],
-                          sole_writer=True)
+        fsio.append_lines(
+            self.removed_log, [dump_line({"event": "cancelled", "id": entry.id, "at": now_ms()})], sole_writer=True
+        )
 
     def mark_restored(self, entry: RemovedEntry | str, at: int | None = None) -> None:
         """Record that a removed entry was put back (it no longer counts for "unforget")."""
         entry_id = entry if isinstance(entry, str) else entry.id
         fsio.make_dirs(self.root)
-        fsio.append_lines(self.removed_log, [dump_line({"event": "restored", "id": entry_id,
-                                                        "at": now_ms() if at is None else at})],
-                          sole_writer=True)
+        fsio.append_lines(
+            self.removed_log,
+            [dump_line({"event": "restored", "id": entry_id, "at": now_ms() if at is None else at})],
+            sole_writer=True,
+        )
 
     def scan_removed(self) -> tuple[list[RemovedEntry], list[HistoryProblem]]:
         """Every removed entry (oldest first, cancelled ones left out) and the lines skipped."""
@@ -274,7 +325,11 @@ class History:
                 try:
                     values = {k: obj[k] for k in fields if k in obj and k != "restored_at"}
                     entry = RemovedEntry(**values)
-                    if not isinstance(entry.id, str) or not isinstance(entry.text, str) or not isinstance(entry.raw, str):
+                    if (
+                        not isinstance(entry.id, str)
+                        or not isinstance(entry.text, str)
+                        or not isinstance(entry.raw, str)
+                    ):
                         raise TypeError("bad field types")
                 except TypeError:
                     problems.append(HistoryProblem(self.removed_log, number, "a removed entry with missing fields"))
@@ -290,11 +345,16 @@ class History:
                 problems.append(HistoryProblem(self.removed_log, number, f"unknown event {event!r}"))
         return list(entries.values()), problems
 
-    def removed(self, path: str | os.PathLike[str] | None = None, *, include_restored: bool = False) -> list[RemovedEntry]:
+    def removed(
+        self, path: str | os.PathLike[str] | None = None, *, include_restored: bool = False
+    ) -> list[RemovedEntry]:
         """Removed entries (of ``path`` only, when given), oldest first; restored ones only on request."""
         key = file_key(path) if path is not None else None
-        return [e for e in self.scan_removed()[0]
-                if (key is None or e.path == key) and (include_restored or e.restored_at is None)]
+        return [
+            e
+            for e in self.scan_removed()[0]
+            if (key is None or e.path == key) and (include_restored or e.restored_at is None)
+        ]
 
     def last_removed(self, path: str | os.PathLike[str]) -> RemovedEntry | None:
         """The most recently removed entry of ``path`` not yet restored (what "unforget" brings back)."""

@@ -53,8 +53,8 @@ def app_runtime_dir() -> str:
 def short_path(path: str, limit: int = 0) -> str:
     """``path`` with the home folder written as ``~``, and elided in the middle beyond ``limit`` characters."""
     home = os.path.expanduser("~")
-    path = "~" + path[len(home):] if path.startswith(home + os.sep) else path
+    path = "~" + path[len(home) :] if path.startswith(home + os.sep) else path
     if limit and len(path) > limit:
         keep = limit - 1
-        path = path[: keep // 3] + "…" + path[len(path) - (keep - keep // 3):]
+        path = path[: keep // 3] + "…" + path[len(path) - (keep - keep // 3) :]
     return path

@@ -177,8 +177,11 @@ def identify(path: str) -> Verdict:
     """What the folder ``path`` is, asking every backend (the first that recognises it wins)."""
     path = os.path.abspath(os.path.expanduser(path))
     if not os.path.isdir(path):
-        return Verdict(None, "not a folder", f"{path} does not exist" if not os.path.exists(path)
-                       else f"{path} is a file, not a folder")
+        return Verdict(
+            None,
+            "not a folder",
+            f"{path} does not exist" if not os.path.exists(path) else f"{path} is a file, not a folder",
+        )
     reasons = []
     for candidate in backends():
         verdict = candidate.identify(path)

@@ -119,8 +119,9 @@ class TextSearch:
                 found.setdefault(word, 95.0)
         cutoff = _fuzzy_cutoff(term)
         if cutoff is not None and term.isalpha():
-            for word, score, _ in process.extract(term, self._fuzzy_vocabulary(), scorer=fuzz.ratio,
-                                                  score_cutoff=cutoff, limit=None):
+            for word, score, _ in process.extract(
+                term, self._fuzzy_vocabulary(), scorer=fuzz.ratio, score_cutoff=cutoff, limit=None
+            ):
                 if word not in found:
                     found[word] = float(score) * 0.9
         return found

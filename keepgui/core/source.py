@@ -207,8 +207,9 @@ CREATE_BANK = "create-bank"
 TRASH_BANK = "trash-bank"
 """(of a source) Banks can be moved to a trash and restored."""
 
-ALL_FIELDS = frozenset({"pinned", "live", "text", "tags", "entities", "seen", "confidence", "created",
-                        "updated", "revision"})
+ALL_FIELDS = frozenset(
+    {"pinned", "live", "text", "tags", "entities", "seen", "confidence", "created", "updated", "revision"}
+)
 """The table columns a row can fill."""
 
 
@@ -251,8 +252,13 @@ class Capabilities:
 
     def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
-        return {"missing": dict(self.missing), "fields": sorted(self.fields), "ordered": self.ordered,
-                "noun": self.noun, "nouns": self.nouns}
+        return {
+            "missing": dict(self.missing),
+            "fields": sorted(self.fields),
+            "ordered": self.ordered,
+            "noun": self.noun,
+            "nouns": self.nouns,
+        }
 
 
 # ---------------------------------------------------------------------- names and texts
@@ -613,8 +619,7 @@ class Bank(Protocol):
     def edit(self, key: str, field: str, value: str | list[str]) -> Change:
         """Edit a row's ``text`` (a string) or its ``tags`` / ``entities`` (lists)."""
 
-    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
-               pinned: bool = False) -> Change:
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
         """A new row with these fields (the New memory dialog)."""
 
     def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
@@ -722,8 +727,9 @@ class BankDefaults:
         """Refused: rows are not edited in place."""
         return self._refuse(EDIT)
 
-    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
-               pinned: bool = False) -> "Change":
+    def create(
+        self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False
+    ) -> "Change":
         """Refused: no New memory."""
         return self._refuse(CREATE)
 
@@ -768,7 +774,8 @@ class SourceDefaults:
         """Nothing held open."""
 
 
-def nothing_written(source: str, bank: str | None, text: str, message: str = "",
-                    feedback: Iterable[Hint] = (), result: object = None) -> Change:
+def nothing_written(
+    source: str, bank: str | None, text: str, message: str = "", feedback: Iterable[Hint] = (), result: object = None
+) -> Change:
     """A Change that wrote nothing (already kept, refused by the backend's checks)."""
     return Change(source, bank, text, written=False, message=message, feedback=tuple(feedback), result=result)

@@ -48,7 +48,7 @@ class ChangeSet:
             if path == root:
                 out.append(())
             elif path.startswith(prefix):
-                out.append(tuple(path[len(prefix):].split(os.sep)))
+                out.append(tuple(path[len(prefix) :].split(os.sep)))
         return out
 
     def touches(self, path: str) -> bool:
@@ -77,8 +77,13 @@ class Watcher:
     :meth:`stop` before dropping the watcher.
     """
 
-    def __init__(self, on_changes: Callable[[ChangeSet], None], quiet_ms: int = 250, max_delay_ms: int = 1000,
-                 observer_factory: Callable[[], BaseObserver] = Observer) -> None:
+    def __init__(
+        self,
+        on_changes: Callable[[ChangeSet], None],
+        quiet_ms: int = 250,
+        max_delay_ms: int = 1000,
+        observer_factory: Callable[[], BaseObserver] = Observer,
+    ) -> None:
         self._on_changes = on_changes
         self._quiet = quiet_ms / 1000
         self._max_delay = max_delay_ms / 1000

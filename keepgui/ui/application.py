@@ -95,8 +95,9 @@ def single_instance_applies(args) -> bool:
     or ``--demo`` (a throw-away copy that must neither take over the person's
     running window nor be handed their keeps).
     """
-    return not (getattr(args, "stand_alone", False) or getattr(args, "screenshot", None)
-                or getattr(args, "demo", False))
+    return not (
+        getattr(args, "stand_alone", False) or getattr(args, "screenshot", None) or getattr(args, "demo", False)
+    )
 
 
 def activation_request(args) -> dict:
@@ -104,8 +105,13 @@ def activation_request(args) -> dict:
     from keepgui.ui.ipc import activation_token
 
     sources = [{"kind": kind, "path": path} for kind, path in explicit_sources(args)]
-    return {"sources": sources, "bank": getattr(args, "bank", None), "panel": getattr(args, "panel", None),
-            "query": getattr(args, "query", None), "activation_token": activation_token()}
+    return {
+        "sources": sources,
+        "bank": getattr(args, "bank", None),
+        "panel": getattr(args, "panel", None),
+        "query": getattr(args, "query", None),
+        "activation_token": activation_token(),
+    }
 
 
 def launch(args) -> int:
@@ -127,8 +133,7 @@ def launch(args) -> int:
             if not reply.get("ok"):
                 print(f"keepgui: the running keepgui refused: {reply.get('error')}", file=sys.stderr)
                 return 1
-            print("keepgui: showed the running keepgui window (start another one with --stand-alone)",
-                  file=sys.stderr)
+            print("keepgui: showed the running keepgui window (start another one with --stand-alone)", file=sys.stderr)
             return 0
     window = build_window(args)
     from keepgui.ui.desktop import install

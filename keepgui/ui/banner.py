@@ -37,8 +37,9 @@ class Banner(QFrame):
         self._layout.addWidget(self.close_button)
         self.hide()
 
-    def show_message(self, text: str, kind: str = "warning",
-                     actions: list[tuple[str, Callable[[], None]]] | None = None) -> None:
+    def show_message(
+        self, text: str, kind: str = "warning", actions: list[tuple[str, Callable[[], None]]] | None = None
+    ) -> None:
         """Show ``text`` with a ``warning``/``removed``/``info`` tint and optional buttons."""
         for button in self._buttons:
             self._layout.removeWidget(button)
@@ -50,8 +51,9 @@ class Banner(QFrame):
             self._layout.insertWidget(self._layout.count() - 1, button)
             self._buttons.append(button)
         pal = self.palette()
-        pal.setColor(self.backgroundRole(), theme.tint(kind if kind in ("added", "removed", "warning", "info")
-                                                       else "warning"))
+        pal.setColor(
+            self.backgroundRole(), theme.tint(kind if kind in ("added", "removed", "warning", "info") else "warning")
+        )
         self.setPalette(pal)
         self.label.setText(text)
         self.show()

@@ -40,9 +40,16 @@ class Outcome:
 class ChangeCommand(QUndoCommand):
     """Any change of any backend as one undo step (see the module docstring)."""
 
-    def __init__(self, hub: Any, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None,
-                 on_error: Callable[[str], None] | None = None, outcome: Outcome | None = None,
-                 quiet_first: bool = False) -> None:
+    def __init__(
+        self,
+        hub: Any,
+        target: BankKey | str,
+        operation: Callable[[Any], Change],
+        text: str | None = None,
+        on_error: Callable[[str], None] | None = None,
+        outcome: Outcome | None = None,
+        quiet_first: bool = False,
+    ) -> None:
         super().__init__(text or "")
         self._hub = hub
         self._target = target

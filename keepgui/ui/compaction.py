@@ -19,7 +19,15 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
 from keepgui.core.compaction import excerpt
@@ -32,7 +40,7 @@ OpRole = Qt.ItemDataRole.UserRole + 80
 
 
 def rewrite_summary(plan) -> str:
-    """"31 entries removed, 4 merged" for a review plan (what an outside rewrite did)."""
+    """ "31 entries removed, 4 merged" for a review plan (what an outside rewrite did)."""
     counts: dict[str, int] = {}
     for op in plan.operations:
         counts[op.kind] = counts.get(op.kind, 0) + max(1, len(op.before))
@@ -188,8 +196,9 @@ class CompactionDialog(QDialog):
             for j in range(top.childCount()):
                 item = top.child(j)
                 if item.flags() & Qt.ItemFlag.ItemIsUserCheckable:
-                    item.setCheckState(0, Qt.CheckState.Checked if item.data(0, OpRole) in selection
-                                       else Qt.CheckState.Unchecked)
+                    item.setCheckState(
+                        0, Qt.CheckState.Checked if item.data(0, OpRole) in selection else Qt.CheckState.Unchecked
+                    )
         self.tree.blockSignals(False)
         self._update_totals()
 
@@ -284,8 +293,10 @@ class CompactionFlow(QObject):
             return
         summary = rewrite_summary(plan)
         self.window.banner.show_message(
-            f"{what} was rewritten by another program: {summary or 'its entries changed'}.", "warning",
-            [("Review", lambda: self.open(key, plan, f"Rewrite of {what}", review=True))])
+            f"{what} was rewritten by another program: {summary or 'its entries changed'}.",
+            "warning",
+            [("Review", lambda: self.open(key, plan, f"Rewrite of {what}", review=True))],
+        )
 
     def open(self, key: BankKey, plan: Any, title: str, review: bool) -> None:
         """Show a plan for review."""
@@ -297,8 +308,11 @@ class CompactionFlow(QObject):
         dialog.show()
 
     def _apply(self, key: BankKey, dialog: CompactionDialog, plan: Any, selection: frozenset, review: bool) -> None:
-        text = (f"Restore {len(selection)} change(s) of {key.bank}" if review
-                else f"Compact {key.bank} ({len(selection)} operations)")
+        text = (
+            f"Restore {len(selection)} change(s) of {key.bank}"
+            if review
+            else f"Compact {key.bank} ({len(selection)} operations)"
+        )
         outcome = self.window.perform(key, lambda bank: bank.apply_plan(plan, selection, text), text, False)
         if outcome.change is None:
             error = outcome.exception

@@ -139,8 +139,11 @@ class Desktop(QObject):
 
     def keeps_running(self) -> bool:
         """True when closing the window hides it in the tray instead of quitting."""
-        return (self.tray is not None and self.tray.isVisible()
-                and bool(self.window.settings.get(KEEP_RUNNING_SETTING, False)))
+        return (
+            self.tray is not None
+            and self.tray.isVisible()
+            and bool(self.window.settings.get(KEEP_RUNNING_SETTING, False))
+        )
 
     def set_keep_running(self, on: bool) -> None:
         """Remember whether closing the window keeps keepgui running in the tray."""
@@ -153,14 +156,16 @@ class Desktop(QObject):
         self.app.setQuitOnLastWindowClosed(not self.keeps_running())
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
-        if watched is self.window and event.type() == QEvent.Type.Close and not self._quitting \
-                and self.keeps_running():
+        if watched is self.window and event.type() == QEvent.Type.Close and not self._quitting and self.keeps_running():
             event.ignore()
             self.window.hide()
             if not self._told_about_tray:
                 self._told_about_tray = True
-                self.tray.notify("keepgui is still running here. Quick keep and the window are in this icon's "
-                                 "menu; choose Quit there to stop it.", "Still running in the tray")
+                self.tray.notify(
+                    "keepgui is still running here. Quick keep and the window are in this icon's "
+                    "menu; choose Quit there to stop it.",
+                    "Still running in the tray",
+                )
             return True
         return super().eventFilter(watched, event)
 
@@ -215,8 +220,14 @@ class Desktop(QObject):
         key = self._keep_target(workspace)
         if key is None:
             return {"handled": False, "reason": f"the running keepgui window does not show {workspace}"}
-        change, error = keep_into(self.window, key, text, force=bool(args.get("force")),
-                                  replace=bool(args.get("replace")), undo_text="Keep fact")
+        change, error = keep_into(
+            self.window,
+            key,
+            text,
+            force=bool(args.get("force")),
+            replace=bool(args.get("replace")),
+            undo_text="Keep fact",
+        )
         if change is None:
             raise InvalidInput(error or "not kept")
         if change.written:

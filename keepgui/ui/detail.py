@@ -107,17 +107,30 @@ class DetailPanel(QWidget):
         if "tags" in shown:
             field("tags", _esc(" ".join("#" + t for t in r.tags)) or "—")
         if r.created_at:
-            field("created", f"{relative(r.created_at)} <span style='color:{muted}'>({_esc(absolute(r.created_at))})</span>")
+            field(
+                "created",
+                f"{relative(r.created_at)} <span style='color:{muted}'>({_esc(absolute(r.created_at))})</span>",
+            )
         if r.updated_at:
-            field("updated", f"{relative(r.updated_at)} <span style='color:{muted}'>({_esc(absolute(r.updated_at))})</span>")
+            field(
+                "updated",
+                f"{relative(r.updated_at)} <span style='color:{muted}'>({_esc(absolute(r.updated_at))})</span>",
+            )
         if r.revision is not None:
             field("revision", str(r.revision))
         source = r.source
         if isinstance(source, str):
             field("source", f"<code>{_esc(source)}</code>")
         elif source is not None:
-            parts = [f"{k}: <code>{_esc(v)}</code>" for k, v in (("session", getattr(source, "session_id", None)),
-                     ("entry", getattr(source, "entry_id", None)), ("agent", getattr(source, "agent", None))) if v]
+            parts = [
+                f"{k}: <code>{_esc(v)}</code>"
+                for k, v in (
+                    ("session", getattr(source, "session_id", None)),
+                    ("entry", getattr(source, "entry_id", None)),
+                    ("agent", getattr(source, "agent", None)),
+                )
+                if v
+            ]
             field("source", ", ".join(parts) or "—")
         for label, value in r.fields:
             field(_esc(label), f"<span style='white-space:pre-wrap'>{_esc(shown_text(value))}</span>")
@@ -137,7 +150,11 @@ class DetailPanel(QWidget):
         for rev in self._history:
             what = _describe_change(previous, rev)
             text = ""
-            if previous is not None and previous.text != rev.text and max(len(previous.text), len(rev.text)) > SHOWN_CHARS:
+            if (
+                previous is not None
+                and previous.text != rev.text
+                and max(len(previous.text), len(rev.text)) > SHOWN_CHARS
+            ):
                 text = "<br>the text changed (too long to compare here)"
             elif previous is not None and previous.text != rev.text:
                 pieces = []
@@ -151,8 +168,10 @@ class DetailPanel(QWidget):
                 text = "<br>" + "".join(pieces)
             items.append(f"<li><b>r{rev.revision}</b> · {relative(rev.updated_at)} · {what}{text}</li>")
             previous = rev
-        return (f"<h4>History <span style='color:{muted};font-weight:normal'>"
-                f"({len(self._history)} lines in the log)</span></h4><ul>" + "".join(reversed(items)) + "</ul>")
+        return (
+            f"<h4>History <span style='color:{muted};font-weight:normal'>"
+            f"({len(self._history)} lines in the log)</span></h4><ul>" + "".join(reversed(items)) + "</ul>"
+        )
 
 
 def _describe_change(old, new) -> str:
@@ -161,8 +180,11 @@ def _describe_change(old, new) -> str:
         return "created" + (" (pinned)" if new.pinned else "")
     parts = []
     if old.invalid_at is None and new.invalid_at is not None:
-        parts.append(f"superseded by <a href='memory:{_esc(new.superseded_by)}'>{_esc(new.superseded_by)}</a>"
-                     if new.superseded_by else "deleted")
+        parts.append(
+            f"superseded by <a href='memory:{_esc(new.superseded_by)}'>{_esc(new.superseded_by)}</a>"
+            if new.superseded_by
+            else "deleted"
+        )
     elif old.invalid_at is not None and new.invalid_at is None:
         parts.append("restored")
     if new.corroboration > old.corroboration:
@@ -176,4 +198,3 @@ def _describe_change(old, new) -> str:
     if new.entities != old.entities:
         parts.append("entities: " + _esc(", ".join(new.entities) or "none"))
     return ", ".join(parts) or "touched (no field changed)"
-

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
-    QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
-    QPlainTextEdit, QPushButton, QVBoxLayout,
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
 )
 
 from typing import Callable
@@ -17,8 +26,15 @@ from keepgui.ui.timefmt import relative
 class NameDialog(QDialog):
     """Asks for a bank or document name; explains the backend's rule and offers a suggestion for an invalid name."""
 
-    def __init__(self, title: str, prompt: str, rule: NameRule, taken: set[str] = frozenset(), parent=None,
-                 extra_label: str | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        prompt: str,
+        rule: NameRule,
+        taken: set[str] = frozenset(),
+        parent=None,
+        extra_label: str | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         self._rule = rule
@@ -78,8 +94,16 @@ class NewMemoryDialog(QDialog):
     """A new memory: its text (checked by the bank's ``check(text) -> (label, ok)``), and the tags,
     entities and pin the bank's rows have."""
 
-    def __init__(self, bank: str, check: Callable[[str], tuple[str, bool]], parent=None, *, tags: bool = True,
-                 entities: bool = True, pin: bool = True) -> None:
+    def __init__(
+        self,
+        bank: str,
+        check: Callable[[str], tuple[str, bool]],
+        parent=None,
+        *,
+        tags: bool = True,
+        entities: bool = True,
+        pin: bool = True,
+    ) -> None:
         super().__init__(parent)
         self._check = check
         self.setWindowTitle(f"New memory in {bank}")
@@ -117,8 +141,12 @@ class NewMemoryDialog(QDialog):
 
     def values(self) -> tuple[str, list[str], list[str], bool]:
         """``(text, tags, entities, pinned)``."""
-        return (self.text.toPlainText(), split_labels(self.tags.text()), split_labels(self.entities.text()),
-                self.pinned.isChecked())
+        return (
+            self.text.toPlainText(),
+            split_labels(self.tags.text()),
+            split_labels(self.entities.text()),
+            self.pinned.isChecked(),
+        )
 
 
 def split_labels(text: str) -> list[str]:

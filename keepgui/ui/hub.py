@@ -47,7 +47,17 @@ from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
 from keepgui.core.registry import Backend, OpenOptions
 from keepgui.core.source import (
-    DISK, Bank, BankKey, BankSummary, Capabilities, Change, Listing, Pending, Row, RowDelta, Source,
+    DISK,
+    Bank,
+    BankKey,
+    BankSummary,
+    Capabilities,
+    Change,
+    Listing,
+    Pending,
+    Row,
+    RowDelta,
+    Source,
 )
 from keepgui.core.watch import ChangeSet, Watcher
 
@@ -405,8 +415,9 @@ class Hub(QObject):
 
         self._submit(self._query_pool, run)
 
-    def request_preview(self, key: BankKey, query: str, token: int, pending: Pending | None = None,
-                        now_ms: int | None = None) -> None:
+    def request_preview(
+        self, key: BankKey, query: str, token: int, pending: Pending | None = None, now_ms: int | None = None
+    ) -> None:
         """Compute what a turn with ``query`` would be given, off the GUI thread (previewReady)."""
         if not self.is_loaded(key):
             return  # the bank's own load (with progress) comes first; its rows trigger a new request
@@ -479,11 +490,17 @@ class Hub(QObject):
             for line in plan.notes:
                 self.note.emit(line)
             for name in sorted(set(plan.documents) | set(plan.reviews)):
-                self.changed.emit(Change(path, name, origin=DISK, documents=plan.documents.get(name, frozenset()),
-                                         reviews=tuple(plan.reviews.get(name, ()))))
+                self.changed.emit(
+                    Change(
+                        path,
+                        name,
+                        origin=DISK,
+                        documents=plan.documents.get(name, frozenset()),
+                        reviews=tuple(plan.reviews.get(name, ())),
+                    )
+                )
             if plan.rescan:
                 self.rescan(path)
             for name in sorted(plan.refresh):
                 if name in opened.loaded or name in opened.listing.names:
                     self.refresh_bank(BankKey(path, name))
-

@@ -133,17 +133,22 @@ def _private_folder(folder: str) -> None:
         fsio.make_dirs(folder)
         info = os.lstat(folder)
     except OSError as exc:
-        raise IpcError(f"cannot create {folder} for the single-instance socket ({exc.strerror or exc}); "
-                       "keepgui runs without handover") from None
+        raise IpcError(
+            f"cannot create {folder} for the single-instance socket ({exc.strerror or exc}); "
+            "keepgui runs without handover"
+        ) from None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise IpcError(f"{folder} belongs to another user or is not a folder; keepgui runs without "
-                       "single-instance handover (start it with --stand-alone to silence this)")
+        raise IpcError(
+            f"{folder} belongs to another user or is not a folder; keepgui runs without "
+            "single-instance handover (start it with --stand-alone to silence this)"
+        )
     if stat.S_IMODE(info.st_mode) != 0o700:
         try:
             os.chmod(folder, 0o700)  # keepgui's own runtime folder, never user data: only the mode changes
         except OSError as exc:
-            raise IpcError(f"cannot make {folder} private ({exc.strerror or exc}); keepgui runs without "
-                           "handover") from None
+            raise IpcError(
+                f"cannot make {folder} private ({exc.strerror or exc}); keepgui runs without handover"
+            ) from None
 
 
 # ---------------------------------------------------------------------- client
@@ -159,8 +164,9 @@ def _ensure_event_machinery() -> None:
         _core_app = QCoreApplication(sys.argv[:1] or ["keepgui"])
 
 
-def request(command: str, args: dict | None = None, *, name: str | None = None,
-            timeout_ms: int | None = None) -> dict | None:
+def request(
+    command: str, args: dict | None = None, *, name: str | None = None, timeout_ms: int | None = None
+) -> dict | None:
     """Send one request to the running instance and return its reply.
 
     Returns None when no instance is running (nothing listens, or the socket
@@ -179,8 +185,13 @@ def request(command: str, args: dict | None = None, *, name: str | None = None,
         log.info("no keepgui instance answers on %s: %s", name, socket.errorString())
         socket.abort()
         return None
-    message = {"protocol_version": PROTOCOL_VERSION, "command": command, "args": args or {},
-               "cwd": os.getcwd(), "pid": os.getpid()}
+    message = {
+        "protocol_version": PROTOCOL_VERSION,
+        "command": command,
+        "args": args or {},
+        "cwd": os.getcwd(),
+        "pid": os.getpid(),
+    }
     data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
     if len(data) > MAX_MESSAGE:
         socket.abort()
@@ -188,8 +199,9 @@ def request(command: str, args: dict | None = None, *, name: str | None = None,
     socket.write(data)
     if not socket.waitForBytesWritten(WRITE_TIMEOUT_MS):
         socket.abort()
-        raise IpcError(f"could not send to the running keepgui ({socket.errorString()}); "
-                       "run with --stand-alone to bypass it")
+        raise IpcError(
+            f"could not send to the running keepgui ({socket.errorString()}); run with --stand-alone to bypass it"
+        )
     wait = timeout_ms if timeout_ms is not None else REPLY_TIMEOUT_MS.get(command, 5000)
     buffer = b""
     deadline = time.monotonic() + wait / 1000
@@ -197,13 +209,17 @@ def request(command: str, args: dict | None = None, *, name: str | None = None,
         remaining = int((deadline - time.monotonic()) * 1000)
         if remaining <= 0:
             socket.abort()
-            raise IpcError(f"the running keepgui did not answer within {wait / 1000:.0f} s; it may be busy or "
-                           "hung (check its window, or run with --stand-alone to bypass it)")
+            raise IpcError(
+                f"the running keepgui did not answer within {wait / 1000:.0f} s; it may be busy or "
+                "hung (check its window, or run with --stand-alone to bypass it)"
+            )
         if socket.bytesAvailable() == 0 and not socket.waitForReadyRead(remaining):
             if socket.state() != QLocalSocket.LocalSocketState.ConnectedState and socket.bytesAvailable() == 0:
                 socket.abort()
-                raise IpcError("the running keepgui closed the connection without an answer "
-                               "(different version?); run with --stand-alone to bypass it")
+                raise IpcError(
+                    "the running keepgui closed the connection without an answer "
+                    "(different version?); run with --stand-alone to bypass it"
+                )
             continue
         buffer += bytes(socket.readAll().data())
         if len(buffer) > MAX_MESSAGE:
@@ -217,8 +233,10 @@ def request(command: str, args: dict | None = None, *, name: str | None = None,
     if not isinstance(reply, dict):
         raise IpcError("the running keepgui sent a reply that is not a JSON object")
     if reply.get("protocol_version") != PROTOCOL_VERSION:
-        raise IpcError(f"the running keepgui speaks protocol {reply.get('protocol_version')!r}, this one "
-                       f"{PROTOCOL_VERSION}; restart it, or run with --stand-alone")
+        raise IpcError(
+            f"the running keepgui speaks protocol {reply.get('protocol_version')!r}, this one "
+            f"{PROTOCOL_VERSION}; restart it, or run with --stand-alone"
+        )
     return reply
 
 
@@ -326,8 +344,9 @@ class InstanceServer(QObject):
                 os.chmod(self.full_name, 0o700)
             except OSError as exc:
                 self._server.close()
-                raise IpcError(f"cannot make {self.full_name} private ({exc.strerror or exc}); keepgui runs "
-                               "without handover") from None
+                raise IpcError(
+                    f"cannot make {self.full_name} private ({exc.strerror or exc}); keepgui runs without handover"
+                ) from None
         self._touch.start()
 
     def _refresh_times(self) -> None:
@@ -361,8 +380,7 @@ class InstanceServer(QObject):
                 self._on_ready_read(socket)
 
     def _timed_out(self, socket: QLocalSocket) -> None:
-        log.warning("dropped an IPC connection that sent no complete request within %d ms",
-                    SERVER_READ_TIMEOUT_MS)
+        log.warning("dropped an IPC connection that sent no complete request within %d ms", SERVER_READ_TIMEOUT_MS)
         self._drop(socket)
 
     def _forget(self, socket: QLocalSocket) -> None:
@@ -411,8 +429,10 @@ class InstanceServer(QObject):
         version = message.get("protocol_version")
         if version != PROTOCOL_VERSION:
             log.warning("refused an IPC request of protocol version %r (this is %d)", version, PROTOCOL_VERSION)
-            return _error(f"protocol version {version!r} is not supported (this keepgui speaks "
-                          f"{PROTOCOL_VERSION}); restart keepgui")
+            return _error(
+                f"protocol version {version!r} is not supported (this keepgui speaks "
+                f"{PROTOCOL_VERSION}); restart keepgui"
+            )
         command = message.get("command")
         handler = self._handlers.get(command) if isinstance(command, str) else None
         if handler is None:

@@ -26,7 +26,16 @@ from typing import Any, Callable, Sequence
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QUndoStack
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QProgressBar, QSplitter, QTabWidget, QVBoxLayout, QWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from keepgui import __version__
@@ -136,20 +145,23 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ writes
 
-    def perform(self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None,
-                report: bool = True) -> Outcome:
+    def perform(
+        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+    ) -> Outcome:
         """Run a write of any backend as one undo step (``operation(bank)``, or ``operation(source)``
         for a source folder). Failures are shown in the banner; with ``report`` False the caller
         handles the first run's (its ``Outcome`` says why), and undo's and redo's are still shown."""
         outcome = Outcome()
-        self.undo_stack.push(ChangeCommand(self.hub, target, operation, text, self.show_error, outcome,
-                                           quiet_first=not report))
+        self.undo_stack.push(
+            ChangeCommand(self.hub, target, operation, text, self.show_error, outcome, quiet_first=not report)
+        )
         return outcome
 
     # ------------------------------------------------------------------ actions and menus
 
-    def _action(self, text: str, slot: Callable[..., Any], shortcut: Any = None, tip: str = "",
-                icon: str | None = None) -> QAction:
+    def _action(
+        self, text: str, slot: Callable[..., Any], shortcut: Any = None, tip: str = "", icon: str | None = None
+    ) -> QAction:
         action = shortcuts.make_action(self, text, slot, shortcut, tip, icon=icon)
         self.addAction(action)
         return action
@@ -159,35 +171,60 @@ class MainWindow(QMainWindow):
         self.open_actions: list[QAction] = []
         for backend, keys in zip(registry.backends(), shortcuts.OPEN_SOURCE):
             label = backend.label
-            action = a(f"Open {label}…", lambda _=False, kind=backend.kind, what=label: self.open_dialog(kind, what),
-                       keys, f"Open a folder as a {label}", icon="folder" if not self.open_actions else None)
+            action = a(
+                f"Open {label}…",
+                lambda _=False, kind=backend.kind, what=label: self.open_dialog(kind, what),
+                keys,
+                f"Open a folder as a {label}",
+                icon="folder" if not self.open_actions else None,
+            )
             self.open_actions.append(action)
-        self.act_remove_source = a("&Close source", self.remove_current_source, tip="Stop showing this source "
-                                   "(nothing on disk changes)")
-        self.act_reload = a("&Reload from disk", self.reload_all, shortcuts.RELOAD,
-                            "Re-read every file (changes by others also show up on their own)")
+        self.act_remove_source = a(
+            "&Close source", self.remove_current_source, tip="Stop showing this source (nothing on disk changes)"
+        )
+        self.act_reload = a(
+            "&Reload from disk",
+            self.reload_all,
+            shortcuts.RELOAD,
+            "Re-read every file (changes by others also show up on their own)",
+        )
         self.act_quit = a("&Quit", self.close, shortcuts.QUIT)
         self.act_undo = self.undo_stack.createUndoAction(self, "&Undo")
         self.act_undo.setShortcut(shortcuts.UNDO)
         self.act_redo = self.undo_stack.createRedoAction(self, "&Redo")
         self.act_redo.setShortcut(shortcuts.REDO)
         self.act_find = a("&Find", self.find, shortcuts.FIND, "Search the rows of this bank")
-        self.act_quick_keep = a("&Quick keep…", self.quick_keep, shortcuts.QUICK_KEEP,
-                                "Keep a fact in any open bank that keeps facts, with duplicate checks", icon="keep")
+        self.act_quick_keep = a(
+            "&Quick keep…",
+            self.quick_keep,
+            shortcuts.QUICK_KEEP,
+            "Keep a fact in any open bank that keeps facts, with duplicate checks",
+            icon="keep",
+        )
         self.act_new_bank = a("&New bank…", self.new_bank, shortcuts.NEW_BANK, "Create a bank in this source")
-        self.act_trash_bank = a("&Trash bank…", self.trash_bank, tip="Move the bank to the trash (restorable)",
-                                icon="trash")
+        self.act_trash_bank = a(
+            "&Trash bank…", self.trash_bank, tip="Move the bank to the trash (restorable)", icon="trash"
+        )
         self.act_restore_bank = a("Restore from t&rash…", self.restore_bank, tip="Bring a trashed bank back")
-        self.act_compact = a("Review &compaction…", lambda: self.review_compaction(), shortcuts.COMPACT,
-                             "Plan a compaction of this bank and review it as a diff before anything is written")
-        self.act_review = a("Review &outside rewrite…", lambda: self.review_rewrite(), tip=(
-            "Compare a file with the last version keepgui saw, entry by entry, and restore what was lost"))
+        self.act_compact = a(
+            "Review &compaction…",
+            lambda: self.review_compaction(),
+            shortcuts.COMPACT,
+            "Plan a compaction of this bank and review it as a diff before anything is written",
+        )
+        self.act_review = a(
+            "Review &outside rewrite…",
+            lambda: self.review_rewrite(),
+            tip=("Compare a file with the last version keepgui saw, entry by entry, and restore what was lost"),
+        )
         self.act_shortcuts = a("&Keyboard shortcuts", self.show_shortcuts, shortcuts.HELP)
         self.act_about = a("&About keepgui", self.about)
         self.panel_actions = QActionGroup(self)
-        for name, title, seq in (("memories", "&Memories", shortcuts.PANEL_MEMORIES),
-                                 ("rules", "R&ules", shortcuts.PANEL_RULES),
-                                 ("preview", "&Preview", shortcuts.PANEL_PREVIEW)):
+        for name, title, seq in (
+            ("memories", "&Memories", shortcuts.PANEL_MEMORIES),
+            ("rules", "R&ules", shortcuts.PANEL_RULES),
+            ("preview", "&Preview", shortcuts.PANEL_PREVIEW),
+        ):
             action = a(title, lambda _=False, n=name: self.show_panel(n), seq)
             action.setCheckable(True)
             action.setData(name)
@@ -202,8 +239,17 @@ class MainWindow(QMainWindow):
         for act in (*self.open_actions, self.act_remove_source, None, self.act_reload, None, self.act_quit):
             file_menu.addSeparator() if act is None else file_menu.addAction(act)
         edit = bar.addMenu("&Edit")
-        for act in (self.act_undo, self.act_redo, None, self.act_find, None, m.act_new_memory,
-                    self.act_quick_keep, m.act_edit, m.act_copy):
+        for act in (
+            self.act_undo,
+            self.act_redo,
+            None,
+            self.act_find,
+            None,
+            m.act_new_memory,
+            self.act_quick_keep,
+            m.act_edit,
+            m.act_copy,
+        ):
             edit.addSeparator() if act is None else edit.addAction(act)
         memory = bar.addMenu("&Memory")
         for act in (m.act_pin, m.act_unpin, None, m.act_delete, m.act_restore):
@@ -218,8 +264,14 @@ class MainWindow(QMainWindow):
         for action in self.panel_actions.actions():
             self.view_menu.addAction(action)
         self.bank_menu = bar.addMenu("&Bank")
-        for act in (self.act_new_bank, self.act_trash_bank, self.act_restore_bank, None, self.act_compact,
-                    self.act_review):
+        for act in (
+            self.act_new_bank,
+            self.act_trash_bank,
+            self.act_restore_bank,
+            None,
+            self.act_compact,
+            self.act_review,
+        ):
             self.bank_menu.addSeparator() if act is None else self.bank_menu.addAction(act)
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.act_shortcuts)
@@ -293,8 +345,13 @@ class MainWindow(QMainWindow):
         self.tree.selectionModel().blockSignals(True)
         # the trash is listed by the hub's background scan, not here on the GUI thread
         hub = self.hub
-        self.tree_model.set_banks(path, hub.banks(path), lambda name: hub.summary(BankKey(path, name)),
-                                  hub.backend(path).icon, hub.trashed(path))
+        self.tree_model.set_banks(
+            path,
+            hub.banks(path),
+            lambda name: hub.summary(BankKey(path, name)),
+            hub.backend(path).icon,
+            hub.trashed(path),
+        )
         if current is not None:
             self.tree.select_bank(current)
         self.tree.selectionModel().blockSignals(False)
@@ -414,8 +471,10 @@ class MainWindow(QMainWindow):
     def _on_bank_failed(self, key: BankKey, reason: str) -> None:
         if key == self.current:
             self.progress.hide()
-            self.show_error(f"Bank `{key.bank}` cannot be read: {reason}. keepgui shows what it can and never "
-                            "writes to it; see `keepgui doctor`.")
+            self.show_error(
+                f"Bank `{key.bank}` cannot be read: {reason}. keepgui shows what it can and never "
+                "writes to it; see `keepgui doctor`."
+            )
 
     # ------------------------------------------------------------------ memory actions the window routes
 
@@ -474,11 +533,15 @@ class MainWindow(QMainWindow):
         path = self._current_source()
         source = self.hub.sources.get(path) if path else None
         if source is None or not source.capabilities.can(CREATE_BANK) or source.bank_names is None:
-            self.show_error(source.capabilities.why_not(CREATE_BANK) if source is not None else
-                            "Select a source first (File → Open…).")
+            self.show_error(
+                source.capabilities.why_not(CREATE_BANK)
+                if source is not None
+                else "Select a source first (File → Open…)."
+            )
             return
-        dialog = NameDialog("New bank", "Bank name", source.bank_names, set(self.hub.banks(path)), self,
-                            extra_label="Description")
+        dialog = NameDialog(
+            "New bank", "Bank name", source.bank_names, set(self.hub.banks(path)), self, extra_label="Description"
+        )
         if not dialog.exec():
             return
         name, description = dialog.value(), dialog.extra_value()
@@ -498,9 +561,11 @@ class MainWindow(QMainWindow):
             self.note(source.capabilities.why_not(TRASH_BANK))
             return
         answer = QMessageBox.question(
-            self, "Trash bank",
+            self,
+            "Trash bank",
             f"Move bank “{key.bank}” to the trash?\n\nNothing is deleted: the folder can be restored from the "
-            "Trash node (or with Undo).")
+            "Trash node (or with Undo).",
+        )
         if answer != QMessageBox.StandardButton.Yes:
             return
         outcome = self.perform(key.source, lambda s: s.trash_bank(key.bank), report=False)
@@ -547,8 +612,9 @@ class MainWindow(QMainWindow):
                 menu.addAction(theme.icon("trash"), "Trash bank…", lambda: self.trash_bank(key))
         elif node == "trashed":
             folder = index.data(FolderRole)
-            menu.addAction(theme.icon("restore"), "Restore this bank",
-                           lambda: self.restore_bank(folder, index.data(SourceRole)))
+            menu.addAction(
+                theme.icon("restore"), "Restore this bank", lambda: self.restore_bank(folder, index.data(SourceRole))
+            )
         elif node in ("source", "trash"):
             source = self.hub.sources.get(index.data(SourceRole))
             if source is not None and source.capabilities.can(CREATE_BANK):
@@ -608,18 +674,24 @@ class MainWindow(QMainWindow):
     def about(self) -> None:
         """Help → About."""
         kinds = ", ".join(b.label for b in registry.backends())
-        QMessageBox.about(self, "About keepgui",
-                          f"<h3>keepgui {__version__}</h3><p>See and control what your AI agents remember "
-                          f"({kinds}), read and written exactly as the agents do.</p><p>Nothing is ever "
-                          "silently overwritten; deletions are reversible; every change can be undone.</p>")
+        QMessageBox.about(
+            self,
+            "About keepgui",
+            f"<h3>keepgui {__version__}</h3><p>See and control what your AI agents remember "
+            f"({kinds}), read and written exactly as the agents do.</p><p>Nothing is ever "
+            "silently overwritten; deletions are reversible; every change can be undone.</p>",
+        )
 
     # ------------------------------------------------------------------ state
 
     def _restore_state(self) -> None:
-        for name, restore in (("geometry", self.restoreGeometry), ("window", self.restoreState),
-                              ("splitter", self.splitter.restoreState),
-                              ("memory_splitter", self.memories.splitter.restoreState),
-                              ("memory_header", self.memories.table.horizontalHeader().restoreState)):
+        for name, restore in (
+            ("geometry", self.restoreGeometry),
+            ("window", self.restoreState),
+            ("splitter", self.splitter.restoreState),
+            ("memory_splitter", self.memories.splitter.restoreState),
+            ("memory_header", self.memories.table.horizontalHeader().restoreState),
+        ):
             value = self.settings.state(name)
             if value is not None:
                 restore(value)

@@ -102,4 +102,3 @@ class RenderedView(QTextBrowser):
         position = bar.value()
         self.setHtml(render_html(text))
         bar.setValue(position)
-

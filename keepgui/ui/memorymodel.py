@@ -183,7 +183,7 @@ class MemoryTableModel(QAbstractTableModel):
             return
         for lo, hi in reversed(list(_runs(doomed))):  # bottom up, one signal per run of rows
             self.beginRemoveRows(QModelIndex(), lo, hi)
-            del self._rows[lo:hi + 1]
+            del self._rows[lo : hi + 1]
             self.endRemoveRows()
         self._row_of = {_key(r): i for i, r in enumerate(self._rows)}
         self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
@@ -197,8 +197,9 @@ class MemoryTableModel(QAbstractTableModel):
         self.now = now_ms()
         if self._rows:
             for column in TIME_COLUMNS:
-                self.dataChanged.emit(self.index(0, column), self.index(len(self._rows) - 1, column),
-                                      [Qt.ItemDataRole.DisplayRole])
+                self.dataChanged.emit(
+                    self.index(0, column), self.index(len(self._rows) - 1, column), [Qt.ItemDataRole.DisplayRole]
+                )
 
     # ------------------------------------------------------------------ queries
 
@@ -431,14 +432,23 @@ class MemoryProxyModel(QAbstractProxyModel):
         self.endResetModel()
 
     def _connections(self, model):
-        return ((model.modelReset, self._on_reset), (model.dataChanged, self._on_data_changed),
-                (model.rowsInserted, self._on_rows_inserted), (model.rowsRemoved, self._on_reset))
+        return (
+            (model.modelReset, self._on_reset),
+            (model.dataChanged, self._on_data_changed),
+            (model.rowsInserted, self._on_rows_inserted),
+            (model.rowsRemoved, self._on_reset),
+        )
 
     # ------------------------------------------------------------------ filters
 
-    def set_filters(self, *, show_history: bool | None = None, tag: str | None | type(...) = ...,
-                    match_keys: set[str] | None | type(...) = ...,
-                    ranked_scores: dict[str, float] | None | type(...) = ...) -> None:
+    def set_filters(
+        self,
+        *,
+        show_history: bool | None = None,
+        tag: str | None | type(...) = ...,
+        match_keys: set[str] | None | type(...) = ...,
+        ranked_scores: dict[str, float] | None | type(...) = ...,
+    ) -> None:
         """Change any filter; the view keeps the selection of rows that stay visible."""
         was_ranked = self.ranked_scores is not None
         if show_history is not None:
@@ -486,10 +496,15 @@ class MemoryProxyModel(QAbstractProxyModel):
             # Only the candidates are ranked: a small set, sorted directly.
             scores = self.ranked_scores
             self._key_fn = lambda r: (scores.get(r.id, 0.0), r.updated_at or 0, r.id)
-            pairs = sorted((self._key_fn(r), i) for i, r in enumerate(rows) if self._accepts(r)) \
-                if len(scores) * 4 > len(rows) else \
-                sorted((self._key_fn(rows[i]), i) for i in (source.row_of(k) for k in scores)
-                       if i is not None and self._accepts(rows[i]))
+            pairs = (
+                sorted((self._key_fn(r), i) for i, r in enumerate(rows) if self._accepts(r))
+                if len(scores) * 4 > len(rows)
+                else sorted(
+                    (self._key_fn(rows[i]), i)
+                    for i in (source.row_of(k) for k in scores)
+                    if i is not None and self._accepts(rows[i])
+                )
+            )
             self._keys = [k for k, _ in pairs]
             self._order = [i for _, i in pairs]
             return
@@ -618,11 +633,17 @@ class MemoryProxyModel(QAbstractProxyModel):
         self.endInsertRows()
 
     def _on_data_changed(self, top_left, bottom_right, roles=()) -> None:
-        if roles and len(roles) == 1 and Qt.ItemDataRole.DisplayRole in roles and \
-                top_left.column() in TIME_COLUMNS and bottom_right.column() == top_left.column():
+        if (
+            roles
+            and len(roles) == 1
+            and Qt.ItemDataRole.DisplayRole in roles
+            and top_left.column() in TIME_COLUMNS
+            and bottom_right.column() == top_left.column()
+        ):
             if self._order:  # a clock tick: forward as is, nothing moves
-                self.dataChanged.emit(self.index(0, top_left.column()),
-                                      self.index(len(self._order) - 1, top_left.column()), roles)
+                self.dataChanged.emit(
+                    self.index(0, top_left.column()), self.index(len(self._order) - 1, top_left.column()), roles
+                )
             return
         if bottom_right.row() - top_left.row() + 1 > _BULK or self.ranked_scores is not None:
             self._relayout(resort=True)

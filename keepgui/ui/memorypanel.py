@@ -32,25 +32,56 @@ from typing import Any, Callable
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QFrame, QHBoxLayout, QHeaderView, QInputDialog, QLabel, QLineEdit, QMenu,
-    QScrollArea, QSplitter, QTableView, QToolButton, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QScrollArea,
+    QSplitter,
+    QTableView,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from keepgui.core.search import TextSearch
 from keepgui.core.source import (
-    CREATE, EDIT, HISTORY, KEEP, PIN, RANKED, TOMBSTONE, WHAT_IF, BankKey, Capabilities, Change,
+    CREATE,
+    EDIT,
+    HISTORY,
+    KEEP,
+    PIN,
+    RANKED,
+    TOMBSTONE,
+    WHAT_IF,
+    BankKey,
+    Capabilities,
+    Change,
 )
 from keepgui.ui import shortcuts
 from keepgui.ui.detail import DetailPanel
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
-    COLUMN_INDEX, COLUMNS, NO_CAPABILITIES, KeyRole, MemoryProxyModel, MemoryTableModel, RecordRole,
+    COLUMN_INDEX,
+    COLUMNS,
+    NO_CAPABILITIES,
+    KeyRole,
+    MemoryProxyModel,
+    MemoryTableModel,
+    RecordRole,
 )
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
 _INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
-RANKED_TIP = ("Rank by the recall scorer — the worker's own ranking of what a turn would be given — "
-              "instead of matching words (top 100)")
+RANKED_TIP = (
+    "Rank by the recall scorer — the worker's own ranking of what a turn would be given — "
+    "instead of matching words (top 100)"
+)
 
 
 def search_texts(row: Any) -> tuple[str, ...]:
@@ -211,8 +242,7 @@ class MemoryTableView(QTableView):
         self.setSortingEnabled(True)
         self.setWordWrap(False)
         self.setAlternatingRowColors(True)
-        self.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed
-                             | QAbstractItemView.EditTrigger.DoubleClicked)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed | QAbstractItemView.EditTrigger.DoubleClicked)
         self.verticalHeader().setVisible(False)
         self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
@@ -240,8 +270,18 @@ class MemoryTableView(QTableView):
         header.setStretchLastSection(False)
         header.setSectionsMovable(True)
         char = self.fontMetrics().averageCharWidth()
-        widths = {"pinned": 5, "live": 5, "text": 60, "tags": 16, "entities": 16, "seen": 6,
-                  "confidence": 10, "created": 13, "updated": 13, "revision": 5}
+        widths = {
+            "pinned": 5,
+            "live": 5,
+            "text": 60,
+            "tags": 16,
+            "entities": 16,
+            "seen": 6,
+            "confidence": 10,
+            "created": 13,
+            "updated": 13,
+            "revision": 5,
+        }
         for i, column in enumerate(COLUMNS):
             self.setColumnWidth(i, max(40, widths[column.field] * char + 16))
         header.setSectionResizeMode(COLUMN_INDEX["text"], QHeaderView.ResizeMode.Stretch)
@@ -257,8 +297,13 @@ class MemoryPanel(QWidget):
     note = Signal(str)
     warning = Signal(str)
 
-    def __init__(self, hub: Any = None, settings: Any = None, perform: Callable[..., Change | None] | None = None,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        hub: Any = None,
+        settings: Any = None,
+        perform: Callable[..., Change | None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.hub = hub
         self.settings = settings
@@ -327,12 +372,15 @@ class MemoryPanel(QWidget):
         self._build_actions()
         if hub is not None:
             hub.changed.connect(self._on_change)
-            hub.historyReady.connect(lambda key, row, revisions: self.detail.set_history(row, revisions)
-                                     if key == self.key else None)
-            hub.rankingReady.connect(lambda key, token, scores: self.apply_ranking(token, scores)
-                                     if key == self.key else None)
-            self.rankingRequested.connect(lambda query, token: hub.request_ranking(self.key, query, token)
-                                          if self.key is not None else None)
+            hub.historyReady.connect(
+                lambda key, row, revisions: self.detail.set_history(row, revisions) if key == self.key else None
+            )
+            hub.rankingReady.connect(
+                lambda key, token, scores: self.apply_ranking(token, scores) if key == self.key else None
+            )
+            self.rankingRequested.connect(
+                lambda query, token: hub.request_ranking(self.key, query, token) if self.key is not None else None
+            )
         self.model.toggleRequested.connect(self._on_toggle)
         self.model.editRequested.connect(self._on_edit)
         self.selectionChangedTo.connect(self._update_actions)
@@ -349,25 +397,59 @@ class MemoryPanel(QWidget):
             return shortcuts.make_action(self, *args, **kwargs)
 
         self.act_new_memory = a("&New memory…", self.new_memory, shortcuts.NEW_MEMORY, "Save a new memory")
-        self.act_edit = a("&Edit memory", self.edit_current, shortcuts.EDIT_MEMORY,
-                          "Edit the selected memory's text in place (a new revision)")
+        self.act_edit = a(
+            "&Edit memory",
+            self.edit_current,
+            shortcuts.EDIT_MEMORY,
+            "Edit the selected memory's text in place (a new revision)",
+        )
         self.act_copy = a("&Copy text", self.copy_selected, shortcuts.COPY, "Copy the selected memories' text")
-        self.act_pin = a("&Pin", lambda: self.set_pinned(True), shortcuts.PIN,
-                         "Pin the selected memories (untouchable by automatic paths)", icon="pin")
+        self.act_pin = a(
+            "&Pin",
+            lambda: self.set_pinned(True),
+            shortcuts.PIN,
+            "Pin the selected memories (untouchable by automatic paths)",
+            icon="pin",
+        )
         self.act_unpin = a("U&npin", lambda: self.set_pinned(False), shortcuts.UNPIN, "Unpin the selected memories")
-        self.act_delete = a("&Delete (tombstone)", lambda: self.set_live(False), shortcuts.TOMBSTONE,
-                            "Tombstone the selected memories; they stay in the log and can be restored",
-                            icon="tombstone")
-        self.act_restore = a("&Restore", lambda: self.set_live(True), shortcuts.RESTORE,
-                             "Bring deleted or superseded memories back", icon="restore")
-        self.act_history = a("Show &history", self.set_show_history, shortcuts.SHOW_HISTORY,
-                             "Show deleted and superseded memories", checkable=True)
-        self.act_ranked = a("&Ranked search", self.ranked.setChecked, shortcuts.RANKED,
-                            "Order search results by the recall scorer", checkable=True)
+        self.act_delete = a(
+            "&Delete (tombstone)",
+            lambda: self.set_live(False),
+            shortcuts.TOMBSTONE,
+            "Tombstone the selected memories; they stay in the log and can be restored",
+            icon="tombstone",
+        )
+        self.act_restore = a(
+            "&Restore",
+            lambda: self.set_live(True),
+            shortcuts.RESTORE,
+            "Bring deleted or superseded memories back",
+            icon="restore",
+        )
+        self.act_history = a(
+            "Show &history",
+            self.set_show_history,
+            shortcuts.SHOW_HISTORY,
+            "Show deleted and superseded memories",
+            checkable=True,
+        )
+        self.act_ranked = a(
+            "&Ranked search",
+            self.ranked.setChecked,
+            shortcuts.RANKED,
+            "Order search results by the recall scorer",
+            checkable=True,
+        )
         self.history.toggled.connect(self._sync_history_action)
         self.ranked.toggled.connect(self._sync_ranked_action)
-        self.row_actions = [self.act_edit, self.act_copy, self.act_pin, self.act_unpin, self.act_delete,
-                            self.act_restore]
+        self.row_actions = [
+            self.act_edit,
+            self.act_copy,
+            self.act_pin,
+            self.act_unpin,
+            self.act_delete,
+            self.act_restore,
+        ]
         self.column_actions: list[QAction] = []
         hidden = set(self.settings.hidden_columns()) if self.settings is not None else set()
         for i, column in enumerate(COLUMNS):
@@ -399,8 +481,12 @@ class MemoryPanel(QWidget):
         self.act_edit.setEnabled(len(records) == 1 and caps.can(EDIT))
         self.act_copy.setEnabled(has)
         self.act_new_memory.setEnabled(self.key is not None and (caps.can(CREATE) or caps.can(KEEP)))
-        for action, what in ((self.act_pin, PIN), (self.act_unpin, PIN), (self.act_delete, TOMBSTONE),
-                             (self.act_restore, TOMBSTONE)):
+        for action, what in (
+            (self.act_pin, PIN),
+            (self.act_unpin, PIN),
+            (self.act_delete, TOMBSTONE),
+            (self.act_restore, TOMBSTONE),
+        ):
             why = caps.why_not(what)
             action.setToolTip(why or action.statusTip())
         if len(records) == 1 and self.key is not None and self.hub is not None and caps.can(HISTORY):
@@ -482,16 +568,20 @@ class MemoryPanel(QWidget):
 
     def set_pinned(self, pinned: bool, records: list[Any] | None = None) -> None:
         """Pin or unpin the selection (one undo step)."""
-        targets = [r for r in (records if records is not None else self.selected_records())
-                   if r.invalid_at is None and bool(r.pinned) != pinned]
+        targets = [
+            r
+            for r in (records if records is not None else self.selected_records())
+            if r.invalid_at is None and bool(r.pinned) != pinned
+        ]
         if targets and self.capabilities.can(PIN):
             ids = [r.id for r in targets]
             self._perform(lambda bank: bank.set_pinned(ids, pinned))
 
     def set_live(self, live: bool, records: list[Any] | None = None) -> None:
         """Retire or restore the selection (one undo step)."""
-        targets = [r for r in (records if records is not None else self.selected_records())
-                   if (r.invalid_at is None) != live]
+        targets = [
+            r for r in (records if records is not None else self.selected_records()) if (r.invalid_at is None) != live
+        ]
         if targets and self.capabilities.can(TOMBSTONE):
             ids = [r.id for r in targets]
             self._perform(lambda bank: bank.set_live(ids, live))
@@ -499,8 +589,11 @@ class MemoryPanel(QWidget):
     def _on_toggle(self, keys: list[str], field: str, value: bool) -> None:
         selected = self.selected_records()
         # a click on a selected row's box applies to the whole selection
-        records = selected if any(r.id in keys for r in selected) else \
-            [self.model.row_object(self.model.row_of(k)) for k in keys]
+        records = (
+            selected
+            if any(r.id in keys for r in selected)
+            else [self.model.row_object(self.model.row_of(k)) for k in keys]
+        )
         if field == "pinned":
             self.set_pinned(value, records)
         else:
@@ -517,8 +610,14 @@ class MemoryPanel(QWidget):
         caps = self.capabilities
         if caps.can(CREATE):
             bank = self.hub.bank(self.key)
-            dialog = NewMemoryDialog(self.key.bank, bank.text_problem, self,
-                                     tags=caps.can("tags"), entities=caps.can("entities"), pin=caps.can(PIN))
+            dialog = NewMemoryDialog(
+                self.key.bank,
+                bank.text_problem,
+                self,
+                tags=caps.can("tags"),
+                entities=caps.can("entities"),
+                pin=caps.can(PIN),
+            )
             if dialog.exec():
                 text, tags, entities, pinned = dialog.values()
                 self._perform(lambda b: b.create(text, tags, entities, pinned))
@@ -560,8 +659,18 @@ class MemoryPanel(QWidget):
 
     def _table_menu(self, pos: Any) -> None:
         menu = QMenu(self)
-        for action in (self.act_pin, self.act_unpin, None, self.act_delete, self.act_restore, None, self.act_edit,
-                       self.act_copy, None, self.act_new_memory):
+        for action in (
+            self.act_pin,
+            self.act_unpin,
+            None,
+            self.act_delete,
+            self.act_restore,
+            None,
+            self.act_edit,
+            self.act_copy,
+            None,
+            self.act_new_memory,
+        ):
             menu.addSeparator() if action is None else menu.addAction(action)
         if self.capabilities.can(WHAT_IF) and self.selected_records():
             whatif = menu.addMenu("What if… (preview only, nothing written)")
@@ -728,7 +837,8 @@ class MemoryPanel(QWidget):
         if not proxy_index.isValid():
             return False
         self.table.selectionModel().setCurrentIndex(
-            proxy_index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+            proxy_index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        )
         self.table.scrollTo(proxy_index)
         return True
 
@@ -741,4 +851,3 @@ class MemoryPanel(QWidget):
         """Edit → Find."""
         self.search.setFocus()
         self.search.selectAll()
-

@@ -25,7 +25,15 @@ from typing import Any, Callable
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QLabel, QMenu, QPushButton, QStackedWidget, QToolButton, QVBoxLayout, QWidget,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from keepgui.core.errors import KeepguiError
@@ -44,8 +52,9 @@ class PreviewPane(QWidget):
     settingsChanged = Signal(str, dict)
     applyWhatIfRequested = Signal(dict, dict)
 
-    def __init__(self, hub: Any, parent: QWidget | None = None,
-                 settings_for: Callable[[str], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, hub: Any, parent: QWidget | None = None, settings_for: Callable[[str], dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(parent)
         self.hub = hub
         self.settings_for = settings_for or (lambda _source: {})
@@ -201,8 +210,9 @@ class PreviewPane(QWidget):
         self.apply_whatif.setVisible(pending)
         self.discard_whatif.setVisible(pending)
         if parts:
-            self.whatif_label.setText("<b>What-if view</b> — includes " + "; ".join(parts) +
-                                      ". Nothing has been written.")
+            self.whatif_label.setText(
+                "<b>What-if view</b> — includes " + "; ".join(parts) + ". Nothing has been written."
+            )
             self.whatif_label.setStyleSheet(f"background: {theme.tint('warning').name()}; padding: 4px")
         else:
             self.whatif_label.setText("")

@@ -33,7 +33,14 @@ from typing import Callable
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor, QGuiApplication, QPainter, QPalette, QUndoStack
 from PySide6.QtWidgets import (
-    QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QToolButton, QVBoxLayout,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 from keepgui.core.errors import KeepguiError
@@ -80,8 +87,9 @@ def targets(hub: Hub) -> list[tuple[BankKey, str, str]]:
 # ---------------------------------------------------------------------- keeping through an undo stack
 
 
-def keep_into(host, key: BankKey, text: str, *, force: bool = False, replace: bool = False,
-              undo_text: str | None = None) -> tuple[Change | None, str | None]:
+def keep_into(
+    host, key: BankKey, text: str, *, force: bool = False, replace: bool = False, undo_text: str | None = None
+) -> tuple[Change | None, str | None]:
     """Keep ``text`` in the bank ``key`` through ``host``'s undo stack: ``(change, error)``.
 
     Nothing written (already kept, a suggestion) leaves nothing on the stack;
@@ -135,8 +143,12 @@ class _HintRow(QWidget):
 
     def set_hint(self, hint: Hint) -> None:
         """Show ``hint`` (the level also reads as a word for screen readers)."""
-        color = {"ok": theme.strong("added"), "warning": theme.strong("warning"), "error": theme.strong("removed"),
-                 "info": theme.muted_text()}[hint.level]
+        color = {
+            "ok": theme.strong("added"),
+            "warning": theme.strong("warning"),
+            "error": theme.strong("removed"),
+            "info": theme.muted_text(),
+        }[hint.level]
         self.hint = hint
         self.mark.setText(self.MARKS[hint.level])
         font = self.mark.font()
@@ -161,8 +173,9 @@ class QuickKeepPopup(QFrame):
 
     def __init__(self, host, notify: Callable[[str], None] | None = None, linger_ms: int = 0) -> None:
         # No parent: the popup must open while the window is hidden in the tray.
-        super().__init__(None, Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint
-                         | Qt.WindowType.WindowStaysOnTopHint)
+        super().__init__(
+            None, Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
+        )
         self.host = host
         self.notify = notify or notify_for(host)
         self.linger_ms = linger_ms
@@ -312,8 +325,9 @@ class QuickKeepPopup(QFrame):
         self._keys = []
         for key, label, icon in listed:
             self.target.addItem(theme.icon(icon), label)
-            self.target.setItemData(self.target.count() - 1, os.path.join(key.source, key.bank),
-                                    Qt.ItemDataRole.ToolTipRole)
+            self.target.setItemData(
+                self.target.count() - 1, os.path.join(key.source, key.bank), Qt.ItemDataRole.ToolTipRole
+            )
             self._keys.append(key)
         if not self._keys:
             self.target.addItem("No open bank keeps facts")
@@ -416,7 +430,7 @@ class QuickKeepPopup(QFrame):
         for row, hint in zip(self.rows, hints):
             row.set_hint(hint)
             row.show()
-        for row in self.rows[len(hints):]:
+        for row in self.rows[len(hints) :]:
             row.hide()
         self._fit()
 
@@ -499,8 +513,10 @@ class QuickKeepPopup(QFrame):
         if watched is self.edit and event.type() == QEvent.Type.KeyPress:
             if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
                 modifiers = event.modifiers()
-                self.keep(force=bool(modifiers & Qt.KeyboardModifier.ControlModifier),
-                          replace=bool(modifiers & Qt.KeyboardModifier.AltModifier))
+                self.keep(
+                    force=bool(modifiers & Qt.KeyboardModifier.ControlModifier),
+                    replace=bool(modifiers & Qt.KeyboardModifier.AltModifier),
+                )
                 return True
             if event.key() == Qt.Key.Key_Escape:
                 self.close()
@@ -567,8 +583,9 @@ class StandaloneHost(QObject):
     def perform(self, target, operation, text: str | None = None, report: bool = True) -> Outcome:
         """Run a write as an undo step of this popup's own stack."""
         outcome = Outcome()
-        self.undo_stack.push(ChangeCommand(self.hub, target, operation, text, self.show_error, outcome,
-                                           quiet_first=not report))
+        self.undo_stack.push(
+            ChangeCommand(self.hub, target, operation, text, self.show_error, outcome, quiet_first=not report)
+        )
         return outcome
 
     def show_error(self, text: str) -> None:
@@ -606,4 +623,3 @@ def run_standalone(args) -> int:
         print(f"keepgui: settings not saved: {exc}", file=sys.stderr)
     hub.shutdown()
     return status
-

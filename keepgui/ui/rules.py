@@ -24,8 +24,17 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPlainTextEdit, QSplitter, QTextEdit, QToolBar,
-    QVBoxLayout, QWidget,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPlainTextEdit,
+    QSplitter,
+    QTextEdit,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
 )
 
 from keepgui.core.errors import Conflict, KeepguiError
@@ -82,7 +91,9 @@ class RulesPanel(QWidget):
         self.act_new = self._act("New rule…", self.new_rule, tip="Create a rule in this bank")
         self.act_rename = self._act("Rename…", self.rename_rule, tip="Rename this rule")
         self.act_delete = self._act("Delete…", self.delete_rule, tip="Delete this rule (asks first)")
-        self.act_rendered = self._act("Rendered", self._toggle_rendered, tip="Show the rendered markdown beside the text")
+        self.act_rendered = self._act(
+            "Rendered", self._toggle_rendered, tip="Show the rendered markdown beside the text"
+        )
         self.act_rendered.setCheckable(True)
         self.act_rendered.setChecked(True)
         for action in (self.act_save, self.act_new, self.act_rename, self.act_delete, self.act_rendered):
@@ -155,9 +166,12 @@ class RulesPanel(QWidget):
         if not self.dirty:
             return True
         answer = QMessageBox.question(
-            self, "Unsaved changes", f"{self.doc.title} has unsaved changes. Save them?",
+            self,
+            "Unsaved changes",
+            f"{self.doc.title} has unsaved changes. Save them?",
             QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
-            QMessageBox.StandardButton.Save)
+            QMessageBox.StandardButton.Save,
+        )
         if answer == QMessageBox.StandardButton.Cancel:
             return False
         if answer == QMessageBox.StandardButton.Save:
@@ -333,8 +347,12 @@ class RulesPanel(QWidget):
         text = self.editor.toPlainText()
         if not text.strip() and self.docs.empty_deletes:
             answer = QMessageBox.question(
-                self, "Delete rule?", f"Saving empty content deletes {self.doc.title}. Delete it?",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+                self,
+                "Delete rule?",
+                f"Saving empty content deletes {self.doc.title}. Delete it?",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.No,
+            )
             if answer != QMessageBox.StandardButton.Yes:
                 return False
         confirmed = False
@@ -429,9 +447,14 @@ class RulesPanel(QWidget):
             return
         title = self.doc.title
         self.banner.show_message(
-            f"{title} changed on disk since you opened it. Your unsaved edits are still here.", "warning",
-            [("Show diff", self._show_disk_diff), ("Reload (discard mine)", self.reload_from_disk),
-             ("Keep mine", self.banner.dismiss)])
+            f"{title} changed on disk since you opened it. Your unsaved edits are still here.",
+            "warning",
+            [
+                ("Show diff", self._show_disk_diff),
+                ("Reload (discard mine)", self.reload_from_disk),
+                ("Keep mine", self.banner.dismiss),
+            ],
+        )
 
     def _reload_names(self) -> None:
         names = {self.list.item(i).data(NameRole) for i in range(self.list.count())}
@@ -447,8 +470,9 @@ class RulesPanel(QWidget):
         box = QMessageBox(self)
         box.setWindowTitle(f"{self.doc.title}: on disk vs yours")
         view = DiffView(box)
-        view.setPlainText(unified(on_disk or "", self.editor.toPlainText(), "on disk now", "your edits")
-                          or "(no difference)")
+        view.setPlainText(
+            unified(on_disk or "", self.editor.toPlainText(), "on disk now", "your edits") or "(no difference)"
+        )
         view.setMinimumSize(800, 400)
         box.layout().addWidget(view, 0, 0, 1, box.layout().columnCount())
         box.exec()
@@ -493,16 +517,19 @@ class RulesPanel(QWidget):
         """Delete the shown rule, after asking."""
         if self.doc is None or not self.docs.creatable:
             return
-        answer = QMessageBox.question(self, "Delete rule", f"Delete {self.doc.title}?",
-                                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-                                      QMessageBox.StandardButton.No)
+        answer = QMessageBox.question(
+            self,
+            "Delete rule",
+            f"Delete {self.doc.title}?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
         if answer != QMessageBox.StandardButton.Yes:
             return
         doc = self.doc
         change, error = self._do(lambda docs: docs.delete(doc))
         if isinstance(error, Conflict):
-            self.banner.show_message(f"{doc.title} changed on disk; it was not deleted. Review it first.",
-                                     "warning")
+            self.banner.show_message(f"{doc.title} changed on disk; it was not deleted. Review it first.", "warning")
             return
         if change is None:
             self.banner.show_message(f"{doc.title} was not deleted: {error}", "removed")
@@ -510,4 +537,3 @@ class RulesPanel(QWidget):
         self.note.emit(f"deleted {doc.title}")
         self.doc = None
         self._reload_list()
-

@@ -32,7 +32,7 @@ def _v1_to_v2(values: dict[str, Any]) -> dict[str, Any]:
     iii data dirs without a ``kind``)."""
     out: dict[str, Any] = {}
     for key, value in values.items():
-        out["source/" + key[len("worker/"):] if key.startswith("worker/") else key] = value
+        out["source/" + key[len("worker/") :] if key.startswith("worker/") else key] = value
     sources = out.get("sources")
     if isinstance(sources, list):
         out["sources"] = [{**s, "kind": s.get("kind", "iii")} if isinstance(s, dict) else s for s in sources]

@@ -44,8 +44,15 @@ PANEL_PREVIEW = "Ctrl+3"
 HELP = Std.HelpContents
 
 
-def make_action(parent: QObject, text: str, slot: Callable[..., Any], shortcut: Any = None, tip: str = "",
-                checkable: bool = False, icon: str | None = None) -> QAction:
+def make_action(
+    parent: QObject,
+    text: str,
+    slot: Callable[..., Any],
+    shortcut: Any = None,
+    tip: str = "",
+    checkable: bool = False,
+    icon: str | None = None,
+) -> QAction:
     """A menu action with its shortcut (one of this module's), tooltip, icon, and the slot it runs
     (``toggled`` for a checkable one)."""
     action = QAction(text, parent)
@@ -67,11 +74,25 @@ def describe() -> list[tuple[str, str]]:
 
     names = [(f"Open {backend.label}", keys) for backend, keys in zip(registry.backends(), OPEN_SOURCE)]
     names += [
-        ("Reload from disk", RELOAD), ("Quit", QUIT), ("Undo", UNDO), ("Redo", REDO), ("Find", FIND),
-        ("Save rule", SAVE), ("New memory", NEW_MEMORY), ("Edit memory", EDIT_MEMORY), ("Pin", PIN),
-        ("Unpin", UNPIN), ("Delete (tombstone)", TOMBSTONE), ("Restore", RESTORE),
-        ("Show history", SHOW_HISTORY), ("Ranked search", RANKED), ("New bank", NEW_BANK),
-        ("Quick keep", QUICK_KEEP), ("Review compaction", COMPACT), ("Memories panel", PANEL_MEMORIES),
-        ("Rules panel", PANEL_RULES), ("Preview panel", PANEL_PREVIEW),
+        ("Reload from disk", RELOAD),
+        ("Quit", QUIT),
+        ("Undo", UNDO),
+        ("Redo", REDO),
+        ("Find", FIND),
+        ("Save rule", SAVE),
+        ("New memory", NEW_MEMORY),
+        ("Edit memory", EDIT_MEMORY),
+        ("Pin", PIN),
+        ("Unpin", UNPIN),
+        ("Delete (tombstone)", TOMBSTONE),
+        ("Restore", RESTORE),
+        ("Show history", SHOW_HISTORY),
+        ("Ranked search", RANKED),
+        ("New bank", NEW_BANK),
+        ("Quick keep", QUICK_KEEP),
+        ("Review compaction", COMPACT),
+        ("Memories panel", PANEL_MEMORIES),
+        ("Rules panel", PANEL_RULES),
+        ("Preview panel", PANEL_PREVIEW),
     ]
     return [(name, QKeySequence(seq).toString(QKeySequence.SequenceFormat.NativeText)) for name, seq in names]

@@ -64,8 +64,14 @@ class SourceTreeModel(QStandardItemModel):
                 item.setEditable(False)
                 self.insertRow(position, [item])
 
-    def set_banks(self, path: str, names: Sequence[str], summary: Callable[[str], BankSummary | None],
-                  icon: str = "bank", trashed: Sequence[Trashed] | None = None) -> None:
+    def set_banks(
+        self,
+        path: str,
+        names: Sequence[str],
+        summary: Callable[[str], BankSummary | None],
+        icon: str = "bank",
+        trashed: Sequence[Trashed] | None = None,
+    ) -> None:
         """Bring the banks of one source up to date: their names, each one's summary (None while it
         loads), the icon of its banks, and its trash (None: no trash node).
 
@@ -75,8 +81,11 @@ class SourceTreeModel(QStandardItemModel):
         parent = self._source_item(path)
         if parent is None:
             return
-        existing = {parent.child(r).data(BankKeyRole): parent.child(r) for r in range(parent.rowCount())
-                    if parent.child(r).data(KindRole) == "bank"}
+        existing = {
+            parent.child(r).data(BankKeyRole): parent.child(r)
+            for r in range(parent.rowCount())
+            if parent.child(r).data(KindRole) == "bank"
+        }
         names = list(names)
         trash = None
         # drop banks that vanished; the trash node is kept aside (it stays last)
@@ -185,14 +194,20 @@ class TwoLineDelegate(QStyledItemDelegate):
             font.setBold(True)
         painter.setFont(font)
         painter.setPen(main_color)
-        painter.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom,
-                         painter.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, top.width()))
+        painter.drawText(
+            top,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom,
+            painter.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, top.width()),
+        )
         small = QFont(opt.font)
         small.setPointSizeF(max(6.0, opt.font.pointSizeF() * 0.85))
         painter.setFont(small)
         painter.setPen(sub_color)
-        painter.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
-                         painter.fontMetrics().elidedText(str(detail), Qt.TextElideMode.ElideMiddle, bottom.width()))
+        painter.drawText(
+            bottom,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+            painter.fontMetrics().elidedText(str(detail), Qt.TextElideMode.ElideMiddle, bottom.width()),
+        )
         painter.restore()
 
 

@@ -62,7 +62,7 @@ def explicit_sources(args: Any) -> list[tuple[str, str]]:
         if backend.window_arg is None:
             continue
         given = getattr(args, backend.window_arg, None)
-        for path in (given if isinstance(given, list) else [given] if given else []):
+        for path in given if isinstance(given, list) else [given] if given else []:
             sources.append((backend.kind, os.path.abspath(os.path.expanduser(path))))
     return sources
 

@@ -53,15 +53,18 @@ def accent() -> QColor:
 def tint(hue: str) -> QColor:
     """A background tint for ``added``, ``removed``, ``warning`` or ``info`` that suits the palette."""
     base = palette().color(QPalette.ColorRole.Base)
-    target = {"added": QColor(46, 160, 67), "removed": QColor(218, 54, 51),
-              "warning": QColor(212, 160, 23), "info": palette().color(QPalette.ColorRole.Highlight)}[hue]
+    target = {
+        "added": QColor(46, 160, 67),
+        "removed": QColor(218, 54, 51),
+        "warning": QColor(212, 160, 23),
+        "info": palette().color(QPalette.ColorRole.Highlight),
+    }[hue]
     return mix(base, target, 0.35 if is_dark() else 0.22)
 
 
 def strong(hue: str) -> QColor:
     """A foreground colour for ``added``, ``removed`` or ``warning`` text that stays readable."""
-    target = {"added": QColor(46, 160, 67), "removed": QColor(218, 54, 51),
-              "warning": QColor(190, 140, 10)}[hue]
+    target = {"added": QColor(46, 160, 67), "removed": QColor(218, 54, 51), "warning": QColor(190, 140, 10)}[hue]
     text = palette().color(QPalette.ColorRole.Text)
     return mix(target, text, 0.15 if is_dark() else 0.25)
 

@@ -9,7 +9,15 @@ that save is refused too), "Keep editing" closes the view.
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget,
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
 )
 
 from keepgui.core.textdiff import unified
@@ -42,7 +50,9 @@ class ThreeWayDialog(QDialog):
         disk_text = on_disk if on_disk is not None else ""
         explanation = QLabel(
             f"<b>{title}</b> was changed by someone else after you opened it, so your save was refused and "
-            "nothing was written." + (" It has been deleted on disk." if on_disk is None else ""), self)
+            "nothing was written." + (" It has been deleted on disk." if on_disk is None else ""),
+            self,
+        )
         explanation.setWordWrap(True)
         panes = QSplitter(self)
         panes.addWidget(_pane("What you opened", loaded, panes))
@@ -59,9 +69,11 @@ class ThreeWayDialog(QDialog):
         take = QPushButton("Use the version on disk (discard mine)", self)
         overwrite = QPushButton("Overwrite with mine", self)
         keep = QPushButton("Keep editing", self)
-        for button, choice, role in ((take, TAKE_DISK, QDialogButtonBox.ButtonRole.DestructiveRole),
-                                     (overwrite, OVERWRITE, QDialogButtonBox.ButtonRole.AcceptRole),
-                                     (keep, KEEP_EDITING, QDialogButtonBox.ButtonRole.RejectRole)):
+        for button, choice, role in (
+            (take, TAKE_DISK, QDialogButtonBox.ButtonRole.DestructiveRole),
+            (overwrite, OVERWRITE, QDialogButtonBox.ButtonRole.AcceptRole),
+            (keep, KEEP_EDITING, QDialogButtonBox.ButtonRole.RejectRole),
+        ):
             buttons.addButton(button, role)
             button.clicked.connect(lambda _=False, c=choice: self._choose(c))
         keep.setDefault(True)

@@ -101,8 +101,9 @@ class KeepTray(QSystemTrayIcon):
                 action = self.compaction_menu.addAction(f"{label} ({size})…")
                 action.triggered.connect(lambda _=False, k=key: self.compactionRequested.emit(k))
         count = len(self.due)
-        self.setToolTip("keepgui" if not count else
-                        f"keepgui — compaction due in {count} bank{'s' if count != 1 else ''}")
+        self.setToolTip(
+            "keepgui" if not count else f"keepgui — compaction due in {count} bank{'s' if count != 1 else ''}"
+        )
 
     def _on_single_compaction(self) -> None:
         if len(self.due) == 1:

@@ -37,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in modules:
         start = time.perf_counter()
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        done = subprocess.run([sys.executable, "-m", "tests.bench._one", name] + (["--quick"] if args.quick else []),
-                              capture_output=True, text=True, cwd=root)
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.bench._one", name] + (["--quick"] if args.quick else []),
+            capture_output=True,
+            text=True,
+            cwd=root,
+        )
         lines = [line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")]
         results.extend(Result(**json.loads(line)) for line in lines)
         if done.returncode != 0 or not lines:

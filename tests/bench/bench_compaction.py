@@ -69,17 +69,33 @@ def _search(quick: bool) -> list[Result]:
     assert sampled == lean, "the batch search must find exactly the pairs of the pairwise loop"
     extrapolated = "measured" if step == 1 else f"measured on {len(rows)} rows ({compared:,} pairs), extrapolated"
     return [
-        Result(f"near-duplicates, {n:,} texts (batch + exact filters)", batch_s, "s", plain_total,
-               "pairwise loop", plain_total / batch_s, "× faster", "≥ 20×", plain_total / batch_s >= 20,
-               note=f"{len(pairs):,} pairs ≥ {THRESHOLD:g}, identical to the loop's on the sampled rows; the loop "
-                    f"calls fuzz.token_set_ratio(a, b, processor=default_process) per pair, as keepgui's keep "
-                    f"checks do ({plain_s / compared_p * 1e9:.0f} ns/pair), {extrapolated} to {total:,} pairs"),
-        Result("  same, stricter baseline (for reference)", batch_s, "s", lean_total, "leaner loop",
-               lean_total / batch_s, "× faster",
-               note=f"the loop with default_process applied once per text beforehand "
-                    f"({lean_s / compared * 1e9:.0f} ns/pair); rapidfuzz's token_set_ratio itself costs ~0.9 µs "
-                    "per pair even in batch, so the speed comes from exact filters that skip pairs, not from "
-                    "batching alone"),
+        Result(
+            f"near-duplicates, {n:,} texts (batch + exact filters)",
+            batch_s,
+            "s",
+            plain_total,
+            "pairwise loop",
+            plain_total / batch_s,
+            "× faster",
+            "≥ 20×",
+            plain_total / batch_s >= 20,
+            note=f"{len(pairs):,} pairs ≥ {THRESHOLD:g}, identical to the loop's on the sampled rows; the loop "
+            f"calls fuzz.token_set_ratio(a, b, processor=default_process) per pair, as keepgui's keep "
+            f"checks do ({plain_s / compared_p * 1e9:.0f} ns/pair), {extrapolated} to {total:,} pairs",
+        ),
+        Result(
+            "  same, stricter baseline (for reference)",
+            batch_s,
+            "s",
+            lean_total,
+            "leaner loop",
+            lean_total / batch_s,
+            "× faster",
+            note=f"the loop with default_process applied once per text beforehand "
+            f"({lean_s / compared * 1e9:.0f} ns/pair); rapidfuzz's token_set_ratio itself costs ~0.9 µs "
+            "per pair even in batch, so the speed comes from exact filters that skip pairs, not from "
+            "batching alone",
+        ),
     ]
 
 
@@ -104,11 +120,19 @@ def _bank_plan(quick: bool) -> list[Result]:
         checks.append(time.perf_counter() - start)
     plan_s = statistics.median(times)
     return [
-        Result(f"bank plan, {memories:,} memories / {lines:,} lines", plan_s, "s",
-               note=f"{plan.scanned:,} live memories scanned, {len(plan.operations)} groups; bank loaded once "
-                    f"before ({load_s:.2f} s, not counted); --fuzzy is not included (it compares every pair)"),
-        Result("freshness check before apply (same bank)", statistics.median(checks), "s",
-               note="re-hash of the log prefix the plan was computed from, plus the lines appended since"),
+        Result(
+            f"bank plan, {memories:,} memories / {lines:,} lines",
+            plan_s,
+            "s",
+            note=f"{plan.scanned:,} live memories scanned, {len(plan.operations)} groups; bank loaded once "
+            f"before ({load_s:.2f} s, not counted); --fuzzy is not included (it compares every pair)",
+        ),
+        Result(
+            "freshness check before apply (same bank)",
+            statistics.median(checks),
+            "s",
+            note="re-hash of the log prefix the plan was computed from, plus the lines appended since",
+        ),
     ]
 
 
@@ -136,11 +160,22 @@ def _keep_plan(quick: bool) -> list[Result]:
     small_s, _ = _keep_plan_seconds(small)
     large_s, plan = _keep_plan_seconds(large)
     growth = large_s / small_s
-    return [Result(f"keep.md compaction plan, {large:,} entries", large_s, "s", small_s, f"{small:,} entries",
-                   growth, f"× for {large // small}× the entries", "≤ 6× (linear: 4×)", growth <= 6,
-                   note=f"{len(plan.operations):,} operations; duplicates, containment and facts stated in "
-                        "MEMORY.md are looked up in indexes, near-duplicates through shared words (every pair "
-                        "was compared before: still running after 290 s at 100,000)")]
+    return [
+        Result(
+            f"keep.md compaction plan, {large:,} entries",
+            large_s,
+            "s",
+            small_s,
+            f"{small:,} entries",
+            growth,
+            f"× for {large // small}× the entries",
+            "≤ 6× (linear: 4×)",
+            growth <= 6,
+            note=f"{len(plan.operations):,} operations; duplicates, containment and facts stated in "
+            "MEMORY.md are looked up in indexes, near-duplicates through shared words (every pair "
+            "was compared before: still running after 290 s at 100,000)",
+        )
+    ]
 
 
 def run(quick: bool = False) -> list[Result]:

@@ -19,17 +19,55 @@ import time
 from tests.bench.common import Result, bank_in_data_dir, cached_bank
 
 QUERIES = [
-    "when does the user publish blog posts", "what does mike prefer", "grafana dashboards", "postgres 16",
-    "who reviews migrations", "what port does the api use", "formal writing", "green tea", "deploy pipeline",
-    "kubernetes", "the lisbon office", "weekly releases", "squash merges", "feature flags", "type hints",
-    "unit tests first", "the monorepo", "a standing desk", "vim keybindings", "release notes in english",
-    "on-call rotations", "friday deploys", "what does ana use", "tell me about priya", "who is sam",
-    "what do we know about infra", "what do we know about style", "does the team like rust", "metric units",
-    "terse answers", "dark mode everywhere", "the staging server", "nine cross-compile targets",
-    "what did tomás migrate to", "which tools does the build depend on", "what does the blog avoid",
-    "how do i like my answers", "what is my timezone", "where do I work", "my preferences for meetings",
-    "what should you never do", "the mobile app", "the 日本語 docs", "café meetings", "short paragraphs",
-    "documentation habits", "what schedules exist", "does the user track anything", "confirmed twice",
+    "when does the user publish blog posts",
+    "what does mike prefer",
+    "grafana dashboards",
+    "postgres 16",
+    "who reviews migrations",
+    "what port does the api use",
+    "formal writing",
+    "green tea",
+    "deploy pipeline",
+    "kubernetes",
+    "the lisbon office",
+    "weekly releases",
+    "squash merges",
+    "feature flags",
+    "type hints",
+    "unit tests first",
+    "the monorepo",
+    "a standing desk",
+    "vim keybindings",
+    "release notes in english",
+    "on-call rotations",
+    "friday deploys",
+    "what does ana use",
+    "tell me about priya",
+    "who is sam",
+    "what do we know about infra",
+    "what do we know about style",
+    "does the team like rust",
+    "metric units",
+    "terse answers",
+    "dark mode everywhere",
+    "the staging server",
+    "nine cross-compile targets",
+    "what did tomás migrate to",
+    "which tools does the build depend on",
+    "what does the blog avoid",
+    "how do i like my answers",
+    "what is my timezone",
+    "where do I work",
+    "my preferences for meetings",
+    "what should you never do",
+    "the mobile app",
+    "the 日本語 docs",
+    "café meetings",
+    "short paragraphs",
+    "documentation habits",
+    "what schedules exist",
+    "does the user track anything",
+    "confirmed twice",
     "unless told otherwise",
 ]
 
@@ -85,10 +123,14 @@ def run(quick: bool = False) -> list[Result]:
         before = pane._token
         t0 = time.perf_counter()
         pane.query.setEditText(query)
-        while not (pane._shown_token > before and pane.last_result is not None
-                   and not isinstance(pane.last_result, Exception)
-                   and getattr(pane.last_result, "query_tokens", None) is not None
-                   and pane.query.currentText() == query and pane._shown_token == pane._token):
+        while not (
+            pane._shown_token > before
+            and pane.last_result is not None
+            and not isinstance(pane.last_result, Exception)
+            and getattr(pane.last_result, "query_tokens", None) is not None
+            and pane.query.currentText() == query
+            and pane._shown_token == pane._token
+        ):
             app.processEvents()
         latencies.append(time.perf_counter() - t0)
         # a pause like a person reading the result, so each keystroke is measured on its own
@@ -105,12 +147,23 @@ def run(quick: bool = False) -> list[Result]:
         worst = sorted(range(1, len(gaps)), key=lambda i: -gaps[i])[:8]
         print("worst gaps (ms, query index):", [(round(gaps[i] * 1000, 1), where[i - 1]) for i in worst])
     return [
-        Result(f"keystroke → updated preview, {memories:,} memories (median of {len(queries)})", median * 1000,
-               "ms", target="< 50 ms", met=median < 0.050,
-               note=f"p90 {statistics.quantiles(latencies, n=10)[-1] * 1000:.0f} ms; first preview after "
-                    f"opening (index build) {warmup:.2f} s"),
-        Result("GUI thread longest block while previewing", blocked * 1000, "ms", target="≤ 16 ms",
-               met=blocked <= 0.016, note="longest gap between ticks of a 1 ms timer on the GUI thread"),
+        Result(
+            f"keystroke → updated preview, {memories:,} memories (median of {len(queries)})",
+            median * 1000,
+            "ms",
+            target="< 50 ms",
+            met=median < 0.050,
+            note=f"p90 {statistics.quantiles(latencies, n=10)[-1] * 1000:.0f} ms; first preview after "
+            f"opening (index build) {warmup:.2f} s",
+        ),
+        Result(
+            "GUI thread longest block while previewing",
+            blocked * 1000,
+            "ms",
+            target="≤ 16 ms",
+            met=blocked <= 0.016,
+            note="longest gap between ticks of a 1 ms timer on the GUI thread",
+        ),
     ]
 
 

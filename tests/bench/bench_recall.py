@@ -22,30 +22,68 @@ from tests.bench.common import Result, cached_bank, fresh_copy
 from tests.bench.synth import NOW
 
 QUERIES = [
-    "what does the user prefer for writing", "when do I publish blog posts", "which port does our API use",
-    "tell me about Mike", "who is the user", "does the team use Kubernetes", "how do we deploy on Fridays",
-    "what tea do I like", "where is the Lisbon office", "does Ana review unit tests first",
-    "what did Priya migrate to", "how does the build track feature flags", "does Sam like dark mode",
-    "what units should I use", "which database does the deploy pipeline use", "does the staging server run Postgres 16",
-    "how long should my paragraphs be", "what keybindings do I use", "who schedules weekly releases",
-    "is Rust used for the workers", "what about the mobile app", "does Tomás prefer squash merges",
-    "where are the 日本語 docs", "what does Grafana track", "do we write release notes in English",
-    "my standing desk", "who documents the monorepo", "what are the on-call rotations",
-    "café meetings with the team", "does the user avoid Friday deploys", "what does Mike dislike",
-    "how many cross-compile targets", "are type hints required", "what answers do I prefer",
-    "tell me about the blog", "does our API depend on Kubernetes", "what does the team dislike",
-    "which dashboards does Grafana have", "when does the blog publish", "what did I say about metric units",
-    "what does the user use at work", "does Priya use vim keybindings", "what is confirmed twice",
-    "since March what changed", "what does Sam deploy at home", "is the build faster now",
-    "who runs the staging server", "what about formal writing in every review",
-    "how does Ana track on-call rotations", "remind me what I avoid when on call",
+    "what does the user prefer for writing",
+    "when do I publish blog posts",
+    "which port does our API use",
+    "tell me about Mike",
+    "who is the user",
+    "does the team use Kubernetes",
+    "how do we deploy on Fridays",
+    "what tea do I like",
+    "where is the Lisbon office",
+    "does Ana review unit tests first",
+    "what did Priya migrate to",
+    "how does the build track feature flags",
+    "does Sam like dark mode",
+    "what units should I use",
+    "which database does the deploy pipeline use",
+    "does the staging server run Postgres 16",
+    "how long should my paragraphs be",
+    "what keybindings do I use",
+    "who schedules weekly releases",
+    "is Rust used for the workers",
+    "what about the mobile app",
+    "does Tomás prefer squash merges",
+    "where are the 日本語 docs",
+    "what does Grafana track",
+    "do we write release notes in English",
+    "my standing desk",
+    "who documents the monorepo",
+    "what are the on-call rotations",
+    "café meetings with the team",
+    "does the user avoid Friday deploys",
+    "what does Mike dislike",
+    "how many cross-compile targets",
+    "are type hints required",
+    "what answers do I prefer",
+    "tell me about the blog",
+    "does our API depend on Kubernetes",
+    "what does the team dislike",
+    "which dashboards does Grafana have",
+    "when does the blog publish",
+    "what did I say about metric units",
+    "what does the user use at work",
+    "does Priya use vim keybindings",
+    "what is confirmed twice",
+    "since March what changed",
+    "what does Sam deploy at home",
+    "is the build faster now",
+    "who runs the staging server",
+    "what about formal writing in every review",
+    "how does Ana track on-call rotations",
+    "remind me what I avoid when on call",
 ]
 
 
 def brute_force_preview(bank, query, config, now_ms):
     """The preview computed from scratch: every live memory tokenized and scored for this query."""
     from keepgui.core.iii.preview import (
-        AMBIENT_FLOOR, Preview, ambient_header, apply_floor, memories_message, render_rules,
+        AMBIENT_FLOOR,
+        Preview,
+        ambient_header,
+        apply_floor,
+        memories_message,
+        render_rules,
     )
     from keepgui.core.iii.recall import RETRIEVAL_LEXICAL, Hit, fused_parts, order_key, query_tokens
     from keepgui.core.iii.tokenize import entity_tokens, tokenize
@@ -69,15 +107,27 @@ def brute_force_preview(bank, query, config, now_ms):
         if score > 0:
             parts = fused_parts(score, memory, qset, now_ms, config.decay_half_life_days)
             hits.append(Hit(memory, parts.final, parts))
-    hits = sorted(hits, key=order_key)[:config.recall_limit]
-    top = sorted(live, key=lambda m: (not m.pinned, -m.corroboration, -m.updated_at, m.id))[:config.recall_limit]
+    hits = sorted(hits, key=order_key)[: config.recall_limit]
+    top = sorted(live, key=lambda m: (not m.pinned, -m.corroboration, -m.updated_at, m.id))[: config.recall_limit]
     floor = min(AMBIENT_FLOOR, config.recall_limit)
     candidates = apply_floor(hits, top if len(hits) < floor else [], floor)
     message, fitted = memories_message(bank.name, candidates, config.recall_budget_tokens)
     rules = [(r.name, r.content) for r in bank.rules()[0]]
     part, truncated, outcomes = render_rules(rules, config.max_rule_chars)
-    return Preview(bank.name, ambient_header(bank.name) + part, len(rules), truncated, fitted, message,
-                   RETRIEVAL_LEXICAL, candidates, outcomes, tokens, now_ms, config)
+    return Preview(
+        bank.name,
+        ambient_header(bank.name) + part,
+        len(rules),
+        truncated,
+        fitted,
+        message,
+        RETRIEVAL_LEXICAL,
+        candidates,
+        outcomes,
+        tokens,
+        now_ms,
+        config,
+    )
 
 
 def run(quick: bool = False) -> list[Result]:
@@ -127,9 +177,18 @@ def run(quick: bool = False) -> list[Result]:
         updates, refreshes = [], []
         for serial in range(20 if quick else 50):
             text = f"User now prefers benchmark memory number {serial} for the api"
-            line = new_memory(id=fingerprint(text), text=text, entities=["user", "api"], tags=[],
-                              confidence="stated", corroboration=0, pinned=False, created_at=NOW,
-                              updated_at=NOW, revision=0).to_line()
+            line = new_memory(
+                id=fingerprint(text),
+                text=text,
+                entities=["user", "api"],
+                tags=[],
+                confidence="stated",
+                corroboration=0,
+                pinned=False,
+                created_at=NOW,
+                updated_at=NOW,
+                revision=0,
+            ).to_line()
             with open(bank.log_path, "ab") as fh:
                 fh.write(line)
             start = time.perf_counter()
@@ -145,18 +204,38 @@ def run(quick: bool = False) -> list[Result]:
     finally:
         shutil.rmtree(os.path.dirname(folder), ignore_errors=True)
     return [
-        Result(f"preview, {memories:,} memories (median of {len(fast)} queries)", fast_s, "s", slow_s,
-               "brute force: tokenize + score all", slow_s / fast_s, "× faster", "≥ 20×", slow_s / fast_s >= 20,
-               note="identical bytes to the brute force for every query"),
-        Result("preview latency, 50 realistic queries (median)", latency_s, "s", target="< 30 ms",
-               met=latency_s < 0.030, note=f"p90 {p90 * 1000:.1f} ms; first preview after load {cold_s * 1000:.1f} ms"),
-        Result("recall, limit 50 (the memories panel's search), 50 queries (median)", statistics.median(searches),
-               "s"),
-        Result("index update after one new memory (median)", update_s * 1000, "ms", target="< 1 ms",
-               met=update_s < 0.001,
-               note=f"log refresh reading the line: {statistics.median(refreshes) * 1000:.2f} ms"),
-        Result(f"index build from the replayed log, {memories:,} memories", build_s, "s",
-               note="includes the log replay"),
+        Result(
+            f"preview, {memories:,} memories (median of {len(fast)} queries)",
+            fast_s,
+            "s",
+            slow_s,
+            "brute force: tokenize + score all",
+            slow_s / fast_s,
+            "× faster",
+            "≥ 20×",
+            slow_s / fast_s >= 20,
+            note="identical bytes to the brute force for every query",
+        ),
+        Result(
+            "preview latency, 50 realistic queries (median)",
+            latency_s,
+            "s",
+            target="< 30 ms",
+            met=latency_s < 0.030,
+            note=f"p90 {p90 * 1000:.1f} ms; first preview after load {cold_s * 1000:.1f} ms",
+        ),
+        Result("recall, limit 50 (the memories panel's search), 50 queries (median)", statistics.median(searches), "s"),
+        Result(
+            "index update after one new memory (median)",
+            update_s * 1000,
+            "ms",
+            target="< 1 ms",
+            met=update_s < 0.001,
+            note=f"log refresh reading the line: {statistics.median(refreshes) * 1000:.2f} ms",
+        ),
+        Result(
+            f"index build from the replayed log, {memories:,} memories", build_s, "s", note="includes the log replay"
+        ),
     ]
 
 

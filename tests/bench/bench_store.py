@@ -58,9 +58,20 @@ def run(quick: bool = False) -> list[Result]:
         for _ in range(100):
             text = f"appended benchmark memory {serial}"
             serial += 1
-            extra.append(new_memory(id=fingerprint(text), text=text, entities=["bench"], tags=[],
-                                    confidence="stated", corroboration=0, pinned=False, created_at=1,
-                                    updated_at=1, revision=0).to_line())
+            extra.append(
+                new_memory(
+                    id=fingerprint(text),
+                    text=text,
+                    entities=["bench"],
+                    tags=[],
+                    confidence="stated",
+                    corroboration=0,
+                    pinned=False,
+                    created_at=1,
+                    updated_at=1,
+                    revision=0,
+                ).to_line()
+            )
         with open(path, "ab") as fh:
             fh.write(b"".join(extra))
         start = time.perf_counter()
@@ -72,10 +83,28 @@ def run(quick: bool = False) -> list[Result]:
     shutil.rmtree(os.path.dirname(folder), ignore_errors=True)
     size_mb = os.path.getsize(os.path.join(cached_bank(memories, lines), "memories.jsonl")) / 2**20
     return [
-        Result(f"full load, {memories:,} memories / {lines:,} lines ({size_mb:.0f} MiB)", full_s, "s",
-               bare_s, "bare json.loads loop", full_s / bare_s, "×", "≤ 1.5×", full_s / bare_s <= 1.5),
-        Result("incremental refresh after 100 appended lines", inc_s, "s", full_s, "full load",
-               100 * inc_s / full_s, "%", "≤ 1%", inc_s / full_s <= 0.01),
+        Result(
+            f"full load, {memories:,} memories / {lines:,} lines ({size_mb:.0f} MiB)",
+            full_s,
+            "s",
+            bare_s,
+            "bare json.loads loop",
+            full_s / bare_s,
+            "×",
+            "≤ 1.5×",
+            full_s / bare_s <= 1.5,
+        ),
+        Result(
+            "incremental refresh after 100 appended lines",
+            inc_s,
+            "s",
+            full_s,
+            "full load",
+            100 * inc_s / full_s,
+            "%",
+            "≤ 1%",
+            inc_s / full_s <= 0.01,
+        ),
         Result("peak RSS after load", rss, "MiB", note="whole benchmark process"),
     ]
 

@@ -78,9 +78,14 @@ app.exec()
 def _run_child(code: str, *args: str) -> dict:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
     start = time.time()
-    done = subprocess.run([sys.executable, "-c", code, repr(start), *args], capture_output=True, text=True,
-                          env=env, timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                              os.path.abspath(__file__)))))
+    done = subprocess.run(
+        [sys.executable, "-c", code, repr(start), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not lines:
         raise RuntimeError(f"child failed: {done.stderr[-500:]}")
@@ -105,10 +110,28 @@ def startup(memories: int, lines: int, repeat: int) -> list[Result]:
     bare_s = statistics.median(bare)
     assert all(m["rows"] > 0 for m in ours), data_dir
     return [
-        Result(f"process start → first painted window, {memories:,} memories", painted, "s", bare_s,
-               "bare PySide6 window + empty table", painted / bare_s, "×", "report the ratio", None),
-        Result("process start → first rows in the table (load continues)", first_rows, "s", loaded, "full load",
-               100 * first_rows / loaded, "%", "usable before the load ends", first_rows < loaded),
+        Result(
+            f"process start → first painted window, {memories:,} memories",
+            painted,
+            "s",
+            bare_s,
+            "bare PySide6 window + empty table",
+            painted / bare_s,
+            "×",
+            "report the ratio",
+            None,
+        ),
+        Result(
+            "process start → first rows in the table (load continues)",
+            first_rows,
+            "s",
+            loaded,
+            "full load",
+            100 * first_rows / loaded,
+            "%",
+            "usable before the load ends",
+            first_rows < loaded,
+        ),
         Result("process start → bank fully loaded", loaded, "s", note="rows stream in while the load runs"),
     ]
 
@@ -131,8 +154,18 @@ def filter_latency(memories: int) -> Result:
     index = TextSearch()
     index.set_many((r.id, search_texts(r)) for r in rows)
     panel.index._index = index  # the background build, done here synchronously for the measurement
-    queries = ["grafana dashboards", "formal writing", "postgres 16", "green tea", "deploy pipeline",
-               "mike prefers", "kubernetes", "the lisbon office", "weekly releases", "squash merges"]
+    queries = [
+        "grafana dashboards",
+        "formal writing",
+        "postgres 16",
+        "green tea",
+        "deploy pipeline",
+        "mike prefers",
+        "kubernetes",
+        "the lisbon office",
+        "weekly releases",
+        "squash merges",
+    ]
     latencies = []
     for query in queries:
         panel.search.blockSignals(True)
@@ -147,9 +180,15 @@ def filter_latency(memories: int) -> Result:
     app.processEvents()
     median = statistics.median(latencies)
     worst = max(latencies)
-    return Result(f"filter latency per keystroke, {memories:,} rows", median * 1000, "ms", target="< 50 ms median",
-                  met=median < 0.050, note=f"{len(latencies)} keystrokes, slowest {worst * 1000:.0f} ms, "
-                                            f"p90 {statistics.quantiles(latencies, n=10)[-1] * 1000:.0f} ms")
+    return Result(
+        f"filter latency per keystroke, {memories:,} rows",
+        median * 1000,
+        "ms",
+        target="< 50 ms median",
+        met=median < 0.050,
+        note=f"{len(latencies)} keystrokes, slowest {worst * 1000:.0f} ms, "
+        f"p90 {statistics.quantiles(latencies, n=10)[-1] * 1000:.0f} ms",
+    )
 
 
 def run(quick: bool = False) -> list[Result]:

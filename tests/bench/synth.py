@@ -21,27 +21,107 @@ from keepgui.core.iii.record import Memory, Source, fingerprint  # noqa: E402
 NOW = 1_750_000_000_000
 DAY = 86_400_000
 
-SUBJECTS = ["User", "The user", "Mike", "Ana", "The team", "Our API", "The blog", "The deploy pipeline",
-            "The staging server", "Grafana", "The build", "Priya", "Tomás", "The mobile app", "Sam"]
-VERBS = ["prefers", "uses", "publishes", "avoids", "runs", "deploys", "writes", "reviews", "likes",
-         "migrated to", "depends on", "dislikes", "schedules", "tracks", "documents"]
-OBJECTS = ["formal writing", "short paragraphs", "Postgres 16", "blog posts on Tuesday mornings",
-           "Rust for the workers", "the port 3111", "dark mode everywhere", "green tea", "Kubernetes",
-           "nine cross-compile targets", "weekly releases", "metric units", "terse answers",
-           "feature flags", "Grafana dashboards", "the Lisbon office", "type hints", "unit tests first",
-           "the monorepo", "squash merges", "a standing desk", "vim keybindings", "café meetings",
-           "release notes in English", "on-call rotations", "the 日本語 docs", "Friday deploys"]
-TAILS = ["", "", "", " since March", " for every project", " when on call", " at work", " at home",
-         " because it is faster", " in every review", " (confirmed twice)", " unless told otherwise"]
-ENTITIES = ["user", "mike", "ana", "api", "blog", "grafana", "postgres", "kubernetes", "team", "priya",
-            "deploy", "staging", "rust", "sam", "lisbon", "docs"]
+SUBJECTS = [
+    "User",
+    "The user",
+    "Mike",
+    "Ana",
+    "The team",
+    "Our API",
+    "The blog",
+    "The deploy pipeline",
+    "The staging server",
+    "Grafana",
+    "The build",
+    "Priya",
+    "Tomás",
+    "The mobile app",
+    "Sam",
+]
+VERBS = [
+    "prefers",
+    "uses",
+    "publishes",
+    "avoids",
+    "runs",
+    "deploys",
+    "writes",
+    "reviews",
+    "likes",
+    "migrated to",
+    "depends on",
+    "dislikes",
+    "schedules",
+    "tracks",
+    "documents",
+]
+OBJECTS = [
+    "formal writing",
+    "short paragraphs",
+    "Postgres 16",
+    "blog posts on Tuesday mornings",
+    "Rust for the workers",
+    "the port 3111",
+    "dark mode everywhere",
+    "green tea",
+    "Kubernetes",
+    "nine cross-compile targets",
+    "weekly releases",
+    "metric units",
+    "terse answers",
+    "feature flags",
+    "Grafana dashboards",
+    "the Lisbon office",
+    "type hints",
+    "unit tests first",
+    "the monorepo",
+    "squash merges",
+    "a standing desk",
+    "vim keybindings",
+    "café meetings",
+    "release notes in English",
+    "on-call rotations",
+    "the 日本語 docs",
+    "Friday deploys",
+]
+TAILS = [
+    "",
+    "",
+    "",
+    " since March",
+    " for every project",
+    " when on call",
+    " at work",
+    " at home",
+    " because it is faster",
+    " in every review",
+    " (confirmed twice)",
+    " unless told otherwise",
+]
+ENTITIES = [
+    "user",
+    "mike",
+    "ana",
+    "api",
+    "blog",
+    "grafana",
+    "postgres",
+    "kubernetes",
+    "team",
+    "priya",
+    "deploy",
+    "staging",
+    "rust",
+    "sam",
+    "lisbon",
+    "docs",
+]
 TAGS = ["style", "infra", "people", "blog", "coding", "prefs", "ops", "release"]
 
 
 def sentence(rng: random.Random, serial: int) -> str:
     """A plausible memory sentence; the serial keeps every text distinct."""
-    return (f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}"
-            f"{rng.choice(TAILS)} #{serial}")
+    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)} #{serial}"
 
 
 def make_records(memories: int, lines: int, seed: int = 7) -> list[Memory]:
@@ -55,11 +135,19 @@ def make_records(memories: int, lines: int, seed: int = 7) -> list[Memory]:
         created = NOW - rng.randrange(60_000, 365 * DAY)
         ents = rng.sample(ENTITIES, rng.randrange(0, 4))
         tags = rng.sample(TAGS, rng.randrange(0, 3))
-        mem = Memory(id=fingerprint(text), text=text, entities=tuple(ents), tags=tuple(tags),
-                     confidence=rng.choice(("stated", "extracted", "inferred")), corroboration=0,
-                     pinned=rng.random() < 0.03,
-                     source=Source(f"s_{rng.randrange(5000)}") if rng.random() < 0.7 else None,
-                     created_at=created, updated_at=created, revision=0)
+        mem = Memory(
+            id=fingerprint(text),
+            text=text,
+            entities=tuple(ents),
+            tags=tuple(tags),
+            confidence=rng.choice(("stated", "extracted", "inferred")),
+            corroboration=0,
+            pinned=rng.random() < 0.03,
+            source=Source(f"s_{rng.randrange(5000)}") if rng.random() < 0.7 else None,
+            created_at=created,
+            updated_at=created,
+            revision=0,
+        )
         current[mem.id] = mem
         ids.append(mem.id)
         out.append(mem)
@@ -109,8 +197,38 @@ if __name__ == "__main__":
 
 
 def _vocabulary(rng: random.Random, size: int) -> list[str]:
-    syllables = ["ka", "lo", "mi", "ter", "an", "os", "ri", "ve", "du", "pel", "sa", "no", "qu", "zi", "bra", "ent",
-                 "or", "tal", "fi", "gon", "ex", "um", "ly", "wi", "cha", "dor", "ne", "shi", "pa", "ru"]
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ter",
+        "an",
+        "os",
+        "ri",
+        "ve",
+        "du",
+        "pel",
+        "sa",
+        "no",
+        "qu",
+        "zi",
+        "bra",
+        "ent",
+        "or",
+        "tal",
+        "fi",
+        "gon",
+        "ex",
+        "um",
+        "ly",
+        "wi",
+        "cha",
+        "dor",
+        "ne",
+        "shi",
+        "pa",
+        "ru",
+    ]
     words: set[str] = set()
     while len(words) < size:
         words.add("".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))))

@@ -44,8 +44,13 @@ def installed_version(binary: str | None = None) -> str | None:
     if not os.path.exists(binary):
         return None
     try:
-        done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60,
-                              env={"PATH": os.environ.get("PATH", ""), "HOME": CACHE})
+        done = subprocess.run(
+            [binary, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": CACHE},
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.split()[0] if done.returncode == 0 and done.stdout.strip() else None
@@ -65,9 +70,22 @@ def ensure_cli(version: str = CHECKED_VERSION) -> tuple[str, str, float]:
     os.makedirs(CACHE, exist_ok=True)
     started = time.monotonic()
     try:
-        done = subprocess.run([npm, "install", "--prefix", CACHE, "--no-audit", "--no-fund", "--no-save",
-                               "--loglevel=error", f"{PACKAGE}@{version}"],
-                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                CACHE,
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                "--loglevel=error",
+                f"{PACKAGE}@{version}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+        )
     except subprocess.TimeoutExpired:
         raise Unavailable(f"npm install {PACKAGE}@{version} took over {INSTALL_TIMEOUT} s") from None
     seconds = time.monotonic() - started
@@ -99,8 +117,9 @@ class Captured:
         raise AssertionError("the CLI's first request has no user text block")
 
 
-def first_request(binary: str, cwd: str, home: str, env: dict[str, str] | None = None,
-                  timeout: float = RUN_TIMEOUT) -> Captured:
+def first_request(
+    binary: str, cwd: str, home: str, env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT
+) -> Captured:
     """Run ``claude -p hello`` in ``cwd`` with HOME ``home`` (plus ``env``) and return its first request."""
     bodies: list[bytes] = []
     arrived = threading.Event()
@@ -124,12 +143,24 @@ def first_request(binary: str, cwd: str, home: str, env: dict[str, str] | None =
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    child_env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "ANTHROPIC_API_KEY": "sk-keepgui-test",
-                 "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}",
-                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", **(env or {})}
+    child_env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": home,
+        "ANTHROPIC_API_KEY": "sk-keepgui-test",
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        **(env or {}),
+    }
     started = time.monotonic()
-    proc = subprocess.Popen([binary, "-p", "hello", "--max-turns", "1"], cwd=cwd, env=child_env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [binary, "-p", "hello", "--max-turns", "1"],
+        cwd=cwd,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = started + timeout
         while not arrived.wait(0.02):
@@ -141,8 +172,9 @@ def first_request(binary: str, cwd: str, home: str, env: dict[str, str] | None =
         server.shutdown()
         server.server_close()
     if not bodies:
-        raise AssertionError(f"the CLI sent no request within {timeout} s (exit {proc.returncode}): "
-                             f"{out[-300:]!r} {err[-600:]!r}")
+        raise AssertionError(
+            f"the CLI sent no request within {timeout} s (exit {proc.returncode}): {out[-300:]!r} {err[-600:]!r}"
+        )
     return Captured(json.loads(bodies[0]), time.monotonic() - started)
 
 

@@ -29,14 +29,26 @@ MEMORY_MD = """# Long-term Memory
 """
 
 
-def make_workspace(root, keep: bytes | str | None = SPEC_FIXTURE, memory: str | None = MEMORY_MD,
-                   user: str | None = "# User\n\nKept facts are in keep.md; read it every turn.\n",
-                   soul: str | None = None, agents: str | None = None, history: bytes | None = None) -> str:
+def make_workspace(
+    root,
+    keep: bytes | str | None = SPEC_FIXTURE,
+    memory: str | None = MEMORY_MD,
+    user: str | None = "# User\n\nKept facts are in keep.md; read it every turn.\n",
+    soul: str | None = None,
+    agents: str | None = None,
+    history: bytes | None = None,
+) -> str:
     """Create a nanobot workspace under ``root`` (test set-up writes directly) and return its path."""
     root = os.fspath(root)
     os.makedirs(os.path.join(root, "memory"), exist_ok=True)
-    files = {"keep.md": keep, "memory/MEMORY.md": memory, "USER.md": user, "SOUL.md": soul, "AGENTS.md": agents,
-             "memory/history.jsonl": history if history is not None else b""}
+    files = {
+        "keep.md": keep,
+        "memory/MEMORY.md": memory,
+        "USER.md": user,
+        "SOUL.md": soul,
+        "AGENTS.md": agents,
+        "memory/history.jsonl": history if history is not None else b"",
+    }
     for rel, content in files.items():
         if content is None:
             continue

@@ -32,46 +32,118 @@ FORBIDDEN = ("PySide6", "shiboken6", "PyQt5", "PyQt6", "qtpy", "keepgui.ui", "ke
 WRITER = "keepgui/core/fsio.py"
 
 ALLOWED = {
-    ("keepgui/core/demo.py", "tempfile.mkdtemp"):
-        "make_demo_copy creates a fresh temporary folder for keepgui's own copy of the packaged demo",
-    ("keepgui/core/demo.py", "shutil.copytree"):
-        "copies the packaged demo into that fresh temporary folder (never over user data)",
-    ("keepgui/core/demo.py", "os.utime"):
-        "moves the mtimes of that fresh demo copy to 'an hour ago' so its ages read naturally",
-    ("keepgui/core/claude/demo.py", "os.utime"):
-        "gives the memories of that fresh demo copy ages in index order (the newest are the ones cut)",
-    ("keepgui/core/iii/backend.py", "os.utime"):
-        "keeps the iii logs of that fresh demo copy looking edited an hour ago after their times moved",
-    ("keepgui/cli.py", "shutil.rmtree"):
-        "removes keepgui's own temporary demo copy at exit",
-    ("keepgui/cli.py", "os.open"):
-        "re-points stdout at /dev/null after a broken pipe; no file is written",
-    ("keepgui/ui/startup.py", "shutil.rmtree"):
-        "removes keepgui's own temporary demo copy at exit",
-    ("keepgui/core/nanobot/prompt.py", "tempfile.mkdtemp"):
-        "a private scratch folder for nanobot's ContextBuilder (filled through fsio), never the workspace",
-    ("keepgui/core/nanobot/prompt.py", "shutil.rmtree"):
-        "removes that private scratch folder afterwards",
-    ("keepgui/ui/ipc.py", "os.chmod"):
-        "makes keepgui's own single-instance runtime folder and socket private (0700); no user data",
-    ("keepgui/ui/ipc.py", "os.utime"):
-        "refreshes the times of keepgui's own socket so temp-folder cleaners leave it; no user data",
+    (
+        "keepgui/core/demo.py",
+        "tempfile.mkdtemp",
+    ): "make_demo_copy creates a fresh temporary folder for keepgui's own copy of the packaged demo",
+    (
+        "keepgui/core/demo.py",
+        "shutil.copytree",
+    ): "copies the packaged demo into that fresh temporary folder (never over user data)",
+    (
+        "keepgui/core/demo.py",
+        "os.utime",
+    ): "moves the mtimes of that fresh demo copy to 'an hour ago' so its ages read naturally",
+    (
+        "keepgui/core/claude/demo.py",
+        "os.utime",
+    ): "gives the memories of that fresh demo copy ages in index order (the newest are the ones cut)",
+    (
+        "keepgui/core/iii/backend.py",
+        "os.utime",
+    ): "keeps the iii logs of that fresh demo copy looking edited an hour ago after their times moved",
+    ("keepgui/cli.py", "shutil.rmtree"): "removes keepgui's own temporary demo copy at exit",
+    ("keepgui/cli.py", "os.open"): "re-points stdout at /dev/null after a broken pipe; no file is written",
+    ("keepgui/ui/startup.py", "shutil.rmtree"): "removes keepgui's own temporary demo copy at exit",
+    (
+        "keepgui/core/nanobot/prompt.py",
+        "tempfile.mkdtemp",
+    ): "a private scratch folder for nanobot's ContextBuilder (filled through fsio), never the workspace",
+    ("keepgui/core/nanobot/prompt.py", "shutil.rmtree"): "removes that private scratch folder afterwards",
+    (
+        "keepgui/ui/ipc.py",
+        "os.chmod",
+    ): "makes keepgui's own single-instance runtime folder and socket private (0700); no user data",
+    (
+        "keepgui/ui/ipc.py",
+        "os.utime",
+    ): "refreshes the times of keepgui's own socket so temp-folder cleaners leave it; no user data",
 }
 
 _MUTATING = {
-    "os": {"replace", "rename", "renames", "remove", "unlink", "rmdir", "removedirs", "mkdir", "makedirs",
-           "truncate", "ftruncate", "utime", "chmod", "lchmod", "chown", "lchown", "symlink", "link", "mkfifo",
-           "mknod", "write", "pwrite", "writev", "sendfile"},
-    "shutil": {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move", "rmtree", "make_archive",
-               "unpack_archive", "chown"},
-    "tempfile": {"mkstemp", "mkdtemp", "NamedTemporaryFile", "TemporaryFile", "SpooledTemporaryFile",
-                 "TemporaryDirectory"},
+    "os": {
+        "replace",
+        "rename",
+        "renames",
+        "remove",
+        "unlink",
+        "rmdir",
+        "removedirs",
+        "mkdir",
+        "makedirs",
+        "truncate",
+        "ftruncate",
+        "utime",
+        "chmod",
+        "lchmod",
+        "chown",
+        "lchown",
+        "symlink",
+        "link",
+        "mkfifo",
+        "mknod",
+        "write",
+        "pwrite",
+        "writev",
+        "sendfile",
+    },
+    "shutil": {
+        "copy",
+        "copy2",
+        "copyfile",
+        "copytree",
+        "copymode",
+        "copystat",
+        "move",
+        "rmtree",
+        "make_archive",
+        "unpack_archive",
+        "chown",
+    },
+    "tempfile": {
+        "mkstemp",
+        "mkdtemp",
+        "NamedTemporaryFile",
+        "TemporaryFile",
+        "SpooledTemporaryFile",
+        "TemporaryDirectory",
+    },
 }
-_PATH_METHODS = {"write_text", "write_bytes", "touch", "mkdir", "unlink", "rmdir", "rename", "symlink_to",
-                 "hardlink_to", "chmod", "lchmod"}
+_PATH_METHODS = {
+    "write_text",
+    "write_bytes",
+    "touch",
+    "mkdir",
+    "unlink",
+    "rmdir",
+    "rename",
+    "symlink_to",
+    "hardlink_to",
+    "chmod",
+    "lchmod",
+}
 _WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
-_OPENERS_MODE_SECOND = {"open", "io.open", "codecs.open", "builtins.open", "os.fdopen", "gzip.open", "bz2.open",
-                        "lzma.open", "tarfile.open"}
+_OPENERS_MODE_SECOND = {
+    "open",
+    "io.open",
+    "codecs.open",
+    "builtins.open",
+    "os.fdopen",
+    "gzip.open",
+    "bz2.open",
+    "lzma.open",
+    "tarfile.open",
+}
 
 
 def _py_files(folder: str):
@@ -107,8 +179,12 @@ def _imports(tree: ast.AST, module: str, is_package: bool):
         elif isinstance(node, ast.Call):  # importlib.import_module("...") / __import__("...")
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if called in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
-                    and isinstance(node.args[0].value, str):
+            if (
+                called in ("import_module", "__import__")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 yield node.args[0].value, node.lineno
 
 
@@ -142,8 +218,9 @@ def test_importing_all_of_core_loads_no_qt():
         "print('\\n'.join(failed)); print('LOADED', bad)\n"
         "sys.exit(1 if failed or bad else 0)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=child_env(),
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=child_env(), timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -187,8 +264,9 @@ def _qualified(func: ast.AST, aliases: dict[str, str]) -> str | None:
 
 def _mode_is_write(node: ast.Call, index: int) -> bool | None:
     """True/False for a constant mode; None when the mode is not a constant (cannot tell)."""
-    mode = node.args[index] if len(node.args) > index else next(
-        (k.value for k in node.keywords if k.arg == "mode"), None)
+    mode = (
+        node.args[index] if len(node.args) > index else next((k.value for k in node.keywords if k.arg == "mode"), None)
+    )
     if mode is None:
         return False
     if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
@@ -213,20 +291,35 @@ def _writes_in(tree: ast.AST) -> list[tuple[int, str, str]]:
             continue
         name = _qualified(node.func, aliases)
         attr = node.func.attr if isinstance(node.func, ast.Attribute) else None
-        if name in _OPENERS_MODE_SECOND or (name and name.endswith(".open") and name.split(".")[0] in
-                                            ("io", "codecs", "builtins", "gzip", "bz2", "lzma", "tarfile")):
+        if name in _OPENERS_MODE_SECOND or (
+            name
+            and name.endswith(".open")
+            and name.split(".")[0] in ("io", "codecs", "builtins", "gzip", "bz2", "lzma", "tarfile")
+        ):
             writes = _mode_is_write(node, 1)
             if writes is not False:
                 found.append((node.lineno, name, "opens for writing" if writes else "opens with a computed mode"))
         elif name == "os.open":
-            flags = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "flags"),
-                                                                  None)
-            used = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(flags)
-                    if isinstance(n, (ast.Attribute, ast.Name))} if flags is not None else set()
+            flags = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "flags"), None)
+            )
+            used = (
+                {
+                    n.attr if isinstance(n, ast.Attribute) else n.id
+                    for n in ast.walk(flags)
+                    if isinstance(n, (ast.Attribute, ast.Name))
+                }
+                if flags is not None
+                else set()
+            )
             if used & _WRITE_FLAGS or not any(u.startswith("O_") for u in used):
                 found.append((node.lineno, name, "os.open with write flags (or flags it cannot read)"))
-        elif name and name.split(".")[0] in _MUTATING and name.split(".")[-1] in _MUTATING[name.split(".")[0]] \
-                and name.count(".") == 1:
+        elif (
+            name
+            and name.split(".")[0] in _MUTATING
+            and name.split(".")[-1] in _MUTATING[name.split(".")[0]]
+            and name.count(".") == 1
+        ):
             found.append((node.lineno, name, "changes the file system"))
         elif attr == "open" and (name is None or name.split(".")[0] not in ("os", "webbrowser", "self")):
             writes = _mode_is_write(node, 0)  # Path.open(mode)
@@ -256,7 +349,7 @@ def test_only_fsio_writes_files():
 
 def test_the_write_scan_sees_writes():
     """The scanner itself: each kind of write is caught, reads are not."""
-    source = '''
+    source = """
 import os, shutil
 import os as o
 from shutil import move as mv
@@ -267,7 +360,7 @@ os.open("a", os.O_WRONLY | os.O_CREAT); o.open("a", flags); os.open("a", os.O_RD
 Path("a").write_text("x"); Path("a").open("w"); Path("a").open()
 shutil.copyfile("a", "b"); mv("a", "b"); o.replace("a", "b"); "text".replace("a", "b")
 atexit.register(shutil.rmtree, "a"); os.path.join("a", "b")
-'''
+"""
     calls = [(line, call) for line, call, _ in _writes_in(ast.parse(source))]
     lines = {line for line, _ in calls}
     assert {6, 8, 9, 10, 11} <= lines and 7 not in lines
@@ -321,10 +414,13 @@ def test_the_contracts_name_every_backend():
     from keepgui.core import registry
 
     contracts = _contracts()
-    packages = sorted(f"keepgui.core.{name}" for name in os.listdir(CORE)
-                      if os.path.isfile(os.path.join(CORE, name, "__init__.py")))
+    packages = sorted(
+        f"keepgui.core.{name}" for name in os.listdir(CORE) if os.path.isfile(os.path.join(CORE, name, "__init__.py"))
+    )
     assert sorted(contracts["Backends do not import each other"]["modules"]) == packages
     assert {name.rsplit(".", 1)[0] for name in registry.BUILTIN} <= set(packages)
-    for name in ("Core modules shared by the backends import none of them",
-                 "Generic UI modules import no backend (only keepgui.ui.adapters may)"):
+    for name in (
+        "Core modules shared by the backends import none of them",
+        "Generic UI modules import no backend (only keepgui.ui.adapters may)",
+    ):
         assert contracts[name]["forbidden_modules"] == ["keepgui.core.*.*"]

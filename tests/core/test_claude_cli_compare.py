@@ -51,8 +51,11 @@ def cli(request):
     yield binary
     if _TIMES:
         times = sorted(t for _name, t in _TIMES)
-        _say(request, f"\nclaude CLI: {len(times)} trees compared byte for byte in {sum(times):.1f} s "
-                      f"(median {times[len(times) // 2]:.2f} s per run)")
+        _say(
+            request,
+            f"\nclaude CLI: {len(times)} trees compared byte for byte in {sum(times):.1f} s "
+            f"(median {times[len(times) // 2]:.2f} s per run)",
+        )
 
 
 def put(root, rel: str, content: str | bytes) -> str:
@@ -72,8 +75,12 @@ def repo(path):
 
 
 def git(*args: str, cwd) -> None:
-    subprocess.run(["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "init.defaultBranch=main",
-                    *args], cwd=str(cwd), check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "init.defaultBranch=main", *args],
+        cwd=str(cwd),
+        check=True,
+        capture_output=True,
+    )
 
 
 def memory_dir(home, project: str, config: str | None = None) -> str:
@@ -94,9 +101,11 @@ def compare(cli, name: str, cwd, home, env: dict[str, str] | None = None):
         # a readable failure: the first differing line
         got, want = (context.reminder or "").split("\n"), (expected or "").split("\n")
         line = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        pytest.fail(f"{name}: keepgui differs from the CLI at reminder line {line + 1}:\n"
-                    f"  CLI:     {want[line] if line < len(want) else '<end>'!r}\n"
-                    f"  keepgui: {got[line] if line < len(got) else '<end>'!r}")
+        pytest.fail(
+            f"{name}: keepgui differs from the CLI at reminder line {line + 1}:\n"
+            f"  CLI:     {want[line] if line < len(want) else '<end>'!r}\n"
+            f"  keepgui: {got[line] if line < len(got) else '<end>'!r}"
+        )
     return context
 
 
@@ -109,7 +118,7 @@ def test_layers_in_order_with_rules_and_nested_files(cli, tmp_path):
     put(home, ".claude/prefs.md", "Prefers metric units.\n")
     for name in ("zeta.md", "alpha.md", "sub/beta.md", "mid.md"):
         put(home, f".claude/rules/{name}", f"user rule {name}\n")
-    put(home, ".claude/rules/py.md", "---\npaths: [\"**/*.py\"]\n---\nPython rule (conditional)\n")
+    put(home, ".claude/rules/py.md", '---\npaths: ["**/*.py"]\n---\nPython rule (conditional)\n')
     put(home, ".claude/rules/notes.txt", "not a rule\n")
     put(top, "CLAUDE.md", "Above the repository: loaded as a project file too.\n")
     mono = top / "mono"
@@ -119,8 +128,8 @@ def test_layers_in_order_with_rules_and_nested_files(cli, tmp_path):
     put(mono, ".claude/CLAUDE.md", "mono .claude/CLAUDE.md\n")
     put(mono, ".claude/rules/general.md", "general rule\n")
     put(mono, ".claude/rules/api/http.md", "---\npaths:\n  - src/api/**\n---\nhttp rule\n")
-    put(mono, ".claude/rules/star.md", "---\npaths: \"**\"\n---\nall files: unconditional\n")
-    put(mono, ".claude/rules/comma.md", "---\npaths: \"src/**, lib/**\"\n---\nconditional\n")
+    put(mono, ".claude/rules/star.md", '---\npaths: "**"\n---\nall files: unconditional\n')
+    put(mono, ".claude/rules/comma.md", '---\npaths: "src/**, lib/**"\n---\nconditional\n')
     put(mono, ".claude/rules/broken.md", "---\npaths: [\n---\ninvalid YAML with paths: conditional\n")
     put(mono, ".claude/rules/broken2.md", "---\ntitle: [\n---\ninvalid YAML without paths: loads\n")
     put(mono, ".claude/rules/UPPER.MD", "not .md: skipped\n")
@@ -133,9 +142,13 @@ def test_layers_in_order_with_rules_and_nested_files(cli, tmp_path):
     put(memory_dir(home, str(mono)), "MEMORY.md", "- [Build](build.md) — make test runs everything\n")
     context = compare(cli, "layers", mono / "svc", home)
     assert [f.path for f in context.later if f.role == "nested"] == [str(mono / "svc" / "deep" / "CLAUDE.md")]
-    assert {os.path.basename(f.path) for f in context.later if f.role == "rules"} == {"py.md", "http.md",
-                                                                                      "comma.md", "broken.md",
-                                                                                      "yes.md"}
+    assert {os.path.basename(f.path) for f in context.later if f.role == "rules"} == {
+        "py.md",
+        "http.md",
+        "comma.md",
+        "broken.md",
+        "yes.md",
+    }
 
 
 def test_imports_depth_code_and_extensions(cli, tmp_path):
@@ -143,18 +156,39 @@ def test_imports_depth_code_and_extensions(cli, tmp_path):
     repo(proj)
     put(home, ".claude/CLAUDE.md", "user @~/shared/u.md\n")
     put(home, "shared/u.md", "user-scope external import: loads without approval\n")
-    put(proj, "CLAUDE.md", "root @a.md `@code.md` @comma.md, me@mail.md @missing.md @./dup.md @dup.md\n\n"
-                           "```\n@fenced.md\n```\n\n    @indented.md\n\n<div>\n@html.md\n</div>\n\n"
-                           "@img.png @noext @data.json @frag.md#part @sp\\ ace.md @notes.markdown "
-                           f"@{tmp_path}/outside.md @~/shared/p.md\n\n"
-                           "- list @li.md and [link @lt.md](@href.md) \\@esc.md \\\\@bs.md &amp;@ent.md\n")
-    for name, body in (("a.md", "A @b.md"), ("b.md", "B @c.md"), ("c.md", "C @d.md"), ("d.md", "D @e.md"),
-                       ("e.md", "E: five hops, not loaded"), ("dup.md", "dup @CLAUDE.md"), ("code.md", "code"),
-                       ("fenced.md", "x"), ("indented.md", "x"), ("html.md", "x"), ("img.png", "png"),
-                       ("noext", "no extension: loads"), ("data.json", '{"json": true}'), ("frag.md", "frag"),
-                       ("sp ace.md", "escaped space"), ("notes.markdown", "x"), ("li.md", "list item"),
-                       ("lt.md", "link text"), ("href.md", "x"), ("esc.md", "x"), ("bs.md", "after \\\\"),
-                       ("ent.md", "x")):
+    put(
+        proj,
+        "CLAUDE.md",
+        "root @a.md `@code.md` @comma.md, me@mail.md @missing.md @./dup.md @dup.md\n\n"
+        "```\n@fenced.md\n```\n\n    @indented.md\n\n<div>\n@html.md\n</div>\n\n"
+        "@img.png @noext @data.json @frag.md#part @sp\\ ace.md @notes.markdown "
+        f"@{tmp_path}/outside.md @~/shared/p.md\n\n"
+        "- list @li.md and [link @lt.md](@href.md) \\@esc.md \\\\@bs.md &amp;@ent.md\n",
+    )
+    for name, body in (
+        ("a.md", "A @b.md"),
+        ("b.md", "B @c.md"),
+        ("c.md", "C @d.md"),
+        ("d.md", "D @e.md"),
+        ("e.md", "E: five hops, not loaded"),
+        ("dup.md", "dup @CLAUDE.md"),
+        ("code.md", "code"),
+        ("fenced.md", "x"),
+        ("indented.md", "x"),
+        ("html.md", "x"),
+        ("img.png", "png"),
+        ("noext", "no extension: loads"),
+        ("data.json", '{"json": true}'),
+        ("frag.md", "frag"),
+        ("sp ace.md", "escaped space"),
+        ("notes.markdown", "x"),
+        ("li.md", "list item"),
+        ("lt.md", "link text"),
+        ("href.md", "x"),
+        ("esc.md", "x"),
+        ("bs.md", "after \\\\"),
+        ("ent.md", "x"),
+    ):
         put(proj, name, body + "\n")
     put(tmp_path, "outside.md", "outside: not approved\n")
     put(home, "shared/p.md", "outside: not approved\n")
@@ -180,8 +214,20 @@ def test_external_imports_once_approved_and_links(cli, tmp_path):
     os.symlink(tmp_path / "elsewhere" / "o.md", proj / ".claude" / "rules" / "out.md")
     os.symlink(proj / ".claude" / "rules", proj / ".claude" / "rules" / "loop")
     put(proj, ".claude/rules/own.md", f"own rule @{tmp_path}/shared/team.md\n")
-    put(home, ".claude.json", json.dumps({"projects": {str(proj.resolve()): {
-        "hasClaudeMdExternalIncludesApproved": True, "hasClaudeMdExternalIncludesWarningShown": True}}}))
+    put(
+        home,
+        ".claude.json",
+        json.dumps(
+            {
+                "projects": {
+                    str(proj.resolve()): {
+                        "hasClaudeMdExternalIncludesApproved": True,
+                        "hasClaudeMdExternalIncludesWarningShown": True,
+                    }
+                }
+            }
+        ),
+    )
     context = compare(cli, "approved", proj, home)
     assert context.approved
 
@@ -193,8 +239,11 @@ def test_index_over_200_lines_with_front_matter_and_comments(cli, tmp_path):
     lines = ["---", "name: index", "---", "# Memory index", "", "<!--", "kept out of the count", "-->"]
     for i in range(1, 231):
         lines.append(f"- [Note {i}](note_{i}.md) — hook number {i}")
-        put(mem, f"note_{i}.md", f"---\nname: note-{i}\ndescription: note {i}\nmetadata:\n  type: project\n---\n\n"
-                                 f"Fact {i}.\n")
+        put(
+            mem,
+            f"note_{i}.md",
+            f"---\nname: note-{i}\ndescription: note {i}\nmetadata:\n  type: project\n---\n\nFact {i}.\n",
+        )
     put(mem, "MEMORY.md", "\n".join(lines) + "\n")
     context = compare(cli, "index-lines", proj, home)
     cut = context.folder.index.cut
@@ -229,8 +278,11 @@ def test_index_hard_cut_and_both_limits(cli, tmp_path):
     for folder in (one, two):
         repo(folder)
     put(memory_dir(home, str(one.resolve())), "MEMORY.md", "- " + "long " * 6000 + "\n- [After](after.md)\n")
-    put(memory_dir(home, str(two.resolve())), "MEMORY.md",
-        "".join(f"- [n{i}](n{i}.md) — " + "z" * 100 + "\n" for i in range(220)))
+    put(
+        memory_dir(home, str(two.resolve())),
+        "MEMORY.md",
+        "".join(f"- [n{i}](n{i}.md) — " + "z" * 100 + "\n" for i in range(220)),
+    )
     assert compare(cli, "index-hard-cut", one, home).folder.index.cut.partial
     assert compare(cli, "index-both", two, home).folder.index.cut.reason == "both"
 

@@ -21,22 +21,33 @@ def test_a_230_line_index_loads_200_lines_and_says_where_it_was_cut():
     cut = cut_of(raw)
     assert cut.reason == "lines" and cut.kept_lines == 200
     kept = "".join(f"- [Note {i}](note_{i}.md) — hook {i}\n" for i in range(1, 201)).rstrip("\n")
-    assert cut.injected == kept + '\n\n> WARNING: MEMORY.md is 230 lines (limit: 200). Only part of it was loaded: ' \
+    assert (
+        cut.injected == kept + "\n\n> WARNING: MEMORY.md is 230 lines (limit: 200). Only part of it was loaded: "
         '30 of 230 lines were cut off, starting at line 201 ("- [Note 201](note_201.md) — hook 201").' + TAIL
+    )
 
 
-@pytest.mark.parametrize("raw, kept_lines, warning_start", [
-    ("".join("x" * 199 + "\n" for _ in range(150)), 125,
-     "> WARNING: MEMORY.md is 29.3KB (limit: 24.4KB) — index entries are too long. Only part of it was loaded: "
-     "25 of 150 lines were cut off, starting at line 126 (\"" + "x" * 79 + "…\")."),
-    ("".join("y" * 150 + "\n" for _ in range(300)), 165, "> WARNING: MEMORY.md is 300 lines and 44.2KB."),
-    ("".join("z" * 120 + "\n" for _ in range(220)), 200, "> WARNING: MEMORY.md is 220 lines and 26KB."),
-    ("".join("- " + "漢" * 298 + "\n" for _ in range(100)), 83, "> WARNING: MEMORY.md is 29.4KB (limit: 24.4KB)"),
-    ("".join("- " + "🚀" * 120 + "\n" for _ in range(110)), 102,
-     "> WARNING: MEMORY.md is 26.1KB (limit: 24.4KB) — index entries are too long. Only part of it was loaded: "
-     "8 of 110 lines were cut off, starting at line 103 (\"- " + "🚀" * 38 + "…\")."),
-    ("".join("w" * 124 + "\r\n" for _ in range(200)), 198, "> WARNING: MEMORY.md is 24.6KB"),  # CRs count
-])
+@pytest.mark.parametrize(
+    "raw, kept_lines, warning_start",
+    [
+        (
+            "".join("x" * 199 + "\n" for _ in range(150)),
+            125,
+            "> WARNING: MEMORY.md is 29.3KB (limit: 24.4KB) — index entries are too long. Only part of it was loaded: "
+            '25 of 150 lines were cut off, starting at line 126 ("' + "x" * 79 + '…").',
+        ),
+        ("".join("y" * 150 + "\n" for _ in range(300)), 165, "> WARNING: MEMORY.md is 300 lines and 44.2KB."),
+        ("".join("z" * 120 + "\n" for _ in range(220)), 200, "> WARNING: MEMORY.md is 220 lines and 26KB."),
+        ("".join("- " + "漢" * 298 + "\n" for _ in range(100)), 83, "> WARNING: MEMORY.md is 29.4KB (limit: 24.4KB)"),
+        (
+            "".join("- " + "🚀" * 120 + "\n" for _ in range(110)),
+            102,
+            "> WARNING: MEMORY.md is 26.1KB (limit: 24.4KB) — index entries are too long. Only part of it was loaded: "
+            '8 of 110 lines were cut off, starting at line 103 ("- ' + "🚀" * 38 + '…").',
+        ),
+        ("".join("w" * 124 + "\r\n" for _ in range(200)), 198, "> WARNING: MEMORY.md is 24.6KB"),  # CRs count
+    ],
+)
 def test_size_and_line_limits(raw, kept_lines, warning_start):
     cut = cut_of(raw)
     assert cut.kept_lines == kept_lines
@@ -65,16 +76,24 @@ def test_the_first_line_past_the_cut_is_quoted_trimmed_and_short():
 
 
 def test_front_matter_comments_and_blank_lines_are_not_counted():
-    raw = "---\nname: x\n---\n\n\n" + "".join(f"- l{i}\n" for i in range(5)) + "<!--\n" + "c\n" * 40 + "-->\n" \
-          + "".join(f"- m{i}\n" for i in range(5))
+    raw = (
+        "---\nname: x\n---\n\n\n"
+        + "".join(f"- l{i}\n" for i in range(5))
+        + "<!--\n"
+        + "c\n" * 40
+        + "-->\n"
+        + "".join(f"- m{i}\n" for i in range(5))
+    )
     prepared = Prepared(raw)
     assert prepared.text.split("\n") == [f"- l{i}" for i in range(5)] + [f"- m{i}" for i in range(5)]
     assert prepared.raw_line(0) == 6 and prepared.raw_line(prepared.text.index("- m0")) == 53
 
 
 def test_the_injected_index_is_cleaned_of_invisible_characters():
-    assert clean_injected("- a\u2028b\r\nc\rd\x85e\u200bf\u200dg\ufe0fh\ufeffi\U000e0001j\x00k\tl") == \
-        "- a\nb\nc\nde" + "f\u200dg\ufe0fhijk\tl"
+    assert (
+        clean_injected("- a\u2028b\r\nc\rd\x85e\u200bf\u200dg\ufe0fh\ufeffi\U000e0001j\x00k\tl")
+        == "- a\nb\nc\nde" + "f\u200dg\ufe0fhijk\tl"
+    )
     assert clean_injected("e\u0301 \u212a") == "e\u0301 \u212a"  # no Unicode normalisation
 
 
@@ -87,14 +106,21 @@ def _topic(folder, name, text):
 
 def test_topic_files_index_entries_and_orphans_both_ways(tmp_path):
     mem = str(tmp_path)
-    _topic(mem, "new-style.md", "---\nname: new-style\ndescription: nested type\nmetadata:\n  type: feedback\n---\n\n"
-                                "Prefer [[old-style]].\n")
+    _topic(
+        mem,
+        "new-style.md",
+        "---\nname: new-style\ndescription: nested type\nmetadata:\n  type: feedback\n---\n\nPrefer [[old-style]].\n",
+    )
     _topic(mem, "old_style.md", "---\nname: Old style\ndescription: flat type\ntype: user\n---\nbody\n")
     _topic(mem, "unindexed.md", "no front matter at all\n")
     _topic(mem, "bad.md", "---\nname: [\n---\nbody\n")
     _topic(mem, "team/MEMORY.md", "- [Shared](shared.md)\n")
-    _topic(mem, "MEMORY.md", "# Index\n\n- [New](new-style.md) — nested\n- [Old](old_style.md): flat\n"
-                             "- [Gone](gone.md) — its file is missing\n* [Bad](bad.md)\n")
+    _topic(
+        mem,
+        "MEMORY.md",
+        "# Index\n\n- [New](new-style.md) — nested\n- [Old](old_style.md): flat\n"
+        "- [Gone](gone.md) — its file is missing\n* [Bad](bad.md)\n",
+    )
     folder = read_folder(mem)
     topics = {t.rel: t for t in folder.topics}
     assert set(topics) == {"new-style.md", "old_style.md", "unindexed.md", "bad.md"}  # team/ is not ours

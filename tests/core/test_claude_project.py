@@ -35,8 +35,10 @@ def world(tmp_path):
     put(proj / "docs" / "style.md", "Style guide.\n")
     env = ClaudeEnv.from_environ({"HOME": str(home)}, managed_dir=str(tmp_path / "no-managed"))
     mem = memory_location(env, str(proj)).path
-    put(os.path.join(mem, "build.md"), "---\nname: build\ndescription: make test runs it all\nmetadata:\n"
-                                       "  type: project\n---\n\nRun make test.\n")
+    put(
+        os.path.join(mem, "build.md"),
+        "---\nname: build\ndescription: make test runs it all\nmetadata:\n  type: project\n---\n\nRun make test.\n",
+    )
     put(os.path.join(mem, "lonely.md"), "---\nname: lonely\ndescription: no index line\n---\nx\n")
     put(os.path.join(mem, "MEMORY.md"), "- [Build](build.md) — make test runs it all\n- [Gone](gone.md) — missing\n")
     transcripts = os.path.join(env.projects_dir, project_folder_name(str(proj / "sub")))
@@ -104,15 +106,16 @@ def test_documents_in_load_order_with_read_only_and_warnings(world, tmp_path):
 def test_the_index_budget_points_at_the_first_character_not_loaded():
     text = "---\nname: x\n---\n" + "".join(f"- [N{i}](n{i}.md)\n" for i in range(205))
     budget = index_budget(text)
-    assert budget.lines == 205 and text[budget.cut_char:].startswith("\n- [N200](n200.md)")
+    assert budget.lines == 205 and text[budget.cut_char :].startswith("\n- [N200](n200.md)")
     assert index_budget("- one\n").cut_char is None
 
 
 def test_git_worktree_roots(tmp_path):
     main = tmp_path / "main"
     main.mkdir()
-    run = lambda *a: subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=main, check=True,
-                                    capture_output=True)
+    run = lambda *a: subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=main, check=True, capture_output=True
+    )
     run("init", "-q")
     put(main / "f", "x")
     run("add", "f")
@@ -187,9 +190,15 @@ def test_the_package_data_patterns_ship_the_whole_claude_demo():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
         patterns = tomllib.load(fh)["tool"]["setuptools"]["package-data"]["keepgui.resources"]
     resources = os.path.join(ROOT, "resources")
-    shipped = {os.path.normpath(p) for pattern in patterns
-               for p in glob.glob(pattern, root_dir=resources, recursive=True)
-               if os.path.isfile(os.path.join(resources, p))}
-    demo = {os.path.relpath(os.path.join(b, f), resources) for b, _d, fs in os.walk(os.path.join(resources, "demo",
-                                                                                               "claude")) for f in fs}
+    shipped = {
+        os.path.normpath(p)
+        for pattern in patterns
+        for p in glob.glob(pattern, root_dir=resources, recursive=True)
+        if os.path.isfile(os.path.join(resources, p))
+    }
+    demo = {
+        os.path.relpath(os.path.join(b, f), resources)
+        for b, _d, fs in os.walk(os.path.join(resources, "demo", "claude"))
+        for f in fs
+    }
     assert len(demo) > 200 and demo <= shipped

@@ -31,11 +31,13 @@ def read(folder, name):
         return fh.read()
 
 
-FACTS = ["The staging database is reset every Sunday at 03:00 UTC.",
-         "Deploys go through the blue-green pipeline, never by hand.",
-         "The user prefers answers in British English with metric units.",
-         "Integration tests need the local S3 emulator on port 9000.",
-         "Release notes are written in the CHANGELOG before tagging."]
+FACTS = [
+    "The staging database is reset every Sunday at 03:00 UTC.",
+    "Deploys go through the blue-green pipeline, never by hand.",
+    "The user prefers answers in British English with metric units.",
+    "Integration tests need the local S3 emulator on port 9000.",
+    "Release notes are written in the CHANGELOG before tagging.",
+]
 
 
 def make_folder(tmp_path):
@@ -63,8 +65,14 @@ def test_review_names_each_change_and_restores_per_entry_and_all(tmp_path, histo
     plan = review(mem, history)
     assert plan.describe() == "1 memory deleted, 1 merged, 2 rewritten, 1 new, index shortened (6 → 3 lines)"
     kinds = {op.targets[0]: op.kind for op in plan.operations}
-    assert kinds == {"t0.md": "removed", "t1.md": "merged", "t2.md": "reworded", "t3.md": "reworded",
-                     "t9.md": "new", "MEMORY.md": "removed"}
+    assert kinds == {
+        "t0.md": "removed",
+        "t1.md": "merged",
+        "t2.md": "reworded",
+        "t3.md": "reworded",
+        "t9.md": "new",
+        "MEMORY.md": "removed",
+    }
     assert not plan.default_selection()  # nothing is restored unless a person chooses it
     one = next(op for op in plan.operations if op.targets == ("t0.md",))
     diff = plan.render([one.id])

@@ -13,9 +13,19 @@ from keepgui.core.claude.layout import djb2_base36, project_folder_name, sanitiz
 from keepgui.core.claude.markdown import decode, find_imports, split_front_matter, strip_comments
 
 
-@pytest.mark.parametrize("units, text", [(29999, "29.3KB"), (45299, "44.2KB"), (26619, "26KB"), (30099, "29.4KB"),
-                                         (26729, "26.1KB"), (25198, "24.6KB"), (25000, "24.4KB"),
-                                         (25856, "25.3KB")])  # the last is an exact half: JS rounds it up
+@pytest.mark.parametrize(
+    "units, text",
+    [
+        (29999, "29.3KB"),
+        (45299, "44.2KB"),
+        (26619, "26KB"),
+        (30099, "29.4KB"),
+        (26729, "26.1KB"),
+        (25198, "24.6KB"),
+        (25000, "24.4KB"),
+        (25856, "25.3KB"),
+    ],
+)  # the last is an exact half: JS rounds it up
 def test_sizes_are_written_like_the_cli_warning(units, text):
     assert format_kb(units) == text
 
@@ -31,14 +41,17 @@ def test_decoding_drops_a_bom_and_replaces_bad_bytes():
     assert decode(b"\xef\xbb\xbf---\nk: v\n---\nbody \xff\xfe") == "---\nk: v\n---\nbody \ufffd\ufffd"
 
 
-@pytest.mark.parametrize("text, body", [
-    ("---\ntitle: x\n---\nbody\n", "body\n"),
-    ("---\ntitle: a --- b\npaths: src/**\n---\nr9\n", "b\npaths: src/**\n---\nr9\n"),  # closing --- mid-line
-    ("---  \npaths: x\n---   \nspaces\n", "spaces\n"),
-    ("---\r\npaths: x\r\n---\r\ncrlf\r\n", "crlf\r\n"),
-    ("\n---\npaths: x\n---\nlead\n", "\n---\npaths: x\n---\nlead\n"),  # a blank line first: no front matter
-    ("---\npaths: x\nno closing\n", "---\npaths: x\nno closing\n"),
-])
+@pytest.mark.parametrize(
+    "text, body",
+    [
+        ("---\ntitle: x\n---\nbody\n", "body\n"),
+        ("---\ntitle: a --- b\npaths: src/**\n---\nr9\n", "b\npaths: src/**\n---\nr9\n"),  # closing --- mid-line
+        ("---  \npaths: x\n---   \nspaces\n", "spaces\n"),
+        ("---\r\npaths: x\r\n---\r\ncrlf\r\n", "crlf\r\n"),
+        ("\n---\npaths: x\n---\nlead\n", "\n---\npaths: x\n---\nlead\n"),  # a blank line first: no front matter
+        ("---\npaths: x\nno closing\n", "---\npaths: x\nno closing\n"),
+    ],
+)
 def test_front_matter_is_split_as_the_cli_splits_it(text, body):
     assert split_front_matter(text).body == body
 
@@ -75,13 +88,25 @@ def test_block_comments_are_removed_as_the_cli_removes_them(text):
 
 
 def test_imports_are_found_only_in_markdown_text():
-    text = ("root @a.md `@code.md` and me@mail.md and (@paren.md) @comma.md, @sp\\ ace.md @frag.md#part\n\n"
-            "```\n@fenced.md\n```\n\n    @indented.md\n\n<div>\n@html.md\n</div>\n\n"
-            "- item @li.md and [link @lt.md](@href.md) ![@img.md](y.png) <@auto.md>\n\n"
-            "\\@esc.md \\\\@bs.md &amp;@ent.md <b>@inl.md</b> @@dbl.md @~/home.md @/abs.md @/ @./dot.md\n")
+    text = (
+        "root @a.md `@code.md` and me@mail.md and (@paren.md) @comma.md, @sp\\ ace.md @frag.md#part\n\n"
+        "```\n@fenced.md\n```\n\n    @indented.md\n\n<div>\n@html.md\n</div>\n\n"
+        "- item @li.md and [link @lt.md](@href.md) ![@img.md](y.png) <@auto.md>\n\n"
+        "\\@esc.md \\\\@bs.md &amp;@ent.md <b>@inl.md</b> @@dbl.md @~/home.md @/abs.md @/ @./dot.md\n"
+    )
     assert [i.path for i in find_imports(text)] == [
-        "a.md", "comma.md,", "sp ace.md", "frag.md", "li.md", "lt.md", "bs.md", "inl.md", "~/home.md", "/abs.md",
-        "./dot.md"]
+        "a.md",
+        "comma.md,",
+        "sp ace.md",
+        "frag.md",
+        "li.md",
+        "lt.md",
+        "bs.md",
+        "inl.md",
+        "~/home.md",
+        "/abs.md",
+        "./dot.md",
+    ]
     assert [i.line for i in find_imports("a\n\nb @x.md\nc @y.md\n")] == [3, 4]
 
 
@@ -92,16 +117,45 @@ def test_the_extension_rule_of_imports():
         assert ext not in IMPORT_EXTENSIONS
 
 
-@pytest.mark.parametrize("front, conditional", [
-    ("paths: src/**", True), ('paths: "**"', False), ("paths: []", False), ('paths:\n  - "src/**"\n  - "**"', True),
-    ('paths: "**/**"', False), ("description: no paths", False), ('paths: ""', False), ("paths: [", True),
-    ("title: [", False), ("paths:", False), ("paths: [1, 2]", False), ("paths: src/**/", True), ('paths: "**/"', True),
-    ('paths: " ** "', False), ('paths: "{**,**}"', False), ('paths: "**, **"', False), ("\tpaths: src", True),
-    ('paths: [""]', False), ('paths: "/**"', False), ("- a\n- b", False), ("paths: ***", True), ("paths: 5", False),
-    ("title: [\npaths: src/**", True), ('\tpaths: "**"', False), ("paths: {a", True), ("paths: ** ", False),
-    ("paths: - src", False), ("Paths: src/**", False), ("globs: src/**", False), ('paths: "src/**" # c', True),
-    ("paths: [**]", True), ('paths: "src/**, lib/**"', True), ('paths: "*"', True), ("paths: yes", True),
-])
+@pytest.mark.parametrize(
+    "front, conditional",
+    [
+        ("paths: src/**", True),
+        ('paths: "**"', False),
+        ("paths: []", False),
+        ('paths:\n  - "src/**"\n  - "**"', True),
+        ('paths: "**/**"', False),
+        ("description: no paths", False),
+        ('paths: ""', False),
+        ("paths: [", True),
+        ("title: [", False),
+        ("paths:", False),
+        ("paths: [1, 2]", False),
+        ("paths: src/**/", True),
+        ('paths: "**/"', True),
+        ('paths: " ** "', False),
+        ('paths: "{**,**}"', False),
+        ('paths: "**, **"', False),
+        ("\tpaths: src", True),
+        ('paths: [""]', False),
+        ('paths: "/**"', False),
+        ("- a\n- b", False),
+        ("paths: ***", True),
+        ("paths: 5", False),
+        ("title: [\npaths: src/**", True),
+        ('\tpaths: "**"', False),
+        ("paths: {a", True),
+        ("paths: ** ", False),
+        ("paths: - src", False),
+        ("Paths: src/**", False),
+        ("globs: src/**", False),
+        ('paths: "src/**" # c', True),
+        ("paths: [**]", True),
+        ('paths: "src/**, lib/**"', True),
+        ('paths: "*"', True),
+        ("paths: yes", True),
+    ],
+)
 def test_which_rules_are_conditional(front, conditional):
     assert bool(rule_globs(front)) is conditional
 
@@ -112,13 +166,16 @@ def test_excludes_match_absolute_paths_with_globs():
     assert excluded_by(["/w/{p,q}/CLAUDE.md"], "/w/q/CLAUDE.md")
 
 
-@pytest.mark.parametrize("path, name", [
-    ("/home/user/work/my-repo", "-home-user-work-my-repo"),
-    ("/Users/alice/Code/my_app.v2", "-Users-alice-Code-my-app-v2"),
-    ("/tmp/ccx/n1/café zoë", "-tmp-ccx-n1-caf--zo-"),
-    ("/tmp/ccx/n1/🚀app", "-tmp-ccx-n1---app"),
-    (unicodedata.normalize("NFD", "/tmp/ccx/n1/nfdé"), "-tmp-ccx-n1-nfde-"),  # no normalisation
-])
+@pytest.mark.parametrize(
+    "path, name",
+    [
+        ("/home/user/work/my-repo", "-home-user-work-my-repo"),
+        ("/Users/alice/Code/my_app.v2", "-Users-alice-Code-my-app-v2"),
+        ("/tmp/ccx/n1/café zoë", "-tmp-ccx-n1-caf--zo-"),
+        ("/tmp/ccx/n1/🚀app", "-tmp-ccx-n1---app"),
+        (unicodedata.normalize("NFD", "/tmp/ccx/n1/nfdé"), "-tmp-ccx-n1-nfde-"),  # no normalisation
+    ],
+)
 def test_project_folder_names(path, name):
     assert project_folder_name(path) == name == sanitize(path)
 

@@ -46,12 +46,19 @@ def md_files(folder):
 
 def test_keep_writes_the_topic_file_and_index_line_the_cli_asks_for(mem, history):
     write(os.path.join(mem, "MEMORY.md"), b"\xef\xbb\xbf# Index\r\n- [Old](old.md) \xe2\x80\x94 old")
-    change = writes.keep(mem, title="Build & test", description="make test: the whole suite", body="Run `make test`.",
-                         kind="project", history=history)
+    change = writes.keep(
+        mem,
+        title="Build & test",
+        description="make test: the whole suite",
+        body="Run `make test`.",
+        kind="project",
+        history=history,
+    )
     assert change.result == "build-test.md"
     assert read(os.path.join(mem, "build-test.md")) == (
         b'---\nname: build-test\ndescription: "make test: the whole suite"\nmetadata:\n  type: project\n---\n\n'
-        b"Run `make test`.\n")
+        b"Run `make test`.\n"
+    )
     # the index keeps its BOM and CRLF, gains the missing line end, then the new line
     assert read(os.path.join(mem, "MEMORY.md")) == (
         "\ufeff# Index\r\n- [Old](old.md) — old\r\n- [Build & test](build-test.md) — make test: the whole suite\r\n"
@@ -74,8 +81,7 @@ def test_keep_is_both_or_neither_when_the_agent_writes_the_index_meanwhile(mem, 
         calls.append(path)
         if path.endswith("MEMORY.md") and source == "keep":
             # another process (the agent) appends its own entry between keepgui's read and write
-            subprocess.run([sys.executable, "-c", f"open({index!r}, 'a').write('- [B](b.md) — agent\\n')"],
-                           check=True)
+            subprocess.run([sys.executable, "-c", f"open({index!r}, 'a').write('- [B](b.md) — agent\\n')"], check=True)
         return real_put(memory_dir, path, data, expect, hist, source)
 
     monkeypatch.setattr(writes, "put", agent_then_put)
@@ -110,10 +116,15 @@ def test_forget_and_restore_from_another_process(mem, tmp_path, history):
     entry_id = change.result
     # another keepgui (a new History over the same folder) restores it: nothing was kept in the memory folder
     assert md_files(mem) == ["MEMORY.md"]
-    code = ("import sys; from keepgui.core.history import History; from keepgui.core.claude import writes; "
-            f"writes.restore({mem!r}, {entry_id!r}, history=History({history.root!r}))")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__)))))
+    code = (
+        "import sys; from keepgui.core.history import History; from keepgui.core.claude import writes; "
+        f"writes.restore({mem!r}, {entry_id!r}, history=History({history.root!r}))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     assert read(topic) == b"---\nname: gone\n---\nfact\n" and read(index) == original_index
     assert writes.pending_forgets(mem, history) == []
 
@@ -169,13 +180,19 @@ def test_refusals_name_the_file(mem, tmp_path, history):
     managed = tmp_path / "managed"
     write(str(managed / "CLAUDE.md"), b"policy\n")
     with pytest.raises(ReadOnly, match="organisation"):
-        writes.save_instruction(str(managed / "CLAUDE.md"), b"x", fsio.current_stamp(str(managed / "CLAUDE.md")),
-                                managed_dir=str(managed), history=history)
+        writes.save_instruction(
+            str(managed / "CLAUDE.md"),
+            b"x",
+            fsio.current_stamp(str(managed / "CLAUDE.md")),
+            managed_dir=str(managed),
+            history=history,
+        )
     settings = tmp_path / "proj" / ".claude" / "settings.json"
     write(str(settings), b"{}")
     with pytest.raises(ReadOnly, match="settings"):
-        writes.save_instruction(str(settings), b"{}", fsio.current_stamp(str(settings)), managed_dir=str(managed),
-                                history=history)
+        writes.save_instruction(
+            str(settings), b"{}", fsio.current_stamp(str(settings)), managed_dir=str(managed), history=history
+        )
 
 
 def test_a_linked_memory_file_is_saved_through_its_link(mem, tmp_path, history):
@@ -197,13 +214,17 @@ def test_a_linked_memory_file_is_saved_through_its_link(mem, tmp_path, history):
 
 def test_front_matter_edits_keep_every_other_byte(mem, history):
     path = os.path.join(mem, "m.md")
-    write(path, b"---\r\nname: m\r\ncustom: [a, b]\r\nmetadata:\r\n  type: user\r\n  other: 1\r\nmodified: x\r\n---\r\n"
-                b"\r\nBody line.\r\n")
+    write(
+        path,
+        b"---\r\nname: m\r\ncustom: [a, b]\r\nmetadata:\r\n  type: user\r\n  other: 1\r\nmodified: x\r\n---\r\n"
+        b"\r\nBody line.\r\n",
+    )
     topic = read_folder(mem).topic("m.md")
     writes.edit_memory(mem, "m.md", topic.stamp, type="feedback", description="a: b", history=history)
     text = read(path).decode()
-    assert text.startswith("---\r\nname: m\r\ncustom: [a, b]\r\nmetadata:\r\n  type: feedback\r\n  other: 1\r\n"
-                           "modified: 20")
+    assert text.startswith(
+        "---\r\nname: m\r\ncustom: [a, b]\r\nmetadata:\r\n  type: feedback\r\n  other: 1\r\nmodified: 20"
+    )
     assert text.endswith('description: "a: b"\r\n---\r\n\r\nBody line.\r\n')
     plain = os.path.join(mem, "plain.md")
     write(plain, b"no front matter\n")
@@ -241,8 +262,11 @@ def test_nothing_the_agent_writes_is_lost_while_keepgui_keeps(mem, history):
     try:
         for i in range(60):
             try:
-                kept.append(writes.keep(mem, title=f"Mine {i}", description=f"fact {i}", body=f"fact {i}",
-                                        kind="user", history=history).result)
+                kept.append(
+                    writes.keep(
+                        mem, title=f"Mine {i}", description=f"fact {i}", body=f"fact {i}", kind="user", history=history
+                    ).result
+                )
             except Conflict:
                 refused += 1
     finally:

@@ -22,8 +22,9 @@ def dd(data_dir):
 
 
 def test_save_list_edit_pin_delete_restore_supersede(dd, data_dir):
-    code, out, _ = run(["save", "main", "User prefers formal writing", "--entity", "User", "--tag", "Style",
-                        "--pin", "--json", *dd])
+    code, out, _ = run(
+        ["save", "main", "User prefers formal writing", "--entity", "User", "--tag", "Style", "--pin", "--json", *dd]
+    )
     assert code == 0
     saved = json.loads(out)
     assert saved["created"] is True and saved["memory"]["entities"] == ["user"] and saved["memory"]["pinned"]
@@ -44,8 +45,9 @@ def test_save_list_edit_pin_delete_restore_supersede(dd, data_dir):
     assert code == 0
     code, _, err = run(["supersede", "main", mid, "--by", mid, *dd])
     assert code == 1 and "cannot supersede itself" in err
-    lines = [line for line in (data_dir / "main" / "memories.jsonl").read_bytes().splitlines(keepends=True)
-             if line != b"\n"]  # each append begins with its own newline (spec §1.6a)
+    lines = [
+        line for line in (data_dir / "main" / "memories.jsonl").read_bytes().splitlines(keepends=True) if line != b"\n"
+    ]  # each append begins with its own newline (spec §1.6a)
     assert len(lines) == 8
     for line in lines:
         assert parse_line(line.rstrip(b"\n")).to_line() == line
@@ -53,8 +55,7 @@ def test_save_list_edit_pin_delete_restore_supersede(dd, data_dir):
 
 def test_memories_json_prints_the_stored_lines(dd, data_dir):
     (data_dir / "b").mkdir()
-    stored = ('{"id":"fp1","text":"hand written","confidence":"stated","created_at":5,"updated_at":5,'
-              '"extra":"kept"}')
+    stored = '{"id":"fp1","text":"hand written","confidence":"stated","created_at":5,"updated_at":5,"extra":"kept"}'
     (data_dir / "b" / "memories.jsonl").write_text(stored + "\n")
     code, out, _ = run(["memories", "b", "--json", *dd])
     assert code == 0 and out == stored + "\n"
@@ -85,8 +86,9 @@ def test_banks_rules_and_rule_set(dd, data_dir, tmp_path):
     assert code == 1 and "must match" in err
     code, out, _ = run(["banks", "--json", *dd])
     banks = json.loads(out)["banks"]
-    assert banks == [{"name": "blog", "description": "The blog", "memories": 0, "pinned": 0, "rules": 1,
-                      "readable": True}]
+    assert banks == [
+        {"name": "blog", "description": "The blog", "memories": 0, "pinned": 0, "rules": 1, "readable": True}
+    ]
 
 
 def test_bank_trash_and_restore(dd, data_dir):
@@ -101,11 +103,13 @@ def test_bank_trash_and_restore(dd, data_dir):
 
 
 def test_errors_are_one_line_and_nonzero(dd):
-    for argv, needle in ((["memories", "nope", *dd], "not found"),
-                         (["pin", "main", "fp0", *dd], "not found"),
-                         (["save", "main", "ab", *dd], "3..2000"),
-                         (["save", "Bad Name", "some text", *dd], "must match"),
-                         (["edit", "main", "fp0", *dd], "nothing to change")):
+    for argv, needle in (
+        (["memories", "nope", *dd], "not found"),
+        (["pin", "main", "fp0", *dd], "not found"),
+        (["save", "main", "ab", *dd], "3..2000"),
+        (["save", "Bad Name", "some text", *dd], "must match"),
+        (["edit", "main", "fp0", *dd], "nothing to change"),
+    ):
         code, out, err = run(argv)
         assert code == 1 and needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
@@ -144,11 +148,31 @@ def test_demo_is_a_fresh_copy_and_the_package_is_untouched():
     demo = os.path.join(ROOT, "resources", "demo")
     before = tree_digest(demo)
     env = {**os.environ, "PYTHONPATH": ROOT}
-    done = subprocess.run([sys.executable, "-m", "keepgui", "--demo", "--reload-command", "", "save", "main",
-                           "a memory saved in the demo"], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "keepgui",
+            "--demo",
+            "--reload-command",
+            "",
+            "save",
+            "main",
+            "a memory saved in the demo",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
-    done = subprocess.run([sys.executable, "-m", "keepgui", "--demo", "banks", "--json"], capture_output=True,
-                          text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "keepgui", "--demo", "banks", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     banks = {b["name"]: b for b in json.loads(done.stdout)["banks"]}
     assert set(banks) == {"main", "blog", "coding"} and all(b["readable"] for b in banks.values())
     assert sum(b["memories"] for b in banks.values()) >= 70
@@ -177,8 +201,13 @@ def test_demo_data_is_healthy_and_has_history():
 
 
 def test_version_and_module_entry_point():
-    done = subprocess.run([sys.executable, "-m", "keepgui", "--version"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT}, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "keepgui", "--version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.startswith("keepgui ")
 
 
@@ -187,6 +216,7 @@ def test_doctor_notes_an_unterminated_last_line_without_failing(dd, data_dir):
     line = (data_dir / "main" / "memories.jsonl").read_bytes().split(b"\n")[1]
     other = line.replace(b"a good memory", b"a good memory!").replace(b'"revision":0', b'"revision":0')
     from keepgui.core.iii.record import fingerprint
+
     other = other.replace(fingerprint("a good memory").encode(), fingerprint("a good memory!").encode())
     with open(data_dir / "main" / "memories.jsonl", "ab") as fh:
         fh.write(other)  # no newline: the worker reads it as a record; a write may be in progress
@@ -196,12 +226,15 @@ def test_doctor_notes_an_unterminated_last_line_without_failing(dd, data_dir):
     assert out.count("\n") == 2 and "a good memory!" in out
 
 
-@pytest.mark.parametrize("argv", [
-    [b"save", b"main", b"caf\xe9 au lait memory"],
-    [b"save", b"main", b"a lone surrogate \xed\xa0\x80 here"],
-    [b"save", b"main", b"fine text here", b"--tag", b"t\xff"],
-    [b"keep", b"caf\xe9 is a fact"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [b"save", b"main", b"caf\xe9 au lait memory"],
+        [b"save", b"main", b"a lone surrogate \xed\xa0\x80 here"],
+        [b"save", b"main", b"fine text here", b"--tag", b"t\xff"],
+        [b"keep", b"caf\xe9 is a fact"],
+    ],
+)
 def test_text_arguments_that_are_not_utf8_are_one_error_and_write_nothing(tmp_path, argv):
     """#13.3: these ended in a UnicodeEncodeError traceback (and save had created the bank first)."""
     import subprocess
@@ -215,9 +248,14 @@ def test_text_arguments_that_are_not_utf8_are_one_error_and_write_nothing(tmp_pa
     data_dir = tmp_path / "memory"
     data_dir.mkdir()
     before = disk_state(str(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "keepgui", "--data-dir", str(data_dir), "--workspace",
-                           str(workspace), *argv], capture_output=True, cwd=ROOT,
-                          env=child_env(PYTHONIOENCODING="utf-8"), stdin=subprocess.DEVNULL, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "keepgui", "--data-dir", str(data_dir), "--workspace", str(workspace), *argv],
+        capture_output=True,
+        cwd=ROOT,
+        env=child_env(PYTHONIOENCODING="utf-8"),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     err = done.stderr.decode("utf-8")
     assert done.returncode == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert "is not valid UTF-8 text" in err and "nothing was written" in err

@@ -101,8 +101,10 @@ def test_compact_stale_between_plan_and_apply_is_refused(ws, monkeypatch):
 
 def test_compact_via(ws, tmp_path):
     fake = tmp_path / "fake-llm.py"
-    fake.write_text("import sys\nseen=set()\nfor l in sys.stdin:\n    k=l.strip('-* .\\n').lower()\n"
-                    "    if k not in seen:\n        seen.add(k); print(l, end='')\n")
+    fake.write_text(
+        "import sys\nseen=set()\nfor l in sys.stdin:\n    k=l.strip('-* .\\n').lower()\n"
+        "    if k not in seen:\n        seen.add(k); print(l, end='')\n"
+    )
     via = shlex.join([sys.executable, str(fake)])
     code, out, _ = run(["compact", "--workspace", ws, "--via", via])
     assert code == 0 and "Removed duplicates (still covered):" in out
@@ -116,11 +118,23 @@ def test_compact_bank(data_dir):
     datadir = DataDir(data_dir)
     bank, _ = datadir.ensure_bank("main")
     with open(os.path.join(bank.path, "memories.jsonl"), "ab") as fh:
-        for i, text in enumerate(("The API port is 3000", "the api port is 3000!", "Alice manages Bob",
-                                  "Bob manages Alice")):
-            fh.write(Memory(id=fingerprint(text), text=text, entities=(), tags=(), confidence="stated",
-                            corroboration=0, pinned=False, created_at=100 + i, updated_at=100 + i,
-                            revision=0).to_line())
+        for i, text in enumerate(
+            ("The API port is 3000", "the api port is 3000!", "Alice manages Bob", "Bob manages Alice")
+        ):
+            fh.write(
+                Memory(
+                    id=fingerprint(text),
+                    text=text,
+                    entities=(),
+                    tags=(),
+                    confidence="stated",
+                    corroboration=0,
+                    pinned=False,
+                    created_at=100 + i,
+                    updated_at=100 + i,
+                    revision=0,
+                ).to_line()
+            )
     base = ["compact", "--bank", "main", "--data-dir", str(data_dir), "--reload-command", ""]
     code, out, _ = run(base)
     assert code == 0 and "1 of 2 operations selected · 4 → 3 memories" in out
@@ -152,8 +166,13 @@ def test_compact_refuses_both_sources(ws, data_dir):
 
 def rewrite(ws):
     KeepStore(Workspace(ws)).load()
-    write(os.path.join(ws, "keep.md"), KEEP.replace("- Blood type is A+\n", "").replace(
-        "- Sister Ana lives in Berlin\n", "- Sister Ana lives in Berlin now\n") + "- Loves trams\n")
+    write(
+        os.path.join(ws, "keep.md"),
+        KEEP.replace("- Blood type is A+\n", "").replace(
+            "- Sister Ana lives in Berlin\n", "- Sister Ana lives in Berlin now\n"
+        )
+        + "- Loves trams\n",
+    )
 
 
 def test_review_prints_restore_commands_that_work(ws):
@@ -163,8 +182,11 @@ def test_review_prints_restore_commands_that_work(ws):
     lines = out.splitlines()
     commands = [line.split("restore it: ", 1)[1] for line in lines if "restore it: " in line]
     assert len(commands) == 3
-    removed_cmd = next(line.split("restore it: ", 1)[1] for i, line in enumerate(lines)
-                       if "restore it: " in line and "Blood type" in lines[i - 1])
+    removed_cmd = next(
+        line.split("restore it: ", 1)[1]
+        for i, line in enumerate(lines)
+        if "restore it: " in line and "Blood type" in lines[i - 1]
+    )
     argv = shlex.split(removed_cmd)
     assert argv[0] == "keepgui"
     code, out, _ = run(argv[1:])
@@ -206,6 +228,5 @@ def test_review_memory_md_needs_confirm_dream(ws):
     assert code == 0 and "--file MEMORY.md --restore" in out and "--confirm-dream" in out
     code, _out, err = run(["review", "--workspace", ws, "--file", "MEMORY.md", "--restore", "all"])
     assert code == 1 and "managed by Dream" in err
-    code, _out, _err = run(["review", "--workspace", ws, "--file", "MEMORY.md", "--restore", "all",
-                            "--confirm-dream"])
+    code, _out, _err = run(["review", "--workspace", ws, "--file", "MEMORY.md", "--restore", "all", "--confirm-dream"])
     assert code == 0 and "Sister Ana lives in Berlin" in read(memory).decode()

@@ -12,7 +12,12 @@ import pytest
 from keepgui.core.compaction import ChangedSince, StalePlan, UndoJournal, load_applied
 from keepgui.core.history import History
 from keepgui.core.nanobot.compact import (
-    FileApplied, compose, plan_keep, strip_dates, strip_stamps, Edit,
+    FileApplied,
+    compose,
+    plan_keep,
+    strip_dates,
+    strip_stamps,
+    Edit,
 )
 from keepgui.core.nanobot.keep import KeepStore
 from keepgui.core.nanobot.keepmd import KeepDoc, contains, normalise
@@ -53,15 +58,18 @@ def dropped_texts(plan, selection=None):
 def assert_nothing_lost(plan, workspace, selection=None):
     """Every entry a selection drops is still said: by a remaining entry, MEMORY.md, USER.md or AGENTS.md."""
     gone, after = dropped_texts(plan, selection)
-    elsewhere = [normalise(line.lstrip("-* ")) for rel in ("memory/MEMORY.md", "USER.md", "AGENTS.md")
-                 for line in (read(workspace.path(rel)).decode() if os.path.exists(workspace.path(rel)) else "")
-                 .splitlines()]
+    elsewhere = [
+        normalise(line.lstrip("-* "))
+        for rel in ("memory/MEMORY.md", "USER.md", "AGENTS.md")
+        for line in (read(workspace.path(rel)).decode() if os.path.exists(workspace.path(rel)) else "").splitlines()
+    ]
     agents_after = plan.agents_after(selection)
     if agents_after:
         elsewhere += [normalise(line.lstrip("-* ")) for line in agents_after.decode().splitlines()]
     for entry in gone:
         covered = any(contains(e.key, entry.key) for e in after.entries) or any(
-            contains(line, entry.key) for line in elsewhere)
+            contains(line, entry.key) for line in elsewhere
+        )
         assert covered, f"`{entry.text}` was dropped although nothing else says it"
 
 
@@ -128,8 +136,9 @@ def test_rules_stay_put_when_agents_md_is_not_utf8(tmp_path, history):
 
 
 def test_appending_to_agents_md_keeps_its_style(tmp_path, history):
-    ws = Workspace(make_workspace(tmp_path / "ws", keep=SMALL, memory=MEMORY,
-                                  agents="\ufeff# Agents\r\n\r\n- Be brief".encode()))
+    ws = Workspace(
+        make_workspace(tmp_path / "ws", keep=SMALL, memory=MEMORY, agents="\ufeff# Agents\r\n\r\n- Be brief".encode())
+    )
     after = plan_keep(ws, history=history).agents_after()
     assert after == "\ufeff# Agents\r\n\r\n- Be brief\r\n- Always answer in English\r\n".encode()
 
@@ -155,7 +164,8 @@ def test_dates_and_stamps():
     assert strip_stamps("Flight to Tokyo on 2025-10-12 at 08:40") is None
     assert strip_dates("Moved to Lisbon from Porto in March 2019") == "Moved to Lisbon from Porto"
     assert strip_dates("Dead end: tried GORM in 2022, dropped it — too much magic") == (
-        "Dead end: tried GORM, dropped it — too much magic")
+        "Dead end: tried GORM, dropped it — too much magic"
+    )
     assert strip_dates("Had a knee injury in 2023 — no running downhill") == "Had a knee injury — no running downhill"
     assert strip_dates("Prefers tea (2024-05-01)") == "Prefers tea"
     assert strip_dates("2024-05-01: started learning Japanese") == "started learning Japanese"
@@ -199,8 +209,13 @@ def word(n: int) -> str:
     return out + "x"
 
 
-RULES = ["Always reply in Portuguese", "Never use emoji in replies", "Do not summarise unless asked",
-         "Use metric units in every answer", "When you write code, add type hints"]
+RULES = [
+    "Always reply in Portuguese",
+    "Never use emoji in replies",
+    "Do not summarise unless asked",
+    "Use metric units in every answer",
+    "When you write code, add type hints",
+]
 
 
 def build_170(root):
@@ -241,15 +256,22 @@ def test_demo_plan_is_sensible(tmp_path, history):
     counts = plan.counts()
     assert (counts.before, counts.target) == (161, 120) and counts.after < 161 and counts.remaining > 0
     selected = [op for op in plan.operations if op.selected]
-    assert {op.kind for op in selected} <= {"blank", "duplicate", "contained", "stated-elsewhere", "move-to-agents",
-                                            "undate"}
+    assert {op.kind for op in selected} <= {
+        "blank",
+        "duplicate",
+        "contained",
+        "stated-elsewhere",
+        "move-to-agents",
+        "undate",
+    }
     dup_texts = {op.before[0] for op in ops_by_kind(plan, "duplicate")}
     assert dup_texts == {"Allergic to penicillin", "Has a beagle named Biscuit"}
     moved = {op.before[0] for op in ops_by_kind(plan, "move-to-agents")}
     assert moved == {"Always answer in English, even when asked in Portuguese", "Never use em-dashes in replies"}
     near = {op.before for op in ops_by_kind(plan, "near-duplicate")}
-    assert ("Prefers green tea", "Prefers tea") in near and all(not op.selected for op in
-                                                                ops_by_kind(plan, "near-duplicate"))
+    assert ("Prefers green tea", "Prefers tea") in near and all(
+        not op.selected for op in ops_by_kind(plan, "near-duplicate")
+    )
     assert "- Prefers tea\n" in plan.after_text() and "- Birthday is 1988-03-14\n" in plan.after_text()
     assert_nothing_lost(plan, ws)
     assert any(n.code == "choose-by-hand" for n in plan.notices)
@@ -335,8 +357,10 @@ def test_a_keep_through_keepgui_also_makes_the_plan_stale(small, history):
 
 
 def test_undo_restores_the_exact_previous_bytes(tmp_path, history):
-    original = ("\ufeff- Prefers tea\r\n- prefers tea.\r\n\r\n- Always answer in English\r\n"
-                "- Vegetarian\r\n- Vegetarian, eats fish\r\n- Lives in Lisbon (added 2025-03-01)").encode()
+    original = (
+        "\ufeff- Prefers tea\r\n- prefers tea.\r\n\r\n- Always answer in English\r\n"
+        "- Vegetarian\r\n- Vegetarian, eats fish\r\n- Lives in Lisbon (added 2025-03-01)"
+    ).encode()
     ws = Workspace(make_workspace(tmp_path / "ws", keep=original))
     assert not os.path.exists(ws.agents_md)
     plan = plan_keep(ws, history=history)
@@ -408,8 +432,9 @@ def test_a_large_keep_md_is_planned_without_comparing_every_pair(tmp_path, monke
 
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)
-    (root / "memory" / "MEMORY.md").write_text("# Memory\n" + "".join(f"- fact {i} about dashboards\n"
-                                                                    for i in range(50)))
+    (root / "memory" / "MEMORY.md").write_text(
+        "# Memory\n" + "".join(f"- fact {i} about dashboards\n" for i in range(50))
+    )
     (root / "keep.md").write_text(make_keep_md(6_000))
     calls = {"n": 0}
     real = keepmd.contains

@@ -9,14 +9,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from keepgui.core.compaction import (
-    Counts, Plan, UndoJournal, make_operation, near_duplicates, near_duplicates_pairwise, operation_id,
+    Counts,
+    Plan,
+    UndoJournal,
+    make_operation,
+    near_duplicates,
+    near_duplicates_pairwise,
+    operation_id,
     words_only_in,
 )
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import History
 
-WORDS = ("tea green prefers coffee likes like cat cats runs ran the a of in on lisbon porto go postgres teas "
-         "prefer x y z ab abc abd café 日本語 14:00 never always").split()
+WORDS = (
+    "tea green prefers coffee likes like cat cats runs ran the a of in on lisbon porto go postgres teas "
+    "prefer x y z ab abc abd café 日本語 14:00 never always"
+).split()
 
 
 def sentence(rng: random.Random) -> str:
@@ -24,7 +32,7 @@ def sentence(rng: random.Random) -> str:
     text = rng.choice((" ", ", ", "  ", "-")).join(words)
     if text and rng.random() < 0.4:  # a typo, so the sorted-characters branch is needed
         i = rng.randrange(len(text))
-        text = text[:i] + rng.choice("abcdefgh -.,") + text[i + 1:]
+        text = text[:i] + rng.choice("abcdefgh -.,") + text[i + 1 :]
     return text
 
 
@@ -37,8 +45,9 @@ def test_near_duplicates_equal_the_pairwise_loop(seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet="abcde fgh.,-ÉéИи1", max_size=30), max_size=25),
-       st.sampled_from([50.0, 70.0, 85.0, 95.0]))
+@given(
+    st.lists(st.text(alphabet="abcde fgh.,-ÉéИи1", max_size=30), max_size=25), st.sampled_from([50.0, 70.0, 85.0, 95.0])
+)
 def test_near_duplicates_equal_the_pairwise_loop_on_any_text(texts, threshold):
     assert near_duplicates(texts, threshold) == near_duplicates_pairwise(texts, threshold)
 
@@ -54,7 +63,8 @@ def test_near_duplicates_examples():
 
 def test_words_only_in():
     assert words_only_in("Vegetarian, but eats fish occasionally", "Vegetarian but eats fish now and then") == [
-        "occasionally"]
+        "occasionally"
+    ]
 
 
 def test_operation_ids_follow_the_content():
@@ -84,18 +94,23 @@ class ToyPlan(Plan):
 
 @pytest.fixture
 def toy():
-    ops = [make_operation("near-duplicate", ["a"], ["A"], [], "judgement"),
-           make_operation("duplicate", ["b"], ["B"], [], "safe", selected=True),
-           make_operation("report-only", ["c"], ["C"], [], "report", applicable=False),
-           make_operation("duplicate", ["d"], ["D"], [], "safe too", selected=True)]
+    ops = [
+        make_operation("near-duplicate", ["a"], ["A"], [], "judgement"),
+        make_operation("duplicate", ["b"], ["B"], [], "safe", selected=True),
+        make_operation("report-only", ["c"], ["C"], [], "report", applicable=False),
+        make_operation("duplicate", ["d"], ["D"], [], "safe too", selected=True),
+    ]
     return ToyPlan(ops, subject="toy")
 
 
 def test_operations_are_ordered_by_kind_and_numbered(toy):
     assert [op.kind for op in toy.operations] == ["duplicate", "duplicate", "near-duplicate", "report-only"]
     assert [op.number for op in toy.operations] == [1, 2, 3, 4]
-    assert [g.label for g in toy.groups()] == ["Exact duplicates", "Near-duplicates (judgement call)",
-                                               "Same words, different order (report only)"]
+    assert [g.label for g in toy.groups()] == [
+        "Exact duplicates",
+        "Near-duplicates (judgement call)",
+        "Same words, different order (report only)",
+    ]
 
 
 def test_selection_specs(toy):

@@ -74,10 +74,13 @@ def test_review_describes_the_rewrite_entry_by_entry(rewritten, history):
     assert [op.after for op in kinds["deduplicated"]] == [("Allergic to penicillin",)]
     merged = {op.before: op.after for op in kinds["merged"]}
     assert merged[("Runs along the Tagus every Saturday morning",)] == (
-        "Runs on Saturday mornings along the Tagus", "Runs along the Tagus on Saturday mornings")
+        "Runs on Saturday mornings along the Tagus",
+        "Runs along the Tagus on Saturday mornings",
+    )
     assert merged[("Prefers green tea",)] == ("Prefers tea", "Prefers green tea")
     assert [(op.before, op.after) for op in kinds["reworded"]] == [
-        (("Green tea only; never coffee after 14:00",), ("Drinks green tea, never coffee after 14:00",))]
+        (("Green tea only; never coffee after 14:00",), ("Drinks green tea, never coffee after 14:00",))
+    ]
     assert [op.before for op in kinds["new"]] == [("Loves Lisbon trams",)]
     assert not any(op.selected for kind in ("merged", "reworded", "new", "deduplicated") for op in kinds[kind])
     codes = {n.code for n in plan.notices}
@@ -188,7 +191,7 @@ def test_review_of_memory_md_needs_confirmation(tmp_path, history):
 # ---------------------------------------------------------------------- --via
 
 
-COMPACTOR = textwrap.dedent('''
+COMPACTOR = textwrap.dedent("""
     import sys
     lines = sys.stdin.read().splitlines()
     print("Here is the compacted keep.md:")
@@ -207,7 +210,7 @@ COMPACTOR = textwrap.dedent('''
         print(line)
     print("- Loves Lisbon trams")
     print("```")
-''')
+""")
 
 
 def script(tmp_path, name, body):
@@ -222,9 +225,10 @@ def test_via_turns_the_commands_rewrite_into_a_plan(tmp_path, history):
     kinds = by_kind(plan)
     assert [op.before for op in kinds["deduplicated"]] == [("Allergic to penicillin",)]
     assert kinds["deduplicated"][0].selected  # lossless: the other copy stays
-    assert [op.before for op in kinds["merged"]] == [("Prefers tea",),
-                                                    ("Runs on Saturday mornings along the Tagus",
-                                                     "Runs along the Tagus on Saturday mornings")]
+    assert [op.before for op in kinds["merged"]] == [
+        ("Prefers tea",),
+        ("Runs on Saturday mornings along the Tagus", "Runs along the Tagus on Saturday mornings"),
+    ]
     assert not any(op.selected for op in kinds["merged"])
     assert [op.after for op in kinds["new"]] == [("Loves Lisbon trams",)] and not kinds["new"][0].selected
     assert any(n.code == "ignored-lines" for n in plan.notices)  # the chatter and fences were not taken
@@ -242,10 +246,14 @@ def test_via_errors_are_clear_and_write_nothing(tmp_path, history):
     ws = Workspace(make_workspace(tmp_path / "ws", keep=BEFORE))
     cases = [
         (script(tmp_path, "slow.py", "import time\ntime.sleep(30)\n"), "did not finish within 1 s"),
-        (script(tmp_path, "fail.py", "import sys\nsys.stderr.write('model not found\\n')\nsys.exit(3)\n"),
-         "failed with exit status 3 (model not found)"),
-        (script(tmp_path, "bytes.py", "import sys\nsys.stdout.buffer.write(b'- caf\\xe9\\n')\n"),
-         "not UTF-8 (at byte 5)"),
+        (
+            script(tmp_path, "fail.py", "import sys\nsys.stderr.write('model not found\\n')\nsys.exit(3)\n"),
+            "failed with exit status 3 (model not found)",
+        ),
+        (
+            script(tmp_path, "bytes.py", "import sys\nsys.stdout.buffer.write(b'- caf\\xe9\\n')\n"),
+            "not UTF-8 (at byte 5)",
+        ),
         (script(tmp_path, "quiet.py", "pass\n"), "printed nothing"),
         (["keepgui-no-such-command-xyz"], "was not found"),
     ]
@@ -259,10 +267,12 @@ def test_via_errors_are_clear_and_write_nothing(tmp_path, history):
 def test_via_timeout_stops_what_the_command_started(tmp_path, history):
     ws = Workspace(make_workspace(tmp_path / "ws", keep=BEFORE))
     marker = tmp_path / "child.pid"
-    body = ("import subprocess, sys, time\n"
-            f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
-            f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
-            "time.sleep(30)\n")
+    body = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(30)\n"
+    )
     with pytest.raises(KeepguiError, match="did not finish"):
         rewrite_via(ws, script(tmp_path, "spawner.py", body), timeout=1, history=history)
     pid = int(marker.read_text())

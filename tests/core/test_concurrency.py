@@ -28,8 +28,9 @@ def test_contended_reinforcements_are_computed_under_the_lock(tmp_path):
     A reinforcement computed from a stale copy would repeat a revision or
     lose a corroboration; both are counted.
     """
-    r = concurrent_writers(str(tmp_path), keepgui_procs=3, records_each=250, worker_style_records=0, seed=2,
-                           max_batch=3, shared_every=1)
+    r = concurrent_writers(
+        str(tmp_path), keepgui_procs=3, records_each=250, worker_style_records=0, seed=2, max_batch=3, shared_every=1
+    )
     assert r["lost"] == 0 and r["bad_lines"] == 0 and r["interleaved"] == 0
     assert r["lost_reinforcements"] == 0 and r["repeated_revisions"] == 0
     assert r["lines"] == r["expected_lines"]

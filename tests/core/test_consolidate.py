@@ -16,8 +16,18 @@ from keepgui.core.iii.store import DataDir
 
 def row(mid: str, text: str, pinned: bool = False, corroboration: int = 0, created_at: int = 0) -> Memory:
     """A live memory as ``memory::list`` returns it (only the fields consolidation reads matter)."""
-    return Memory(id=mid, text=text, entities=(), tags=(), confidence="stated", corroboration=corroboration,
-                  pinned=pinned, created_at=created_at, updated_at=created_at, revision=0)
+    return Memory(
+        id=mid,
+        text=text,
+        entities=(),
+        tags=(),
+        confidence="stated",
+        corroboration=corroboration,
+        pinned=pinned,
+        created_at=created_at,
+        updated_at=created_at,
+        revision=0,
+    )
 
 
 def shape(groups):
@@ -40,56 +50,90 @@ def test_normalize_uses_rusts_alphanumeric():
 
 
 def test_vector_normalized_duplicates_write_and_a_lone_reorder_is_not_reported():
-    groups = plan_groups([
-        row("fp1", "User publishes on Tuesday mornings.", corroboration=2, created_at=100),
-        row("fp2", "user publishes on tuesday mornings", created_at=200),
-        row("fp3", "On Tuesday mornings user publishes", created_at=300),
-        row("fp4", "Something entirely different", created_at=400),
-    ])
+    groups = plan_groups(
+        [
+            row("fp1", "User publishes on Tuesday mornings.", corroboration=2, created_at=100),
+            row("fp2", "user publishes on tuesday mornings", created_at=200),
+            row("fp3", "On Tuesday mornings user publishes", created_at=300),
+            row("fp4", "Something entirely different", created_at=400),
+        ]
+    )
     assert shape(groups) == [("fp1", ["fp2"], [], False)]
 
 
 def test_vector_word_order_twins_are_report_only():
-    groups = plan_groups([row("fpa", "Alice manages Bob", created_at=100),
-                          row("fpb", "Bob manages Alice", created_at=200)])
+    groups = plan_groups(
+        [row("fpa", "Alice manages Bob", created_at=100), row("fpb", "Bob manages Alice", created_at=200)]
+    )
     assert len(groups) == 1 and groups[0].report_only
 
 
 def test_vector_one_differing_word_means_no_group():
-    assert plan_groups([row("fp1", "User always publishes on Tuesdays", created_at=100),
-                        row("fp2", "User never publishes on Tuesdays", created_at=200)]) == []
+    assert (
+        plan_groups(
+            [
+                row("fp1", "User always publishes on Tuesdays", created_at=100),
+                row("fp2", "User never publishes on Tuesdays", created_at=200),
+            ]
+        )
+        == []
+    )
 
 
 def test_vector_pinned_always_wins_over_corroboration():
-    groups = plan_groups([row("fp1", "the api port is 3000", corroboration=9, created_at=100),
-                          row("fp2", "The API port is 3000!", pinned=True, created_at=200)])
+    groups = plan_groups(
+        [
+            row("fp1", "the api port is 3000", corroboration=9, created_at=100),
+            row("fp2", "The API port is 3000!", pinned=True, created_at=200),
+        ]
+    )
     assert shape(groups) == [("fp2", ["fp1"], [], False)]
 
 
 def test_vector_two_pinned_duplicates_give_a_group_without_losers():
-    groups = plan_groups([row("fp1", "keep me", pinned=True, created_at=100),
-                          row("fp2", "Keep me!", pinned=True, created_at=200)])
+    groups = plan_groups(
+        [row("fp1", "keep me", pinned=True, created_at=100), row("fp2", "Keep me!", pinned=True, created_at=200)]
+    )
     assert shape(groups) == [("fp1", [], ["fp2"], False)]
-    assert groups[0].to_obj() == {"winner_id": "fp1", "winner_text": "keep me", "loser_ids": [], "loser_texts": [],
-                                  "skipped_pinned": ["fp2"]}
+    assert groups[0].to_obj() == {
+        "winner_id": "fp1",
+        "winner_text": "keep me",
+        "loser_ids": [],
+        "loser_texts": [],
+        "skipped_pinned": ["fp2"],
+    }
 
 
 def test_vector_corroboration_beats_age_and_age_beats_id():
-    groups = plan_groups([row("fpz", "same words", created_at=100), row("fpa", "same words!", created_at=100),
-                          row("fpm", "SAME words", corroboration=3, created_at=900)])
+    groups = plan_groups(
+        [
+            row("fpz", "same words", created_at=100),
+            row("fpa", "same words!", created_at=100),
+            row("fpm", "SAME words", corroboration=3, created_at=900),
+        ]
+    )
     assert shape(groups) == [("fpm", ["fpa", "fpz"], [], False)]
 
 
 def test_vector_mixed_pinned_and_plain_losers():
-    groups = plan_groups([row("fp1", "keep this memory", corroboration=5, created_at=100),
-                          row("fp2", "Keep this memory!", pinned=True, created_at=200),
-                          row("fp3", "keep THIS memory", created_at=300)])
+    groups = plan_groups(
+        [
+            row("fp1", "keep this memory", corroboration=5, created_at=100),
+            row("fp2", "Keep this memory!", pinned=True, created_at=200),
+            row("fp3", "keep THIS memory", created_at=300),
+        ]
+    )
     assert shape(groups) == [("fp2", ["fp1", "fp3"], [], False)]
 
 
 def test_vector_a_reordering_of_a_writable_member_stays_out():
-    groups = plan_groups([row("fp1", "alpha beta gamma", created_at=100), row("fp2", "Alpha beta gamma!", created_at=200),
-                          row("fp3", "gamma beta alpha", created_at=300)])
+    groups = plan_groups(
+        [
+            row("fp1", "alpha beta gamma", created_at=100),
+            row("fp2", "Alpha beta gamma!", created_at=200),
+            row("fp3", "gamma beta alpha", created_at=300),
+        ]
+    )
     writable = [g for g in groups if not g.report_only]
     assert shape(writable) == [("fp1", ["fp2"], [], False)]
     assert all("fp3" not in g.members for g in groups)
@@ -101,14 +145,20 @@ def test_vector_ties_on_corroboration_the_oldest_wins():
 
 
 def test_vector_plan_is_the_same_for_reversed_input():
-    rows = [row("fp1", "same text", created_at=100), row("fp2", "Same text!", created_at=200),
-            row("fp3", "other words", created_at=300), row("fp4", "OTHER words?", created_at=400)]
+    rows = [
+        row("fp1", "same text", created_at=100),
+        row("fp2", "Same text!", created_at=200),
+        row("fp3", "other words", created_at=300),
+        row("fp4", "OTHER words?", created_at=400),
+    ]
     assert shape(plan_groups(rows)) == shape(plan_groups(list(reversed(rows))))
     assert shape(plan_groups(rows)) == [("fp3", ["fp4"], [], False), ("fp1", ["fp2"], [], False)]
 
 
 def test_vector_unicode_text_groups():
-    groups = plan_groups([row("fp1", "Café rules apply", created_at=100), row("fp2", "café RULES apply!!", created_at=200)])
+    groups = plan_groups(
+        [row("fp1", "Café rules apply", created_at=100), row("fp2", "café RULES apply!!", created_at=200)]
+    )
     assert shape(groups) == [("fp1", ["fp2"], [], False)]
 
 
@@ -122,10 +172,24 @@ def test_vector_singletons_give_no_groups():
 
 
 def test_groups_come_in_sorted_key_order_writable_first():
-    groups = plan_groups([row("a1", "zeta one"), row("a2", "Zeta one!"), row("b1", "alpha two"), row("b2", "ALPHA two"),
-                          row("c1", "y x"), row("c2", "x y"), row("d1", "b a"), row("d2", "a b")])
+    groups = plan_groups(
+        [
+            row("a1", "zeta one"),
+            row("a2", "Zeta one!"),
+            row("b1", "alpha two"),
+            row("b2", "ALPHA two"),
+            row("c1", "y x"),
+            row("c2", "x y"),
+            row("d1", "b a"),
+            row("d2", "a b"),
+        ]
+    )
     assert [(g.key, g.report_only) for g in groups] == [
-        ("alpha two", False), ("zeta one", False), ("a b", True), ("x y", True)]
+        ("alpha two", False),
+        ("zeta one", False),
+        ("a b", True),
+        ("x y", True),
+    ]
 
 
 # ---------------------------------------------------------------------- a real bank
@@ -138,28 +202,40 @@ def write_log(bank_dir, memories):
 
 
 def mem(text, *, pinned=False, corroboration=0, created_at=1000, mid=None, revision=0) -> Memory:
-    return Memory(id=mid or fingerprint(text), text=text, entities=(), tags=(), confidence="stated",
-                  corroboration=corroboration, pinned=pinned, created_at=created_at, updated_at=created_at,
-                  revision=revision)
+    return Memory(
+        id=mid or fingerprint(text),
+        text=text,
+        entities=(),
+        tags=(),
+        confidence="stated",
+        corroboration=corroboration,
+        pinned=pinned,
+        created_at=created_at,
+        updated_at=created_at,
+        revision=revision,
+    )
 
 
 @pytest.fixture
 def bank(data_dir):
     datadir = DataDir(data_dir)
     bank, _created = datadir.ensure_bank("main")
-    write_log(bank.path, [
-        mem("The API port is 3000", corroboration=2, created_at=100),
-        mem("the api port is 3000!", created_at=200),
-        mem("The API port is 3000.", created_at=300),
-        mem("Keep me", pinned=True, created_at=150),
-        mem("keep me!", pinned=True, created_at=250),
-        mem("Keep me.", created_at=350),
-        mem("Alice manages Bob", created_at=100),
-        mem("Bob manages Alice", created_at=200),
-        mem("User prefers tea", created_at=100),
-        mem("User prefers green tea", created_at=200),
-        mem("Something unrelated", created_at=100),
-    ])
+    write_log(
+        bank.path,
+        [
+            mem("The API port is 3000", corroboration=2, created_at=100),
+            mem("the api port is 3000!", created_at=200),
+            mem("The API port is 3000.", created_at=300),
+            mem("Keep me", pinned=True, created_at=150),
+            mem("keep me!", pinned=True, created_at=250),
+            mem("Keep me.", created_at=350),
+            mem("Alice manages Bob", created_at=100),
+            mem("Bob manages Alice", created_at=200),
+            mem("User prefers tea", created_at=100),
+            mem("User prefers green tea", created_at=200),
+            mem("Something unrelated", created_at=100),
+        ],
+    )
     return bank
 
 
@@ -171,8 +247,12 @@ def log_bytes(bank) -> bytes:
 def test_plan_operations_and_default_selection(bank):
     plan = plan_bank(bank, fuzzy=True)
     kinds = [(op.kind, op.selected, op.applicable) for op in plan.operations]
-    assert kinds == [("supersede", True, True), ("supersede", True, True), ("fuzzy", False, True),
-                     ("report-only", False, False)]
+    assert kinds == [
+        ("supersede", True, True),
+        ("supersede", True, True),
+        ("fuzzy", False, True),
+        ("report-only", False, False),
+    ]
     assert plan.counts().describe() == "11 → 8 memories"
     assert plan.counts("all").after == 7
     report = plan.report()
@@ -197,7 +277,7 @@ def test_apply_supersedes_and_reinforces_in_one_append(bank):
     applied = plan.apply(now=5000)
     after = log_bytes(bank)
     assert after.startswith(before)
-    lines = after[len(before):].splitlines()
+    lines = after[len(before) :].splitlines()
     assert lines[0] == b"" and b"" not in lines[1:]  # one append, which begins with its own newline
     lines = lines[1:]
     assert len(lines) == 6  # per loser: one supersede and one reinforcement, as the worker does
@@ -266,8 +346,12 @@ def test_undo_appends_restores_and_every_loser_is_live_again(bank):
     assert set(live_after) == set(live_before)
     for mid, old in live_before.items():
         new = live_after[mid]
-        assert (new.text, new.corroboration, new.pinned, new.superseded_by) == (old.text, old.corroboration,
-                                                                                 old.pinned, None)
+        assert (new.text, new.corroboration, new.pinned, new.superseded_by) == (
+            old.text,
+            old.corroboration,
+            old.pinned,
+            None,
+        )
     applied.redo()
     assert len(bank.memories()) == len(live_before) - 4
 

@@ -33,8 +33,9 @@ def small_tmpfs(tmp_path):
     """A 64 KiB tmpfs mounted for the test (root and a kernel that allows it), else skip."""
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'mount failed'})")
     try:
@@ -156,8 +157,7 @@ def _operations():
     def write_rule(datadir):
         datadir.bank("main").write_rule("style", "# Style\n" + "s" * 3000)
 
-    return {"batch save": batch_save, "single save": single_save, "bank create": create_bank,
-            "rule save": write_rule}
+    return {"batch save": batch_save, "single save": single_save, "bank create": create_bank, "rule save": write_rule}
 
 
 @pytest.mark.parametrize("short", [False, True], ids=["ENOSPC", "short write"])
@@ -232,9 +232,11 @@ def test_a_partial_write_followed_by_another_writer_is_not_cut(tmp_path, monkeyp
     the log ends in a newline, and the error says so."""
     bank, _ = DataDir(tmp_path / "memory").ensure_bank("main")
     bank.save("already there", now=1)
-    worker_line = b'{"id":"fp00000000000000ff","text":"the worker wrote meanwhile","entities":[],"tags":[],' \
-                  b'"confidence":"stated","corroboration":0,"pinned":false,"created_at":1,"updated_at":1,' \
-                  b'"revision":0}'
+    worker_line = (
+        b'{"id":"fp00000000000000ff","text":"the worker wrote meanwhile","entities":[],"tags":[],'
+        b'"confidence":"stated","corroboration":0,"pinned":false,"created_at":1,"updated_at":1,'
+        b'"revision":0}'
+    )
 
     calls = []
 

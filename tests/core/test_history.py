@@ -58,7 +58,7 @@ def test_corrupt_and_torn_index_lines_are_skipped_and_reported(history, tmp_path
     history.record(path, b"one")
     index = history._index_path(file_key(path))
     with open(index, "ab") as fh:
-        fh.write(b"garbage\n[1]\n{\"path\": \"other\"}\n")
+        fh.write(b'garbage\n[1]\n{"path": "other"}\n')
         fh.write(json.dumps({"path": file_key(path), "sha256": "zz", "size": 1, "at": 1}).encode() + b"\n")
         fh.write(b'{"path": "torn')  # a crash half-way through a line
     versions, problems = history.scan(path)
@@ -85,12 +85,40 @@ def test_a_damaged_or_missing_blob_is_unreadable(history, tmp_path):
 
 def test_removed_entries_log(history, tmp_path):
     keep = str(tmp_path / "ws" / "keep.md")
-    first = history.log_removed(path=keep, workspace=str(tmp_path / "ws"), text="Tea", raw="* Tea", line=0,
-                                number=1, before=None, after="Figs", at=10)
-    second = history.log_removed(path=keep, workspace=str(tmp_path / "ws"), text="Figs", raw="- Figs", line=0,
-                                 number=1, before=None, after=None, reason="replaced", at=20)
-    other = history.log_removed(path=str(tmp_path / "x.md"), workspace=str(tmp_path), text="X", raw="- X",
-                                line=3, number=2, before="W", after=None, at=30)
+    first = history.log_removed(
+        path=keep,
+        workspace=str(tmp_path / "ws"),
+        text="Tea",
+        raw="* Tea",
+        line=0,
+        number=1,
+        before=None,
+        after="Figs",
+        at=10,
+    )
+    second = history.log_removed(
+        path=keep,
+        workspace=str(tmp_path / "ws"),
+        text="Figs",
+        raw="- Figs",
+        line=0,
+        number=1,
+        before=None,
+        after=None,
+        reason="replaced",
+        at=20,
+    )
+    other = history.log_removed(
+        path=str(tmp_path / "x.md"),
+        workspace=str(tmp_path),
+        text="X",
+        raw="- X",
+        line=3,
+        number=2,
+        before="W",
+        after=None,
+        at=30,
+    )
     assert history.last_removed(keep) == second
     history.mark_restored(second, at=40)
     assert history.last_removed(keep) == first
@@ -106,14 +134,16 @@ def test_removed_entries_log(history, tmp_path):
 
 def test_removed_log_survives_corrupt_lines(history, tmp_path):
     keep = str(tmp_path / "keep.md")
-    history.log_removed(path=keep, workspace=str(tmp_path), text="Tea", raw="- Tea", line=0, number=1,
-                        before=None, after=None)
+    history.log_removed(
+        path=keep, workspace=str(tmp_path), text="Tea", raw="- Tea", line=0, number=1, before=None, after=None
+    )
     with open(history.removed_log, "ab") as fh:
         fh.write(b'not json\n{"event": "removed", "id": "x"}\n{"event": "what"}\n{"event": "removed", "id": 5,')
     entries, problems = history.scan_removed()
     assert [e.text for e in entries] == ["Tea"] and len(problems) == 4
-    history.log_removed(path=keep, workspace=str(tmp_path), text="Figs", raw="- Figs", line=1, number=2,
-                        before="Tea", after=None)
+    history.log_removed(
+        path=keep, workspace=str(tmp_path), text="Figs", raw="- Figs", line=1, number=2, before="Tea", after=None
+    )
     assert [e.text for e in history.removed(keep)] == ["Tea", "Figs"]
 
 

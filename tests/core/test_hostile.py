@@ -40,12 +40,36 @@ def corpus(tmp_path_factory):
 def _case_names():
     # The names are fixed by hostile_corpus; building a throwaway corpus just to list them
     # would cost seconds, so the list is kept here and checked against the corpus below.
-    return ["corrupt-lines", "wrong-types", "invalid-utf8", "invalid-utf8-torn-tail", "huge-lines", "deep-json",
-            "nul-bytes", "empty-and-blank", "repeated-revisions", "bank-yaml-garbage", "bank-yaml-special",
-            "rules-hostile", "rules-folder-odd", "log-not-a-file", "vectors-hostile", "data-dir-is-a-file",
-            "data-dir-is-a-fifo", "data-dir-dangling-link", "data-dir-link-loop", "data-dir-is-dev-null",
-            "data-dir-missing", "names", "trash-junk", "leftovers-and-legacy", "read-only", "no-permission",
-            "fuzz-0-0", "fuzz-0-1"]
+    return [
+        "corrupt-lines",
+        "wrong-types",
+        "invalid-utf8",
+        "invalid-utf8-torn-tail",
+        "huge-lines",
+        "deep-json",
+        "nul-bytes",
+        "empty-and-blank",
+        "repeated-revisions",
+        "bank-yaml-garbage",
+        "bank-yaml-special",
+        "rules-hostile",
+        "rules-folder-odd",
+        "log-not-a-file",
+        "vectors-hostile",
+        "data-dir-is-a-file",
+        "data-dir-is-a-fifo",
+        "data-dir-dangling-link",
+        "data-dir-link-loop",
+        "data-dir-is-dev-null",
+        "data-dir-missing",
+        "names",
+        "trash-junk",
+        "leftovers-and-legacy",
+        "read-only",
+        "no-permission",
+        "fuzz-0-0",
+        "fuzz-0-1",
+    ]
 
 
 def test_the_corpus_is_the_expected_one(corpus):
@@ -84,11 +108,15 @@ def test_read_only_bank(corpus):
 
 def test_bank_yaml_values_that_broke_safe_load_are_problems_not_crashes(tmp_path):
     """Regression: yaml.safe_load raised ValueError/KeyError/AttributeError/RecursionError here."""
-    contents = {"date": b"description: 2024-13-01\n", "int": b"description: !!int abc\n",
-                "bool": b"description: !!bool maybe\n", "ts": b"description: !!timestamp xyz\n",
-                "deep": b"description: " + b"[" * 30_000 + b"]" * 30_000 + b"\n",
-                "other-key": b"when: 2001-02-30\ndescription: still read\n",
-                "surrogate": b'description: "\\udcff"\n'}
+    contents = {
+        "date": b"description: 2024-13-01\n",
+        "int": b"description: !!int abc\n",
+        "bool": b"description: !!bool maybe\n",
+        "ts": b"description: !!timestamp xyz\n",
+        "deep": b"description: " + b"[" * 30_000 + b"]" * 30_000 + b"\n",
+        "other-key": b"when: 2001-02-30\ndescription: still read\n",
+        "surrogate": b'description: "\\udcff"\n',
+    }
     for name, content in contents.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "bank.yaml").write_bytes(content)

@@ -13,8 +13,18 @@ from keepgui.core.iii.record import fingerprint, new_memory
 
 
 def rec(text, revision=0, **kw):
-    fields = dict(id=fingerprint(text), text=text, entities=[], tags=[], confidence="stated", corroboration=0,
-                  pinned=False, created_at=1, updated_at=1 + revision, revision=revision)
+    fields = dict(
+        id=fingerprint(text),
+        text=text,
+        entities=[],
+        tags=[],
+        confidence="stated",
+        corroboration=0,
+        pinned=False,
+        created_at=1,
+        updated_at=1 + revision,
+        revision=revision,
+    )
     fields.update(kw)
     return new_memory(**fields)
 
@@ -61,8 +71,15 @@ def test_equal_revision_later_line_wins_lower_is_ignored(log_path):
 
 
 def test_torn_and_corrupt_lines_are_skipped_and_reported(log_path):
-    write(log_path, rec("first good line"), b'{"id": "fp-torn\n', b"   \n", b"\n", rec("second good line"),
-          b'{"id":"fp1","text":"abc","confidence":"maybe","created_at":1,"updated_at":1}\n')
+    write(
+        log_path,
+        rec("first good line"),
+        b'{"id": "fp-torn\n',
+        b"   \n",
+        b"\n",
+        rec("second good line"),
+        b'{"id":"fp1","text":"abc","confidence":"maybe","created_at":1,"updated_at":1}\n',
+    )
     log = MemoryLog(log_path)
     log.refresh()
     assert len(log.live()) == 2
@@ -174,16 +191,18 @@ def test_invalid_at_minus_zero_does_not_hide_a_live_memory(log_path):
 def test_repeated_unknown_keys_are_ignored_repeated_known_fields_reject(log_path):
     base = rec("unknown keys twice").to_line().decode().rstrip("\n")[:-1]
     lines = [
-        base + ',"x":1,"x":2}',                               # repeated unknown key: fine
-        base.replace("unknown keys twice", "nested repeat") .replace(rec("unknown keys twice").id,
-                                                                      rec("nested repeat").id)
-        + ',"x":{"a":1,"a":{"b":2,"b":3}}}',                  # repeats inside an unknown value: fine
-        base.replace(rec("unknown keys twice").id, rec("source repeat").id).replace("unknown keys twice",
-                                                                                   "source repeat")
-        + ',"source":{"agent":"a","q":1,"q":2}}',             # unknown key repeated inside source: fine
-        base.replace(rec("unknown keys twice").id, "fp00000000000000aa") + ',"revision":3}',   # known twice
+        base + ',"x":1,"x":2}',  # repeated unknown key: fine
+        base.replace("unknown keys twice", "nested repeat").replace(
+            rec("unknown keys twice").id, rec("nested repeat").id
+        )
+        + ',"x":{"a":1,"a":{"b":2,"b":3}}}',  # repeats inside an unknown value: fine
+        base.replace(rec("unknown keys twice").id, rec("source repeat").id).replace(
+            "unknown keys twice", "source repeat"
+        )
+        + ',"source":{"agent":"a","q":1,"q":2}}',  # unknown key repeated inside source: fine
+        base.replace(rec("unknown keys twice").id, "fp00000000000000aa") + ',"revision":3}',  # known twice
         base.replace(rec("unknown keys twice").id, "fp00000000000000bb")
-        + ',"source":{"agent":"a","agent":"b"}}',             # known source field twice
+        + ',"source":{"agent":"a","agent":"b"}}',  # known source field twice
     ]
     write(log_path, *(line.encode() + b"\n" for line in lines))
     log = MemoryLog(log_path)
@@ -245,7 +264,7 @@ def test_replaced_or_shrunk_or_rewritten_file_is_replayed_whole(log_path, tmp_pa
 
 
 def test_raw_line_is_exactly_as_stored(log_path):
-    line = (b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":2,"extra":1}\n')
+    line = b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":2,"extra":1}\n'
     write(log_path, line)
     log = MemoryLog(log_path)
     log.refresh()
@@ -256,14 +275,18 @@ def test_raw_lines_gives_what_raw_line_gives_for_every_id(log_path):
     a = rec("alpha beta gamma")
     b = rec("delta epsilon", revision=2)
     canonical_b = b.to_line()
-    write(log_path, a,
-          b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":2,"extra":1}\r\n',
-          b"\n", b"{not json}\n",
-          canonical_b,
-          canonical_b[:-1] + b"\r\n",  # the same record again, with CRLF: the later line is the one shown
-          b.replace(text="older revision", revision=1),  # lower revision: never the current record
-          a.replace(revision=1),
-          b'{"id":"torn')
+    write(
+        log_path,
+        a,
+        b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":2,"extra":1}\r\n',
+        b"\n",
+        b"{not json}\n",
+        canonical_b,
+        canonical_b[:-1] + b"\r\n",  # the same record again, with CRLF: the later line is the one shown
+        b.replace(text="older revision", revision=1),  # lower revision: never the current record
+        a.replace(revision=1),
+        b'{"id":"torn',
+    )
     log = MemoryLog(log_path)
     log.refresh()
     stored = log.raw_lines()

@@ -10,15 +10,26 @@ from keepgui.core.iii.record import Memory, fingerprint, new_memory, normalize_l
 
 
 def record(text="the api port is 3000", **kw) -> Memory:
-    fields = dict(id=fingerprint(text), text=text, entities=[], tags=[], confidence="stated", corroboration=0,
-                  pinned=False, created_at=10, updated_at=10, revision=0)
+    fields = dict(
+        id=fingerprint(text),
+        text=text,
+        entities=[],
+        tags=[],
+        confidence="stated",
+        corroboration=0,
+        pinned=False,
+        created_at=10,
+        updated_at=10,
+        revision=0,
+    )
     fields.update(kw)
     return new_memory(**fields)
 
 
 def test_fresh_save_vector():
-    t = mut.save_transition(None, "  Mike writes a blog  ", [" Mike ", "", "BLOG"], [" Intro "], pinned=True,
-                            session_id="s_1", now=5)
+    t = mut.save_transition(
+        None, "  Mike writes a blog  ", [" Mike ", "", "BLOG"], [" Intro "], pinned=True, session_id="s_1", now=5
+    )
     m = t.record
     assert (t.created, t.event) == (True, "created")
     assert m.revision == 0 and m.entities == ("mike", "blog") and m.tags == ("intro",)
@@ -104,8 +115,7 @@ def test_supersede_errors_in_the_workers_order():
     with pytest.raises(InvalidInput, match="already retired"):
         mut.supersede_transition(loser.replace(invalid_at=3), loser.id, winner, winner.id)
     t = mut.supersede_transition(loser, loser.id, winner, winner.id, now=70)
-    assert (t.record.invalid_at, t.record.superseded_by, t.record.revision, t.event) == (70, winner.id, 1,
-                                                                                         "superseded")
+    assert (t.record.invalid_at, t.record.superseded_by, t.record.revision, t.event) == (70, winner.id, 1, "superseded")
 
 
 def test_restore_clears_retirement_only():

@@ -70,7 +70,12 @@ def test_keep_json(ws):
     assert obj["replace_candidates"][0]["number"] == 4
     code, out, _ = run(["keep", "Has a cat", "--json", "--workspace", ws])
     obj = json.loads(out)
-    assert code == 0 and obj["outcome"] == "kept" and obj["entry"]["text"] == "Has a cat" and obj["counts"]["entries"] == 11
+    assert (
+        code == 0
+        and obj["outcome"] == "kept"
+        and obj["entry"]["text"] == "Has a cat"
+        and obj["counts"]["entries"] == 11
+    )
 
 
 def test_keep_refuses_a_folder_that_is_not_a_workspace(tmp_path):

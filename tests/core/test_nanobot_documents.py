@@ -130,8 +130,9 @@ def dream_session(tmp_path, ws, age_seconds, legacy=False):
     write(os.path.join(ws.root, ".nanobot", "workspace-id"), wid + "\n")
     folder = config_dir / "sessions" / wid
     os.makedirs(folder, exist_ok=True)
-    stem = "dream_20250601-120000" if legacy else \
-        base64.urlsafe_b64encode(b"dream:20250601-120000").decode().rstrip("=")
+    stem = (
+        "dream_20250601-120000" if legacy else base64.urlsafe_b64encode(b"dream:20250601-120000").decode().rstrip("=")
+    )
     path = folder / f"{stem}.jsonl"
     path.write_text("{}\n")
     then = time.time() - age_seconds
@@ -189,18 +190,21 @@ def test_add_keep_pointer_refuses_a_stale_stamp(tmp_path, history):
 
 
 def test_overlaps_between_keep_md_and_dream_files(tmp_path, history):
-    ws = Workspace(make_workspace(
-        tmp_path / "ws",
-        memory="# Memory\n\n- Mike is allergic to penicillin\n- Partner's name is Sam; they met in Porto\n"
-               "- Uses Fedora on the personal laptop and macOS\n## Has a beagle named Biscuit\n",
-        user="# User\n\n- Lives in Lisbon; timezone Europe/Lisbon\n- see keep.md\n"))
+    ws = Workspace(
+        make_workspace(
+            tmp_path / "ws",
+            memory="# Memory\n\n- Mike is allergic to penicillin\n- Partner's name is Sam; they met in Porto\n"
+            "- Uses Fedora on the personal laptop and macOS\n## Has a beagle named Biscuit\n",
+            user="# User\n\n- Lives in Lisbon; timezone Europe/Lisbon\n- see keep.md\n",
+        )
+    )
     found = docs.overlaps(ws, history=history)
     pairs = {(o.entry.number, o.file, o.kind) for o in found}
-    assert (4, "MEMORY.md", "contains") in pairs          # the line contains "Allergic to penicillin"
-    assert (10, "MEMORY.md", "contains") in pairs         # "Partner's name is Sam" inside a longer line
-    assert (8, "MEMORY.md", "contained") in pairs         # the entry contains the shorter line
+    assert (4, "MEMORY.md", "contains") in pairs  # the line contains "Allergic to penicillin"
+    assert (10, "MEMORY.md", "contains") in pairs  # "Partner's name is Sam" inside a longer line
+    assert (8, "MEMORY.md", "contained") in pairs  # the entry contains the shorter line
     assert (2, "USER.md", "contains") in pairs
-    assert not any(o.entry.number == 7 for o in found)    # headings are not compared
+    assert not any(o.entry.number == 7 for o in found)  # headings are not compared
     assert found[0].to_obj()["file"] in ("MEMORY.md", "USER.md")
 
 
@@ -219,12 +223,11 @@ def test_misplaced_rules_and_moving_one_to_agents_md(tmp_path, history):
 
 
 def test_cross_check_summarises_everything(tmp_path, history):
-    ws = Workspace(make_workspace(tmp_path / "ws", user="# User\n",
-                                  keep=SPEC_FIXTURE + "- Never use em-dashes in replies\n"))
+    ws = Workspace(
+        make_workspace(tmp_path / "ws", user="# User\n", keep=SPEC_FIXTURE + "- Never use em-dashes in replies\n")
+    )
     check = docs.cross_check(ws, history=history)
     assert not check.pointer.present
     found = codes(check.notices)
     assert found[0] == "keep-pointer-missing" and "misplaced-agents" in found
     assert check.to_obj()["pointer"]["present"] is False
-
-

@@ -10,9 +10,24 @@ from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History
 from keepgui.core.nanobot import keep as keep_module
-from keepgui.core.nanobot.keep import (AGENTS, ALREADY_KEPT, KEEP, KEEP_CAPABILITIES, KEPT, NOTE, PROJECT,
-                                       REDIRECTED, REMIND, REPLACE_OFFERED, REPLACED, KeepStore, clean_fact,
-                                       memory_matches, slugify, triage)
+from keepgui.core.nanobot.keep import (
+    AGENTS,
+    ALREADY_KEPT,
+    KEEP,
+    KEEP_CAPABILITIES,
+    KEPT,
+    NOTE,
+    PROJECT,
+    REDIRECTED,
+    REMIND,
+    REPLACE_OFFERED,
+    REPLACED,
+    KeepStore,
+    clean_fact,
+    memory_matches,
+    slugify,
+    triage,
+)
 from keepgui.core.nanobot.keepmd import KeepDoc
 from keepgui.core.nanobot.workspace import Workspace
 from tests.conftest import tree_digest
@@ -32,20 +47,23 @@ def store(ws, tmp_path):
 # ---------------------------------------------------------------------- cleaning
 
 
-@pytest.mark.parametrize("raw, clean", [
-    ("keep Vegetarian", "Vegetarian"),
-    ("/keep: Vegetarian", "Vegetarian"),
-    ("KEEP:Vegetarian", "Vegetarian"),
-    ("Remember that Sam likes figs", "Sam likes figs"),
-    ("remember: Sam likes figs", "Sam likes figs"),
-    ("REMEMBER   that\nSam\n\nlikes   figs ", "Sam likes figs"),
-    ("/keep remember that Sam likes figs", "Sam likes figs"),
-    ("- Has a beagle", "Has a beagle"),
-    ("* Has a beagle", "Has a beagle"),
-    ("Keeps bees on the balcony", "Keeps bees on the balcony"),
-    ("Remembers every birthday", "Remembers every birthday"),
-    ("keep-fit classes on Mondays", "keep-fit classes on Mondays"),
-])
+@pytest.mark.parametrize(
+    "raw, clean",
+    [
+        ("keep Vegetarian", "Vegetarian"),
+        ("/keep: Vegetarian", "Vegetarian"),
+        ("KEEP:Vegetarian", "Vegetarian"),
+        ("Remember that Sam likes figs", "Sam likes figs"),
+        ("remember: Sam likes figs", "Sam likes figs"),
+        ("REMEMBER   that\nSam\n\nlikes   figs ", "Sam likes figs"),
+        ("/keep remember that Sam likes figs", "Sam likes figs"),
+        ("- Has a beagle", "Has a beagle"),
+        ("* Has a beagle", "Has a beagle"),
+        ("Keeps bees on the balcony", "Keeps bees on the balcony"),
+        ("Remembers every birthday", "Remembers every birthday"),
+        ("keep-fit classes on Mondays", "keep-fit classes on Mondays"),
+    ],
+)
 def test_clean_fact(raw, clean):
     assert clean_fact(raw) == clean
 
@@ -67,54 +85,90 @@ def test_empty_or_vague_input_is_refused(store, ws, text):
 # ---------------------------------------------------------------------- triage
 
 
-@pytest.mark.parametrize("fact", SPEC_FACTS + [
-    "Never eats meat on Fridays", "Always has coffee at 10:00", "Birthday is 1988-03-14",
-    "Email address is mike@example.com", "Reads science fiction; favourite author is Ursula K. Le Guin",
-    "Writes a blog called Slow Bytes", "Runs on Saturday mornings along the Tagus", "Prefers tea",
-    "Email inbox zero every Friday", "Works on a side project at weekends",
-    "Favourite restaurant is Ao 26 Vegan Food Project in Chiado",
-])
+@pytest.mark.parametrize(
+    "fact",
+    SPEC_FACTS
+    + [
+        "Never eats meat on Fridays",
+        "Always has coffee at 10:00",
+        "Birthday is 1988-03-14",
+        "Email address is mike@example.com",
+        "Reads science fiction; favourite author is Ursula K. Le Guin",
+        "Writes a blog called Slow Bytes",
+        "Runs on Saturday mornings along the Tagus",
+        "Prefers tea",
+        "Email inbox zero every Friday",
+        "Works on a side project at weekends",
+        "Favourite restaurant is Ao 26 Vegan Food Project in Chiado",
+    ],
+)
 def test_durable_user_facts_are_kept(fact):
     assert triage(fact).verdict == KEEP
 
 
-@pytest.mark.parametrize("fact", [
-    "Always run the tests before committing", "Never use em-dashes in replies", "Don't add emoji",
-    "Use British spelling in code comments", "When you write SQL, use explicit column lists",
-    "Reply in English even when asked in Portuguese", "Commit messages in imperative mood",
-    "The assistant should ask before deleting files", "Prefer table-driven tests",
-])
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Always run the tests before committing",
+        "Never use em-dashes in replies",
+        "Don't add emoji",
+        "Use British spelling in code comments",
+        "When you write SQL, use explicit column lists",
+        "Reply in English even when asked in Portuguese",
+        "Commit messages in imperative mood",
+        "The assistant should ask before deleting files",
+        "Prefer table-driven tests",
+    ],
+)
 def test_agent_rules_go_to_agents_md(fact):
     verdict = triage(fact)
     assert verdict.verdict == AGENTS and verdict.destination == "AGENTS.md" and verdict.reason
 
 
-@pytest.mark.parametrize("fact", [
-    "https://use-the-index-luke.com is worth reading", "Read www.postgresql.org/docs later",
-    "Article at lwn.net/Articles/123 on io_uring", "Try the new Zed editor later", "Check out Helix editor",
-    "Wants to read The Left Hand of Darkness", "To read: Designing Data-Intensive Applications",
-    "Water the plants",
-])
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "https://use-the-index-luke.com is worth reading",
+        "Read www.postgresql.org/docs later",
+        "Article at lwn.net/Articles/123 on io_uring",
+        "Try the new Zed editor later",
+        "Check out Helix editor",
+        "Wants to read The Left Hand of Darkness",
+        "To read: Designing Data-Intensive Applications",
+        "Water the plants",
+    ],
+)
 def test_links_and_later_items_go_to_note(fact):
     verdict = triage(fact)
     assert verdict.verdict == NOTE and verdict.destination == "/note"
 
 
-@pytest.mark.parametrize("fact", [
-    "Remind me to call mum on Sunday", "Don't forget to renew the passport", "Dentist tomorrow at 10:00",
-    "Call the dentist on 2025-07-03", "Pay rent by 1 July", "Tax return deadline is the end of June",
-    "Standup moves to 9:30 next week", "Pick up Biscuit from the vet at 17:00",
-])
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Remind me to call mum on Sunday",
+        "Don't forget to renew the passport",
+        "Dentist tomorrow at 10:00",
+        "Call the dentist on 2025-07-03",
+        "Pay rent by 1 July",
+        "Tax return deadline is the end of June",
+        "Standup moves to 9:30 next week",
+        "Pick up Biscuit from the vet at 17:00",
+    ],
+)
 def test_reminders_go_to_remind(fact):
     verdict = triage(fact)
     assert verdict.verdict == REMIND and verdict.destination == "/remind"
 
 
-@pytest.mark.parametrize("fact, slug", [
-    ("In the keepgui project tests run with pytest", "keepgui"),
-    ("Project Atlas uses Postgres 16", "atlas"),
-    ("The slow-bytes repo deploys to Hetzner", "slow-bytes"),
-])
+@pytest.mark.parametrize(
+    "fact, slug",
+    [
+        ("In the keepgui project tests run with pytest", "keepgui"),
+        ("Project Atlas uses Postgres 16", "atlas"),
+        ("The slow-bytes repo deploys to Hetzner", "slow-bytes"),
+    ],
+)
 def test_project_facts_go_to_projects(fact, slug):
     verdict = triage(fact)
     assert verdict.verdict == PROJECT and verdict.project == slug and verdict.destination == f"projects/{slug}/"
@@ -127,10 +181,15 @@ def test_known_project_folders_are_recognised(ws, store):
     assert slugify("Slow Bytes!") == "slow-bytes"
 
 
-@pytest.mark.parametrize("text, verdict", [
-    ("Always run the tests before committing", AGENTS), ("Read https://example.com later", NOTE),
-    ("Remind me to call mum tomorrow", REMIND), ("In the atlas project use sqlc", PROJECT),
-])
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("Always run the tests before committing", AGENTS),
+        ("Read https://example.com later", NOTE),
+        ("Remind me to call mum tomorrow", REMIND),
+        ("In the atlas project use sqlc", PROJECT),
+    ],
+)
 def test_a_non_keep_verdict_is_a_suggestion_force_keeps_anyway(store, ws, text, verdict):
     before = read(ws.keep_md)
     result = store.add(text)
@@ -161,8 +220,10 @@ def test_containing_an_entry_offers_to_replace_it(store, ws):
     replaced = store.add("Allergic to penicillin and amoxicillin", replace=True)
     assert replaced.outcome == REPLACED and replaced.written
     assert replaced.entry.number == 4 and replaced.entry.text == "Allergic to penicillin and amoxicillin"
-    assert read(ws.keep_md) == SPEC_FIXTURE.replace("- Allergic to penicillin\n",
-                                                    "- Allergic to penicillin and amoxicillin\n").encode()
+    assert (
+        read(ws.keep_md)
+        == SPEC_FIXTURE.replace("- Allergic to penicillin\n", "- Allergic to penicillin and amoxicillin\n").encode()
+    )
     [logged] = replaced.replaced
     assert logged.text == "Allergic to penicillin" and logged.reason == "replaced"
 
@@ -246,8 +307,9 @@ def test_memory_matches_directions():
 
 
 def test_long_input_is_warned(store):
-    result = store.add("Keeps a list of every restaurant in Lisbon that serves a good vegetarian feijoada "
-                       "on Sundays for friends")
+    result = store.add(
+        "Keeps a list of every restaurant in Lisbon that serves a good vegetarian feijoada on Sundays for friends"
+    )
     assert result.written and any(n.code == "long" and "18 words" in n.message for n in result.notices)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from keepgui.core.errors import InvalidInput, NotFound, Unreadable
-from keepgui.core.nanobot.keepmd import (COMPACTION_TARGET, SOFT_CAP, KeepDoc, canonical_line, entry_id, normalise)
+from keepgui.core.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, canonical_line, entry_id, normalise
 from tests.core.nanobot_helpers import SPEC_FACTS, SPEC_FIXTURE
 
 
@@ -18,17 +18,38 @@ def test_spec_fixture_parses_into_ten_canonical_entries():
     assert doc.to_bytes() == SPEC_FIXTURE.encode()
 
 
-@pytest.mark.parametrize("line, text", [
-    ("- fact", "fact"), ("* fact", "fact"), ("  - indented fact", "indented fact"), ("-\tfact", "fact"),
-    ("- trailing spaces   ", "trailing spaces"), ("- a - b", "a - b"), ("-  two spaces", "two spaces"),
-])
+@pytest.mark.parametrize(
+    "line, text",
+    [
+        ("- fact", "fact"),
+        ("* fact", "fact"),
+        ("  - indented fact", "indented fact"),
+        ("-\tfact", "fact"),
+        ("- trailing spaces   ", "trailing spaces"),
+        ("- a - b", "a - b"),
+        ("-  two spaces", "two spaces"),
+    ],
+)
 def test_entry_lines(line, text):
     doc = KeepDoc.from_text(line + "\n")
     assert [e.text for e in doc.entries] == [text]
 
 
-@pytest.mark.parametrize("line", ["-no space", "---", "***", "**bold** text", "-   ", "1. numbered", "plain prose",
-                                  "## Pets", "<!-- a comment -->", "+ plus bullet"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "-no space",
+        "---",
+        "***",
+        "**bold** text",
+        "-   ",
+        "1. numbered",
+        "plain prose",
+        "## Pets",
+        "<!-- a comment -->",
+        "+ plus bullet",
+    ],
+)
 def test_non_entry_lines_are_kept_and_flagged(line):
     doc = KeepDoc.from_text(f"- before\n{line}\n- after\n")
     assert [e.text for e in doc.entries] == ["before", "after"]
@@ -54,16 +75,19 @@ def test_non_canonical_spacing_is_flagged():
     assert [e.canonical for e in doc.entries] == [False, False, True, False]
 
 
-@pytest.mark.parametrize("data", [
-    b"- a\r\n- b\r\n",                       # CRLF
-    b"\xef\xbb\xbf- a\n- b\n",               # BOM
-    b"- a\n- b",                             # no final newline
-    b"\xef\xbb\xbf- a\r\n## H\n- b\r- c",    # BOM, mixed endings, lone CR, no final newline
-    b"\n\n- a\n\n\n",                        # blank lines around
-    b"- caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac\n",  # non-ASCII
-    b"",
-    b"\xef\xbb\xbf",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"- a\r\n- b\r\n",  # CRLF
+        b"\xef\xbb\xbf- a\n- b\n",  # BOM
+        b"- a\n- b",  # no final newline
+        b"\xef\xbb\xbf- a\r\n## H\n- b\r- c",  # BOM, mixed endings, lone CR, no final newline
+        b"\n\n- a\n\n\n",  # blank lines around
+        b"- caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac\n",  # non-ASCII
+        b"",
+        b"\xef\xbb\xbf",
+    ],
+)
 def test_round_trip_is_byte_for_byte(data):
     assert KeepDoc.parse(data).to_bytes() == data
 
@@ -115,17 +139,27 @@ def test_counts_and_compaction_threshold():
     assert at_cap.line_count == SOFT_CAP and not at_cap.compaction_due
     over = KeepDoc.from_text("# heading\n" + "".join(f"- fact {i}\n" for i in range(SOFT_CAP)))
     assert over.entry_count == SOFT_CAP and over.line_count == SOFT_CAP + 1 and over.compaction_due
-    assert over.counts() == {"entries": SOFT_CAP, "lines": SOFT_CAP + 1, "soft_cap": 150, "target": 120,
-                             "compaction_due": True}
+    assert over.counts() == {
+        "entries": SOFT_CAP,
+        "lines": SOFT_CAP + 1,
+        "soft_cap": 150,
+        "target": 120,
+        "compaction_due": True,
+    }
     assert COMPACTION_TARGET == 120
     assert KeepDoc.parse(b"- a").line_count == 1 and KeepDoc.parse(b"- a\n").line_count == 1
     assert KeepDoc.parse(b"- a\n\n").line_count == 2 and KeepDoc.parse(b"").line_count == 0
 
 
-@pytest.mark.parametrize("a, b", [
-    ("Prefers metric units.", "prefers   metric units"), ("  ALLERGIC to penicillin ", "allergic to penicillin"),
-    ("Straße", "STRASSE"), ("café", "cafe\u0301"),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("Prefers metric units.", "prefers   metric units"),
+        ("  ALLERGIC to penicillin ", "allergic to penicillin"),
+        ("Straße", "STRASSE"),
+        ("café", "cafe\u0301"),
+    ],
+)
 def test_normalise(a, b):
     assert normalise(a) == normalise(b)
 
@@ -193,8 +227,10 @@ def test_the_containment_index_finds_exactly_what_scanning_finds():
 
     rng = random.Random(5)
     pieces = ["tea", "green", "steak", "te", "a", "-", "(x)", "café", "naïve", "3111", "_", ".", "日本", " "]
-    keys = ["".join(rng.choice(pieces) + rng.choice(["", " ", "-"]) for _ in range(rng.randint(1, 7))).strip()
-            for _ in range(400)]
+    keys = [
+        "".join(rng.choice(pieces) + rng.choice(["", " ", "-"]) for _ in range(rng.randint(1, 7))).strip()
+        for _ in range(400)
+    ]
     index = ContainmentIndex(keys)
     for needle in keys[:150] + ["tea", "(x)", "- .", "", "te a", "café naïve"]:
         assert index.containing(needle) == [i for i, key in enumerate(keys) if contains(key, needle)], needle

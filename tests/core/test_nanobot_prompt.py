@@ -8,8 +8,17 @@ import pytest
 
 from keepgui.core.errors import KeepguiError, Unreadable
 from keepgui.core.nanobot import prompt as prompt_module
-from keepgui.core.nanobot.prompt import (BOOTSTRAP_SEPARATOR, KEEP_NOTE, NOT_REPRODUCED, PART_SEPARATOR, Templates,
-                                         build_preview, estimate_tokens, read_as_nanobot, render_parts)
+from keepgui.core.nanobot.prompt import (
+    BOOTSTRAP_SEPARATOR,
+    KEEP_NOTE,
+    NOT_REPRODUCED,
+    PART_SEPARATOR,
+    Templates,
+    build_preview,
+    estimate_tokens,
+    read_as_nanobot,
+    render_parts,
+)
 from keepgui.core.nanobot.workspace import Workspace
 from tests.conftest import tree_digest
 from tests.core.nanobot_helpers import SPEC_FIXTURE, make_workspace
@@ -19,8 +28,13 @@ needs_nanobot = pytest.mark.skipif(not HAVE_NANOBOT, reason="the nanobot package
 
 
 def files(**kw):
-    names = {"agents": "AGENTS.md", "soul": "SOUL.md", "user": "USER.md", "memory": "memory/MEMORY.md",
-             "keep": "keep.md"}
+    names = {
+        "agents": "AGENTS.md",
+        "soul": "SOUL.md",
+        "user": "USER.md",
+        "memory": "memory/MEMORY.md",
+        "keep": "keep.md",
+    }
     return {names[k]: v for k, v in kw.items()}
 
 
@@ -30,8 +44,9 @@ def test_separators_are_nanobots():
 
 def test_all_parts_vector():
     parts, text = render_parts(files(agents="A\n", soul="S\n", user="U\n", memory="M\n", keep="- k\n"), None)
-    assert text == ("## AGENTS.md\n\nA\n" "\n\n" "## SOUL.md\n\nS\n" "\n\n" "## USER.md\n\nU\n"
-                    "\n\n---\n\n" "# Memory\n\n## Long-term Memory\nM\n")
+    assert text == (
+        "## AGENTS.md\n\nA\n\n\n## SOUL.md\n\nS\n\n\n## USER.md\n\nU\n\n\n---\n\n# Memory\n\n## Long-term Memory\nM\n"
+    )
     assert [p.key for p in parts] == ["AGENTS.md", "SOUL.md", "USER.md", "memory", "keep"]
     assert [p.injected for p in parts] == [True, True, True, True, False]
     assert parts[0].text == "## AGENTS.md\n\nA\n" and parts[3].text == "# Memory\n\n## Long-term Memory\nM\n"
@@ -68,13 +83,26 @@ def test_bootstrap_alone_has_no_separator():
     assert render_parts(files(agents="A", user="U"), None)[1] == "## AGENTS.md\n\nA\n\n## USER.md\n\nU"
 
 
-TEMPLATES = Templates("test", agents="# Agents template\n", user="# User template\n", soul="# Soul now\n",
-                      legacy_soul="# Soul legacy\n", memory="# Memory template\n")
+TEMPLATES = Templates(
+    "test",
+    agents="# Agents template\n",
+    user="# User template\n",
+    soul="# Soul now\n",
+    legacy_soul="# Soul legacy\n",
+    memory="# Memory template\n",
+)
 
 
 def test_template_detection_with_templates():
-    parts, text = render_parts(files(agents="  # Agents template  \n\n", user="# User template", soul="# Soul legacy",
-                                     memory="\n# Memory template\n"), TEMPLATES)
+    parts, text = render_parts(
+        files(
+            agents="  # Agents template  \n\n",
+            user="# User template",
+            soul="# Soul legacy",
+            memory="\n# Memory template\n",
+        ),
+        TEMPLATES,
+    )
     assert text == "## SOUL.md\n\n# Soul now\n"  # legacy SOUL.md replaced by the current template
     assert [p.injected for p in parts[:4]] == [False, True, False, False]  # AGENTS, SOUL, USER, memory
     assert "template" in parts[0].status and "template" in parts[2].status and "template" in parts[3].status
@@ -107,9 +135,11 @@ def test_built_in_preview_of_a_workspace(tmp_path):
     before = tree_digest(ws.root)
     preview = build_preview(ws, exact=False)
     assert preview.mode == "built-in" and preview.system_prompt is None and preview.nanobot_version is None
-    assert preview.memory_prompt == ("## AGENTS.md\n\n# Rules\n\n\n## SOUL.md\n\nBe calm.\n\n\n"
-                                     "## USER.md\n\n# User\n\nKept facts are in keep.md; read it every turn.\n"
-                                     "\n\n---\n\n# Memory\n\n## Long-term Memory\n# M\n- fact\n")
+    assert preview.memory_prompt == (
+        "## AGENTS.md\n\n# Rules\n\n\n## SOUL.md\n\nBe calm.\n\n\n"
+        "## USER.md\n\n# User\n\nKept facts are in keep.md; read it every turn.\n"
+        "\n\n---\n\n# Memory\n\n## Long-term Memory\n# M\n- fact\n"
+    )
     assert preview.part("keep").text == SPEC_FIXTURE and not preview.part("keep").injected
     assert preview.injected_bytes == len(preview.memory_prompt.encode())
     assert preview.injected_tokens == estimate_tokens(preview.memory_prompt)

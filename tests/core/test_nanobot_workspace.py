@@ -10,8 +10,15 @@ import pytest
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, ReadOnly, Unreadable
-from keepgui.core.nanobot.workspace import (ENV_WORKSPACE, Workspace, _lookup, discover, discover_workspace,
-                                            is_dream_session_stem, parse_history)
+from keepgui.core.nanobot.workspace import (
+    ENV_WORKSPACE,
+    Workspace,
+    _lookup,
+    discover,
+    discover_workspace,
+    is_dream_session_stem,
+    parse_history,
+)
 from tests.conftest import tree_digest
 from tests.core.nanobot_helpers import make_workspace, read, write
 
@@ -65,10 +72,14 @@ def test_default_workspace_and_default_config(tmp_path):
     assert discover_workspace(environ=env) == str(tmp_path / "w")
 
 
-@pytest.mark.parametrize("content, note", [
-    ("{not json", "not valid JSON"), ("[1, 2]", "does not hold a JSON object"),
-    ('{"agents": {"defaults": {"workspace": 7}}}', "not a string"),
-])
+@pytest.mark.parametrize(
+    "content, note",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "does not hold a JSON object"),
+        ('{"agents": {"defaults": {"workspace": 7}}}', "not a string"),
+    ],
+)
 def test_a_bad_config_falls_back_to_the_default_and_says_why(tmp_path, content, note):
     found = discover(config(tmp_path, content), {"HOME": str(tmp_path)})
     assert found.source == "default" and note in found.note
@@ -92,8 +103,19 @@ def test_several_workspaces_at_once(tmp_path):
     assert a != b and a.keep_md != b.keep_md and len({a, b, Workspace(tmp_path / "a")}) == 2
 
 
-@pytest.mark.parametrize("rel", ["memory/history.jsonl", "memory/.cursor", "memory/.dream_cursor",
-                                 "memory/.dreamCursor", ".gitignore", ".git/config", ".git/HEAD", ".git"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "memory/history.jsonl",
+        "memory/.cursor",
+        "memory/.dream_cursor",
+        "memory/.dreamCursor",
+        ".gitignore",
+        ".git/config",
+        ".git/HEAD",
+        ".git",
+    ],
+)
 def test_forbidden_files_are_never_written(tmp_path, rel):
     root = make_workspace(tmp_path / "ws")
     os.makedirs(os.path.join(root, ".git"), exist_ok=True)
@@ -136,19 +158,25 @@ def test_reading_a_folder_as_a_file_is_unreadable(tmp_path):
 
 
 def test_history_reader_skips_malformed_lines_like_nanobot():
-    data = b"\n".join([
-        json.dumps({"cursor": 1, "timestamp": "2025-06-01 10:00", "content": "- [permanent] Has a beagle"}).encode(),
-        b"not json",
-        b"[1, 2]",
-        json.dumps({"cursor": True, "timestamp": "t", "content": "c"}).encode(),
-        json.dumps({"cursor": -1, "timestamp": "t", "content": "c"}).encode(),
-        json.dumps({"cursor": 3, "timestamp": 5, "content": "c"}).encode(),
-        json.dumps({"cursor": 4, "timestamp": "t", "content": "c", "session_key": 9}).encode(),
-        b"",
-        json.dumps({"cursor": 5, "timestamp": "2025-06-02 11:00", "content": "Sam ❤", "session_key": "tg:1"},
-                   ensure_ascii=False).encode(),
-        b'{"cursor": 6, "timest',
-    ])
+    data = b"\n".join(
+        [
+            json.dumps(
+                {"cursor": 1, "timestamp": "2025-06-01 10:00", "content": "- [permanent] Has a beagle"}
+            ).encode(),
+            b"not json",
+            b"[1, 2]",
+            json.dumps({"cursor": True, "timestamp": "t", "content": "c"}).encode(),
+            json.dumps({"cursor": -1, "timestamp": "t", "content": "c"}).encode(),
+            json.dumps({"cursor": 3, "timestamp": 5, "content": "c"}).encode(),
+            json.dumps({"cursor": 4, "timestamp": "t", "content": "c", "session_key": 9}).encode(),
+            b"",
+            json.dumps(
+                {"cursor": 5, "timestamp": "2025-06-02 11:00", "content": "Sam ❤", "session_key": "tg:1"},
+                ensure_ascii=False,
+            ).encode(),
+            b'{"cursor": 6, "timest',
+        ]
+    )
     read_ = parse_history(data)
     assert [r.cursor for r in read_.records] == [1, 5]
     assert read_.records[1].session_key == "tg:1" and read_.records[1].line == 9
@@ -157,8 +185,12 @@ def test_history_reader_skips_malformed_lines_like_nanobot():
 
 
 def test_where_a_fact_came_from_and_the_dream_cursor(tmp_path):
-    history = (json.dumps({"cursor": 1, "timestamp": "2025-06-01 10:00",
-                           "content": "- [permanent] Has a  beagle named Biscuit"}) + "\n").encode()
+    history = (
+        json.dumps(
+            {"cursor": 1, "timestamp": "2025-06-01 10:00", "content": "- [permanent] Has a  beagle named Biscuit"}
+        )
+        + "\n"
+    ).encode()
     ws = Workspace(make_workspace(tmp_path / "ws", history=history))
     [record] = ws.history_mentioning("has a beagle named biscuit")
     assert record.cursor == 1

@@ -10,8 +10,15 @@ import pytest
 from keepgui.core.errors import KeepguiError, NotFound
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.preview import (
-    BankEngine, WhatIf, ambient_header, apply_floor, check_against_worker, compare_previews, memories_message,
-    preview_bank, render_rules,
+    BankEngine,
+    WhatIf,
+    ambient_header,
+    apply_floor,
+    check_against_worker,
+    compare_previews,
+    memories_message,
+    preview_bank,
+    render_rules,
 )
 from keepgui.core.iii.record import fingerprint, new_memory
 from keepgui.core.iii.recall import Hit
@@ -21,22 +28,36 @@ from tests.conftest import tree_digest
 
 NOW = 1_750_000_000_000
 DAY = 86_400_000
-LEARNED = ("# Learned\nStanding instructions captured automatically from conversations. Edit or delete lines "
-           "freely \u2014 extraction only ever appends new ones.\n")
+LEARNED = (
+    "# Learned\nStanding instructions captured automatically from conversations. Edit or delete lines "
+    "freely \u2014 extraction only ever appends new ones.\n"
+)
 HEADER_MAIN = (
     "\n\n# Memory \u2014 bank: main\nMemory is automatic here: durable memories and preferences from this "
     "conversation are extracted and saved after each turn, and relevant memories are provided to you when they "
     "exist. When the user asks you to remember something, acknowledge it \u2014 no save call is needed.\n"
 )
-MESSAGE_PUBLISH = ("<memory bank=\"main\">\nRelevant remembered memories (auto-recalled; verify anything "
-                   "surprising):\n- User publishes blog posts on Tuesday mornings\n- User prefers formal writing\n"
-                   "- The API port is 3111\n</memory>")
+MESSAGE_PUBLISH = (
+    '<memory bank="main">\nRelevant remembered memories (auto-recalled; verify anything '
+    "surprising):\n- User publishes blog posts on Tuesday mornings\n- User prefers formal writing\n"
+    "- The API port is 3111\n</memory>"
+)
 
 
 def mem(text, entities=(), *, pinned=False, corr=0, updated=NOW, mid=None, tags=(), invalid=None):
-    return new_memory(id=mid or fingerprint(text), text=text, entities=list(entities), tags=list(tags),
-                      confidence="stated", corroboration=corr, pinned=pinned, created_at=updated,
-                      updated_at=updated, invalid_at=invalid, revision=0)
+    return new_memory(
+        id=mid or fingerprint(text),
+        text=text,
+        entities=list(entities),
+        tags=list(tags),
+        confidence="stated",
+        corroboration=corr,
+        pinned=pinned,
+        created_at=updated,
+        updated_at=updated,
+        invalid_at=invalid,
+        revision=0,
+    )
 
 
 def make_bank(data_dir, name="main", records=(), rules=None):
@@ -72,7 +93,7 @@ def hit(memory, score=1.0):
 
 def test_ambient_header_is_exact():
     assert ambient_header("main") == HEADER_MAIN
-    assert ambient_header("x y\"z").startswith("\n\n# Memory \u2014 bank: x y\"z\n")
+    assert ambient_header('x y"z').startswith('\n\n# Memory \u2014 bank: x y"z\n')
 
 
 def test_upstream_section_example():
@@ -82,15 +103,18 @@ def test_upstream_section_example():
 
 
 def test_derived_full_section(data_dir):
-    _, bank = make_bank(data_dir, rules={"learned": LEARNED + "- Never use em-dashes.\n",
-                                         "style": "# Style\nFormal register.\n"})
+    _, bank = make_bank(
+        data_dir, rules={"learned": LEARNED + "- Never use em-dashes.\n", "style": "# Style\nFormal register.\n"}
+    )
     preview = BankEngine(bank).preview("anything", now_ms=NOW)
-    expected = ("\n\n# Memory \u2014 bank: main\nMemory is automatic here: durable memories and preferences from "
-                "this conversation are extracted and saved after each turn, and relevant memories are provided to you "
-                "when they exist. When the user asks you to remember something, acknowledge it \u2014 no save call is "
-                "needed.\n\n## learned\n# Learned\nStanding instructions captured automatically from conversations. "
-                "Edit or delete lines freely \u2014 extraction only ever appends new ones.\n- Never use em-dashes.\n\n"
-                "## style\n# Style\nFormal register.\n")
+    expected = (
+        "\n\n# Memory \u2014 bank: main\nMemory is automatic here: durable memories and preferences from "
+        "this conversation are extracted and saved after each turn, and relevant memories are provided to you "
+        "when they exist. When the user asks you to remember something, acknowledge it \u2014 no save call is "
+        "needed.\n\n## learned\n# Learned\nStanding instructions captured automatically from conversations. "
+        "Edit or delete lines freely \u2014 extraction only ever appends new ones.\n- Never use em-dashes.\n\n"
+        "## style\n# Style\nFormal register.\n"
+    )
     assert preview.system_prompt_section == expected
     assert preview.rules == 2 and not preview.rules_truncated
 
@@ -103,8 +127,9 @@ def test_truncation_is_by_bytes_with_the_configured_budget_in_the_marker():
     assert outcomes[0].status == "truncated" and outcomes[0].injected == 300 and outcomes[0].size == 1000
     part, truncated, _ = render_rules([("uni", "é" * 400)], 301)
     assert truncated and "é" * 150 in part and "é" * 151 not in part
-    assert part == "\n## uni\n" + "é" * 150 + ("\n[rule truncated: over the 301 char injection budget \u2014 trim it "
-                                                "in the memory page]\n")
+    assert part == "\n## uni\n" + "é" * 150 + (
+        "\n[rule truncated: over the 301 char injection budget \u2014 trim it in the memory page]\n"
+    )
 
 
 def test_omitted_when_too_little_budget_is_left():
@@ -117,8 +142,9 @@ def test_after_a_truncation_every_later_rule_is_omitted_but_an_empty_one_still_f
     rules = [("a", "x" * 700), ("b", "tiny"), ("c", "  \n\t"), ("d", "more")]
     part, truncated, outcomes = render_rules(rules, 500)
     assert [o.status for o in outcomes] == ["truncated", "omitted", "fit", "omitted"]
-    assert part.endswith("\n## b [omitted: over the injection budget]\n\n## c\n\n\n## d [omitted: over the "
-                         "injection budget]\n")
+    assert part.endswith(
+        "\n## b [omitted: over the injection budget]\n\n## c\n\n\n## d [omitted: over the injection budget]\n"
+    )
 
 
 def test_exact_fit_and_trimmed_content():
@@ -168,8 +194,15 @@ def test_end_to_end_publish(scenario):
     assert preview.message == MESSAGE_PUBLISH
     assert preview.system_prompt_section == HEADER_MAIN and preview.rules == 0 and not preview.rules_truncated
     obj = json.loads(preview.to_json())
-    assert list(obj) == ["bank", "system_prompt_section", "rules", "rules_truncated", "memories", "message",
-                         "retrieval"]
+    assert list(obj) == [
+        "bank",
+        "system_prompt_section",
+        "rules",
+        "rules_truncated",
+        "memories",
+        "message",
+        "retrieval",
+    ]
     assert obj == preview.to_obj() and obj["retrieval"] == "bm25-entity"
     assert [m["score"] for m in obj["memories"]] == [2.1855748, 0.79997504, 0.0]
     assert obj["memories"][0]["memory"] == M1.to_obj()
@@ -180,9 +213,11 @@ def test_end_to_end_port(scenario):
     preview = scenario.preview("what port does the api use", now_ms=NOW)
     assert [h.memory.id for h in preview.memories] == [M2.id, M1.id, M4.id]
     assert [round(h.score, 4) for h in preview.memories] == [4.9930, 0.0, 0.0]
-    assert preview.message == ("<memory bank=\"main\">\nRelevant remembered memories (auto-recalled; verify anything "
-                               "surprising):\n- The API port is 3111\n- User publishes blog posts on Tuesday mornings\n"
-                               "- Deploys run on Fridays\n</memory>")
+    assert preview.message == (
+        '<memory bank="main">\nRelevant remembered memories (auto-recalled; verify anything '
+        "surprising):\n- The API port is 3111\n- User publishes blog posts on Tuesday mornings\n"
+        "- Deploys run on Fridays\n</memory>"
+    )
 
 
 def test_empty_query_is_padded_by_the_floor(scenario):
@@ -259,8 +294,10 @@ def test_engine_follows_log_deltas_and_notices_missed_ones(data_dir):
         assert engine.preview(query, now_ms=NOW).to_json() == fresh.preview(query, now_ms=NOW).to_json()
     bank.restore(M1.id, now=NOW)
     bank.refresh()  # the delta never reaches the engine: the next query rebuilds
-    assert engine.preview("when do I publish", now_ms=NOW).to_json() == \
-        BankEngine(DataDir(data_dir).bank("main")).preview("when do I publish", now_ms=NOW).to_json()
+    assert (
+        engine.preview("when do I publish", now_ms=NOW).to_json()
+        == BankEngine(DataDir(data_dir).bank("main")).preview("when do I publish", now_ms=NOW).to_json()
+    )
     assert M1.id in [h.memory.id for h in engine.preview("when do I publish", now_ms=NOW).memories]
 
 
@@ -288,9 +325,12 @@ def test_what_if_changes_nothing_on_disk_and_reverts(data_dir):
     engine = BankEngine(bank)
     before_files = tree_digest(str(data_dir))
     before = engine.preview("when do I publish articles", now_ms=NOW).to_json()
-    whatif = WhatIf(rules={"style": "Casual now.", "tone": None, "zeta": "New rule.", "blank": "   "},
-                    pins={M3.id: True, M1.id: False}, live={M2.id: False, M4.id: False},
-                    config=MemoryConfig(recall_budget_tokens=100))
+    whatif = WhatIf(
+        rules={"style": "Casual now.", "tone": None, "zeta": "New rule.", "blank": "   "},
+        pins={M3.id: True, M1.id: False},
+        live={M2.id: False, M4.id: False},
+        config=MemoryConfig(recall_budget_tokens=100),
+    )
     preview = engine.preview("when do I publish articles", now_ms=NOW, whatif=whatif)
     assert preview.system_prompt_section == HEADER_MAIN + "\n## style\nCasual now.\n\n## zeta\nNew rule.\n"
     assert preview.rules == 2

@@ -25,7 +25,14 @@ from hypothesis import strategies as st
 
 from keepgui.core.iii.log import MemoryLog
 from tests.reliability.model import (
-    BASE_TEXTS, EDGE_VALID_TEXTS, INVALID_TEXTS, LABELS, Mismatch, MutationHarness, random_mutation_run, replay_lines,
+    BASE_TEXTS,
+    EDGE_VALID_TEXTS,
+    INVALID_TEXTS,
+    LABELS,
+    Mismatch,
+    MutationHarness,
+    random_mutation_run,
+    replay_lines,
     worker_line,
 )
 
@@ -41,22 +48,28 @@ def _variants(text: str):
 # one_of picks its branches uniformly, so repeating a branch is how it gets weight: most
 # texts come from a small pool, so that saves reinforce and resurrect existing memories.
 _pool = st.sampled_from(BASE_TEXTS[:5]).flatmap(_variants)
-texts = st.one_of(_pool, _pool, _pool, _pool, st.sampled_from(EDGE_VALID_TEXTS + INVALID_TEXTS),
-                  st.text(_chars, max_size=12))
+texts = st.one_of(
+    _pool, _pool, _pool, _pool, st.sampled_from(EDGE_VALID_TEXTS + INVALID_TEXTS), st.text(_chars, max_size=12)
+)
 labels = st.lists(st.one_of(st.sampled_from(LABELS), st.text(_chars, max_size=6)), max_size=10)
 refs = st.integers(-1, 40)
 saves = st.tuples(st.just("save"), texts, labels, labels, st.booleans(), st.sampled_from([None, "s_1", "séance"]))
 worker_ops = st.one_of(  # what the worker itself can do
     saves,
-    st.tuples(st.just("update"), refs, st.none() | texts, st.none() | labels, st.none() | labels,
-              st.none() | st.booleans()),
+    st.tuples(
+        st.just("update"), refs, st.none() | texts, st.none() | labels, st.none() | labels, st.none() | st.booleans()
+    ),
     st.tuples(st.just("pin"), refs, st.booleans()),
     st.tuples(st.just("delete"), refs),
     st.tuples(st.just("supersede"), refs, refs),
 )
 simple_ops = st.one_of(worker_ops, st.tuples(st.sampled_from(["restore", "reinforce"]), refs))
 ops = st.one_of(
-    saves, saves, saves, simple_ops, simple_ops,
+    saves,
+    saves,
+    saves,
+    simple_ops,
+    simple_ops,
     st.tuples(st.just("batch"), st.lists(simple_ops, min_size=1, max_size=5)),
     st.tuples(st.just("external"), worker_ops),
     st.just(("refresh",)),
@@ -91,8 +104,11 @@ def test_the_harness_catches_a_planted_bug(tmp_path, monkeypatch):
 
     def buggy(existing, memory_id, now=None):
         t = real(existing, memory_id, now)
-        return mutations.Transition(t.record.replace(revision=existing.revision), event=t.event,
-                                    previous=t.previous) if t.record else t
+        return (
+            mutations.Transition(t.record.replace(revision=existing.revision), event=t.event, previous=t.previous)
+            if t.record
+            else t
+        )
 
     monkeypatch.setattr(mutations, "delete_transition", buggy)
     harness = MutationHarness(str(tmp_path / "memory"))
@@ -109,15 +125,18 @@ def test_refused_mutations_match_the_worker_errors(tmp_path):
     harness.run(("save", "plain loser", [], [], False, None))
     ids = sorted(harness.model.records)
     ref = {harness.model.records[i]["text"]: n for n, i in enumerate(ids)}
-    for op in [("supersede", ref["winner memory"], ref["winner memory"]),   # itself
-               ("supersede", ref["plain loser"], -1),                       # winner missing
-               ("supersede", -1, ref["winner memory"]),                     # loser missing
-               ("supersede", ref["pinned loser"], ref["winner memory"]),    # pinned
-               ("supersede", ref["plain loser"], ref["winner memory"]),     # ok
-               ("supersede", ref["plain loser"], ref["winner memory"]),     # already retired
-               ("supersede", ref["winner memory"], ref["plain loser"]),     # winner not live
-               ("update", -1, "text", None, None, None), ("save", "ab", [], [], False, None),
-               ("reinforce", ref["plain loser"])]:
+    for op in [
+        ("supersede", ref["winner memory"], ref["winner memory"]),  # itself
+        ("supersede", ref["plain loser"], -1),  # winner missing
+        ("supersede", -1, ref["winner memory"]),  # loser missing
+        ("supersede", ref["pinned loser"], ref["winner memory"]),  # pinned
+        ("supersede", ref["plain loser"], ref["winner memory"]),  # ok
+        ("supersede", ref["plain loser"], ref["winner memory"]),  # already retired
+        ("supersede", ref["winner memory"], ref["plain loser"]),  # winner not live
+        ("update", -1, "text", None, None, None),
+        ("save", "ab", [], [], False, None),
+        ("reinforce", ref["plain loser"]),
+    ]:
         harness.run(op)
     harness.check(full=True)
     assert harness.refused == 9
@@ -128,22 +147,59 @@ def test_refused_mutations_match_the_worker_errors(tmp_path):
 _ids = ["fp0000000000000001", "fp0000000000000002", "fp0000000000000003"]
 record_lines = st.builds(
     lambda mid, rev, text, canonical, extra: (
-        worker_line({"id": mid, "text": text, "entities": [], "tags": [], "confidence": "stated",
-                     "corroboration": 0, "pinned": False, "created_at": 1, "updated_at": 1 + rev, "revision": rev})
-        if canonical else
-        json.dumps({"updated_at": 1 + rev, "id": mid, "text": text, "confidence": "stated", "created_at": 1,
-                    "revision": rev, **({"unknown": [1, {"x": None}]} if extra else {})},
-                   ensure_ascii=extra).encode() + b"\n"),
-    st.sampled_from(_ids), st.integers(0, 4), st.sampled_from(["plain text", "café 日本 🎉", "x" * 300]),
-    st.booleans(), st.booleans())
-other_lines = st.sampled_from([b"\n", b"   \n", b"not json\n", b'{"id":"fp1"}\n', b"\xe2\x80\xa8\n",
-                               b'{"id":"fp0000000000000001","text":"x","confidence":"nope","created_at":1,'
-                               b'"updated_at":1}\n'])
+        worker_line(
+            {
+                "id": mid,
+                "text": text,
+                "entities": [],
+                "tags": [],
+                "confidence": "stated",
+                "corroboration": 0,
+                "pinned": False,
+                "created_at": 1,
+                "updated_at": 1 + rev,
+                "revision": rev,
+            }
+        )
+        if canonical
+        else json.dumps(
+            {
+                "updated_at": 1 + rev,
+                "id": mid,
+                "text": text,
+                "confidence": "stated",
+                "created_at": 1,
+                "revision": rev,
+                **({"unknown": [1, {"x": None}]} if extra else {}),
+            },
+            ensure_ascii=extra,
+        ).encode()
+        + b"\n"
+    ),
+    st.sampled_from(_ids),
+    st.integers(0, 4),
+    st.sampled_from(["plain text", "café 日本 🎉", "x" * 300]),
+    st.booleans(),
+    st.booleans(),
+)
+other_lines = st.sampled_from(
+    [
+        b"\n",
+        b"   \n",
+        b"not json\n",
+        b'{"id":"fp1"}\n',
+        b"\xe2\x80\xa8\n",
+        b'{"id":"fp0000000000000001","text":"x","confidence":"nope","created_at":1,"updated_at":1}\n',
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(record_lines, record_lines, other_lines), max_size=30),
-       st.lists(st.integers(1, 400), max_size=40), st.booleans())
+@given(
+    st.lists(st.one_of(record_lines, record_lines, other_lines), max_size=30),
+    st.lists(st.integers(1, 400), max_size=40),
+    st.booleans(),
+)
 def test_incremental_refresh_equals_fresh_replay_for_any_chunking(lines, cuts, torn_end):
     """Appending the log in arbitrary pieces (cut mid-line, mid-character), refreshing after
     each, gives the same state as one fresh replay, and that state follows the merge rule
@@ -158,7 +214,7 @@ def test_incremental_refresh_equals_fresh_replay_for_any_chunking(lines, cuts, t
         follower.refresh()
         pos = 0
         for cut in cuts + [len(data)]:
-            piece = data[pos:pos + cut]
+            piece = data[pos : pos + cut]
             pos += len(piece)
             with open(path, "ab") as fh:
                 fh.write(piece)

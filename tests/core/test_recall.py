@@ -15,7 +15,15 @@ from keepgui.core.iii.index import BankIndex
 from keepgui.core.iii.log import MemoryLog
 from keepgui.core.iii.record import fingerprint, new_memory
 from keepgui.core.iii.recall import (
-    RECALL_LIMIT_CAP, f32, f32_text, f32_value, fused_parts, query_tokens, recall, recall_request, recency,
+    RECALL_LIMIT_CAP,
+    f32,
+    f32_text,
+    f32_value,
+    fused_parts,
+    query_tokens,
+    recall,
+    recall_request,
+    recency,
     top_memories,
 )
 from keepgui.core.iii.tokenize import entity_tokens, tokenize
@@ -24,12 +32,34 @@ NOW = 1_750_000_000_000
 DAY = 86_400_000
 
 
-def mem(text, entities=(), *, pinned=False, corr=0, updated=NOW, tags=(), invalid=None, mid=None, revision=0,
-        superseded_by=None):
+def mem(
+    text,
+    entities=(),
+    *,
+    pinned=False,
+    corr=0,
+    updated=NOW,
+    tags=(),
+    invalid=None,
+    mid=None,
+    revision=0,
+    superseded_by=None,
+):
     """A record as the worker would store it."""
-    return new_memory(id=mid or fingerprint(text), text=text, entities=list(entities), tags=list(tags),
-                      confidence="stated", corroboration=corr, pinned=pinned, created_at=min(updated, NOW),
-                      updated_at=updated, invalid_at=invalid, superseded_by=superseded_by, revision=revision)
+    return new_memory(
+        id=mid or fingerprint(text),
+        text=text,
+        entities=list(entities),
+        tags=list(tags),
+        confidence="stated",
+        corroboration=corr,
+        pinned=pinned,
+        created_at=min(updated, NOW),
+        updated_at=updated,
+        invalid_at=invalid,
+        superseded_by=superseded_by,
+        revision=revision,
+    )
 
 
 def index_of(*records):
@@ -144,8 +174,9 @@ def test_fused_vectors_at_one_billion_ms():
     assert fused(mem("plain", updated=0), now) == pytest.approx(0.765353, abs=1e-6)
     assert fused(mem("pinned", pinned=True, updated=0), now) == pytest.approx(1.339368, abs=1e-6)
     assert fused(mem("corroborated", corr=4, updated=0), now) == pytest.approx(1.134890, abs=1e-6)
-    assert fused(mem("about mike", ["mike"], updated=0), now, "what does mike like") == pytest.approx(1.224565,
-                                                                                                      abs=1e-6)
+    assert fused(mem("about mike", ["mike"], updated=0), now, "what does mike like") == pytest.approx(
+        1.224565, abs=1e-6
+    )
     assert fused(mem("about mike", updated=0), now, "what does mike like") < 1.224565
 
 
@@ -180,8 +211,9 @@ def test_entity_and_pin_lift_an_equal_bm25():
 
 
 def test_score_parts_explain_the_final_score():
-    m = mem("User publishes blog posts on Tuesday mornings", ["user", "blog"], pinned=True, corr=3,
-            updated=NOW - 10 * DAY)
+    m = mem(
+        "User publishes blog posts on Tuesday mornings", ["user", "blog"], pinned=True, corr=3, updated=NOW - 10 * DAY
+    )
     parts = fused_parts(0.8, m, set(query_tokens("when do I blog")), NOW, 30)
     assert parts.entity_hits == 2 and parts.entity == pytest.approx(1.2) and parts.pinned == 0.75
     assert parts.corroboration == pytest.approx(0.3 * math.log(4)) and parts.age_days == 10.0
@@ -233,8 +265,11 @@ def test_top_memories_follow_updates():
     records = [mem(f"memory number {i}", corr=i % 7, updated=NOW - i) for i in range(600)]
     index = index_of(*records)
     assert top_memories(index, 3)  # fills the cache
-    changes = [records[5].replace(pinned=True), records[0].replace(invalid_at=NOW),
-               records[1].replace(corroboration=99)]
+    changes = [
+        records[5].replace(pinned=True),
+        records[0].replace(invalid_at=NOW),
+        records[1].replace(corroboration=99),
+    ]
     for m in changes:
         index.set(m.id, m)
     current = {m.id: m for m in records}
@@ -280,8 +315,7 @@ def test_recall_request_default_limit_and_cap():
     assert len(recall_request(index, "main", "shared", config.replace(recall_limit=9), now_ms=NOW).hits) == 9
     assert recall_request(index, "main", "shared", config, now_ms=NOW, limit=0).hits == []
     result = recall_request(index, "main", "shared", config, now_ms=NOW, limit=2)
-    assert result.to_obj()["retrieval"] == "bm25-entity" and list(result.to_obj()) == ["bank", "memories",
-                                                                                      "retrieval"]
+    assert result.to_obj()["retrieval"] == "bm25-entity" and list(result.to_obj()) == ["bank", "memories", "retrieval"]
 
 
 def test_history_adds_retired_records_with_bm25_zero():
@@ -294,7 +328,8 @@ def test_history_adds_retired_records_with_bm25_zero():
     assert [h.memory.id for h in hits] == [retired.id, live.id, superseded.id]
     assert hits[0].parts.bm25 == 0.0 and hits[0].parts.entity_hits == 1 and hits[2].score == 0.0
     assert ranked(index, "retired convention", include_superseded=True) == reference_recall(
-        [live, retired, superseded], "retired convention", 6, include_superseded=True)
+        [live, retired, superseded], "retired convention", 6, include_superseded=True
+    )
 
 
 def test_store_replay_vectors(tmp_path):
@@ -344,7 +379,10 @@ _record = st.builds(
     lambda words, ents, pinned, corr, age, tags: (" ".join(words), ents, pinned, corr, age, tags),
     st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
     st.lists(st.sampled_from(["user", "mike", "api", "blog post"]), max_size=2),
-    st.booleans(), st.integers(0, 5), st.integers(-3, 120), st.lists(st.sampled_from(["x", "y"]), max_size=1),
+    st.booleans(),
+    st.integers(0, 5),
+    st.integers(-3, 120),
+    st.lists(st.sampled_from(["x", "y"]), max_size=1),
 )
 
 
@@ -357,17 +395,24 @@ def _build(specs):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(_record, min_size=1, max_size=40), st.sampled_from(["user", "the api port", "I like tea", "mike blog",
-                                                                   "日本", "a a the", "café post x"]),
-       st.integers(1, 8), st.sampled_from([0, 1, 30, 365]))
+@given(
+    st.lists(_record, min_size=1, max_size=40),
+    st.sampled_from(["user", "the api port", "I like tea", "mike blog", "日本", "a a the", "café post x"]),
+    st.integers(1, 8),
+    st.sampled_from([0, 1, 30, 365]),
+)
 def test_ranking_equals_the_naive_spec(pruning, specs, query, limit, half):
     records = _build(specs)
     index = index_of(*records.values())
     assert ranked(index, query, limit, half=half) == reference_recall(list(records.values()), query, limit, half=half)
 
 
-_op = st.tuples(st.sampled_from(["add", "edit", "entities", "pin", "reinforce", "delete", "restore", "touch"]),
-                st.integers(0, 11), st.sampled_from(WORDS), st.integers(-2, 90))
+_op = st.tuples(
+    st.sampled_from(["add", "edit", "entities", "pin", "reinforce", "delete", "restore", "touch"]),
+    st.integers(0, 11),
+    st.sampled_from(WORDS),
+    st.integers(-2, 90),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -431,8 +476,14 @@ def test_windows_prune_on_a_large_bank(monkeypatch, gather, seed):
     records = {}
     for i in range(6000):
         text = " ".join(rng.choice(vocab) for _ in range(rng.randint(2, 7))) + f" n{i}"
-        m = mem(text, rng.sample(["user", "mike", "api"], rng.randint(0, 2)), pinned=rng.random() < 0.02,
-                corr=rng.randint(0, 6), updated=NOW - rng.randint(-DAY, 365 * DAY), mid=f"fp{i:05d}")
+        m = mem(
+            text,
+            rng.sample(["user", "mike", "api"], rng.randint(0, 2)),
+            pinned=rng.random() < 0.02,
+            corr=rng.randint(0, 6),
+            updated=NOW - rng.randint(-DAY, 365 * DAY),
+            mid=f"fp{i:05d}",
+        )
         records[m.id] = m
     index = index_of(*records.values())
     for query in ["who is the user", "what tea do I like", "the api port", "mike writes the docs", "n17 user"]:

@@ -29,8 +29,18 @@ def run(capsys, *argv):
 
 
 def test_preview_json_is_the_library_response(bank_dir, capsys):
-    code, out, err = run(capsys, "--data-dir", str(bank_dir), "preview", "when do I publish articles", "--bank",
-                         "main", "--now", str(NOW), "--json")
+    code, out, err = run(
+        capsys,
+        "--data-dir",
+        str(bank_dir),
+        "preview",
+        "when do I publish articles",
+        "--bank",
+        "main",
+        "--now",
+        str(NOW),
+        "--json",
+    )
     assert code == 0 and err == ""
     expected = BankEngine(DataDir(bank_dir).bank("main")).preview("when do I publish articles", now_ms=NOW)
     assert out == expected.to_json(notice=True) + "\n"
@@ -41,8 +51,7 @@ def test_preview_json_is_the_library_response(bank_dir, capsys):
 
 
 def test_preview_human_form_prints_what_is_injected(bank_dir, capsys):
-    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "preview", "when do I publish articles", "--now",
-                       str(NOW))
+    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "preview", "when do I publish articles", "--now", str(NOW))
     assert code == 0
     preview = BankEngine(DataDir(bank_dir).bank("main")).preview("when do I publish articles", now_ms=NOW)
     assert preview.system_prompt_section in out and MESSAGE_PUBLISH + "\n" in out
@@ -53,12 +62,14 @@ def test_preview_human_form_prints_what_is_injected(bank_dir, capsys):
 def test_preview_with_a_config_file(bank_dir, tmp_path, capsys):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"inject_memories": False, "recall_limit": 1}))
-    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "preview", "publish", "--config", str(config), "--now",
-                       str(NOW), "--json")
+    code, out, _ = run(
+        capsys, "--data-dir", str(bank_dir), "preview", "publish", "--config", str(config), "--now", str(NOW), "--json"
+    )
     obj = json.loads(out)
     assert code == 0 and "message" not in obj and len(obj["memories"]) == 1
     assert out.strip() == BankEngine(DataDir(bank_dir).bank("main"), MemoryConfig.load(config)).preview(
-        "publish", now_ms=NOW).to_json(notice=True)
+        "publish", now_ms=NOW
+    ).to_json(notice=True)
 
 
 def test_errors_are_one_line(bank_dir, tmp_path, capsys):
@@ -80,11 +91,23 @@ def test_recall_json_and_history(bank_dir, capsys):
     assert obj["memories"][0]["parts"]["entity_hits"] == 1
     expected = BankEngine(DataDir(bank_dir).bank("main")).recall("api port", now_ms=NOW)
     assert out == expected.to_json(parts=True, notice=True) + "\n"
-    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "api port", "--now", str(NOW), "--json",
-                       "--history")
+    code, out, _ = run(
+        capsys, "--data-dir", str(bank_dir), "recall", "api port", "--now", str(NOW), "--json", "--history"
+    )
     assert len(json.loads(out)["memories"]) == 2
-    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "api port", "--now", str(NOW), "--json",
-                       "--history", "--tag", "infra")
+    code, out, _ = run(
+        capsys,
+        "--data-dir",
+        str(bank_dir),
+        "recall",
+        "api port",
+        "--now",
+        str(NOW),
+        "--json",
+        "--history",
+        "--tag",
+        "infra",
+    )
     assert [m["memory"]["text"] for m in json.loads(out)["memories"]] == ["The API port used to be 3000"]
     code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "user", "--now", str(NOW), "--limit", "1")
     assert code == 0 and "User publishes blog posts" in out and "limit 1" in out and "bm25" in out
@@ -113,17 +136,31 @@ def test_check_worker_reports_each_difference(bank_dir, fake_iii, tmp_path, monk
 
 
 def _vector_line(memory, revision=None) -> str:
-    return json.dumps({"id": memory.id, "model": "", "revision": memory.revision if revision is None else revision,
-                       "v": [0.1, 0.2]}, separators=(",", ":")) + "\n"
+    return (
+        json.dumps(
+            {
+                "id": memory.id,
+                "model": "",
+                "revision": memory.revision if revision is None else revision,
+                "v": [0.1, 0.2],
+            },
+            separators=(",", ":"),
+        )
+        + "\n"
+    )
 
 
 def test_preview_says_it_is_lexical_only_and_counts_current_vectors(bank_dir, capsys):
     """#12.7: with embeddings_enabled the worker ranks bm25-entity-semantic; keepgui says so."""
     (bank_dir / "main" / "vectors.jsonl").write_text(
-        _vector_line(M1) + _vector_line(M2) + _vector_line(M3, revision=M3.revision + 7)  # the last one is stale
-        + _vector_line(M2).replace(f'"revision":{M2.revision}', '"revision":-0'))          # -0: skipped
-    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "preview", "publish", "--bank", "main",
-                       "--now", str(NOW), "--json")
+        _vector_line(M1)
+        + _vector_line(M2)
+        + _vector_line(M3, revision=M3.revision + 7)  # the last one is stale
+        + _vector_line(M2).replace(f'"revision":{M2.revision}', '"revision":-0')
+    )  # -0: skipped
+    code, out, _ = run(
+        capsys, "--data-dir", str(bank_dir), "preview", "publish", "--bank", "main", "--now", str(NOW), "--json"
+    )
     obj = json.loads(out)
     assert code == 0 and obj["retrieval"] == "bm25-entity" and list(obj)[-1] == "keepgui"
     notice = obj["keepgui"]
@@ -133,8 +170,20 @@ def test_preview_says_it_is_lexical_only_and_counts_current_vectors(bank_dir, ca
     assert "lexical only: keepgui cannot embed the query" in out and "2 current vectors" in out
     config = bank_dir / "off.json"
     config.write_text('{"embeddings_enabled": false}')
-    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "recall", "publish", "--bank", "main", "--now", str(NOW),
-                       "--config", str(config), "--json")
+    code, out, _ = run(
+        capsys,
+        "--data-dir",
+        str(bank_dir),
+        "recall",
+        "publish",
+        "--bank",
+        "main",
+        "--now",
+        str(NOW),
+        "--config",
+        str(config),
+        "--json",
+    )
     notice = json.loads(out)["keepgui"]
     assert not notice["worker_may_rank_differently"] and "ranks lexically too" in notice["why"]
 
@@ -143,14 +192,40 @@ def test_a_budget_that_overflows_in_the_worker_wraps_as_it_does(bank_dir, capsys
     """#12.6: recall_budget_tokens × 4 is a 64-bit usize product in the worker: 2^62 tokens wrap to 0 bytes."""
     config = bank_dir / "huge.json"
     config.write_text('{"recall_budget_tokens": 4611686018427387904}')
-    code, out, _ = run(capsys, "--data-dir", str(bank_dir), "preview", "publish", "--bank", "main",
-                       "--now", str(NOW), "--config", str(config), "--json")
+    code, out, _ = run(
+        capsys,
+        "--data-dir",
+        str(bank_dir),
+        "preview",
+        "publish",
+        "--bank",
+        "main",
+        "--now",
+        str(NOW),
+        "--config",
+        str(config),
+        "--json",
+    )
     obj = json.loads(out)
     assert code == 0 and obj["memories"] == [] and "message" not in obj
     assert "wraps to 0 bytes" in obj["keepgui"]["budget_note"]
     config.write_text('{"recall_budget_tokens": 4611686018427387905}')  # wraps to 4 bytes
-    obj = json.loads(run(capsys, "--data-dir", str(bank_dir), "preview", "publish", "--bank", "main",
-                         "--now", str(NOW), "--config", str(config), "--json")[1])
+    obj = json.loads(
+        run(
+            capsys,
+            "--data-dir",
+            str(bank_dir),
+            "preview",
+            "publish",
+            "--bank",
+            "main",
+            "--now",
+            str(NOW),
+            "--config",
+            str(config),
+            "--json",
+        )[1]
+    )
     assert "wraps to 4 bytes" in obj["keepgui"]["budget_note"]
 
 
@@ -177,8 +252,9 @@ def test_config_fifo_or_deep_nesting_is_one_clear_error(bank_dir, capsys, kind):
         path.write_text("[" * 100_000 + "]" * 100_000)
     for command in ("preview", "recall"):
         with deadline(10, f"{command} --config {kind}"):
-            code, out, err = run(capsys, "--data-dir", str(bank_dir), command, "q", "--bank", "main",
-                                 "--config", str(path))
+            code, out, err = run(
+                capsys, "--data-dir", str(bank_dir), command, "q", "--bank", "main", "--config", str(path)
+            )
         assert code == 1 and out == "" and err.count("\n") == 1 and str(path) in err
 
 

@@ -17,7 +17,17 @@ from keepgui.core.errors import Conflict, InvalidInput
 from keepgui.core.iii.record import fingerprint
 from keepgui.core.iii.store import DataDir
 from keepgui.core.source import (
-    DISK, PIN, TOMBSTONE, Bank, Capabilities, Change, FileRow, Row, RowDelta, Source, stamps_of,
+    DISK,
+    PIN,
+    TOMBSTONE,
+    Bank,
+    Capabilities,
+    Change,
+    FileRow,
+    Row,
+    RowDelta,
+    Source,
+    stamps_of,
 )
 from tests.core.nanobot_helpers import make_workspace
 
@@ -117,8 +127,10 @@ def test_discover_finds_the_sources_on_this_machine(tmp_path):
     (tmp_path / "dd").mkdir()
     found = registry.discover(env)
     assert [(f.kind, f.path) for f in found] == [
-        ("iii", str(tmp_path / "dd")), ("iii", str(home / ".iii" / "data" / "memory")),
-        ("nanobot", str(home / ".nanobot" / "workspace"))]
+        ("iii", str(tmp_path / "dd")),
+        ("iii", str(home / ".iii" / "data" / "memory")),
+        ("nanobot", str(home / ".nanobot" / "workspace")),
+    ]
     assert found[0].why == "$KEEPGUI_DATA_DIR"
 
 
@@ -206,8 +218,9 @@ def test_bank_create_trash_and_restore_take_each_other_back(iii, data_dir):
 
 
 def test_what_changed_files_mean_for_a_data_dir(iii, data_dir):
-    plan = iii.classify([("main", "memories.jsonl"), ("main", "rules", "style.md"), ("main", "rules"),
-                         ("blog",)], ["main"])
+    plan = iii.classify(
+        [("main", "memories.jsonl"), ("main", "rules", "style.md"), ("main", "rules"), ("blog",)], ["main"]
+    )
     assert plan.refresh == {"main"} and plan.documents == {"main": frozenset({"style"})}
     assert plan.notes == ("main: rules changed on disk",) and not plan.rescan  # `blog` is no folder
     os.makedirs(data_dir / "blog")

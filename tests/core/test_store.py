@@ -26,10 +26,18 @@ def test_invalid_names(name):
         validate_name(name)
 
 
-@pytest.mark.parametrize("raw, slug", [
-    ("My Blog", "my-blog"), ("notes: 2024/05", "notes-2024-05"), ("--Weird__", "weird"),
-    ("Café  rules", "caf-rules"), ("a\\b", "a-b"), ("x" * 80, "x" * 64), ("!!!", ""),
-])
+@pytest.mark.parametrize(
+    "raw, slug",
+    [
+        ("My Blog", "my-blog"),
+        ("notes: 2024/05", "notes-2024-05"),
+        ("--Weird__", "weird"),
+        ("Café  rules", "caf-rules"),
+        ("a\\b", "a-b"),
+        ("x" * 80, "x" * 64),
+        ("!!!", ""),
+    ],
+)
 def test_slug_suggestions(raw, slug):
     assert suggest_slug(raw) == slug
     if slug:
@@ -60,8 +68,9 @@ def test_create_is_idempotent_and_writes_valid_yaml(data_dir):
         dd.create_bank("../escape")
 
 
-@pytest.mark.parametrize("content", [b"description: [unclosed", b"\xff\xfe", b"description: 42", b"- a list",
-                                     b"", b"other: x"])
+@pytest.mark.parametrize(
+    "content", [b"description: [unclosed", b"\xff\xfe", b"description: 42", b"- a list", b"", b"other: x"]
+)
 def test_bank_yaml_is_read_tolerantly(data_dir, content):
     (data_dir / "b").mkdir()
     (data_dir / "b" / "bank.yaml").write_bytes(content)
@@ -277,8 +286,13 @@ def test_resolve_data_dir_like_the_worker(tmp_path):
 
 def test_config_defaults_and_unknown_keys(tmp_path):
     config = MemoryConfig.from_mapping({})
-    assert (config.recall_limit, config.recall_budget_tokens, config.max_rule_chars,
-            config.decay_half_life_days, config.default_bank) == (6, 1200, 6000, 30, "main")
+    assert (
+        config.recall_limit,
+        config.recall_budget_tokens,
+        config.max_rule_chars,
+        config.decay_half_life_days,
+        config.default_bank,
+    ) == (6, 1200, 6000, 30, "main")
     assert config.inject_rules and config.inject_memories
     with pytest.raises(InvalidInput, match="`recall_limt`"):
         MemoryConfig.from_mapping({"recall_limt": 3})
@@ -319,7 +333,8 @@ def test_temp_files_are_found(data_dir):
     stray = fsio.temp_name_for(str(data_dir / "main" / "memories.jsonl"))
     open(stray, "w").close()
     assert sorted(os.path.basename(p) for p in DataDir(data_dir).iter_temp_files()) == sorted(
-        [".style.md.tmp", os.path.basename(stray)])
+        [".style.md.tmp", os.path.basename(stray)]
+    )
 
 
 # ---------------------------------------------------------------------- links and odd folders (§1.6a)
@@ -342,9 +357,12 @@ def test_a_linked_bank_folder_is_not_a_bank(data_dir, tmp_path):
     assert bank.memories() == []
     with pytest.raises(NotFound, match="cannot be loaded by the worker"):
         BankEngine(bank).preview("memory")
-    for write in (lambda: bank.save("written through the link", now=2), lambda: bank.pin(real.log.records and
-                  next(iter(real.log.records)), True), lambda: bank.write_rule("style", "# Style\n"),
-                  lambda: datadir.trash_bank("linked")):
+    for write in (
+        lambda: bank.save("written through the link", now=2),
+        lambda: bank.pin(real.log.records and next(iter(real.log.records)), True),
+        lambda: bank.write_rule("style", "# Style\n"),
+        lambda: datadir.trash_bank("linked"),
+    ):
         with pytest.raises(ReadOnly, match="symbolic links"):
             write()
     assert open(real.log_path, "rb").read() == before and os.path.islink(data_dir / "linked")
@@ -388,14 +406,17 @@ def test_a_bank_folder_named_with_a_backslash_is_listed_and_readable(data_dir):
         datadir.create_bank("another\\one")  # keepgui still creates only names the worker's rule allows
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"recall_limit": -0}', "`recall_limit` is -0"),
-    ('{"recall_limit": 6, "recall_limit": 7}', "duplicate field `recall_limit`"),
-    ('{"max_rule_chars": 18446744073709551616}', "larger than the worker's 64-bit integer"),
-    ('{"recall_budget_tokens": 1.0}', "must be a non-negative integer"),
-    ('[1, 2]', "must be a JSON object"),
-    ('{"nope": 1}', "unknown config key `nope`"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"recall_limit": -0}', "`recall_limit` is -0"),
+        ('{"recall_limit": 6, "recall_limit": 7}', "duplicate field `recall_limit`"),
+        ('{"max_rule_chars": 18446744073709551616}', "larger than the worker's 64-bit integer"),
+        ('{"recall_budget_tokens": 1.0}', "must be a non-negative integer"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"nope": 1}', "unknown config key `nope`"),
+    ],
+)
 def test_config_is_as_strict_as_serde(tmp_path, text, message):
     path = tmp_path / "config.json"
     path.write_text(text)

@@ -44,18 +44,21 @@ def reference_tokenize(text: str) -> list[str]:
     return tokens
 
 
-@pytest.mark.parametrize("text, tokens", [
-    ("Mike's blog-style", ["mike", "s", "blog", "style"]),
-    ("Café rápido", ["café", "rápido"]),
-    ("User PREFERS terse-answers!", ["user", "prefers", "terse", "answers"]),
-    ("日本語", ["日", "本", "日本", "語", "本語"]),
-    ("周二发布", ["周", "二", "周二", "发", "二发", "布", "发布"]),
-    ("abc日本def", ["abc", "日", "本", "日本", "def"]),
-    ("I like my tea", ["i", "like", "my", "tea"]),
-    ("", []),
-    ("  --  ", []),
-    ("a a a", ["a", "a", "a"]),
-])
+@pytest.mark.parametrize(
+    "text, tokens",
+    [
+        ("Mike's blog-style", ["mike", "s", "blog", "style"]),
+        ("Café rápido", ["café", "rápido"]),
+        ("User PREFERS terse-answers!", ["user", "prefers", "terse", "answers"]),
+        ("日本語", ["日", "本", "日本", "語", "本語"]),
+        ("周二发布", ["周", "二", "周二", "发", "二发", "布", "发布"]),
+        ("abc日本def", ["abc", "日", "本", "日本", "def"]),
+        ("I like my tea", ["i", "like", "my", "tea"]),
+        ("", []),
+        ("  --  ", []),
+        ("a a a", ["a", "a", "a"]),
+    ],
+)
 def test_spec_vectors(text, tokens):
     assert tokenize(text) == tokens
 
@@ -83,31 +86,39 @@ def test_devanagari_vowel_signs_are_word_chars_unlike_python_isalnum():
     assert not is_word_char("\u094d") and is_word_char("\u093f") and is_word_char("\u0940")
 
 
-@pytest.mark.parametrize("text, tokens", [
-    ("İSTANBUL", ["istanbul"]),  # 'İ'.lower() is 'i' + U+0307; only the first char is kept
-    ("ΟΔΟΣ ΣΑΣ", ["οδοσ", "σασ"]),  # per char: no final sigma
-    ("Straße", ["straße"]),
-    ("ǅemal", ["ǆemal"]),  # a titlecase digraph lowercases to one char
-    ("x² ½ Ⅻ", ["x²", "½", "ⅻ"]),  # No and Nl are numeric
-    ("１２３ｶﾀｶﾅ", ["１２３ｶﾀｶﾅ"]),  # fullwidth digits and halfwidth katakana are outside the CJK ranges
-    ("cafe\u0301 ok", ["cafe", "ok"]),  # a combining acute (Mn, not Alphabetic) breaks the run
-    ("naïve—résumé", ["naïve", "résumé"]),
-])
+@pytest.mark.parametrize(
+    "text, tokens",
+    [
+        ("İSTANBUL", ["istanbul"]),  # 'İ'.lower() is 'i' + U+0307; only the first char is kept
+        ("ΟΔΟΣ ΣΑΣ", ["οδοσ", "σασ"]),  # per char: no final sigma
+        ("Straße", ["straße"]),
+        ("ǅemal", ["ǆemal"]),  # a titlecase digraph lowercases to one char
+        ("x² ½ Ⅻ", ["x²", "½", "ⅻ"]),  # No and Nl are numeric
+        ("１２３ｶﾀｶﾅ", ["１２３ｶﾀｶﾅ"]),  # fullwidth digits and halfwidth katakana are outside the CJK ranges
+        ("cafe\u0301 ok", ["cafe", "ok"]),  # a combining acute (Mn, not Alphabetic) breaks the run
+        ("naïve—résumé", ["naïve", "résumé"]),
+    ],
+)
 def test_lowercase_first_char_and_numeric(text, tokens):
     assert tokenize(text) == tokens
 
 
-@pytest.mark.parametrize("text, tokens", [
-    ("ひらがなカタカナ", ["ひ", "ら", "ひら", "が", "らが", "な", "がな", "カ", "なカ", "タ", "カタ", "カ", "タカ",
-                      "ナ", "カナ"]),
-    ("한국어", ["한", "국", "한국", "어", "국어"]),
-    ("日本・語", ["日", "本", "日本", "語"]),  # U+30FB is in range but punctuation: it breaks the bigram
-    ("ラーメン", ["ラ", "ー", "ラー", "メ", "ーメ", "ン", "メン"]),  # U+30FC is Lm, a word char
-    ("日本。語", ["日", "本", "日本", "語"]),
-    ("日a本", ["日", "a", "本"]),  # a non-CJK word char clears the remembered CJK char
-    ("東京2024年", ["東", "京", "東京", "2024", "年"]),
-    ("ＡＢＣ日本", ["ａｂｃ", "日", "本", "日本"]),
-])
+@pytest.mark.parametrize(
+    "text, tokens",
+    [
+        (
+            "ひらがなカタカナ",
+            ["ひ", "ら", "ひら", "が", "らが", "な", "がな", "カ", "なカ", "タ", "カタ", "カ", "タカ", "ナ", "カナ"],
+        ),
+        ("한국어", ["한", "국", "한국", "어", "국어"]),
+        ("日本・語", ["日", "本", "日本", "語"]),  # U+30FB is in range but punctuation: it breaks the bigram
+        ("ラーメン", ["ラ", "ー", "ラー", "メ", "ーメ", "ン", "メン"]),  # U+30FC is Lm, a word char
+        ("日本。語", ["日", "本", "日本", "語"]),
+        ("日a本", ["日", "a", "本"]),  # a non-CJK word char clears the remembered CJK char
+        ("東京2024年", ["東", "京", "東京", "2024", "年"]),
+        ("ＡＢＣ日本", ["ａｂｃ", "日", "本", "日本"]),
+    ],
+)
 def test_cjk_unigrams_and_bigrams(text, tokens):
     assert tokenize(text) == tokens
     assert tokenize(text) == reference_tokenize(text)
@@ -133,9 +144,34 @@ def test_pronoun_expansion():
     assert query_tokens("") == []
 
 
-_TEXT = st.text(alphabet=st.sampled_from(
-    list("aZ09 -'é\u0301ß") + ["İ", "Σ", "ς", "日", "本", "語", "・", "ー", "ｶ", "한", "\u093f", "क", "\u094d", "²",
-                                "Ⅻ", "\t", "\u2028", "🙂", "\x1c", "Ǆ"]), max_size=40)
+_TEXT = st.text(
+    alphabet=st.sampled_from(
+        list("aZ09 -'é\u0301ß")
+        + [
+            "İ",
+            "Σ",
+            "ς",
+            "日",
+            "本",
+            "語",
+            "・",
+            "ー",
+            "ｶ",
+            "한",
+            "\u093f",
+            "क",
+            "\u094d",
+            "²",
+            "Ⅻ",
+            "\t",
+            "\u2028",
+            "🙂",
+            "\x1c",
+            "Ǆ",
+        ]
+    ),
+    max_size=40,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -191,6 +227,9 @@ def test_the_generated_lowercase_table_matches_the_regex_modules_tables():
     for cp, low in NEWER_LOWERCASE.items():
         assert lowercase.match(low) and regex.fullmatch("(?i)" + regex.escape(low), chr(cp)), hex(cp)
     changes = regex.compile(r"\p{Changes_When_Lowercased}")
-    missing = {cp for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF
-               and changes.match(chr(cp)) and chr(cp).lower() == chr(cp)}
+    missing = {
+        cp
+        for cp in range(sys.maxunicode + 1)
+        if not 0xD800 <= cp <= 0xDFFF and changes.match(chr(cp)) and chr(cp).lower() == chr(cp)
+    }
     assert missing == set(NEWER_LOWERCASE), "regenerate with tools/gen_unicode_lower.py"

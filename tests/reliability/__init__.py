@@ -23,7 +23,10 @@ locks, ``O_APPEND`` and SIGKILL behave as they do for users.
 
 from tests.reliability.concurrency import concurrent_writers, racing_appends
 from tests.reliability.crash import (
-    sigkill_at_points, sigkill_log_appends, sigkill_rule_saves, torn_tail_then_append,
+    sigkill_at_points,
+    sigkill_log_appends,
+    sigkill_rule_saves,
+    torn_tail_then_append,
 )
 from tests.reliability.hostile import HostileCase, hostile_corpus, release_corpus, run_hostile
 from tests.reliability.model import random_mutation_run

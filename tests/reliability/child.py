@@ -52,7 +52,7 @@ def _say(text: str) -> None:
 
 # ---------------------------------------------------------------------- deterministic contents
 
-_WORDS = ["alpha", "beta", "café", "日本", "naïve", "🎉", "quote\"d", "back\\slash", "tab\there", "zeta"]
+_WORDS = ["alpha", "beta", "café", "日本", "naïve", "🎉", 'quote"d', "back\\slash", "tab\there", "zeta"]
 
 
 def keepgui_text(proc: int, i: int, seed: int) -> str:
@@ -110,10 +110,23 @@ def append_batch_lines(run: int, batch: int, max_batch: int) -> bytes:
     from tests.reliability.model import model_fingerprint, worker_line
 
     now = append_batch_time(run, batch)
-    return b"".join(worker_line({"id": model_fingerprint(t), "text": t, "entities": [], "tags": [],
-                                 "confidence": "stated", "corroboration": 0, "pinned": False,
-                                 "created_at": now, "updated_at": now, "revision": 0})
-                    for t in append_batch_texts(run, batch, max_batch))
+    return b"".join(
+        worker_line(
+            {
+                "id": model_fingerprint(t),
+                "text": t,
+                "entities": [],
+                "tags": [],
+                "confidence": "stated",
+                "corroboration": 0,
+                "pinned": False,
+                "created_at": now,
+                "updated_at": now,
+                "revision": 0,
+            }
+        )
+        for t in append_batch_texts(run, batch, max_batch)
+    )
 
 
 # ---------------------------------------------------------------------- roles
@@ -155,9 +168,19 @@ def worker_writer(log, records, seed) -> None:
     for i in range(records):
         text = worker_text(i, seed)
         now = 1_750_000_000_000 + i
-        rec = {"id": model_fingerprint(text), "text": text, "entities": ["worker"], "tags": [],
-               "confidence": "extracted", "corroboration": 0, "pinned": False,
-               "source": {"session_id": f"s_{i}"}, "created_at": now, "updated_at": now, "revision": 0}
+        rec = {
+            "id": model_fingerprint(text),
+            "text": text,
+            "entities": ["worker"],
+            "tags": [],
+            "confidence": "extracted",
+            "corroboration": 0,
+            "pinned": False,
+            "source": {"session_id": f"s_{i}"},
+            "created_at": now,
+            "updated_at": now,
+            "revision": 0,
+        }
         line = worker_line(rec)
         with open(log, "ab") as fh:  # the worker's append: no lock, one write, fsync
             fh.write(line)
@@ -172,9 +195,19 @@ def two_write_record(i: int, seed: int) -> dict:
 
     text = worker_text(i, seed).replace("worker-style", "two-write worker")
     now = 1_760_000_000_000 + i
-    return {"id": model_fingerprint(text), "text": text, "entities": ["worker"], "tags": [],
-            "confidence": "extracted", "corroboration": 0, "pinned": False,
-            "source": {"session_id": f"s_{i}"}, "created_at": now, "updated_at": now, "revision": 0}
+    return {
+        "id": model_fingerprint(text),
+        "text": text,
+        "entities": ["worker"],
+        "tags": [],
+        "confidence": "extracted",
+        "corroboration": 0,
+        "pinned": False,
+        "source": {"session_id": f"s_{i}"},
+        "created_at": now,
+        "updated_at": now,
+        "revision": 0,
+    }
 
 
 def two_write_worker(log, records, seed, idle_ms="0") -> None:
@@ -293,8 +326,12 @@ def crash_at(data_dir, bank_name, what, point) -> None:
         real_write(fd, bytes(data)[: max(1, len(data) // 2)])
         die()
 
-    patches = {"half-written": ("write", half_then_die), "before-fsync": ("fsync", die),
-               "before-replace": ("replace", die), "before-dir-fsync": (None, die)}
+    patches = {
+        "half-written": ("write", half_then_die),
+        "before-fsync": ("fsync", die),
+        "before-replace": ("replace", die),
+        "before-dir-fsync": (None, die),
+    }
     name, fake = patches[point]
     _ready()
     if name is None:

@@ -79,10 +79,15 @@ def run_cli(data_dir: str, *args: str, timeout: float = 60.0, stdin: str | None 
     try:
         # A strict UTF-8 stdout, as under en_US.UTF-8: the C/C.UTF-8 locales escape undecodable
         # file names silently and would hide an encoding crash.
-        done = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=ROOT,
-                              env=child_env(PYTHONIOENCODING="utf-8"),
-                              input=stdin.encode() if stdin is not None else None,
-                              stdin=None if stdin is not None else subprocess.DEVNULL)
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env=child_env(PYTHONIOENCODING="utf-8"),
+            input=stdin.encode() if stdin is not None else None,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as exc:
         return CliResult(argv, None, _text(exc.stdout), _text(exc.stderr))
     return CliResult(argv, done.returncode, _text(done.stdout), _text(done.stderr))
@@ -173,8 +178,14 @@ def _main_thread() -> bool:
 
 def spawn(role: str, *args: object) -> subprocess.Popen:
     """Start a helper child with pipes for stdin (the start signal) and stdout (progress)."""
-    return subprocess.Popen(child_argv(role, *args), cwd=ROOT, env=child_env(), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        child_argv(role, *args),
+        cwd=ROOT,
+        env=child_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def wait_ready(proc: subprocess.Popen, what: str) -> None:

@@ -10,9 +10,16 @@ from tests.reliability.child import SHARED_TEXT, keepgui_text, worker_text
 from tests.reliability.common import send_go, spawn, wait_ready
 
 
-def concurrent_writers(folder: str, keepgui_procs: int = 2, records_each: int = 1500,
-                       worker_style_records: int = 1500, seed: int = 0, max_batch: int = 12,
-                       shared_every: int = 50, timeout: float = 600.0) -> dict:
+def concurrent_writers(
+    folder: str,
+    keepgui_procs: int = 2,
+    records_each: int = 1500,
+    worker_style_records: int = 1500,
+    seed: int = 0,
+    max_batch: int = 12,
+    shared_every: int = 50,
+    timeout: float = 600.0,
+) -> dict:
     """Run keepgui writers and one worker-style writer against one bank at once, then read it back.
 
     ``keepgui_procs`` processes each save ``records_each`` distinct memories
@@ -39,8 +46,10 @@ def concurrent_writers(folder: str, keepgui_procs: int = 2, records_each: int = 
 
     data_dir = os.path.join(folder, "memory")
     bank, _ = DataDir(data_dir).ensure_bank("main")
-    procs = [spawn("keepgui-writer", data_dir, "main", p, records_each, seed, shared_every, max_batch)
-             for p in range(keepgui_procs)]
+    procs = [
+        spawn("keepgui-writer", data_dir, "main", p, records_each, seed, shared_every, max_batch)
+        for p in range(keepgui_procs)
+    ]
     if worker_style_records:
         procs.append(spawn("worker-writer", bank.log_path, worker_style_records, seed))
     try:
@@ -117,8 +126,9 @@ def concurrent_writers(folder: str, keepgui_procs: int = 2, records_each: int = 
 
     replay = MemoryLog(bank.log_path)
     replay.refresh()
-    read_back = sum(1 for mid, text in texts.items()
-                    if (m := replay.records.get(mid)) is not None and m.text == text and m.live)
+    read_back = sum(
+        1 for mid, text in texts.items() if (m := replay.records.get(mid)) is not None and m.text == text and m.live
+    )
     shared = replay.records.get(shared_id)
     if shared_saves:
         read_back += shared is not None
@@ -144,9 +154,17 @@ def concurrent_writers(folder: str, keepgui_procs: int = 2, records_each: int = 
     }
 
 
-def racing_appends(folder: str, saves: int = 300, pins: int = 300, worker_records: int = 1500,
-                   keepgui_procs: int = 1, via_cli: bool = False, seed: int = 0, worker_idle_ms: float = 0,
-                   timeout: float = 900.0) -> dict:
+def racing_appends(
+    folder: str,
+    saves: int = 300,
+    pins: int = 300,
+    worker_records: int = 1500,
+    keepgui_procs: int = 1,
+    via_cli: bool = False,
+    seed: int = 0,
+    worker_idle_ms: float = 0,
+    timeout: float = 900.0,
+) -> dict:
     """keepgui saves and pins racing the worker's real two-write append (spec §1.6a).
 
     One child appends ``worker_records`` records as the Rust worker does
@@ -177,8 +195,11 @@ def racing_appends(folder: str, saves: int = 300, pins: int = 300, worker_record
     data_dir = os.path.join(folder, "memory")
     bank, _ = DataDir(data_dir).ensure_bank("main")
     worker = spawn("two-write-worker", bank.log_path, worker_records, seed, worker_idle_ms)
-    writers = [] if via_cli else [spawn("save-pinner", data_dir, "main", saves, pins, seed * 10 + p)
-                                  for p in range(keepgui_procs)]
+    writers = (
+        []
+        if via_cli
+        else [spawn("save-pinner", data_dir, "main", saves, pins, seed * 10 + p) for p in range(keepgui_procs)]
+    )
     written: list[tuple[str, int]] = []
     failed = 0
     start = time.perf_counter()
@@ -195,8 +216,7 @@ def racing_appends(folder: str, saves: int = 300, pins: int = 300, worker_record
             for op in order:
                 if op == "pin" and saved:
                     mid = rng.choice(saved)
-                    result = run_cli(data_dir, "pin", "main", mid, *(["--off"] if rng.random() < 0.5 else []),
-                                     "--json")
+                    result = run_cli(data_dir, "pin", "main", mid, *(["--off"] if rng.random() < 0.5 else []), "--json")
                 else:
                     result = run_cli(data_dir, "save", "main", keepgui_text(8, len(saved), seed), "--json")
                 if result.rc != 0:

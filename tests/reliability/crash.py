@@ -9,7 +9,12 @@ import signal
 import time
 
 from tests.reliability.child import (
-    CRASH_BATCH_TEXTS, CRASH_NOW, CRASH_RULE_V1, CRASH_RULE_V2, append_batch_lines, append_batch_texts,
+    CRASH_BATCH_TEXTS,
+    CRASH_NOW,
+    CRASH_RULE_V1,
+    CRASH_RULE_V2,
+    append_batch_lines,
+    append_batch_texts,
     rule_content,
 )
 from tests.reliability.common import send_go, spawn, wait_ready
@@ -51,8 +56,9 @@ def _kill_after(proc, rng: random.Random, at_least: int, jitter: float) -> tuple
     return decided, last
 
 
-def sigkill_rule_saves(folder: str, runs: int = 30, seed: int = 0, pad_min: int = 8_000,
-                       pad_max: int = 400_000, jitter: float = 0.004) -> dict:
+def sigkill_rule_saves(
+    folder: str, runs: int = 30, seed: int = 0, pad_min: int = 8_000, pad_max: int = 400_000, jitter: float = 0.004
+) -> dict:
     """Kill a child that saves one rule in a loop (``Bank.write_rule``), ``runs`` times.
 
     After each kill the rule must be exactly one whole version this run
@@ -111,8 +117,7 @@ def sigkill_rule_saves(folder: str, runs: int = 30, seed: int = 0, pad_min: int 
     return {"runs": runs, "torn": torn, "temp_files": temp_files, "failures": failures}
 
 
-def sigkill_log_appends(folder: str, runs: int = 20, seed: int = 0, max_batch: int = 60,
-                        jitter: float = 0.004) -> dict:
+def sigkill_log_appends(folder: str, runs: int = 20, seed: int = 0, max_batch: int = 60, jitter: float = 0.004) -> dict:
     """Kill a child that appends batches of memories through keepgui, ``runs`` times.
 
     The log is checked byte for byte after each kill: it must be what was
@@ -144,12 +149,13 @@ def sigkill_log_appends(folder: str, runs: int = 20, seed: int = 0, max_batch: i
         head = b"".join(b"\n" + append_batch_lines(run, b, max_batch) for b in range(last + 1))
         inflight = b"\n" + append_batch_lines(run, last + 1, max_batch)
         problems = []
-        rest = new[len(head):]
+        rest = new[len(head) :]
         if not new.startswith(head):
             problems.append("the log does not hold exactly the committed batches after what was there")
         elif not inflight.startswith(rest):
-            problems.append(f"after the committed batches come {len(rest)} bytes that are not a prefix "
-                            "of the batch being written")
+            problems.append(
+                f"after the committed batches come {len(rest)} bytes that are not a prefix of the batch being written"
+            )
         elif rest == inflight:
             unreported += 1
         elif rest.endswith(b"\n"):
@@ -175,8 +181,15 @@ def sigkill_log_appends(folder: str, runs: int = 20, seed: int = 0, max_batch: i
         if problems:
             torn += 1
             failures.append(f"run {run}: " + "; ".join(problems))
-    return {"runs": runs, "torn": torn, "torn_tails": torn_tails, "partial_batches": partial,
-            "unreported": unreported, "records": len(committed_texts), "failures": failures}
+    return {
+        "runs": runs,
+        "torn": torn,
+        "torn_tails": torn_tails,
+        "partial_batches": partial,
+        "unreported": unreported,
+        "records": len(committed_texts),
+        "failures": failures,
+    }
 
 
 def torn_tail_then_append(folder: str) -> dict:
@@ -322,6 +335,7 @@ def sigkill_at_points(folder: str) -> dict:
             # The fragment becomes one skipped line just before the new record (whole lines of
             # the cut batch before it are valid records: a batch cut short is partly visible).
             if point == "half-written" and [p.line for p in after.problems if p.kind == "corrupt"] != [after.lines - 1]:
-                failures.append(f"{where}: the torn fragment should be one skipped line ({after.lines - 1}): "
-                                f"{after.problems}")
+                failures.append(
+                    f"{where}: the torn fragment should be one skipped line ({after.lines - 1}): {after.problems}"
+                )
     return {"points": tried, "torn": len(failures), "failures": failures}

@@ -61,15 +61,29 @@ class HostileCase:
 
 def record_line(text: str, revision: int = 0, **fields) -> bytes:
     """A valid record line, as the worker writes it."""
-    rec = {"id": model_fingerprint(text), "text": text, "entities": [], "tags": [], "confidence": "stated",
-           "corroboration": 0, "pinned": False, "created_at": 1_750_000_000_000,
-           "updated_at": 1_750_000_000_000 + revision, "revision": revision}
+    rec = {
+        "id": model_fingerprint(text),
+        "text": text,
+        "entities": [],
+        "tags": [],
+        "confidence": "stated",
+        "corroboration": 0,
+        "pinned": False,
+        "created_at": 1_750_000_000_000,
+        "updated_at": 1_750_000_000_000 + revision,
+        "revision": revision,
+    }
     rec.update(fields)
     return worker_line(rec)
 
 
-def _bank(data_dir: str, name: str | bytes = "main", log: bytes | None = None, yaml: bytes | None = b"description: ''\n",
-          rules: dict | None = None) -> str:
+def _bank(
+    data_dir: str,
+    name: str | bytes = "main",
+    log: bytes | None = None,
+    yaml: bytes | None = b"description: ''\n",
+    rules: dict | None = None,
+) -> str:
     path = os.path.join(os.fsencode(data_dir), os.fsencode(name))
     os.makedirs(os.path.join(path, b"rules"), exist_ok=True)
     if yaml is not None:
@@ -87,8 +101,14 @@ def _bank(data_dir: str, name: str | bytes = "main", log: bytes | None = None, y
 # ---------------------------------------------------------------------- expectations
 
 
-def _expect_records(bank: str, texts: set[str], corrupt_lines: list[int] | None = None, torn: bool = False,
-                    unreadable: str | None = None, oversized: list[int] | None = None):
+def _expect_records(
+    bank: str,
+    texts: set[str],
+    corrupt_lines: list[int] | None = None,
+    torn: bool = False,
+    unreadable: str | None = None,
+    oversized: list[int] | None = None,
+):
     def check(datadir) -> list[str]:
         b = datadir.bank(bank)
         out = []
@@ -114,6 +134,7 @@ def _expect_records(bank: str, texts: set[str], corrupt_lines: list[int] | None 
         if (b.log.torn_tail is not None) != torn:
             out.append(f"bank {bank}: torn tail {b.log.torn_tail}, expected {torn}")
         return out
+
     return check
 
 
@@ -127,6 +148,7 @@ def _expect_description(cases: dict[str, str]):
             if want == "" and not datadir.bank(bank).description_problem():
                 out.append(f"bank {bank}: an unusable bank.yaml reported no problem")
         return out
+
     return check
 
 
@@ -139,6 +161,7 @@ def _expect_rules(bank: str, names: list[str], problems: int):
         if len(found) != problems:
             out.append(f"{len(found)} rule problems ({[p.what[:60] for p in found]}), expected {problems}")
         return out
+
     return check
 
 
@@ -251,24 +274,52 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     # -- corrupt and wrong-typed lines --------------------------------------------------------
     f, d = case("corrupt-lines")
     a, b = record_line("first good memory"), record_line("second good memory")
-    bad = [b'{"id": "fp-torn', b"not json at all", b"[]", b"{}", b"null", b'"a string"', b"123",
-           b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":1} trailing',
-           b"\xef\xbb\xbf" + record_line("after a byte order mark")[:-1],
-           b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":1,"created_at":2}',
-           b'{"id":"fp1","text":"abc","confidence":"stated","created_at":NaN,"updated_at":1}',
-           b'{"id":"fp1","text":"lone \\ud800 surrogate","confidence":"stated","created_at":1,"updated_at":1}',
-           b'{"id":"fp1","text":"raw\ttab","confidence":"stated","created_at":1,"updated_at":1}']
+    bad = [
+        b'{"id": "fp-torn',
+        b"not json at all",
+        b"[]",
+        b"{}",
+        b"null",
+        b'"a string"',
+        b"123",
+        b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":1} trailing',
+        b"\xef\xbb\xbf" + record_line("after a byte order mark")[:-1],
+        b'{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_at":1,"created_at":2}',
+        b'{"id":"fp1","text":"abc","confidence":"stated","created_at":NaN,"updated_at":1}',
+        b'{"id":"fp1","text":"lone \\ud800 surrogate","confidence":"stated","created_at":1,"updated_at":1}',
+        b'{"id":"fp1","text":"raw\ttab","confidence":"stated","created_at":1,"updated_at":1}',
+    ]
     _bank(d, log=a + b"\n".join(bad) + b"\n" + b)
-    add("corrupt-lines", f, d, banks=["main"], expect=_expect_records(
-        "main", {"first good memory", "second good memory"}, list(range(2, 2 + len(bad)))))
+    add(
+        "corrupt-lines",
+        f,
+        d,
+        banks=["main"],
+        expect=_expect_records("main", {"first good memory", "second good memory"}, list(range(2, 2 + len(bad)))),
+    )
 
     f, d = case("wrong-types")
     base = {"id": "fp1", "text": "abc", "confidence": "stated", "created_at": 1, "updated_at": 1}
-    wrong = [{"id": 1}, {"text": None}, {"entities": "a"}, {"tags": [1]}, {"confidence": "maybe"},
-             {"corroboration": -1}, {"corroboration": 4294967296}, {"pinned": "yes"}, {"source": "s"},
-             {"source": {"session_id": 5}}, {"created_at": 1.0}, {"updated_at": -5}, {"invalid_at": "x"},
-             {"superseded_by": 7}, {"revision": 18446744073709551616}, {"revision": 1e400}, {"id": None},
-             {"created_at": True}]
+    wrong = [
+        {"id": 1},
+        {"text": None},
+        {"entities": "a"},
+        {"tags": [1]},
+        {"confidence": "maybe"},
+        {"corroboration": -1},
+        {"corroboration": 4294967296},
+        {"pinned": "yes"},
+        {"source": "s"},
+        {"source": {"session_id": 5}},
+        {"created_at": 1.0},
+        {"updated_at": -5},
+        {"invalid_at": "x"},
+        {"superseded_by": 7},
+        {"revision": 18446744073709551616},
+        {"revision": 1e400},
+        {"id": None},
+        {"created_at": True},
+    ]
     lines = [json.dumps({**base, **w}).replace("Infinity", "1e400").encode() + b"\n" for w in wrong]
     lines.append(json.dumps({k: v for k, v in base.items() if k != "id"}).encode() + b"\n")  # missing id
     _bank(d, log=b"".join(lines))
@@ -277,9 +328,14 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     # -- encoding ------------------------------------------------------------------------------
     f, d = case("invalid-utf8")
     _bank(d, log=record_line("fine line") + b'{"id":"fp1","text":"bad \xff byte"}\n' + record_line("after it"))
-    add("invalid-utf8", f, d, banks=["main"],
+    add(
+        "invalid-utf8",
+        f,
+        d,
+        banks=["main"],
         writes=[["save", "main", "a write into an unreadable bank"]],
-        expect=_expect_records("main", set(), unreadable="line 2"))
+        expect=_expect_records("main", set(), unreadable="line 2"),
+    )
 
     f, d = case("invalid-utf8-torn-tail")
     _bank(d, log=record_line("fine line") + b'{"id":"fp2","text":"cut \xe6\x97')
@@ -293,13 +349,23 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     _bank(d, "garbage", log=b'{"id":"' + b"y" * TEN_MB + b"\n" + record_line("small one"))
     # Over 1 MiB a line cannot be one the worker wrote (texts are at most 2,000 bytes): keepgui
     # skips it unread and says so (a valid 10 MB record froze the window for minutes).
-    add("huge-lines", f, d, banks=["valid", "garbage"], expect=_combine(
-        _expect_records("valid", {"small one"}, [], oversized=[1]),
-        _expect_records("garbage", {"small one"}, [], oversized=[1])))
+    add(
+        "huge-lines",
+        f,
+        d,
+        banks=["valid", "garbage"],
+        expect=_combine(
+            _expect_records("valid", {"small one"}, [], oversized=[1]),
+            _expect_records("garbage", {"small one"}, [], oversized=[1]),
+        ),
+    )
 
     f, d = case("deep-json")
-    deep = [b"[" * 200_000, b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
-            record_line("deep unknown key")[:-2] + b',"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"]
+    deep = [
+        b"[" * 200_000,
+        b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+        record_line("deep unknown key")[:-2] + b',"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ]
     _bank(d, log=b"\n".join(deep) + b"\n" + record_line("shallow"))
     add("deep-json", f, d, banks=["main"])
 
@@ -307,22 +373,44 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     _bank(d, "inline", log=record_line("good") + b'{"id":"fp1","text":"nul \x00 inside"}\n' + b"\x00" * 64 + b"\n")
     _bank(d, "tail", log=record_line("good") + b"\x00" * 4096)
     _bank(d, "only", log=b"\x00" * 4096)
-    add("nul-bytes", f, d, banks=["inline", "tail", "only"], cli_banks=["inline", "tail"], expect=_combine(
-        _expect_records("inline", {"good"}, [2, 3]), _expect_records("tail", {"good"}, [], torn=True)))
+    add(
+        "nul-bytes",
+        f,
+        d,
+        banks=["inline", "tail", "only"],
+        cli_banks=["inline", "tail"],
+        expect=_combine(_expect_records("inline", {"good"}, [2, 3]), _expect_records("tail", {"good"}, [], torn=True)),
+    )
 
     f, d = case("empty-and-blank")
     _bank(d, "empty", log=b"")
     _bank(d, "blank", log=" \n\n\t\n\r\n\u2028\n\xa0\n\u3000\n".encode())
-    _bank(d, "crlf", log=record_line("windows line one")[:-1] + b"\r\n" + record_line("windows line two")[:-1] + b"\r\n")
+    _bank(
+        d, "crlf", log=record_line("windows line one")[:-1] + b"\r\n" + record_line("windows line two")[:-1] + b"\r\n"
+    )
     _bank(d, "no-log")
-    add("empty-and-blank", f, d, banks=["empty", "blank", "crlf", "no-log"], cli_banks=["blank", "crlf"], expect=_combine(
-        _expect_records("empty", set(), []), _expect_records("blank", set(), []),
-        _expect_records("crlf", {"windows line one", "windows line two"}, []),
-        _expect_records("no-log", set(), [])))
+    add(
+        "empty-and-blank",
+        f,
+        d,
+        banks=["empty", "blank", "crlf", "no-log"],
+        cli_banks=["blank", "crlf"],
+        expect=_combine(
+            _expect_records("empty", set(), []),
+            _expect_records("blank", set(), []),
+            _expect_records("crlf", {"windows line one", "windows line two"}, []),
+            _expect_records("no-log", set(), []),
+        ),
+    )
 
     f, d = case("repeated-revisions")
-    _bank(d, log=record_line("same revision twice") + record_line("same revision twice", pinned=True) + record_line("x" * 40, 3)
-          + record_line("x" * 40, 1))
+    _bank(
+        d,
+        log=record_line("same revision twice")
+        + record_line("same revision twice", pinned=True)
+        + record_line("x" * 40, 3)
+        + record_line("x" * 40, 1),
+    )
     add("repeated-revisions", f, d, banks=["main"])
 
     # -- bank.yaml ------------------------------------------------------------------------------
@@ -362,11 +450,23 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     for name, content in yamls.items():
         _bank(d, name, yaml=content)
     descriptions = {name: "" for name in yamls}
-    descriptions.update({"merge-bomb": "fine after a merge bomb", "bad-date-other-key": "kept",
-                         "bad-int": "kept too", "bom": "with a bom"})
+    descriptions.update(
+        {
+            "merge-bomb": "fine after a merge bomb",
+            "bad-date-other-key": "kept",
+            "bad-int": "kept too",
+            "bom": "with a bom",
+        }
+    )
     # `memories` and `rules` never read bank.yaml; `banks` and `doctor` read every one of them.
-    add("bank-yaml-garbage", f, d, banks=list(yamls), expect=_expect_description(descriptions),
-        cli_banks=["binary", "laughs"])
+    add(
+        "bank-yaml-garbage",
+        f,
+        d,
+        banks=list(yamls),
+        expect=_expect_description(descriptions),
+        cli_banks=["binary", "laughs"],
+    )
 
     f, d = case("bank-yaml-special")
     _bank(d, "dir", yaml=None)
@@ -379,18 +479,39 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     os.symlink("nowhere.yaml", os.path.join(d, "dangling", "bank.yaml"))
     _bank(d, "loop", yaml=None)
     os.symlink("bank.yaml", os.path.join(d, "loop", "bank.yaml"))
-    add("bank-yaml-special", f, d, banks=["dir", "fifo", "zero", "dangling", "loop"], special=True, cli_banks=["fifo"],
-        expect=_expect_description({"dir": "", "fifo": "", "zero": "", "loop": ""}))
+    add(
+        "bank-yaml-special",
+        f,
+        d,
+        banks=["dir", "fifo", "zero", "dangling", "loop"],
+        special=True,
+        cli_banks=["fifo"],
+        expect=_expect_description({"dir": "", "fifo": "", "zero": "", "loop": ""}),
+    )
 
     # -- rules ---------------------------------------------------------------------------------
     f, d = case("rules-hostile")
-    rules_dir = os.path.join(_bank(d, rules={
-        "good.md": b"# Good\nA fine rule.\n", "bad-utf8.md": b"caf\xe9\n", "empty.md": b"",
-        "nul.md": b"a\x00b\n", "crlf.md": b"# CRLF\r\nline\r\n", "Bad Name.md": b"spaces\n",
-        ".hidden.md": b"a dot rule\n", "UPPER.md": b"upper\n", "x.md.tmp": b"temp\n", ".style.md.tmp": b"temp\n",
-        "notes.MD": b"not a rule\n", ".md": b"no stem\n",
-        "huge.md": b"h" * (16 * 1024 * 1024 + 1),
-    }), "rules")
+    rules_dir = os.path.join(
+        _bank(
+            d,
+            rules={
+                "good.md": b"# Good\nA fine rule.\n",
+                "bad-utf8.md": b"caf\xe9\n",
+                "empty.md": b"",
+                "nul.md": b"a\x00b\n",
+                "crlf.md": b"# CRLF\r\nline\r\n",
+                "Bad Name.md": b"spaces\n",
+                ".hidden.md": b"a dot rule\n",
+                "UPPER.md": b"upper\n",
+                "x.md.tmp": b"temp\n",
+                ".style.md.tmp": b"temp\n",
+                "notes.MD": b"not a rule\n",
+                ".md": b"no stem\n",
+                "huge.md": b"h" * (16 * 1024 * 1024 + 1),
+            },
+        ),
+        "rules",
+    )
     with open(os.path.join(os.fsencode(rules_dir), b"r\xff.md"), "wb") as fh:
         fh.write(b"a name that is not UTF-8\n")
     os.symlink(secret, os.path.join(rules_dir, "leak.md"))
@@ -402,9 +523,32 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     os.symlink("good.md", os.path.join(rules_dir, "inside.md"))
     # Readable: good, empty, nul, crlf, Bad Name, .hidden, UPPER, inside, leak (a link out of the data
     # dir is read, as the worker reads it; never written through), r\udcff. Problems: bad-utf8, huge.
-    add("rules-hostile", f, d, banks=["main"], special=True, watch=[outside], expect=_expect_rules(
-        "main", sorted([".hidden", "Bad Name", "UPPER", "crlf", "empty", "good", "inside", "leak", "nul",
-                        os.fsdecode(b"r\xff")]), 2))
+    add(
+        "rules-hostile",
+        f,
+        d,
+        banks=["main"],
+        special=True,
+        watch=[outside],
+        expect=_expect_rules(
+            "main",
+            sorted(
+                [
+                    ".hidden",
+                    "Bad Name",
+                    "UPPER",
+                    "crlf",
+                    "empty",
+                    "good",
+                    "inside",
+                    "leak",
+                    "nul",
+                    os.fsdecode(b"r\xff"),
+                ]
+            ),
+            2,
+        ),
+    )
 
     f, d = case("rules-folder-odd")
     _bank(d, "file")
@@ -430,10 +574,16 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     os.symlink("nowhere.jsonl", os.path.join(d, "dangling", "memories.jsonl"))
     _bank(d, "loop")
     os.symlink("memories.jsonl", os.path.join(d, "loop", "memories.jsonl"))
-    add("log-not-a-file", f, d, banks=["dir", "fifo", "zero", "dangling", "loop"], special=True,
+    add(
+        "log-not-a-file",
+        f,
+        d,
+        banks=["dir", "fifo", "zero", "dangling", "loop"],
+        special=True,
         cli_banks=["fifo", "zero", "loop"],
         writes=[["save", "fifo", "never written into a FIFO"], ["save", "dir", "nor into a folder"]],
-        expect=_combine(*(_expect_records(b, set(), unreadable="") for b in ("dir", "fifo", "zero", "loop"))))
+        expect=_combine(*(_expect_records(b, set(), unreadable="") for b in ("dir", "fifo", "zero", "loop"))),
+    )
 
     f, d = case("vectors-hostile")
     _bank(d, "fifo", log=record_line("has a fifo sidecar"))
@@ -470,10 +620,27 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     os.makedirs(os.path.join(d, ".trash", "old-1750000000000"))
     with open(os.path.join(d, "a-file-not-a-bank"), "wb") as fh:
         fh.write(b"x")
-    queried = odd + [os.fsdecode(b"b\xff"), "..", "../names", ".trash", "a/b", "memory/../main", "nonexistent",
-                     "", ".", "/etc", "main\x01"]
-    add("names", f, d, banks=queried, extra=[["bank", "trashed", "--json"]],
-        cli_banks=["my bank", "-x", "a\nb", "--help", os.fsdecode(b"b\xff"), "..", "../names", ".trash", "a/b", ""])
+    queried = odd + [
+        os.fsdecode(b"b\xff"),
+        "..",
+        "../names",
+        ".trash",
+        "a/b",
+        "memory/../main",
+        "nonexistent",
+        "",
+        ".",
+        "/etc",
+        "main\x01",
+    ]
+    add(
+        "names",
+        f,
+        d,
+        banks=queried,
+        extra=[["bank", "trashed", "--json"]],
+        cli_banks=["my bank", "-x", "a\nb", "--help", os.fsdecode(b"b\xff"), "..", "../names", ".trash", "a/b", ""],
+    )
 
     f, d = case("trash-junk")
     _bank(d, log=record_line("a memory"))
@@ -501,11 +668,23 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     how = make_read_only(f)
     if how is not None:
         mid = model_fingerprint("protected memory")
-        add("read-only", f, d, banks=["main"], note=how, writes=[
-            ["save", "main", "a new memory"], ["save", "main", "protected memory"], ["delete", "main", mid],
-            ["pin", "main", mid], ["rule-set", "main", "style", "--stdin"], ["bank", "create", "newbank"],
-            ["bank", "trash", "main"]],
-            expect=_expect_records("main", {"protected memory"}, []))
+        add(
+            "read-only",
+            f,
+            d,
+            banks=["main"],
+            note=how,
+            writes=[
+                ["save", "main", "a new memory"],
+                ["save", "main", "protected memory"],
+                ["delete", "main", mid],
+                ["pin", "main", mid],
+                ["rule-set", "main", "style", "--stdin"],
+                ["bank", "create", "newbank"],
+                ["bank", "trash", "main"],
+            ],
+            expect=_expect_records("main", {"protected memory"}, []),
+        )
 
     if chmod_protects():  # unreadable entries cannot be made for root
         f, d = case("no-permission")
@@ -516,8 +695,14 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
         os.chmod(os.path.join(d, "log", "rules", "r.md"), 0)
         os.chmod(os.path.join(d, "yaml", "bank.yaml"), 0)
         os.chmod(os.path.join(d, "locked"), 0)
-        add("no-permission", f, d, banks=["locked", "log", "yaml"], special=True,
-            writes=[["save", "log", "cannot append here"], ["save", "locked", "nor here"]])
+        add(
+            "no-permission",
+            f,
+            d,
+            banks=["locked", "log", "yaml"],
+            special=True,
+            writes=[["save", "log", "cannot append here"], ["save", "locked", "nor here"]],
+        )
 
     # -- seeded random damage -----------------------------------------------------------------------
     for n in range(fuzz):
@@ -549,8 +734,12 @@ def _fuzz_bank(data_dir: str, rng: random.Random) -> None:
     log = b"".join(out)
     _bank(data_dir, "main", log=log if rng.random() < 0.5 else log.replace(b"\xff", b"?"))
     junk = bytes(rng.randrange(256) for _ in range(rng.randint(0, 512)))
-    _bank(data_dir, "yaml", yaml=b"description: " + junk, rules={
-        "fuzz.md": bytes(rng.randrange(256) for _ in range(rng.randint(0, 512)))})
+    _bank(
+        data_dir,
+        "yaml",
+        yaml=b"description: " + junk,
+        rules={"fuzz.md": bytes(rng.randrange(256) for _ in range(rng.randint(0, 512)))},
+    )
 
 
 # ---------------------------------------------------------------------- running
@@ -644,8 +833,14 @@ def probe_library(case: HostileCase, seconds: float = 60.0) -> list[str]:
     return failures
 
 
-def run_hostile(cases: list[HostileCase], cli: bool = True, library: bool = True, thorough: bool = True,
-                workers: int | None = None, timeout: float = 60.0) -> dict:
+def run_hostile(
+    cases: list[HostileCase],
+    cli: bool = True,
+    library: bool = True,
+    thorough: bool = True,
+    workers: int | None = None,
+    timeout: float = 60.0,
+) -> dict:
     """Read every case; returns ``inputs``, ``commands``, ``crashes``, ``files_changed_by_reading``,
     ``failures`` (one line each, prefixed by the case name) and ``by_case`` (case name -> its failures).
 
@@ -659,6 +854,7 @@ def run_hostile(cases: list[HostileCase], cli: bool = True, library: bool = True
     commands for each case's ``cli_banks`` only.
     """
     workers = workers or (os.cpu_count() or 2) + 1
+
     def snapshot(case):
         return [disk_state(path) for path in [case.folder, *case.watch]]
 
@@ -672,8 +868,7 @@ def run_hostile(cases: list[HostileCase], cli: bool = True, library: bool = True
             jobs.append((case, cmd, stdin, True, False))
     problems: dict[str, list[str]] = {case.name: [] for case in cases}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [(job, pool.submit(run_cli, job[0].data_dir, *job[1], timeout=timeout, stdin=job[2]))
-                   for job in jobs]
+        futures = [(job, pool.submit(run_cli, job[0].data_dir, *job[1], timeout=timeout, stdin=job[2])) for job in jobs]
         if library:
             for case in cases:
                 problems[case.name].extend(probe_library(case, timeout))
@@ -688,5 +883,11 @@ def run_hostile(cases: list[HostileCase], cli: bool = True, library: bool = True
             problems[case.name].append(f"reading changed {diff[:5]}")
         crashes += any(not p.startswith("reading changed") for p in problems[case.name])
         failures.extend(f"{case.name}: {p}" for p in problems[case.name])
-    return {"inputs": len(cases), "commands": len(jobs), "crashes": crashes, "files_changed_by_reading": changed,
-            "failures": failures, "by_case": problems}
+    return {
+        "inputs": len(cases),
+        "commands": len(jobs),
+        "crashes": crashes,
+        "files_changed_by_reading": changed,
+        "failures": failures,
+        "by_case": problems,
+    }

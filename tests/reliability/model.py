@@ -35,11 +35,23 @@ import tempfile
 
 U32_MAX = (1 << 32) - 1
 MISSING_ID = "fp0123456789abcdef"
-KEY_ORDER = ("id", "text", "entities", "tags", "confidence", "corroboration", "pinned", "source",
-             "created_at", "updated_at", "invalid_at", "superseded_by", "revision")
+KEY_ORDER = (
+    "id",
+    "text",
+    "entities",
+    "tags",
+    "confidence",
+    "corroboration",
+    "pinned",
+    "source",
+    "created_at",
+    "updated_at",
+    "invalid_at",
+    "superseded_by",
+    "revision",
+)
 OPTIONAL = ("source", "invalid_at", "superseded_by")
-OPS = ("save", "update", "pin", "delete", "restore", "supersede", "reinforce", "batch", "external", "refresh",
-       "tick")
+OPS = ("save", "update", "pin", "delete", "restore", "supersede", "reinforce", "batch", "external", "refresh", "tick")
 
 
 # ---------------------------------------------------------------------- the worker's rules, independently
@@ -105,17 +117,33 @@ class ModelBank:
         mid = model_fingerprint(text)
         cur = state.get(mid)
         if cur is None:
-            return {"id": mid, "text": text, "entities": model_labels(entities), "tags": model_labels(tags),
-                    "confidence": "stated", "corroboration": 0, "pinned": bool(pinned),
-                    "source": {"session_id": session} if session is not None else None,
-                    "created_at": now, "updated_at": now, "revision": 0}
+            return {
+                "id": mid,
+                "text": text,
+                "entities": model_labels(entities),
+                "tags": model_labels(tags),
+                "confidence": "stated",
+                "corroboration": 0,
+                "pinned": bool(pinned),
+                "source": {"session_id": session} if session is not None else None,
+                "created_at": now,
+                "updated_at": now,
+                "revision": 0,
+            }
         rec = dict(cur)
         merged = list(cur["tags"])
         for tag in model_labels(tags):
             if len(merged) < 8 and tag not in merged:
                 merged.append(tag)
-        rec.update(corroboration=min(cur["corroboration"] + 1, U32_MAX), pinned=cur["pinned"] or bool(pinned),
-                   tags=merged, updated_at=now, revision=cur["revision"] + 1, invalid_at=None, superseded_by=None)
+        rec.update(
+            corroboration=min(cur["corroboration"] + 1, U32_MAX),
+            pinned=cur["pinned"] or bool(pinned),
+            tags=merged,
+            updated_at=now,
+            revision=cur["revision"] + 1,
+            invalid_at=None,
+            superseded_by=None,
+        )
         return rec
 
     def update(self, state, mid, text, entities, tags, pinned, now) -> dict:
@@ -178,8 +206,12 @@ class ModelBank:
             raise ModelError("notfound", "not found")
         if cur.get("invalid_at") is not None:
             raise ModelError("invalid", "not live")
-        return {**cur, "corroboration": min(cur["corroboration"] + 1, U32_MAX), "updated_at": now,
-                "revision": cur["revision"] + 1}
+        return {
+            **cur,
+            "corroboration": min(cur["corroboration"] + 1, U32_MAX),
+            "updated_at": now,
+            "revision": cur["revision"] + 1,
+        }
 
     def commit(self, records: list[dict], keepgui: bool = False) -> None:
         """Append records: the log grows by their lines; replay keeps a line when its revision is >= (§1.6).
@@ -237,7 +269,7 @@ BASE_TEXTS = [
     "The API port is 3111",
     "Café menus are printed weekly",
     "日本語のメモ テスト",
-    "Quotes \"inside\" and back\\slashes / here",
+    'Quotes "inside" and back\\slashes / here',
     "control \x01 and escape \x1b and del \x7f chars",
     "line\nbreak and\ttab inside",
     "emoji 🎉 and non-BMP 𝄞 music",
@@ -246,8 +278,22 @@ BASE_TEXTS = [
 ]
 INVALID_TEXTS = ["", "ab", "  x  ", "é", "x" * 2001, "é" * 1001]
 EDGE_VALID_TEXTS = ["abc", "é" * 1000, "x" * 2000, "  padded with spaces  "]
-LABELS = ["user", " User ", "API", "", "  ", "style", "iii", "café", "日本", "x" * 40, "tag-a", "tag-b", "tag-c",
-          "tag-d"]
+LABELS = [
+    "user",
+    " User ",
+    "API",
+    "",
+    "  ",
+    "style",
+    "iii",
+    "café",
+    "日本",
+    "x" * 40,
+    "tag-a",
+    "tag-b",
+    "tag-c",
+    "tag-d",
+]
 
 
 def _variant(rng: random.Random, text: str) -> str:
@@ -286,17 +332,27 @@ def random_ref(rng: random.Random) -> int:
 
 def random_simple_op(rng: random.Random) -> tuple:
     """One mutation that can also go in a batch."""
-    kind = rng.choices(("save", "update", "pin", "delete", "restore", "supersede", "reinforce"),
-                       weights=(30, 12, 10, 10, 8, 10, 6))[0]
+    kind = rng.choices(
+        ("save", "update", "pin", "delete", "restore", "supersede", "reinforce"), weights=(30, 12, 10, 10, 8, 10, 6)
+    )[0]
     if kind == "save":
-        return ("save", random_text(rng), random_labels(rng), random_labels(rng), rng.random() < 0.15,
-                rng.choice((None, None, "s_1", "session-é")))
+        return (
+            "save",
+            random_text(rng),
+            random_labels(rng),
+            random_labels(rng),
+            rng.random() < 0.15,
+            rng.choice((None, None, "s_1", "session-é")),
+        )
     if kind == "update":
-        return ("update", random_ref(rng),
-                random_text(rng) if rng.random() < 0.5 else None,
-                random_labels(rng) if rng.random() < 0.4 else None,
-                random_labels(rng) if rng.random() < 0.4 else None,
-                rng.choice((None, None, True, False)))
+        return (
+            "update",
+            random_ref(rng),
+            random_text(rng) if rng.random() < 0.5 else None,
+            random_labels(rng) if rng.random() < 0.4 else None,
+            random_labels(rng) if rng.random() < 0.4 else None,
+            rng.choice((None, None, True, False)),
+        )
     if kind == "pin":
         return ("pin", random_ref(rng), rng.random() < 0.5)
     if kind == "supersede":
@@ -416,8 +472,10 @@ class MutationHarness:
             expected = list(dict.fromkeys(self.external_pending))
             self.external_pending = []
             if (delta.reset and not created) or (not delta.reset and delta.changed != expected):
-                raise Mismatch(f"step {self.steps}: refresh delta changed={delta.changed} reset={delta.reset}, "
-                               f"expected the externally appended ids {expected}")
+                raise Mismatch(
+                    f"step {self.steps}: refresh delta changed={delta.changed} reset={delta.reset}, "
+                    f"expected the externally appended ids {expected}"
+                )
             self.compare_state()
             return
         if kind == "external":
@@ -529,8 +587,10 @@ class MutationHarness:
             if memory.to_line() != line + b"\n":
                 raise Mismatch(f"{where}: line {lineno} does not re-encode to the same bytes")
             if memory.revision <= last_rev.get(memory.id, -1):
-                raise Mismatch(f"{where}: line {lineno}: revision {memory.revision} of {memory.id} "
-                               f"does not increase (previous {last_rev[memory.id]})")
+                raise Mismatch(
+                    f"{where}: line {lineno}: revision {memory.revision} of {memory.id} "
+                    f"does not increase (previous {last_rev[memory.id]})"
+                )
             last_rev[memory.id] = memory.revision
         fresh = MemoryLog(self.bank.log_path)
         fresh.refresh()
@@ -565,8 +625,15 @@ def random_mutation_run(seed: int, steps: int, folder: str | None = None, check_
             harness.check(full=True)
         except Mismatch as exc:
             mismatches, first = 1, f"seed {seed}: {exc}"
-        return {"sequences": 1, "steps": harness.steps, "mismatches": mismatches, "refused": harness.refused,
-                "records": len(harness.model.records), "lines": len(harness.model.lines), "first_mismatch": first}
+        return {
+            "sequences": 1,
+            "steps": harness.steps,
+            "mismatches": mismatches,
+            "refused": harness.refused,
+            "records": len(harness.model.records),
+            "lines": len(harness.model.lines),
+            "first_mismatch": first,
+        }
     finally:
         if own:
             shutil.rmtree(folder, ignore_errors=True)

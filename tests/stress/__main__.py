@@ -23,8 +23,16 @@ import time
 from dataclasses import dataclass, field
 
 from tests.reliability import (
-    concurrent_writers, racing_appends, hostile_corpus, random_mutation_run, release_corpus, run_hostile, sigkill_at_points,
-    sigkill_log_appends, sigkill_rule_saves, torn_tail_then_append,
+    concurrent_writers,
+    racing_appends,
+    hostile_corpus,
+    random_mutation_run,
+    release_corpus,
+    run_hostile,
+    sigkill_at_points,
+    sigkill_log_appends,
+    sigkill_rule_saves,
+    torn_tail_then_append,
 )
 
 FULL = {
@@ -35,8 +43,8 @@ FULL = {
     "rule_kills": 320,
     "log_kills": 320,
     "fuzz": 40,
-    "walks": (100, 1_000),       # sequences x steps: 100,000 random mutations
-    "hypothesis": 2_000,         # examples of the property test's generated sequences
+    "walks": (100, 1_000),  # sequences x steps: 100,000 random mutations
+    "hypothesis": 2_000,  # examples of the property test's generated sequences
 }
 QUICK = {
     "writers": dict(keepgui_procs=2, records_each=2_000, worker_style_records=2_000),
@@ -76,14 +84,21 @@ def run_writers(root: str, size: dict, seed: int) -> Row:
     main = concurrent_writers(os.path.join(root, "writers"), seed=seed, **size["writers"])
     hot = concurrent_writers(os.path.join(root, "contended"), seed=seed + 1, **size["contended"])
     w = size["writers"]
-    done = (f"{w['keepgui_procs']}x{w['records_each']:,} keepgui + {w['worker_style_records']:,} worker-style: "
-            f"{main['written']:,} records written, {main['read_back']:,} read back; "
-            f"{hot['written']:,} more under contention, {hot['read_back']:,} read back")
-    zeros = {"lost": main["lost"] + hot["lost"],
-             "bad or interleaved lines": sum(r[k] for r in (main, hot) for k in ("bad_lines", "interleaved")),
-             "lost reinforcements": main["lost_reinforcements"] + hot["lost_reinforcements"]
-             + main["repeated_revisions"] + hot["repeated_revisions"],
-             "missing or extra lines": abs(main["lines"] - main["expected_lines"]) + abs(hot["lines"] - hot["expected_lines"])}
+    done = (
+        f"{w['keepgui_procs']}x{w['records_each']:,} keepgui + {w['worker_style_records']:,} worker-style: "
+        f"{main['written']:,} records written, {main['read_back']:,} read back; "
+        f"{hot['written']:,} more under contention, {hot['read_back']:,} read back"
+    )
+    zeros = {
+        "lost": main["lost"] + hot["lost"],
+        "bad or interleaved lines": sum(r[k] for r in (main, hot) for k in ("bad_lines", "interleaved")),
+        "lost reinforcements": main["lost_reinforcements"]
+        + hot["lost_reinforcements"]
+        + main["repeated_revisions"]
+        + hot["repeated_revisions"],
+        "missing or extra lines": abs(main["lines"] - main["expected_lines"])
+        + abs(hot["lines"] - hot["expected_lines"]),
+    }
     return Row("concurrent writers", done, zeros, main["examples"] + hot["examples"])
 
 
@@ -92,14 +107,20 @@ def run_race(root: str, size: dict, seed: int) -> Row:
     lib = racing_appends(os.path.join(root, "library"), seed=seed, **size["race"])
     cli = racing_appends(os.path.join(root, "cli"), seed=seed + 1, via_cli=True, **size["race_cli"])
     r, c = size["race"], size["race_cli"]
-    done = (f"{r['keepgui_procs']}x({r['saves']:,} saves + {r['pins']:,} pins) vs a two-write worker of "
-            f"{r['worker_records']:,}: {lib['written']:,} records written, {lib['read_back']:,} read back, "
-            f"{lib['worker_gaps']:,} appends landed inside a worker append; {c['saves']} `keepgui save` + "
-            f"{c['pins']} `keepgui pin` commands vs {c['worker_records']:,}: {cli['written']:,} written, "
-            f"{cli['read_back']:,} read back, {cli['worker_gaps']} inside a worker append")
-    zeros = {"lost": lib["lost"] + cli["lost"], "glued": lib["glued"] + cli["glued"],
-             "bad lines": lib["bad_lines"] + cli["bad_lines"], "failed commands": cli["failed"],
-             "wrong final state": (not lib["replay_ok"]) + (not cli["replay_ok"])}
+    done = (
+        f"{r['keepgui_procs']}x({r['saves']:,} saves + {r['pins']:,} pins) vs a two-write worker of "
+        f"{r['worker_records']:,}: {lib['written']:,} records written, {lib['read_back']:,} read back, "
+        f"{lib['worker_gaps']:,} appends landed inside a worker append; {c['saves']} `keepgui save` + "
+        f"{c['pins']} `keepgui pin` commands vs {c['worker_records']:,}: {cli['written']:,} written, "
+        f"{cli['read_back']:,} read back, {cli['worker_gaps']} inside a worker append"
+    )
+    zeros = {
+        "lost": lib["lost"] + cli["lost"],
+        "glued": lib["glued"] + cli["glued"],
+        "bad lines": lib["bad_lines"] + cli["bad_lines"],
+        "failed commands": cli["failed"],
+        "wrong final state": (not lib["replay_ok"]) + (not cli["replay_ok"]),
+    }
     return Row("appends racing the worker's two-write append", done, zeros, lib["examples"] + cli["examples"])
 
 
@@ -108,17 +129,25 @@ def run_kills(root: str, size: dict, seed: int) -> Row:
     rules = sigkill_rule_saves(os.path.join(root, "rule-kills"), runs=size["rule_kills"], seed=seed)
     _say(f"  rule saves: {rules['runs']} kills, {rules['temp_files']} landed mid-write")
     log = sigkill_log_appends(os.path.join(root, "log-kills"), runs=size["log_kills"], seed=seed)
-    _say(f"  log appends: {log['runs']} kills, {log['torn_tails']} cut a write short, "
-         f"{log['partial_batches']} left part of a batch")
+    _say(
+        f"  log appends: {log['runs']} kills, {log['torn_tails']} cut a write short, "
+        f"{log['partial_batches']} left part of a batch"
+    )
     points = sigkill_at_points(os.path.join(root, "kill-points"))
     torn = torn_tail_then_append(os.path.join(root, "torn-tails"))
     runs = rules["runs"] + log["runs"] + points["points"] + torn["cases"]
-    done = (f"{runs} runs: {rules['runs']} rule saves ({rules['temp_files']} killed mid-write), "
-            f"{log['runs']} log appends ({log['torn_tails']} torn tails), {points['points']} chosen kill points, "
-            f"{torn['cases']} torn-tail repairs")
+    done = (
+        f"{runs} runs: {rules['runs']} rule saves ({rules['temp_files']} killed mid-write), "
+        f"{log['runs']} log appends ({log['torn_tails']} torn tails), {points['points']} chosen kill points, "
+        f"{torn['cases']} torn-tail repairs"
+    )
     failures = rules["failures"] + log["failures"] + points["failures"] + torn["failures"]
-    return Row("SIGKILL during writes", done,
-               {"files found torn": rules["torn"] + log["torn"] + points["torn"] + len(torn["failures"])}, failures)
+    return Row(
+        "SIGKILL during writes",
+        done,
+        {"files found torn": rules["torn"] + log["torn"] + points["torn"] + len(torn["failures"])},
+        failures,
+    )
 
 
 def run_corpus(root: str, size: dict, seed: int) -> Row:
@@ -130,11 +159,13 @@ def run_corpus(root: str, size: dict, seed: int) -> Row:
         result = run_hostile(cases, thorough=True)
     finally:
         release_corpus(folder)
-    done = (f"{result['inputs']} inputs tried ({result['commands']} CLI commands, each also read through the "
-            "library)")
-    return Row("hostile-input corpus", done,
-               {"crashes": result["crashes"], "files changed by reading": result["files_changed_by_reading"]},
-               result["failures"])
+    done = f"{result['inputs']} inputs tried ({result['commands']} CLI commands, each also read through the library)"
+    return Row(
+        "hostile-input corpus",
+        done,
+        {"crashes": result["crashes"], "files changed by reading": result["files_changed_by_reading"]},
+        result["failures"],
+    )
 
 
 def run_mutations(root: str, size: dict, seed: int) -> Row:
@@ -149,10 +180,13 @@ def run_mutations(root: str, size: dict, seed: int) -> Row:
         if r["first_mismatch"]:
             failures.append(r["first_mismatch"])
     hyp = _hypothesis_sequences(size["hypothesis"], root)
-    done = (f"{sequences + hyp['sequences']:,} sequences, {total + hyp['steps']:,} steps ({sequences} seeded walks "
-            f"of {steps:,}; {hyp['sequences']:,} generated by hypothesis)")
-    return Row("random mutation sequences", done, {"mismatches": mismatches + hyp["mismatches"]},
-               failures + hyp["failures"])
+    done = (
+        f"{sequences + hyp['sequences']:,} sequences, {total + hyp['steps']:,} steps ({sequences} seeded walks "
+        f"of {steps:,}; {hyp['sequences']:,} generated by hypothesis)"
+    )
+    return Row(
+        "random mutation sequences", done, {"mismatches": mismatches + hyp["mismatches"]}, failures + hyp["failures"]
+    )
 
 
 def _hypothesis_sequences(examples: int, root: str) -> dict:
@@ -165,8 +199,9 @@ def _hypothesis_sequences(examples: int, root: str) -> dict:
 
     count = {"sequences": 0, "steps": 0}
 
-    @settings(max_examples=examples, deadline=None, database=None, print_blob=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples, deadline=None, database=None, print_blob=True, suppress_health_check=list(HealthCheck)
+    )
     @given(st.lists(ops, min_size=1, max_size=80))
     def sequences(sequence):
         count["sequences"] += 1
@@ -185,7 +220,13 @@ def _hypothesis_sequences(examples: int, root: str) -> dict:
     return {**count, "mismatches": 0, "failures": []}
 
 
-SCENARIOS = {"writers": run_writers, "race": run_race, "kills": run_kills, "hostile": run_corpus, "mutations": run_mutations}
+SCENARIOS = {
+    "writers": run_writers,
+    "race": run_race,
+    "kills": run_kills,
+    "hostile": run_corpus,
+    "mutations": run_mutations,
+}
 
 
 def print_table(rows: list[Row], seconds: float) -> None:
@@ -195,8 +236,15 @@ def print_table(rows: list[Row], seconds: float) -> None:
     for row in rows:
         first = True
         for name, value in row.zeros.items():
-            lines.append((row.scenario if first else "", row.done if first else "", name, str(value),
-                          "ok" if value == 0 else "FAIL"))
+            lines.append(
+                (
+                    row.scenario if first else "",
+                    row.done if first else "",
+                    name,
+                    str(value),
+                    "ok" if value == 0 else "FAIL",
+                )
+            )
             first = False
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
     widths[1] = min(widths[1], 90)

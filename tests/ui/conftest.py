@@ -21,8 +21,9 @@ def demo_copy(tmp_path):
 
 def window_args(**kw) -> argparse.Namespace:
     """The parsed arguments the window is built from."""
-    values = dict(demo=False, data_dir=None, workspace=None, bank=None, panel=None, query=None, screenshot=None,
-                  reload_command="")
+    values = dict(
+        demo=False, data_dir=None, workspace=None, bank=None, panel=None, query=None, screenshot=None, reload_command=""
+    )
     values.update(kw)
     return argparse.Namespace(**values)
 
@@ -43,8 +44,10 @@ def make_window(qtbot, tmp_path):
         window.resize(1200, 800)
         window.show()
         if bank is not None:
-            qtbot.waitUntil(lambda: window.current is not None and window.current.bank == bank
-                            and window._loading is None, timeout=15_000)
+            qtbot.waitUntil(
+                lambda: window.current is not None and window.current.bank == bank and window._loading is None,
+                timeout=15_000,
+            )
         return window
 
     yield build

@@ -21,8 +21,10 @@ def read(path) -> bytes:
 
 
 def wait_dialog(window, qtbot) -> CompactionDialog:
-    qtbot.waitUntil(lambda: isinstance(window.compaction.dialog, CompactionDialog)
-                    and window.compaction.dialog.isVisible(), timeout=15_000)
+    qtbot.waitUntil(
+        lambda: isinstance(window.compaction.dialog, CompactionDialog) and window.compaction.dialog.isVisible(),
+        timeout=15_000,
+    )
     return window.compaction.dialog
 
 
@@ -69,8 +71,10 @@ def test_rewrite_banner_appears_and_restore_brings_entries_back(make_window, dem
     lost = [e.text for e in doc.entries[40:]]
     with open(keep_path(demo_copy), "w", encoding="utf-8") as fh:  # the agent "compacts" on its own
         fh.write("".join(f"- {t}\n" for t in kept))
-    qtbot.waitUntil(lambda: window.banner.isVisible() and "rewritten by another program" in
-                    window.banner.label.text(), timeout=15_000)
+    qtbot.waitUntil(
+        lambda: window.banner.isVisible() and "rewritten by another program" in window.banner.label.text(),
+        timeout=15_000,
+    )
     assert "entries removed" in window.banner.label.text()
     window.banner.buttons[0].click()  # "Review"
     dialog = wait_dialog(window, qtbot)

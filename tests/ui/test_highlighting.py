@@ -18,8 +18,12 @@ def dark_palette():
     app = QApplication.instance()
     light = app.palette()
     dark = QPalette(light)
-    for role, name in ((QPalette.ColorRole.Window, "#2b2b2b"), (QPalette.ColorRole.WindowText, "#e6e6e6"),
-                       (QPalette.ColorRole.Base, "#1e1e1e"), (QPalette.ColorRole.Text, "#e6e6e6")):
+    for role, name in (
+        (QPalette.ColorRole.Window, "#2b2b2b"),
+        (QPalette.ColorRole.WindowText, "#e6e6e6"),
+        (QPalette.ColorRole.Base, "#1e1e1e"),
+        (QPalette.ColorRole.Text, "#e6e6e6"),
+    ):
         dark.setColor(role, QColor(name))
     try:
         app.setPalette(dark)
@@ -37,8 +41,11 @@ def test_highlighters_follow_a_palette_switch(qtbot):
     section = SectionHighlighter(editors[2])
 
     def colours():
-        return (diff.added.background().color().name(), markdown.code.background().color().name(),
-                section.warn.background().color().name())
+        return (
+            diff.added.background().color().name(),
+            markdown.code.background().color().name(),
+            section.warn.background().color().name(),
+        )
 
     light = colours()
     with dark_palette():

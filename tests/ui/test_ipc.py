@@ -57,16 +57,26 @@ def server(home):
 
 def child_env(home: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(KEEPGUI_HOME=home, QT_QPA_PLATFORM="offscreen", KEEPGUI_RELOAD_COMMAND="",
-               PYTHONPATH=ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""))
+    env.update(
+        KEEPGUI_HOME=home,
+        QT_QPA_PLATFORM="offscreen",
+        KEEPGUI_RELOAD_COMMAND="",
+        PYTHONPATH=ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
+    )
     env.pop("KEEPGUI_DATA_DIR", None)
     return env
 
 
 def run_child(qtbot, home: str, *argv: str, timeout_ms: int = 60_000) -> subprocess.CompletedProcess:
     """Run ``python -m keepgui ARGV`` while this process keeps answering on its socket."""
-    proc = subprocess.Popen([sys.executable, "-m", "keepgui", *argv], cwd=ROOT, env=child_env(home),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "keepgui", *argv],
+        cwd=ROOT,
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         qtbot.waitUntil(lambda: proc.poll() is not None, timeout=timeout_ms)
     finally:
@@ -184,12 +194,14 @@ def test_a_request_that_never_ends_times_out(home, qtbot, caplog, monkeypatch):
 def test_other_versions_and_unknown_commands_get_an_error_reply(server, qtbot, caplog):
     server.register("activate", lambda args: {"shown": True})
     with caplog.at_level(logging.WARNING, logger="keepgui.ipc"):
-        reply, _ = _raw_exchange(qtbot, server.full_name,
-                                 b'{"protocol_version": 99, "command": "activate", "args": {}}\n')
+        reply, _ = _raw_exchange(
+            qtbot, server.full_name, b'{"protocol_version": 99, "command": "activate", "args": {}}\n'
+        )
         answer = json.loads(reply)
         assert answer["ok"] is False and "protocol version 99" in answer["error"]
-        reply, _ = _raw_exchange(qtbot, server.full_name,
-                                 b'{"protocol_version": 1, "command": "format-disk", "args": {}}\n')
+        reply, _ = _raw_exchange(
+            qtbot, server.full_name, b'{"protocol_version": 1, "command": "format-disk", "args": {}}\n'
+        )
         assert json.loads(reply) == {"protocol_version": 1, "ok": False, "error": "unknown command 'format-disk'"}
     assert "protocol version 99" in caplog.text and "format-disk" in caplog.text
 
@@ -201,8 +213,9 @@ def test_a_handler_error_is_an_error_reply(server, qtbot):
         raise InvalidInput("no such workspace")
 
     server.register("keep", refuse)
-    reply, _ = _raw_exchange(qtbot, server.full_name,
-                             b'{"protocol_version": 1, "command": "keep", "args": {"text": "x"}}\n')
+    reply, _ = _raw_exchange(
+        qtbot, server.full_name, b'{"protocol_version": 1, "command": "keep", "args": {"text": "x"}}\n'
+    )
     assert json.loads(reply) == {"protocol_version": 1, "ok": False, "error": "no such workspace"}
 
 
@@ -212,8 +225,7 @@ def test_a_handler_error_is_an_error_reply(server, qtbot):
 def test_keep_hands_over_to_the_running_window_and_is_undoable(running, demo_copy, qtbot, home):
     window = running
     original = keep_bytes(demo_copy.nanobot)
-    done = run_child(qtbot, home, "keep", "remember that", "Has a cat called Miso",
-                     "--workspace", demo_copy.nanobot)
+    done = run_child(qtbot, home, "keep", "remember that", "Has a cat called Miso", "--workspace", demo_copy.nanobot)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "kept: - Has a cat called Miso"  # exactly what a lone keep prints
     assert "running keepgui window" in done.stderr
@@ -281,24 +293,45 @@ def test_quick_keep_without_an_instance_or_a_display_says_so(home, qtbot):
     env = child_env(home)
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-m", "keepgui", "quick-keep"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "keepgui", "quick-keep"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1 and "no display found" in done.stderr and "keepgui keep TEXT" in done.stderr
 
 
 def test_a_real_first_instance_end_to_end(home, demo_copy, qtbot):
     """``keepgui`` becomes the instance, a later ``keep`` lands in it; a killed instance leaves a stale socket
     that neither blocks the next ``keep`` nor the next start."""
-    first = subprocess.Popen([sys.executable, "-m", "keepgui", "--data-dir", demo_copy.iii, "--workspace",
-                              demo_copy.nanobot, "--reload-command", ""], cwd=ROOT, env=child_env(home),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "keepgui",
+            "--data-dir",
+            demo_copy.iii,
+            "--workspace",
+            demo_copy.nanobot,
+            "--reload-command",
+            "",
+        ],
+        cwd=ROOT,
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         qtbot.waitUntil(lambda: ipc.may_be_running() or first.poll() is not None, timeout=60_000)
         assert first.poll() is None, first.communicate()[1]
         original = keep_bytes(demo_copy.nanobot)
-        done = subprocess.run([sys.executable, "-m", "keepgui", "keep", "Has a cat called Miso", "--workspace",
-                               demo_copy.nanobot], cwd=ROOT, env=child_env(home), capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "keepgui", "keep", "Has a cat called Miso", "--workspace", demo_copy.nanobot],
+            cwd=ROOT,
+            env=child_env(home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0 and "running keepgui window" in done.stderr, done.stderr
         assert keep_bytes(demo_copy.nanobot) == original + b"- Has a cat called Miso\n"
     finally:
@@ -306,9 +339,14 @@ def test_a_real_first_instance_end_to_end(home, demo_copy, qtbot):
         first.communicate()
     if sys.platform != "win32":
         assert os.path.exists(ipc.server_name())
-    done = subprocess.run([sys.executable, "-m", "keepgui", "keep", "Has a dog called Rex", "--workspace",
-                           demo_copy.nanobot], cwd=ROOT, env=child_env(home), capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "keepgui", "keep", "Has a dog called Rex", "--workspace", demo_copy.nanobot],
+        cwd=ROOT,
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "running keepgui" not in done.stderr, done.stderr
     assert keep_bytes(demo_copy.nanobot).endswith(b"- Has a dog called Rex\n")
     srv = ipc.InstanceServer()

@@ -42,24 +42,24 @@ def test_forget_restore_and_undo_are_exact(make_window, demo_copy, qtbot):
     after = keep_bytes(demo_copy)
     assert entry.text.encode() not in after and len(after) < len(original)
     window.memories.act_history.setChecked(True)
-    qtbot.waitUntil(lambda: any(proxy.index(r, 0).data(RecordRole).invalid_at is not None
-                                for r in range(proxy.rowCount())))
+    qtbot.waitUntil(
+        lambda: any(proxy.index(r, 0).data(RecordRole).invalid_at is not None for r in range(proxy.rowCount()))
+    )
     window.undo_stack.undo()
     assert keep_bytes(demo_copy) == original
     window.undo_stack.redo()
     assert keep_bytes(demo_copy) == after
-    removed_row = next(r for r in range(proxy.rowCount())
-                       if proxy.index(r, 0).data(RecordRole).invalid_at is not None)
-    proxy.setData(proxy.index(removed_row, COLUMN_INDEX["live"]), Qt.CheckState.Checked.value,
-                  Qt.ItemDataRole.CheckStateRole)
+    removed_row = next(r for r in range(proxy.rowCount()) if proxy.index(r, 0).data(RecordRole).invalid_at is not None)
+    proxy.setData(
+        proxy.index(removed_row, COLUMN_INDEX["live"]), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole
+    )
     assert keep_bytes(demo_copy) == original  # put back on its own line, exactly
 
 
 def test_undo_refuses_when_the_agent_rewrote_keep_md(make_window, demo_copy, qtbot):
     window = open_keep(make_window, demo_copy, qtbot)
     proxy = window.memories.proxy
-    proxy.setData(proxy.index(0, COLUMN_INDEX["live"]), Qt.CheckState.Unchecked.value,
-                  Qt.ItemDataRole.CheckStateRole)
+    proxy.setData(proxy.index(0, COLUMN_INDEX["live"]), Qt.CheckState.Unchecked.value, Qt.ItemDataRole.CheckStateRole)
     with open(os.path.join(demo_copy.nanobot, "keep.md"), "ab") as fh:
         fh.write(b"- Added by the agent meanwhile\n")
     agent_version = keep_bytes(demo_copy)
@@ -84,5 +84,9 @@ def test_edit_entry_in_place(make_window, demo_copy, qtbot):
     assert proxy.setData(proxy.index(0, COLUMN_INDEX["text"]), "Name is Mike; never Michael")
     data = keep_bytes(demo_copy).decode()
     assert "- Name is Mike; never Michael\n" in data and old not in data
-    qtbot.waitUntil(lambda: proxy.index(0, 0).data(KeyRole) is not None and
-                    proxy.index(0, COLUMN_INDEX["text"]).data() == "Name is Mike; never Michael")
+    qtbot.waitUntil(
+        lambda: (
+            proxy.index(0, 0).data(KeyRole) is not None
+            and proxy.index(0, COLUMN_INDEX["text"]).data() == "Name is Mike; never Michael"
+        )
+    )

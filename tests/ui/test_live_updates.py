@@ -26,8 +26,10 @@ def settle(qtbot, window, path, ms: int = 1200) -> None:
 def loaded_window(make_window, demo_copy, qtbot, **kw):
     window = make_window(demo_copy.iii, **kw)
     hub, path = window.hub, demo_copy.iii
-    qtbot.waitUntil(lambda: hub.is_listed(path) and all(hub.summary(BankKey(path, n)) is not None
-                                                        for n in hub.banks(path)), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: hub.is_listed(path) and all(hub.summary(BankKey(path, n)) is not None for n in hub.banks(path)),
+        timeout=10_000,
+    )
     settle(qtbot, window, path, 300)
     return window, path
 
@@ -41,8 +43,11 @@ def unpinned(window):
 def trash_node(window, path):
     parent = window.tree_model.index_of_source(path)
     model = window.tree_model
-    return next(model.index(r, 0, parent) for r in range(model.rowCount(parent))
-                if model.index(r, 0, parent).data(KindRole) == "trash")
+    return next(
+        model.index(r, 0, parent)
+        for r in range(model.rowCount(parent))
+        if model.index(r, 0, parent).data(KindRole) == "trash"
+    )
 
 
 def test_a_pin_updates_the_sidebar_once_and_rescans_nothing(make_window, demo_copy, qtbot):
@@ -87,8 +92,14 @@ def test_a_rule_file_added_on_disk_updates_the_rule_count(make_window, demo_copy
     assert index.data(DetailRole).endswith(f"· {rules} rules")
     with open(os.path.join(demo_copy.iii, "main", "rules", "added.md"), "w") as fh:
         fh.write("# Added by hand\n")
-    qtbot.waitUntil(lambda: window.tree_model.index_of_bank(BankKey(demo_copy.iii, "main")).data(DetailRole)
-                    .endswith(f"· {rules + 1} rules"), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: (
+            window.tree_model.index_of_bank(BankKey(demo_copy.iii, "main"))
+            .data(DetailRole)
+            .endswith(f"· {rules + 1} rules")
+        ),
+        timeout=10_000,
+    )
 
 
 def test_the_shown_bank_is_read_once_at_start_up(make_window, demo_copy, qtbot, monkeypatch):
@@ -109,8 +120,9 @@ def test_the_echo_of_a_keep_is_not_delivered_again(make_window, demo_copy, qtbot
     source = window.hub.sources[key.source]
     settle(qtbot, window, key.source, 300)
     deliveries = []
-    window.hub.changed.connect(lambda change: deliveries.append(change.key) if change.key == key and change.rows
-                               else None)
+    window.hub.changed.connect(
+        lambda change: deliveries.append(change.key) if change.key == key and change.rows else None
+    )
     with qtbot.waitSignal(window.hub._changes, timeout=10_000):
         window.perform(key, lambda bank: bank.keep("Learns the cello on Mondays"), "Keep fact")
     settle(qtbot, window, key.source)
@@ -179,8 +191,12 @@ def test_icons_are_rendered_once_per_colour_and_follow_the_palette(qapp):
         themed = theme.icon("pin")
         assert themed.cacheKey() != first.cacheKey()
         image = themed.pixmap(64, 64).toImage()
-        colours = {image.pixelColor(x, y).name() for x in range(image.width()) for y in range(image.height())
-                   if image.pixelColor(x, y).alpha() == 255}
+        colours = {
+            image.pixelColor(x, y).name()
+            for x in range(image.width())
+            for y in range(image.height())
+            if image.pixelColor(x, y).alpha() == 255
+        }
         assert colours == {"#e0e0e0"}
     finally:
         QGuiApplication.setPalette(original)

@@ -56,8 +56,11 @@ def test_sidebar_shows_banks_with_counts(make_window, demo_copy, qtbot):
     from keepgui.ui.sidebar import DetailRole
 
     window = make_window(demo_copy.iii)
-    qtbot.waitUntil(lambda: all(window.hub.summary(type(window.current)(demo_copy.iii, n)) is not None
-                                for n in ("main", "blog", "coding")))
+    qtbot.waitUntil(
+        lambda: all(
+            window.hub.summary(type(window.current)(demo_copy.iii, n)) is not None for n in ("main", "blog", "coding")
+        )
+    )
     index = window.tree_model.index_of_bank(window.current)
     info = DataDir(demo_copy.iii).bank("main").info()
     assert index.data(DetailRole) == f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules"
@@ -69,8 +72,9 @@ def test_pin_toggle_writes_a_record_and_undo_redo(make_window, demo_copy, qtbot)
     row = next(r for r in range(proxy.rowCount()) if not proxy.index(r, 0).data(RecordRole).pinned)
     record = proxy.index(row, 0).data(RecordRole)
     before = log_lines(window.hub.source(demo_copy.iii).core_bank("main").log_path)
-    assert proxy.setData(proxy.index(row, COLUMN_INDEX["pinned"]), Qt.CheckState.Checked.value,
-                         Qt.ItemDataRole.CheckStateRole)
+    assert proxy.setData(
+        proxy.index(row, COLUMN_INDEX["pinned"]), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole
+    )
     on_disk = fresh(demo_copy.iii, "main", record.id)
     assert on_disk.pinned and on_disk.revision == record.revision + 1
     qtbot.waitUntil(lambda: window.memories.model.row_object(window.memories.model.row_of(record.id)).pinned)
@@ -87,8 +91,7 @@ def test_tombstone_toggle_hides_and_restore_brings_back(make_window, demo_copy, 
     window = make_window(demo_copy.iii)
     proxy = window.memories.proxy
     record = proxy.index(0, 0).data(RecordRole)
-    proxy.setData(proxy.index(0, COLUMN_INDEX["live"]), Qt.CheckState.Unchecked.value,
-                  Qt.ItemDataRole.CheckStateRole)
+    proxy.setData(proxy.index(0, COLUMN_INDEX["live"]), Qt.CheckState.Unchecked.value, Qt.ItemDataRole.CheckStateRole)
     assert fresh(demo_copy.iii, "main", record.id).invalid_at is not None
     assert proxy_row_of(window, record.id) is None  # hidden unless history is shown
     window.memories.act_history.setChecked(True)
@@ -96,8 +99,7 @@ def test_tombstone_toggle_hides_and_restore_brings_back(make_window, demo_copy, 
     assert row is not None
     text_index = proxy.index(row, COLUMN_INDEX["text"])
     assert text_index.data(Qt.ItemDataRole.FontRole).strikeOut()
-    proxy.setData(proxy.index(row, COLUMN_INDEX["live"]), Qt.CheckState.Checked.value,
-                  Qt.ItemDataRole.CheckStateRole)
+    proxy.setData(proxy.index(row, COLUMN_INDEX["live"]), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole)
     restored = fresh(demo_copy.iii, "main", record.id)
     assert restored.invalid_at is None and restored.superseded_by is None
     assert restored.text == record.text and restored.revision == record.revision + 2
@@ -145,8 +147,18 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
     selected = proxy.index(5, 0).data(KeyRole)
     select_ids(window, [selected])
     text = "Appended by the agent while keepgui was open"
-    record = new_memory(id=fingerprint(text), text=text, entities=["user"], tags=[], confidence="extracted",
-                        corroboration=0, pinned=False, created_at=1, updated_at=2_000_000_000_000, revision=0)
+    record = new_memory(
+        id=fingerprint(text),
+        text=text,
+        entities=["user"],
+        tags=[],
+        confidence="extracted",
+        corroboration=0,
+        pinned=False,
+        created_at=1,
+        updated_at=2_000_000_000_000,
+        revision=0,
+    )
     with qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.rows)):
         with open(os.path.join(str(demo_copy.iii), "main", "memories.jsonl"), "ab") as fh:
             fh.write(record.to_line())
@@ -158,14 +170,16 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
 def test_external_rule_change_and_new_bank_show_up(make_window, demo_copy, qtbot):
     window = make_window(demo_copy.iii)
     key = window.current
-    with qtbot.waitSignal(window.hub.changed, timeout=10_000,
-                          check_params_cb=lambda change: bool(change.documents)) as blocker:
+    with qtbot.waitSignal(
+        window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.documents)
+    ) as blocker:
         with open(os.path.join(str(demo_copy.iii), "main", "rules", "added.md"), "w") as fh:
             fh.write("# Added by hand\n")
     assert blocker.args[0].key == key and blocker.args[0].documents == {"added"}
     os.makedirs(os.path.join(str(demo_copy.iii), "research", "rules"))
-    qtbot.waitUntil(lambda: window.tree_model.index_of_bank(
-        type(key)(key.source, "research")).isValid(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: window.tree_model.index_of_bank(type(key)(key.source, "research")).isValid(), timeout=10_000
+    )
 
 
 def test_trash_and_restore_bank(make_window, demo_copy, qtbot, monkeypatch):
@@ -210,8 +224,18 @@ def test_detail_panel_shows_history_and_links(make_window, demo_copy, qtbot):
 def test_capabilities_grey_out_toggles(qapp):
     model = MemoryTableModel()
     text = "an entry of keep.md"
-    row = new_memory(id=fingerprint(text), text=text, entities=[], tags=[], confidence="stated", corroboration=0,
-                     pinned=False, created_at=1, updated_at=1, revision=0)
+    row = new_memory(
+        id=fingerprint(text),
+        text=text,
+        entities=[],
+        tags=[],
+        confidence="stated",
+        corroboration=0,
+        pinned=False,
+        created_at=1,
+        updated_at=1,
+        revision=0,
+    )
     model.reset_rows([row], Capabilities({"pin": "keep.md entries have no pin: every entry is read on every turn"}))
     index = model.index(0, COLUMN_INDEX["pinned"])
     assert not (model.flags(index) & Qt.ItemFlag.ItemIsEnabled)

@@ -27,8 +27,10 @@ def keep_bytes(workspace: str) -> bytes:
 def window(make_window, demo_copy, qtbot):
     """The window on the demo iii data dir (showing `main`) and the demo workspace."""
     win = make_window(demo_copy.iii, workspace=demo_copy.nanobot)
-    qtbot.waitUntil(lambda: win.hub.sources[demo_copy.nanobot].doc is not None
-                    and "coding" in win.hub.banks(demo_copy.iii), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: win.hub.sources[demo_copy.nanobot].doc is not None and "coding" in win.hub.banks(demo_copy.iii),
+        timeout=10_000,
+    )
     return win
 
 
@@ -172,13 +174,21 @@ def test_quick_keep_on_its_own_keeps_prints_and_closes(demo_copy, qtbot, monkeyp
     from keepgui.ui.quickkeep import run_standalone
 
     monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "home"))
-    args = argparse.Namespace(demo=False, data_dir=None, workspace=[demo_copy.nanobot], reload_command="",
-                              text=["Has", "a", "cat", "called", "Miso"])
+    args = argparse.Namespace(
+        demo=False,
+        data_dir=None,
+        workspace=[demo_copy.nanobot],
+        reload_command="",
+        text=["Has", "a", "cat", "called", "Miso"],
+    )
     seen = {}
 
     def press_enter() -> None:
-        popup = next(w for w in QApplication.topLevelWidgets() if isinstance(w, QuickKeepPopup) and w.isVisible()
-                     and isinstance(w.host, StandaloneHost))
+        popup = next(
+            w
+            for w in QApplication.topLevelWidgets()
+            if isinstance(w, QuickKeepPopup) and w.isVisible() and isinstance(w.host, StandaloneHost)
+        )
         seen["text"] = popup.edit.text()
         seen["target"] = popup.target_key()
         qtbot.keyClick(popup.edit, Qt.Key.Key_Return)

@@ -17,16 +17,35 @@ NOW = 1_750_000_000_000
 
 
 def cli_preview(data_dir, bank, query):
-    args = build_parser().parse_args(["--data-dir", str(data_dir), "--reload-command", "", "preview", query,
-                                      "--bank", bank, "--now", str(NOW), "--json"])
+    args = build_parser().parse_args(
+        [
+            "--data-dir",
+            str(data_dir),
+            "--reload-command",
+            "",
+            "preview",
+            query,
+            "--bank",
+            bank,
+            "--now",
+            str(NOW),
+            "--json",
+        ]
+    )
     out = io.StringIO()
     assert run_command(args, Context(args, out, io.StringIO())) == 0
     return out.getvalue().strip()
 
 
 def wait_preview(qtbot, pane, predicate=lambda r: True, timeout=10_000):
-    qtbot.waitUntil(lambda: pane.last_result is not None and not isinstance(pane.last_result, Exception)
-                    and bool(predicate(pane.last_result)), timeout=timeout)
+    qtbot.waitUntil(
+        lambda: (
+            pane.last_result is not None
+            and not isinstance(pane.last_result, Exception)
+            and bool(predicate(pane.last_result))
+        ),
+        timeout=timeout,
+    )
     return pane.last_result
 
 
@@ -48,8 +67,13 @@ def test_typing_a_query_matches_the_cli_exactly(window, demo_copy, qtbot, query)
     window.show_panel("preview")
     pane.query.setEditText("")
     qtbot.keyClicks(pane.query.lineEdit(), query)
-    result = wait_preview(qtbot, pane, lambda r: r.query_tokens == __import__(
-        "keepgui.core.iii.recall", fromlist=["query_tokens"]).query_tokens(query))
+    result = wait_preview(
+        qtbot,
+        pane,
+        lambda r: (
+            r.query_tokens == __import__("keepgui.core.iii.recall", fromlist=["query_tokens"]).query_tokens(query)
+        ),
+    )
     assert result.to_json(notice=True) == cli_preview(demo_copy.iii, "main", query)
     assert pane.view.message.toPlainText() == (result.message or "(no message: nothing would be appended)")
     assert pane.view.hits.count() == len(result.memories)
@@ -158,8 +182,7 @@ def test_save_against_a_changed_file_is_refused_and_opens_the_three_way_view(win
         assert fh.read() == "# Learned\n- mine\n"
 
 
-def test_workspace_document_overwrite_saves_over_exactly_the_version_shown(make_window, demo_copy, qtbot,
-                                                                          monkeypatch):
+def test_workspace_document_overwrite_saves_over_exactly_the_version_shown(make_window, demo_copy, qtbot, monkeypatch):
     from keepgui.core.nanobot.backend import KEEP_BANK
     from keepgui.core.source import BankKey
 

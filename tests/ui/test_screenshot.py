@@ -19,9 +19,14 @@ from tests.reliability.common import ROOT, child_env
 def _screenshot(tmp_path, *args: str) -> tuple[float, bytes]:
     out = tmp_path / "shot.png"
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "keepgui", "--stand-alone", *args, "--screenshot", str(out)],
-                          cwd=ROOT, env=child_env(QT_QPA_PLATFORM="offscreen", KEEPGUI_HOME=str(tmp_path / "home")),
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=90)
+    done = subprocess.run(
+        [sys.executable, "-m", "keepgui", "--stand-alone", *args, "--screenshot", str(out)],
+        cwd=ROOT,
+        env=child_env(QT_QPA_PLATFORM="offscreen", KEEPGUI_HOME=str(tmp_path / "home")),
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=90,
+    )
     seconds = time.monotonic() - start
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     return seconds, out.read_bytes()
@@ -35,10 +40,12 @@ def test_a_screenshot_of_a_window_with_nothing_to_load_is_taken_at_once(tmp_path
     (workspace / "memory").mkdir(parents=True)
     (workspace / "memory" / "MEMORY.md").write_text("# Memory\n")
     (workspace / "keep.md").write_text("- a fact\n")
-    args = {"missing data dir": ["--data-dir", str(tmp_path / "missing")],
-            "empty data dir": ["--data-dir", str(empty)],
-            "nanobot only": ["--workspace", str(workspace)],
-            "--bank naming nothing": ["--demo", "--bank", "nothing-here"]}[case]
+    args = {
+        "missing data dir": ["--data-dir", str(tmp_path / "missing")],
+        "empty data dir": ["--data-dir", str(empty)],
+        "nanobot only": ["--workspace", str(workspace)],
+        "--bank naming nothing": ["--demo", "--bank", "nothing-here"],
+    }[case]
     seconds, png = _screenshot(tmp_path, *args)
     assert png.startswith(b"\x89PNG") and seconds < 20, f"{case}: took {seconds:.1f} s"
 
@@ -51,8 +58,18 @@ def test_a_log_that_is_one_50_mb_line_opens_in_seconds(tmp_path):
     data_dir = tmp_path / "memory"
     for name, size in (("huge", 50_000_000), ("long", 1_000_000)):
         (data_dir / name).mkdir(parents=True)
-        record = {"id": "fp0000000000000001", "text": "x" * size, "entities": [], "tags": [], "confidence": "stated",
-                  "corroboration": 0, "pinned": False, "created_at": 1, "updated_at": 1, "revision": 0}
+        record = {
+            "id": "fp0000000000000001",
+            "text": "x" * size,
+            "entities": [],
+            "tags": [],
+            "confidence": "stated",
+            "corroboration": 0,
+            "pinned": False,
+            "created_at": 1,
+            "updated_at": 1,
+            "revision": 0,
+        }
         (data_dir / name / "memories.jsonl").write_text(json.dumps(record, separators=(",", ":")) + "\n")
     for bank in ("huge", "long"):
         seconds, png = _screenshot(tmp_path, "--data-dir", str(data_dir), "--bank", bank)

@@ -22,9 +22,33 @@ from keepgui.core import fsio, registry
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.registry import Backend, OpenOptions, Verdict
 from keepgui.core.source import (
-    COMPACT, CREATE, CREATE_BANK, EDIT, ENTITIES, DISK, HISTORY, PIN, QUERY, RANKED, REVIEW, TAGS, TRASH_BANK,
-    WHAT_IF, BankDefaults, BankKey, BankSummary, Capabilities, Change, Document, FileRow, Hint, Listing, RowDelta,
-    SourceDefaults, WatchPlan, stamps_of,
+    COMPACT,
+    CREATE,
+    CREATE_BANK,
+    EDIT,
+    ENTITIES,
+    DISK,
+    HISTORY,
+    PIN,
+    QUERY,
+    RANKED,
+    REVIEW,
+    TAGS,
+    TRASH_BANK,
+    WHAT_IF,
+    BankDefaults,
+    BankKey,
+    BankSummary,
+    Capabilities,
+    Change,
+    Document,
+    FileRow,
+    Hint,
+    Listing,
+    RowDelta,
+    SourceDefaults,
+    WatchPlan,
+    stamps_of,
 )
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
 from keepgui.ui.settings import VERSION, Settings
@@ -79,8 +103,15 @@ def test_trashing_a_bank_is_undone(make_window, demo_copy, qtbot, monkeypatch):
 
 def test_settings_of_version_1_are_migrated(tmp_path):
     path = tmp_path / "settings.json"
-    path.write_text(json.dumps({"version": 1, "worker/0123456789abcdef": {"recall_limit": 2},
-                                "sources": [{"path": "/old/data"}, {"kind": "nanobot", "path": "/ws"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "worker/0123456789abcdef": {"recall_limit": 2},
+                "sources": [{"path": "/old/data"}, {"kind": "nanobot", "path": "/ws"}],
+            }
+        )
+    )
     settings = Settings(str(path))
     assert settings.get("version") == VERSION == 2
     assert settings.get("source/0123456789abcdef") == {"recall_limit": 2}
@@ -93,11 +124,23 @@ def test_settings_of_version_1_are_migrated(tmp_path):
 
 
 NOTES = Capabilities(
-    missing={PIN: "a note is a file: it has no pin", TAGS: "notes have no tags", ENTITIES: "notes have no entities",
-             HISTORY: "a note has no revisions", RANKED: "notes have no ranking", CREATE: "keep a note instead",
-             QUERY: "every note is read", WHAT_IF: "nothing to try out", EDIT: "notes are edited as documents",
-             COMPACT: "notes are never compacted", REVIEW: "nobody else rewrites notes"},
-    fields=frozenset({"pinned", "live", "text", "updated"}), ordered=True, noun="note", nouns="notes",
+    missing={
+        PIN: "a note is a file: it has no pin",
+        TAGS: "notes have no tags",
+        ENTITIES: "notes have no entities",
+        HISTORY: "a note has no revisions",
+        RANKED: "notes have no ranking",
+        CREATE: "keep a note instead",
+        QUERY: "every note is read",
+        WHAT_IF: "nothing to try out",
+        EDIT: "notes are edited as documents",
+        COMPACT: "notes are never compacted",
+        REVIEW: "nobody else rewrites notes",
+    },
+    fields=frozenset({"pinned", "live", "text", "updated"}),
+    ordered=True,
+    noun="note",
+    nouns="notes",
     retire="Forget",
 )
 
@@ -120,17 +163,24 @@ class NotesBank(BankDefaults):
                 continue
             for name in sorted(n for n in os.listdir(folder) if n.endswith(".txt")):
                 data, stamp = fsio.read_stamped(os.path.join(folder, name))
-                rows.append(FileRow(id=name if live else "forgotten:" + name, text=data.decode().strip(),
-                                    position=len(rows), updated_at=stamp.mtime_ns // 1_000_000,
-                                    invalid_at=None if live else stamp.mtime_ns // 1_000_000))
+                rows.append(
+                    FileRow(
+                        id=name if live else "forgotten:" + name,
+                        text=data.decode().strip(),
+                        position=len(rows),
+                        updated_at=stamp.mtime_ns // 1_000_000,
+                        invalid_at=None if live else stamp.mtime_ns // 1_000_000,
+                    )
+                )
         return rows
 
     def load(self, progress=None, *, full: bool = False) -> Change:
         with self.lock:
             before, self._rows = self._rows, self._read()
         changed = full or before != self._rows
-        return Change(self.source.path, "notes", origin=DISK,
-                      rows=RowDelta(self._rows, (), True) if changed else RowDelta())
+        return Change(
+            self.source.path, "notes", origin=DISK, rows=RowDelta(self._rows, (), True) if changed else RowDelta()
+        )
 
     def is_loaded(self) -> bool:
         return self._rows is not None
@@ -159,16 +209,23 @@ class NotesBank(BankDefaults):
                 fsio.make_dirs(os.path.dirname(dst))
                 fsio.rename_durably(src, dst)
             self._rows = self._read()
-        change = Change(self.source.path, "notes", text, rows=RowDelta(self._rows, (), True),
-                        files=stamps_of(*[p for move in moves for p in move]))
+        change = Change(
+            self.source.path,
+            "notes",
+            text,
+            rows=RowDelta(self._rows, (), True),
+            files=stamps_of(*[p for move in moves for p in move]),
+        )
         change.reverse = lambda: self._move(text, [(dst, src) for src, dst in reversed(moves)])
         return change
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         gone = os.path.join(self.source.path, ".forgotten")
         if live:
-            moves = [(os.path.join(gone, k.split(":", 1)[1]), os.path.join(self.source.path, k.split(":", 1)[1]))
-                     for k in keys]
+            moves = [
+                (os.path.join(gone, k.split(":", 1)[1]), os.path.join(self.source.path, k.split(":", 1)[1]))
+                for k in keys
+            ]
             return self._move(NOTES.describe("Restore", len(moves)), moves)
         moves = [(os.path.join(self.source.path, k), os.path.join(gone, k)) for k in keys]
         return self._move(f"Forget {NOTES.count(len(moves))}", moves)
@@ -185,8 +242,15 @@ class NotesBank(BankDefaults):
                 self._rows = self._read()
             return Change(self.source.path, "notes", "Keep note", rows=RowDelta(self._rows, (), True))
 
-        return Change(self.source.path, "notes", f"Keep “{text}”", rows=RowDelta(self._rows, (), True),
-                      files=stamps_of(path), message=f"Kept: {text}", reverse=back)
+        return Change(
+            self.source.path,
+            "notes",
+            f"Keep “{text}”",
+            rows=RowDelta(self._rows, (), True),
+            files=stamps_of(path),
+            message=f"Kept: {text}",
+            reverse=back,
+        )
 
     def check_keep(self, text: str):
         return (Hint("ok", "A new note"),)
@@ -225,8 +289,14 @@ class NoteDocs:
     def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
         fsio.atomic_write(self.path, text.encode(), expect=doc.stamp)
         saved = self.read("README.md")
-        change = Change(self.source.path, "notes", "Save README.md", documents=frozenset({"README.md"}),
-                        files=stamps_of(self.path), result=saved)
+        change = Change(
+            self.source.path,
+            "notes",
+            "Save README.md",
+            documents=frozenset({"README.md"}),
+            files=stamps_of(self.path),
+            result=saved,
+        )
         change.reverse = lambda: self.save(saved, doc.text)
         return change
 
@@ -266,16 +336,25 @@ class NotesSource(SourceDefaults):
     def classify(self, changed, listed) -> WatchPlan:
         names = {"/".join(p) for p in changed}
         docs = {"notes": frozenset({"README.md"})} if "README.md" in names else {}
-        return WatchPlan(refresh=frozenset({"notes"}) if any(n.endswith(".txt") for n in names) else frozenset(),
-                         documents=docs)
-
+        return WatchPlan(
+            refresh=frozenset({"notes"}) if any(n.endswith(".txt") for n in names) else frozenset(), documents=docs
+        )
 
 
 NOTES_BACKEND = Backend(
-    kind="notes", label="notes folder", icon="document", open=NotesSource,
-    identify=lambda path: Verdict("notes", "a notes folder", "it has .txt notes")
-    if any(n.endswith(".txt") for n in os.listdir(path)) else Verdict(None, "a notes folder", "no .txt file"),
-    discover=lambda environ: [], window_arg="notes", start_rank=-1, keep_rank=-1,
+    kind="notes",
+    label="notes folder",
+    icon="document",
+    open=NotesSource,
+    identify=lambda path: (
+        Verdict("notes", "a notes folder", "it has .txt notes")
+        if any(n.endswith(".txt") for n in os.listdir(path))
+        else Verdict(None, "a notes folder", "no .txt file")
+    ),
+    discover=lambda environ: [],
+    window_arg="notes",
+    start_rank=-1,
+    keep_rank=-1,
 )
 
 
@@ -297,16 +376,24 @@ def notes_folder(tmp_path):
     return folder
 
 
-def test_a_third_backend_is_one_registry_entry_and_the_window_shows_it(notes_backend, notes_folder,
-                                                                        qtbot, tmp_path):
+def test_a_third_backend_is_one_registry_entry_and_the_window_shows_it(notes_backend, notes_folder, qtbot, tmp_path):
     import argparse
 
     from keepgui.ui.application import build_window
     from keepgui.ui.quickkeep import open_quick_keep
 
     assert registry.identify(str(notes_folder)).kind == "notes"
-    args = argparse.Namespace(demo=False, data_dir=None, workspace=None, notes=[str(notes_folder)], bank=None,
-                              panel=None, query=None, screenshot=None, reload_command="")
+    args = argparse.Namespace(
+        demo=False,
+        data_dir=None,
+        workspace=None,
+        notes=[str(notes_folder)],
+        bank=None,
+        panel=None,
+        query=None,
+        screenshot=None,
+        reload_command="",
+    )
     window = build_window(args, Settings(str(tmp_path / "settings.json")), watch=True)
     try:
         window.show()
@@ -317,16 +404,22 @@ def test_a_third_backend_is_one_registry_entry_and_the_window_shows_it(notes_bac
         assert index.isValid() and index.data(Qt.ItemDataRole.ToolTipRole).startswith("notes\n3 notes")
         proxy = window.memories.proxy
         assert [proxy.index(r, COLUMN_INDEX["text"]).data() for r in range(proxy.rowCount())] == [
-            "Buy figs on Friday", "Sam's birthday is in May", "The boiler code is 4711"]
+            "Buy figs on Friday",
+            "Sam's birthday is in May",
+            "The boiler code is 4711",
+        ]
         pin = proxy.index(0, COLUMN_INDEX["pinned"])
-        assert not (pin.flags() & Qt.ItemFlag.ItemIsEnabled) and pin.data(Qt.ItemDataRole.ToolTipRole) == \
-            "a note is a file: it has no pin"
+        assert (
+            not (pin.flags() & Qt.ItemFlag.ItemIsEnabled)
+            and pin.data(Qt.ItemDataRole.ToolTipRole) == "a note is a file: it has no pin"
+        )
         assert window.memories.table.isColumnHidden(COLUMN_INDEX["tags"])
         assert window.memories.search.placeholderText() == "search 3 notes (fuzzy, as you type)…"
         # forget one through the live toggle: one undo step, taken back exactly
         forgotten = proxy.index(1, 0).data(KeyRole)
-        proxy.setData(proxy.index(1, COLUMN_INDEX["live"]), Qt.CheckState.Unchecked.value,
-                      Qt.ItemDataRole.CheckStateRole)
+        proxy.setData(
+            proxy.index(1, COLUMN_INDEX["live"]), Qt.CheckState.Unchecked.value, Qt.ItemDataRole.CheckStateRole
+        )
         assert os.path.exists(notes_folder / ".forgotten" / forgotten)
         assert window.undo_stack.undoText() == "Forget 1 note" and proxy.rowCount() == 2
         window.undo_stack.undo()
@@ -356,8 +449,10 @@ def test_a_third_backend_is_one_registry_entry_and_the_window_shows_it(notes_bac
         assert not (notes_folder / "003.txt").exists()
         # a note added by someone else shows up through the watcher
         (notes_folder / "004.txt").write_text("Added by hand\n")
-        qtbot.waitUntil(lambda: any(proxy.index(r, 0).data(RecordRole).text == "Added by hand"
-                                    for r in range(proxy.rowCount())), timeout=10_000)
+        qtbot.waitUntil(
+            lambda: any(proxy.index(r, 0).data(RecordRole).text == "Added by hand" for r in range(proxy.rowCount())),
+            timeout=10_000,
+        )
         qtbot.wait(50)
     finally:
         if window.rules.dirty:

@@ -77,20 +77,28 @@ def test_tray_menu_entries_without_showing_it(qtbot):
 
     tray = KeepTray(keep_running=False)
     assert [a.text() for a in tray.menu.actions() if not a.isSeparator() and a.isVisible()] == [
-        "&Quick keep…", "&Show window", "No compaction due",
-        "&Keep running in the tray when the window closes", "&Quit keepgui"]
+        "&Quick keep…",
+        "&Show window",
+        "No compaction due",
+        "&Keep running in the tray when the window closes",
+        "&Quit keepgui",
+    ]
     assert not tray.act_compaction.isEnabled()
     w1, w2 = BankKey("/w1", KEEP_BANK), BankKey("/w2", KEEP_BANK)
     tray.set_compaction_due([(w1, "keep.md — /w1", "172 lines")])
-    assert tray.act_compaction.isEnabled() and tray.act_compaction.text() == "Compaction due: keep.md — /w1 (172 lines)…"
+    assert (
+        tray.act_compaction.isEnabled() and tray.act_compaction.text() == "Compaction due: keep.md — /w1 (172 lines)…"
+    )
     with qtbot.waitSignal(tray.compactionRequested) as signal:
         tray.act_compaction.trigger()
     assert signal.args == [w1]
     tray.set_compaction_due([(w1, "keep.md — /w1", "172 lines"), (w2, "keep.md — /w2", "160 lines")])
     assert not tray.act_compaction.isVisible()
     assert tray.compaction_menu.title() == "Compaction due (2 banks)"
-    assert [a.text() for a in tray.compaction_menu.actions()] == ["keep.md — /w1 (172 lines)…",
-                                                                 "keep.md — /w2 (160 lines)…"]
+    assert [a.text() for a in tray.compaction_menu.actions()] == [
+        "keep.md — /w1 (172 lines)…",
+        "keep.md — /w2 (160 lines)…",
+    ]
     assert "compaction due in 2 banks" in tray.toolTip()
 
 
@@ -164,8 +172,12 @@ print(json.dumps(out), flush=True)
 
 def _start_xvfb() -> tuple[subprocess.Popen, str]:
     read, write = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    xvfb = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        pass_fds=(write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.close(write)
     number = b""
     deadline = time.time() + 15
@@ -182,20 +194,41 @@ def _start_xvfb() -> tuple[subprocess.Popen, str]:
 
 
 @pytest.mark.xvfb
-@pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("trayer")),
-                    reason="needs Xvfb and trayer (Debian: apt-get install xvfb trayer)")
+@pytest.mark.skipif(
+    not (shutil.which("Xvfb") and shutil.which("trayer")),
+    reason="needs Xvfb and trayer (Debian: apt-get install xvfb trayer)",
+)
 def test_real_tray_under_xvfb(tmp_path):
     xvfb, display = _start_xvfb()
-    env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", KEEPGUI_HOME=tempfile.mkdtemp(prefix="kg-"),
-               PYTHONPATH=ROOT)
+    env = dict(
+        os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", KEEPGUI_HOME=tempfile.mkdtemp(prefix="kg-"), PYTHONPATH=ROOT
+    )
     env.pop("WAYLAND_DISPLAY", None)
-    trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "pixel", "--width",
-                               "120", "--height", "28", "--transparent", "false"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    trayer = subprocess.Popen(
+        [
+            "trayer",
+            "--edge",
+            "top",
+            "--align",
+            "right",
+            "--widthtype",
+            "pixel",
+            "--width",
+            "120",
+            "--height",
+            "28",
+            "--transparent",
+            "false",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     shot = os.environ.get("KEEPGUI_TRAY_PNG") or str(tmp_path / "tray-menu.png")
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, shot], env=env, cwd=ROOT, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, shot], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
     finally:
         trayer.terminate()
         xvfb.terminate()
@@ -238,11 +271,11 @@ def test_desktop_entry_and_icons_are_complete():
     assert main["Actions"] == "quick-keep;" and "Utility" in main["Categories"].split(";")
     assert entry["Desktop Action quick-keep"]["Exec"] == "keepgui quick-keep"
     for size in (16, 32, 48, 64, 128, 256):
-        image = QImage(os.path.join(ROOT, "resources", "icons", "hicolor", f"{size}x{size}", "apps",
-                                    f"{DESKTOP_ID}.png"))
+        image = QImage(
+            os.path.join(ROOT, "resources", "icons", "hicolor", f"{size}x{size}", "apps", f"{DESKTOP_ID}.png")
+        )
         assert (image.width(), image.height()) == (size, size)
-    assert os.path.exists(os.path.join(ROOT, "resources", "icons", "hicolor", "scalable", "apps",
-                                       f"{DESKTOP_ID}.svg"))
+    assert os.path.exists(os.path.join(ROOT, "resources", "icons", "hicolor", "scalable", "apps", f"{DESKTOP_ID}.svg"))
     validator = shutil.which("desktop-file-validate")
     if validator:
         done = subprocess.run([validator, path], capture_output=True, text=True)

@@ -27,20 +27,30 @@ from typing import Iterable
 
 from keepgui.core import fsio
 from keepgui.core.claude.jstext import utf16_len, utf16_slice
-from keepgui.core.claude.memory import (INDEX_NAME, LINE_LIMIT, SIZE_LIMIT, MemoryFolder, Prepared, cut_index,
-                                        parse_link_line, read_folder)
+from keepgui.core.claude.memory import (
+    INDEX_NAME,
+    LINE_LIMIT,
+    SIZE_LIMIT,
+    MemoryFolder,
+    Prepared,
+    cut_index,
+    parse_link_line,
+    read_folder,
+)
 from keepgui.core.claude.writes import FileSwap, MemoryChange, newline_of, split_lines, writable_path
 from keepgui.core.compaction import REVIEW_KINDS, Applied, Counts, Plan, make_operation, register_kinds, words_only_in
 from keepgui.core.history import History
 from keepgui.core.textdiff import unified
 
-INDEX_KINDS = register_kinds({
-    "duplicate": "Exact duplicates",
-    # a MEMORY.md over its limits
-    "shorten": "Index lines too long (the detail moves into the topic file)",
-    "move-detail": "Detail in the index (moves into a topic file)",
-    "reorder": "Newest entries first (what stays cut is the oldest)",
-})
+INDEX_KINDS = register_kinds(
+    {
+        "duplicate": "Exact duplicates",
+        # a MEMORY.md over its limits
+        "shorten": "Index lines too long (the detail moves into the topic file)",
+        "move-detail": "Detail in the index (moves into a topic file)",
+        "reorder": "Newest entries first (what stays cut is the oldest)",
+    }
+)
 """The kinds of a plan for a MEMORY.md over its limits, in the order it lists them."""
 
 LONG_LINE = 200
@@ -167,8 +177,13 @@ class FolderPlan(Plan):
             path = os.path.join(self.folder.path, rel)
             writable_path(self.folder.path, path)
             self.original(rel)
-            files.append((path, self._originals[rel][0],
-                          None if text is None else text.encode("utf-8", errors="surrogateescape")))
+            files.append(
+                (
+                    path,
+                    self._originals[rel][0],
+                    None if text is None else text.encode("utf-8", errors="surrogateescape"),
+                )
+            )
         swap = FileSwap(self.folder.path, self.history, files, self._description(ops))
         applied = FolderApplied(swap, [f"{op.label}: {op.reason}" for op in ops], bool(files))
         if files:
@@ -192,7 +207,7 @@ def _replace_line(index: str, number: int, new: str | None) -> str:
     if new is None:
         del lines[number]
     else:
-        ending = lines[number][len(lines[number].rstrip("\r\n")):]
+        ending = lines[number][len(lines[number].rstrip("\r\n")) :]
         lines[number] = new + ending
     return "".join(lines)
 
@@ -216,10 +231,19 @@ class IndexPlan(FolderPlan):
         after_text = self.texts_after(selection).get(INDEX_NAME, self.original(INDEX_NAME))
         after = Prepared(after_text or "").text
         cut_before, cut_after = cut_index(before), cut_index(after)
-        return Counts("lines", cut_before.lines if before else 0, cut_after.lines if after else 0, LINE_LIMIT,
-                      {"units_before": cut_before.units, "units_after": cut_after.units, "unit_limit": SIZE_LIMIT,
-                       "cut_lines_before": cut_before.lines - cut_before.kept_lines if cut_before.cut else 0,
-                       "cut_lines_after": cut_after.lines - cut_after.kept_lines if cut_after.cut else 0})
+        return Counts(
+            "lines",
+            cut_before.lines if before else 0,
+            cut_after.lines if after else 0,
+            LINE_LIMIT,
+            {
+                "units_before": cut_before.units,
+                "units_after": cut_after.units,
+                "unit_limit": SIZE_LIMIT,
+                "cut_lines_before": cut_before.lines - cut_before.kept_lines if cut_before.cut else 0,
+                "cut_lines_after": cut_after.lines - cut_after.kept_lines if cut_after.cut else 0,
+            },
+        )
 
 
 def _plan(folder: MemoryFolder):
@@ -258,13 +282,23 @@ def _plan(folder: MemoryFolder):
             if missing and target in topics:
                 texts[target] = _topic_with(texts.get(target), hook)
 
-        reason = (f"line {number + 1} repeats line {keeper[0] + 1}" if identical else
-                  f"line {number + 1} links {target} like line {keeper[0] + 1}; "
-                  + (f"its other words ({', '.join(missing[:6])}) move into {target}" if missing
-                     else "it adds no words"))
-        operations.append(make_operation("duplicate", [target], [bare], [], reason,
-                                         selected=identical or not missing or target in topics,
-                                         evidence=[keeper[4]]))
+        reason = (
+            f"line {number + 1} repeats line {keeper[0] + 1}"
+            if identical
+            else f"line {number + 1} links {target} like line {keeper[0] + 1}; "
+            + (f"its other words ({', '.join(missing[:6])}) move into {target}" if missing else "it adds no words")
+        )
+        operations.append(
+            make_operation(
+                "duplicate",
+                [target],
+                [bare],
+                [],
+                reason,
+                selected=identical or not missing or target in topics,
+                evidence=[keeper[4]],
+            )
+        )
         edits.append(edit)
     # long lines: shorten the hook, its whole text goes into the topic file
     for number, title, target, hook, bare in entries:
@@ -278,18 +312,31 @@ def _plan(folder: MemoryFolder):
             texts[target] = _topic_with(texts.get(target), hook)
 
         exists = target in topics
-        operations.append(make_operation(
-            "shorten", [target], [bare], [short],
-            f"line {number + 1} is {utf16_len(bare)} characters; the CLI asks for one line under ~200. "
-            + (f"The whole hook moves into {target}." if exists else f"{target} is missing, so the hook would be lost"
-               " — not selected."), selected=exists, applicable=exists))
+        operations.append(
+            make_operation(
+                "shorten",
+                [target],
+                [bare],
+                [short],
+                f"line {number + 1} is {utf16_len(bare)} characters; the CLI asks for one line under ~200. "
+                + (
+                    f"The whole hook moves into {target}."
+                    if exists
+                    else f"{target} is missing, so the hook would be lost — not selected."
+                ),
+                selected=exists,
+                applicable=exists,
+            )
+        )
         edits.append(edit)
     # prose: move it into a notes topic file
     if prose:
         notes = [bare for _n, bare in prose]
         numbers = [n for n, _b in prose]
-        pointer = f"- [Notes from the index]({NOTES_FILE}) — {len(notes)} line{'s' if len(notes) != 1 else ''} " \
-                  "of detail moved out of MEMORY.md"
+        pointer = (
+            f"- [Notes from the index]({NOTES_FILE}) — {len(notes)} line{'s' if len(notes) != 1 else ''} "
+            "of detail moved out of MEMORY.md"
+        )
 
         def edit(texts, numbers=numbers, notes=notes, pointer=pointer):
             # the pointer takes the first prose line's place (near the top: it is loaded), the rest go
@@ -297,14 +344,26 @@ def _plan(folder: MemoryFolder):
             for n in numbers[1:]:
                 index_text = _replace_line(index_text, n, DROP)
             texts[INDEX_NAME] = index_text
-            texts[NOTES_FILE] = _topic_with(texts.get(NOTES_FILE) or (
-                "---\nname: index-notes\ndescription: Detail that was written into MEMORY.md itself\nmetadata:\n"
-                "  type: reference\n---\n"), "\n".join(notes))
+            texts[NOTES_FILE] = _topic_with(
+                texts.get(NOTES_FILE)
+                or (
+                    "---\nname: index-notes\ndescription: Detail that was written into MEMORY.md itself\nmetadata:\n"
+                    "  type: reference\n---\n"
+                ),
+                "\n".join(notes),
+            )
 
-        operations.append(make_operation("move-detail", [NOTES_FILE], notes, [pointer],
-                                         f"{len(notes)} line{'s are' if len(notes) != 1 else ' is'} detail, "
-                                         f"not an index entry: moved into {NOTES_FILE}, which one entry points at",
-                                         selected=index.cut is not None and index.cut.cut))
+        operations.append(
+            make_operation(
+                "move-detail",
+                [NOTES_FILE],
+                notes,
+                [pointer],
+                f"{len(notes)} line{'s are' if len(notes) != 1 else ' is'} detail, "
+                f"not an index entry: moved into {NOTES_FILE}, which one entry points at",
+                selected=index.cut is not None and index.cut.cut,
+            )
+        )
         edits.append(edit)
     # reorder newest first when entries are cut
     if index.cut is not None and index.cut.cut and len(entries) > 1:
@@ -319,15 +378,21 @@ def _plan(folder: MemoryFolder):
                 current = {slot: lines[slot].rstrip("\r\n") for slot in slots if slot < len(lines)}
                 for slot, entry in zip(slots, order):
                     if slot < len(lines) and entry[0] in current:
-                        ending = lines[slot][len(lines[slot].rstrip("\r\n")):]
+                        ending = lines[slot][len(lines[slot].rstrip("\r\n")) :]
                         lines[slot] = current[entry[0]] + ending
                 texts[INDEX_NAME] = "".join(lines)
 
-            operations.append(make_operation(
-                "reorder", [e[2] for e in rising], [e[4] for e in entries], [e[4] for e in order],
-                f"entries newest first (by the topic file's time): {len(rising)} of the {len(hidden)} entries now "
-                "past the cut move into the part Claude loads; what stays cut is the oldest",
-                selected=True))
+            operations.append(
+                make_operation(
+                    "reorder",
+                    [e[2] for e in rising],
+                    [e[4] for e in entries],
+                    [e[4] for e in order],
+                    f"entries newest first (by the topic file's time): {len(rising)} of the {len(hidden)} entries now "
+                    "past the cut move into the part Claude loads; what stays cut is the oldest",
+                    selected=True,
+                )
+            )
             edits.append(edit)
     return operations, edits
 

@@ -29,20 +29,32 @@ from dataclasses import dataclass
 
 from keepgui.core.claude import CHECKED_VERSION
 from keepgui.core.claude.instructions import AUTO_MEMORY, LABELS, InstructionFile, collect, nested_files
-from keepgui.core.claude.layout import (ClaudeEnv, GitRoots, MemoryLocation, Settings, approved_external, git_roots,
-                                        load_settings, memory_location)
+from keepgui.core.claude.layout import (
+    ClaudeEnv,
+    GitRoots,
+    MemoryLocation,
+    Settings,
+    approved_external,
+    git_roots,
+    load_settings,
+    memory_location,
+)
 from keepgui.core.claude.memory import INDEX_NAME, IndexEntry, MemoryFolder, read_folder
 from keepgui.core.errors import NotFound
 
-PREAMBLE = ("Codebase and user instructions are shown below. Be sure to adhere to these instructions. "
-            "IMPORTANT: These instructions OVERRIDE any default behavior and you MUST follow them exactly as written.")
+PREAMBLE = (
+    "Codebase and user instructions are shown below. Be sure to adhere to these instructions. "
+    "IMPORTANT: These instructions OVERRIDE any default behavior and you MUST follow them exactly as written."
+)
 """The sentence that opens the reminder (verbatim from the CLI)."""
 
 KILL_SWITCHES = ("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE")
 """Environment switches with which a session loads no instruction file and no memory (each seen on the CLI)."""
 
-TAKES_EFFECT = ("A running Claude Code session keeps what it loaded at its start until /compact, /clear "
-                "or a restart; changes show in the next session.")
+TAKES_EFFECT = (
+    "A running Claude Code session keeps what it loaded at its start until /compact, /clear "
+    "or a restart; changes show in the next session."
+)
 
 
 def render_reminder(blocks: list[tuple[str, str, str]]) -> str | None:
@@ -110,10 +122,15 @@ class SessionContext:
             "reminder": self.reminder,
             "files": [self._file_obj(f) for f in self.files],
             "later": [f.to_obj() for f in self.later],
-            "index": None if index is None or not index.exists else {
-                "path": index.path, "lines": index.lines, "bytes": index.size,
+            "index": None
+            if index is None or not index.exists
+            else {
+                "path": index.path,
+                "lines": index.lines,
+                "bytes": index.size,
                 "cut": index.cut.to_obj() if index.cut else None,
-                "entries": [e.to_obj() for e in index.entries]},
+                "entries": [e.to_obj() for e in index.entries],
+            },
             "hidden": [e.to_obj() for e in self.hidden],
             "notes": list(self.notes),
             "problems": list(self.settings.problems) + (list(self.folder.problems) if self.folder else []),
@@ -149,21 +166,45 @@ def session_context(project: str, env: ClaudeEnv | None = None, *, with_later: b
     if folder is not None:
         injected = folder.index.injected
         cut = folder.index.cut
-        status, reason = ("loaded", "") if injected is not None else (
-            "skipped", "missing" if not folder.index.exists else "empty")
-        files.append(InstructionFile(index_path, AUTO_MEMORY, "memory-index", status, reason,
-                                     text=injected or "", size=folder.index.size,
-                                     units=cut.kept_units if cut else 0))
+        status, reason = (
+            ("loaded", "") if injected is not None else ("skipped", "missing" if not folder.index.exists else "empty")
+        )
+        files.append(
+            InstructionFile(
+                index_path,
+                AUTO_MEMORY,
+                "memory-index",
+                status,
+                reason,
+                text=injected or "",
+                size=folder.index.size,
+                units=cut.kept_units if cut else 0,
+            )
+        )
         if injected is not None:
             blocks.append((index_path, LABELS[AUTO_MEMORY], injected))
         if cut is not None and cut.cut:
             n = len([e for e in folder.index.entries if not e.loaded or e.partial])
-            notes.append(f"MEMORY.md is cut at line {cut.first_cut_line}: {n} "
-                         f"{'entry is' if n == 1 else 'entries are'} invisible to Claude at the start of a session")
+            notes.append(
+                f"MEMORY.md is cut at line {cut.first_cut_line}: {n} "
+                f"{'entry is' if n == 1 else 'entries are'} invisible to Claude at the start of a session"
+            )
         if location.candidates:
-            notes.append("other memory folders share this project's long-path prefix: "
-                         + ", ".join(location.candidates))
+            notes.append(
+                "other memory folders share this project's long-path prefix: " + ", ".join(location.candidates)
+            )
     else:
         notes.append(f"auto memory is off ({location.why_off})")
-    return SessionContext(cwd, env, roots, settings, location, tuple(files), tuple(later), folder,
-                          render_reminder(blocks), tuple(notes), approved)
+    return SessionContext(
+        cwd,
+        env,
+        roots,
+        settings,
+        location,
+        tuple(files),
+        tuple(later),
+        folder,
+        render_reminder(blocks),
+        tuple(notes),
+        approved,
+    )

@@ -59,12 +59,14 @@ FILE_LIMIT = 4 * 1024 * 1024
 MANAGED_SETTINGS_PATH = "<managed-settings>"
 """How the CLI names the ``claudeMd`` text of the managed settings in the reminder."""
 
-IMPORT_EXTENSIONS = frozenset("""
+IMPORT_EXTENSIONS = frozenset(
+    """
 md txt text rst adoc asciidoc org tex json yaml yml toml ini cfg conf config env properties xml csv html htm
 css scss sass less js mjs cjs jsx ts mts cts tsx vue svelte astro py pyi pyw rb rake go rs java kt kts scala sbt
 gradle clj cljs edn c h cc cpp cxx hpp hxx swift cs php pl pm lua r ex exs erl hrl hs lhs ml mli elm dart sh bash
 zsh fish ps1 bat cmd sql graphql gql proto makefile cmake lock log diff patch hbs ejs erb pug jade f f90 f95 for
-""".split())
+""".split()
+)
 """Extensions an ``@import`` may have (case-insensitive; a file with no extension is allowed too),
 found by probing the CLI with ~400 extensions: ``.markdown``, ``.mdx``, ``.jsonl``, images and archives
 are among those it refuses."""
@@ -113,9 +115,17 @@ class InstructionFile:
 
     def to_obj(self) -> dict:
         """For ``--json``."""
-        obj = {"path": self.path, "kind": self.kind, "label": self.label, "role": self.role,
-               "loaded": self.loaded, "status": self.status, "reason": self.reason,
-               "bytes": self.size, "units": self.units}
+        obj = {
+            "path": self.path,
+            "kind": self.kind,
+            "label": self.label,
+            "role": self.role,
+            "loaded": self.loaded,
+            "status": self.status,
+            "reason": self.reason,
+            "bytes": self.size,
+            "units": self.units,
+        }
         if self.parent is not None:
             obj.update(parent=self.parent, line=self.line, depth=self.depth)
         if self.globs:
@@ -135,8 +145,9 @@ _Yaml12Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                                    list("tTfF"))
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 _PATHS_LINE = re.compile(r"^[ \t]*paths:[ \t]*(.*)$", re.MULTILINE)
 
@@ -183,7 +194,7 @@ def _expand_braces(pattern: str, budget: int = 1000) -> list[str]:
         return [pattern]
     out: list[str] = []
     for option in _split_commas(match.group(1)):
-        out.extend(_expand_braces(pattern[:match.start()] + option + pattern[match.end():], budget))
+        out.extend(_expand_braces(pattern[: match.start()] + option + pattern[match.end() :], budget))
         if len(out) > budget:
             return [pattern]
     return out
@@ -245,7 +256,7 @@ def glob_regex(pattern: str) -> re.Pattern:
             if end < 0:
                 out.append(re.escape(ch))
             else:
-                body = pattern[i + 1:end].replace("\\", "\\\\")
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
                 out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
                 i = end
         elif ch == "{":
@@ -253,7 +264,7 @@ def glob_regex(pattern: str) -> re.Pattern:
             if end < 0:
                 out.append(re.escape(ch))
             else:
-                options = _split_commas(pattern[i + 1:end])
+                options = _split_commas(pattern[i + 1 : end])
                 out.append("(?:" + "|".join(glob_regex(o).pattern[4:-3] for o in options) + ")")
                 i = end
         else:
@@ -314,15 +325,27 @@ class LoadState:
         self.files.append(item)
 
 
-def _load(state: LoadState, path: str, kind: str, role: str, *, parent: str | None = None,
-          line: int | None = None, depth: int = 0, listed_missing: bool = False) -> None:
+def _load(
+    state: LoadState,
+    path: str,
+    kind: str,
+    role: str,
+    *,
+    parent: str | None = None,
+    line: int | None = None,
+    depth: int = 0,
+    listed_missing: bool = False,
+) -> None:
     """Load one file (and its imports after it) into ``state``."""
     real = os.path.realpath(path)
     if kind != MANAGED and parent is None:
         pattern = excluded_by(state.excludes, path)
         if pattern is not None:
-            state.note(InstructionFile(path, kind, role, "skipped", f"excluded by claudeMdExcludes {pattern!r}",
-                                       parent, line, depth))
+            state.note(
+                InstructionFile(
+                    path, kind, role, "skipped", f"excluded by claudeMdExcludes {pattern!r}", parent, line, depth
+                )
+            )
             return
     if real in state.seen or path in state.seen:
         if parent is not None:
@@ -337,17 +360,43 @@ def _load(state: LoadState, path: str, kind: str, role: str, *, parent: str | No
     front = split_front_matter(decode(data))
     globs = rule_globs(front.yaml) if role == "rules" else ()
     if globs:
-        state.note(InstructionFile(path, kind, role, "later", "loads when Claude reads a file matching paths:",
-                                   parent, line, depth, globs, size=len(data)))
+        state.note(
+            InstructionFile(
+                path,
+                kind,
+                role,
+                "later",
+                "loads when Claude reads a file matching paths:",
+                parent,
+                line,
+                depth,
+                globs,
+                size=len(data),
+            )
+        )
         return
     body = strip_comments(front.body)
     text = js_trim(body)
     if not text:
-        state.note(InstructionFile(path, kind, role, "skipped", "empty (nothing left after front matter, "
-                                   "comments and white space)", parent, line, depth, size=len(data)))
+        state.note(
+            InstructionFile(
+                path,
+                kind,
+                role,
+                "skipped",
+                "empty (nothing left after front matter, comments and white space)",
+                parent,
+                line,
+                depth,
+                size=len(data),
+            )
+        )
         return
-    state.note(InstructionFile(path, kind, role, "loaded", "", parent, line, depth, text=text, size=len(data),
-                               units=utf16_len(text)))
+    state.note(
+        InstructionFile(
+            path, kind, role, "loaded", "", parent, line, depth, text=text, size=len(data), units=utf16_len(text)
+        )
+    )
     _imports(state, path, kind, body, depth)
 
 
@@ -365,17 +414,39 @@ def _imports(state: LoadState, path: str, kind: str, body: str, depth: int) -> N
         target = _resolve_import(state, path, ref.path)
         ext = os.path.splitext(target)[1]
         if depth + 1 > MAX_IMPORT_DEPTH:
-            state.note(InstructionFile(target, kind, "import", "skipped",
-                                       f"more than {MAX_IMPORT_DEPTH} imports deep", path, ref.line, depth + 1))
+            state.note(
+                InstructionFile(
+                    target,
+                    kind,
+                    "import",
+                    "skipped",
+                    f"more than {MAX_IMPORT_DEPTH} imports deep",
+                    path,
+                    ref.line,
+                    depth + 1,
+                )
+            )
             continue
         if ext and ext[1:].lower() not in IMPORT_EXTENSIONS:
-            state.note(InstructionFile(target, kind, "import", "skipped", f"the CLI does not import {ext} files",
-                                       path, ref.line, depth + 1))
+            state.note(
+                InstructionFile(
+                    target, kind, "import", "skipped", f"the CLI does not import {ext} files", path, ref.line, depth + 1
+                )
+            )
             continue
         if kind in _NEEDS_APPROVAL and not state.approved and not _inside(os.path.realpath(target), state.cwd):
-            state.note(InstructionFile(target, kind, "import", "skipped",
-                                       "outside the project: loads only after you approve external imports "
-                                       "in Claude Code", path, ref.line, depth + 1))
+            state.note(
+                InstructionFile(
+                    target,
+                    kind,
+                    "import",
+                    "skipped",
+                    "outside the project: loads only after you approve external imports in Claude Code",
+                    path,
+                    ref.line,
+                    depth + 1,
+                )
+            )
             continue
         _load(state, target, kind, "import", parent=path, line=ref.line, depth=depth + 1)
 
@@ -403,10 +474,17 @@ def _rule_files(folder: str, visited: set[str]) -> list[str]:
 def _rules(state: LoadState, folder: str, kind: str) -> None:
     for path in _rule_files(folder, set()):
         real = os.path.realpath(path)
-        if (kind == PROJECT and real != os.path.abspath(path) and not state.approved
-                and not _inside(real, state.cwd)):
-            state.note(InstructionFile(real, kind, "rules", "skipped", "a link to a file outside the project: "
-                                       "loads only after you approve external imports", size=0))
+        if kind == PROJECT and real != os.path.abspath(path) and not state.approved and not _inside(real, state.cwd):
+            state.note(
+                InstructionFile(
+                    real,
+                    kind,
+                    "rules",
+                    "skipped",
+                    "a link to a file outside the project: loads only after you approve external imports",
+                    size=0,
+                )
+            )
             continue
         _load(state, real, kind, "rules")
 
@@ -433,13 +511,26 @@ def collect(env: ClaudeEnv, cwd: str, settings: Settings, roots: GitRoots, *, ap
     inline = next((obj.get("claudeMd") for scope, _p, obj in settings.layers if scope == "managed"), None)
     if isinstance(inline, str) and js_trim(inline):
         text = js_trim(inline)
-        state.note(InstructionFile(MANAGED_SETTINGS_PATH, MANAGED, "inline", text=text,
-                                   size=len(inline.encode("utf-8")), units=utf16_len(text)))
+        state.note(
+            InstructionFile(
+                MANAGED_SETTINGS_PATH,
+                MANAGED,
+                "inline",
+                text=text,
+                size=len(inline.encode("utf-8")),
+                units=utf16_len(text),
+            )
+        )
     _rules(state, os.path.join(managed, ".claude", "rules"), MANAGED)
     _load(state, os.path.join(env.config_dir, "CLAUDE.md"), USER, "claude-md", listed_missing=True)
     _rules(state, os.path.join(env.config_dir, "rules"), USER)
-    nested_main = roots.worktree and roots.root is not None and roots.canonical is not None \
-        and _inside(roots.root, roots.canonical) and roots.root != roots.canonical
+    nested_main = (
+        roots.worktree
+        and roots.root is not None
+        and roots.canonical is not None
+        and _inside(roots.root, roots.canonical)
+        and roots.root != roots.canonical
+    )
     for folder in ancestors(cwd):
         skip_project = nested_main and _inside(folder, roots.canonical) and not _inside(folder, roots.root)
         if not skip_project:
@@ -464,6 +555,13 @@ def nested_files(cwd: str, limit: int = _NESTED_SCAN_LIMIT) -> list[InstructionF
             continue
         for name, kind in (("CLAUDE.md", PROJECT), ("CLAUDE.local.md", LOCAL)):
             if name in files:
-                out.append(InstructionFile(os.path.join(folder, name), kind, "nested", "later",
-                                           "loads when Claude reads a file in this folder"))
+                out.append(
+                    InstructionFile(
+                        os.path.join(folder, name),
+                        kind,
+                        "nested",
+                        "later",
+                        "loads when Claude reads a file in this folder",
+                    )
+                )
     return out

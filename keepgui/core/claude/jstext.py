@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-JS_WHITESPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-                 "\u2028\u2029\u202f\u205f\u3000\ufeff")
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 """Every character JS's ``\\s`` and ``trim()`` treat as white space (WhiteSpace and LineTerminator)."""
 
 JS_WS_CLASS = "[" + "".join(f"\\u{ord(c):04x}" for c in JS_WHITESPACE) + "]"

@@ -232,14 +232,17 @@ def git_roots(cwd: str) -> GitRoots:
     pointer = _read_small(dot_git)
     if pointer is None or not pointer.startswith("gitdir:"):
         return GitRoots(root, root)
-    gitdir = os.path.normpath(os.path.join(root, pointer[len("gitdir:"):].strip()))
+    gitdir = os.path.normpath(os.path.join(root, pointer[len("gitdir:") :].strip()))
     common = _read_small(os.path.join(gitdir, "commondir"))
     if common is None:
         return GitRoots(root, root)  # a submodule: its own root
     common_dir = os.path.normpath(os.path.join(gitdir, common.strip()))
     back = _read_small(os.path.join(gitdir, "gitdir"))
-    if (os.path.dirname(gitdir) != os.path.join(common_dir, "worktrees") or back is None
-            or os.path.realpath(back.strip()) != os.path.join(os.path.realpath(root), ".git")):
+    if (
+        os.path.dirname(gitdir) != os.path.join(common_dir, "worktrees")
+        or back is None
+        or os.path.realpath(back.strip()) != os.path.join(os.path.realpath(root), ".git")
+    ):
         return GitRoots(root, root)
     canonical = os.path.dirname(common_dir) if os.path.basename(common_dir) == ".git" else common_dir
     return GitRoots(root, canonical, True)
@@ -304,10 +307,12 @@ class Settings:
 
 def load_settings(env: ClaudeEnv, cwd: str) -> Settings:
     """User, project, local and managed settings for a session launched in ``cwd``."""
-    files = (("user", env.user_settings),
-             ("project", os.path.join(cwd, ".claude", "settings.json")),
-             ("local", os.path.join(cwd, ".claude", "settings.local.json")),
-             ("managed", env.managed_settings))
+    files = (
+        ("user", env.user_settings),
+        ("project", os.path.join(cwd, ".claude", "settings.json")),
+        ("local", os.path.join(cwd, ".claude", "settings.local.json")),
+        ("managed", env.managed_settings),
+    )
     layers, problems = [], []
     for scope, path in files:
         obj, why = read_json(path)
@@ -376,8 +381,9 @@ def _valid_memory_setting(value, home: str) -> str | None:
     return os.path.normpath(expanded)
 
 
-def memory_location(env: ClaudeEnv, cwd: str, settings: Settings | None = None,
-                    roots: GitRoots | None = None) -> MemoryLocation:
+def memory_location(
+    env: ClaudeEnv, cwd: str, settings: Settings | None = None, roots: GitRoots | None = None
+) -> MemoryLocation:
     """The auto-memory folder of a session launched in ``cwd`` (see the module docstring)."""
     settings = load_settings(env, cwd) if settings is None else settings
     enabled, why = auto_memory_enabled(env, settings)
@@ -410,5 +416,8 @@ _DEVICE_NAMES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(
 
 
 def _valid_project_name(name: str) -> bool:
-    return (1 <= len(name) <= 64 and all(c.isascii() and (c.isalnum() or c in "-_") for c in name)
-            and name.lower() not in _DEVICE_NAMES)
+    return (
+        1 <= len(name) <= 64
+        and all(c.isascii() and (c.isalnum() or c in "-_") for c in name)
+        and name.lower() not in _DEVICE_NAMES
+    )

@@ -64,7 +64,7 @@ def split_front_matter(text: str) -> FrontMatter:
     match = FRONT_MATTER.match(text)
     if match is None:
         return FrontMatter(None, text, 0)
-    return FrontMatter(match.group(1), text[match.end():], match.end())
+    return FrontMatter(match.group(1), text[match.end() :], match.end())
 
 
 @lru_cache(maxsize=1)
@@ -164,8 +164,9 @@ def _text_runs(children, first_line: int) -> list[tuple[str, int]]:
     start = line = first_line
     for child in children:
         # a backslash before a character that cannot be escaped is plain text (content == markup)
-        if child.type == "text" or (child.type == "text_special"
-                                    and (child.info == "entity" or child.content == child.markup)):
+        if child.type == "text" or (
+            child.type == "text_special" and (child.info == "entity" or child.content == child.markup)
+        ):
             if not current:
                 start = line
             current.append(child.content if child.type == "text" else child.markup)

@@ -49,8 +49,9 @@ MEMORY_TYPES = ("user", "feedback", "project", "reference")
 TOPIC_LIMIT = 4 * 1024 * 1024
 WARNING_TAIL = "Keep index entries to one line under ~200 chars; move detail into topic files."
 
-_INVISIBLE = regex.compile(r"[[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}]--[\t\n\u200c\u200d\ufe0e\ufe0f]]",
-                           regex.VERSION1)
+_INVISIBLE = regex.compile(
+    r"[[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}]--[\t\n\u200c\u200d\ufe0e\ufe0f]]", regex.VERSION1
+)
 _LINK = re.compile(r"\[((?:[^\[\]\\]|\\.)*)\]\(\s*<?([^()<>\s]+?\.md)>?(?:\s+\"[^\"]*\")?\s*\)")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser: 215 topic files in ~15 ms, not ~300
 _HOOK_SEPARATOR = re.compile(r"^\s*(?:—|–|-|:)\s*")
@@ -153,9 +154,16 @@ class IndexCut:
 
     def to_obj(self) -> dict:
         """For ``--json``."""
-        return {"lines": self.lines, "units": self.units, "kept_lines": self.kept_lines,
-                "kept_units": self.kept_units, "reason": self.reason, "warning": self.warning,
-                "partial": self.partial, "first_cut_line": self.first_cut_line}
+        return {
+            "lines": self.lines,
+            "units": self.units,
+            "kept_lines": self.kept_lines,
+            "kept_units": self.kept_units,
+            "reason": self.reason,
+            "warning": self.warning,
+            "partial": self.partial,
+            "first_cut_line": self.first_cut_line,
+        }
 
 
 def _preview(line: str) -> str:
@@ -179,7 +187,7 @@ def cut_index(text: str) -> IndexCut:
         if newline >= 0:
             kept = kept[:newline]
         else:
-            kept = kept[:utf16_index(kept, SIZE_LIMIT)]
+            kept = kept[: utf16_index(kept, SIZE_LIMIT)]
             hard = True
     if count > LINE_LIMIT and units > SIZE_LIMIT:
         reason, why = "both", f"{count} lines and {format_kb(units)}"
@@ -197,8 +205,16 @@ def cut_index(text: str) -> IndexCut:
         if js_trim(first):
             where += f' ("{_preview(first)}")'
     warning = f"> WARNING: MEMORY.md is {why}. Only part of it was loaded: {where}. {WARNING_TAIL}"
-    return IndexCut(clean_injected(kept + "\n\n" + warning), count, units, kept_lines, utf16_len(kept), reason,
-                    clean_injected(warning), hard)
+    return IndexCut(
+        clean_injected(kept + "\n\n" + warning),
+        count,
+        units,
+        kept_lines,
+        utf16_len(kept),
+        reason,
+        clean_injected(warning),
+        hard,
+    )
 
 
 # ---------------------------------------------------------------------- topic files
@@ -260,9 +276,20 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
     kind = metadata.get("type") if isinstance(metadata, dict) else None
     if kind is None:
         kind = obj.get("type")
-    return TopicFile(rel, path, _scalar(obj.get("name")), _scalar(obj.get("description")), _scalar(kind),
-                     front.body, obj, stamp, stamp.mtime_ns // 1_000_000, problem, front.yaml is not None,
-                     tuple(dict.fromkeys(m.group(1).strip() for m in _WIKI_LINK.finditer(front.body))))
+    return TopicFile(
+        rel,
+        path,
+        _scalar(obj.get("name")),
+        _scalar(obj.get("description")),
+        _scalar(kind),
+        front.body,
+        obj,
+        stamp,
+        stamp.mtime_ns // 1_000_000,
+        problem,
+        front.yaml is not None,
+        tuple(dict.fromkeys(m.group(1).strip() for m in _WIKI_LINK.finditer(front.body))),
+    )
 
 
 def _scalar(value) -> str:
@@ -325,8 +352,16 @@ class IndexEntry:
 
     def to_obj(self) -> dict:
         """For ``--json``."""
-        return {"line": self.line, "text": self.text, "title": self.title, "target": self.target,
-                "hook": self.hook, "loaded": self.loaded, "partial": self.partial, "exists": self.exists}
+        return {
+            "line": self.line,
+            "text": self.text,
+            "title": self.title,
+            "target": self.target,
+            "hook": self.hook,
+            "loaded": self.loaded,
+            "partial": self.partial,
+            "exists": self.exists,
+        }
 
 
 def parse_link_line(line: str) -> tuple[str, str, str] | None:
@@ -337,7 +372,7 @@ def parse_link_line(line: str) -> tuple[str, str, str] | None:
     target = unquote(match.group(2))
     if "://" in target or target.startswith(("/", "#")):
         return None
-    hook = _HOOK_SEPARATOR.sub("", line[match.end():]).strip()
+    hook = _HOOK_SEPARATOR.sub("", line[match.end() :]).strip()
     title = match.group(1).replace("\\", "")
     return title, os.path.normpath(target).replace(os.sep, "/"), hook
 
@@ -372,7 +407,7 @@ class MemoryIndex:
         """The 1-based line of the file where the cut starts (None when nothing is cut)."""
         if self.cut is None or not self.cut.cut or self.prepared is None:
             return None
-        kept = self.prepared.text.split("\n")[:self.cut.kept_lines]
+        kept = self.prepared.text.split("\n")[: self.cut.kept_lines]
         offset = sum(len(line) + 1 for line in kept) + (self.cut.kept_units if self.cut.partial else 0)
         return self.prepared.raw_line(min(offset, len(self.prepared.text)))
 
@@ -408,10 +443,15 @@ def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
             title, target, hook = parsed
             loaded = cut is None or number < cut.kept_lines
             partial = bool(cut and cut.partial and number == cut.kept_lines)
-            exists = (target in topic_names) if topic_names is not None else os.path.isfile(os.path.join(folder, target))
+            exists = (
+                (target in topic_names) if topic_names is not None else os.path.isfile(os.path.join(folder, target))
+            )
             raw_line = prepared.raw_line(offset)
-            entries.append(IndexEntry(raw_line, _raw_line_text(text, raw_line), title, target, hook,
-                                      loaded or partial, exists, partial))
+            entries.append(
+                IndexEntry(
+                    raw_line, _raw_line_text(text, raw_line), title, target, hook, loaded or partial, exists, partial
+                )
+            )
         offset += len(line) + 1
     return MemoryIndex(path, True, stamp, text, prepared, cut, tuple(entries), len(data))
 
@@ -436,8 +476,7 @@ class Orphans:
 def orphans(index: MemoryIndex, topics: list[TopicFile]) -> Orphans:
     """Orphans both ways (see :class:`Orphans`)."""
     linked = {e.target for e in index.entries}
-    return Orphans(tuple(e for e in index.entries if not e.exists),
-                   tuple(t.rel for t in topics if t.rel not in linked))
+    return Orphans(tuple(e for e in index.entries if not e.exists), tuple(t.rel for t in topics if t.rel not in linked))
 
 
 @dataclass(frozen=True)
@@ -478,5 +517,11 @@ def read_folder(folder: str) -> MemoryFolder:
     problems.extend(t.problem for t in topics if t.problem)
     if index.problem:
         problems.append(index.problem)
-    return MemoryFolder(folder, index, tuple(topics), orphans(index, topics), tuple(problems),
-                        os.path.isdir(os.path.join(folder, TEAM_DIR)))
+    return MemoryFolder(
+        folder,
+        index,
+        tuple(topics),
+        orphans(index, topics),
+        tuple(problems),
+        os.path.isdir(os.path.join(folder, TEAM_DIR)),
+    )

@@ -40,7 +40,7 @@ TRANSCRIPTS_TRIED = 5
 
 CAPABILITIES = {
     "pin": "Claude Code memories have no pin: the first 200 lines of MEMORY.md load at the start of a "
-           "session, the topic files when Claude reads them",
+    "session, the topic files when Claude reads them",
     "ranked": "Claude Code has no recall ranking keepgui can reproduce: Claude opens topic files itself",
     "query": "what a Claude Code session is given at its start does not depend on a question",
     "what-if": "the preview shows the files as they are saved",
@@ -189,19 +189,46 @@ def rows_of(folder: MemoryFolder) -> list[MemoryRow]:
             state, orphan = "its index line loads", ""
         else:
             state, orphan = "past the cut: Claude does not see its index line", ""
-        fields = (("file", topic.rel), ("name", topic.name), ("type", topic.type or "—"),
-                  ("index line", entry.text if entry else "—"), ("at session start", state))
+        fields = (
+            ("file", topic.rel),
+            ("name", topic.name),
+            ("type", topic.type or "—"),
+            ("index line", entry.text if entry else "—"),
+            ("at session start", state),
+        )
         if topic.problem:
             fields += (("problem", topic.problem),)
-        rows.append(MemoryRow(topic.rel, topic.description or first, topic.title, "memory",
-                              entry.line if entry else None, (topic.type,) if topic.type else (), topic.links,
-                              topic.mtime_ms, bool(entry and entry.loaded), orphan, entry.text if entry else "",
-                              topic.stamp, fields))
+        rows.append(
+            MemoryRow(
+                topic.rel,
+                topic.description or first,
+                topic.title,
+                "memory",
+                entry.line if entry else None,
+                (topic.type,) if topic.type else (),
+                topic.links,
+                topic.mtime_ms,
+                bool(entry and entry.loaded),
+                orphan,
+                entry.text if entry else "",
+                topic.stamp,
+                fields,
+            )
+        )
     for entry in folder.orphans.dangling:
-        rows.append(MemoryRow(f"index:{entry.line}", f"{entry.title} — {entry.hook}".strip(" —"), entry.title,
-                              "dangling", entry.line, loaded=entry.loaded, orphan=f"{entry.target} does not exist",
-                              index_line=entry.text,
-                              fields=(("index line", entry.text), ("file", f"{entry.target} (missing)"))))
+        rows.append(
+            MemoryRow(
+                f"index:{entry.line}",
+                f"{entry.title} — {entry.hook}".strip(" —"),
+                entry.title,
+                "dangling",
+                entry.line,
+                loaded=entry.loaded,
+                orphan=f"{entry.target} does not exist",
+                index_line=entry.text,
+                fields=(("index line", entry.text), ("file", f"{entry.target} (missing)")),
+            )
+        )
     return rows
 
 
@@ -247,11 +274,12 @@ def index_budget(text: str) -> IndexBudget:
         return IndexBudget(None, 0, 0, "empty: nothing loads")
     cut = cut_index(prepared.text)
     if not cut.cut:
-        return IndexBudget(None, cut.lines, cut.units,
-                           f"{cut.lines} / 200 lines · {cut.units:,} / 25,000 characters: all of it loads")
-    offset = len("\n".join(prepared.text.split("\n")[:cut.kept_lines]))
+        return IndexBudget(
+            None, cut.lines, cut.units, f"{cut.lines} / 200 lines · {cut.units:,} / 25,000 characters: all of it loads"
+        )
+    offset = len("\n".join(prepared.text.split("\n")[: cut.kept_lines]))
     if cut.partial:
-        offset = len(prepared.text.split("\n")[0][:cut.kept_units])
+        offset = len(prepared.text.split("\n")[0][: cut.kept_units])
     return IndexBudget(prepared.raw_offset(offset), cut.lines, cut.units, cut.warning[2:])
 
 
@@ -298,8 +326,10 @@ class ClaudeProject:
         text = folder.index.injected
         blocks = [] if text is None else [(os.path.join(self.memory_dir, INDEX_NAME), LABELS[AUTO_MEMORY], text)]
         reminder = render_reminder(blocks) or ""
-        return ("(the project folder of this memory is not known, so its CLAUDE.md files are not shown: open "
-                "the project folder for the exact reminder)\n\n" + reminder)
+        return (
+            "(the project folder of this memory is not known, so its CLAUDE.md files are not shown: open "
+            "the project folder for the exact reminder)\n\n" + reminder
+        )
 
     def documents(self) -> list[InstructionDocument]:
         """The instruction files of the project's sessions, in load order, then ``MEMORY.md``."""
@@ -339,10 +369,14 @@ class ClaudeProject:
             raise ReadOnly(f"{doc.path}: {doc.read_only}")
         data = text.encode("utf-8")
         if doc.role == "memory-index":
-            return self._ours(lambda: writes.save_file(self.memory_dir, doc.path, data, doc.stamp,
-                                                       history=self.history, text="Edit MEMORY.md"))
-        return writes.save_instruction(doc.path, data, doc.stamp, managed_dir=self.env.managed_dir,
-                                       history=self.history)
+            return self._ours(
+                lambda: writes.save_file(
+                    self.memory_dir, doc.path, data, doc.stamp, history=self.history, text="Edit MEMORY.md"
+                )
+            )
+        return writes.save_instruction(
+            doc.path, data, doc.stamp, managed_dir=self.env.managed_dir, history=self.history
+        )
 
     # ------------------------------------------------------------ writing memories
 
@@ -362,28 +396,46 @@ class ClaudeProject:
             change.reverse = lambda: self._ours(reverse)
         return change
 
-    def keep(self, text: str, *, title: str | None = None, kind: str = "project", description: str | None = None,
-             hook: str | None = None) -> writes.MemoryChange:
+    def keep(
+        self,
+        text: str,
+        *,
+        title: str | None = None,
+        kind: str = "project",
+        description: str | None = None,
+        hook: str | None = None,
+    ) -> writes.MemoryChange:
         """Quick keep: a new topic file and its index line (one undoable change)."""
         words = " ".join(text.split())
         if not words:
             raise InvalidInput("there is nothing to keep: the text is empty")
         title = title or _title_of(words)
-        return self._ours(lambda: writes.keep(self.memory_dir, title=title, description=description or words,
-                                              body=text, kind=kind, hook=hook, history=self.history))
+        return self._ours(
+            lambda: writes.keep(
+                self.memory_dir,
+                title=title,
+                description=description or words,
+                body=text,
+                kind=kind,
+                hook=hook,
+                history=self.history,
+            )
+        )
 
     def edit(self, key: str, field_name: str, value: str) -> writes.MemoryChange:
         """Edit a memory's ``text`` (its body), ``name``, ``description`` or ``type``."""
         row = self._row(key)
         if field_name == "text":
-            return self._ours(lambda: writes.edit_memory(self.memory_dir, key, row.stamp, body=value,
-                                                         history=self.history))
+            return self._ours(
+                lambda: writes.edit_memory(self.memory_dir, key, row.stamp, body=value, history=self.history)
+            )
         if field_name not in ("name", "description", "type"):
             raise InvalidInput(f"a Claude Code memory has no field {field_name!r}")
         if field_name == "type" and value not in MEMORY_TYPES:
             raise InvalidInput(f"the type must be one of {', '.join(MEMORY_TYPES)}")
-        return self._ours(lambda: writes.edit_memory(self.memory_dir, key, row.stamp, history=self.history,
-                                                     **{field_name: value}))
+        return self._ours(
+            lambda: writes.edit_memory(self.memory_dir, key, row.stamp, history=self.history, **{field_name: value})
+        )
 
     def forget(self, key: str) -> writes.MemoryChange:
         """Remove a memory's file and its index lines together; keepgui keeps both (restore takes them back)."""
@@ -429,7 +481,7 @@ def _title_of(words: str) -> str:
 
 
 def _short(path: str, home: str) -> str:
-    return "~" + path[len(home):] if path.startswith(home.rstrip(os.sep) + os.sep) else path
+    return "~" + path[len(home) :] if path.startswith(home.rstrip(os.sep) + os.sep) else path
 
 
 class ClaudeSource:
@@ -469,8 +521,10 @@ class ClaudeSource:
         cwd = os.path.realpath(project)
         location = memory_location(self.env, cwd)
         if location.candidates and not os.path.isdir(location.path):
-            raise InvalidInput(f"{cwd}: its memory folder name is long and hashed, and {location.path} does not "
-                               f"exist; these folders share its prefix: {', '.join(location.candidates)}")
+            raise InvalidInput(
+                f"{cwd}: its memory folder name is long and hashed, and {location.path} does not "
+                f"exist; these folders share its prefix: {', '.join(location.candidates)}"
+            )
         name = os.path.basename(os.path.dirname(location.path)) if location.how == "default" else location.path
         bank = ClaudeProject(self.env, name, location.path, cwd, self.history)
         self._banks[name] = bank

@@ -98,8 +98,9 @@ def load_manifest(history: History, memory_dir: str, sha256: str | None = None) 
     except (KeepguiError, ValueError):
         return {}
     files = obj.get("files") if isinstance(obj, dict) else None
-    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(files, dict) \
-        else {}
+    return (
+        {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(files, dict) else {}
+    )
 
 
 class Baselines(Journal):
@@ -111,8 +112,15 @@ class Baselines(Journal):
     def accept(self, memory_dir: str, sha256: str) -> None:
         """Take the manifest ``sha256`` as the folder's baseline."""
         # a fresh id per event: accepting an earlier manifest again must make it the latest
-        self._append({"event": "accepted", "id": secrets.token_hex(8),
-                      "memory_dir": os.path.realpath(memory_dir), "sha256": sha256, "at": now_ms()})
+        self._append(
+            {
+                "event": "accepted",
+                "id": secrets.token_hex(8),
+                "memory_dir": os.path.realpath(memory_dir),
+                "sha256": sha256,
+                "at": now_ms(),
+            }
+        )
 
     def latest(self, memory_dir: str) -> str | None:
         """The sha256 of the folder's accepted manifest, or None."""
@@ -167,8 +175,9 @@ class FolderReview(FolderPlan):
                 after[rel] = "restored" if text is not None else None
         live = [r for r, v in after.items() if v is not None and r != INDEX_NAME]
         now = [r for r in self.current if r != INDEX_NAME]
-        return Counts("memories", len(now), len(live), None, {"baseline": len([r for r in self.baseline
-                                                                               if r != INDEX_NAME])})
+        return Counts(
+            "memories", len(now), len(live), None, {"baseline": len([r for r in self.baseline if r != INDEX_NAME])}
+        )
 
     def accept(self) -> str:
         """Take the folder as this review saw it as the baseline (a change made after the review was
@@ -181,8 +190,7 @@ class FolderReview(FolderPlan):
         return f"Restore {len(ops)} change{'s' if len(ops) != 1 else ''} to the memory folder"
 
 
-def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: dict[str, str],
-            data: dict[str, bytes]):
+def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: dict[str, str], data: dict[str, bytes]):
     operations, edits, summary = [], [], []
     if not base or base == now:
         return operations, edits, summary
@@ -233,14 +241,23 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
 
         if into:
             merged += 1
-            reason = f"{rel} was deleted; its words now stand in {into} (merged). Restore brings the file back " \
-                     "and leaves the merged one as it is"
+            reason = (
+                f"{rel} was deleted; its words now stand in {into} (merged). Restore brings the file back "
+                "and leaves the merged one as it is"
+            )
         else:
             deleted += 1
             reason = f"{rel} was deleted. Restore writes it back" + (" with its index line" if lines else "")
-        operations.append(make_operation("merged" if into else "removed", [rel],
-                                         [before.decode("utf-8", errors="replace")], [], reason,
-                                         evidence=[into] if into else []))
+        operations.append(
+            make_operation(
+                "merged" if into else "removed",
+                [rel],
+                [before.decode("utf-8", errors="replace")],
+                [],
+                reason,
+                evidence=[into] if into else [],
+            )
+        )
         edits.append(edit)
     for rel in sorted(r for r in now if r != INDEX_NAME and r in base and base[r] != now[r]):
         before = old_bytes(rel)
@@ -251,18 +268,33 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
         def edit(texts, rel=rel, before=before):
             texts[rel] = before.decode("utf-8", errors="surrogateescape")
 
-        operations.append(make_operation("reworded", [rel], [before.decode("utf-8", errors="replace")],
-                                         [data[rel].decode("utf-8", errors="replace")],
-                                         f"{rel} was rewritten. Restore puts the earlier version back"))
+        operations.append(
+            make_operation(
+                "reworded",
+                [rel],
+                [before.decode("utf-8", errors="replace")],
+                [data[rel].decode("utf-8", errors="replace")],
+                f"{rel} was rewritten. Restore puts the earlier version back",
+            )
+        )
         edits.append(edit)
     for rel in sorted(r for r in now if r != INDEX_NAME and r not in base):
         new += 1
-        operations.append(make_operation("new", [rel], [], [data[rel].decode("utf-8", errors="replace")],
-                                         f"{rel} is new (reported only: keepgui never deletes a memory unasked)",
-                                         applicable=False))
+        operations.append(
+            make_operation(
+                "new",
+                [rel],
+                [],
+                [data[rel].decode("utf-8", errors="replace")],
+                f"{rel} is new (reported only: keepgui never deletes a memory unasked)",
+                applicable=False,
+            )
+        )
         edits.append(lambda texts: None)
     if INDEX_NAME in base and base.get(INDEX_NAME) != now.get(INDEX_NAME) and old_index is not None:
-        now_lines = split_lines(data[INDEX_NAME].decode("utf-8", errors="surrogateescape")) if INDEX_NAME in data else []
+        now_lines = (
+            split_lines(data[INDEX_NAME].decode("utf-8", errors="surrogateescape")) if INDEX_NAME in data else []
+        )
         dropped = []
         now_targets = {p[1] for p in (parse_link_line(line.rstrip("\r\n")) for line in now_lines) if p}
         for n, line in enumerate(old_index_lines):
@@ -272,22 +304,31 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
         word = "shortened" if len(now_lines) < len(old_index_lines) else "rewritten"
         summary_index = f"index {word} ({len(old_index_lines)} → {len(now_lines)} lines)"
         if dropped:
+
             def edit(texts, dropped=dropped):
                 for n, line in dropped:
                     parsed = parse_link_line(line.rstrip("\r\n"))
                     restore_lines(texts, [(n, line)], parsed[1])
 
-            operations.append(make_operation("removed", [INDEX_NAME], [line.rstrip("\r\n") for _n, line in dropped],
-                                             [], f"{len(dropped)} index line{'s' if len(dropped) != 1 else ''} "
-                                             "dropped for memories that still exist (not visible at session start)."
-                                             " Restore puts them back"))
+            operations.append(
+                make_operation(
+                    "removed",
+                    [INDEX_NAME],
+                    [line.rstrip("\r\n") for _n, line in dropped],
+                    [],
+                    f"{len(dropped)} index line{'s' if len(dropped) != 1 else ''} "
+                    "dropped for memories that still exist (not visible at session start)."
+                    " Restore puts them back",
+                )
+            )
             edits.append(edit)
     else:
         summary_index = ""
     for count, what in ((deleted, "deleted"), (merged, "merged"), (rewritten, "rewritten"), (new, "new")):
         if count:
-            summary.append(f"{count} {'memory' if count == 1 else 'memories'} {what}" if not summary
-                           else f"{count} {what}")
+            summary.append(
+                f"{count} {'memory' if count == 1 else 'memories'} {what}" if not summary else f"{count} {what}"
+            )
     if summary_index:
         summary.append(summary_index)
     return operations, edits, summary

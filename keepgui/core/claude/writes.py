@@ -128,8 +128,10 @@ def lock_holder(memory_dir: str, now: float | None = None) -> str | None:
     pid = int(text)
     if not _alive(pid):
         return None
-    return (f"{path}: Claude Code is consolidating this memory folder (process {pid}); "
-            "nothing was written. Try again when it has finished.")
+    return (
+        f"{path}: Claude Code is consolidating this memory folder (process {pid}); "
+        "nothing was written. Try again when it has finished."
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -159,8 +161,9 @@ def writable_path(memory_dir: str, path: str) -> str:
         raise ReadOnly(f"{path}: not inside the memory folder {folder}; keepgui writes only memory files there")
     parts = rel.split(os.sep)
     if parts[0] == TEAM_DIR:
-        raise ReadOnly(f"{path}: team memory is synced from a server and shared with your organisation; "
-                       "keepgui does not write it")
+        raise ReadOnly(
+            f"{path}: team memory is synced from a server and shared with your organisation; keepgui does not write it"
+        )
     if not path.endswith(".md") or fsio.is_temp_name(os.path.basename(path)):
         raise ReadOnly(f"{path}: keepgui writes only the memory folder's .md files")
     if os.path.islink(path):
@@ -185,8 +188,11 @@ class ChangedSince(Conflict):
     """An undo or redo was refused because a file changed after keepgui wrote it (nothing was written)."""
 
     def __init__(self, path: str, doing: str) -> None:
-        KeepguiError.__init__(self, f"{path} changed after keepgui wrote it; the {doing} was refused and nothing "
-                                    "was written. Reload it and look at it first.")
+        KeepguiError.__init__(
+            self,
+            f"{path} changed after keepgui wrote it; the {doing} was refused and nothing "
+            "was written. Reload it and look at it first.",
+        )
         self.path = path
         self.expected = None
         self.actual = None
@@ -200,8 +206,9 @@ def _expect(path: str, data: bytes | None, doing: str) -> fsio.Stamp:
     return stamp
 
 
-def put(memory_dir: str, path: str, data: bytes | None, expect: fsio.Stamp, history: History,
-        source: str) -> fsio.Stamp | None:
+def put(
+    memory_dir: str, path: str, data: bytes | None, expect: fsio.Stamp, history: History, source: str
+) -> fsio.Stamp | None:
     """Write ``data`` to ``path`` (None: remove it) if it still has ``expect``; the old bytes go to history."""
     target = writable_path(memory_dir, path)
     old, stamp = fsio.read_stamped(target)
@@ -222,7 +229,7 @@ def split_lines(text: str) -> list[str]:
     """Physical lines with their own endings (``\\n``, ``\\r\\n``, ``\\r``; the last may have none)."""
     out, pos = [], 0
     for match in _NEWLINE.finditer(text):
-        out.append(text[pos:match.end()])
+        out.append(text[pos : match.end()])
         pos = match.end()
     if pos < len(text):
         out.append(text[pos:])
@@ -240,8 +247,9 @@ def _decode_strict(data: bytes, path: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise Unreadable(path, f"line {line} is not valid UTF-8; keepgui edits only files it can write back "
-                               "exactly") from None
+        raise Unreadable(
+            path, f"line {line} is not valid UTF-8; keepgui edits only files it can write back exactly"
+        ) from None
     return text
 
 
@@ -279,7 +287,7 @@ def without_links(data: bytes, rel: str, path: str) -> tuple[bytes, list[tuple[i
 def with_lines(data: bytes | None, lines: list[tuple[int, str]], path: str) -> bytes:
     """The index with ``lines`` put back at their positions (clamped to the end; endings fixed)."""
     bom = bool(data) and data.startswith(b"\xef\xbb\xbf")
-    text = _decode_strict((data or b"")[3 if bom else 0:], path)
+    text = _decode_strict((data or b"")[3 if bom else 0 :], path)
     current = split_lines(text)
     newline = newline_of(text) if text else "\n"
     if current and not current[-1].endswith(("\n", "\r")):
@@ -303,8 +311,12 @@ def slug(title: str) -> str:
 
 def yaml_scalar(value: str) -> str:
     """A one-line YAML scalar: plain when that reads back as the same string, else double-quoted."""
-    if _YAML_PLAIN.match(value) and value == value.strip() and value.lower() not in (
-            "true", "false", "yes", "no", "on", "off", "null", "~") and not re.fullmatch(r"[-+.\d][\d_.eE+-]*", value):
+    if (
+        _YAML_PLAIN.match(value)
+        and value == value.strip()
+        and value.lower() not in ("true", "false", "yes", "no", "on", "off", "null", "~")
+        and not re.fullmatch(r"[-+.\d][\d_.eE+-]*", value)
+    ):
         return value
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
@@ -312,8 +324,10 @@ def yaml_scalar(value: str) -> str:
 
 def render_topic(name: str, description: str, kind: str, body: str) -> str:
     """A new topic file's text, in the CLI's instructed format."""
-    return (f"---\nname: {yaml_scalar(name)}\ndescription: {yaml_scalar(description)}\nmetadata:\n"
-            f"  type: {kind}\n---\n\n{body.strip()}\n")
+    return (
+        f"---\nname: {yaml_scalar(name)}\ndescription: {yaml_scalar(description)}\nmetadata:\n"
+        f"  type: {kind}\n---\n\n{body.strip()}\n"
+    )
 
 
 def free_file_name(memory_dir: str, base: str) -> str:
@@ -387,6 +401,7 @@ class FileSwap:
             if want is None:
                 return 2
             return 1 if os.path.basename(path) == INDEX_NAME else 0
+
         return sorted(self.files, key=rank)
 
     def _swap(self, to_after: bool, doing: str) -> MemoryChange:
@@ -402,8 +417,9 @@ class FileSwap:
                 written.append((path, stamps[path]))
                 continue
             written.append((path, put(self.memory_dir, path, want, stamps[path], self.history, doing)))
-        change = MemoryChange(self.memory_dir, self.text, tuple(written), message=f"{doing}: {self.text}",
-                              notes=(AFTER_SAVE,))
+        change = MemoryChange(
+            self.memory_dir, self.text, tuple(written), message=f"{doing}: {self.text}", notes=(AFTER_SAVE,)
+        )
         change.reverse = self.undo if to_after else self.redo
         return change
 
@@ -420,8 +436,16 @@ class FileSwap:
         return self._swap(True, "redo")
 
 
-def keep(memory_dir: str, *, title: str, description: str, body: str, kind: str, hook: str | None = None,
-         history: History | None = None) -> MemoryChange:
+def keep(
+    memory_dir: str,
+    *,
+    title: str,
+    description: str,
+    body: str,
+    kind: str,
+    hook: str | None = None,
+    history: History | None = None,
+) -> MemoryChange:
     """Quick keep: a new topic file and its index line, as one undoable change.
 
     The topic file is written first (it must not exist), then the index line
@@ -454,8 +478,14 @@ def keep(memory_dir: str, *, title: str, description: str, body: str, kind: str,
         put(memory_dir, topic_path, None, topic_stamp, history, "keep-rollback")
         raise
     text = f"Keep memory {title}"
-    change = MemoryChange(memory_dir, text, ((topic_path, topic_stamp), (index_path, new_stamp)),
-                          result=file_name, message=f"kept {file_name} and its index line", notes=(AFTER_SAVE,))
+    change = MemoryChange(
+        memory_dir,
+        text,
+        ((topic_path, topic_stamp), (index_path, new_stamp)),
+        result=file_name,
+        message=f"kept {file_name} and its index line",
+        notes=(AFTER_SAVE,),
+    )
     swap = FileSwap(memory_dir, history, [(topic_path, None, topic_bytes), (index_path, old_index, new_index)], text)
     change.reverse = swap.undo
     return change
@@ -484,9 +514,17 @@ def forget(memory_dir: str, rel: str, *, history: History | None = None) -> Memo
     log = ChangeLog(history)
     before_topic = history.record(target, topic, source="before-forget")
     before_index = history.record(index_target, index, source="before-forget") if index is not None else None
-    log.forgot({"id": entry_id, "memory_dir": os.path.realpath(memory_dir), "rel": rel, "at": now_ms(),
-                "topic_sha256": before_topic.sha256, "index_sha256": before_index.sha256 if before_index else None,
-                "lines": [[n, line] for n, line in removed]})
+    log.forgot(
+        {
+            "id": entry_id,
+            "memory_dir": os.path.realpath(memory_dir),
+            "rel": rel,
+            "at": now_ms(),
+            "topic_sha256": before_topic.sha256,
+            "index_sha256": before_index.sha256 if before_index else None,
+            "lines": [[n, line] for n, line in removed],
+        }
+    )
     try:
         i = put(memory_dir, index_path, new_index, index_stamp, history, "forget") if removed else index_stamp
         try:
@@ -499,9 +537,15 @@ def forget(memory_dir: str, rel: str, *, history: History | None = None) -> Memo
         log.restored(entry_id)  # it did not happen
         raise
     text = f"Forget memory {rel}"
-    change = MemoryChange(memory_dir, text, ((topic_path, t), (index_path, i)), result=entry_id,
-                          message=f"forgot {rel} ({len(removed)} index line{'s' if len(removed) != 1 else ''}); "
-                                  f"keepgui keeps it: restore {entry_id}", notes=(AFTER_SAVE,))
+    change = MemoryChange(
+        memory_dir,
+        text,
+        ((topic_path, t), (index_path, i)),
+        result=entry_id,
+        message=f"forgot {rel} ({len(removed)} index line{'s' if len(removed) != 1 else ''}); "
+        f"keepgui keeps it: restore {entry_id}",
+        notes=(AFTER_SAVE,),
+    )
     change.reverse = lambda: restore(memory_dir, entry_id, history=history)
     return change
 
@@ -533,14 +577,27 @@ def restore(memory_dir: str, entry_id: str, *, history: History | None = None) -
         put(memory_dir, topic_path, None, t, history, "restore-rollback")
         raise
     log.restored(entry["id"])
-    change = MemoryChange(memory_dir, f"Restore memory {rel}", ((topic_path, t), (index_path, i)), result=rel,
-                          message=f"restored {rel}", notes=(AFTER_SAVE,))
+    change = MemoryChange(
+        memory_dir,
+        f"Restore memory {rel}",
+        ((topic_path, t), (index_path, i)),
+        result=rel,
+        message=f"restored {rel}",
+        notes=(AFTER_SAVE,),
+    )
     change.reverse = lambda: forget(memory_dir, rel, history=history)
     return change
 
 
-def save_file(memory_dir: str, path: str, data: bytes, expect: fsio.Stamp, *,
-              history: History | None = None, text: str | None = None) -> MemoryChange:
+def save_file(
+    memory_dir: str,
+    path: str,
+    data: bytes,
+    expect: fsio.Stamp,
+    *,
+    history: History | None = None,
+    text: str | None = None,
+) -> MemoryChange:
     """Replace one memory file (a topic file or the index) if it still has ``expect``; undoable."""
     history = history or History()
     check_unlocked(memory_dir)
@@ -550,20 +607,21 @@ def save_file(memory_dir: str, path: str, data: bytes, expect: fsio.Stamp, *,
         raise Conflict(target, expect, stamp)
     written = put(memory_dir, path, data, stamp, history, "save")
     label = text or f"Edit {os.path.relpath(path, memory_dir)}"
-    change = MemoryChange(memory_dir, label, ((path, written),), result=os.path.relpath(path, memory_dir),
-                          notes=(AFTER_SAVE,))
+    change = MemoryChange(
+        memory_dir, label, ((path, written),), result=os.path.relpath(path, memory_dir), notes=(AFTER_SAVE,)
+    )
     change.reverse = lambda: _put_back(memory_dir, path, old, data, history, label)
     return change
 
 
-def _put_back(memory_dir: str, path: str, old: bytes | None, ours: bytes, history: History,
-              label: str) -> MemoryChange:
+def _put_back(memory_dir: str, path: str, old: bytes | None, ours: bytes, history: History, label: str) -> MemoryChange:
     check_unlocked(memory_dir)
     stamp = _expect(writable_path(memory_dir, path), ours, "undo")
     written = put(memory_dir, path, old, stamp, history, "undo")
     change = MemoryChange(memory_dir, label, ((path, written),), notes=(AFTER_SAVE,))
-    change.reverse = lambda: save_file(memory_dir, path, ours, fsio.current_stamp(writable_path(memory_dir, path)),
-                                       history=history, text=label)
+    change.reverse = lambda: save_file(
+        memory_dir, path, ours, fsio.current_stamp(writable_path(memory_dir, path)), history=history, text=label
+    )
     return change
 
 
@@ -578,8 +636,9 @@ def set_front_matter(text: str, values: dict[str, str]) -> str:
     newline = newline_of(text)
     lines = split_lines(text)
     if not lines or lines[0].rstrip("\r\n") != "---":
-        raise InvalidInput("this memory has no front matter, and keepgui never adds one where there was none; "
-                           "edit the file as text")
+        raise InvalidInput(
+            "this memory has no front matter, and keepgui never adds one where there was none; edit the file as text"
+        )
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == "---"), None)
     if end is None:
         raise InvalidInput("the front matter has no closing --- line; edit the file as text")
@@ -613,8 +672,15 @@ def set_front_matter(text: str, values: dict[str, str]) -> str:
     return "".join([lines[0], *head, *lines[end:]])
 
 
-def edit_memory(memory_dir: str, rel: str, expect: fsio.Stamp, *, body: str | None = None,
-                history: History | None = None, **values: str) -> MemoryChange:
+def edit_memory(
+    memory_dir: str,
+    rel: str,
+    expect: fsio.Stamp,
+    *,
+    body: str | None = None,
+    history: History | None = None,
+    **values: str,
+) -> MemoryChange:
     """Edit a topic file's body and/or front matter (``name``, ``description``, ``type``), undoable."""
     path = os.path.join(memory_dir, rel)
     data, stamp = fsio.read_stamped(writable_path(memory_dir, path))
@@ -631,7 +697,7 @@ def edit_memory(memory_dir: str, rel: str, expect: fsio.Stamp, *, body: str | No
         front = split_front_matter(text)
         newline = newline_of(text)
         fresh = (body.strip() + "\n").replace("\n", newline)
-        text = text[:front.end] + newline + fresh if front.end else fresh
+        text = text[: front.end] + newline + fresh if front.end else fresh
     return save_file(memory_dir, path, text.encode("utf-8"), stamp, history=history, text=f"Edit memory {rel}")
 
 
@@ -660,8 +726,9 @@ def instruction_target(path: str, managed_dir: str) -> str:
     return target
 
 
-def save_instruction(path: str, data: bytes, expect: fsio.Stamp, *, managed_dir: str,
-                     history: History | None = None) -> MemoryChange:
+def save_instruction(
+    path: str, data: bytes, expect: fsio.Stamp, *, managed_dir: str, history: History | None = None
+) -> MemoryChange:
     """Save a CLAUDE.md, CLAUDE.local.md, rule or imported file over exactly the version read; undoable."""
     history = history or History()
     target = instruction_target(path, managed_dir)
@@ -681,10 +748,12 @@ def save_instruction(path: str, data: bytes, expect: fsio.Stamp, *, managed_dir:
             back = None
         else:
             back = fsio.atomic_write(target, old, expect=now)
-        reverted = MemoryChange(os.path.dirname(path), label, ((path, back),), message=f"undo: {label}",
-                                notes=(AFTER_SAVE,))
-        reverted.reverse = lambda: save_instruction(path, data, fsio.current_stamp(target), managed_dir=managed_dir,
-                                                    history=history)
+        reverted = MemoryChange(
+            os.path.dirname(path), label, ((path, back),), message=f"undo: {label}", notes=(AFTER_SAVE,)
+        )
+        reverted.reverse = lambda: save_instruction(
+            path, data, fsio.current_stamp(target), managed_dir=managed_dir, history=history
+        )
         return reverted
 
     change = MemoryChange(os.path.dirname(path), label, ((path, written),), result=path, notes=(AFTER_SAVE,))

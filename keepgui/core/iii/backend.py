@@ -33,22 +33,51 @@ from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.log import LOG_NAME
 from keepgui.core.iii.record import Memory
 from keepgui.core.iii.store import (
-    BANK_YAML, NAME_PATTERN, RULES_DIR, TRASH_DIR, Bank as CoreBank, BankInfo, DataDir, is_valid_name,
-    rust_stem_extension, suggest_slug,
+    BANK_YAML,
+    NAME_PATTERN,
+    RULES_DIR,
+    TRASH_DIR,
+    Bank as CoreBank,
+    BankInfo,
+    DataDir,
+    is_valid_name,
+    rust_stem_extension,
+    suggest_slug,
 )
 from keepgui.core.iii.textrules import byte_len, cut_at_char_boundary, rust_trim
 from keepgui.core.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
-    COMPACT, DISK, FORCE, REVIEW, BankDefaults, BankKey, BankSummary, Budget, BudgetSegment, Capabilities, Change,
-    Document, Hint, Listing, Pending, Progress, Row, RowDelta, Trashed, WatchPlan, stamps_of,
+    COMPACT,
+    DISK,
+    FORCE,
+    REVIEW,
+    BankDefaults,
+    BankKey,
+    BankSummary,
+    Budget,
+    BudgetSegment,
+    Capabilities,
+    Change,
+    Document,
+    Hint,
+    Listing,
+    Pending,
+    Progress,
+    Row,
+    RowDelta,
+    Trashed,
+    WatchPlan,
+    stamps_of,
 )
 
 KIND = "iii"
 
 CAPABILITIES = Capabilities(
-    missing={FORCE: "an iii save always writes: it creates, reinforces or brings back the memory",
-             REVIEW: "an iii log is append-only: nothing rewrites it behind keepgui's back"},
+    missing={
+        FORCE: "an iii save always writes: it creates, reinforces or brings back the memory",
+        REVIEW: "an iii log is append-only: nothing rewrites it behind keepgui's back",
+    },
 )
 """What an iii bank can do: everything the table offers."""
 
@@ -145,10 +174,14 @@ class RulePlace:
             left = self.budget - self.end
             return f"{o.name}.md: {o.size:,} bytes, {where}; fits ({left:,} bytes left after it)"
         if o.status == "truncated":
-            return (f"{o.name}.md: {o.size:,} bytes, {where}; TRUNCATED after byte {o.injected:,} — the last "
-                    f"{o.size - o.injected:,} bytes (highlighted) are not sent, and every later rule is omitted")
-        return (f"{o.name}.md: {o.size:,} bytes; OMITTED — earlier rules leave "
-                f"{max(0, self.budget - self.start):,} bytes, too few to send any of it (a cut needs more than 200)")
+            return (
+                f"{o.name}.md: {o.size:,} bytes, {where}; TRUNCATED after byte {o.injected:,} — the last "
+                f"{o.size - o.injected:,} bytes (highlighted) are not sent, and every later rule is omitted"
+            )
+        return (
+            f"{o.name}.md: {o.size:,} bytes; OMITTED — earlier rules leave "
+            f"{max(0, self.budget - self.start):,} bytes, too few to send any of it (a cut needs more than 200)"
+        )
 
 
 def place_rules(rules: list[tuple[str, str]], max_rule_chars: int) -> dict[str, RulePlace]:
@@ -179,12 +212,19 @@ def rule_budget(rules: list[tuple[str, str]], current: str | None, max_rule_char
     places = place_rules(rules, max_rule_chars)
     place = places.get(current) if current else None
     used = sum(p.outcome.injected for p in places.values())
-    segments = tuple(BudgetSegment(p.outcome.name, p.start, p.outcome.injected, p.outcome.size, p.outcome.status)
-                     for p in places.values())
-    return Budget(max_rule_chars, segments, current, place.describe() if place else "",
-                  f"{len(places)} rules use {used:,} of {max_rule_chars:,} bytes",
-                  cut_char=place.cut_char if place is not None else None,
-                  warn=place is not None and place.outcome.status != "fit")
+    segments = tuple(
+        BudgetSegment(p.outcome.name, p.start, p.outcome.injected, p.outcome.size, p.outcome.status)
+        for p in places.values()
+    )
+    return Budget(
+        max_rule_chars,
+        segments,
+        current,
+        place.describe() if place else "",
+        f"{len(places)} rules use {used:,} of {max_rule_chars:,} bytes",
+        cut_char=place.cut_char if place is not None else None,
+        warn=place is not None and place.outcome.status != "fit",
+    )
 
 
 # ---------------------------------------------------------------------- rules as documents
@@ -225,8 +265,14 @@ class RuleDocs:
     def read(self, name: str) -> Document:
         """Load one rule with its stamp."""
         rule = self._core().read_rule(name)
-        return Document(name, f"{name}.md", rule.path, rule.content, rule.stamp,
-                        status="rule: sent word for word on every turn, within the shared budget")
+        return Document(
+            name,
+            f"{name}.md",
+            rule.path,
+            rule.content,
+            rule.stamp,
+            status="rule: sent word for word on every turn, within the shared budget",
+        )
 
     def current(self, doc: Document) -> tuple[str | None, fsio.Stamp]:
         """What is on disk now for ``doc``."""
@@ -237,10 +283,25 @@ class RuleDocs:
         """Rules are nobody else's: nothing to warn about."""
         return []
 
-    def _change(self, name: str, text: str, result: object, reverse: Callable[[], Change] | None,
-                message: str = "", paths: Sequence[str] = ()) -> Change:
-        return Change(self._source.path, self.bank.name, text, documents=frozenset({name}),
-                      files=stamps_of(*paths), result=result, message=message, reverse=reverse)
+    def _change(
+        self,
+        name: str,
+        text: str,
+        result: object,
+        reverse: Callable[[], Change] | None,
+        message: str = "",
+        paths: Sequence[str] = (),
+    ) -> Change:
+        return Change(
+            self._source.path,
+            self.bank.name,
+            text,
+            documents=frozenset({name}),
+            files=stamps_of(*paths),
+            result=result,
+            message=message,
+            reverse=reverse,
+        )
 
     def _put(self, name: str, content: str, expect: fsio.Stamp, text: str) -> Change:
         """Write ``content`` (empty deletes) over exactly ``expect``; the Change undoes it."""
@@ -282,8 +343,13 @@ class RuleDocs:
         with self._source.lock:
             self._core().rename_rule(old, new, expect=expect)
         renamed = self.read(new)
-        change = self._change(new, text, renamed, lambda: self._rename(new, old, renamed.stamp, text),
-                              paths=[self._core().rule_file(old), renamed.path])
+        change = self._change(
+            new,
+            text,
+            renamed,
+            lambda: self._rename(new, old, renamed.stamp, text),
+            paths=[self._core().rule_file(old), renamed.path],
+        )
         change.documents = frozenset({old, new})
         return change
 
@@ -292,9 +358,14 @@ class RuleDocs:
         with self._source.lock:
             self._core().delete_rule(doc.name, expect=doc.stamp)
         text = f"Delete {doc.title}"
-        return self._change(doc.name, text, None,
-                            lambda: self._put(doc.name, doc.text, fsio.Stamp.missing(), text),
-                            f"deleted {doc.title}", [doc.path])
+        return self._change(
+            doc.name,
+            text,
+            None,
+            lambda: self._put(doc.name, doc.text, fsio.Stamp.missing(), text),
+            f"deleted {doc.title}",
+            [doc.path],
+        )
 
     def budget(self, name: str, text: str, texts: Sequence[tuple[str, str]] | None = None) -> Budget:
         """Where ``text`` (rule ``name`` being edited) sits in the shared ``max_rule_chars`` budget."""
@@ -317,8 +388,9 @@ class RuleDocs:
 # ---------------------------------------------------------------------- a bank
 
 
-def check_save(text: str, existing: Memory | None, live: list[tuple[str, str]], bank: str,
-               threshold: float = FUZZY_THRESHOLD) -> tuple[Hint, ...]:
+def check_save(
+    text: str, existing: Memory | None, live: list[tuple[str, str]], bank: str, threshold: float = FUZZY_THRESHOLD
+) -> tuple[Hint, ...]:
     """Quick keep's feedback for saving ``text`` to an iii bank.
 
     ``existing`` is the bank's record with ``text``'s fingerprint (or None);
@@ -344,8 +416,14 @@ def check_save(text: str, existing: Memory | None, live: list[tuple[str, str]], 
         hints.append(Hint("info", f"Matches a deleted memory of “{bank}”: saving brings it back"))
     others = [(i, t) for i, t in live if i != mid]
     if others:
-        matches = process.extract(cleaned, [t for _, t in others], scorer=fuzz.token_set_ratio,
-                                  processor=default_process, score_cutoff=threshold, limit=3)
+        matches = process.extract(
+            cleaned,
+            [t for _, t in others],
+            scorer=fuzz.token_set_ratio,
+            processor=default_process,
+            score_cutoff=threshold,
+            limit=3,
+        )
         for choice, score, _index in matches:
             hints.append(Hint("warning", f"Near-duplicate of “{_excerpt(choice)}” ({score:.0f}% similar)"))
     return tuple(hints)
@@ -427,11 +505,12 @@ class IiiBank(BankDefaults):
             if delta.reset:
                 notes.append(f"{self.name}: reloaded ({LOG_NAME} was replaced or rewritten)")
             elif delta.changed:
-                notes.append(f"{self.name}: {count(len(delta.added), 'memory', 'memories')} added, "
-                             f"{len(delta.changed) - len(delta.added)} changed")
+                notes.append(
+                    f"{self.name}: {count(len(delta.added), 'memory', 'memories')} added, "
+                    f"{len(delta.changed) - len(delta.added)} changed"
+                )
             notes += [f"{self.name}: {p.describe(LOG_NAME)}" for p in delta.new_problems]
-        return Change(self.source.path, self.name, origin=DISK, rows=RowDelta(rows, (), complete),
-                      notes=tuple(notes))
+        return Change(self.source.path, self.name, origin=DISK, rows=RowDelta(rows, (), complete), notes=tuple(notes))
 
     def rows(self) -> Sequence[Row]:
         """The current record of every id, in load order."""
@@ -442,14 +521,15 @@ class IiiBank(BankDefaults):
             return list(bank.log.records.values())
 
     def summary(self) -> BankSummary:
-        """"41 memories · 3 pinned · 2 rules", or why the bank cannot be read."""
+        """ "41 memories · 3 pinned · 2 rules", or why the bank cannot be read."""
         info = self._info
         if info is None:
             return BankSummary("loading…")
         if not info.readable:
             return BankSummary(f"unreadable: {info.reason}", problem=info.reason, description=info.description)
-        return BankSummary(f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules",
-                           description=info.description)
+        return BankSummary(
+            f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules", description=info.description
+        )
 
     def documents(self) -> RuleDocs:
         """The bank's rules."""
@@ -466,8 +546,9 @@ class IiiBank(BankDefaults):
         from keepgui.core.iii.preview import WhatIf
 
         pending = pending or Pending()
-        whatif = WhatIf(rules=dict(pending.drafts), pins=dict(pending.pins), live=dict(pending.live),
-                        config=self.source.config)
+        whatif = WhatIf(
+            rules=dict(pending.drafts), pins=dict(pending.pins), live=dict(pending.live), config=self.source.config
+        )
         bank = self.core()
         with self.lock:
             return self.engine(bank).preview(query, now_ms=now_ms, whatif=whatif)
@@ -534,8 +615,14 @@ class IiiBank(BankDefaults):
                 else:
                     rows = [m for mid, m in records.items() if before.get(mid) is not m]
                 self._info = bank.info()
-        return Change(self.source.path, self.name, text, rows=RowDelta(rows, (), delta.reset),
-                      files=stamps_of(bank.log_path), result=result)
+        return Change(
+            self.source.path,
+            self.name,
+            text,
+            rows=RowDelta(rows, (), delta.reset),
+            files=stamps_of(bank.log_path),
+            result=result,
+        )
 
     # ------------------------------------------------------------------ writing memories
 
@@ -589,14 +676,21 @@ class IiiBank(BankDefaults):
             ids = dict.fromkeys(i for d in batch.deltas for i in d.changed)
             rows, complete = [records[i] for i in ids], False
         self._info = bank.info()
-        return Change(self.source.path, self.name, text, rows=RowDelta(rows, (), complete),
-                      files=stamps_of(bank.log_path), result=result)
+        return Change(
+            self.source.path,
+            self.name,
+            text,
+            rows=RowDelta(rows, (), complete),
+            files=stamps_of(bank.log_path),
+            result=result,
+        )
 
     def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
         """Pin or unpin memories (one append)."""
         ids = list(keys)
-        return self._write(CAPABILITIES.describe("Pin" if pinned else "Unpin", len(ids)),
-                           lambda b: [b.pin(i, pinned) for i in ids])
+        return self._write(
+            CAPABILITIES.describe("Pin" if pinned else "Unpin", len(ids)), lambda b: [b.pin(i, pinned) for i in ids]
+        )
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Tombstone or restore memories (one append)."""
@@ -613,8 +707,7 @@ class IiiBank(BankDefaults):
             return self._write(f"Edit {field}", lambda b: b.update(key, **{field: list(value)}))
         raise InvalidInput(f"a memory has no editable field `{field}`")
 
-    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (),
-               pinned: bool = False) -> Change:
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
         """``memory::save`` of a new memory (or a reinforcement of the same text)."""
         return self._write("New memory", lambda b: b.save(text, list(entities), list(tags), pinned))
 
@@ -769,8 +862,7 @@ class IiiSource:
             if bank._engine is not None:
                 bank._engine.config = config
 
-    def _listing_change(self, text: str, result: object, reverse: Callable[[], Change] | None,
-                        message: str) -> Change:
+    def _listing_change(self, text: str, result: object, reverse: Callable[[], Change] | None, message: str) -> Change:
         return Change(self.path, None, text, listing=True, result=result, message=message, reverse=reverse)
 
     def create_bank(self, name: str, description: str = "") -> Change:
@@ -779,8 +871,9 @@ class IiiSource:
             _bank, created = self.datadir.create_bank(name, description)
         if not created:
             raise InvalidInput(f"a bank named `{name}` already exists")
-        return self._listing_change(f"New bank {name}", name, lambda: self.trash_bank(name, f"New bank {name}"),
-                                    f"created bank `{name}`")
+        return self._listing_change(
+            f"New bank {name}", name, lambda: self.trash_bank(name, f"New bank {name}"), f"created bank `{name}`"
+        )
 
     def trash_bank(self, name: str, text: str | None = None) -> Change:
         """Move the bank to ``.trash/<bank>-<ms>``; undo brings it back."""
@@ -790,8 +883,7 @@ class IiiSource:
             dest = self.datadir.trash_bank(name)
             self._banks.pop(name, None)
         folder = os.path.basename(dest)
-        return self._listing_change(text, dest, lambda: self.restore_bank(folder, text),
-                                    f"moved `{name}` to {dest}")
+        return self._listing_change(text, dest, lambda: self.restore_bank(folder, text), f"moved `{name}` to {dest}")
 
     def restore_bank(self, folder: str, text: str | None = None) -> Change:
         """Move a trashed bank back under its name; undo trashes it again."""
@@ -812,13 +904,19 @@ def identify(path: str) -> Verdict:
     """An iii data dir holds bank folders (a ``memories.jsonl``, ``rules/`` or ``bank.yaml`` each)."""
     what = "an iii data dir"
     if os.path.isfile(os.path.join(path, LOG_NAME)):
-        return Verdict(None, what, f"{path} is a bank folder itself (it has {LOG_NAME}); open its parent "
-                                   f"{os.path.dirname(path)} as the data dir")
+        return Verdict(
+            None,
+            what,
+            f"{path} is a bank folder itself (it has {LOG_NAME}); open its parent "
+            f"{os.path.dirname(path)} as the data dir",
+        )
     try:
         names = DataDir(path).bank_names()
     except KeepguiError as exc:
         return Verdict(None, what, str(exc))
-    banks = [n for n in names if any(os.path.exists(os.path.join(path, n, f)) for f in (LOG_NAME, RULES_DIR, BANK_YAML))]
+    banks = [
+        n for n in names if any(os.path.exists(os.path.join(path, n, f)) for f in (LOG_NAME, RULES_DIR, BANK_YAML))
+    ]
     if not banks:
         return Verdict(None, what, f"no bank folder (one with {LOG_NAME}, {RULES_DIR}/ or {BANK_YAML}) in {path}")
     shown = ", ".join(banks[:5]) + ("…" if len(banks) > 5 else "")
@@ -832,9 +930,10 @@ def discover(environ: Mapping[str, str]) -> list[Found]:
     found = []
     env = environ.get("KEEPGUI_DATA_DIR")
     home = environ.get("HOME") or os.path.expanduser("~")
-    for path, why in (([(env, "$KEEPGUI_DATA_DIR")] if env else [])
-                      + [(default_data_dir(dict(environ)), "the memory worker's default data dir"),
-                         (os.path.join(home, ".iii", "data", "memory"), "~/.iii/data/memory")]):
+    for path, why in ([(env, "$KEEPGUI_DATA_DIR")] if env else []) + [
+        (default_data_dir(dict(environ)), "the memory worker's default data dir"),
+        (os.path.join(home, ".iii", "data", "memory"), "~/.iii/data/memory"),
+    ]:
         if path and os.path.isdir(path):
             found.append(Found(KIND, os.path.abspath(path), why))
     return found

@@ -49,8 +49,14 @@ class MemoryConfig:
     embeddings_enabled: bool = True
     embedding_model: str = ""
 
-    PREVIEW_KEYS = ("recall_limit", "recall_budget_tokens", "max_rule_chars", "decay_half_life_days",
-                    "inject_rules", "inject_memories")
+    PREVIEW_KEYS = (
+        "recall_limit",
+        "recall_budget_tokens",
+        "max_rule_chars",
+        "decay_half_life_days",
+        "inject_rules",
+        "inject_memories",
+    )
     """The settings that change what a turn is given (the window's settings page)."""
 
     @classmethod
@@ -122,8 +128,7 @@ def _check_type(key: str, value: Any, annotation: Any, where: str) -> Any:
         if type(value) is not int or value < 0:
             raise InvalidInput(f"{where}: `{key}` must be a non-negative integer")
         if value > U64_MAX:
-            raise InvalidInput(f"{where}: `{key}` is {value}, larger than the worker's 64-bit integer "
-                               f"({U64_MAX})")
+            raise InvalidInput(f"{where}: `{key}` is {value}, larger than the worker's 64-bit integer ({U64_MAX})")
     elif expected == "str":
         if type(value) is not str:
             raise InvalidInput(f"{where}: `{key}` must be a string")

@@ -55,8 +55,18 @@ import regex
 
 from keepgui.core import fsio
 from keepgui.core.compaction import (
-    Applied, ChangedSince, Counts, Operation, Plan, excerpt, make_operation, near_duplicates, register_applied_kind,
-    register_kinds, table, words_only_in,
+    Applied,
+    ChangedSince,
+    Counts,
+    Operation,
+    Plan,
+    excerpt,
+    make_operation,
+    near_duplicates,
+    register_applied_kind,
+    register_kinds,
+    table,
+    words_only_in,
 )
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
@@ -65,12 +75,14 @@ from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_fro
 from keepgui.core.iii.store import Bank, DataDir
 from keepgui.core.iii.textrules import rust_lower
 
-BANK_KINDS = register_kinds({
-    "supersede": "Duplicates to supersede",
-    "fuzzy": "Fuzzy near-duplicates (judgement call)",
-    "report-only": "Same words, different order (report only)",
-    "pinned-only": "Pinned duplicates (never touched)",
-})
+BANK_KINDS = register_kinds(
+    {
+        "supersede": "Duplicates to supersede",
+        "fuzzy": "Fuzzy near-duplicates (judgement call)",
+        "report-only": "Same words, different order (report only)",
+        "pinned-only": "Pinned duplicates (never touched)",
+    }
+)
 """The kinds of a bank's consolidation plan, in the order it lists them."""
 
 FUZZY_THRESHOLD = 85.0
@@ -124,8 +136,12 @@ class Group:
     def to_obj(self) -> dict:
         """``{winner_id, winner_text, loser_ids, loser_texts, skipped_pinned?, report_only?}`` as
         upstream serialises it (empty/false fields omitted), plus ``fuzzy``/``score`` for keepgui's groups."""
-        obj = {"winner_id": self.winner_id, "winner_text": self.winner_text, "loser_ids": list(self.loser_ids),
-               "loser_texts": list(self.loser_texts)}
+        obj = {
+            "winner_id": self.winner_id,
+            "winner_text": self.winner_text,
+            "loser_ids": list(self.loser_ids),
+            "loser_texts": list(self.loser_texts),
+        }
         if self.skipped_pinned:
             obj["skipped_pinned"] = list(self.skipped_pinned)
         if self.report_only:
@@ -136,14 +152,24 @@ class Group:
         return obj
 
 
-def _group(members: list[Memory], key: str, report_only: bool, fuzzy: bool = False,
-           score: float | None = None) -> Group:
+def _group(
+    members: list[Memory], key: str, report_only: bool, fuzzy: bool = False, score: float | None = None
+) -> Group:
     members = sorted(members, key=_winner_order)
     winner = members[0]
     losers = [m for m in members[1:] if not m.pinned]
     pinned = [m.id for m in members[1:] if m.pinned]
-    return Group(winner.id, winner.text, tuple(m.id for m in losers), tuple(m.text for m in losers),
-                 tuple(pinned), report_only, key, fuzzy, score)
+    return Group(
+        winner.id,
+        winner.text,
+        tuple(m.id for m in losers),
+        tuple(m.text for m in losers),
+        tuple(pinned),
+        report_only,
+        key,
+        fuzzy,
+        score,
+    )
 
 
 def plan_groups(rows: Iterable[Memory]) -> list[Group]:
@@ -165,8 +191,9 @@ def plan_groups(rows: Iterable[Memory]) -> list[Group]:
     return planned
 
 
-def fuzzy_groups(rows: Sequence[Memory], threshold: float = FUZZY_THRESHOLD, *,
-                 progress: Callable[[int, int], None] | None = None) -> list[Group]:
+def fuzzy_groups(
+    rows: Sequence[Memory], threshold: float = FUZZY_THRESHOLD, *, progress: Callable[[int, int], None] | None = None
+) -> list[Group]:
     """Near-duplicate groups among ``rows`` (rapidfuzz ``token_set_ratio`` ≥ ``threshold``).
 
     Memories are taken in winner order; each one not yet grouped becomes the
@@ -238,8 +265,9 @@ class BankPlan(Plan):
     kind = "bank"
     KINDS = BANK_KINDS
 
-    def __init__(self, bank: Bank, groups: list[Group], mark: LogMark, scanned: int, *, fuzzy: bool,
-                 threshold: float) -> None:
+    def __init__(
+        self, bank: Bank, groups: list[Group], mark: LogMark, scanned: int, *, fuzzy: bool, threshold: float
+    ) -> None:
         self.bank = bank
         self.groups_planned = tuple(groups)
         self.mark = mark
@@ -262,28 +290,47 @@ class BankPlan(Plan):
         pinned = f"; pinned {', '.join(group.skipped_pinned)} left alone" if group.skipped_pinned else ""
         if group.report_only:
             return make_operation(
-                "report-only", targets, before, after,
+                "report-only",
+                targets,
+                before,
+                after,
                 f"the same words in another order: `{excerpt(group.winner_text, 50)}` — order can change the "
-                "meaning (\"Alice manages Bob\"), so this is never written automatically" + pinned,
-                applicable=False)
+                'meaning ("Alice manages Bob"), so this is never written automatically' + pinned,
+                applicable=False,
+            )
         if not group.loser_ids:
-            return make_operation("pinned-only", targets, before, after,
-                                  f"duplicates of `{excerpt(group.winner_text, 50)}` that are all pinned; "
-                                  "pinned memories are never touched", applicable=False)
+            return make_operation(
+                "pinned-only",
+                targets,
+                before,
+                after,
+                f"duplicates of `{excerpt(group.winner_text, 50)}` that are all pinned; "
+                "pinned memories are never touched",
+                applicable=False,
+            )
         n = len(group.loser_ids)
         if group.fuzzy:
             lost = sorted({w for t in group.loser_texts for w in words_only_in(t, group.winner_text)})
             tail = f"; words only in the losers: {', '.join(lost)}" if lost else ""
             return make_operation(
-                "fuzzy", targets, before, after,
+                "fuzzy",
+                targets,
+                before,
+                after,
                 f"near-duplicates (similarity ≥ {group.score:.0f}): supersede {n} by `{excerpt(group.winner_text, 50)}`"
                 f" — a judgement call, similar texts can be different facts{tail}{pinned}",
-                selected=False, score=group.score)
+                selected=False,
+                score=group.score,
+            )
         return make_operation(
-            "supersede", targets, before, after,
+            "supersede",
+            targets,
+            before,
+            after,
             f"the same text once case, punctuation and spacing are ignored: supersede {n} by "
             f"`{excerpt(group.winner_text, 50)}` (pinned, then most corroborated, then oldest wins){pinned}",
-            selected=True)
+            selected=True,
+        )
 
     def group(self, key: str | int) -> Group:
         """The :class:`Group` behind an operation."""
@@ -295,10 +342,14 @@ class BankPlan(Plan):
         """Live memories before and after the selected supersedes (no target for a bank)."""
         ops = self.selected(selection)
         gone = sum(len(self._group_of[op.id].loser_ids) for op in ops)
-        reinforced = sum(len(self._group_of[op.id].loser_ids) for op in ops
-                         if winner_save_effect(self._group_of[op.id])[0] == "reinforce")
-        return Counts("memories", self.scanned, self.scanned - gone, None,
-                      {"superseded": gone, "reinforced": reinforced})
+        reinforced = sum(
+            len(self._group_of[op.id].loser_ids)
+            for op in ops
+            if winner_save_effect(self._group_of[op.id])[0] == "reinforce"
+        )
+        return Counts(
+            "memories", self.scanned, self.scanned - gone, None, {"superseded": gone, "reinforced": reinforced}
+        )
 
     def render(self, selection=None, context: int = 3) -> str:
         """A table of the supersedes of a selection, then each winner's reinforcement."""
@@ -306,15 +357,24 @@ class BankPlan(Plan):
         for op in self.selected(selection):
             group = self._group_of[op.id]
             for loser_id, loser_text in zip(group.loser_ids, group.loser_texts):
-                rows.append((str(op.number), loser_id, excerpt(loser_text, 48), "→ " + group.winner_id,
-                             excerpt(group.winner_text, 48)))
+                rows.append(
+                    (
+                        str(op.number),
+                        loser_id,
+                        excerpt(loser_text, 48),
+                        "→ " + group.winner_id,
+                        excerpt(group.winner_text, 48),
+                    )
+                )
             winner = self.bank.get(group.winner_id)
             if winner is not None and group.loser_ids:
                 k = len(group.loser_ids)
                 effect, why = winner_save_effect(group)
                 if effect == "reinforce":
-                    winners.append(f"reinforce {group.winner_id}: corroboration {winner.corroboration} → "
-                                   f"{winner.corroboration + k}")
+                    winners.append(
+                        f"reinforce {group.winner_id}: corroboration {winner.corroboration} → "
+                        f"{winner.corroboration + k}"
+                    )
                 else:
                     winners.append(f"winner {group.winner_id}: {why}")
         if not rows:
@@ -325,10 +385,13 @@ class BankPlan(Plan):
     def report(self, selection=None, applied: "BankApplied | None" = None) -> dict:
         """upstream's ``BankReport``: ``{bank, scanned, groups, superseded, reinforced, errors?}``
         (``capped`` never: keepgui applies no per-run budget); the counts are those of ``applied``."""
-        obj = {"bank": self.bank.name, "scanned": self.scanned,
-               "groups": [g.to_obj() for g in self.groups_planned],
-               "superseded": applied.superseded if applied else 0,
-               "reinforced": applied.reinforced if applied else 0}
+        obj = {
+            "bank": self.bank.name,
+            "scanned": self.scanned,
+            "groups": [g.to_obj() for g in self.groups_planned],
+            "superseded": applied.superseded if applied else 0,
+            "reinforced": applied.reinforced if applied else 0,
+        }
         if applied and applied.errors:
             obj["errors"] = list(applied.errors)
         return obj
@@ -418,9 +481,16 @@ class BankPlan(Plan):
         pairs = [(touched[mid], after[mid]) for mid in touched]
         lines = [f"superseded {loser} by {winner}" for loser, winner, _text in merges]
         lines += [o.line for o in outcomes if o.line]
-        applied = BankApplied(self.bank.datadir.path, self.bank.name, pairs, merges, lines,
-                              f"consolidate bank `{self.bank.name}`: {len(merges)} superseded",
-                              created=list(created.values()), reinforce_by_id=reinforce_by_id)
+        applied = BankApplied(
+            self.bank.datadir.path,
+            self.bank.name,
+            pairs,
+            merges,
+            lines,
+            f"consolidate bank `{self.bank.name}`: {len(merges)} superseded",
+            created=list(created.values()),
+            reinforce_by_id=reinforce_by_id,
+        )
         applied.reinforced = sum(o.reinforced for o in outcomes)
         applied.errors = [o.error for o in outcomes if o.error]
         applied.reload = batch.report.reload
@@ -441,8 +511,10 @@ def winner_save_effect(group: Group) -> tuple[str, str]:
     except InvalidInput as exc:
         return "fail", f"memory::save of its text fails ({exc}), so it is not reinforced (as memory-consolidate)"
     if mid != group.winner_id:
-        return "other", (f"its text was edited, so memory::save of it writes {mid}, not the winner, which is "
-                         "not reinforced (as memory-consolidate; --reinforce-by-id reinforces it)")
+        return "other", (
+            f"its text was edited, so memory::save of it writes {mid}, not the winner, which is "
+            "not reinforced (as memory-consolidate; --reinforce-by-id reinforces it)"
+        )
     return "reinforce", ""
 
 
@@ -465,9 +537,15 @@ def _reinforce(batch, winner_id: str, winner_text: str, by_id: bool) -> _SaveOut
     winner = batch.current(winner_id)
     if by_id:
         step = batch.reinforce(winner_id)
-        return _SaveOutcome(winner_id, step.record, winner, False, True,
-                            f"reinforced {winner_id} by id (corroboration {winner.corroboration} → "
-                            f"{step.record.corroboration}; keepgui's option, not memory-consolidate's save)")
+        return _SaveOutcome(
+            winner_id,
+            step.record,
+            winner,
+            False,
+            True,
+            f"reinforced {winner_id} by id (corroboration {winner.corroboration} → "
+            f"{step.record.corroboration}; keepgui's option, not memory-consolidate's save)",
+        )
     try:
         mid = fingerprint(mut.clean_text(winner_text))
     except InvalidInput as exc:
@@ -476,16 +554,33 @@ def _reinforce(batch, winner_id: str, winner_text: str, by_id: bool) -> _SaveOut
     previous = batch.current(mid)
     step = batch.save(winner_text)
     if mid == winner_id:
-        return _SaveOutcome(mid, step.record, previous, False, True,
-                            f"reinforced {mid} (corroboration {previous.corroboration} → {step.record.corroboration})")
+        return _SaveOutcome(
+            mid,
+            step.record,
+            previous,
+            False,
+            True,
+            f"reinforced {mid} (corroboration {previous.corroboration} → {step.record.corroboration})",
+        )
     what = "created" if previous is None else ("resurrected" if previous.invalid_at is not None else "reinforced")
-    return _SaveOutcome(mid, step.record, previous, previous is None, False,
-                        f"the text of winner {winner_id} was edited, so memory::save {what} {mid} instead "
-                        "(as memory-consolidate does; the winner was not reinforced)")
+    return _SaveOutcome(
+        mid,
+        step.record,
+        previous,
+        previous is None,
+        False,
+        f"the text of winner {winner_id} was edited, so memory::save {what} {mid} instead "
+        "(as memory-consolidate does; the winner was not reinforced)",
+    )
 
 
-def plan_bank(bank: Bank, *, fuzzy: bool = False, threshold: float = FUZZY_THRESHOLD,
-              progress: Callable[[int, int], None] | None = None) -> BankPlan:
+def plan_bank(
+    bank: Bank,
+    *,
+    fuzzy: bool = False,
+    threshold: float = FUZZY_THRESHOLD,
+    progress: Callable[[int, int], None] | None = None,
+) -> BankPlan:
     """Plan the consolidation of ``bank`` (its live memories, as ``memory::list`` pages them).
 
     ``fuzzy`` adds rapidfuzz near-duplicate groups (``threshold`` on
@@ -526,9 +621,17 @@ class BankApplied(Applied):
 
     kind = "bank"
 
-    def __init__(self, datadir: str, bank: str, pairs: list[tuple[Memory, Memory]],
-                 merges: list[tuple[str, str, str]], lines: Iterable[str], description: str,
-                 created: list[Memory] | None = None, reinforce_by_id: bool = False) -> None:
+    def __init__(
+        self,
+        datadir: str,
+        bank: str,
+        pairs: list[tuple[Memory, Memory]],
+        merges: list[tuple[str, str, str]],
+        lines: Iterable[str],
+        description: str,
+        created: list[Memory] | None = None,
+        reinforce_by_id: bool = False,
+    ) -> None:
         super().__init__(description, lines, bool(pairs), f"{os.path.abspath(datadir)}::{bank}")
         self.datadir = datadir
         self.bank_name = bank
@@ -558,10 +661,12 @@ class BankApplied(Applied):
     def _check(self, batch, expected: Iterable[Memory], doing: str) -> None:
         for record in expected:
             if batch.current(record.id) != record:
-                raise ChangedSince(batch.bank.log_path,
-                                   f"memory {record.id} of bank `{batch.bank.name}` changed after the "
-                                   f"consolidation, so it was not {doing}; nothing was written. Restore single "
-                                   f"memories with `keepgui restore {batch.bank.name} ID`.")
+                raise ChangedSince(
+                    batch.bank.log_path,
+                    f"memory {record.id} of bank `{batch.bank.name}` changed after the "
+                    f"consolidation, so it was not {doing}; nothing was written. Restore single "
+                    f"memories with `keepgui restore {batch.bank.name} ID`.",
+                )
 
     def undo(self, datadir: DataDir | None = None, now: int | None = None) -> None:
         """Append the records that bring every loser back live and each winner back to before.
@@ -607,9 +712,16 @@ class BankApplied(Applied):
     def to_obj(self) -> dict:
         """Everything undo needs: the data dir, the bank, the merges and the records before/after."""
         obj = super().to_obj()
-        obj.update({"datadir": self.datadir, "bank": self.bank_name, "merges": [list(m) for m in self.merges],
-                    "pairs": [[b.to_obj(), a.to_obj()] for b, a in self.pairs],
-                    "created": [m.to_obj() for m in self.created], "reinforce_by_id": self.reinforce_by_id})
+        obj.update(
+            {
+                "datadir": self.datadir,
+                "bank": self.bank_name,
+                "merges": [list(m) for m in self.merges],
+                "pairs": [[b.to_obj(), a.to_obj()] for b, a in self.pairs],
+                "created": [m.to_obj() for m in self.created],
+                "reinforce_by_id": self.reinforce_by_id,
+            }
+        )
         return obj
 
     @classmethod
@@ -619,11 +731,20 @@ class BankApplied(Applied):
             pairs = [(memory_from_obj(b), memory_from_obj(a)) for b, a in obj["pairs"]]
             by_text = {a.id: a.text for _b, a in pairs}
             # Journals written before the winner's text was kept hold (loser, winner) pairs.
-            merges = [(str(m[0]), str(m[1]), str(m[2]) if len(m) > 2 else by_text.get(str(m[1]), ""))
-                      for m in obj["merges"]]
+            merges = [
+                (str(m[0]), str(m[1]), str(m[2]) if len(m) > 2 else by_text.get(str(m[1]), "")) for m in obj["merges"]
+            ]
             created = [memory_from_obj(m) for m in obj.get("created", [])]
-            applied = cls(obj["datadir"], obj["bank"], pairs, merges, obj.get("lines", ()), obj["description"],
-                          created=created, reinforce_by_id=bool(obj.get("reinforce_by_id", False)))
+            applied = cls(
+                obj["datadir"],
+                obj["bank"],
+                pairs,
+                merges,
+                obj.get("lines", ()),
+                obj["description"],
+                created=created,
+                reinforce_by_id=bool(obj.get("reinforce_by_id", False)),
+            )
         except (KeyError, TypeError, ValueError, RecordError) as exc:
             raise InvalidInput(f"keepgui's compaction journal has an unusable bank entry ({exc})") from None
         applied.state = obj.get("state", "applied")
@@ -632,8 +753,18 @@ class BankApplied(Applied):
 
 
 def _content(m: Memory) -> tuple:
-    return (m.text, m.entities, m.tags, m.confidence, m.corroboration, m.pinned, m.source, m.created_at,
-            m.invalid_at, m.superseded_by)
+    return (
+        m.text,
+        m.entities,
+        m.tags,
+        m.confidence,
+        m.corroboration,
+        m.pinned,
+        m.source,
+        m.created_at,
+        m.invalid_at,
+        m.superseded_by,
+    )
 
 
 register_applied_kind("bank", BankApplied.from_obj)

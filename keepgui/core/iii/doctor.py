@@ -34,8 +34,14 @@ class Finding:
 
     def to_obj(self) -> dict:
         """JSON form for ``doctor --json``."""
-        return {"kind": self.kind, "bank": self.bank, "path": self.path, "line": self.line,
-                "message": self.message, "note": self.note}
+        return {
+            "kind": self.kind,
+            "bank": self.bank,
+            "path": self.path,
+            "line": self.line,
+            "message": self.message,
+            "note": self.note,
+        }
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
@@ -50,8 +56,15 @@ def diagnose(datadir: DataDir) -> list[Finding]:
     if not os.path.isdir(datadir.path):
         return [Finding("not-a-folder", "", datadir.path, 0, "the data dir is not a folder")]
     for path in datadir.iter_temp_files():
-        findings.append(Finding("temp-file", os.path.basename(os.path.dirname(path)), path, 0,
-                                "leftover temporary file of an interrupted write; safe to delete"))
+        findings.append(
+            Finding(
+                "temp-file",
+                os.path.basename(os.path.dirname(path)),
+                path,
+                0,
+                "leftover temporary file of an interrupted write; safe to delete",
+            )
+        )
     for bank in datadir.banks():
         findings.extend(_diagnose_bank(bank))
     return findings
@@ -61,17 +74,34 @@ def _diagnose_bank(bank) -> list[Finding]:
     out: list[Finding] = []
     name = bank.name
     if not is_valid_name(name):
-        out.append(Finding("bank-name", name, bank.path, 0,
-                           f"`{name}` does not match {NAME_PATTERN}; the worker loads it but "
-                           "no new bank could be created with this name"))
+        out.append(
+            Finding(
+                "bank-name",
+                name,
+                bank.path,
+                0,
+                f"`{name}` does not match {NAME_PATTERN}; the worker loads it but "
+                "no new bank could be created with this name",
+            )
+        )
     if os.path.islink(bank.path):
-        out.append(Finding("bank-link", name, bank.path, 0,
-                           f"the bank folder is a link to {os.path.realpath(bank.path)}: the worker does not "
-                           "load it (it skips bank folders that are symbolic links)"))
+        out.append(
+            Finding(
+                "bank-link",
+                name,
+                bank.path,
+                0,
+                f"the bank folder is a link to {os.path.realpath(bank.path)}: the worker does not "
+                "load it (it skips bank folders that are symbolic links)",
+            )
+        )
     problem = bank.description_problem()
     if problem:
-        out.append(Finding("bank-yaml", name, os.path.join(bank.path, BANK_YAML), 0,
-                           f"{problem}; the description reads as empty"))
+        out.append(
+            Finding(
+                "bank-yaml", name, os.path.join(bank.path, BANK_YAML), 0, f"{problem}; the description reads as empty"
+            )
+        )
     bank.refresh()  # never raises: an unreadable log is reported in log.unreadable
     log = bank.log
     if log.unreadable and not os.path.islink(bank.path):
@@ -79,8 +109,15 @@ def _diagnose_bank(bank) -> list[Finding]:
         out.append(Finding("unreadable", name, bank.log_path, line, log.unreadable))
     for problem in log.problems:
         if problem.kind == "corrupt":
-            out.append(Finding("corrupt-line", name, bank.log_path, problem.line,
-                               f"{problem.reason} — the worker skips this line ({problem.excerpt!r})"))
+            out.append(
+                Finding(
+                    "corrupt-line",
+                    name,
+                    bank.log_path,
+                    problem.line,
+                    f"{problem.reason} — the worker skips this line ({problem.excerpt!r})",
+                )
+            )
         elif problem.kind == "torn-tail":
             out.append(Finding("torn-tail", name, bank.log_path, problem.line, problem.reason))
         elif problem.kind == "oversized":
@@ -92,31 +129,69 @@ def _diagnose_bank(bank) -> list[Finding]:
         vectors = os.path.join(bank.path, VECTORS_NAME)
         if os.path.lexists(vectors) and not os.path.isfile(vectors):
             # read_vectors opens the file plainly: a FIFO there would hang the doctor.
-            out.append(Finding("vector-lines", name, vectors, 0,
-                               f"{VECTORS_NAME} is not a regular file; the worker cannot read it"))
+            out.append(
+                Finding(
+                    "vector-lines", name, vectors, 0, f"{VECTORS_NAME} is not a regular file; the worker cannot read it"
+                )
+            )
         elif os.path.exists(vectors):
             report = read_vectors(bank.path, log.records)
             if report.stale:
-                out.append(Finding("stale-vectors", name, vectors, 0,
-                                   f"{len(report.stale)} memories have vectors only for an older revision "
-                                   "(the worker ignores them and re-embeds when it backfills)"))
+                out.append(
+                    Finding(
+                        "stale-vectors",
+                        name,
+                        vectors,
+                        0,
+                        f"{len(report.stale)} memories have vectors only for an older revision "
+                        "(the worker ignores them and re-embeds when it backfills)",
+                    )
+                )
             if report.unparsed:
-                out.append(Finding("vector-lines", name, vectors, 0,
-                                   f"{report.unparsed} lines cannot be read (the worker skips them)"))
+                out.append(
+                    Finding(
+                        "vector-lines",
+                        name,
+                        vectors,
+                        0,
+                        f"{report.unparsed} lines cannot be read (the worker skips them)",
+                    )
+                )
     legacy = [n for n in ("facts.jsonl", "blocks") if os.path.exists(os.path.join(bank.path, n))]
     if legacy and not os.path.exists(bank.log_path):
-        out.append(Finding("legacy-layout", name, bank.path, 0,
-                           f"only the legacy {' and '.join(legacy)} exist; the current worker reads neither"))
+        out.append(
+            Finding(
+                "legacy-layout",
+                name,
+                bank.path,
+                0,
+                f"only the legacy {' and '.join(legacy)} exist; the current worker reads neither",
+            )
+        )
     rule_names = bank.rule_names()
     for rule in rule_names:
         if not is_valid_name(rule):
-            out.append(Finding("rule-name", name, bank.rule_file(rule), 0,
-                               f"rule `{rule}` does not match {NAME_PATTERN}; the worker injects it "
-                               "but it cannot be saved under this name"))
+            out.append(
+                Finding(
+                    "rule-name",
+                    name,
+                    bank.rule_file(rule),
+                    0,
+                    f"rule `{rule}` does not match {NAME_PATTERN}; the worker injects it "
+                    "but it cannot be saved under this name",
+                )
+            )
     for path, target in bank.links_outside(rule_names):
-        out.append(Finding("rule-link", name, path, 0,
-                           f"a link to {target}, outside the data dir: the worker reads it; keepgui shows it but "
-                           "never writes through it"))
+        out.append(
+            Finding(
+                "rule-link",
+                name,
+                path,
+                0,
+                f"a link to {target}, outside the data dir: the worker reads it; keepgui shows it but "
+                "never writes through it",
+            )
+        )
     _, rule_problems = bank.rules(rule_names)
     for problem in rule_problems:
         out.append(Finding("rule", name, problem.where, 0, problem.what))
@@ -139,7 +214,14 @@ def _duplicate_revisions(bank) -> list[Finding]:
     out = []
     for mid in sorted(repeated):
         for revision, first, again in repeated[mid]:
-            out.append(Finding("repeated-revision", bank.name, bank.log_path, again,
-                               f"memory {mid} has revision {revision} here and at line {first}; the later line "
-                               "won, so the earlier edit may have been overwritten by a writer with a stale copy"))
+            out.append(
+                Finding(
+                    "repeated-revision",
+                    bank.name,
+                    bank.log_path,
+                    again,
+                    f"memory {mid} has revision {revision} here and at line {first}; the later line "
+                    "won, so the earlier edit may have been overwritten by a writer with a stale copy",
+                )
+            )
     return out

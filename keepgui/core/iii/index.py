@@ -412,8 +412,9 @@ class BankIndex:
 
     def query_terms(self, tokens: list[str]) -> list[tuple[str, int]]:
         """The distinct query terms present in the index with their multiplicity, rarest first."""
-        present = [(term, times) for term, times in Counter(tokens).items()
-                   if term in self._ones or term in self._multi]
+        present = [
+            (term, times) for term, times in Counter(tokens).items() if term in self._ones or term in self._multi
+        ]
         present.sort(key=lambda item: self.df(item[0]))
         return present
 
@@ -432,8 +433,9 @@ class BankIndex:
         """Per slot, ``(k1+1)/(1 + k1·(1−b+b·dl/avgdl))``: the tf=1 factor of BM25."""
         if self._w1_version != self._docs_version:
             avgdl = self.avgdl
-            by_length = [(K1 + 1) / (1 + K1 * (1 - B + B * d / avgdl))
-                         for d in range(max(self._dl_counts, default=0) + 1)]
+            by_length = [
+                (K1 + 1) / (1 + K1 * (1 - B + B * d / avgdl)) for d in range(max(self._dl_counts, default=0) + 1)
+            ]
             self._w1 = list(map(by_length.__getitem__, self._dl))
             self._w1_version = self._docs_version
         return self._w1
@@ -463,8 +465,14 @@ class BankIndex:
                 acc = _merge(acc, keys, map(factor.__mul__, map(weights.__getitem__, keys)))
             if multi:
                 slots = list(multi.keys() & group)
-                acc = _merge(acc, slots, [factor * (multi[slot] * (K1 + 1))
-                                          / (multi[slot] + K1 * (1 - B + B * dls[slot] / avgdl)) for slot in slots])
+                acc = _merge(
+                    acc,
+                    slots,
+                    [
+                        factor * (multi[slot] * (K1 + 1)) / (multi[slot] + K1 * (1 - B + B * dls[slot] / avgdl))
+                        for slot in slots
+                    ],
+                )
             if ents:
                 keys = ents.keys() & group
                 acc = _merge(acc, keys, map(ENTITY_WEIGHT.__mul__, map(ents.__getitem__, keys)))
@@ -498,8 +506,9 @@ class BankIndex:
         """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound``."""
         slots = list(acc)
         rb = self.recency_bounds(now_ms, half_life_days)
-        values = list(map(mul, map(add, acc.values(), map(self._static.__getitem__, slots)),
-                          map(rb.__getitem__, slots)))
+        values = list(
+            map(mul, map(add, acc.values(), map(self._static.__getitem__, slots)), map(rb.__getitem__, slots))
+        )
         return slots, values
 
     # ------------------------------------------------------------------ top_memories

@@ -31,7 +31,13 @@ from itertools import accumulate
 from typing import Callable, Iterator
 
 from keepgui.core.iii.record import (
-    MAX_LINE_BYTES, Memory, RecordError, decode_canonical, is_valid_utf8, parse_line, read_record,
+    MAX_LINE_BYTES,
+    Memory,
+    RecordError,
+    decode_canonical,
+    is_valid_utf8,
+    parse_line,
+    read_record,
 )
 from keepgui.core.iii.textrules import rust_trim
 
@@ -97,12 +103,22 @@ def _tail_note(text: str, parsed: bool, lineno: int, offset: int) -> LogProblem:
     """What is said about an unterminated last line (``text``): a note when it holds a record."""
     size = len(text.encode("utf-8"))
     if parsed:
-        return LogProblem("unterminated", lineno, offset,
-                          f"last line has no newline ({size} bytes): a write may be in progress; the worker "
-                          "reads it as a record, and so does keepgui", _excerpt(text.strip()))
-    return LogProblem("torn-tail", lineno, offset,
-                      f"unterminated last line ({size} bytes, no newline) does not parse: a write was cut "
-                      "short or is still in progress; the worker skips it", _excerpt(text.strip()))
+        return LogProblem(
+            "unterminated",
+            lineno,
+            offset,
+            f"last line has no newline ({size} bytes): a write may be in progress; the worker "
+            "reads it as a record, and so does keepgui",
+            _excerpt(text.strip()),
+        )
+    return LogProblem(
+        "torn-tail",
+        lineno,
+        offset,
+        f"unterminated last line ({size} bytes, no newline) does not parse: a write was cut "
+        "short or is still in progress; the worker skips it",
+        _excerpt(text.strip()),
+    )
 
 
 def _oversized(line: bytes, lineno: int, offset: int) -> LogProblem:
@@ -112,10 +128,14 @@ def _oversized(line: bytes, lineno: int, offset: int) -> LogProblem:
     if bad is not None:
         raise _Unreadable(f"invalid UTF-8 at line {lineno}; the worker cannot load this bank", lineno, offset + bad)
     head = line[:_EXCERPT].decode("utf-8", errors="ignore")
-    return LogProblem("oversized", lineno, offset,
-                      f"line of {len(line):,} bytes, far over any record the worker writes (texts of at most "
-                      f"2,000 bytes): keepgui skips it unread; the worker would still try to parse it",
-                      _excerpt(head + "…"))
+    return LogProblem(
+        "oversized",
+        lineno,
+        offset,
+        f"line of {len(line):,} bytes, far over any record the worker writes (texts of at most "
+        f"2,000 bytes): keepgui skips it unread; the worker would still try to parse it",
+        _excerpt(head + "…"),
+    )
 
 
 def _is_dev_null(st: os.stat_result) -> bool:
@@ -306,7 +326,7 @@ class MemoryLog:
         if len(self._head) < _GUARD:
             self._head = (self._head + data[:end])[:_GUARD]
         if end >= _GUARD:
-            self._guard = data[end - _GUARD:end]
+            self._guard = data[end - _GUARD : end]
         else:
             self._guard = (self._guard + data[:end])[-_GUARD:]
         tail = data[end:]
@@ -345,8 +365,12 @@ class MemoryLog:
         try:
             text = tail.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _Unreadable(f"invalid UTF-8 at line {lineno} (the last line, which has no newline); the "
-                              "worker cannot load this bank", lineno, offset + exc.start) from None
+            raise _Unreadable(
+                f"invalid UTF-8 at line {lineno} (the last line, which has no newline); the "
+                "worker cannot load this bank",
+                lineno,
+                offset + exc.start,
+            ) from None
         if not rust_trim(text):
             return None
         memory = read_record(tail)
@@ -413,8 +437,9 @@ class MemoryLog:
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _Unreadable(f"invalid UTF-8 at line {lineno}; the worker cannot load this bank",
-                              lineno, start + exc.start) from None
+            raise _Unreadable(
+                f"invalid UTF-8 at line {lineno}; the worker cannot load this bank", lineno, start + exc.start
+            ) from None
         if not rust_trim(text):
             return None  # blank lines are skipped, as the worker does
         try:

@@ -12,7 +12,14 @@ from typing import Iterable
 
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.iii.record import (
-    MAX_LIST, TEXT_MAX_BYTES, TEXT_MIN_BYTES, U32_MAX, Memory, Source, fingerprint, new_memory,
+    MAX_LIST,
+    TEXT_MAX_BYTES,
+    TEXT_MIN_BYTES,
+    U32_MAX,
+    Memory,
+    Source,
+    fingerprint,
+    new_memory,
     normalize_labels,
 )
 from keepgui.core.iii.textrules import byte_len, rust_trim
@@ -62,10 +69,17 @@ def save_transition(
     new_tags = normalize_labels(tags)
     if existing is None:
         record = new_memory(
-            id=mid, text=text, entities=normalize_labels(entities), tags=new_tags,
-            confidence="stated", corroboration=0, pinned=bool(pinned),
+            id=mid,
+            text=text,
+            entities=normalize_labels(entities),
+            tags=new_tags,
+            confidence="stated",
+            corroboration=0,
+            pinned=bool(pinned),
             source=Source(session_id=session_id) if session_id is not None else None,
-            created_at=now, updated_at=now, revision=0,
+            created_at=now,
+            updated_at=now,
+            revision=0,
         )
         return Transition(record, created=True, event="created")
     merged = list(existing.tags)
@@ -129,7 +143,11 @@ def delete_transition(existing: Memory | None, memory_id: str, now: int | None =
 
 
 def supersede_transition(
-    loser: Memory | None, loser_id: str, winner: Memory | None, winner_id: str, now: int | None = None,
+    loser: Memory | None,
+    loser_id: str,
+    winner: Memory | None,
+    winner_id: str,
+    now: int | None = None,
 ) -> Transition:
     """``memory::supersede``: retire ``loser`` in favour of ``winner``, with the worker's
     error checks in the worker's order (§5.7). The winner is not modified."""
@@ -144,9 +162,7 @@ def supersede_transition(
     if loser.pinned:
         raise InvalidInput(f"memory `{loser_id}` is pinned; pinned memories are untouchable by automatic paths")
     if loser.invalid_at is not None:
-        raise InvalidInput(
-            f"memory `{loser_id}` is already retired (superseded_by: {loser.superseded_by or 'none'})"
-        )
+        raise InvalidInput(f"memory `{loser_id}` is already retired (superseded_by: {loser.superseded_by or 'none'})")
     now = now_ms() if now is None else now
     record = loser.replace(invalid_at=now, superseded_by=winner_id, updated_at=now, revision=loser.revision + 1)
     return Transition(record, event="superseded", previous=loser)
@@ -160,8 +176,7 @@ def restore_transition(existing: Memory | None, memory_id: str, now: int | None 
     if existing.invalid_at is None:
         return Transition(None, previous=existing)
     now = now_ms() if now is None else now
-    record = existing.replace(invalid_at=None, superseded_by=None, updated_at=now,
-                              revision=existing.revision + 1)
+    record = existing.replace(invalid_at=None, superseded_by=None, updated_at=now, revision=existing.revision + 1)
     return Transition(record, event="created", previous=existing)
 
 
@@ -173,8 +188,9 @@ def reinforce_transition(existing: Memory | None, memory_id: str, now: int | Non
     if existing.invalid_at is not None:
         raise InvalidInput(f"memory `{memory_id}` is not live")
     now = now_ms() if now is None else now
-    record = existing.replace(corroboration=min(existing.corroboration + 1, U32_MAX), updated_at=now,
-                              revision=existing.revision + 1)
+    record = existing.replace(
+        corroboration=min(existing.corroboration + 1, U32_MAX), updated_at=now, revision=existing.revision + 1
+    )
     return Transition(record, event="updated", previous=existing)
 
 

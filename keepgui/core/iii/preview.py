@@ -34,7 +34,13 @@ from keepgui.core.iii.index import BankIndex
 from keepgui.core.iii.log import LogDelta
 from keepgui.core.iii.record import U64_MAX, Memory
 from keepgui.core.iii.recall import (
-    RETRIEVAL_LEXICAL, Hit, RecallResult, json_text, query_tokens, recall, recall_request,
+    RETRIEVAL_LEXICAL,
+    Hit,
+    RecallResult,
+    json_text,
+    query_tokens,
+    recall,
+    recall_request,
 )
 from keepgui.core.iii.store import Bank
 from keepgui.core.iii.textrules import byte_len, cut_at_char_boundary, rust_trim
@@ -52,11 +58,12 @@ _HEADER = (
     "conversation are extracted and saved after each turn, and relevant memories are provided to you when "
     "they exist. When the user asks you to remember something, acknowledge it \u2014 no save call is needed.\n"
 )
-_TRUNCATED = ("\n## {name}\n{content}\n[rule truncated: over the {limit} char injection budget \u2014 "
-              "trim it in the memory page]\n")
+_TRUNCATED = (
+    "\n## {name}\n{content}\n[rule truncated: over the {limit} char injection budget \u2014 "
+    "trim it in the memory page]\n"
+)
 _OMITTED = "\n## {name} [omitted: over the injection budget]\n"
-_MESSAGE_HEAD = ('<memory bank="{bank}">\nRelevant remembered memories (auto-recalled; verify anything '
-                 "surprising):\n")
+_MESSAGE_HEAD = '<memory bank="{bank}">\nRelevant remembered memories (auto-recalled; verify anything surprising):\n'
 _MESSAGE_TAIL = "\n</memory>"
 _TRUNCATE_NEEDS = 200  # a rule is cut only when more than this many bytes of budget are left
 
@@ -144,8 +151,10 @@ def budget_note(recall_budget_tokens: int) -> str:
     product = recall_budget_tokens * BYTES_PER_TOKEN
     if product <= U64_MAX:
         return ""
-    return (f"recall_budget_tokens × 4 = {product:,} does not fit the worker's 64-bit integer: it wraps to "
-            f"{memory_budget(recall_budget_tokens):,} bytes, and that is the budget the worker uses")
+    return (
+        f"recall_budget_tokens × 4 = {product:,} does not fit the worker's 64-bit integer: it wraps to "
+        f"{memory_budget(recall_budget_tokens):,} bytes, and that is the budget the worker uses"
+    )
 
 
 def memories_message(bank: str, items: Sequence[Hit], recall_budget_tokens: int) -> tuple[str | None, list[Hit]]:
@@ -245,8 +254,11 @@ class Preview:
     def to_obj(self) -> dict[str, Any]:
         """The response object as a JSON reader sees the worker's (key order included)."""
         obj: dict[str, Any] = {
-            "bank": self.bank, "system_prompt_section": self.system_prompt_section, "rules": self.rules,
-            "rules_truncated": self.rules_truncated, "memories": [hit.to_obj() for hit in self.memories],
+            "bank": self.bank,
+            "system_prompt_section": self.system_prompt_section,
+            "rules": self.rules,
+            "rules_truncated": self.rules_truncated,
+            "memories": [hit.to_obj() for hit in self.memories],
         }
         if self.message is not None:
             obj["message"] = self.message
@@ -260,10 +272,19 @@ class Preview:
         :class:`~keepgui.core.iii.vectors.LexicalNotice` (and ``budget_note``
         when the budget wraps); every worker-shaped field stays as it is.
         """
-        text = ('{"bank":' + json_text(self.bank) + ',"system_prompt_section":'
-                + json_text(self.system_prompt_section) + ',"rules":' + str(self.rules)
-                + ',"rules_truncated":' + ("true" if self.rules_truncated else "false")
-                + ',"memories":[' + ",".join(hit.to_json() for hit in self.memories) + "]")
+        text = (
+            '{"bank":'
+            + json_text(self.bank)
+            + ',"system_prompt_section":'
+            + json_text(self.system_prompt_section)
+            + ',"rules":'
+            + str(self.rules)
+            + ',"rules_truncated":'
+            + ("true" if self.rules_truncated else "false")
+            + ',"memories":['
+            + ",".join(hit.to_json() for hit in self.memories)
+            + "]"
+        )
         if self.message is not None:
             text += ',"message":' + json_text(self.message)
         text += ',"retrieval":' + json_text(self.retrieval)
@@ -311,12 +332,20 @@ class BankEngine:
         if not bank.exists():
             raise NotFound(f"bank `{bank.name}` not found in {bank.datadir.path}")
         if bank.unreadable:
-            raise NotFound(f"bank `{bank.name}` cannot be loaded by the worker ({bank.unreadable}), "
-                           "so memory::preview would answer BankNotFound")
+            raise NotFound(
+                f"bank `{bank.name}` cannot be loaded by the worker ({bank.unreadable}), "
+                "so memory::preview would answer BankNotFound"
+            )
 
-    def recall(self, query: str, limit: int | None = None, tag: str | None = None,
-               include_superseded: bool = False, now_ms: int | None = None,
-               whatif: WhatIf | None = None) -> RecallResult:
+    def recall(
+        self,
+        query: str,
+        limit: int | None = None,
+        tag: str | None = None,
+        include_superseded: bool = False,
+        now_ms: int | None = None,
+        whatif: WhatIf | None = None,
+    ) -> RecallResult:
         """``memory::recall``: at most ``min(limit or recall_limit, 100)`` hits, tag filtered last."""
         whatif = whatif or WhatIf()
         config = whatif.config or self.config
@@ -325,8 +354,16 @@ class BankEngine:
             self._check_bank()
             self.index.ensure_current()
             with self.index.overlay(whatif.records(self.index.records, now)):
-                result = recall_request(self.index, self.bank.name, query, config, now_ms=now, limit=limit,
-                                        tag=tag, include_superseded=include_superseded)
+                result = recall_request(
+                    self.index,
+                    self.bank.name,
+                    query,
+                    config,
+                    now_ms=now,
+                    limit=limit,
+                    tag=tag,
+                    include_superseded=include_superseded,
+                )
             return dataclasses.replace(result, notice=self.notice(config))
 
     def top_memories(self, limit: int, whatif: WhatIf | None = None, now_ms: int | None = None) -> list[Memory]:
@@ -348,8 +385,9 @@ class BankEngine:
             rules = whatif.apply_rules(self._rules())
             self.index.ensure_current()
             with self.index.overlay(whatif.records(self.index.records, now)):
-                hits = recall(self.index, query, config.recall_limit, now_ms=now,
-                              half_life_days=config.decay_half_life_days)
+                hits = recall(
+                    self.index, query, config.recall_limit, now_ms=now, half_life_days=config.decay_half_life_days
+                )
                 top = self.index.top(config.recall_limit) if len(hits) < floor else []
             notice = self.notice(config)
         part, truncated, outcomes = render_rules(rules, config.max_rule_chars)
@@ -357,10 +395,20 @@ class BankEngine:
         candidates = apply_floor(hits, top, floor)
         message, fitted = memories_message(self.bank.name, candidates, config.recall_budget_tokens)
         return Preview(
-            bank=self.bank.name, system_prompt_section=section, rules=len(rules), rules_truncated=truncated,
-            memories=fitted, message=message if config.inject_memories else None, retrieval=RETRIEVAL_LEXICAL,
-            candidates=candidates, rule_outcomes=outcomes, query_tokens=query_tokens(query), now_ms=now,
-            config=config, notice=notice, budget_note=budget_note(config.recall_budget_tokens),
+            bank=self.bank.name,
+            system_prompt_section=section,
+            rules=len(rules),
+            rules_truncated=truncated,
+            memories=fitted,
+            message=message if config.inject_memories else None,
+            retrieval=RETRIEVAL_LEXICAL,
+            candidates=candidates,
+            rule_outcomes=outcomes,
+            query_tokens=query_tokens(query),
+            now_ms=now,
+            config=config,
+            notice=notice,
+            budget_note=budget_note(config.recall_budget_tokens),
         )
 
     def notice(self, config: MemoryConfig) -> LexicalNotice:
@@ -387,8 +435,14 @@ def _now(now_ms_given: int | None) -> int:
     return now_ms() if now_ms_given is None else now_ms_given
 
 
-def preview_bank(datadir, bank: str | None, query: str, config: MemoryConfig | None = None,
-                 now_ms: int | None = None, whatif: WhatIf | None = None) -> Preview:
+def preview_bank(
+    datadir,
+    bank: str | None,
+    query: str,
+    config: MemoryConfig | None = None,
+    now_ms: int | None = None,
+    whatif: WhatIf | None = None,
+) -> Preview:
     """One-shot preview of a bank of a :class:`~keepgui.core.iii.store.DataDir`.
 
     ``bank=None`` means the config's ``default_bank``; a missing bank raises
@@ -459,8 +513,9 @@ def _compare_memories(ours: list, theirs: list) -> list[Difference]:
         elif memory_a != memory_b:
             diffs.append(Difference(f"memories[{i}].memory", memory_a, memory_b))
         score_a, score_b = a.get("score", _MISSING), b.get("score", _MISSING)
-        if not (_is_number(score_a) and _is_number(score_b)
-                and math.isclose(score_a, score_b, rel_tol=SCORE_TOLERANCE)):
+        if not (
+            _is_number(score_a) and _is_number(score_b) and math.isclose(score_a, score_b, rel_tol=SCORE_TOLERANCE)
+        ):
             diffs.append(Difference(f"memories[{i}].score", score_a, score_b))
         for key in [k for k in b if k not in ("memory", "score")]:
             diffs.append(Difference(f"memories[{i}].{key}", _MISSING, b[key]))

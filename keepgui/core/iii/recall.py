@@ -105,19 +105,30 @@ class ScoreParts:
 
     def to_obj(self) -> dict[str, Any]:
         """Every part as JSON (floats in full precision)."""
-        return {"bm25": self.bm25, "entity_hits": self.entity_hits, "entity": self.entity,
-                "corroboration": self.corroboration, "pinned": self.pinned, "base": self.base,
-                "age_days": self.age_days, "recency": self.recency, "final": self.final}
+        return {
+            "bm25": self.bm25,
+            "entity_hits": self.entity_hits,
+            "entity": self.entity,
+            "corroboration": self.corroboration,
+            "pinned": self.pinned,
+            "base": self.base,
+            "age_days": self.age_days,
+            "recency": self.recency,
+            "final": self.final,
+        }
 
     def explain(self) -> str:
         """One line: ``(bm25 + entity + corroboration + pin) × recency = final``."""
-        return (f"(bm25 {self.bm25:.4f} + entity {self.entity:.2f} [{self.entity_hits} hit"
-                f"{'' if self.entity_hits == 1 else 's'}] + corroboration {self.corroboration:.4f} + pin "
-                f"{self.pinned:.2f}) × recency {self.recency:.4f} [{self.age_days:.1f} d old] = {self.final:.4f}")
+        return (
+            f"(bm25 {self.bm25:.4f} + entity {self.entity:.2f} [{self.entity_hits} hit"
+            f"{'' if self.entity_hits == 1 else 's'}] + corroboration {self.corroboration:.4f} + pin "
+            f"{self.pinned:.2f}) × recency {self.recency:.4f} [{self.age_days:.1f} d old] = {self.final:.4f}"
+        )
 
 
-def fused_parts(bm25: float, memory: Memory, query_set: set[str] | frozenset[str], now_ms: int,
-                half_life_days: int) -> ScoreParts:
+def fused_parts(
+    bm25: float, memory: Memory, query_set: set[str] | frozenset[str], now_ms: int, half_life_days: int
+) -> ScoreParts:
     """The fused score of one candidate, part by part (spec §2.5)."""
     hits = sum(1 for token in entity_tokens(memory.entities) if token in query_set)
     return ScoreParts(
@@ -222,8 +233,9 @@ class Hit:
         """The worker's bytes for this hit (``parts`` appends keepgui's explanation)."""
         text = '{"memory":' + self.memory.to_json() + ',"score":' + f32_text(self.score)
         if parts:
-            text += ',"parts":' + (json.dumps(self.parts.to_obj(), separators=(",", ":"))
-                                   if self.parts is not None else "null")
+            text += ',"parts":' + (
+                json.dumps(self.parts.to_obj(), separators=(",", ":")) if self.parts is not None else "null"
+            )
         return text + "}"
 
 
@@ -236,13 +248,15 @@ def _scored(parts: ScoreParts, memory: Memory) -> Hit:
     return Hit(memory, parts.final, parts)
 
 
-def _exact(index: "BankIndex", tokens: list[str], query_set: set[str], memory: Memory, now_ms: int,
-           half_life_days: int) -> Hit:
+def _exact(
+    index: "BankIndex", tokens: list[str], query_set: set[str], memory: Memory, now_ms: int, half_life_days: int
+) -> Hit:
     return _scored(fused_parts(index.bm25(tokens, memory.id), memory, query_set, now_ms, half_life_days), memory)
 
 
-def _best_live(index: "BankIndex", tokens: list[str], query_set: set[str], limit: int, now_ms: int,
-               half_life_days: int) -> list[Hit]:
+def _best_live(
+    index: "BankIndex", tokens: list[str], query_set: set[str], limit: int, now_ms: int, half_life_days: int
+) -> list[Hit]:
     """The ``limit`` best lexical candidates, exactly as if every candidate had been scored.
 
     Documents holding a rare query term are gathered first. Documents holding
@@ -295,8 +309,11 @@ def _best_live(index: "BankIndex", tokens: list[str], query_set: set[str], limit
             threshold = evaluate(promising(index.add_docs(index.day_docs(days[start:end]) - gathered, terms)))
             end = start
             seed *= 2
-            if not end or (threshold and ceiling * recency((days[end - 1] + 1) * DAY_MS - 1, now_ms, half_life_days)
-                           < threshold * (1 - _SLACK)):
+            if not end or (
+                threshold
+                and ceiling * recency((days[end - 1] + 1) * DAY_MS - 1, now_ms, half_life_days)
+                < threshold * (1 - _SLACK)
+            ):
                 break
     # Every document left out has a bound below the limit-th exact score, so it cannot rank.
     floor = threshold * (1 - _SLACK)
@@ -304,8 +321,16 @@ def _best_live(index: "BankIndex", tokens: list[str], query_set: set[str], limit
     return heapq.nsmallest(limit, hits.values(), key=order_key)
 
 
-def _window_start(days: list[int], end: int, index: "BankIndex", threshold: float, ceiling: float, seed: int,
-                  now_ms: int, half_life_days: int) -> int:
+def _window_start(
+    days: list[int],
+    end: int,
+    index: "BankIndex",
+    threshold: float,
+    ceiling: float,
+    seed: int,
+    now_ms: int,
+    half_life_days: int,
+) -> int:
     """Where the next window of days (newest first) starts: ``days[start:end]`` is visited next.
 
     Without a threshold yet, enough days for ``seed`` documents; with one,
@@ -326,8 +351,16 @@ def _window_start(days: list[int], end: int, index: "BankIndex", threshold: floa
     return min(start, bisect.bisect_left(days, int(oldest // DAY_MS), 0, end))
 
 
-def recall(index: "BankIndex", query: str, limit: int, *, tag: str | None = None,
-           include_superseded: bool = False, now_ms: int, half_life_days: int) -> list[Hit]:
+def recall(
+    index: "BankIndex",
+    query: str,
+    limit: int,
+    *,
+    tag: str | None = None,
+    include_superseded: bool = False,
+    now_ms: int,
+    half_life_days: int,
+) -> list[Hit]:
     """The store's recall (spec §2.4–§2.6): rank, truncate to ``limit``, then keep ``tag`` only.
 
     ``limit`` is used as given (the hook and preview pass ``recall_limit``);
@@ -370,15 +403,19 @@ class RecallResult:
 
     def to_obj(self, parts: bool = False) -> dict[str, Any]:
         """``{"bank", "memories": [{"memory", "score"}], "retrieval"}``."""
-        return {"bank": self.bank, "memories": [hit.to_obj(parts) for hit in self.hits],
-                "retrieval": self.retrieval}
+        return {"bank": self.bank, "memories": [hit.to_obj(parts) for hit in self.hits], "retrieval": self.retrieval}
 
     def to_json(self, parts: bool = False, notice: bool = False) -> str:
         """Compact JSON, byte for byte the worker's response (``parts`` adds one key per hit;
         ``notice`` one ``keepgui`` key after the worker's fields, see LexicalNotice)."""
-        text = ('{"bank":' + json_text(self.bank) + ',"memories":['
-                + ",".join(hit.to_json(parts) for hit in self.hits)
-                + '],"retrieval":' + json_text(self.retrieval))
+        text = (
+            '{"bank":'
+            + json_text(self.bank)
+            + ',"memories":['
+            + ",".join(hit.to_json(parts) for hit in self.hits)
+            + '],"retrieval":'
+            + json_text(self.retrieval)
+        )
         if notice and self.notice is not None:
             text += ',"keepgui":' + json_text(self.notice.to_obj())
         return text + "}"
@@ -392,11 +429,26 @@ def recall_limit(requested: int | None, config: "MemoryConfig") -> int:
     return min(config.recall_limit if requested is None else requested, RECALL_LIMIT_CAP)
 
 
-def recall_request(index: "BankIndex", bank: str, query: str, config: "MemoryConfig", *, now_ms: int,
-                   limit: int | None = None, tag: str | None = None,
-                   include_superseded: bool = False) -> RecallResult:
+def recall_request(
+    index: "BankIndex",
+    bank: str,
+    query: str,
+    config: "MemoryConfig",
+    *,
+    now_ms: int,
+    limit: int | None = None,
+    tag: str | None = None,
+    include_superseded: bool = False,
+) -> RecallResult:
     """``memory::recall {bank, query, limit?, include_superseded?, tag?}`` (spec §2.6)."""
     n = recall_limit(limit, config)
-    hits = recall(index, query, n, tag=tag, include_superseded=include_superseded, now_ms=now_ms,
-                  half_life_days=config.decay_half_life_days)
+    hits = recall(
+        index,
+        query,
+        n,
+        tag=tag,
+        include_superseded=include_superseded,
+        now_ms=now_ms,
+        half_life_days=config.decay_half_life_days,
+    )
     return RecallResult(bank, hits, RETRIEVAL_LEXICAL, query_tokens(query), n, now_ms)

@@ -175,8 +175,12 @@ _DECODE_LENIENT = msgspec.json.Decoder(_LenientMemory).decode
 
 
 def _check_bounds(memory: Memory) -> None:
-    if (memory.created_at > U64_MAX or memory.updated_at > U64_MAX or memory.revision > U64_MAX
-            or (memory.invalid_at is not None and memory.invalid_at > U64_MAX)):
+    if (
+        memory.created_at > U64_MAX
+        or memory.updated_at > U64_MAX
+        or memory.revision > U64_MAX
+        or (memory.invalid_at is not None and memory.invalid_at > U64_MAX)
+    ):
         raise RecordError("an integer field is larger than the worker's u64 range")
 
 
@@ -196,8 +200,12 @@ def decode_canonical(line: bytes) -> Memory | None:
         return None
     if _ENCODE(memory) != line:
         return None
-    if len(line) > 40 and (memory.created_at > U64_MAX or memory.updated_at > U64_MAX
-                           or memory.revision > U64_MAX or (memory.invalid_at or 0) > U64_MAX):
+    if len(line) > 40 and (
+        memory.created_at > U64_MAX
+        or memory.updated_at > U64_MAX
+        or memory.revision > U64_MAX
+        or (memory.invalid_at or 0) > U64_MAX
+    ):
         return None
     return memory
 
@@ -221,8 +229,9 @@ def _reject_constant(name: str) -> Any:
     raise RecordError(f"{name} is not valid JSON")
 
 
-_SERDE_VIEW = json.JSONDecoder(object_pairs_hook=ObjectPairs, parse_int=_int_or_negative_zero,
-                               parse_constant=_reject_constant)
+_SERDE_VIEW = json.JSONDecoder(
+    object_pairs_hook=ObjectPairs, parse_int=_int_or_negative_zero, parse_constant=_reject_constant
+)
 """Python's json, made to keep what msgspec smooths over: repeated keys and ``-0``."""
 
 _MEMORY_FIELDS = frozenset(Memory.__struct_fields__)
@@ -368,7 +377,7 @@ def is_valid_utf8(data: bytes, chunk: int = 1 << 20) -> int | None:
     view = memoryview(data)
     for start in range(0, len(data), chunk):
         try:
-            decoder.decode(view[start:start + chunk], final=start + chunk >= len(data))
+            decoder.decode(view[start : start + chunk], final=start + chunk >= len(data))
         except UnicodeDecodeError as exc:
             return start + exc.start
     return None

@@ -65,8 +65,15 @@ def _plain_folder_name(name: str, what: str) -> str:
     """Refuse names that could leave the folder they belong in (``../x``, ``a/b``, ``.trash``)."""
     # A backslash is an ordinary character in a POSIX file name (the worker loads a bank
     # folder `back\\slash`); only where it separates folders can it leave the data dir.
-    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name
-            or ("\\" in name and "\\" in (os.sep, os.altsep)) or "\x00" in name or name.startswith(".")):
+    if (
+        not isinstance(name, str)
+        or not name
+        or name in (".", "..")
+        or "/" in name
+        or ("\\" in name and "\\" in (os.sep, os.altsep))
+        or "\x00" in name
+        or name.startswith(".")
+    ):
         raise InvalidInput(f"`{name}` is not a {what} name")
     return name
 
@@ -167,8 +174,14 @@ class BankInfo:
 
     def to_obj(self) -> dict:
         """``{name, description, memories, pinned, rules}`` plus ``readable``/``reason``."""
-        obj = {"name": self.name, "description": self.description, "memories": self.memories,
-               "pinned": self.pinned, "rules": self.rules, "readable": self.readable}
+        obj = {
+            "name": self.name,
+            "description": self.description,
+            "memories": self.memories,
+            "pinned": self.pinned,
+            "rules": self.rules,
+            "readable": self.readable,
+        }
         if not self.readable:
             obj["reason"] = self.reason
         return obj
@@ -224,8 +237,10 @@ class Bank:
         target = self.link_target()
         if target is None:
             return None
-        return (f"a link to {target}: the worker does not load it (it skips bank folders that are "
-                "symbolic links), so keepgui neither previews it nor writes through it")
+        return (
+            f"a link to {target}: the worker does not load it (it skips bank folders that are "
+            "symbolic links), so keepgui neither previews it nor writes through it"
+        )
 
     def refresh(self, progress=None) -> LogDelta:
         """Bring the memories up to date (incrementally when the log only grew).
@@ -424,8 +439,9 @@ class Bank:
             real = os.path.realpath(self.rules_path)
             root = os.path.realpath(self.datadir.path)
             if os.path.commonpath([real, root]) != root:
-                raise ReadOnly(f"{self.rules_path} is a link to {real}, outside the data dir; "
-                               "keepgui does not write through it")
+                raise ReadOnly(
+                    f"{self.rules_path} is a link to {real}, outside the data dir; keepgui does not write through it"
+                )
 
     def delete_rule(self, name: str, expect: fsio.Stamp | None = None) -> None:
         """Delete a rule file (any listed name, valid or not), refusing if it changed since ``expect``."""
@@ -454,15 +470,28 @@ class Bank:
         """Mutations appended together, under the log's lock, in one write (see :class:`Batch`)."""
         return Batch(self, now)
 
-    def save(self, text: str, entities: Iterable[str] = (), tags: Iterable[str] = (), pinned: bool = False,
-             session_id: str | None = None, now: int | None = None) -> mut.Transition:
+    def save(
+        self,
+        text: str,
+        entities: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        pinned: bool = False,
+        session_id: str | None = None,
+        now: int | None = None,
+    ) -> mut.Transition:
         """``memory::save`` (creates the bank if needed)."""
         with self.batch(now) as b:
             return b.save(text, entities, tags, pinned, session_id)
 
-    def update(self, memory_id: str, text: str | None = None, entities: Iterable[str] | None = None,
-               tags: Iterable[str] | None = None, pinned: bool | None = None,
-               now: int | None = None) -> mut.Transition:
+    def update(
+        self,
+        memory_id: str,
+        text: str | None = None,
+        entities: Iterable[str] | None = None,
+        tags: Iterable[str] | None = None,
+        pinned: bool | None = None,
+        now: int | None = None,
+    ) -> mut.Transition:
         """``memory::update``."""
         with self.batch(now) as b:
             return b.update(memory_id, text, entities, tags, pinned)
@@ -557,13 +586,15 @@ class Batch:
     def save(self, text, entities=(), tags=(), pinned=False, session_id=None) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.save_transition`."""
         mid = fingerprint(mut.clean_text(text))
-        return self._apply(mut.save_transition(self.current(mid), text, entities, tags, pinned, session_id,
-                                               self._time()))
+        return self._apply(
+            mut.save_transition(self.current(mid), text, entities, tags, pinned, session_id, self._time())
+        )
 
     def update(self, memory_id, text=None, entities=None, tags=None, pinned=None) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.update_transition`."""
-        return self._apply(mut.update_transition(self.current(memory_id), memory_id, text, entities, tags,
-                                                 pinned, self._time()))
+        return self._apply(
+            mut.update_transition(self.current(memory_id), memory_id, text, entities, tags, pinned, self._time())
+        )
 
     def pin(self, memory_id, pinned=True) -> mut.Transition:
         """``memory::pin``: exactly an update of ``pinned``."""
@@ -575,8 +606,9 @@ class Batch:
 
     def supersede(self, memory_id, by) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.supersede_transition`."""
-        return self._apply(mut.supersede_transition(self.current(memory_id), memory_id, self.current(by), by,
-                                                    self._time()))
+        return self._apply(
+            mut.supersede_transition(self.current(memory_id), memory_id, self.current(by), by, self._time())
+        )
 
     def restore(self, memory_id) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.restore_transition`."""
@@ -733,8 +765,10 @@ class DataDir:
         """``<data_dir>/.trash``, refusing (ReadOnly) when it is a link: banks would be moved out of the data dir."""
         trash = os.path.join(self.path, TRASH_DIR)
         if os.path.islink(trash):
-            raise ReadOnly(f"{trash} is a link to {os.path.realpath(trash)}; keepgui does not move banks "
-                           "through it (fix or remove the link)")
+            raise ReadOnly(
+                f"{trash} is a link to {os.path.realpath(trash)}; keepgui does not move banks "
+                "through it (fix or remove the link)"
+            )
         return trash
 
     def trashed(self) -> list[TrashedBank]:
@@ -793,6 +827,11 @@ class DataDir:
 
 def bank_yaml(description: str) -> bytes:
     """``bank.yaml`` for a description: one line, ``description: <yaml scalar>``."""
-    text = yaml.safe_dump({"description": rust_trim(description)}, allow_unicode=True,
-                          default_flow_style=False, sort_keys=False, width=1 << 30)
+    text = yaml.safe_dump(
+        {"description": rust_trim(description)},
+        allow_unicode=True,
+        default_flow_style=False,
+        sort_keys=False,
+        width=1 << 30,
+    )
     return text.encode("utf-8")

@@ -50,8 +50,10 @@ class VectorReport:
         """One line for people."""
         if not self.exists:
             return "no vectors.jsonl (recall is lexical only)"
-        return (f"{len(self.current)} current, {len(self.stale)} stale, {len(self.missing)} live memories "
-                f"without a vector, {self.unparsed} unreadable lines")
+        return (
+            f"{len(self.current)} current, {len(self.stale)} stale, {len(self.missing)} live memories "
+            f"without a vector, {self.unparsed} unreadable lines"
+        )
 
 
 def _revision_is_negative_zero(line: bytes) -> bool:
@@ -123,17 +125,25 @@ class LexicalNotice:
         if not self.embeddings_enabled:
             return "embeddings_enabled is false, so the worker ranks lexically too: this is its ranking"
         if not self.current_vectors:
-            return ("keepgui cannot embed the query; the bank holds no current vector, so the worker's "
-                    "memories are the same, though it reports bm25-entity-semantic when its embedder answers")
-        return (f"keepgui cannot embed the query; with embeddings_enabled the worker ranks bm25-entity-semantic "
-                f"and adds any of the bank's {self.current_vectors:,} current vectors with cosine > 0.25, "
-                "so its memories and order can differ")
+            return (
+                "keepgui cannot embed the query; the bank holds no current vector, so the worker's "
+                "memories are the same, though it reports bm25-entity-semantic when its embedder answers"
+            )
+        return (
+            f"keepgui cannot embed the query; with embeddings_enabled the worker ranks bm25-entity-semantic "
+            f"and adds any of the bank's {self.current_vectors:,} current vectors with cosine > 0.25, "
+            "so its memories and order can differ"
+        )
 
     def to_obj(self) -> dict:
         """The ``keepgui`` key of ``preview --json`` and ``recall --json`` (beside the worker's fields)."""
-        return {"lexical_only": True, "embeddings_enabled": self.embeddings_enabled,
-                "current_vectors": self.current_vectors,
-                "worker_may_rank_differently": self.worker_may_rank_differently, "why": self.why()}
+        return {
+            "lexical_only": True,
+            "embeddings_enabled": self.embeddings_enabled,
+            "current_vectors": self.current_vectors,
+            "worker_may_rank_differently": self.worker_may_rank_differently,
+            "why": self.why(),
+        }
 
 
 def count_current_vectors(bank_path: str, records: dict[str, Memory]) -> int:

@@ -35,8 +35,13 @@ class ReloadOutcome:
 class WorkerLink:
     """How keepgui reaches a running worker (reload after writes, live preview)."""
 
-    def __init__(self, reload_command: str | None = None, iii: str | None = None, timeout: float = 5.0,
-                 environ: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        reload_command: str | None = None,
+        iii: str | None = None,
+        timeout: float = 5.0,
+        environ: dict[str, str] | None = None,
+    ) -> None:
         env = os.environ if environ is None else environ
         self.iii = iii or env.get("KEEPGUI_III") or "iii"
         if reload_command is None:
@@ -57,8 +62,7 @@ class WorkerLink:
         if shutil.which(argv[0]) is None:
             return ReloadOutcome(False, f"`{argv[0]}` is not on PATH; {NOT_SEEN}")
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return ReloadOutcome(False, f"`{' '.join(argv)}` did not answer in {self.timeout:g} s; {NOT_SEEN}")
         except OSError as exc:
@@ -83,8 +87,9 @@ class WorkerLink:
             raise RuntimeError(f"`{self.iii}` is not on PATH; no running worker can be asked")
         argv = [self.iii, "trigger", function_id] + [f"{k}={v}" for k, v in args.items()]
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=max(self.timeout, 10.0),
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=max(self.timeout, 10.0), stdin=subprocess.DEVNULL
+            )
         except (subprocess.TimeoutExpired, OSError) as exc:
             raise RuntimeError(f"`{' '.join(argv[:3])}` could not run: {exc}") from None
         if done.returncode != 0:

@@ -24,17 +24,48 @@ from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
 from keepgui.core.nanobot import documents as nb
 from keepgui.core.nanobot.keep import (
-    ALREADY_KEPT, KEEP as KEEP_VERDICT, KEEP_CAPABILITIES, MAX_WORDS, REDIRECTED, REPLACE_OFFERED,
-    KeepResult, KeepStore,
+    ALREADY_KEPT,
+    KEEP as KEEP_VERDICT,
+    KEEP_CAPABILITIES,
+    MAX_WORDS,
+    REDIRECTED,
+    REPLACE_OFFERED,
+    KeepResult,
+    KeepStore,
 )
 from keepgui.core.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
 from keepgui.core.nanobot.workspace import KEEP_MD, Workspace, default_workspace_path
 from keepgui.core.paths import short_path
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
-    COMPACT, CREATE, CREATE_BANK, DISK, ENTITIES, HISTORY, PIN, QUERY, RANKED, TAGS, TRASH_BANK, WHAT_IF,
-    BankDefaults, BankKey, BankSummary, Capabilities, Change, Document, FileRow, Hint, Listing, Pending, Progress,
-    Row, RowDelta, SourceDefaults, WatchPlan, stamps_of,
+    COMPACT,
+    CREATE,
+    CREATE_BANK,
+    DISK,
+    ENTITIES,
+    HISTORY,
+    PIN,
+    QUERY,
+    RANKED,
+    TAGS,
+    TRASH_BANK,
+    WHAT_IF,
+    BankDefaults,
+    BankKey,
+    BankSummary,
+    Capabilities,
+    Change,
+    Document,
+    FileRow,
+    Hint,
+    Listing,
+    Pending,
+    Progress,
+    Row,
+    RowDelta,
+    SourceDefaults,
+    WatchPlan,
+    stamps_of,
 )
 
 KIND = "nanobot"
@@ -63,10 +94,12 @@ CAPABILITIES = Capabilities(
 )
 """What a keep.md can do in the window, and why not."""
 
-SOURCE_CAPABILITIES = Capabilities(missing={
-    CREATE_BANK: "a nanobot workspace has one keep.md; it has no banks to create",
-    TRASH_BANK: "a nanobot workspace's keep.md is not a bank that can be trashed",
-})
+SOURCE_CAPABILITIES = Capabilities(
+    missing={
+        CREATE_BANK: "a nanobot workspace has one keep.md; it has no banks to create",
+        TRASH_BANK: "a nanobot workspace's keep.md is not a bank that can be trashed",
+    }
+)
 
 REMOVED_PREFIX = "removed:"
 """The key of a retired row: an entry keepgui removed, kept in its history."""
@@ -99,8 +132,15 @@ def keep_rows(doc: KeepDoc, removed: Iterable[Any] = ()) -> list[Row]:
     present = {e.key for e in doc.entries}
     for record in removed:
         if record.restored_at is None and normalise(record.text) not in present:
-            rows.append(FileRow(id=REMOVED_PREFIX + record.id, text=record.text, position=1_000_000 + record.line,
-                                invalid_at=record.removed_at, updated_at=record.removed_at))
+            rows.append(
+                FileRow(
+                    id=REMOVED_PREFIX + record.id,
+                    text=record.text,
+                    position=1_000_000 + record.line,
+                    invalid_at=record.removed_at,
+                    updated_at=record.removed_at,
+                )
+            )
     return rows
 
 
@@ -113,24 +153,46 @@ def check_keep_md(store: KeepStore, text: str, doc: KeepDoc | None = None) -> tu
         return (Hint("error", str(exc)),)
     hints: list[Hint] = []
     if found.identical is not None:
-        hints.append(Hint("warning", f"Already kept as entry {found.identical.number}: "
-                                     f"{_quote(found.identical.text)} — nothing to add"))
+        hints.append(
+            Hint(
+                "warning",
+                f"Already kept as entry {found.identical.number}: {_quote(found.identical.text)} — nothing to add",
+            )
+        )
     elif found.contained_in:
         entry = found.contained_in[0]
-        hints.append(Hint("warning", f"Already kept: entry {entry.number} {_quote(entry.text)} contains it "
-                                     "(Ctrl+Enter keeps it as a variant)"))
+        hints.append(
+            Hint(
+                "warning",
+                f"Already kept: entry {entry.number} {_quote(entry.text)} contains it "
+                "(Ctrl+Enter keeps it as a variant)",
+            )
+        )
     if found.triage.verdict == KEEP_VERDICT:
         if found.already_kept is None:
             hints.insert(0, Hint("ok", "A durable fact about the user: it belongs in keep.md"))
     else:
-        hints.insert(0, Hint("warning", f"Belongs in {found.triage.destination}: {found.triage.reason}. "
-                                        "Ctrl+Enter keeps it in keep.md anyway"))
+        hints.insert(
+            0,
+            Hint(
+                "warning",
+                f"Belongs in {found.triage.destination}: {found.triage.reason}. Ctrl+Enter keeps it in keep.md anyway",
+            ),
+        )
     for entry in found.contains:
-        hints.append(Hint("info", f"Contains entry {entry.number} {_quote(entry.text)}: "
-                                  "Alt+Enter replaces it, Ctrl+Enter keeps both"))
+        hints.append(
+            Hint(
+                "info",
+                f"Contains entry {entry.number} {_quote(entry.text)}: Alt+Enter replaces it, Ctrl+Enter keeps both",
+            )
+        )
     for near in found.near[:3]:
-        hints.append(Hint("warning", f"Near-duplicate of entry {near.entry.number} {_quote(near.entry.text)} "
-                                     f"({near.score:.0f}% similar)"))
+        hints.append(
+            Hint(
+                "warning",
+                f"Near-duplicate of entry {near.entry.number} {_quote(near.entry.text)} ({near.score:.0f}% similar)",
+            )
+        )
     for match in found.memory[:2]:
         hints.append(Hint("info", f"Already in MEMORY.md, line {match.line}: {_quote(match.text.lstrip('-*+ '))}"))
     if found.words > MAX_WORDS:
@@ -170,9 +232,17 @@ class WorkspaceDocs:
 
     @staticmethod
     def _wrap(document: nb.Document) -> Document:
-        return Document(document.kind.name, document.kind.name, document.path, document.text, document.stamp,
-                        managed_by="Dream" if document.managed_by_dream else "", status=document.kind.status,
-                        notices=tuple(n.message for n in document.notices), raw=document)
+        return Document(
+            document.kind.name,
+            document.kind.name,
+            document.path,
+            document.text,
+            document.stamp,
+            managed_by="Dream" if document.managed_by_dream else "",
+            status=document.kind.status,
+            notices=tuple(n.message for n in document.notices),
+            raw=document,
+        )
 
     def current(self, doc: Document) -> tuple[str | None, fsio.Stamp]:
         """What is on disk now for ``doc`` (BOM dropped, as the editor shows it)."""
@@ -183,20 +253,28 @@ class WorkspaceDocs:
         """What to say before saving a Dream-managed file (what Dream does with it, Dream possibly running…)."""
         if not doc.managed_by:
             return []
-        warnings = [f"{doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
-                    "Dream's, and /dream-restore of an older commit overwrites it."]
+        warnings = [
+            f"{doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
+            "Dream's, and /dream-restore of an older commit overwrites it."
+        ]
         return warnings + [n.message for n in nb.pre_save_notices(self.source.workspace, doc.raw)]
 
     def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
         """Write ``text`` (a Dream-managed file only when ``confirmed``); ``result`` is the document read back."""
         source = self.source
         with source.lock:
-            result = nb.save_document(source.workspace, doc.raw, text, confirm_dream=confirmed,
-                                      history=source.history)
+            result = nb.save_document(source.workspace, doc.raw, text, confirm_dream=confirmed, history=source.history)
         saved = self._wrap(result.document)
-        change = Change(source.path, KEEP_BANK, f"Save {doc.title}", documents=frozenset({doc.name}),
-                        files=stamps_of(doc.path), result=saved, written=result.written,
-                        feedback=tuple(Hint(n.level, n.message) for n in result.notices))
+        change = Change(
+            source.path,
+            KEEP_BANK,
+            f"Save {doc.title}",
+            documents=frozenset({doc.name}),
+            files=stamps_of(doc.path),
+            result=saved,
+            written=result.written,
+            feedback=tuple(Hint(n.level, n.message) for n in result.notices),
+        )
         if result.written:
             change.reverse = self._undo(saved, result.previous, change.text)
         return change
@@ -208,15 +286,22 @@ class WorkspaceDocs:
             source = self.source
             with source.lock:
                 if previous is not None:
-                    result = nb.restore_version(source.workspace, saved.raw, previous, confirm_dream=True,
-                                                history=source.history)
+                    result = nb.restore_version(
+                        source.workspace, saved.raw, previous, confirm_dream=True, history=source.history
+                    )
                     restored, again = self._wrap(result.document), result.previous
                 else:
                     source.workspace.check_writable(saved.path)
                     fsio.remove_file(saved.path, expect=saved.stamp)
                     restored, again = self.read(saved.name), source.history.find(saved.path, saved.stamp.sha256)
-            change = Change(source.path, KEEP_BANK, text, documents=frozenset({saved.name}),
-                            files=stamps_of(saved.path), result=restored)
+            change = Change(
+                source.path,
+                KEEP_BANK,
+                text,
+                documents=frozenset({saved.name}),
+                files=stamps_of(saved.path),
+                result=restored,
+            )
             change.reverse = self._redo(restored, again, text)
             return change
 
@@ -228,11 +313,18 @@ class WorkspaceDocs:
         def forth() -> Change:
             source = self.source
             with source.lock:
-                result = nb.restore_version(source.workspace, restored.raw, version, confirm_dream=True,
-                                            history=source.history)
+                result = nb.restore_version(
+                    source.workspace, restored.raw, version, confirm_dream=True, history=source.history
+                )
             saved = self._wrap(result.document)
-            change = Change(source.path, KEEP_BANK, text, documents=frozenset({saved.name}),
-                            files=stamps_of(saved.path), result=saved)
+            change = Change(
+                source.path,
+                KEEP_BANK,
+                text,
+                documents=frozenset({saved.name}),
+                files=stamps_of(saved.path),
+                result=saved,
+            )
             change.reverse = self._undo(saved, result.previous, text)
             return change
 
@@ -318,8 +410,9 @@ class KeepBank(BankDefaults):
         """Read keep.md; every row when anything changed (or ``full``), nothing for an unchanged file."""
         with self.lock:
             before, doc, rows, changed = self._read()
-        change = Change(self.source.path, KEEP_BANK, origin=DISK,
-                        rows=RowDelta(rows, (), True) if changed or full else RowDelta())
+        change = Change(
+            self.source.path, KEEP_BANK, origin=DISK, rows=RowDelta(rows, (), True) if changed or full else RowDelta()
+        )
         if before is not None and before.stamp.sha256 != doc.stamp.sha256 and not full:
             change.notes = (f"keep.md changed on disk: {doc.entry_count} entries (was {before.entry_count})",)
             change.reviews = (KEEP_MD,)
@@ -330,7 +423,7 @@ class KeepBank(BankDefaults):
         return list(self.delivered)
 
     def summary(self) -> BankSummary:
-        """"159 entries · 161 lines · compaction due", or why keep.md cannot be read."""
+        """ "159 entries · 161 lines · compaction due", or why keep.md cannot be read."""
         if self.problem:
             return BankSummary(f"unreadable: {self.problem}", problem=self.problem)
         doc = self.doc
@@ -338,11 +431,15 @@ class KeepBank(BankDefaults):
             return BankSummary("loading…")
         due = ""
         if doc.compaction_due:
-            due = (f"keep.md has {doc.line_count} lines, over the keep skill's {SOFT_CAP}-line cap: compaction is due "
-                   f"(target about {COMPACTION_TARGET}). Review a plan before anything is written.")
-        return BankSummary(f"{doc.entry_count} entries · {doc.line_count} lines"
-                           + (" · compaction due" if doc.compaction_due else ""),
-                           compaction_due=due, size=f"{doc.line_count} lines")
+            due = (
+                f"keep.md has {doc.line_count} lines, over the keep skill's {SOFT_CAP}-line cap: compaction is due "
+                f"(target about {COMPACTION_TARGET}). Review a plan before anything is written."
+            )
+        return BankSummary(
+            f"{doc.entry_count} entries · {doc.line_count} lines" + (" · compaction due" if doc.compaction_due else ""),
+            compaction_due=due,
+            size=f"{doc.line_count} lines",
+        )
 
     def documents(self) -> WorkspaceDocs:
         """AGENTS.md and the Dream-managed documents."""
@@ -373,6 +470,7 @@ class KeepBank(BankDefaults):
         applied = change.result
         change.written = applied is not None and applied.changed
         if change.written:
+
             def back() -> Change:
                 undone = self._change(text, lambda store: applied.undo())
                 undone.result, undone.reverse = applied, forth
@@ -403,13 +501,21 @@ class KeepBank(BankDefaults):
             finally:
                 after = self.source.workspace.read(KEEP_MD)
                 _old, _doc, rows, _changed = self._read()  # also records this version in keepgui's history
-        change = Change(self.source.path, KEEP_BANK, text, rows=RowDelta(rows, (), True),
-                        files=stamps_of(self.store.path), result=result, written=after[0] != before[0])
+        change = Change(
+            self.source.path,
+            KEEP_BANK,
+            text,
+            rows=RowDelta(rows, (), True),
+            files=stamps_of(self.store.path),
+            result=result,
+            written=after[0] != before[0],
+        )
         change.reverse = lambda: self._swap(text, before, after)
         return change
 
-    def _swap(self, text: str, target: tuple[bytes | None, fsio.Stamp],
-              expected: tuple[bytes | None, fsio.Stamp]) -> Change:
+    def _swap(
+        self, text: str, target: tuple[bytes | None, fsio.Stamp], expected: tuple[bytes | None, fsio.Stamp]
+    ) -> Change:
         """Write ``target``'s bytes over exactly ``expected`` (refused when keep.md changed since)."""
         data = target[0] if target[0] is not None else b""
 
@@ -424,10 +530,12 @@ class KeepBank(BankDefaults):
         """Forget entries (kept in keepgui's history), or put removed ones back where they were."""
         keys = list(keys)
         if live:
-            records = [self.source.history.get_removed(k[len(REMOVED_PREFIX):]) for k in keys
-                       if k.startswith(REMOVED_PREFIX)]
-            return self._change(CAPABILITIES.describe("Restore", len(records)),
-                                lambda store: [store.restore(r) for r in records])
+            records = [
+                self.source.history.get_removed(k[len(REMOVED_PREFIX) :]) for k in keys if k.startswith(REMOVED_PREFIX)
+            ]
+            return self._change(
+                CAPABILITIES.describe("Restore", len(records)), lambda store: [store.restore(r) for r in records]
+            )
         ids = [k for k in keys if not k.startswith(REMOVED_PREFIX)]
         return self._change(f"Forget {CAPABILITIES.count(len(ids))}", lambda store: [store.remove(i) for i in ids])
 
@@ -439,14 +547,16 @@ class KeepBank(BankDefaults):
 
     def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
         """The keep skill's protocol: clean, triage, check for duplicates, then write ``- fact``."""
-        change = self._change(f"Keep {_quote(text, 40)}",
-                              lambda store: store.add(text, force=force, replace=replace))
+        change = self._change(f"Keep {_quote(text, 40)}", lambda store: store.add(text, force=force, replace=replace))
         result: KeepResult = change.result  # type: ignore[assignment]
         if not result.written:
             hints = [Hint("warning", _sentence(result.message))]
             way = _WAYS_ON.get(result.outcome)
-            if way and not (result.outcome == ALREADY_KEPT and result.entry is not None
-                            and normalise(result.entry.text) == normalise(result.fact)):
+            if way and not (
+                result.outcome == ALREADY_KEPT
+                and result.entry is not None
+                and normalise(result.entry.text) == normalise(result.fact)
+            ):
                 hints.append(Hint("info", way))
             change.feedback = tuple(hints)
             change.message = result.message
@@ -515,8 +625,9 @@ class NanobotSource(SourceDefaults):
         reviews = {KEEP_BANK: ("MEMORY.md",)} if "MEMORY.md" in names else {}
         rels = sorted(t for t in touched if t in DOCUMENT_FILES)
         notes = (f"{', '.join(rels)} changed on disk",) if rels else ()
-        return WatchPlan(False, frozenset({KEEP_BANK}) if KEEP_MD in touched else frozenset(), documents,
-                         reviews, notes)
+        return WatchPlan(
+            False, frozenset({KEEP_BANK}) if KEEP_MD in touched else frozenset(), documents, reviews, notes
+        )
 
 
 # ---------------------------------------------------------------------- the registry's entry
@@ -552,4 +663,3 @@ BACKEND = Backend(
     keep_rank=0,
 )
 """nanobot, as the registry knows it."""
-

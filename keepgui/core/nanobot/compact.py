@@ -75,30 +75,52 @@ from rapidfuzz.utils import default_process
 
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
-    Applied, ChangedSince, Counts, Operation, Plan, StalePlan, excerpt, make_operation, near_duplicates,
-    REVIEW_KINDS, register_applied_kind, register_kinds, words_only_in,
+    Applied,
+    ChangedSince,
+    Counts,
+    Operation,
+    Plan,
+    StalePlan,
+    excerpt,
+    make_operation,
+    near_duplicates,
+    REVIEW_KINDS,
+    register_applied_kind,
+    register_kinds,
+    words_only_in,
 )
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, Unreadable
 from keepgui.core.history import History, Journal, RemovedEntry, Version, file_key
 from keepgui.core.nanobot.documents import DOCUMENTS, append_lines
 from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, line_key, triage
 from keepgui.core.nanobot.keepmd import (
-    BOM, COMPACTION_TARGET, ContainmentIndex, SOFT_CAP, KeepDoc, canonical_line, contains, decode_text, entry_id, normalise,
+    BOM,
+    COMPACTION_TARGET,
+    ContainmentIndex,
+    SOFT_CAP,
+    KeepDoc,
+    canonical_line,
+    contains,
+    decode_text,
+    entry_id,
+    normalise,
 )
 from keepgui.core.nanobot.workspace import AGENTS_MD, KEEP_MD, MEMORY_MD, USER_MD, Notice, Workspace
 from keepgui.core.timefmt import now_ms
 
-PLANNER_KINDS = register_kinds({
-    "duplicate": "Exact duplicates",
-    "contained": "Contained in a more specific entry",
-    "stated-elsewhere": "Already stated in MEMORY.md, USER.md or AGENTS.md",
-    "move-to-agents": "Rules for the agent: move to AGENTS.md",
-    "blank": "Blank lines",
-    "undate": "Dates and timestamps inside entries",
-    "near-duplicate": "Near-duplicates (judgement call)",
-    "misplaced": "Not a durable fact (note, reminder, project)",
-    "heading": "Headings (keep.md is a flat list)",
-})
+PLANNER_KINDS = register_kinds(
+    {
+        "duplicate": "Exact duplicates",
+        "contained": "Contained in a more specific entry",
+        "stated-elsewhere": "Already stated in MEMORY.md, USER.md or AGENTS.md",
+        "move-to-agents": "Rules for the agent: move to AGENTS.md",
+        "blank": "Blank lines",
+        "undate": "Dates and timestamps inside entries",
+        "near-duplicate": "Near-duplicates (judgement call)",
+        "misplaced": "Not a durable fact (note, reminder, project)",
+        "heading": "Headings (keep.md is a flat list)",
+    }
+)
 """The kinds of a keep.md compaction plan, in the order it lists them."""
 
 REVIEW_THRESHOLD = 75.0
@@ -124,24 +146,31 @@ _MIN_STATED_WORDS = 3
 
 # ---------------------------------------------------------------------- dates
 
-_MONTHS = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-           r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_MONTHS = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _YEAR = r"(?:19|20)\d{2}"
 _ISO_DATE = r"\d{4}-\d{2}-\d{2}|\d{4}/\d{2}/\d{2}"
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?"
 _DATE_TIME = rf"(?:{_ISO_DATE})(?:[T ]{_CLOCK})"
-_ANY_DATE = (rf"(?:{_ISO_DATE}|{_MONTHS}\.? \d{{1,2}}(?:st|nd|rd|th)?,? {_YEAR}|\d{{1,2}}(?:st|nd|rd|th)? {_MONTHS}\.?,? "
-             rf"{_YEAR}|{_MONTHS}\.?,? {_YEAR}|(?:early |mid-?|late )?{_YEAR})")
+_ANY_DATE = (
+    rf"(?:{_ISO_DATE}|{_MONTHS}\.? \d{{1,2}}(?:st|nd|rd|th)?,? {_YEAR}|\d{{1,2}}(?:st|nd|rd|th)? {_MONTHS}\.?,? "
+    rf"{_YEAR}|{_MONTHS}\.?,? {_YEAR}|(?:early |mid-?|late )?{_YEAR})"
+)
 _STAMP_WORDS = r"(?:added|noted|saved|kept|updated|learned|learnt|recorded|captured|remembered|stored|logged)"
 _SEP = r"[-–—|:;,]"
 
 # Entry stamps: when a fact was noted, never the fact itself. Safe to drop.
 _STAMPS = [
     # a stamp word with a date: "(added 2025-03-01)", "— noted: 2025-03-01 14:22", "saved on 2025-03-01"
-    re.compile(rf"\s*{_SEP}?\s*[\[(]\s*{_STAMP_WORDS}\s*(?:on|at|:)?\s*(?:{_ISO_DATE})(?:[T ]{_CLOCK})?\s*[\])]",
-               re.IGNORECASE),
-    re.compile(rf"\s*{_SEP}?\s*\b{_STAMP_WORDS}\s*(?:on|at|:)?\s*(?:{_ISO_DATE})(?:[T ]{_CLOCK})?(?=\s*$|\s*[\])])",
-               re.IGNORECASE),
+    re.compile(
+        rf"\s*{_SEP}?\s*[\[(]\s*{_STAMP_WORDS}\s*(?:on|at|:)?\s*(?:{_ISO_DATE})(?:[T ]{_CLOCK})?\s*[\])]", re.IGNORECASE
+    ),
+    re.compile(
+        rf"\s*{_SEP}?\s*\b{_STAMP_WORDS}\s*(?:on|at|:)?\s*(?:{_ISO_DATE})(?:[T ]{_CLOCK})?(?=\s*$|\s*[\])])",
+        re.IGNORECASE,
+    ),
     # a date with a clock time at either end of the entry: how logs stamp lines
     re.compile(rf"^\s*[\[(]?\s*{_DATE_TIME}\s*[\])]?\s*{_SEP}?\s*"),
     re.compile(rf"\s*{_SEP}?\s*[\[(]?\s*{_DATE_TIME}\s*[\])]?\s*$"),
@@ -149,13 +178,18 @@ _STAMPS = [
 
 # Dates that may be the fact itself ("moved to Lisbon in 2019"): offered, never selected.
 _CONTENT_DATES = [
-    re.compile(rf"\s*,?\s*\b(?:in|on|since|from|during|until|till|by|as of|around|circa)\s+(?:the\s+)?{_ANY_DATE}\b",
-               re.IGNORECASE),
+    re.compile(
+        rf"\s*,?\s*\b(?:in|on|since|from|during|until|till|by|as of|around|circa)\s+(?:the\s+)?{_ANY_DATE}\b",
+        re.IGNORECASE,
+    ),
     re.compile(rf"^\s*[\[(]\s*(?:{_ISO_DATE})\s*[\])]\s*{_SEP}?\s*|^\s*(?:{_ISO_DATE})\s*[:|–—]\s*"),
     re.compile(rf"\s*(?:{_SEP}\s*)?[\[(]\s*{_ANY_DATE}\s*[\])]\s*$|\s+[–—-]\s+(?:{_ISO_DATE})\s*$", re.IGNORECASE),
 ]
-_HAS_DATE = re.compile(rf"\b(?:{_ISO_DATE}|{_MONTHS}\.? \d{{1,2}},? {_YEAR}|\d{{1,2}} {_MONTHS},? {_YEAR}|{_MONTHS} {_YEAR})\b"
-                       rf"|\b(?:in|on|since|from|during|until|by) {_YEAR}\b", re.IGNORECASE)
+_HAS_DATE = re.compile(
+    rf"\b(?:{_ISO_DATE}|{_MONTHS}\.? \d{{1,2}},? {_YEAR}|\d{{1,2}} {_MONTHS},? {_YEAR}|{_MONTHS} {_YEAR})\b"
+    rf"|\b(?:in|on|since|from|during|until|by) {_YEAR}\b",
+    re.IGNORECASE,
+)
 _DANGLING = re.compile(r"\b(?:is|was|are|on|in|at|the|a|an|of|to|from|by|since|until)\s*$", re.IGNORECASE)
 
 
@@ -339,10 +373,20 @@ class DocPlan(Plan):
     written_source = "compacted"
     removal_reason = "compaction"
 
-    def __init__(self, workspace: Workspace, rel: str, data: bytes | None, stamp: fsio.Stamp,
-                 planned: Sequence[tuple[Operation, Edit]], *, evidence: dict[str, tuple[bytes | None, fsio.Stamp]]
-                 | None = None, notices: Iterable[Notice] = (), history: History | None = None,
-                 target: int | None = COMPACTION_TARGET, doc: KeepDoc | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        rel: str,
+        data: bytes | None,
+        stamp: fsio.Stamp,
+        planned: Sequence[tuple[Operation, Edit]],
+        *,
+        evidence: dict[str, tuple[bytes | None, fsio.Stamp]] | None = None,
+        notices: Iterable[Notice] = (),
+        history: History | None = None,
+        target: int | None = COMPACTION_TARGET,
+        doc: KeepDoc | None = None,
+    ) -> None:
         self.workspace = workspace
         self.rel = rel
         self.path = workspace.path(rel)
@@ -385,8 +429,13 @@ class DocPlan(Plan):
     def counts(self, selection=None) -> Counts:
         """Physical lines before → after → target (entries as detail), as ``compaction_due`` counts."""
         after = KeepDoc.parse(self.after_bytes(selection))
-        return Counts("lines", self.doc.line_count, after.line_count, self.target,
-                      {"entries_before": self.doc.entry_count, "entries_after": after.entry_count})
+        return Counts(
+            "lines",
+            self.doc.line_count,
+            after.line_count,
+            self.target,
+            {"entries_before": self.doc.entry_count, "entries_after": after.entry_count},
+        )
 
     def render(self, selection=None, context: int = 3) -> str:
         """The unified diff of the whole file for a selection (and of AGENTS.md when rules move)."""
@@ -429,15 +478,16 @@ class DocPlan(Plan):
         replace of the file with the stamp it was planned from; history and removed-entry log kept."""
         ids = self.normalise_selection(selection)
         if self.dream_managed and not confirm_dream:
-            raise InvalidInput(f"{self.path} is managed by Dream; confirm that you want to edit it "
-                               "(the window asks; the command line takes --confirm-dream)")
+            raise InvalidInput(
+                f"{self.path} is managed by Dream; confirm that you want to edit it "
+                "(the window asks; the command line takes --confirm-dream)"
+            )
         self.check_fresh()
         new = self.after_bytes(ids)
         agents_new = self.agents_after(ids)
         ops = self.selected(ids)
         if new == (self.data or b"") and agents_new is None:
-            return FileApplied(self.workspace.root, [], [], ["nothing to change"], "nothing selected",
-                               self.history)
+            return FileApplied(self.workspace.root, [], [], ["nothing to change"], "nothing selected", self.history)
         logged = self._log_removals(ops)
         changes: list[FileChange] = []
         try:
@@ -453,8 +503,7 @@ class DocPlan(Plan):
                 with contextlib.suppress(KeepguiError):
                     change.revert(self.workspace, self.history)
             if isinstance(exc, Conflict) and not isinstance(exc, ChangedSince):
-                raise self.stale(f"{os.path.relpath(exc.path, self.workspace.root)} changed while applying") \
-                    from None
+                raise self.stale(f"{os.path.relpath(exc.path, self.workspace.root)} changed while applying") from None
             raise
         lines = self._describe(ops, new)
         applied = FileApplied(self.workspace.root, changes, logged, lines, self._description(ops), self.history)
@@ -479,10 +528,19 @@ class DocPlan(Plan):
                 neighbours = [i for i in items if i.index != item.index]
                 before = next((i for i in reversed(neighbours) if i.index < item.index), None)
                 after = next((i for i in neighbours if i.index > item.index), None)
-                logged.append(self.history.log_removed(
-                    path=self.path, workspace=self.workspace.root, text=item.text, raw=item.raw, line=item.index,
-                    number=(current.position + 1) if current else 0, before=before.text if before else None,
-                    after=after.text if after else None, reason=f"{self.removal_reason}: {op.label.lower()}"))
+                logged.append(
+                    self.history.log_removed(
+                        path=self.path,
+                        workspace=self.workspace.root,
+                        text=item.text,
+                        raw=item.raw,
+                        line=item.index,
+                        number=(current.position + 1) if current else 0,
+                        before=before.text if before else None,
+                        after=after.text if after else None,
+                        reason=f"{self.removal_reason}: {op.label.lower()}",
+                    )
+                )
         return logged
 
     def _describe(self, ops: Sequence[Operation], new: bytes) -> list[str]:
@@ -519,8 +577,11 @@ class FileChange:
 
     def to_obj(self) -> dict:
         """The hashes that find the bytes again in keepgui's history."""
-        return {"rel": self.rel, "before": _sha(self.before) if self.before is not None else None,
-                "after": _sha(self.after)}
+        return {
+            "rel": self.rel,
+            "before": _sha(self.before) if self.before is not None else None,
+            "after": _sha(self.after),
+        }
 
 
 def _sha(data: bytes) -> str:
@@ -532,13 +593,15 @@ def _expect(workspace: Workspace, rel: str, expected: bytes | None, doing: str) 
     current, stamp = workspace.read(rel)
     if current != expected:
         path = workspace.path(rel)
-        raise ChangedSince(path, f"{path} changed after the compaction, so it was not {doing}; nothing was "
-                                 "written. Its earlier versions are in keepgui's history.")
+        raise ChangedSince(
+            path,
+            f"{path} changed after the compaction, so it was not {doing}; nothing was "
+            "written. Its earlier versions are in keepgui's history.",
+        )
     return stamp
 
 
-def _swap(workspace: Workspace, history: History, rel: str, stamp: fsio.Stamp, new: bytes | None,
-          doing: str) -> None:
+def _swap(workspace: Workspace, history: History, rel: str, stamp: fsio.Stamp, new: bytes | None, doing: str) -> None:
     """Replace ``rel``, checked by :func:`_expect` as ``stamp``, with ``new`` (None: delete it)."""
     path = workspace.path(rel)
     if new is None:
@@ -560,8 +623,16 @@ class FileApplied(Applied):
 
     kind = "workspace-files"
 
-    def __init__(self, workspace: str, files: list[FileChange], removed: list[RemovedEntry], lines: Iterable[str],
-                 description: str, history: History, review_marker: str | None = None) -> None:
+    def __init__(
+        self,
+        workspace: str,
+        files: list[FileChange],
+        removed: list[RemovedEntry],
+        lines: Iterable[str],
+        description: str,
+        history: History,
+        review_marker: str | None = None,
+    ) -> None:
         target = file_key(Workspace(workspace).path(files[-1].rel)) if files else os.path.abspath(workspace)
         super().__init__(description, lines, bool(files), target)
         self.workspace = workspace
@@ -572,8 +643,7 @@ class FileApplied(Applied):
 
     def _check_all(self, ws: Workspace, want_after: bool, doing: str) -> list[fsio.Stamp]:
         """The stamp of every file, once each holds what it should (before anything is written)."""
-        return [_expect(ws, change.rel, change.after if want_after else change.before, doing)
-                for change in self.files]
+        return [_expect(ws, change.rel, change.after if want_after else change.before, doing) for change in self.files]
 
     def _undo(self) -> None:
         ws = Workspace(self.workspace)
@@ -590,9 +660,20 @@ class FileApplied(Applied):
         stamps = self._check_all(ws, False, "redone")
         for change, stamp in zip(self.files, stamps):
             _swap(ws, self.history, change.rel, stamp, change.after, "redone")
-        self.removed = [self.history.log_removed(path=r.path, workspace=r.workspace, text=r.text, raw=r.raw,
-                                                 line=r.line, number=r.number, before=r.before, after=r.after,
-                                                 reason=r.reason) for r in self.removed]
+        self.removed = [
+            self.history.log_removed(
+                path=r.path,
+                workspace=r.workspace,
+                text=r.text,
+                raw=r.raw,
+                line=r.line,
+                number=r.number,
+                before=r.before,
+                after=r.after,
+                reason=r.reason,
+            )
+            for r in self.removed
+        ]
         if self.review_marker:
             path = ws.path(self.files[-1].rel)
             version = self.history.latest(path)
@@ -602,8 +683,14 @@ class FileApplied(Applied):
     def to_obj(self) -> dict:
         """The workspace, the files (by hash) and the removed-entry ids."""
         obj = super().to_obj()
-        obj.update({"workspace": self.workspace, "files": [f.to_obj() for f in self.files],
-                    "removed": [r.id for r in self.removed], "review_marker": self.review_marker})
+        obj.update(
+            {
+                "workspace": self.workspace,
+                "files": [f.to_obj() for f in self.files],
+                "removed": [r.id for r in self.removed],
+                "review_marker": self.review_marker,
+            }
+        )
         return obj
 
     @classmethod
@@ -622,8 +709,15 @@ class FileApplied(Applied):
                     removed.append(history.get_removed(rid))
                 except NotFound:
                     continue
-            applied = cls(obj["workspace"], files, removed, obj.get("lines", ()), obj["description"], history,
-                          obj.get("review_marker"))
+            applied = cls(
+                obj["workspace"],
+                files,
+                removed,
+                obj.get("lines", ()),
+                obj["description"],
+                history,
+                obj.get("review_marker"),
+            )
         except (KeyError, TypeError) as exc:
             raise InvalidInput(f"keepgui's compaction journal has an unusable entry ({exc})") from None
         applied.state = obj.get("state", "applied")
@@ -637,10 +731,43 @@ register_applied_kind("workspace-files", FileApplied.from_obj)
 # ---------------------------------------------------------------------- the keep.md planner
 
 
-_NEGATIONS = frozenset({"not", "never", "no", "don't", "dont", "doesn't", "doesnt", "didn't", "didnt", "isn't",
-                        "isnt", "won't", "wont", "without", "stopped", "quit", "formerly", "former", "ex",
-                        "anymore", "longer", "nor", "neither", "avoid", "avoids", "dislike", "dislikes", "hates",
-                        "hate", "except", "but", "instead", "used"})
+_NEGATIONS = frozenset(
+    {
+        "not",
+        "never",
+        "no",
+        "don't",
+        "dont",
+        "doesn't",
+        "doesnt",
+        "didn't",
+        "didnt",
+        "isn't",
+        "isnt",
+        "won't",
+        "wont",
+        "without",
+        "stopped",
+        "quit",
+        "formerly",
+        "former",
+        "ex",
+        "anymore",
+        "longer",
+        "nor",
+        "neither",
+        "avoid",
+        "avoids",
+        "dislike",
+        "dislikes",
+        "hates",
+        "hate",
+        "except",
+        "but",
+        "instead",
+        "used",
+    }
+)
 
 
 def _adds_negation(container: str, needle: str) -> bool:
@@ -686,21 +813,39 @@ class KeepPlan(DocPlan):
         return plan_keep(self.workspace, history=self.history, **self.settings)
 
 
-def _op(kind: str, items: Sequence[Item], after: Sequence[str], reason: str, edit: Edit, *, selected: bool,
-        evidence: Iterable[str] = (), score: float | None = None,
-        before: Sequence[str] | None = None) -> tuple[Operation, Edit]:
+def _op(
+    kind: str,
+    items: Sequence[Item],
+    after: Sequence[str],
+    reason: str,
+    edit: Edit,
+    *,
+    selected: bool,
+    evidence: Iterable[str] = (),
+    score: float | None = None,
+    before: Sequence[str] | None = None,
+) -> tuple[Operation, Edit]:
     """An operation on ``items`` (``before`` defaults to their texts) with its line edit."""
     before = [i.text for i in items] if before is None else before
-    return (make_operation(kind, [i.id for i in items], before, after, reason, selected=selected,
-                           evidence=evidence, score=score), edit)
+    return (
+        make_operation(
+            kind, [i.id for i in items], before, after, reason, selected=selected, evidence=evidence, score=score
+        ),
+        edit,
+    )
 
 
 def _drop(item: Item) -> Edit:
     return Edit(drops=(item.index,), removes=(item,))
 
 
-def plan_keep(workspace: Workspace | str, *, target: int = COMPACTION_TARGET, threshold: float = FUZZY_THRESHOLD,
-              history: History | None = None) -> KeepPlan:
+def plan_keep(
+    workspace: Workspace | str,
+    *,
+    target: int = COMPACTION_TARGET,
+    threshold: float = FUZZY_THRESHOLD,
+    history: History | None = None,
+) -> KeepPlan:
     """Plan the compaction of keep.md (see the module doc for the operations and their defaults).
 
     ``target``: the line count to reach (the keep skill's ~120);
@@ -725,21 +870,43 @@ def plan_keep(workspace: Workspace | str, *, target: int = COMPACTION_TARGET, th
     except Unreadable as exc:
         agents_problem = str(exc)
     letters = doc.entry_count <= LETTER_SEARCH_ENTRIES
-    planned = _plan_operations(doc, texts, workspace.projects(), threshold, agents_writable=agents_problem is None,
-                               letters=letters)
+    planned = _plan_operations(
+        doc, texts, workspace.projects(), threshold, agents_writable=agents_problem is None, letters=letters
+    )
     notices = _keep_notices(doc, data, planned, target, workspace, history)
     if not letters:
-        notices.append(Notice("near-duplicates-by-words", "info",
-                              f"keep.md has {doc.entry_count:,} entries: near-duplicates were searched through "
-                              "the words entries share; pairs alike only letter by letter in different words (a "
-                              f"typo in every word) are looked for up to {LETTER_SEARCH_ENTRIES:,} entries, as that "
-                              "search compares every pair"))
+        notices.append(
+            Notice(
+                "near-duplicates-by-words",
+                "info",
+                f"keep.md has {doc.entry_count:,} entries: near-duplicates were searched through "
+                "the words entries share; pairs alike only letter by letter in different words (a "
+                f"typo in every word) are looked for up to {LETTER_SEARCH_ENTRIES:,} entries, as that "
+                "search compares every pair",
+            )
+        )
     if agents_problem is not None:
-        notices.append(Notice("agents-unreadable", "warning",
-                              f"{agents_problem}; rules found in keep.md are not moved there until it is"))
+        notices.append(
+            Notice(
+                "agents-unreadable",
+                "warning",
+                f"{agents_problem}; rules found in keep.md are not moved there until it is",
+            )
+        )
     settings = {"target": target, "threshold": threshold}
-    return KeepPlan(workspace, KEEP_MD, data, stamp, planned, evidence=evidence, notices=notices, history=history,
-                    target=target, settings=settings, doc=doc)
+    return KeepPlan(
+        workspace,
+        KEEP_MD,
+        data,
+        stamp,
+        planned,
+        evidence=evidence,
+        notices=notices,
+        history=history,
+        target=target,
+        settings=settings,
+        doc=doc,
+    )
 
 
 LETTER_SEARCH_ENTRIES = 5_000
@@ -748,9 +915,15 @@ LETTER_SEARCH_ENTRIES = 5_000
 square of the count; above it only shared words are searched, which grows about linearly."""
 
 
-def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
-                     threshold: float, *, agents_writable: bool = True,
-                     letters: bool = True) -> list[tuple[Operation, Edit]]:
+def _plan_operations(
+    doc: KeepDoc,
+    texts: dict[str, str],
+    projects: list[str],
+    threshold: float,
+    *,
+    agents_writable: bool = True,
+    letters: bool = True,
+) -> list[tuple[Operation, Edit]]:
     """Every operation of a keep.md plan (pure: the documents' texts are given).
 
     Every step looks entries up in an index (containment, statements elsewhere, near-duplicates),
@@ -773,10 +946,20 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
     # blank lines: no fact, only height
     blanks = [line for line in doc.lines if line.kind == "blank"]
     if blanks:
-        planned.append((make_operation("blank", [f"line {b.number}" for b in blanks], ["" for _ in blanks], [],
-                                       f"{len(blanks)} blank line{'s' if len(blanks) > 1 else ''}: keep.md is a flat "
-                                       "list, a blank line holds no fact", selected=True),
-                        Edit(drops=tuple(b.index for b in blanks))))
+        planned.append(
+            (
+                make_operation(
+                    "blank",
+                    [f"line {b.number}" for b in blanks],
+                    ["" for _ in blanks],
+                    [],
+                    f"{len(blanks)} blank line{'s' if len(blanks) > 1 else ''}: keep.md is a flat "
+                    "list, a blank line holds no fact",
+                    selected=True,
+                ),
+                Edit(drops=tuple(b.index for b in blanks)),
+            )
+        )
 
     # exact duplicates: the first canonical copy stays
     groups: dict[str, list[Item]] = defaultdict(list)
@@ -792,10 +975,17 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
         for other in others:
             claim(other)
         lines = ", ".join(str(i.index + 1) for i in group)
-        planned.append(_op("duplicate", [keep, *others], [keep.text],
-                           f"the same fact {len(group)} times (lines {lines}) once case, spacing, bullets and a "
-                           f"final period are ignored; line {keep.index + 1} stays",
-                           Edit(drops=tuple(o.index for o in others), removes=tuple(others)), selected=True))
+        planned.append(
+            _op(
+                "duplicate",
+                [keep, *others],
+                [keep.text],
+                f"the same fact {len(group)} times (lines {lines}) once case, spacing, bullets and a "
+                f"final period are ignored; line {keep.index + 1} stays",
+                Edit(drops=tuple(o.index for o in others), removes=tuple(others)),
+                selected=True,
+            )
+        )
 
     reps = sorted(representative.values(), key=lambda i: i.position)
     # judgement calls are added after every safe operation, so none takes out an entry a safe one handles:
@@ -806,27 +996,49 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
     # containment: keep the more specific entry (the index finds the containers without trying every pair)
     by_key = ContainmentIndex([r.key for r in reps])
     for small in reps:
-        containers = [big for big in (reps[k] for k in by_key.containing(small.key))
-                      if big is not small and len(big.key) > len(small.key)]
+        containers = [
+            big
+            for big in (reps[k] for k in by_key.containing(small.key))
+            if big is not small and len(big.key) > len(small.key)
+        ]
         if not containers:
             continue
         big = max(containers, key=lambda i: (len(i.key), -i.position))
         if _adds_negation(big.key, small.key):
-            judgement.append((*_op("contained", [small, big], [big.text],
-                                   f"{big.quote()} contains it but adds a negation: they may contradict each other, "
-                                   "so this is for you to decide", _drop(small), selected=False), small))
+            judgement.append(
+                (
+                    *_op(
+                        "contained",
+                        [small, big],
+                        [big.text],
+                        f"{big.quote()} contains it but adds a negation: they may contradict each other, "
+                        "so this is for you to decide",
+                        _drop(small),
+                        selected=False,
+                    ),
+                    small,
+                )
+            )
             continue
         if claim(small):
-            planned.append(_op("contained", [small, big], [big.text],
-                               f"{big.quote()} says the same and more; the more specific entry stays",
-                               _drop(small), selected=True))
+            planned.append(
+                _op(
+                    "contained",
+                    [small, big],
+                    [big.text],
+                    f"{big.quote()} says the same and more; the more specific entry stays",
+                    _drop(small),
+                    selected=True,
+                )
+            )
 
     # already stated in MEMORY.md, USER.md or AGENTS.md
     stated = {name: statements(name, text) for name, text in texts.items()}
     stated_lines = [s for name in ("MEMORY.md", "USER.md", "AGENTS.md") for s in stated.get(name, ())]
     stated_index = ContainmentIndex([s.key for s in stated_lines])
-    fuzzy_lines = [s for name in ("MEMORY.md", "USER.md") for s in stated.get(name, ())
-                   if len(s.key.split()) >= _MIN_STATED_WORDS]
+    fuzzy_lines = [
+        s for name in ("MEMORY.md", "USER.md") for s in stated.get(name, ()) if len(s.key.split()) >= _MIN_STATED_WORDS
+    ]
     fuzzy_keys = [s.key for s in fuzzy_lines]
     for item in reps:
         if item.position in dropped or len(item.key.split()) < _MIN_STATED_WORDS:
@@ -835,25 +1047,55 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
         if found is not None:
             evidence = f"{found.file} line {found.line}: {found.text}"
             if _adds_negation(found.key, item.key):
-                judgement.append((*_op("stated-elsewhere", [item], [],
-                                       f"{found.file} line {found.line} holds it with a negation around it: "
-                                       "check before dropping", _drop(item), selected=False, evidence=[evidence]),
-                                  item))
+                judgement.append(
+                    (
+                        *_op(
+                            "stated-elsewhere",
+                            [item],
+                            [],
+                            f"{found.file} line {found.line} holds it with a negation around it: check before dropping",
+                            _drop(item),
+                            selected=False,
+                            evidence=[evidence],
+                        ),
+                        item,
+                    )
+                )
             elif claim(item):
-                planned.append(_op("stated-elsewhere", [item], [],
-                                   f"already stated in {found.file} (line {found.line}); the agent reads that "
-                                   "file too", _drop(item), selected=True, evidence=[evidence]))
+                planned.append(
+                    _op(
+                        "stated-elsewhere",
+                        [item],
+                        [],
+                        f"already stated in {found.file} (line {found.line}); the agent reads that file too",
+                        _drop(item),
+                        selected=True,
+                        evidence=[evidence],
+                    )
+                )
             continue
         if fuzzy_keys:
-            best = process.extractOne(item.key, fuzzy_keys, scorer=fuzz.token_set_ratio, processor=default_process,
-                                      score_cutoff=threshold)
+            best = process.extractOne(
+                item.key, fuzzy_keys, scorer=fuzz.token_set_ratio, processor=default_process, score_cutoff=threshold
+            )
             if best is not None:
                 line = fuzzy_lines[best[2]]
-                looser.append((*_op("stated-elsewhere", [item], [],
-                                       f"{line.file} line {line.line} says something very similar (similarity "
-                                       f"{best[1]:.0f}); a judgement call: compare the two",
-                                       _drop(item), selected=False, score=best[1],
-                                       evidence=[f"{line.file} line {line.line}: {line.text}"]), item))
+                looser.append(
+                    (
+                        *_op(
+                            "stated-elsewhere",
+                            [item],
+                            [],
+                            f"{line.file} line {line.line} says something very similar (similarity "
+                            f"{best[1]:.0f}); a judgement call: compare the two",
+                            _drop(item),
+                            selected=False,
+                            score=best[1],
+                            evidence=[f"{line.file} line {line.line}: {line.text}"],
+                        ),
+                        item,
+                    )
+                )
 
     # rules about how the agent works go to AGENTS.md; other misplaced entries are only offered
     for item in reps:
@@ -862,14 +1104,31 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
         verdict = triage(item.text, projects)
         if verdict.verdict == AGENTS and agents_writable:
             if claim(item):
-                planned.append(_op("move-to-agents", [item], [],
-                                   f"{verdict.reason}; it moves there word for word",
-                                   Edit(drops=(item.index,), agents=(f"- {item.text}",), removes=(item,)),
-                                   selected=True, evidence=[f"AGENTS.md gets: - {item.text}"]))
+                planned.append(
+                    _op(
+                        "move-to-agents",
+                        [item],
+                        [],
+                        f"{verdict.reason}; it moves there word for word",
+                        Edit(drops=(item.index,), agents=(f"- {item.text}",), removes=(item,)),
+                        selected=True,
+                        evidence=[f"AGENTS.md gets: - {item.text}"],
+                    )
+                )
         elif verdict.verdict in (AGENTS, NOTE, REMIND, PROJECT):
-            looser.append((*_op("misplaced", [item], [],
-                                   f"{verdict.reason}; keepgui does not file it there: copy it first if you "
-                                   "still need it", _drop(item), selected=False), item))
+            looser.append(
+                (
+                    *_op(
+                        "misplaced",
+                        [item],
+                        [],
+                        f"{verdict.reason}; keepgui does not file it there: copy it first if you still need it",
+                        _drop(item),
+                        selected=False,
+                    ),
+                    item,
+                )
+            )
 
     # judgement calls, each entry in at most one of them, none where a safe operation drops it
     for op, edit, item in judgement:
@@ -897,11 +1156,18 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
         lost = list(dict.fromkeys(lost))
         score = min(near[hub][k] for k in members)
         tail = f"; the merge would lose: {', '.join(lost)}" if lost else "; it holds every word of the others"
-        planned.append(_op("near-duplicate", [keep, *gone], [keep.text],
-                           f"near-duplicates (similarity {score:.0f}): merge into the longer {keep.quote()} — a "
-                           f"judgement call (\"prefers tea\" and \"prefers green tea\" are two facts){tail}",
-                           Edit(drops=tuple(i.index for i in gone), removes=tuple(gone)), selected=False,
-                           score=score))
+        planned.append(
+            _op(
+                "near-duplicate",
+                [keep, *gone],
+                [keep.text],
+                f"near-duplicates (similarity {score:.0f}): merge into the longer {keep.quote()} — a "
+                f'judgement call ("prefers tea" and "prefers green tea" are two facts){tail}',
+                Edit(drops=tuple(i.index for i in gone), removes=tuple(gone)),
+                selected=False,
+                score=score,
+            )
+        )
 
     for op, edit, item in looser:
         if claim(item, safe=False):
@@ -910,9 +1176,19 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
     # headings: keep.md is a flat list
     for line in doc.lines:
         if line.kind == "heading":
-            planned.append((make_operation("heading", [f"line {line.number}"], [line.text], [],
-                                           "a heading: keep.md is a flat list without headings (the entries "
-                                           "under it stay)", selected=False), Edit(drops=(line.index,))))
+            planned.append(
+                (
+                    make_operation(
+                        "heading",
+                        [f"line {line.number}"],
+                        [line.text],
+                        [],
+                        "a heading: keep.md is a flat list without headings (the entries under it stay)",
+                        selected=False,
+                    ),
+                    Edit(drops=(line.index,)),
+                )
+            )
 
     # dates: stamps go (safe); dates inside a fact are offered (a dropped line stays dropped)
     for item in items:
@@ -920,41 +1196,70 @@ def _plan_operations(doc: KeepDoc, texts: dict[str, str], projects: list[str],
             continue
         clean = strip_stamps(item.text)
         if clean is not None:
-            planned.append(_op("undate", [item], [clean],
-                               "an entry stamp (when it was noted): keep.md entries carry no dates, a date adds "
-                               "noise and no value (keep skill)",
-                               Edit(rewrites=((item.index, canonical_line(clean)),)), selected=True))
+            planned.append(
+                _op(
+                    "undate",
+                    [item],
+                    [clean],
+                    "an entry stamp (when it was noted): keep.md entries carry no dates, a date adds "
+                    "noise and no value (keep skill)",
+                    Edit(rewrites=((item.index, canonical_line(clean)),)),
+                    selected=True,
+                )
+            )
             continue
         clean = strip_dates(item.text)
         if clean is not None:
-            planned.append(_op("undate", [item], [clean],
-                               "a date inside the fact: keep.md entries carry no dates, but this one may be the "
-                               "fact itself, so it is for you to decide",
-                               Edit(rewrites=((item.index, canonical_line(clean)),)), selected=False))
+            planned.append(
+                _op(
+                    "undate",
+                    [item],
+                    [clean],
+                    "a date inside the fact: keep.md entries carry no dates, but this one may be the "
+                    "fact itself, so it is for you to decide",
+                    Edit(rewrites=((item.index, canonical_line(clean)),)),
+                    selected=False,
+                )
+            )
     return planned
 
 
-def _keep_notices(doc: KeepDoc, data: bytes | None, planned, target: int, workspace: Workspace,
-                  history: History) -> list[Notice]:
+def _keep_notices(
+    doc: KeepDoc, data: bytes | None, planned, target: int, workspace: Workspace, history: History
+) -> list[Notice]:
     notices = []
     if not doc.stamp.exists:
         notices.append(Notice("missing", "info", f"{doc.path} does not exist: nothing to compact"))
     elif not doc.compaction_due:
-        notices.append(Notice("not-due", "info",
-                              f"keep.md has {doc.line_count} lines, not over the {SOFT_CAP}-line cap: "
-                              "compaction is optional"))
+        notices.append(
+            Notice(
+                "not-due",
+                "info",
+                f"keep.md has {doc.line_count} lines, not over the {SOFT_CAP}-line cap: compaction is optional",
+            )
+        )
     safe = [edit for op, edit in planned if op.selected]
     after = KeepDoc.parse(compose(doc, safe)).line_count
     if after > target:
-        notices.append(Notice("choose-by-hand", "warning",
-                              f"the safe operations reach {after} lines; {after - target} more entries must go to "
-                              f"reach {target}, and keepgui does not guess which facts you can live without: choose "
-                              "them (the judgement calls listed may help)"))
+        notices.append(
+            Notice(
+                "choose-by-hand",
+                "warning",
+                f"the safe operations reach {after} lines; {after - target} more entries must go to "
+                f"reach {target}, and keepgui does not guess which facts you can live without: choose "
+                "them (the judgement calls listed may help)",
+            )
+        )
     pending, _since = _baseline(history, workspace.keep_md, data)  # pending_review without reading keep.md again
     if pending is not None:
-        notices.append(Notice("unreviewed-rewrite", "warning",
-                              "keep.md was rewritten outside keepgui and that rewrite was not reviewed yet: "
-                              "`keepgui review` shows it"))
+        notices.append(
+            Notice(
+                "unreviewed-rewrite",
+                "warning",
+                "keep.md was rewritten outside keepgui and that rewrite was not reviewed yet: "
+                "`keepgui review` shows it",
+            )
+        )
     return notices
 
 
@@ -989,8 +1294,9 @@ class Comparison:
     unchanged: dict[int, int] = field(default_factory=dict)  # old position -> new position
 
 
-def compare(old_doc: KeepDoc, new_doc: KeepDoc, threshold: float = REVIEW_THRESHOLD, *,
-            new_prose: bool = True) -> Comparison:
+def compare(
+    old_doc: KeepDoc, new_doc: KeepDoc, threshold: float = REVIEW_THRESHOLD, *, new_prose: bool = True
+) -> Comparison:
     """Describe the change from ``old_doc`` to ``new_doc`` item by item.
 
     Equal items (after normalising) pair up first, in order; then each
@@ -1021,8 +1327,13 @@ def compare(old_doc: KeepDoc, new_doc: KeepDoc, threshold: float = REVIEW_THRESH
     leftover: list[Item] = []
     new_keys = [i.key for i in rest_new]
     for item in rest_old:
-        best = process.extractOne(item.key, new_keys, scorer=fuzz.token_set_ratio, processor=default_process,
-                                  score_cutoff=threshold) if new_keys else None
+        best = (
+            process.extractOne(
+                item.key, new_keys, scorer=fuzz.token_set_ratio, processor=default_process, score_cutoff=threshold
+            )
+            if new_keys
+            else None
+        )
         if best is None:
             leftover.append(item)
         else:
@@ -1044,13 +1355,18 @@ def compare(old_doc: KeepDoc, new_doc: KeepDoc, threshold: float = REVIEW_THRESH
         if cover is not None:
             changes.append(Change("deduplicated", (item,), (), cover))
             continue
-        best = process.extractOne(item.key, kept_keys, scorer=fuzz.token_set_ratio, processor=default_process,
-                                  score_cutoff=threshold) if kept_keys else None
+        best = (
+            process.extractOne(
+                item.key, kept_keys, scorer=fuzz.token_set_ratio, processor=default_process, score_cutoff=threshold
+            )
+            if kept_keys
+            else None
+        )
         if best is not None:
             changes.append(Change("merged", (item,), (kept[best[2]],), score=best[1], into_existing=True))
         else:
             changes.append(Change("removed", (item,)))
-    changes.sort(key=lambda c: (c.old[0].position if c.old else len(old_items) + c.new[0].position))
+    changes.sort(key=lambda c: c.old[0].position if c.old else len(old_items) + c.new[0].position)
     return Comparison(changes, old_items, new_items, unchanged)
 
 
@@ -1082,16 +1398,28 @@ class RewritePlan(DocPlan):
 
     def replan(self) -> "RewritePlan":
         """The same proposal compared with keep.md as it is now (the command is not run again)."""
-        return plan_from_text(self.workspace, self.proposed, source=self.source, threshold=self.threshold,
-                              history=self.history, target=self.target)
+        return plan_from_text(
+            self.workspace,
+            self.proposed,
+            source=self.source,
+            threshold=self.threshold,
+            history=self.history,
+            target=self.target,
+        )
 
     def _description(self, ops) -> str:
         return f"apply {len(ops)} changes of {self.source} to {self.rel}"
 
 
-def plan_from_text(workspace: Workspace | str, proposed: str | bytes, *, source: str = "the proposed text",
-                   threshold: float = REVIEW_THRESHOLD, history: History | None = None,
-                   target: int | None = COMPACTION_TARGET) -> RewritePlan:
+def plan_from_text(
+    workspace: Workspace | str,
+    proposed: str | bytes,
+    *,
+    source: str = "the proposed text",
+    threshold: float = REVIEW_THRESHOLD,
+    history: History | None = None,
+    target: int | None = COMPACTION_TARGET,
+) -> RewritePlan:
     """Turn a proposed new keep.md into a plan of operations on the current one.
 
     Only ``- <fact>`` entries of the proposal count: prose around them (an
@@ -1115,17 +1443,37 @@ def plan_from_text(workspace: Workspace | str, proposed: str | bytes, *, source:
     ignored = sum(1 for line in new_doc.lines if line.kind in ("other", "heading", "comment"))
     notices = []
     if ignored:
-        notices.append(Notice("ignored-lines", "info",
-                              f"{ignored} line(s) of {source} are not `- <fact>` entries and were ignored"))
+        notices.append(
+            Notice(
+                "ignored-lines", "info", f"{ignored} line(s) of {source} are not `- <fact>` entries and were ignored"
+            )
+        )
     if not new_doc.entries:
         notices.append(Notice("no-entries", "warning", f"{source} holds no `- <fact>` entry at all"))
     news = [c for c in comparison.changes if c.kind == "new"]
     if news:
-        notices.append(Notice("new-facts", "warning",
-                              f"{len(news)} new entr{'ies' if len(news) > 1 else 'y'} in {source}: a compaction "
-                              "should add no facts (not selected)"))
-    return RewritePlan(workspace, KEEP_MD, data, stamp, planned, notices=notices, history=history, target=target,
-                       proposed=proposed, source=source, threshold=threshold, doc=doc)
+        notices.append(
+            Notice(
+                "new-facts",
+                "warning",
+                f"{len(news)} new entr{'ies' if len(news) > 1 else 'y'} in {source}: a compaction "
+                "should add no facts (not selected)",
+            )
+        )
+    return RewritePlan(
+        workspace,
+        KEEP_MD,
+        data,
+        stamp,
+        planned,
+        notices=notices,
+        history=history,
+        target=target,
+        proposed=proposed,
+        source=source,
+        threshold=threshold,
+        doc=doc,
+    )
 
 
 def _forward_operations(doc: KeepDoc, cmp: Comparison, source: str) -> list[tuple[Operation, Edit]]:
@@ -1142,10 +1490,16 @@ def _forward_operations(doc: KeepDoc, cmp: Comparison, source: str) -> list[tupl
         if change.kind == "new":
             item = new[0]
             anchor, side = _anchor(item.position, new_to_old, old_line, len(cmp.new_items), end)
-            planned.append(_op("new", [], [item.text], f"new in {source}: not in keep.md — a compaction should add "
-                                                        "no facts", Edit(inserts=((anchor, side, item.position,
-                                                                                   canonical_line(item.text)),)),
-                               selected=False))
+            planned.append(
+                _op(
+                    "new",
+                    [],
+                    [item.text],
+                    f"new in {source}: not in keep.md — a compaction should add no facts",
+                    Edit(inserts=((anchor, side, item.position, canonical_line(item.text)),)),
+                    selected=False,
+                )
+            )
         elif change.kind in ("removed", "deduplicated"):
             item = old[0]
             if change.kind == "removed":
@@ -1154,34 +1508,64 @@ def _forward_operations(doc: KeepDoc, cmp: Comparison, source: str) -> list[tupl
             else:
                 reason = f"a duplicate: {change.cover.quote()} of {source} still says it"
                 selected = True
-            planned.append(_op(change.kind, [item], [], reason, _drop(item), selected=selected,
-                               evidence=[change.cover.text] if change.cover else ()))
+            planned.append(
+                _op(
+                    change.kind,
+                    [item],
+                    [],
+                    reason,
+                    _drop(item),
+                    selected=selected,
+                    evidence=[change.cover.text] if change.cover else (),
+                )
+            )
         elif change.kind == "merged" and change.into_existing:
             item, kept = old[0], new[0]
             lost = words_only_in(item.text, kept.text)
-            planned.append(_op("merged", [item], [kept.text],
-                               f"{source} folds it into the existing `{excerpt(kept.text, 60)}` (similarity "
-                               f"{change.score:.0f})" + (f"; lost words: {', '.join(lost)}" if lost else ""),
-                               _drop(item), selected=False, score=change.score))
+            planned.append(
+                _op(
+                    "merged",
+                    [item],
+                    [kept.text],
+                    f"{source} folds it into the existing `{excerpt(kept.text, 60)}` (similarity "
+                    f"{change.score:.0f})" + (f"; lost words: {', '.join(lost)}" if lost else ""),
+                    _drop(item),
+                    selected=False,
+                    score=change.score,
+                )
+            )
         else:
             target = new[0]
             first, *others = sorted(old, key=lambda i: i.index)
             lossless = all(contains(target.key, o.key) for o in old)
             lost = list(dict.fromkeys(w for o in old for w in words_only_in(o.text, target.text)))
-            tail = "; it still says everything they said" if lossless else (
-                f"; lost words: {', '.join(lost)}" if lost else "; reworded")
+            tail = (
+                "; it still says everything they said"
+                if lossless
+                else (f"; lost words: {', '.join(lost)}" if lost else "; reworded")
+            )
             what = "merges" if change.kind == "merged" else "rewords"
-            planned.append(_op(change.kind, old, [target.text],
-                               f"{source} {what} {'them' if len(old) > 1 else 'it'} into `{excerpt(target.text, 60)}`"
-                               + tail,
-                               Edit(rewrites=((first.index, canonical_line(target.text)),),
-                                    drops=tuple(o.index for o in others), removes=tuple(old)),
-                               selected=lossless and change.kind == "merged", score=change.score))
+            planned.append(
+                _op(
+                    change.kind,
+                    old,
+                    [target.text],
+                    f"{source} {what} {'them' if len(old) > 1 else 'it'} into `{excerpt(target.text, 60)}`" + tail,
+                    Edit(
+                        rewrites=((first.index, canonical_line(target.text)),),
+                        drops=tuple(o.index for o in others),
+                        removes=tuple(old),
+                    ),
+                    selected=lossless and change.kind == "merged",
+                    score=change.score,
+                )
+            )
     return planned
 
 
-def run_command(command: str | Sequence[str], data: bytes, *, timeout: float = VIA_TIMEOUT,
-                cwd: str | None = None) -> bytes:
+def run_command(
+    command: str | Sequence[str], data: bytes, *, timeout: float = VIA_TIMEOUT, cwd: str | None = None
+) -> bytes:
     """Run ``command`` (no shell) with ``data`` on stdin and return what it printed on stdout.
 
     Errors say what happened and that keep.md was not changed: the command is
@@ -1194,32 +1578,46 @@ def run_command(command: str | Sequence[str], data: bytes, *, timeout: float = V
         raise InvalidInput("give the rewrite command, for example --via 'llm -s \"compact this keep.md\"'")
     shown = command if isinstance(command, str) else shlex.join(argv)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=cwd, start_new_session=os.name != "nt")
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            start_new_session=os.name != "nt",
+        )
     except FileNotFoundError:
-        raise InvalidInput(f"the rewrite command `{argv[0]}` was not found (it runs without a shell: give a "
-                           "program, or wrap pipes in sh -c '…'); keep.md was not changed") from None
+        raise InvalidInput(
+            f"the rewrite command `{argv[0]}` was not found (it runs without a shell: give a "
+            "program, or wrap pipes in sh -c '…'); keep.md was not changed"
+        ) from None
     except OSError as exc:
-        raise KeepguiError(f"the rewrite command `{shown}` could not start ({exc.strerror or exc}); "
-                           "keep.md was not changed") from None
+        raise KeepguiError(
+            f"the rewrite command `{shown}` could not start ({exc.strerror or exc}); keep.md was not changed"
+        ) from None
     try:
         out, err = proc.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:
         _stop(proc)
-        raise KeepguiError(f"the rewrite command `{shown}` did not finish within {timeout:g} s and was stopped; "
-                           "keep.md was not changed (allow more time with --via-timeout)") from None
+        raise KeepguiError(
+            f"the rewrite command `{shown}` did not finish within {timeout:g} s and was stopped; "
+            "keep.md was not changed (allow more time with --via-timeout)"
+        ) from None
     except BaseException:
         _stop(proc)
         raise
     if proc.returncode != 0:
         tail = " / ".join(err.decode("utf-8", "replace").strip().splitlines()[-3:]) or "no message"
-        raise KeepguiError(f"the rewrite command `{shown}` failed with exit status {proc.returncode} ({tail}); "
-                           "keep.md was not changed")
+        raise KeepguiError(
+            f"the rewrite command `{shown}` failed with exit status {proc.returncode} ({tail}); keep.md was not changed"
+        )
     try:
         text = out.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise KeepguiError(f"the rewrite command `{shown}` printed bytes that are not UTF-8 (at byte {exc.start}); "
-                           "keep.md was not changed — make it print UTF-8") from None
+        raise KeepguiError(
+            f"the rewrite command `{shown}` printed bytes that are not UTF-8 (at byte {exc.start}); "
+            "keep.md was not changed — make it print UTF-8"
+        ) from None
     if not text.strip():
         raise KeepguiError(f"the rewrite command `{shown}` printed nothing; keep.md was not changed")
     return out
@@ -1236,9 +1634,15 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.communicate(timeout=5)
 
 
-def rewrite_via(workspace: Workspace | str, command: str | Sequence[str], *, timeout: float = VIA_TIMEOUT,
-                threshold: float = REVIEW_THRESHOLD, history: History | None = None,
-                target: int | None = COMPACTION_TARGET) -> RewritePlan:
+def rewrite_via(
+    workspace: Workspace | str,
+    command: str | Sequence[str],
+    *,
+    timeout: float = VIA_TIMEOUT,
+    threshold: float = REVIEW_THRESHOLD,
+    history: History | None = None,
+    target: int | None = COMPACTION_TARGET,
+) -> RewritePlan:
     """Have ``command`` rewrite keep.md (stdin → stdout) and return its rewrite as a plan to review.
 
     Nothing is written; the plan is applied like any other.
@@ -1290,9 +1694,16 @@ class ReviewLog(Journal):
     def accept(self, path: str, version: Version | None) -> str:
         """Record that ``version`` of ``path`` (None: the file is gone) was accepted; returns the marker id."""
         marker = hashlib.sha256(f"{path}{now_ms()}{os.getpid()}{id(self)}".encode()).hexdigest()[:12]
-        self._append({"event": "accepted", "id": marker, "path": file_key(path),
-                      "sha256": version.sha256 if version else _EMPTY_SHA,
-                      "seq": version.seq if version else -1, "at": now_ms()})
+        self._append(
+            {
+                "event": "accepted",
+                "id": marker,
+                "path": file_key(path),
+                "sha256": version.sha256 if version else _EMPTY_SHA,
+                "seq": version.seq if version else -1,
+                "at": now_ms(),
+            }
+        )
         return marker
 
     def withdraw(self, marker: str) -> None:
@@ -1333,11 +1744,15 @@ def _baseline(history: History, path: str, current: bytes | None) -> tuple[Versi
             start = marker.seq
         else:
             start = next((v.seq for v in reversed(versions) if v.sha256 == marker.sha256), -1)
-    for v in versions[start + 1:]:
+    for v in versions[start + 1 :]:
         if v.seq > 0 and v.source not in WRITTEN_SOURCES and v.sha256 != versions[v.seq - 1].sha256:
-            return versions[v.seq - 1], versions[v.seq:]
-    if current is None and versions and (marker is None or marker.sha256 != _EMPTY_SHA) \
-            and versions[-1].sha256 != _EMPTY_SHA:
+            return versions[v.seq - 1], versions[v.seq :]
+    if (
+        current is None
+        and versions
+        and (marker is None or marker.sha256 != _EMPTY_SHA)
+        and versions[-1].sha256 != _EMPTY_SHA
+    ):
         return versions[-1], []  # the file was deleted outside keepgui
     return None, []
 
@@ -1363,8 +1778,9 @@ class ReviewPlan(DocPlan):
     written_source = "review-restored"
     removal_reason = "review"
 
-    def __init__(self, *args, baseline: Version | None, comparison: Comparison | None, threshold: float,
-                 **kwargs) -> None:
+    def __init__(
+        self, *args, baseline: Version | None, comparison: Comparison | None, threshold: float, **kwargs
+    ) -> None:
         self.baseline = baseline
         self.comparison = comparison
         self.threshold = threshold
@@ -1393,12 +1809,16 @@ class ReviewPlan(DocPlan):
 
     def render_rewrite(self, context: int = 3) -> str:
         """The rewrite itself as a unified diff: the version keepgui saw → the file now."""
-        return textdiff.unified(self.baseline_text(), self.before_text, f"seen/{self.rel}", f"now/{self.rel}",
-                                context)
+        return textdiff.unified(self.baseline_text(), self.before_text, f"seen/{self.rel}", f"now/{self.rel}", context)
 
 
-def review(workspace: Workspace | str, name: str = KEEP_MD, *, threshold: float = REVIEW_THRESHOLD,
-           history: History | None = None) -> ReviewPlan:
+def review(
+    workspace: Workspace | str,
+    name: str = KEEP_MD,
+    *,
+    threshold: float = REVIEW_THRESHOLD,
+    history: History | None = None,
+) -> ReviewPlan:
     """Compare keep.md (or ``MEMORY.md``) with the version keepgui saw before a rewrite it did not make.
 
     Every change becomes an operation that undoes it: put a removed entry back
@@ -1421,18 +1841,44 @@ def review(workspace: Workspace | str, name: str = KEEP_MD, *, threshold: float 
     target = None  # a review restores what a rewrite changed; it does not aim at a line count
     name = rel.rsplit("/", 1)[-1]
     if baseline is None:
-        note = (f"{name} has not been changed outside keepgui since it was last seen or accepted" if known else
-                f"keepgui has no earlier version of {name}; from now on rewrites of it are shown here")
-        return ReviewPlan(workspace, rel, data, stamp, [], notices=[Notice("nothing-to-review", "info", note)],
-                          history=history, target=target, baseline=None, comparison=None, threshold=threshold,
-                          doc=doc)
+        note = (
+            f"{name} has not been changed outside keepgui since it was last seen or accepted"
+            if known
+            else f"keepgui has no earlier version of {name}; from now on rewrites of it are shown here"
+        )
+        return ReviewPlan(
+            workspace,
+            rel,
+            data,
+            stamp,
+            [],
+            notices=[Notice("nothing-to-review", "info", note)],
+            history=history,
+            target=target,
+            baseline=None,
+            comparison=None,
+            threshold=threshold,
+            doc=doc,
+        )
     old_doc = KeepDoc.parse(history.read(baseline), path)
     comparison = compare(old_doc, doc, threshold)
     by_keepgui = _keepgui_made(history, old_doc, since)
     planned = _restore_operations(doc, comparison, name, by_keepgui)
     notices = _review_notices(rel, name, baseline, old_doc, doc, comparison)
-    return ReviewPlan(workspace, rel, data, stamp, planned, notices=notices, history=history, target=target,
-                      baseline=baseline, comparison=comparison, threshold=threshold, doc=doc)
+    return ReviewPlan(
+        workspace,
+        rel,
+        data,
+        stamp,
+        planned,
+        notices=notices,
+        history=history,
+        target=target,
+        baseline=baseline,
+        comparison=comparison,
+        threshold=threshold,
+        doc=doc,
+    )
 
 
 def _keepgui_made(history: History, old_doc: KeepDoc, since: list[Version]) -> dict[str, dict[str, str]]:
@@ -1462,8 +1908,9 @@ def _keepgui_made(history: History, old_doc: KeepDoc, since: list[Version]) -> d
     return out
 
 
-def _restore_operations(doc: KeepDoc, cmp: Comparison, name: str,
-                        by_keepgui: dict[str, dict[str, str]]) -> list[tuple[Operation, Edit]]:
+def _restore_operations(
+    doc: KeepDoc, cmp: Comparison, name: str, by_keepgui: dict[str, dict[str, str]]
+) -> list[tuple[Operation, Edit]]:
     """Operations that undo each change of a rewrite, on the file as it is now."""
     new_line = {i.position: i.index for i in cmp.new_items}
     old_to_new: dict[int, int] = dict(cmp.unchanged)
@@ -1483,76 +1930,159 @@ def _restore_operations(doc: KeepDoc, cmp: Comparison, name: str,
     for change in cmp.changes:
         old, new = change.old, change.new
         mine = [i for i in old if i.key in by_keepgui["removed"]]
-        through = (f" (removed through keepgui: {by_keepgui['removed'][mine[0].key]})" if mine else "")
+        through = f" (removed through keepgui: {by_keepgui['removed'][mine[0].key]})" if mine else ""
         # before: what the file says now; after: what restoring makes it say
         if change.kind == "removed":
-            planned.append(_op("removed", [old[0]], [old[0].text],
-                               f"removed by the rewrite{through}, and nothing in {name} says it any more; "
-                               "restoring puts it back where it was", Edit(inserts=(insert(old[0]),)),
-                               selected=not mine, before=()))
+            planned.append(
+                _op(
+                    "removed",
+                    [old[0]],
+                    [old[0].text],
+                    f"removed by the rewrite{through}, and nothing in {name} says it any more; "
+                    "restoring puts it back where it was",
+                    Edit(inserts=(insert(old[0]),)),
+                    selected=not mine,
+                    before=(),
+                )
+            )
         elif change.kind == "deduplicated":
-            planned.append(_op("deduplicated", [old[0]], [old[0].text],
-                               f"removed as a duplicate{through}: {change.cover.quote()} still says it",
-                               Edit(inserts=(insert(old[0]),)), selected=False, evidence=[change.cover.text],
-                               before=()))
+            planned.append(
+                _op(
+                    "deduplicated",
+                    [old[0]],
+                    [old[0].text],
+                    f"removed as a duplicate{through}: {change.cover.quote()} still says it",
+                    Edit(inserts=(insert(old[0]),)),
+                    selected=False,
+                    evidence=[change.cover.text],
+                    before=(),
+                )
+            )
         elif change.kind == "merged" and change.into_existing:
             lost = words_only_in(old[0].text, new[0].text)
-            planned.append(_op("merged", [old[0], new[0]], [old[0].text, new[0].text],
-                               f"folded into the existing {new[0].quote()}{through} (similarity {change.score:.0f})"
-                               + (f"; words lost: {', '.join(lost)}" if lost else ""),
-                               Edit(inserts=(insert(old[0]),)), selected=False, score=change.score,
-                               before=(new[0].text,)))
+            planned.append(
+                _op(
+                    "merged",
+                    [old[0], new[0]],
+                    [old[0].text, new[0].text],
+                    f"folded into the existing {new[0].quote()}{through} (similarity {change.score:.0f})"
+                    + (f"; words lost: {', '.join(lost)}" if lost else ""),
+                    Edit(inserts=(insert(old[0]),)),
+                    selected=False,
+                    score=change.score,
+                    before=(new[0].text,),
+                )
+            )
         elif change.kind == "new":
             item = new[0]
             added = by_keepgui["added"].get(item.key)
-            why = (f"added through keepgui ({added}) after the rewrite" if added else
-                   "new: the earlier version did not say it — a compaction should add no facts")
-            planned.append(_op("new", [item], [], f"{why}; restoring takes the line out",
-                               Edit(drops=(item.index,), removes=(item,)), selected=False))
+            why = (
+                f"added through keepgui ({added}) after the rewrite"
+                if added
+                else "new: the earlier version did not say it — a compaction should add no facts"
+            )
+            planned.append(
+                _op(
+                    "new",
+                    [item],
+                    [],
+                    f"{why}; restoring takes the line out",
+                    Edit(drops=(item.index,), removes=(item,)),
+                    selected=False,
+                )
+            )
         else:
             target = new[0]
             first, *others = old
             lost = list(dict.fromkeys(w for o in old for w in words_only_in(o.text, target.text)))
             what = f"the {len(old)} entries merged into" if change.kind == "merged" else "the wording before"
-            planned.append(_op(change.kind, [*old, target], [o.text for o in old],
-                               f"restore {what} {target.quote()} (similarity {change.score:.0f})"
-                               + (f"; the rewrite lost: {', '.join(lost)}" if lost else ""),
-                               Edit(rewrites=((target.index, first.raw),),
-                                    inserts=tuple((target.index, 1, o.position, o.raw) for o in others),
-                                    removes=(target,)),
-                               selected=False, score=change.score, before=(target.text,)))
+            planned.append(
+                _op(
+                    change.kind,
+                    [*old, target],
+                    [o.text for o in old],
+                    f"restore {what} {target.quote()} (similarity {change.score:.0f})"
+                    + (f"; the rewrite lost: {', '.join(lost)}" if lost else ""),
+                    Edit(
+                        rewrites=((target.index, first.raw),),
+                        inserts=tuple((target.index, 1, o.position, o.raw) for o in others),
+                        removes=(target,),
+                    ),
+                    selected=False,
+                    score=change.score,
+                    before=(target.text,),
+                )
+            )
     return planned
 
 
-def _review_notices(rel: str, name: str, baseline: Version, old_doc: KeepDoc, doc: KeepDoc,
-                    cmp: Comparison) -> list[Notice]:
-    notices = [Notice("rewrite", "info", f"{name} changed outside keepgui after the version seen "
-                                         f"{_when(baseline.at)} ({old_doc.line_count} → {doc.line_count} lines)")]
+def _review_notices(
+    rel: str, name: str, baseline: Version, old_doc: KeepDoc, doc: KeepDoc, cmp: Comparison
+) -> list[Notice]:
+    notices = [
+        Notice(
+            "rewrite",
+            "info",
+            f"{name} changed outside keepgui after the version seen "
+            f"{_when(baseline.at)} ({old_doc.line_count} → {doc.line_count} lines)",
+        )
+    ]
     counts = Counter(c.kind for c in cmp.changes)
     if counts["removed"]:
-        notices.append(Notice("facts-removed", "warning",
-                              f"{counts['removed']} entr{'ies were' if counts['removed'] > 1 else 'y was'} removed "
-                              f"and nothing in {name} says {'them' if counts['removed'] > 1 else 'it'} any more "
-                              "(restore selected)"))
+        notices.append(
+            Notice(
+                "facts-removed",
+                "warning",
+                f"{counts['removed']} entr{'ies were' if counts['removed'] > 1 else 'y was'} removed "
+                f"and nothing in {name} says {'them' if counts['removed'] > 1 else 'it'} any more "
+                "(restore selected)",
+            )
+        )
     if counts["new"] and rel == KEEP_MD:
-        notices.append(Notice("new-facts", "warning",
-                              f"{counts['new']} new entr{'ies' if counts['new'] > 1 else 'y'}: a compaction "
-                              "should add no facts"))
+        notices.append(
+            Notice(
+                "new-facts",
+                "warning",
+                f"{counts['new']} new entr{'ies' if counts['new'] > 1 else 'y'}: a compaction should add no facts",
+            )
+        )
     if rel == KEEP_MD and doc.line_count < old_doc.line_count:
         low, high = USUAL_RANGE
         if not low <= doc.line_count <= high:
-            notices.append(Notice("count", "warning",
-                                  f"keep.md now has {doc.line_count} lines; a compaction aims at about "
-                                  f"{COMPACTION_TARGET} ({low}–{high})"))
+            notices.append(
+                Notice(
+                    "count",
+                    "warning",
+                    f"keep.md now has {doc.line_count} lines; a compaction aims at about "
+                    f"{COMPACTION_TARGET} ({low}–{high})",
+                )
+            )
     dups = doc.duplicates()
     if dups:
-        notices.append(Notice("duplicates-left", "warning",
-                              f"{len(dups)} duplicate group(s) remain, e.g. `{excerpt(dups[0][0].text, 50)}`"))
-    dated = [c.new[0] for c in cmp.changes if c.new and c.kind in ("new", "reworded", "merged")
-             and not c.into_existing and has_date(c.new[0].text) and not any(has_date(o.text) for o in c.old)]
+        notices.append(
+            Notice(
+                "duplicates-left",
+                "warning",
+                f"{len(dups)} duplicate group(s) remain, e.g. `{excerpt(dups[0][0].text, 50)}`",
+            )
+        )
+    dated = [
+        c.new[0]
+        for c in cmp.changes
+        if c.new
+        and c.kind in ("new", "reworded", "merged")
+        and not c.into_existing
+        and has_date(c.new[0].text)
+        and not any(has_date(o.text) for o in c.old)
+    ]
     if dated:
-        notices.append(Notice("dates-added", "warning",
-                              f"the rewrite added dates, e.g. {dated[0].quote()}: keep.md entries carry no dates"))
+        notices.append(
+            Notice(
+                "dates-added",
+                "warning",
+                f"the rewrite added dates, e.g. {dated[0].quote()}: keep.md entries carry no dates",
+            )
+        )
     return notices
 
 

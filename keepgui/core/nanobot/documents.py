@@ -47,7 +47,14 @@ from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History, Version
 from keepgui.core.nanobot.keep import (
-    AGENTS, FUZZY_THRESHOLD, KEEP, KeepStore, RemoveResult, Triage, line_key, triage,
+    AGENTS,
+    FUZZY_THRESHOLD,
+    KEEP,
+    KeepStore,
+    RemoveResult,
+    Triage,
+    line_key,
+    triage,
 )
 from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text
 from keepgui.core.nanobot.prompt import bundled_templates, render_parts
@@ -127,9 +134,17 @@ class Document:
 
     def to_obj(self) -> dict:
         """The document for ``--json``."""
-        return {"name": self.kind.name, "path": self.path, "exists": self.exists,
-                "managed_by_dream": self.managed_by_dream, "status": self.kind.status, "chars": self.chars,
-                "bytes": self.stamp.size, "notices": [n.to_obj() for n in self.notices], "text": self.text}
+        return {
+            "name": self.kind.name,
+            "path": self.path,
+            "exists": self.exists,
+            "managed_by_dream": self.managed_by_dream,
+            "status": self.kind.status,
+            "chars": self.chars,
+            "bytes": self.stamp.size,
+            "notices": [n.to_obj() for n in self.notices],
+            "text": self.text,
+        }
 
 
 def _decode(data: bytes, path: str) -> tuple[str, bool, str]:
@@ -148,11 +163,13 @@ def prompt_size_notice(kind: DocumentKind, text: str | None, templates) -> Notic
         return None
     if not part.injected:
         return Notice("prompt-size", "info", f"{kind.name} adds nothing to the prompt now ({part.status})")
-    dream = (" Dream (nanobot 0.3.5 and later) sees it whole, through this same prompt."
-             if kind.managed_by_dream else "")
-    return Notice("prompt-size", "info",
-                  f"{kind.name} adds {part.size_bytes:,} bytes (about {part.tokens:,} tokens) to every turn's "
-                  f"system prompt.{dream}")
+    dream = " Dream (nanobot 0.3.5 and later) sees it whole, through this same prompt." if kind.managed_by_dream else ""
+    return Notice(
+        "prompt-size",
+        "info",
+        f"{kind.name} adds {part.size_bytes:,} bytes (about {part.tokens:,} tokens) to every turn's "
+        f"system prompt.{dream}",
+    )
 
 
 def document_notices(workspace: Workspace, kind: DocumentKind, text: str, exists: bool) -> list[Notice]:
@@ -160,24 +177,39 @@ def document_notices(workspace: Workspace, kind: DocumentKind, text: str, exists
     notices = []
     templates = bundled_templates()
     if kind.managed_by_dream:
-        notices.append(Notice("dream-managed", "info",
-                              f"{kind.name} is managed by Dream: Dream rewrites it from the conversation history, "
-                              "and nanobot tells the agent not to edit it. You may; confirm before saving."))
+        notices.append(
+            Notice(
+                "dream-managed",
+                "info",
+                f"{kind.name} is managed by Dream: Dream rewrites it from the conversation history, "
+                "and nanobot tells the agent not to edit it. You may; confirm before saving.",
+            )
+        )
     notice = prompt_size_notice(kind, text if exists else None, templates)
     if notice is not None:
         notices.append(notice)
     if not kind.managed_by_dream:
         notices.append(Notice("agent-rules", "info", f"{kind.name} holds rules for the agent; Dream never edits it"))
     if kind.rel == USER_MD and exists and not _mentions_keep(text):
-        notices.append(Notice("keep-pointer-missing", "warning",
-                              "USER.md no longer mentions keep.md, so the agent may stop reading it; "
-                              "offer to add the pointer back (USER.md is Dream's, so it is your call)"))
+        notices.append(
+            Notice(
+                "keep-pointer-missing",
+                "warning",
+                "USER.md no longer mentions keep.md, so the agent may stop reading it; "
+                "offer to add the pointer back (USER.md is Dream's, so it is your call)",
+            )
+        )
     if not exists:
         notices.append(Notice("missing", "info", f"{kind.name} does not exist yet; saving creates it"))
     if templates is not None and exists and kind.rel != SOUL_MD and templates.is_template(kind.rel, text):
-        notices.append(Notice("template", "info",
-                              f"{kind.name} is still nanobot's bundled template, so nanobot leaves it out of the "
-                              "prompt; any edit, even cosmetic, makes it count as content"))
+        notices.append(
+            Notice(
+                "template",
+                "info",
+                f"{kind.name} is still nanobot's bundled template, so nanobot leaves it out of the "
+                "prompt; any edit, even cosmetic, makes it count as content",
+            )
+        )
     return notices
 
 
@@ -191,8 +223,9 @@ def open_document(workspace: Workspace, name: str, history: History | None = Non
     else:
         text, bom, newline = _decode(data, path)
         (history if history is not None else History()).record(path, data, source="seen")
-    return Document(kind, path, text, stamp, bom, newline,
-                    tuple(document_notices(workspace, kind, text, data is not None)))
+    return Document(
+        kind, path, text, stamp, bom, newline, tuple(document_notices(workspace, kind, text, data is not None))
+    )
 
 
 # ---------------------------------------------------------------------- saving
@@ -210,13 +243,17 @@ class DreamActivity:
         """The warning to show before saving, or None."""
         if not self.possibly_running:
             return None
-        return Notice("dream-may-be-running", "warning",
-                      f"a Dream session file changed {self.age_seconds:.0f} s ago ({self.newest}): Dream may be "
-                      "rewriting these files right now; saving now may be overwritten or overwrite its work")
+        return Notice(
+            "dream-may-be-running",
+            "warning",
+            f"a Dream session file changed {self.age_seconds:.0f} s ago ({self.newest}): Dream may be "
+            "rewriting these files right now; saving now may be overwritten or overwrite its work",
+        )
 
 
-def dream_activity(workspace: Workspace, *, now: float | None = None,
-                   window: float = DREAM_ACTIVITY_SECONDS) -> DreamActivity:
+def dream_activity(
+    workspace: Workspace, *, now: float | None = None, window: float = DREAM_ACTIVITY_SECONDS
+) -> DreamActivity:
     """Guess whether Dream runs now, from the age of ``dream:*`` session files (best effort)."""
     now = time.time() if now is None else now
     newest: tuple[str, float] | None = None
@@ -248,9 +285,12 @@ class SaveResult:
 
     def to_obj(self) -> dict:
         """The result for ``--json``."""
-        return {"document": self.document.to_obj(), "written": self.written,
-                "previous": self.previous.to_obj() if self.previous else None,
-                "warnings": [n.to_obj() for n in self.notices]}
+        return {
+            "document": self.document.to_obj(),
+            "written": self.written,
+            "previous": self.previous.to_obj() if self.previous else None,
+            "warnings": [n.to_obj() for n in self.notices],
+        }
 
 
 def after_save_notices(workspace: Workspace, kind: DocumentKind) -> list[Notice]:
@@ -258,14 +298,25 @@ def after_save_notices(workspace: Workspace, kind: DocumentKind) -> list[Notice]
     if not kind.managed_by_dream:
         return []
     if not workspace.has_dream_git():
-        return [Notice("no-dream-git", "info",
-                       f"this workspace has no Dream git, so nanobot keeps no version of {kind.name}; "
-                       "keepgui's history has the version you replaced")]
+        return [
+            Notice(
+                "no-dream-git",
+                "info",
+                f"this workspace has no Dream git, so nanobot keeps no version of {kind.name}; "
+                "keepgui's history has the version you replaced",
+            )
+        ]
     return [
-        Notice("dream-commit-folds-edit", "warning",
-               f"the next Dream commit will include this edit of {kind.name} and label it Dream's"),
-        Notice("dream-restore-overwrites", "warning",
-               f"/dream-restore of an older commit overwrites this edit of {kind.name}"),
+        Notice(
+            "dream-commit-folds-edit",
+            "warning",
+            f"the next Dream commit will include this edit of {kind.name} and label it Dream's",
+        ),
+        Notice(
+            "dream-restore-overwrites",
+            "warning",
+            f"/dream-restore of an older commit overwrites this edit of {kind.name}",
+        ),
     ]
 
 
@@ -303,8 +354,9 @@ def append_lines(data: bytes | None, path: str, lines: Iterable[str]) -> bytes:
     return _encode(_appended(text, newline, lines), bom, newline)
 
 
-def save_document(workspace: Workspace, document: Document, text: str, *, confirm_dream: bool = False,
-                  history: History | None = None) -> SaveResult:
+def save_document(
+    workspace: Workspace, document: Document, text: str, *, confirm_dream: bool = False, history: History | None = None
+) -> SaveResult:
     """Save ``text`` as the new content of ``document``.
 
     Refuses a Dream-managed file unless ``confirm_dream`` (the person
@@ -315,19 +367,28 @@ def save_document(workspace: Workspace, document: Document, text: str, *, confir
     return _save_bytes(workspace, document, encode_document(document, text), confirm_dream, history)
 
 
-def restore_version(workspace: Workspace, document: Document, version: Version, *, confirm_dream: bool = False,
-                    history: History | None = None) -> SaveResult:
+def restore_version(
+    workspace: Workspace,
+    document: Document,
+    version: Version,
+    *,
+    confirm_dream: bool = False,
+    history: History | None = None,
+) -> SaveResult:
     """Put the exact bytes of an earlier recorded version back (undo a rewrite), with a save's checks."""
     history = history if history is not None else History()
     return _save_bytes(workspace, document, history.read(version), confirm_dream, history)
 
 
-def _save_bytes(workspace: Workspace, document: Document, new: bytes, confirm_dream: bool,
-                history: History | None) -> SaveResult:
+def _save_bytes(
+    workspace: Workspace, document: Document, new: bytes, confirm_dream: bool, history: History | None
+) -> SaveResult:
     kind = document.kind
     if kind.managed_by_dream and not confirm_dream:
-        raise InvalidInput(f"{document.path} is managed by Dream; confirm that you want to edit it "
-                           "(the window asks; scripts pass confirm_dream=True)")
+        raise InvalidInput(
+            f"{document.path} is managed by Dream; confirm that you want to edit it "
+            "(the window asks; scripts pass confirm_dream=True)"
+        )
     history = history if history is not None else History()
     data, stamp = workspace.read(kind.rel)
     if not document.stamp.same_content(stamp):
@@ -338,8 +399,9 @@ def _save_bytes(workspace: Workspace, document: Document, new: bytes, confirm_dr
         return SaveResult(document, previous, (), False)
     new_stamp = workspace.write(kind.rel, new, expect=stamp)
     history.record(document.path, new, source="saved")
-    saved = Document(kind, document.path, decoded, new_stamp, bom, newline,
-                     tuple(document_notices(workspace, kind, decoded, True)))
+    saved = Document(
+        kind, document.path, decoded, new_stamp, bom, newline, tuple(document_notices(workspace, kind, decoded, True))
+    )
     return SaveResult(saved, previous, tuple(after_save_notices(workspace, kind)))
 
 
@@ -375,8 +437,9 @@ def keep_pointer(workspace: Workspace) -> PointerCheck:
     return PointerCheck(bool(lines), lines)
 
 
-def add_keep_pointer(workspace: Workspace, *, expect: fsio.Stamp | None = None,
-                     history: History | None = None) -> SaveResult:
+def add_keep_pointer(
+    workspace: Workspace, *, expect: fsio.Stamp | None = None, history: History | None = None
+) -> SaveResult:
     """Append :data:`KEEP_POINTER` to USER.md (the person decided to; USER.md is Dream's).
 
     A no-op (``written=False``) when USER.md already mentions keep.md. The
@@ -408,12 +471,23 @@ class Overlap:
 
     def to_obj(self) -> dict:
         """The overlap for ``--json``."""
-        return {"entry": self.entry.to_obj(), "file": self.file, "line": self.line, "text": self.text,
-                "kind": self.kind, "score": round(self.score, 1)}
+        return {
+            "entry": self.entry.to_obj(),
+            "file": self.file,
+            "line": self.line,
+            "text": self.text,
+            "kind": self.kind,
+            "score": round(self.score, 1),
+        }
 
 
-def overlaps(workspace: Workspace, doc: KeepDoc | None = None, *, threshold: float = FUZZY_THRESHOLD,
-             history: History | None = None) -> list[Overlap]:
+def overlaps(
+    workspace: Workspace,
+    doc: KeepDoc | None = None,
+    *,
+    threshold: float = FUZZY_THRESHOLD,
+    history: History | None = None,
+) -> list[Overlap]:
     """Facts that are both in keep.md and in USER.md or MEMORY.md (spec §5.6).
 
     Headings and lines of fewer than three words are not compared.
@@ -458,8 +532,9 @@ class Misplaced:
         return {"entry": self.entry.to_obj(), "triage": self.triage.to_obj()}
 
 
-def misplaced_entries(workspace: Workspace, doc: KeepDoc | None = None, *, only: str | None = None,
-                      history: History | None = None) -> list[Misplaced]:
+def misplaced_entries(
+    workspace: Workspace, doc: KeepDoc | None = None, *, only: str | None = None, history: History | None = None
+) -> list[Misplaced]:
     """keep.md entries that do not look like durable user facts (``only=AGENTS``: just the rules)."""
     if doc is None:
         doc = KeepStore(workspace, history).load()
@@ -472,7 +547,9 @@ def misplaced_entries(workspace: Workspace, doc: KeepDoc | None = None, *, only:
     return out
 
 
-def misplaced_rules(workspace: Workspace, doc: KeepDoc | None = None, *, history: History | None = None) -> list[Misplaced]:
+def misplaced_rules(
+    workspace: Workspace, doc: KeepDoc | None = None, *, history: History | None = None
+) -> list[Misplaced]:
     """keep.md entries that are rules about how the agent should work: they belong in AGENTS.md."""
     return misplaced_entries(workspace, doc, only=AGENTS, history=history)
 
@@ -489,8 +566,9 @@ class MoveResult:
         return {"agents": self.agents.to_obj(), "removal": self.removal.to_obj()}
 
 
-def move_to_agents(workspace: Workspace, entry_id: str, *, keep_expect: fsio.Stamp | None = None,
-                   history: History | None = None) -> MoveResult:
+def move_to_agents(
+    workspace: Workspace, entry_id: str, *, keep_expect: fsio.Stamp | None = None, history: History | None = None
+) -> MoveResult:
     """Move a keep.md entry to the end of AGENTS.md as ``- <rule>``.
 
     AGENTS.md is written first, then the entry is removed from keep.md (logged,
@@ -502,8 +580,9 @@ def move_to_agents(workspace: Workspace, entry_id: str, *, keep_expect: fsio.Sta
     doc = store.load(expect=keep_expect)
     entry = doc.find(entry_id)
     agents = open_document(workspace, AGENTS_MD, history)
-    saved = save_document(workspace, agents, _appended(agents.text, agents.newline, [f"- {entry.text}"]),
-                          history=history)
+    saved = save_document(
+        workspace, agents, _appended(agents.text, agents.newline, [f"- {entry.text}"]), history=history
+    )
     removal = store.remove(entry.id, expect=doc.stamp, reason="moved to AGENTS.md")
     return MoveResult(saved, removal)
 
@@ -519,9 +598,12 @@ class CrossCheck:
 
     def to_obj(self) -> dict:
         """The checks for ``--json``."""
-        return {"pointer": self.pointer.to_obj(), "overlaps": [o.to_obj() for o in self.overlaps],
-                "misplaced": [m.to_obj() for m in self.misplaced],
-                "notices": [n.to_obj() for n in self.notices]}
+        return {
+            "pointer": self.pointer.to_obj(),
+            "overlaps": [o.to_obj() for o in self.overlaps],
+            "misplaced": [m.to_obj() for m in self.misplaced],
+            "notices": [n.to_obj() for n in self.notices],
+        }
 
 
 def cross_check(workspace: Workspace, *, history: History | None = None) -> CrossCheck:
@@ -532,13 +614,27 @@ def cross_check(workspace: Workspace, *, history: History | None = None) -> Cros
     misplaced = misplaced_entries(workspace, doc)
     notices = []
     if not pointer.present:
-        notices.append(Notice("keep-pointer-missing", "warning",
-                              "USER.md does not mention keep.md: the agent may not read keep.md; "
-                              "offer to add the pointer back"))
+        notices.append(
+            Notice(
+                "keep-pointer-missing",
+                "warning",
+                "USER.md does not mention keep.md: the agent may not read keep.md; offer to add the pointer back",
+            )
+        )
     for o in found_overlaps:
-        notices.append(Notice("overlap", "info", f"keep.md entry {o.entry.number} `{o.entry.text}` is also in "
-                                                 f"{o.file} (line {o.line}): {o.text}"))
+        notices.append(
+            Notice(
+                "overlap",
+                "info",
+                f"keep.md entry {o.entry.number} `{o.entry.text}` is also in {o.file} (line {o.line}): {o.text}",
+            )
+        )
     for m in misplaced:
-        notices.append(Notice(f"misplaced-{m.triage.verdict}", "warning",
-                              f"keep.md entry {m.entry.number} `{m.entry.text}`: {m.triage.reason}"))
+        notices.append(
+            Notice(
+                f"misplaced-{m.triage.verdict}",
+                "warning",
+                f"keep.md entry {m.entry.number} `{m.entry.text}`: {m.triage.reason}",
+            )
+        )
     return CrossCheck(pointer, tuple(found_overlaps), tuple(misplaced), tuple(notices))

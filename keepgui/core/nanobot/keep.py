@@ -134,60 +134,119 @@ class Triage:
 
     def to_obj(self) -> dict:
         """``{verdict, reason, destination, project}``."""
-        return {"verdict": self.verdict, "reason": self.reason, "destination": self.destination,
-                "project": self.project}
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "destination": self.destination,
+            "project": self.project,
+        }
 
 
 _EMAIL_RE = re.compile(r"\S+@\S+\.\w+")
 _URL_RE = re.compile(
     r"https?://\S+|\bwww\.\S+|(?<![\w.])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|ai|co|edu|gov|info|me|pt|de|uk)"
-    r"(?:/\S*)?(?![\w])", re.IGNORECASE)
+    r"(?:/\S*)?(?![\w])",
+    re.IGNORECASE,
+)
 _LATER_RE = re.compile(
     r"\b(?:read|watch|try|test|check|listen to|look at|look into|explore|play|visit)\b[^.;]*"
-    r"\b(?:later|sometime|some day|someday|when (?:i|he|she|they) (?:have|has|get|gets) time)\b", re.IGNORECASE)
-_NOTE_START_RE = re.compile(r"^(?:to[ -](?:read|try|watch|check)|reading list|watch ?list|bookmark|todo|to-do)\b",
-                            re.IGNORECASE)
+    r"\b(?:later|sometime|some day|someday|when (?:i|he|she|they) (?:have|has|get|gets) time)\b",
+    re.IGNORECASE,
+)
+_NOTE_START_RE = re.compile(
+    r"^(?:to[ -](?:read|try|watch|check)|reading list|watch ?list|bookmark|todo|to-do)\b", re.IGNORECASE
+)
 _NOTE_PHRASE_RE = re.compile(
     r"\b(?:check out|worth (?:reading|trying|watching|a look|a try)|wants? to (?:read|try|watch|check out)"
     r"|should (?:read|try|watch)|(?:article|paper|blog post|video|podcast|tutorial|talk|book) (?:about|on) .+ to (?:read|watch))\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _REMIND_RE = re.compile(
     r"\bremind(?:er|ers)?\b|\b(?:don'?t|do not) forget\b|\b(?:tomorrow|tonight)\b"
     r"|\bthis (?:morning|afternoon|evening|weekend)\b"
     r"|\bnext (?:week|month|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
-    r"|\bin \d+ (?:minutes?|hours?|days?|weeks?)\b|\bdeadline\b|\bdue (?:on|by)\b", re.IGNORECASE)
+    r"|\bin \d+ (?:minutes?|hours?|days?|weeks?)\b|\bdeadline\b|\bdue (?:on|by)\b",
+    re.IGNORECASE,
+)
 _TASK_RE = re.compile(
     # verbs that are rarely nouns at the start of a fact ("Email inbox zero", "Book club" are facts)
     r"^(?:call|pay|buy|renew|send|submit|cancel|pick up|schedule|phone|water|feed|collect|reply to|follow up"
-    r"|sign up for|register for)\b", re.IGNORECASE)
+    r"|sign up for|register for)\b",
+    re.IGNORECASE,
+)
 _WHEN_RE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b"
     r"|\b(?:on|by|before|until) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
     r"|\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?"
     r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.? \d{1,2}\b|\b\d{1,2} (?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?"
     r"|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _PROJECT_RES = (
     # lower-case keyword only: "Ao 26 Vegan Food Project" is a restaurant's name, not a project scope
-    re.compile(r"\b(?:(?:in|for|on|of|at|inside) )?(?:the )?[`\"']?([A-Za-z0-9][\w.-]*)[`\"']? "
-               r"(?-i:project|repo|repository|codebase)\b", re.IGNORECASE),
+    re.compile(
+        r"\b(?:(?:in|for|on|of|at|inside) )?(?:the )?[`\"']?([A-Za-z0-9][\w.-]*)[`\"']? "
+        r"(?-i:project|repo|repository|codebase)\b",
+        re.IGNORECASE,
+    ),
     re.compile(r"\b(?:project|repo|repository|codebase)[:\s]+[`\"']?([A-Za-z0-9][\w.-]*)", re.IGNORECASE),
 )
-_NOT_PROJECT_NAMES = {"the", "a", "an", "my", "his", "her", "their", "our", "this", "that", "side", "pet",
-                      "work", "personal", "open", "source", "new", "old", "main", "any", "every", "each", "one",
-                      "is", "was", "are", "and", "or", "with", "at", "in", "on", "for", "to", "of"}
+_NOT_PROJECT_NAMES = {
+    "the",
+    "a",
+    "an",
+    "my",
+    "his",
+    "her",
+    "their",
+    "our",
+    "this",
+    "that",
+    "side",
+    "pet",
+    "work",
+    "personal",
+    "open",
+    "source",
+    "new",
+    "old",
+    "main",
+    "any",
+    "every",
+    "each",
+    "one",
+    "is",
+    "was",
+    "are",
+    "and",
+    "or",
+    "with",
+    "at",
+    "in",
+    "on",
+    "for",
+    "to",
+    "of",
+}
 _IMPERATIVE_RE = re.compile(
     r"^(?:do not|don't|dont|please|make sure|be sure|avoid|prefer|use|run|write|format|reply|respond|answer"
     r"|ask|add|put|stop|start|remember to|when (?:you|replying|writing|answering|coding|committing)"
-    r"|before (?:you|committing|pushing|replying)|after (?:you|committing))\b", re.IGNORECASE)
+    r"|before (?:you|committing|pushing|replying)|after (?:you|committing))\b",
+    re.IGNORECASE,
+)
 _ALWAYS_NEVER_RE = re.compile(r"^(?:always|never)\s+([a-z'-]+)", re.IGNORECASE)
 _YOU_RE = re.compile(r"\b(?:you|your|yourself)\b", re.IGNORECASE)
-_AGENT_RE = re.compile(r"\b(?:the )?(?:agent|assistant|bot|nanobot)\b[^.;]*\b(?:should|must|needs? to|has to|may not)\b"
-                       r"|\b(?:should|must)\b[^.;]*\b(?:the )?(?:agent|assistant|bot|nanobot)\b", re.IGNORECASE)
+_AGENT_RE = re.compile(
+    r"\b(?:the )?(?:agent|assistant|bot|nanobot)\b[^.;]*\b(?:should|must|needs? to|has to|may not)\b"
+    r"|\b(?:should|must)\b[^.;]*\b(?:the )?(?:agent|assistant|bot|nanobot)\b",
+    re.IGNORECASE,
+)
 _TOOLING_RE = re.compile(
     r"\b(?:commit messages?|conventional commits|pull requests?|code reviews?|unit tests?|run (?:the )?tests"
     r"|linters?|linting|formatters?|type hints|docstrings?|naming conventions?|coding conventions?|code style"
-    r"|coding style|indentation|ci pipeline|git (?:commit|push|rebase|workflow))\b", re.IGNORECASE)
+    r"|coding style|indentation|ci pipeline|git (?:commit|push|rebase|workflow))\b",
+    re.IGNORECASE,
+)
 _THIRD_PERSON_START_RE = re.compile(r"^[A-Za-z][a-z'-]*(?<!s)s\b")
 
 
@@ -223,52 +282,76 @@ def triage(text: str, known_projects: tuple[str, ...] | list[str] = ()) -> Triag
     without_email = _EMAIL_RE.sub(" ", text)
     url = _URL_RE.search(without_email)
     if url:
-        return Triage(NOTE, f"contains a link ({url.group()}); links and reference material go to /note",
-                      "/note")
+        return Triage(NOTE, f"contains a link ({url.group()}); links and reference material go to /note", "/note")
     remind = _REMIND_RE.search(text)
     if remind:
-        return Triage(REMIND, f"reads like a reminder (`{remind.group()}`); scheduled reminders go to /remind",
-                      "/remind")
+        return Triage(
+            REMIND, f"reads like a reminder (`{remind.group()}`); scheduled reminders go to /remind", "/remind"
+        )
     task = _TASK_RE.search(text)
     when = _WHEN_RE.search(text)
     if task and when:
-        return Triage(REMIND, f"a task (`{task.group()}`) with a date or time (`{when.group()}`); "
-                              "scheduled reminders go to /remind", "/remind")
+        return Triage(
+            REMIND,
+            f"a task (`{task.group()}`) with a date or time (`{when.group()}`); scheduled reminders go to /remind",
+            "/remind",
+        )
     for pattern in _PROJECT_RES:
         for match in pattern.finditer(text):
             name = match.group(1).strip(".-")
             if name and name.casefold() not in _NOT_PROJECT_NAMES:
                 slug = slugify(name)
-                return Triage(PROJECT, f"scoped to the project `{name}`; project facts go to projects/{slug}/",
-                              f"projects/{slug}/", slug)
+                return Triage(
+                    PROJECT,
+                    f"scoped to the project `{name}`; project facts go to projects/{slug}/",
+                    f"projects/{slug}/",
+                    slug,
+                )
     for slug in known_projects:
         spaced = slug.replace("-", " ")
         if re.search(rf"(?<![\w-]){re.escape(slug)}(?![\w-])", lowered) or (
-                spaced != slug and re.search(rf"\b{re.escape(spaced)}\b", lowered)):
-            return Triage(PROJECT, f"mentions the project `{slug}` (projects/{slug}/ exists)",
-                          f"projects/{slug}/", slug)
+            spaced != slug and re.search(rf"\b{re.escape(spaced)}\b", lowered)
+        ):
+            return Triage(
+                PROJECT, f"mentions the project `{slug}` (projects/{slug}/ exists)", f"projects/{slug}/", slug
+            )
     always = _ALWAYS_NEVER_RE.match(text)
     if always and not _third_person(always.group(1)):
-        return Triage(AGENTS, f"a standing rule for the agent (`{always.group().strip()}`); rules about how the "
-                              "agent works go to AGENTS.md", "AGENTS.md")
+        return Triage(
+            AGENTS,
+            f"a standing rule for the agent (`{always.group().strip()}`); rules about how the "
+            "agent works go to AGENTS.md",
+            "AGENTS.md",
+        )
     imperative = _IMPERATIVE_RE.match(text)
     if imperative:
-        return Triage(AGENTS, f"an instruction to the agent (starts with `{imperative.group()}`); rules about how "
-                              "the agent works go to AGENTS.md", "AGENTS.md")
+        return Triage(
+            AGENTS,
+            f"an instruction to the agent (starts with `{imperative.group()}`); rules about how "
+            "the agent works go to AGENTS.md",
+            "AGENTS.md",
+        )
     addressed = _YOU_RE.search(text) or _AGENT_RE.search(text)
     if addressed:
-        return Triage(AGENTS, f"addressed to the agent (`{addressed.group()}`); rules about how the agent works "
-                              "go to AGENTS.md", "AGENTS.md")
+        return Triage(
+            AGENTS,
+            f"addressed to the agent (`{addressed.group()}`); rules about how the agent works go to AGENTS.md",
+            "AGENTS.md",
+        )
     tooling = _TOOLING_RE.search(text)
     if tooling and not _THIRD_PERSON_START_RE.match(text):
-        return Triage(AGENTS, f"a tooling or workflow convention (`{tooling.group()}`); conventions go to "
-                              "AGENTS.md", "AGENTS.md")
+        return Triage(
+            AGENTS, f"a tooling or workflow convention (`{tooling.group()}`); conventions go to AGENTS.md", "AGENTS.md"
+        )
     later = _LATER_RE.search(text) or _NOTE_START_RE.search(text) or _NOTE_PHRASE_RE.search(text)
     if later:
         return Triage(NOTE, f"something to read or try later (`{later.group()}`); that goes to /note", "/note")
     if task:
-        return Triage(NOTE, f"a to-do (`{task.group()}`), not a durable fact; to-dos go to /note "
-                            "(or /remind with a date)", "/note")
+        return Triage(
+            NOTE,
+            f"a to-do (`{task.group()}`), not a durable fact; to-dos go to /note (or /remind with a date)",
+            "/note",
+        )
     return Triage(KEEP, "a durable fact, preference or decision about the user", "keep.md")
 
 
@@ -365,8 +448,9 @@ class KeepCheck:
         return self.identical or (self.contained_in[0] if self.contained_in else None)
 
 
-def check_fact(fact: str, doc: KeepDoc, memory_text: str = "", *, known_projects=(),
-               threshold: float = FUZZY_THRESHOLD) -> KeepCheck:
+def check_fact(
+    fact: str, doc: KeepDoc, memory_text: str = "", *, known_projects=(), threshold: float = FUZZY_THRESHOLD
+) -> KeepCheck:
     """Triage and deduplicate a cleaned fact against keep.md and MEMORY.md (pure)."""
     key = normalise(fact)
     entries = doc.entries
@@ -377,17 +461,37 @@ def check_fact(fact: str, doc: KeepDoc, memory_text: str = "", *, known_projects
     candidates = [e for e in entries if e.id not in exclude]
     near = []
     if candidates and key:
-        for _choice, score, i in process.extract(key, [e.key for e in candidates], scorer=fuzz.token_set_ratio,
-                                                 processor=default_process, score_cutoff=threshold, limit=None):
+        for _choice, score, i in process.extract(
+            key,
+            [e.key for e in candidates],
+            scorer=fuzz.token_set_ratio,
+            processor=default_process,
+            score_cutoff=threshold,
+            limit=None,
+        ):
             near.append(NearDuplicate(candidates[i], score))
     near.sort(key=lambda n: (-n.score, n.entry.number))
-    return KeepCheck(fact, triage(fact, known_projects), identical, contained_in, contained, tuple(near),
-                     tuple(memory_matches(fact, memory_text, threshold)), word_count(fact))
+    return KeepCheck(
+        fact,
+        triage(fact, known_projects),
+        identical,
+        contained_in,
+        contained,
+        tuple(near),
+        tuple(memory_matches(fact, memory_text, threshold)),
+        word_count(fact),
+    )
 
 
 # ---------------------------------------------------------------------- results
 
-KEPT, REPLACED, ALREADY_KEPT, REPLACE_OFFERED, REDIRECTED = "kept", "replaced", "already_kept", "replace_offered", "redirected"
+KEPT, REPLACED, ALREADY_KEPT, REPLACE_OFFERED, REDIRECTED = (
+    "kept",
+    "replaced",
+    "already_kept",
+    "replace_offered",
+    "redirected",
+)
 
 
 @dataclass(frozen=True)
@@ -418,14 +522,21 @@ class KeepResult:
 
     def to_obj(self) -> dict:
         """The result for ``--json``."""
-        return {"outcome": self.outcome, "written": self.written, "fact": self.fact, "path": self.path,
-                "message": self.message, "triage": self.triage.to_obj(),
-                "entry": self.entry.to_obj() if self.entry else None,
-                "replace_candidates": [e.to_obj() for e in self.replace_candidates],
-                "replaced": [r.to_obj() for r in self.replaced],
-                "near_duplicates": [n.to_obj() for n in self.near_duplicates],
-                "memory_matches": [m.to_obj() for m in self.memory_matches],
-                "warnings": [n.to_obj() for n in self.notices], "counts": self.counts}
+        return {
+            "outcome": self.outcome,
+            "written": self.written,
+            "fact": self.fact,
+            "path": self.path,
+            "message": self.message,
+            "triage": self.triage.to_obj(),
+            "entry": self.entry.to_obj() if self.entry else None,
+            "replace_candidates": [e.to_obj() for e in self.replace_candidates],
+            "replaced": [r.to_obj() for r in self.replaced],
+            "near_duplicates": [n.to_obj() for n in self.near_duplicates],
+            "memory_matches": [m.to_obj() for m in self.memory_matches],
+            "warnings": [n.to_obj() for n in self.notices],
+            "counts": self.counts,
+        }
 
 
 @dataclass(frozen=True)
@@ -445,7 +556,12 @@ class RemoveResult:
 
     def to_obj(self) -> dict:
         """The result for ``--json``."""
-        return {"removed": self.removed.to_obj(), "entry": self.entry.to_obj(), "path": self.path, "counts": self.counts}
+        return {
+            "removed": self.removed.to_obj(),
+            "entry": self.entry.to_obj(),
+            "path": self.path,
+            "counts": self.counts,
+        }
 
 
 @dataclass(frozen=True)
@@ -462,9 +578,14 @@ class RestoreResult:
 
     def to_obj(self) -> dict:
         """The result for ``--json``."""
-        return {"restored": self.restored.to_obj(), "written": self.written,
-                "entry": self.entry.to_obj() if self.entry else None, "path": self.path,
-                "message": self.message, "counts": self.counts}
+        return {
+            "restored": self.restored.to_obj(),
+            "written": self.written,
+            "entry": self.entry.to_obj() if self.entry else None,
+            "path": self.path,
+            "message": self.message,
+            "counts": self.counts,
+        }
 
 
 def _quote(entry: Entry) -> str:
@@ -486,8 +607,9 @@ class KeepStore:
     Every version read or written is recorded in ``history``.
     """
 
-    def __init__(self, workspace: Workspace | str, history: History | None = None, *,
-                 fuzzy_threshold: float = FUZZY_THRESHOLD) -> None:
+    def __init__(
+        self, workspace: Workspace | str, history: History | None = None, *, fuzzy_threshold: float = FUZZY_THRESHOLD
+    ) -> None:
         if not 0 <= fuzzy_threshold <= 100:
             raise InvalidInput(f"the near-duplicate threshold must be between 0 and 100, not {fuzzy_threshold}")
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
@@ -526,14 +648,15 @@ class KeepStore:
 
     def _check(self, fact: str, doc: KeepDoc) -> KeepCheck:
         """:func:`check_fact` of an already cleaned ``fact`` against ``doc``, MEMORY.md and the projects."""
-        return check_fact(fact, doc, self.memory_text(), known_projects=self.workspace.projects(),
-                          threshold=self.fuzzy_threshold)
+        return check_fact(
+            fact, doc, self.memory_text(), known_projects=self.workspace.projects(), threshold=self.fuzzy_threshold
+        )
 
     @staticmethod
     def _clean(text: str) -> str:
         fact = clean_fact(text)
         if not fact:
-            raise InvalidInput("What should I remember? Give the fact to keep, for example: keepgui keep \"Vegetarian\"")
+            raise InvalidInput('What should I remember? Give the fact to keep, for example: keepgui keep "Vegetarian"')
         if normalise(fact) in _VAGUE:
             raise InvalidInput(f"`{fact}` is too vague to keep; say the concrete fact to remember")
         return fact
@@ -547,10 +670,17 @@ class KeepStore:
 
     def _log_removal(self, doc: KeepDoc, entry: Entry, reason: str) -> RemovedEntry:
         before, after = doc.neighbours(entry)
-        return self.history.log_removed(path=self.path, workspace=self.workspace.root, text=entry.text,
-                                        raw=entry.raw, line=entry.line, number=entry.number,
-                                        before=before.text if before else None,
-                                        after=after.text if after else None, reason=reason)
+        return self.history.log_removed(
+            path=self.path,
+            workspace=self.workspace.root,
+            text=entry.text,
+            raw=entry.raw,
+            line=entry.line,
+            number=entry.number,
+            before=before.text if before else None,
+            after=after.text if after else None,
+            reason=reason,
+        )
 
     def _write_with_removals(self, before: KeepDoc, after: KeepDoc, removals: list[tuple[Entry, str]]):
         logged = [self._log_removal(before, entry, reason) for entry, reason in removals]
@@ -561,8 +691,9 @@ class KeepStore:
                 self.history.cancel_removed(record)
             raise
 
-    def add(self, text: str, *, force: bool = False, replace: bool = False,
-            expect: fsio.Stamp | None = None) -> KeepResult:
+    def add(
+        self, text: str, *, force: bool = False, replace: bool = False, expect: fsio.Stamp | None = None
+    ) -> KeepResult:
         """Keep a fact (see the module doc for the protocol).
 
         ``force``: keep it even when triage suggests elsewhere or an entry
@@ -579,27 +710,55 @@ class KeepStore:
             """The KeepResult of this call, with the compaction warning after a write."""
             final = new_doc or doc
             if written and final.compaction_due:
-                extra = (*extra, Notice("compaction-due", "warning",
-                                        f"keep.md has {final.line_count} lines, over the {SOFT_CAP}-line cap: "
-                                        f"compaction is due (target about {COMPACTION_TARGET})"))
-            return KeepResult(outcome, written, fact, self.path, message, found.triage, entry,
-                              found.contains, tuple(replaced), found.near, found.memory,
-                              (*notices, *extra), final.counts(), final)
+                extra = (
+                    *extra,
+                    Notice(
+                        "compaction-due",
+                        "warning",
+                        f"keep.md has {final.line_count} lines, over the {SOFT_CAP}-line cap: "
+                        f"compaction is due (target about {COMPACTION_TARGET})",
+                    ),
+                )
+            return KeepResult(
+                outcome,
+                written,
+                fact,
+                self.path,
+                message,
+                found.triage,
+                entry,
+                found.contains,
+                tuple(replaced),
+                found.near,
+                found.memory,
+                (*notices, *extra),
+                final.counts(),
+                final,
+            )
 
         if found.identical is not None:
-            return result(ALREADY_KEPT, False, f"already kept as {_quote(found.identical)}; nothing written",
-                          found.identical)
+            return result(
+                ALREADY_KEPT, False, f"already kept as {_quote(found.identical)}; nothing written", found.identical
+            )
         if found.contained_in and not force:
-            return result(ALREADY_KEPT, False,
-                          f"already kept: {_quote(found.contained_in[0])} contains it; nothing written "
-                          "(force to keep it as a variant)", found.contained_in[0])
+            return result(
+                ALREADY_KEPT,
+                False,
+                f"already kept: {_quote(found.contained_in[0])} contains it; nothing written "
+                "(force to keep it as a variant)",
+                found.contained_in[0],
+            )
         extra: list[Notice] = []
         if found.triage.verdict != KEEP:
             if not force:
-                return result(REDIRECTED, False,
-                              f"not written: {found.triage.reason}. Keep it in keep.md anyway with force")
-            extra.append(Notice("triage-overridden", "info",
-                                f"kept although it looks like it belongs in {found.triage.destination}"))
+                return result(
+                    REDIRECTED, False, f"not written: {found.triage.reason}. Keep it in keep.md anyway with force"
+                )
+            extra.append(
+                Notice(
+                    "triage-overridden", "info", f"kept although it looks like it belongs in {found.triage.destination}"
+                )
+            )
         if found.contained_in:
             extra.append(Notice("variant", "info", f"kept as a variant of {_quote(found.contained_in[0])}"))
         if found.contains and replace:
@@ -615,9 +774,12 @@ class KeepStore:
             return result(REPLACED, True, f"replaced {names} with `{fact}`", entry, written, logged, extra)
         if found.contains and not force:
             names = ", ".join(_quote(e) for e in found.contains)
-            return result(REPLACE_OFFERED, False,
-                          f"not written: the new fact contains {names}; replace it, or force to keep both",
-                          found.contains[0])
+            return result(
+                REPLACE_OFFERED,
+                False,
+                f"not written: the new fact contains {names}; replace it, or force to keep both",
+                found.contains[0],
+            )
         if found.contains:
             extra.append(Notice("variant", "info", f"kept next to {_quote(found.contains[0])}, which it contains"))
         new_doc = doc.append(fact)
@@ -629,14 +791,17 @@ class KeepStore:
     def _notices(self, found: KeepCheck) -> list[Notice]:
         notices = []
         for near in found.near:
-            notices.append(Notice("near-duplicate", "warning",
-                                  f"near-duplicate of {_quote(near.entry)} (similarity {near.score:.0f})"))
+            notices.append(
+                Notice(
+                    "near-duplicate", "warning", f"near-duplicate of {_quote(near.entry)} (similarity {near.score:.0f})"
+                )
+            )
         for match in found.memory:
-            notices.append(Notice("in-memory-md", "warning",
-                                  f"already in MEMORY.md (line {match.line}): {match.text}"))
+            notices.append(Notice("in-memory-md", "warning", f"already in MEMORY.md (line {match.line}): {match.text}"))
         if found.words > MAX_WORDS:
-            notices.append(Notice("long", "warning",
-                                  f"{found.words} words: keep.md entries are terse (5–{MAX_WORDS} words)"))
+            notices.append(
+                Notice("long", "warning", f"{found.words} words: keep.md entries are terse (5–{MAX_WORDS} words)")
+            )
         return notices
 
     def edit(self, target: str | int, text: str, *, expect: fsio.Stamp | None = None) -> KeepResult:
@@ -647,9 +812,19 @@ class KeepStore:
         new_doc = doc.replace_entry(entry.id, fact)
         written, logged = self._write_with_removals(doc, new_doc, [(entry, "edited")])
         new_entry = next((e for e in written.entries if e.line == entry.line), None)
-        return KeepResult(REPLACED, True, fact, self.path, f"entry {entry.number} now reads `{fact}`",
-                          triage(fact, self.workspace.projects()), new_entry, (entry,), logged,
-                          counts=written.counts(), doc=written)
+        return KeepResult(
+            REPLACED,
+            True,
+            fact,
+            self.path,
+            f"entry {entry.number} now reads `{fact}`",
+            triage(fact, self.workspace.projects()),
+            new_entry,
+            (entry,),
+            logged,
+            counts=written.counts(),
+            doc=written,
+        )
 
     def remove(self, target: str | int, *, expect: fsio.Stamp | None = None, reason: str = "forget") -> RemoveResult:
         """Remove one entry (by id, number or text); logged first so :meth:`unforget` can undo it."""
@@ -680,16 +855,23 @@ class KeepStore:
         present = next((e for e in doc.entries if e.key == key), None)
         if present is not None:
             self.history.mark_restored(record)
-            return RestoreResult(record, False, present, self.path,
-                                 f"`{record.text}` is already in keep.md as {_quote(present)}; nothing written",
-                                 doc.counts(), doc)
+            return RestoreResult(
+                record,
+                False,
+                present,
+                self.path,
+                f"`{record.text}` is already in keep.md as {_quote(present)}; nothing written",
+                doc.counts(),
+                doc,
+            )
         index = self._restore_index(doc, record)
         new_doc = doc.insert_line(index, record.raw)
         written = self._write(doc, new_doc)
         self.history.mark_restored(record)
         entry = next((e for e in written.entries if e.line == index), None)
-        return RestoreResult(record, True, entry, self.path,
-                             f"restored `{record.text}` at line {index + 1}", written.counts(), written)
+        return RestoreResult(
+            record, True, entry, self.path, f"restored `{record.text}` at line {index + 1}", written.counts(), written
+        )
 
     @staticmethod
     def _restore_index(doc: KeepDoc, record: RemovedEntry) -> int:

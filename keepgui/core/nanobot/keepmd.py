@@ -55,13 +55,16 @@ def decode_text(data: bytes, path: str) -> tuple[str, bool]:
     keepgui edits only files it can write back exactly.
     """
     bom = data.startswith(BOM)
-    body = data[len(BOM):] if bom else data
+    body = data[len(BOM) :] if bom else data
     try:
         return body.decode("utf-8"), bom
     except UnicodeDecodeError as exc:
         line = body[: exc.start].count(b"\n") + 1
-        raise Unreadable(path, f"line {line} is not valid UTF-8 (byte {exc.start + (3 if bom else 0)}); "
-                               "re-save the file as UTF-8 before editing it in keepgui") from None
+        raise Unreadable(
+            path,
+            f"line {line} is not valid UTF-8 (byte {exc.start + (3 if bom else 0)}); "
+            "re-save the file as UTF-8 before editing it in keepgui",
+        ) from None
 
 
 def normalise(text: str) -> str:
@@ -183,16 +186,24 @@ class Entry:
 
     def to_obj(self) -> dict:
         """``{id, number, line (1-based), text, canonical}``."""
-        return {"id": self.id, "number": self.number, "line": self.line + 1, "text": self.text,
-                "canonical": self.canonical}
+        return {
+            "id": self.id,
+            "number": self.number,
+            "line": self.line + 1,
+            "text": self.text,
+            "canonical": self.canonical,
+        }
 
 
 def _classify(index: int, text: str, ending: str) -> Line:
     match = ENTRY_RE.match(text)
     if match:
         fact = match.group(1)
-        issue = None if text == f"- {fact}" and "  " not in fact else (
-            "entry not written as `- <fact>` (bullet, indentation or spacing differs)")
+        issue = (
+            None
+            if text == f"- {fact}" and "  " not in fact
+            else ("entry not written as `- <fact>` (bullet, indentation or spacing differs)")
+        )
         return Line(index, text, ending, "entry", fact, issue)
     if not text.strip():
         return Line(index, text, ending, "blank")
@@ -207,7 +218,7 @@ def _split(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     pos = 0
     for match in _NEWLINE_RE.finditer(text):
-        out.append((text[pos:match.start()], match.group()))
+        out.append((text[pos : match.start()], match.group()))
         pos = match.end()
     if pos < len(text):
         out.append((text[pos:], ""))
@@ -265,8 +276,17 @@ class KeepDoc:
                 continue
             key = normalise(line.entry_text or "")
             seen[key] += 1
-            out.append(Entry(entry_id(key, seen[key]), len(out) + 1, line.index, line.entry_text or "",
-                             line.text, key, line.issue is None))
+            out.append(
+                Entry(
+                    entry_id(key, seen[key]),
+                    len(out) + 1,
+                    line.index,
+                    line.entry_text or "",
+                    line.text,
+                    key,
+                    line.issue is None,
+                )
+            )
         return tuple(out)
 
     @property
@@ -310,8 +330,13 @@ class KeepDoc:
 
     def counts(self) -> dict:
         """``{entries, lines, soft_cap, target, compaction_due}``."""
-        return {"entries": self.entry_count, "lines": self.line_count, "soft_cap": SOFT_CAP,
-                "target": COMPACTION_TARGET, "compaction_due": self.compaction_due}
+        return {
+            "entries": self.entry_count,
+            "lines": self.line_count,
+            "soft_cap": SOFT_CAP,
+            "target": COMPACTION_TARGET,
+            "compaction_due": self.compaction_due,
+        }
 
     def duplicates(self) -> list[tuple[Entry, ...]]:
         """Groups of entries with the same normalised text (``* x`` and ``- X.`` are the same fact)."""
@@ -430,7 +455,12 @@ class KeepDoc:
 
     def to_obj(self) -> dict:
         """Entries, flagged lines and counts, for ``--json`` and the window."""
-        return {"path": self.path, "exists": self.stamp.exists, "bom": self.bom,
-                "final_newline": self.has_final_newline,
-                "entries": [e.to_obj() for e in self.entries],
-                "flagged": [line.to_obj() for line in self.flagged], "counts": self.counts()}
+        return {
+            "path": self.path,
+            "exists": self.stamp.exists,
+            "bom": self.bom,
+            "final_newline": self.has_final_newline,
+            "entries": [e.to_obj() for e in self.entries],
+            "flagged": [line.to_obj() for line in self.flagged],
+            "counts": self.counts(),
+        }

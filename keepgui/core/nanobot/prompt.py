@@ -47,8 +47,17 @@ from typing import Mapping
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError, NotFound, Unreadable
-from keepgui.core.nanobot.workspace import (AGENTS_MD, DREAM_CURSORS, HISTORY_JSONL, KEEP_MD, MEMORY_MD, SOUL_MD,
-                                            USER_MD, CURSOR, Workspace)
+from keepgui.core.nanobot.workspace import (
+    AGENTS_MD,
+    DREAM_CURSORS,
+    HISTORY_JSONL,
+    KEEP_MD,
+    MEMORY_MD,
+    SOUL_MD,
+    USER_MD,
+    CURSOR,
+    Workspace,
+)
 
 PART_SEPARATOR = "\n\n---\n\n"
 """How nanobot joins the parts of its system prompt."""
@@ -73,9 +82,11 @@ NOT_REPRODUCED = (
 SESSION_PARTS = ("recent history and the archived context summary (they depend on the session)",)
 """What even exact mode leaves out: it renders the prompt of a fresh session."""
 
-KEEP_NOTE = ("keep.md is not part of nanobot's system prompt: the keep skill reads it on every turn, but stock "
-             "nanobot never injects it; the model sees it when it reads the file, prompted by USER.md's pointer "
-             "or by the skill")
+KEEP_NOTE = (
+    "keep.md is not part of nanobot's system prompt: the keep skill reads it on every turn, but stock "
+    "nanobot never injects it; the model sees it when it reads the file, prompted by USER.md's pointer "
+    "or by the skill"
+)
 
 
 def estimate_tokens(text: str) -> int:
@@ -90,8 +101,9 @@ def read_as_nanobot(data: bytes | None, path: str) -> str | None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Unreadable(path, f"byte {exc.start} is not valid UTF-8; nanobot cannot read this file either. "
-                               "Re-save it as UTF-8") from None
+        raise Unreadable(
+            path, f"byte {exc.start} is not valid UTF-8; nanobot cannot read this file either. Re-save it as UTF-8"
+        ) from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -151,8 +163,9 @@ def bundled_templates() -> Templates | None:
         except (OSError, UnicodeDecodeError, ModuleNotFoundError):
             return None
 
-    return Templates(version, load("AGENTS.md"), load("USER.md"), load("SOUL.md"), load("legacy/SOUL.md"),
-                     load("memory/MEMORY.md"))
+    return Templates(
+        version, load("AGENTS.md"), load("USER.md"), load("SOUL.md"), load("legacy/SOUL.md"), load("memory/MEMORY.md")
+    )
 
 
 # ---------------------------------------------------------------------- the preview
@@ -189,8 +202,16 @@ class PromptPart:
 
     def to_obj(self) -> dict:
         """The part for ``--json``."""
-        return {"key": self.key, "label": self.label, "source": self.source, "injected": self.injected,
-                "status": self.status, "bytes": self.size_bytes, "tokens": self.tokens, "text": self.text}
+        return {
+            "key": self.key,
+            "label": self.label,
+            "source": self.source,
+            "injected": self.injected,
+            "status": self.status,
+            "bytes": self.size_bytes,
+            "tokens": self.tokens,
+            "text": self.text,
+        }
 
 
 @dataclass(frozen=True)
@@ -232,11 +253,19 @@ class PromptPreview:
 
     def to_obj(self) -> dict:
         """The preview for ``--json``."""
-        return {"workspace": self.workspace, "mode": self.mode, "nanobot_version": self.nanobot_version,
-                "parts": [p.to_obj() for p in self.parts], "memory_prompt": self.memory_prompt,
-                "injected_bytes": self.injected_bytes, "injected_tokens": self.injected_tokens,
-                "system_prompt": self.system_prompt, "not_reproduced": list(self.not_reproduced),
-                "notes": list(self.notes), "keep_note": self.keep_note}
+        return {
+            "workspace": self.workspace,
+            "mode": self.mode,
+            "nanobot_version": self.nanobot_version,
+            "parts": [p.to_obj() for p in self.parts],
+            "memory_prompt": self.memory_prompt,
+            "injected_bytes": self.injected_bytes,
+            "injected_tokens": self.injected_tokens,
+            "system_prompt": self.system_prompt,
+            "not_reproduced": list(self.not_reproduced),
+            "notes": list(self.notes),
+            "keep_note": self.keep_note,
+        }
 
 
 def render_parts(files: dict[str, str | None], templates: Templates | None) -> tuple[list[PromptPart], str]:
@@ -253,8 +282,13 @@ def render_parts(files: dict[str, str | None], templates: Templates | None) -> t
             parts.append(PromptPart(name, label, name, "", False, "skipped: the file does not exist"))
             continue
         status = "injected"
-        if name == SOUL_MD and templates is not None and templates.legacy_soul is not None \
-                and content.strip() == templates.legacy_soul.strip() and templates.soul is not None:
+        if (
+            name == SOUL_MD
+            and templates is not None
+            and templates.legacy_soul is not None
+            and content.strip() == templates.legacy_soul.strip()
+            and templates.soul is not None
+        ):
             content = templates.soul
             status = "injected: equals the legacy template, so nanobot injects its current SOUL.md template instead"
         if not content.strip():
@@ -262,8 +296,16 @@ def render_parts(files: dict[str, str | None], templates: Templates | None) -> t
             continue
         if name in SKIPPABLE_TEMPLATES:
             if templates is not None and templates.is_template(name, content):
-                parts.append(PromptPart(name, label, name, "", False,
-                                        "skipped: still nanobot's bundled template (any edit makes it count)"))
+                parts.append(
+                    PromptPart(
+                        name,
+                        label,
+                        name,
+                        "",
+                        False,
+                        "skipped: still nanobot's bundled template (any edit makes it count)",
+                    )
+                )
                 continue
             if templates is None:
                 status = "injected (unless it still equals nanobot's bundled template: not checked)"
@@ -277,16 +319,34 @@ def render_parts(files: dict[str, str | None], templates: Templates | None) -> t
     elif not memory:
         parts.append(PromptPart("memory", label, MEMORY_MD, "", False, "skipped: the file is empty"))
     elif templates is not None and templates.is_template(MEMORY_MD, memory):
-        parts.append(PromptPart("memory", label, MEMORY_MD, "", False,
-                                "skipped: still nanobot's bundled template (any edit makes it count)"))
+        parts.append(
+            PromptPart(
+                "memory",
+                label,
+                MEMORY_MD,
+                "",
+                False,
+                "skipped: still nanobot's bundled template (any edit makes it count)",
+            )
+        )
     else:
-        status = "injected" if templates is not None else \
-            "injected (unless it still equals nanobot's bundled template: not checked)"
+        status = (
+            "injected"
+            if templates is not None
+            else "injected (unless it still equals nanobot's bundled template: not checked)"
+        )
         parts.append(PromptPart("memory", label, MEMORY_MD, MEMORY_HEADER + memory, True, status))
     keep = files.get(KEEP_MD)
-    parts.append(PromptPart("keep", "keep.md (read by the keep skill, not injected by nanobot)", KEEP_MD,
-                            keep or "", False, "not injected: " + KEEP_NOTE if keep is not None
-                            else "not injected; the file does not exist yet"))
+    parts.append(
+        PromptPart(
+            "keep",
+            "keep.md (read by the keep skill, not injected by nanobot)",
+            KEEP_MD,
+            keep or "",
+            False,
+            "not injected: " + KEEP_NOTE if keep is not None else "not injected; the file does not exist yet",
+        )
+    )
     prompt_parts = []
     if sections:
         prompt_parts.append(BOOTSTRAP_SEPARATOR.join(sections))
@@ -317,8 +377,10 @@ def build_preview(workspace: Workspace | str, *, exact: bool | None = None) -> P
     raw, files = _read_files(workspace)
     templates = bundled_templates() if exact is not False else None
     if exact and templates is None:
-        raise KeepguiError("exact preview needs nanobot's own code, and the `nanobot` package is not importable "
-                           "here; install it (pip install nanobot-ai) in keepgui's environment, or leave out --exact")
+        raise KeepguiError(
+            "exact preview needs nanobot's own code, and the `nanobot` package is not importable "
+            "here; install it (pip install nanobot-ai) in keepgui's environment, or leave out --exact"
+        )
     parts, memory_prompt = render_parts(files, templates)
     if templates is None:
         return PromptPreview(workspace.root, "built-in", tuple(parts), memory_prompt, None, None, NOT_REPRODUCED)
@@ -327,19 +389,41 @@ def build_preview(workspace: Workspace | str, *, exact: bool | None = None) -> P
         system_prompt = nanobot_system_prompt(workspace, raw)  # the bytes just rendered, not a later edit
     except Exception as exc:  # nanobot's API moves between releases; say so and fall back
         if exact:
-            raise KeepguiError(f"nanobot {templates.version} is installed but its ContextBuilder failed on "
-                               f"{workspace.root} ({type(exc).__name__}: {exc}); leave out --exact for the "
-                               "built-in rendering") from exc
-        notes.append(f"nanobot {templates.version}'s ContextBuilder failed ({type(exc).__name__}: {exc}); "
-                     "shown: the built-in rendering with nanobot's templates")
-        return PromptPreview(workspace.root, "built-in", tuple(parts), memory_prompt, None, templates.version,
-                             NOT_REPRODUCED[:-1], tuple(notes))
+            raise KeepguiError(
+                f"nanobot {templates.version} is installed but its ContextBuilder failed on "
+                f"{workspace.root} ({type(exc).__name__}: {exc}); leave out --exact for the "
+                "built-in rendering"
+            ) from exc
+        notes.append(
+            f"nanobot {templates.version}'s ContextBuilder failed ({type(exc).__name__}: {exc}); "
+            "shown: the built-in rendering with nanobot's templates"
+        )
+        return PromptPreview(
+            workspace.root,
+            "built-in",
+            tuple(parts),
+            memory_prompt,
+            None,
+            templates.version,
+            NOT_REPRODUCED[:-1],
+            tuple(notes),
+        )
     for part in parts:
         if part.injected and part.text not in system_prompt:
-            notes.append(f"nanobot {templates.version} renders {part.source} differently from keepgui's reading "
-                         "of the spec; trust the full system prompt")
-    return PromptPreview(workspace.root, "exact", tuple(parts), memory_prompt, system_prompt, templates.version,
-                         SESSION_PARTS, tuple(notes))
+            notes.append(
+                f"nanobot {templates.version} renders {part.source} differently from keepgui's reading "
+                "of the spec; trust the full system prompt"
+            )
+    return PromptPreview(
+        workspace.root,
+        "exact",
+        tuple(parts),
+        memory_prompt,
+        system_prompt,
+        templates.version,
+        SESSION_PARTS,
+        tuple(notes),
+    )
 
 
 # ---------------------------------------------------------------------- exact mode
@@ -410,4 +494,3 @@ def _quiet_nanobot():
         return None
     logger.disable("nanobot")
     return logger
-

@@ -407,8 +407,9 @@ class Workspace:
             found.append(os.path.join(root, wid))
         else:
             with contextlib.suppress(OSError):  # no sessions folder: nothing to search
-                found.extend(os.path.join(root, n) for n in sorted(os.listdir(root))
-                             if re.fullmatch(r"[0-9a-f]{32}", n))
+                found.extend(
+                    os.path.join(root, n) for n in sorted(os.listdir(root)) if re.fullmatch(r"[0-9a-f]{32}", n)
+                )
         found.append(root)
         found.append(self.path("sessions"))
         found.append(os.path.join(os.path.expanduser("~"), ".nanobot", "sessions"))

@@ -14,8 +14,22 @@ from typing import Any
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QPainter, QTextCharFormat
 from PySide6.QtWidgets import (
-    QCheckBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QProgressBar,
-    QPushButton, QSpinBox, QSplitter, QStyle, QStyledItemDelegate, QToolButton, QVBoxLayout, QWidget,
+    QCheckBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QStyle,
+    QStyledItemDelegate,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from keepgui.core.errors import KeepguiError
@@ -29,9 +43,12 @@ from keepgui.ui.highlighting import PaletteHighlighter
 HitRole = Qt.ItemDataRole.UserRole + 60
 TopScoreRole = Qt.ItemDataRole.UserRole + 61
 
-SETTING_FIELDS = (("recall_limit", "Recall limit", 0, 100), ("recall_budget_tokens", "Recall budget (tokens)", 0, 1_000_000),
-                  ("max_rule_chars", "Rule budget (bytes)", 0, 10_000_000),
-                  ("decay_half_life_days", "Recency half-life (days)", 0, 100_000))
+SETTING_FIELDS = (
+    ("recall_limit", "Recall limit", 0, 100),
+    ("recall_budget_tokens", "Recall budget (tokens)", 0, 1_000_000),
+    ("max_rule_chars", "Rule budget (bytes)", 0, 10_000_000),
+    ("decay_half_life_days", "Recency half-life (days)", 0, 100_000),
+)
 
 
 class SectionHighlighter(PaletteHighlighter):
@@ -46,7 +63,9 @@ class SectionHighlighter(PaletteHighlighter):
         self.heading.setForeground(theme.accent())
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 - Qt override
-        if text.startswith("[rule truncated:") or (text.startswith("## ") and text.endswith("[omitted: over the injection budget]")):
+        if text.startswith("[rule truncated:") or (
+            text.startswith("## ") and text.endswith("[omitted: over the injection budget]")
+        ):
             self.setFormat(0, len(text), self.warn)
         elif text.startswith("## ") or text.startswith("# Memory"):
             self.setFormat(0, len(text), self.heading)
@@ -87,17 +106,22 @@ class HitDelegate(QStyledItemDelegate):
             x += fm.horizontalAdvance("pinned") + 10
         painter.setPen(option.palette.highlightedText().color() if selected else option.palette.text().color())
         text_rect = rect.adjusted(x, 0, 0, 0)
-        painter.drawText(text_rect, Qt.AlignmentFlag.AlignVCenter,
-                         fm.elidedText(hit.memory.text.replace("\n", " ⏎ "), Qt.TextElideMode.ElideRight,
-                                       text_rect.width()))
+        painter.drawText(
+            text_rect,
+            Qt.AlignmentFlag.AlignVCenter,
+            fm.elidedText(hit.memory.text.replace("\n", " ⏎ "), Qt.TextElideMode.ElideRight, text_rect.width()),
+        )
         painter.restore()
 
 
 class IiiPreviewView(PreviewView):
     """``memory::preview`` of a bank, and the data dir's worker settings (see the module docstring)."""
 
-    copy_choices = (("System-prompt section", "section"), ("Memory message", "message"),
-                    ("Both (section, then message)", "both"))
+    copy_choices = (
+        ("System-prompt section", "section"),
+        ("Memory message", "message"),
+        ("Both (section, then message)", "both"),
+    )
 
     def build(self) -> None:
         """The section, the hits, the message, the budget and the settings."""
@@ -214,8 +238,9 @@ class IiiPreviewView(PreviewView):
             check.blockSignals(False)
         if emit:
             defaults = MemoryConfig()
-            self.settingsChanged.emit({f: getattr(config, f) for f in MemoryConfig.PREVIEW_KEYS
-                                       if getattr(config, f) != getattr(defaults, f)})
+            self.settingsChanged.emit(
+                {f: getattr(config, f) for f in MemoryConfig.PREVIEW_KEYS if getattr(config, f) != getattr(defaults, f)}
+            )
 
     def _on_setting(self, *_args: Any) -> None:
         values: dict[str, Any] = {field: spin.value() for field, spin in self.spins.items()}
@@ -248,11 +273,16 @@ class IiiPreviewView(PreviewView):
         over = " · over budget, truncated" if preview.rules_truncated else ""
         injected = "" if preview.config.inject_rules else " · rules NOT injected (inject_rules is off)"
         notice = preview.notice
-        lexical = (f"\n{'⚠ ' if notice.worker_may_rank_differently else ''}Lexical only: {notice.why()}"
-                   if notice is not None else "")
+        lexical = (
+            f"\n{'⚠ ' if notice.worker_may_rank_differently else ''}Lexical only: {notice.why()}"
+            if notice is not None
+            else ""
+        )
         budget = f"\nBudget: {preview.budget_note}" if preview.budget_note else ""
-        return (f"System prompt gets: {rules}{over}{injected} · retrieval: {preview.retrieval} · query tokens: "
-                f"{' '.join(preview.query_tokens) or '—'}{lexical}{budget}")
+        return (
+            f"System prompt gets: {rules}{over}{injected} · retrieval: {preview.retrieval} · query tokens: "
+            f"{' '.join(preview.query_tokens) or '—'}{lexical}{budget}"
+        )
 
     def show_result(self, preview: Any) -> None:
         """The section, the hits with their scores, what the budget cut, the message."""
@@ -263,18 +293,25 @@ class IiiPreviewView(PreviewView):
             item = QListWidgetItem(hit.memory.text)
             item.setData(HitRole, hit)
             item.setData(TopScoreRole, top)
-            tip = "ambient: did not match the question, but strong enough that every turn gets it" \
-                if hit.ambient else hit.parts.explain()
+            tip = (
+                "ambient: did not match the question, but strong enough that every turn gets it"
+                if hit.ambient
+                else hit.parts.explain()
+            )
             item.setToolTip(f"{hit.memory.text}\n\n{tip}")
-            item.setData(Qt.ItemDataRole.AccessibleTextRole,
-                         f"{'ambient' if hit.ambient else f'score {hit.score:.2f}'}: {hit.memory.text}")
+            item.setData(
+                Qt.ItemDataRole.AccessibleTextRole,
+                f"{'ambient' if hit.ambient else f'score {hit.score:.2f}'}: {hit.memory.text}",
+            )
             self.hits.addItem(item)
         cut = len(preview.candidates) - len(preview.memories)
         budget = preview.config.recall_budget_tokens * BYTES_PER_TOKEN
         used = sum(byte_len(h.memory.text) for h in preview.memories)
         self.cut_label.setText(
-            f"{len(preview.memories)} appended, in order" + (f" · {cut} more cut by the token budget" if cut else "")
-            + ("" if preview.config.inject_memories else " · NOT sent: inject_memories is off"))
+            f"{len(preview.memories)} appended, in order"
+            + (f" · {cut} more cut by the token budget" if cut else "")
+            + ("" if preview.config.inject_memories else " · NOT sent: inject_memories is off")
+        )
         self.budget.setRange(0, max(1, budget))
         self.budget.setValue(min(used, budget))
         self.budget.setFormat(f"{used:,} of {budget:,} bytes ({preview.config.recall_budget_tokens:,} tokens × 4)")

@@ -32,8 +32,10 @@ class NanobotPreviewView(PreviewView):
         lines = []
         for part in preview.parts:
             state = "injected" if part.injected else "not injected"
-            lines.append(f"── {part.label} · {state} · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens"
-                         + (f" · {part.status}" if part.status else ""))
+            lines.append(
+                f"── {part.label} · {state} · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens"
+                + (f" · {part.status}" if part.status else "")
+            )
             lines.append(part.text.rstrip("\n"))
             lines.append("")
         self.section.setPlainText("\n".join(lines))
@@ -46,8 +48,10 @@ class NanobotPreviewView(PreviewView):
         """Exact or built-in, the injected size, and what could not be reproduced."""
         notes = list(preview.notes) + [f"not reproduced: {n}" for n in preview.not_reproduced]
         mode = f"exact (nanobot {preview.nanobot_version})" if preview.nanobot_version else "built-in rendering"
-        return (f"nanobot system prompt, memory-bearing parts · {mode} · "
-                f"{preview.injected_bytes:,} bytes ≈ {preview.injected_tokens:,} tokens injected\n" + "\n".join(notes))
+        return (
+            f"nanobot system prompt, memory-bearing parts · {mode} · "
+            f"{preview.injected_bytes:,} bytes ≈ {preview.injected_tokens:,} tokens injected\n" + "\n".join(notes)
+        )
 
     def injected_text(self, preview: Any, what: str) -> str:
         """The memory-bearing prompt exactly as nanobot joins its parts."""
