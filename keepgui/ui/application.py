@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from PySide6.QtCore import QTimer
@@ -17,11 +18,25 @@ __all__ = ["DESKTOP_ID", "build_window", "initial_sources", "launch", "make_app"
 SCREENSHOT_SIZE = (1440, 900)
 
 
+def throwaway_run(args) -> bool:
+    """A demo or screenshot run: it must leave the person's settings as they were."""
+    return bool(getattr(args, "demo", False) or getattr(args, "screenshot", None))
+
+
+def reload_command_for(args) -> str | None:
+    """The command that tells a running agent to reload: ``--reload-command``, else none at all
+    for the demo (no agent reads a throw-away copy), else the backends' default (None)."""
+    given = getattr(args, "reload_command", None)
+    if given is None and getattr(args, "demo", False):
+        return ""
+    return given
+
+
 def build_window(args, settings: Settings | None = None, watch: bool = True) -> MainWindow:
     """The main window with its sources opened as the arguments ask."""
-    settings = settings or Settings()
+    settings = settings or Settings(read_only=throwaway_run(args))
     sources, persist = initial_sources(args, settings)
-    hub = Hub(reload_command=getattr(args, "reload_command", None), watch=watch)
+    hub = Hub(reload_command=reload_command_for(args), watch=watch)
     window = MainWindow(hub, settings, persist_sources=persist and not getattr(args, "screenshot", None))
     if getattr(args, "bank", None):
         window.want_bank_named(args.bank, [path for _kind, path in sources])
@@ -85,7 +100,17 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     window.resize(*SCREENSHOT_SIZE)
     window.show()
     app.exec()
+    finish(window)
     return result["status"]
+
+
+def finish(window: MainWindow) -> None:
+    """After the event loop ends: what closing the window would have done, when the loop ended
+    without it closing (a screenshot taken, a quit by signal): its state remembered, the watcher
+    and the background threads stopped (the hub's shutdown may run twice)."""
+    if window.isVisible():
+        window.save_state()
+    window.hub.shutdown()
 
 
 def single_instance_applies(args) -> bool:
@@ -114,9 +139,29 @@ def activation_request(args) -> dict:
     }
 
 
+def quit_on_signals(app: QApplication) -> None:
+    """SIGINT (Ctrl+C in the terminal) and SIGTERM quit the window as File → Quit does, so what a
+    normal exit does still happens (the demo copy removed, the watcher stopped).
+
+    Python runs a signal handler only between bytecodes, and Qt's event loop runs none while it
+    waits: a short timer lets Python look in regularly.
+    """
+
+    def ask_to_quit(_signum, _frame) -> None:
+        QTimer.singleShot(0, app.quit)
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, ask_to_quit)
+    heartbeat = QTimer(app)
+    heartbeat.setInterval(200)
+    heartbeat.timeout.connect(lambda: None)
+    heartbeat.start()
+
+
 def launch(args) -> int:
     """Run the window until it closes (or raise the running one and return at once)."""
     app = make_app()
+    quit_on_signals(app)
     if getattr(args, "screenshot", None):
         window = build_window(args)
         return take_screenshot(window, args.screenshot)
@@ -147,4 +192,6 @@ def launch(args) -> int:
 
     desktop.set_compaction_handler(compact)
     window.show()
-    return app.exec()
+    status = app.exec()
+    finish(window)
+    return status

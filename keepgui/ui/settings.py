@@ -56,10 +56,16 @@ def migrate(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class Settings:
-    """Typed access to keepgui's settings (window state, sources, last bank, view options)."""
+    """Typed access to keepgui's settings (window state, sources, last bank, view options).
 
-    def __init__(self, path: str | None = None) -> None:
+    A ``read_only`` Settings reads the file but never writes it: a demo or
+    screenshot run looks like the person's keepgui, and leaves their settings
+    exactly as they were (a screenshot's window size must not be the next start's).
+    """
+
+    def __init__(self, path: str | None = None, read_only: bool = False) -> None:
         self.path = path or os.path.join(app_config_dir(), "settings.json")
+        self.read_only = read_only
         self._values: dict[str, Any] = {}
         try:
             data, _ = fsio.read_stamped(self.path, limit=4 << 20)
@@ -155,8 +161,8 @@ class Settings:
         self._set(key, value)
 
     def save(self) -> None:
-        """Write the settings if anything changed (atomically)."""
-        if not self._dirty:
+        """Write the settings if anything changed (atomically; never when read-only)."""
+        if not self._dirty or self.read_only:
             return
         fsio.make_dirs(os.path.dirname(self.path))
         data = json.dumps(self._values, indent=1, sort_keys=True, ensure_ascii=False).encode("utf-8")
