@@ -1,5 +1,6 @@
 # keepgui — the two commands of the README, and the proof targets.
-#   make run     set up .venv if needed, open keepgui on a fresh copy of the demo data
+#   make run     set up .venv if needed, check that Qt's X11 plugin can load (else print the one
+#                install command that fixes it), open keepgui on a fresh copy of the demo data
 #   make test    set up .venv if needed, run the whole test suite headless
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
@@ -21,6 +22,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: $(STAMP)
+	@$(BIN)/python -m keepgui.qtcheck
 	$(BIN)/keepgui --demo
 
 test: $(STAMP)
