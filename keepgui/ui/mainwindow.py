@@ -47,6 +47,7 @@ from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.compaction import CompactionFlow
 from keepgui.ui.dialogs import NameDialog, TrashDialog
+from keepgui.ui.geometry import place_window
 from keepgui.ui.hub import Hub
 from keepgui.ui.memorypanel import MemoryPanel
 from keepgui.ui.preview import PreviewPane
@@ -79,6 +80,7 @@ class MainWindow(QMainWindow):
 
         self.tree_model = SourceTreeModel(self)
         self.tree = SourceTree(self.tree_model, self)
+        self.tree.setMinimumWidth(self.fontMetrics().averageCharWidth() * 22)  # bank names stay readable
         self.memories = MemoryPanel(hub, settings, self.perform, self)
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
@@ -685,8 +687,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ state
 
     def _restore_state(self) -> None:
+        place_window(self, self.settings.state("geometry"))
         for name, restore in (
-            ("geometry", self.restoreGeometry),
             ("window", self.restoreState),
             ("splitter", self.splitter.restoreState),
             ("memory_splitter", self.memories.splitter.restoreState),
