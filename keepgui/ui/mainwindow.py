@@ -259,9 +259,12 @@ class MainWindow(QMainWindow):
         self.view_menu = bar.addMenu("&View")
         self.view_menu.addAction(m.act_history)
         self.view_menu.addAction(m.act_ranked)
+        self.view_menu.addAction(m.act_details)
         columns = self.view_menu.addMenu("&Columns")
         for action in m.column_actions:
             columns.addAction(action)
+        columns.addSeparator()
+        columns.addAction(m.act_fit_columns)
         self.view_menu.addSeparator()
         for action in self.panel_actions.actions():
             self.view_menu.addAction(action)

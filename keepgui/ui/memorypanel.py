@@ -64,6 +64,7 @@ from keepgui.core.source import (
     Change,
 )
 from keepgui.ui import shortcuts
+from keepgui.ui.columns import ColumnFitter
 from keepgui.ui.detail import DetailPanel
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
@@ -342,13 +343,18 @@ class MemoryPanel(QWidget):
 
         self.table = MemoryTableView(self)
         self.table.setModel(self.proxy)
+        self.columns = ColumnFitter(self.table, settings)
+        self._fitted: tuple[BankKey | None, bool] | None = None  # the bank (and whether all its rows) last fitted
         self.detail = DetailPanel(self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(self.detail)
+        self.splitter.setCollapsible(0, False)
+        self.splitter.setCollapsible(1, True)  # the detail pane folds away (View → Show details)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([900, 320])
+        self.splitter.splitterMoved.connect(lambda *_: self._sync_details_action())
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -440,6 +446,19 @@ class MemoryPanel(QWidget):
             "Order search results by the recall scorer",
             checkable=True,
         )
+        self.act_details = a(
+            "Show &details",
+            self.set_details_shown,
+            shortcuts.DETAILS,
+            "Show the selected row's every field and its history beside the table",
+            checkable=True,
+        )
+        self.act_details.setChecked(True)
+        self.act_fit_columns = a(
+            "&Fit columns to content",
+            self.columns.forget_manual,
+            tip="Size every column to what it shows again, also those resized by hand",
+        )
         self.history.toggled.connect(self._sync_history_action)
         self.ranked.toggled.connect(self._sync_ranked_action)
         self.row_actions = [
@@ -462,7 +481,25 @@ class MemoryPanel(QWidget):
 
     def actions_for_menus(self) -> list[QAction]:
         """Every action of the panel (the window adds them to itself so their shortcuts work)."""
-        return [self.act_new_memory, *self.row_actions, self.act_history, self.act_ranked]
+        return [self.act_new_memory, *self.row_actions, self.act_history, self.act_ranked, self.act_details]
+
+    def details_shown(self) -> bool:
+        """True when the detail pane has some width."""
+        return self.splitter.sizes()[1] > 0
+
+    def set_details_shown(self, shown: bool) -> None:
+        """View → Show details: fold the detail pane away, or give it back its share."""
+        if shown == self.details_shown():
+            return
+        total = sum(self.splitter.sizes()) or self.splitter.width()
+        detail = max(self.detail.minimumSizeHint().width(), total // 4) if shown else 0
+        self.splitter.setSizes([total - detail, detail])
+        self._sync_details_action()
+
+    def _sync_details_action(self) -> None:
+        self.act_details.blockSignals(True)
+        self.act_details.setChecked(self.details_shown())
+        self.act_details.blockSignals(False)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -525,6 +562,7 @@ class MemoryPanel(QWidget):
     def set_bank(self, key: BankKey | None) -> None:
         """Show a bank (its rows arrive through the hub), or nothing."""
         self.key = key
+        self._fitted = None
         caps = self.hub.capabilities(key) if key is not None and self.hub is not None else NO_CAPABILITIES
         self.reset_rows([], caps)
         self._apply_column_visibility()
@@ -707,6 +745,7 @@ class MemoryPanel(QWidget):
                 self.index.remove(gone)
                 tags_moved = True
         self.model.upsert(rows)
+        self._fit_columns(final)
         if final and (len(rows) > _INDEX_IN_PLACE or not self.index.is_ready):
             self.index.rebuild(self.model.rows())  # off the GUI thread
         elif len(rows) > _INDEX_IN_PLACE:
@@ -725,6 +764,13 @@ class MemoryPanel(QWidget):
             self._apply_query()
         else:
             self._update_status()
+
+    def _fit_columns(self, final: bool) -> None:
+        """Fit the columns to the bank's first rows, and once more when all of them are in."""
+        state = (self.key, final or bool(self._fitted and self._fitted[1]))
+        if self._fitted != state and self.model.rowCount():
+            self._fitted = state
+            self.columns.fit()
 
     def _tags_moved(self, rows: list[Any]) -> bool:
         """Whether delivering ``rows`` can change the tag counts: a new live row has tags, or

@@ -23,6 +23,10 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_config_dir
 
 VERSION = 2
+
+HIDDEN_COLUMNS = ("confidence", "created", "revision")
+"""Columns hidden until the person shows them (View → Columns): the detail pane shows each of
+them, and without them the text has the table's width at 1440 px."""
 """The version of the settings this keepgui writes."""
 
 
@@ -128,8 +132,8 @@ class Settings:
         self._set("show_history", bool(value))
 
     def hidden_columns(self) -> list[str]:
-        """Fields of the columns the person hid."""
-        return self._get("hidden_columns", [], list)
+        """Fields of the columns the person hid (until they choose: :data:`HIDDEN_COLUMNS`)."""
+        return self._get("hidden_columns", list(HIDDEN_COLUMNS), list)
 
     def set_hidden_columns(self, fields: list[str]) -> None:
         """Remember hidden columns."""

@@ -38,6 +38,7 @@ RANKED = "Ctrl+R"
 NEW_BANK = "Ctrl+Shift+N"
 QUICK_KEEP = "Ctrl+Shift+K"
 COMPACT = "Ctrl+Shift+C"
+DETAILS = "Ctrl+Shift+D"
 PANEL_MEMORIES = "Ctrl+1"
 PANEL_RULES = "Ctrl+2"
 PANEL_PREVIEW = "Ctrl+3"
@@ -87,6 +88,7 @@ def describe() -> list[tuple[str, str]]:
         ("Delete (tombstone)", TOMBSTONE),
         ("Restore", RESTORE),
         ("Show history", SHOW_HISTORY),
+        ("Show details", DETAILS),
         ("Ranked search", RANKED),
         ("New bank", NEW_BANK),
         ("Quick keep", QUICK_KEEP),
