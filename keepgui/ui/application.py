@@ -36,7 +36,7 @@ def build_window(args, settings: Settings | None = None, watch: bool = True) -> 
     """The main window with its sources opened as the arguments ask."""
     settings = settings or Settings(read_only=throwaway_run(args))
     sources, persist = initial_sources(args, settings)
-    hub = Hub(reload_command=reload_command_for(args), watch=watch)
+    hub = Hub(reload_command=reload_command_for(args), watch=watch, report_follow_ups=not getattr(args, "demo", False))
     window = MainWindow(hub, settings, persist_sources=persist and not getattr(args, "screenshot", None))
     if getattr(args, "bank", None):
         window.want_bank_named(args.bank, [path for _kind, path in sources])

@@ -29,6 +29,8 @@ Signals:
     historyReady(object key, str row, list revisions): the revisions of one row.
     note(str): a short status-bar note ("main: 3 memories added").
     error(str): something a person must see (a banner).
+    attention(str): a lasting condition for a quiet indicator (a running agent could not be told to
+        reload after a write: said once as a note, then only shown), or "" when it is over.
 """
 
 from __future__ import annotations
@@ -96,11 +98,24 @@ class Hub(QObject):
     historyReady = Signal(object, str, list)
     note = Signal(str)
     error = Signal(str)
+    attention = Signal(str)
     _changes = Signal(object)
     _scanned = Signal(str)
+    _followed_up = Signal(str)
 
-    def __init__(self, parent: QObject | None = None, reload_command: str | None = None, watch: bool = True) -> None:
+    def __init__(
+        self,
+        parent: QObject | None = None,
+        reload_command: str | None = None,
+        watch: bool = True,
+        report_follow_ups: bool = True,
+    ) -> None:
         super().__init__(parent)
+        # A write's follow-up (a running agent's reload) that fails: said once, then a quiet indicator;
+        # never for the demo, whose copy no agent reads (report_follow_ups False).
+        self._report_follow_ups = report_follow_ups
+        self._follow_up_problem = ""
+        self._followed_up.connect(self._on_follow_up, Qt.ConnectionType.QueuedConnection)
         self._opened: dict[str, _Opened] = {}
         self._reload_command = reload_command
         # A running agent's reload (iii trigger ...) runs on its own thread: a slow one never freezes the window.
@@ -145,11 +160,17 @@ class Hub(QObject):
             raise RuntimeError("the hub is shut down")
 
         def run() -> None:
-            message = work()
-            if message:
-                self.note.emit(message)
+            self._followed_up.emit(work() or "")
 
         self._later_pool.submit(run)
+
+    def _on_follow_up(self, problem: str) -> None:
+        if not self._report_follow_ups or problem == self._follow_up_problem:
+            return
+        if problem:
+            self.note.emit(problem)
+        self._follow_up_problem = problem
+        self.attention.emit(problem)
 
     def shutdown(self) -> None:
         """Stop the watcher and the background threads (the window is closing)."""

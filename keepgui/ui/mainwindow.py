@@ -55,6 +55,7 @@ from keepgui.ui.rules import RulesPanel
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
+from keepgui.ui.toast import UndoToast
 
 
 class MainWindow(QMainWindow):
@@ -111,9 +112,15 @@ class MainWindow(QMainWindow):
         self.progress.setTextVisible(True)
         self.progress.setAccessibleName("Loading progress")
         self.progress.hide()
+        self.toast = UndoToast(self.undo_stack, self)
         self.statusBar().addWidget(self.counts_label)
+        self.statusBar().addWidget(self.toast)
         self.statusBar().addWidget(self.file_label, 1)
+        self.attention_label = QLabel(self)  # a lasting condition, said once (see Hub.attention)
+        self.attention_label.setAccessibleName("Lasting problem")
+        self.attention_label.hide()
         self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.attention_label)
         self.statusBar().addPermanentWidget(self.reload_label)
 
         self._build_actions()
@@ -291,12 +298,14 @@ class MainWindow(QMainWindow):
         hub.bankFailed.connect(self._on_bank_failed)
         hub.note.connect(self.note)
         hub.error.connect(self.show_error)
+        hub.attention.connect(self._on_attention)
         self.tree.bankActivated.connect(self._on_bank_activated)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.memories.selectionChangedTo.connect(lambda _records: self._update_counts())
         self.memories.whatIfRequested.connect(self._what_if)
         self.memories.note.connect(self.note)
         self.memories.warning.connect(lambda text: self.banner.show_message(text, "warning"))
+        self.memories.retired.connect(self.toast.offer)
         self.tabs.currentChanged.connect(self._on_tab)
         self.rules.draftChanged.connect(self.preview.set_drafts)
         self.rules.note.connect(self.note)
@@ -653,6 +662,12 @@ class MainWindow(QMainWindow):
     def _update_reload_label(self) -> None:
         if self._last_reload is not None:
             self.reload_label.setText(f"read {relative(int(self._last_reload * 1000))}")
+
+    def _on_attention(self, problem: str) -> None:
+        # The sentence's first clause ("`iii` is not on PATH"), with the whole of it in the tooltip.
+        self.attention_label.setText("⚠ " + problem.split(";")[0].strip() if problem else "")
+        self.attention_label.setToolTip(problem)
+        self.attention_label.setVisible(bool(problem))
 
     def note(self, text: str) -> None:
         """A short status-bar note."""

@@ -22,6 +22,7 @@ Signals:
         pinned/unpinned or deleted/restored (nothing written).
     MemoryPanel.note(str): a status-bar note.
     MemoryPanel.warning(str): something to show in the window's banner (a keep that wrote nothing).
+    MemoryPanel.retired(str text): rows were deleted or forgotten ("2 memories deleted"): offer Undo.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from keepgui.core.source import (
     RANKED,
     TOMBSTONE,
     WHAT_IF,
+    OURS,
     BankKey,
     Capabilities,
     Change,
@@ -79,10 +81,18 @@ from keepgui.ui.memorymodel import (
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
 _INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
+_FOLLOW_LIMIT = 2000  # a person's change of more rows than this (a compaction) leaves the selection alone
 RANKED_TIP = (
     "Rank by the recall scorer — the worker's own ranking of what a turn would be given — "
     "instead of matching words (top 100)"
 )
+
+
+def past_participle(verb: str) -> str:
+    """ "Delete" -> "deleted", "Forget" -> "forgotten": the verb of a Capabilities' ``retire``, done."""
+    irregular = {"forget": "forgotten"}
+    word = verb.lower()
+    return irregular.get(word, word + ("d" if word.endswith("e") else "ed"))
 
 
 def search_texts(row: Any) -> tuple[str, ...]:
@@ -297,6 +307,7 @@ class MemoryPanel(QWidget):
     whatIfRequested = Signal(list, object, object)
     note = Signal(str)
     warning = Signal(str)
+    retired = Signal(str)
 
     def __init__(
         self,
@@ -318,6 +329,7 @@ class MemoryPanel(QWidget):
         self.ranking_available = False
         self._ranking_token = 0
         self._tag_counts: list[tuple[str, int]] | None = None  # what the chips show
+        self._anchor: int | None = None  # the first selected row, last time there was a selection
 
         self.search = QLineEdit(self)
         self.search.setClearButtonEnabled(True)
@@ -584,9 +596,42 @@ class MemoryPanel(QWidget):
         if self.key is None or change.key != self.key or not change.rows:
             return
         delta = change.rows
+        follow = change.origin == OURS and len(delta.rows) <= _FOLLOW_LIMIT
+        shown_before = {r.id for r in delta.rows if self._is_shown(r.id)} if follow else set()
         if delta.removed:
             self.remove_rows(delta.removed)
-        self.upsert_rows(list(delta.rows), final=delta.complete)
+        touched = self.upsert_rows(list(delta.rows), final=delta.complete)
+        if follow:
+            self._keep_a_selection([k for k in touched if k not in shown_before])
+
+    def _is_shown(self, key: str) -> bool:
+        row = self.model.row_of(key)
+        return row is not None and self.proxy.mapFromSource(self.model.index(row, 0)).isValid()
+
+    def _keep_a_selection(self, appeared: list[str]) -> None:
+        """After a person's change the selection is not lost: rows it brought into view (restored by
+        an undo, just created) are selected; when it took the selected rows out of view (deleted,
+        history hidden), the row after them is."""
+        appeared = [k for k in appeared if self._is_shown(k)]
+        selection = self.table.selectionModel()
+        if appeared:
+            first = self.proxy.mapFromSource(self.model.index(self.model.row_of(appeared[0]), COLUMN_INDEX["text"]))
+            selection.setCurrentIndex(
+                first, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+            )
+            for key in appeared[1:]:
+                index = self.proxy.mapFromSource(self.model.index(self.model.row_of(key), 0))
+                selection.select(
+                    index, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+                )
+            self.table.scrollTo(first)
+            return
+        if not selection.hasSelection() and self._anchor is not None and self.proxy.rowCount():
+            row = min(self._anchor, self.proxy.rowCount() - 1)
+            selection.setCurrentIndex(
+                self.proxy.index(row, COLUMN_INDEX["text"]),
+                QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+            )
 
     def remove_rows(self, keys: Any) -> None:
         """Rows that are gone."""
@@ -622,7 +667,11 @@ class MemoryPanel(QWidget):
         ]
         if targets and self.capabilities.can(TOMBSTONE):
             ids = [r.id for r in targets]
-            self._perform(lambda bank: bank.set_live(ids, live))
+            caps = self.capabilities
+            outcome = self._perform(lambda bank: bank.set_live(ids, live))
+            change = getattr(outcome, "change", None)
+            if not live and change is not None and change.written:
+                self.retired.emit(f"{caps.count(len(ids))} {past_participle(caps.retire)}")
 
     def _on_toggle(self, keys: list[str], field: str, value: bool) -> None:
         selected = self.selected_records()
@@ -734,8 +783,9 @@ class MemoryPanel(QWidget):
         self._refresh_tags()
         self._apply_query()
 
-    def upsert_rows(self, rows: list[Any], final: bool = False) -> None:
-        """Rows arrived or changed; ``final`` means these are all the bank's rows."""
+    def upsert_rows(self, rows: list[Any], final: bool = False) -> list[str]:
+        """Rows arrived or changed; ``final`` means these are all the bank's rows. Returns the keys
+        of the rows that are new or differ from those shown."""
         tags_moved = self._tags_moved(rows)
         if final:
             keys = {r.id for r in rows}
@@ -744,7 +794,8 @@ class MemoryPanel(QWidget):
                 self.model.remove_keys(gone)
                 self.index.remove(gone)
                 tags_moved = True
-        self.model.upsert(rows)
+        changed, inserted = self.model.upsert(rows)
+        touched = [self.model.row_object(r).id for r in (*inserted, *changed)]
         self._fit_columns(final)
         if final and (len(rows) > _INDEX_IN_PLACE or not self.index.is_ready):
             self.index.rebuild(self.model.rows())  # off the GUI thread
@@ -764,6 +815,7 @@ class MemoryPanel(QWidget):
             self._apply_query()
         else:
             self._update_status()
+        return touched
 
     def _fit_columns(self, final: bool) -> None:
         """Fit the columns to the bank's first rows, and once more when all of them are in."""
@@ -854,6 +906,9 @@ class MemoryPanel(QWidget):
 
     def _on_selection(self, *_args) -> None:
         records = self.selected_records()
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self._anchor = min(i.row() for i in rows)  # where a row deleted from view leaves its place
         if len(records) == 1:
             self.detail.show_record(records[0])
         elif records:
