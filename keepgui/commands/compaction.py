@@ -24,7 +24,7 @@ import shlex
 from typing import Any, Callable
 from collections import Counter
 
-from keepgui.core.compaction import Plan, StalePlan, UndoJournal, load_applied
+from keepgui.core.compaction import UNREVIEWED_REWRITE, Plan, StalePlan, UndoJournal, load_applied
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import file_key
 
@@ -178,7 +178,8 @@ def print_operations(ctx, plan: Plan, selection: frozenset[str]) -> None:
 def print_notices(ctx, plan: Plan) -> None:
     """The plan's notices, one per line."""
     for notice in plan.notices:
-        ctx.out(f"{notice.level}: {notice.message}")
+        how = ": `keepgui review` shows it" if notice.code == UNREVIEWED_REWRITE else ""
+        ctx.out(f"{notice.level}: {notice.message}{how}")
 
 
 def _applied_lines(ctx, applied) -> None:

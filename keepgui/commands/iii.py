@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from keepgui.core.errors import InvalidInput
+from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.iii.record import Memory
 from keepgui.core.iii.textrules import byte_len
 from keepgui.core.timefmt import relative_time
@@ -161,6 +162,10 @@ def _finish(ctx, bank, run):
 def cmd_banks(args, ctx) -> int:
     """``keepgui banks``."""
     datadir = ctx.datadir()
+    if not os.path.isdir(datadir.path):
+        # as `doctor` says: "no banks" and exit 0 hid a mistyped --data-dir
+        what = "does not exist" if not os.path.exists(datadir.path) else "is not a folder"
+        raise NotFound(f"{datadir.path}: the data dir {what} (give --data-dir or set $KEEPGUI_DATA_DIR)")
     infos = [bank.info() for bank in datadir.banks()]
     if ctx.json_mode:
         ctx.emit_json({"data_dir": datadir.path, "banks": [i.to_obj() for i in infos]})

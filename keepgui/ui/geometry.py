@@ -1,5 +1,8 @@
 """Where a window opens: a size that suits the screen, and a saved geometry only when it still fits.
 
+Dialogs that want much room (the compaction review, the three-way view) ask for
+it through :func:`resize_to_fit`, which never makes them larger than the screen.
+
 Qt sizes a window that was never shown from its contents' size hints, which for
 keepgui's splitters and tables came to about 530×400 on a 1600×1000 screen (the
 sidebar's bank names cut to a letter or two). A first start opens at
@@ -58,3 +61,17 @@ def place_window(window: QWidget, saved: QByteArray | None) -> bool:
         return False
     window.setGeometry(default_geometry(screen.availableGeometry()))
     return False
+
+
+def fitted_size(wanted: QSize, available: QRect, share: float = 0.92) -> QSize:
+    """``wanted``, shrunk to at most ``share`` of the ``available`` screen area in each direction."""
+    return QSize(
+        min(wanted.width(), int(available.width() * share)), min(wanted.height(), int(available.height() * share))
+    )
+
+
+def resize_to_fit(widget: QWidget, wanted: QSize) -> None:
+    """Resize a dialog to ``wanted``, or less where its screen is smaller (a 768-px-high laptop)."""
+    parent = widget.parentWidget()
+    screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+    widget.resize(wanted if screen is None else fitted_size(wanted, screen.availableGeometry()))

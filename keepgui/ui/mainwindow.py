@@ -199,9 +199,9 @@ class MainWindow(QMainWindow):
         )
         self.act_quit = a("&Quit", self.close, shortcuts.QUIT)
         self.act_undo = self.undo_stack.createUndoAction(self, "&Undo")
-        self.act_undo.setShortcut(shortcuts.UNDO)
+        shortcuts.set_keys(self.act_undo, shortcuts.UNDO)
         self.act_redo = self.undo_stack.createRedoAction(self, "&Redo")
-        self.act_redo.setShortcut(shortcuts.REDO)
+        shortcuts.set_keys(self.act_redo, shortcuts.REDO)
         self.act_find = a("&Find", self.find, shortcuts.FIND, "Search the rows of this bank")
         self.act_quick_keep = a(
             "&Quick keep…",
@@ -441,6 +441,7 @@ class MainWindow(QMainWindow):
     def _show_bank(self, key: BankKey | None) -> None:
         self.current = key
         self._loading = key
+        self.banner.set_view(key)  # a banner about another bank goes; this bank's own comes back
         if key is not None:
             self.hub.configure(key.source, self.settings.source_settings(key.source))
         for _name, widget in self._panels:
@@ -485,9 +486,11 @@ class MainWindow(QMainWindow):
     def _on_bank_failed(self, key: BankKey, reason: str) -> None:
         if key == self.current:
             self.progress.hide()
-            self.show_error(
+            self.banner.show_message(
                 f"Bank `{key.bank}` cannot be read: {reason}. keepgui shows what it can and never "
-                "writes to it; see `keepgui doctor`."
+                "writes to it; Bank → Problems lists what is wrong.",
+                "removed",
+                owner=key,
             )
 
     # ------------------------------------------------------------------ memory actions the window routes

@@ -68,6 +68,7 @@ from keepgui.core.source import (
 from keepgui.ui import shortcuts
 from keepgui.ui.columns import ColumnFitter
 from keepgui.ui.detail import DetailPanel
+from keepgui.ui.scores import ScoreDelegate
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
     COLUMN_INDEX,
@@ -335,6 +336,9 @@ class MemoryPanel(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.setPlaceholderText("search memories (fuzzy, as you type)…")
         self.search.setAccessibleName("Search memories")
+        clear = shortcuts.make_action(self.search, "Clear search", self.clear_search, shortcuts.CLEAR_SEARCH)
+        clear.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.search.addAction(clear)
         self.ranked = QToolButton(self)
         self.ranked.setText("Ranked")
         self.ranked.setCheckable(True)
@@ -356,6 +360,9 @@ class MemoryPanel(QWidget):
         self.table = MemoryTableView(self)
         self.table.setModel(self.proxy)
         self.columns = ColumnFitter(self.table, settings)
+        self.table.setItemDelegateForColumn(
+            COLUMN_INDEX["text"], ScoreDelegate(lambda: self.proxy.ranked_scores, self.table)
+        )
         self._fitted: tuple[BankKey | None, bool] | None = None  # the bank (and whether all its rows) last fitted
         self.detail = DetailPanel(self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
@@ -875,6 +882,7 @@ class MemoryPanel(QWidget):
         else:
             self.model.set_scores({})
             self.proxy.set_filters(ranked_scores=None, match_keys=None)
+        self._show_sort_arrow()
         self._update_status()
 
     def apply_ranking(self, token: int, scores) -> None:
@@ -886,13 +894,21 @@ class MemoryPanel(QWidget):
             return
         self.model.set_scores(scores)
         self.proxy.set_filters(ranked_scores=dict(scores), match_keys=None)
+        self._show_sort_arrow()
         self._update_status()
+
+    def _show_sort_arrow(self) -> None:
+        """The header's sort arrow shows while a column orders the rows, not while the ranking does
+        (nor for a bank whose rows keep their file order)."""
+        ranked = self.proxy.ranked_scores is not None
+        self.table.horizontalHeader().setSortIndicatorShown(not ranked and not self.capabilities.ordered)
 
     def _update_status(self) -> None:
         shown = self.proxy.rowCount()
         live = self.model.live_count
         total = self.model.rowCount()
         self.search.setPlaceholderText(f"search {live:,} {self.capabilities.nouns} (fuzzy, as you type)…")
+        self.search.setAccessibleName(f"Search {self.capabilities.nouns}")
         if self.search.text().strip() and not self.index.is_ready and not self.ranked.isChecked():
             self.status.setText("indexing…")
         elif self.ranked.isChecked() and self.search.text().strip():
@@ -947,6 +963,13 @@ class MemoryPanel(QWidget):
         """The id of the current row."""
         index: QModelIndex = self.table.currentIndex()
         return index.data(KeyRole) if index.isValid() else None
+
+    def clear_search(self) -> None:
+        """Esc in the search box: clear it; when it is empty already, back to the table."""
+        if self.search.text():
+            self.search.clear()
+        else:
+            self.table.setFocus()
 
     def focus_search(self) -> None:
         """Edit → Find."""

@@ -23,7 +23,8 @@ OPEN_SOURCE = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
 RELOAD = Std.Refresh
 QUIT = "Ctrl+Q"  # Std.Quit is empty on some Linux platform themes
 UNDO = Std.Undo
-REDO = Std.Redo
+REDO = (Std.Redo, "Ctrl+Y", "Ctrl+Shift+Z")
+"""Both common redo keys work everywhere, whichever one the platform's standard is."""
 FIND = Std.Find
 SAVE = Std.Save
 COPY = Std.Copy
@@ -39,10 +40,30 @@ NEW_BANK = "Ctrl+Shift+N"
 QUICK_KEEP = "Ctrl+Shift+K"
 COMPACT = "Ctrl+Shift+C"
 DETAILS = "Ctrl+Shift+D"
+CLEAR_SEARCH = "Esc"
+"""In a search box: clear it (an empty box gives the focus back to the list)."""
 PANEL_MEMORIES = "Ctrl+1"
 PANEL_RULES = "Ctrl+2"
 PANEL_PREVIEW = "Ctrl+3"
 HELP = Std.HelpContents
+
+
+def sequences(spec: Any, primary: bool = False) -> list[QKeySequence]:
+    """The key sequences of a shortcut of this module (one, or a tuple of alternatives), each once and
+    none empty (a StandardKey the platform leaves unbound is dropped). A StandardKey brings every
+    binding the platform gives it, or with ``primary`` only its main one (what a list of shortcuts shows)."""
+    out: list[QKeySequence] = []
+    for item in spec if isinstance(spec, (tuple, list)) else (spec,):
+        whole = isinstance(item, Std) and not primary
+        for sequence in QKeySequence.keyBindings(item) if whole else [QKeySequence(item)]:
+            if not sequence.isEmpty() and sequence not in out:
+                out.append(sequence)
+    return out
+
+
+def set_keys(action: QAction, spec: Any) -> None:
+    """Give ``action`` the shortcut(s) ``spec`` (see :func:`sequences`)."""
+    action.setShortcuts(sequences(spec))
 
 
 def make_action(
@@ -58,7 +79,7 @@ def make_action(
     (``toggled`` for a checkable one)."""
     action = QAction(text, parent)
     if shortcut is not None:
-        action.setShortcut(shortcut)
+        set_keys(action, shortcut)
     if tip:
         action.setStatusTip(tip)
         action.setToolTip(tip)
@@ -80,6 +101,7 @@ def describe() -> list[tuple[str, str]]:
         ("Undo", UNDO),
         ("Redo", REDO),
         ("Find", FIND),
+        ("Clear the search box", CLEAR_SEARCH),
         ("Save rule", SAVE),
         ("New memory", NEW_MEMORY),
         ("Edit memory", EDIT_MEMORY),
@@ -97,4 +119,5 @@ def describe() -> list[tuple[str, str]]:
         ("Rules panel", PANEL_RULES),
         ("Preview panel", PANEL_PREVIEW),
     ]
-    return [(name, QKeySequence(seq).toString(QKeySequence.SequenceFormat.NativeText)) for name, seq in names]
+    native = QKeySequence.SequenceFormat.NativeText
+    return [(name, ", ".join(k.toString(native) for k in sequences(seq, primary=True))) for name, seq in names]

@@ -8,6 +8,7 @@ that save is refused too), "Keep editing" closes the view.
 
 from __future__ import annotations
 
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from keepgui.core.textdiff import unified
 from keepgui.ui.diffview import DiffView
+from keepgui.ui.geometry import resize_to_fit
 
 TAKE_DISK, OVERWRITE, KEEP_EDITING = "disk", "overwrite", "keep"
 
@@ -84,7 +86,7 @@ class ThreeWayDialog(QDialog):
         row.addStretch(1)
         row.addWidget(buttons)
         layout.addLayout(row)
-        self.resize(1100, 700)
+        resize_to_fit(self, QSize(1100, 700))
 
     def _choose(self, choice: str) -> None:
         self.choice = choice

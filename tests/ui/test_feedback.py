@@ -6,6 +6,7 @@ from __future__ import annotations
 from keepgui.core.nanobot.backend import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui.memorymodel import RecordRole
+from tests.ui.conftest import open_keep
 
 
 def _row(panel, i: int):
@@ -41,11 +42,7 @@ def test_delete_offers_undo_and_the_selection_follows(make_window, demo_copy, qt
 
 
 def test_forgetting_a_keep_md_entry_offers_undo(make_window, demo_copy, qtbot):
-    window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot, watch=False)
-    key = BankKey(demo_copy.nanobot, KEEP_BANK)
-    qtbot.waitUntil(lambda: window.hub.is_loaded(key), timeout=10_000)
-    window.select_bank(key)
-    qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=10_000)
+    window, key = open_keep(make_window, demo_copy, qtbot)
     panel = window.memories
     first, second = _row(panel, 5), _row(panel, 6)
     panel.select_key(first.id)

@@ -399,6 +399,7 @@ def check_save(
     from rapidfuzz import fuzz, process
     from rapidfuzz.utils import default_process
 
+    from keepgui.core.compaction import likeness
     from keepgui.core.iii.mutations import clean_text
     from keepgui.core.iii.record import fingerprint
 
@@ -424,8 +425,9 @@ def check_save(
             score_cutoff=threshold,
             limit=3,
         )
-        for choice, score, _index in matches:
-            hints.append(Hint("warning", f"Near-duplicate of “{_excerpt(choice)}” ({score:.0f}% similar)"))
+        for choice, _score, _index in matches:
+            alike = likeness(cleaned, choice).describe(f"“{_excerpt(choice)}”")
+            hints.append(Hint("warning", f"Near-duplicate: {alike}"))
     return tuple(hints)
 
 

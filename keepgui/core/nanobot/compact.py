@@ -85,6 +85,7 @@ from keepgui.core.compaction import (
     make_operation,
     near_duplicates,
     REVIEW_KINDS,
+    UNREVIEWED_REWRITE,
     register_applied_kind,
     register_kinds,
     words_only_in,
@@ -1254,10 +1255,9 @@ def _keep_notices(
     if pending is not None:
         notices.append(
             Notice(
-                "unreviewed-rewrite",
+                UNREVIEWED_REWRITE,
                 "warning",
-                "keep.md was rewritten outside keepgui and that rewrite was not reviewed yet: "
-                "`keepgui review` shows it",
+                "keep.md was rewritten outside keepgui and that rewrite was not reviewed yet",
             )
         )
     return notices
