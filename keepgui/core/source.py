@@ -662,6 +662,10 @@ class Source(Protocol):
     def configure(self, values: Mapping[str, Any]) -> None:
         """Settings a person chose for this source (the iii worker's settings the preview uses)."""
 
+    def set_reload_command(self, command: str | None) -> None:
+        """The command that tells a running agent to reload after a write (the preference changed;
+        None: the backend's default, "": none), as given when the source was opened."""
+
     def create_bank(self, name: str, description: str = "") -> Change:
         """A new bank (``result``: its name)."""
 
@@ -757,6 +761,9 @@ class SourceDefaults:
 
     def configure(self, values: Mapping[str, Any]) -> None:
         """No settings of its own: nothing to keep."""
+
+    def set_reload_command(self, command: str | None) -> None:
+        """No running agent to tell: nothing to keep."""
 
     def create_bank(self, name: str, description: str = "") -> "Change":
         """Refused: banks are not created here."""

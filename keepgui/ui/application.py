@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from keepgui.ui.appearance import apply_theme
 from keepgui.ui.hub import Hub
 from keepgui.ui.mainwindow import MainWindow
 from keepgui.ui.settings import Settings
@@ -23,27 +25,50 @@ def throwaway_run(args) -> bool:
     return bool(getattr(args, "demo", False) or getattr(args, "screenshot", None))
 
 
-def reload_command_for(args) -> str | None:
+def reload_command_for(args, settings: Settings | None = None) -> str | None:
     """The command that tells a running agent to reload: ``--reload-command``, else none at all
-    for the demo (no agent reads a throw-away copy), else the backends' default (None)."""
+    for the demo (no agent reads a throw-away copy), else ``$KEEPGUI_RELOAD_COMMAND``, else the one
+    chosen in Preferences, else the backends' default (None)."""
     given = getattr(args, "reload_command", None)
     if given is None and getattr(args, "demo", False):
         return ""
+    if given is None and "KEEPGUI_RELOAD_COMMAND" not in os.environ and settings is not None:
+        return settings.reload_command()
     return given
+
+
+def reload_override(args) -> str:
+    """Why the reload command of Preferences is not the one this run uses ("" when it is)."""
+    if getattr(args, "demo", False):
+        return "This is the demo: no running agent reads its throw-away copy, so none is told."
+    if getattr(args, "reload_command", None) is not None:
+        return "For this run, --reload-command decides (given on the command line)."
+    if "KEEPGUI_RELOAD_COMMAND" in os.environ:
+        return "For this run, $KEEPGUI_RELOAD_COMMAND decides (set in the environment)."
+    return ""
 
 
 def build_window(args, settings: Settings | None = None, watch: bool = True) -> MainWindow:
     """The main window with its sources opened as the arguments ask."""
     settings = settings or Settings(read_only=throwaway_run(args))
+    apply_theme(settings.theme())
     sources, persist = initial_sources(args, settings)
-    hub = Hub(reload_command=reload_command_for(args), watch=watch, report_follow_ups=not getattr(args, "demo", False))
+    hub = Hub(
+        reload_command=reload_command_for(args, settings),
+        watch=watch,
+        report_follow_ups=not getattr(args, "demo", False),
+    )
     window = MainWindow(hub, settings, persist_sources=persist and not getattr(args, "screenshot", None))
+    window.reload_override = reload_override(args)
     if getattr(args, "bank", None):
         window.want_bank_named(args.bank, [path for _kind, path in sources])
     elif persist and settings.last_bank():
         window.want_bank(settings.last_bank())
     for kind, path in sources:
         window.hub.add(kind, path)
+        if persist:
+            window.remembered.add(os.path.abspath(path))
+    window.update_start_page()
     if getattr(args, "panel", None):
         window.show_panel(args.panel)
     if getattr(args, "query", None):

@@ -82,6 +82,7 @@ class _Opened:
     summaries: dict[str, BankSummary] = field(default_factory=dict)
     scans_requested: int = 0
     scans_done: int = 0
+    own_reload: bool = False  # opened with a reload command of its own (the demo's none), not the hub's
 
 
 class Hub(QObject):
@@ -189,16 +190,22 @@ class Hub(QObject):
         """Every open source by folder, in the order they were opened."""
         return {path: opened.source for path, opened in self._opened.items()}
 
-    def add(self, kind: str, path: str) -> Source:
-        """Open the folder ``path`` as a source of ``kind`` (idempotent) and list its banks in the background."""
+    def add(self, kind: str, path: str, reload_command: str | None | type(...) = ...) -> Source:
+        """Open the folder ``path`` as a source of ``kind`` (idempotent) and list its banks in the background.
+
+        ``reload_command`` is the command that tells a running agent to reload after a write to this
+        source; by default the hub's (which :meth:`set_reload_command` changes), "" for none (the demo).
+        """
         path = os.path.abspath(path)
         opened = self._opened.get(path)
         if opened is not None:
             return opened.source
         backend = registry.backend(kind)
-        source = registry.open_source(kind, path, OpenOptions(self._reload_command, self._run_later))
+        own = reload_command is not ...
+        command = reload_command if own else self._reload_command
+        source = registry.open_source(kind, path, OpenOptions(command, self._run_later))
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"keepgui-{kind}")
-        self._opened[path] = _Opened(source, backend, executor)
+        self._opened[path] = _Opened(source, backend, executor, own_reload=own)
         if self._watcher is not None:
             self._watcher.watch(path)
         self.sourcesChanged.emit()
@@ -215,6 +222,21 @@ class Hub(QObject):
         opened.executor.shutdown(wait=False, cancel_futures=True)
         opened.source.close()
         self.sourcesChanged.emit()
+
+    def set_reload_command(self, command: str | None) -> None:
+        """The command that tells a running agent to reload after a write (a preference changed):
+        for every source opened with the hub's, and those opened from now on."""
+        self._reload_command = command
+        for opened in self._opened.values():
+            # A backend written before the protocol had this operation has no running agent to tell.
+            setter = getattr(opened.source, "set_reload_command", None)
+            if not opened.own_reload and setter is not None:
+                setter(command)
+
+    @property
+    def reload_command(self) -> str | None:
+        """The hub's reload command (None: each backend's default)."""
+        return self._reload_command
 
     def source(self, path: str) -> Source:
         """An open source by folder (KeyError when it is not open)."""

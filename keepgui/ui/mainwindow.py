@@ -26,13 +26,13 @@ from typing import Any, Callable, Sequence
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QUndoStack
 from PySide6.QtWidgets import (
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMenu,
     QMessageBox,
     QProgressBar,
     QSplitter,
+    QStackedWidget,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -49,13 +49,17 @@ from keepgui.ui.compaction import CompactionFlow
 from keepgui.ui.dialogs import NameDialog, TrashDialog
 from keepgui.ui.geometry import place_window
 from keepgui.ui.hub import Hub
+from keepgui.ui.appearance import apply_theme
 from keepgui.ui.memorypanel import MemoryPanel
+from keepgui.ui.opening import FolderVerdicts, choose_source
+from keepgui.ui.preferences import Preferences, PreferencesDialog
 from keepgui.ui.preview import PreviewPane
 from keepgui.ui.rules import RulesPanel
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
 from keepgui.ui.toast import UndoToast
+from keepgui.ui.welcome import WelcomePage
 
 
 class MainWindow(QMainWindow):
@@ -68,6 +72,9 @@ class MainWindow(QMainWindow):
         self.hub = hub
         self.settings = settings
         self.persist_sources = persist_sources
+        self.remembered: set[str] = set()  # the open sources the settings keep (not the demo, not a handover's)
+        self.reload_override = ""  # why this run's reload command is not the one of Preferences
+        self.verdicts = FolderVerdicts(self)
         self.undo_stack = QUndoStack(self)
         self.current: BankKey | None = None
         self._loading: BankKey | None = None
@@ -96,7 +103,14 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(center)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([300, 1000])
-        self.setCentralWidget(self.splitter)
+        self.welcome = WelcomePage(self)
+        self.welcome.openRequested.connect(self.open_source)
+        self.welcome.chooseRequested.connect(self.open_dialog)
+        self.welcome.demoRequested.connect(self.open_demo)
+        self.pages = QStackedWidget(self)  # the sources and their banks, or the welcome page when none is open
+        self.pages.addWidget(self.splitter)
+        self.pages.addWidget(self.welcome)
+        self.setCentralWidget(self.pages)
         self.add_panel("memories", "Memories", self.memories)
         self.rules = RulesPanel(hub, self.perform, self)
         self.add_panel("rules", "Rules", self.rules)
@@ -226,6 +240,10 @@ class MainWindow(QMainWindow):
             lambda: self.review_rewrite(),
             tip=("Compare a file with the last version keepgui saw, entry by entry, and restore what was lost"),
         )
+        self.act_preferences = a(
+            "&Preferences…", self.edit_preferences, shortcuts.PREFERENCES, "Theme, reload command, sources at start"
+        )
+        self.act_preferences.setMenuRole(QAction.MenuRole.PreferencesRole)  # macOS: the application menu
         self.act_shortcuts = a("&Keyboard shortcuts", self.show_shortcuts, shortcuts.HELP)
         self.act_about = a("&About keepgui", self.about)
         self.panel_actions = QActionGroup(self)
@@ -258,6 +276,8 @@ class MainWindow(QMainWindow):
             self.act_quick_keep,
             m.act_edit,
             m.act_copy,
+            None,
+            self.act_preferences,
         ):
             edit.addSeparator() if act is None else edit.addAction(act)
         memory = bar.addMenu("&Memory")
@@ -314,16 +334,36 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ sources
 
-    def open_source(self, kind: str, path: str) -> None:
-        """Open a folder as a source of ``kind``."""
+    def open_source(self, kind: str, path: str, remember: bool = True) -> None:
+        """Open a folder as a source of ``kind`` (remembered for the next start, and as recent)."""
+        path = os.path.abspath(path)
         self.hub.add(kind, path)
+        if remember:
+            self.remembered.add(path)
+            if self.persist_sources:
+                self.settings.add_recent_source(kind, path)
         self._save_sources()
 
-    def open_dialog(self, kind: str, label: str) -> None:
-        """File → Open <source>…"""
-        path = QFileDialog.getExistingDirectory(self, f"Open {label}")
-        if path:
-            self.open_source(kind, path)
+    def open_dialog(self, kind: str, _label: str = "") -> None:
+        """File → Open <source>…: choose a folder, see what it is, and confirm one that is not such a source."""
+        choose_source(self, kind, self.verdicts, self.open_source)
+
+    def open_demo(self) -> None:
+        """Open a throw-away copy of the demo (for this session: removed at exit, never remembered, and
+        no running agent is told about its writes)."""
+        from keepgui.core.demo import throwaway_demo_copy
+
+        for kind, path in throwaway_demo_copy().sources:
+            self.hub.add(kind, path, reload_command="")
+
+    def update_start_page(self) -> None:
+        """The welcome page when no source is open (what was found, the demo, open…, recent), else the banks."""
+        empty = not self.hub.sources
+        if empty and self.pages.currentWidget() is not self.welcome:
+            recent = [(s.get("kind", ""), s["path"]) for s in self.settings.recent_sources()]
+            self.welcome.set_recent(recent)
+            self.welcome.discover()
+        self.pages.setCurrentWidget(self.welcome if empty else self.splitter)
 
     def remove_current_source(self) -> None:
         """File → Close source."""
@@ -336,7 +376,8 @@ class MainWindow(QMainWindow):
 
     def _save_sources(self) -> None:
         if self.persist_sources:
-            self.settings.set_sources([{"kind": s.kind, "path": s.path} for s in self.hub.sources.values()])
+            kept = [s for s in self.hub.sources.values() if s.path in self.remembered]
+            self.settings.set_sources([{"kind": s.kind, "path": s.path} for s in kept])
 
     def reload_all(self) -> None:
         """File → Reload: re-list every source and re-read the shown bank."""
@@ -347,6 +388,7 @@ class MainWindow(QMainWindow):
         self.note("reloaded from disk")
 
     def _on_sources_changed(self) -> None:
+        self.update_start_page()
         self.tree_model.set_sources(list(self.hub.sources.values()))
         for path in self.hub.sources:
             self.tree.expand(self.tree_model.index_of_source(path))
@@ -688,6 +730,49 @@ class MainWindow(QMainWindow):
         for action in self.panel_actions.actions():
             if action.data() == name:
                 action.setChecked(True)
+
+    def edit_preferences(self) -> None:
+        """Edit → Preferences: theme, reload command, sources at start (applied and remembered on OK)."""
+        settings = self.settings
+        fixed = settings.start_sources()
+        current = Preferences(
+            theme=settings.theme(),
+            reload_command=settings.reload_command(),
+            start_sources=None if fixed is None else [(s.get("kind", ""), s["path"]) for s in fixed],
+            open_now=[(s.kind, s.path) for s in self.hub.sources.values() if s.path in self.remembered],
+        )
+        dialog = PreferencesDialog(
+            current,
+            self,
+            self.reload_override,
+            lambda kind, then: choose_source(self, kind, self.verdicts, then),
+        )
+        if dialog.exec():
+            self.apply_preferences(dialog.value())
+
+    def apply_preferences(self, chosen: Preferences) -> None:
+        """Use and remember preferences (the dialog's OK)."""
+        settings = self.settings
+        if chosen.theme != settings.theme():
+            settings.set_theme(chosen.theme)
+            apply_theme(chosen.theme)
+            self._on_banks_refresh_icons()
+        settings.set_reload_command(chosen.reload_command)
+        if not self.reload_override:
+            self.hub.set_reload_command(chosen.reload_command)
+        starts = chosen.start_sources
+        settings.set_start_sources(None if starts is None else [{"kind": k, "path": p} for k, p in starts])
+        try:
+            settings.save()
+        except (KeepguiError, OSError) as exc:
+            self.note(f"preferences not saved: {exc}")
+
+    def _on_banks_refresh_icons(self) -> None:
+        # Sidebar rows draw their icons once: after a theme change, draw them in the new colours.
+        self.tree_model.set_sources([])
+        self._on_sources_changed()
+        for path in self.hub.sources:
+            self._on_banks_changed(path)
 
     def show_shortcuts(self) -> None:
         """Help → Keyboard shortcuts."""

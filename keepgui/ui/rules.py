@@ -21,7 +21,7 @@ Signals:
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -132,6 +132,12 @@ class RulesPanel(QWidget):
         self.editor.textChanged.connect(self._on_text_changed)
         hub.changed.connect(self._on_change)
         self._show_nothing()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.PaletteChange:  # a theme change: the list's icons in the new colours
+            for i in range(self.list.count()):
+                self.list.item(i).setIcon(theme.icon("document"))
+        super().changeEvent(event)
 
     def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
         action = QAction(text, self)

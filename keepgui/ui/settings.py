@@ -24,6 +24,11 @@ from keepgui.core.paths import app_config_dir
 
 VERSION = 2
 
+THEMES = ("system", "light", "dark")
+"""The themes a person can choose (Edit → Preferences)."""
+RECENT = 8
+"""How many recently opened sources are remembered."""
+
 HIDDEN_COLUMNS = ("confidence", "created", "revision")
 """Columns hidden until the person shows them (View → Columns): the detail pane shows each of
 them, and without them the text has the table's width at 1440 px."""
@@ -146,6 +151,57 @@ class Settings:
     def set_panel(self, value: str) -> None:
         """Remember the panel shown."""
         self._set("panel", value)
+
+    # preferences (Edit → Preferences)
+    def theme(self) -> str:
+        """``system`` (follow the desktop), ``light`` or ``dark``."""
+        value = self._get("theme", "system", str)
+        return value if value in THEMES else "system"
+
+    def set_theme(self, value: str) -> None:
+        """Remember the theme."""
+        self._set("theme", value if value in THEMES else "system")
+
+    def reload_command(self) -> str | None:
+        """The command that tells a running agent to reload after a write (None: the default,
+        ``iii trigger memory::reload``; "": never)."""
+        return self._get("reload_command", None, str)
+
+    def set_reload_command(self, value: str | None) -> None:
+        """Remember the reload command (None: back to the default)."""
+        if value is None:
+            if "reload_command" in self._values:
+                del self._values["reload_command"]
+                self._dirty = True
+            return
+        self._set("reload_command", value)
+
+    def start_sources(self) -> list[dict] | None:
+        """The sources every start opens, when the person fixed them (None: those open when keepgui
+        last closed, :meth:`sources`)."""
+        value = self._values.get("start_sources")
+        if not isinstance(value, list):
+            return None
+        return [s for s in value if isinstance(s, dict) and isinstance(s.get("path"), str)]
+
+    def set_start_sources(self, sources: list[dict] | None) -> None:
+        """Fix the sources every start opens (None: reopen those open at the last close)."""
+        if sources is None:
+            if "start_sources" in self._values:
+                del self._values["start_sources"]
+                self._dirty = True
+            return
+        self._set("start_sources", [{"kind": s["kind"], "path": s["path"]} for s in sources])
+
+    def recent_sources(self) -> list[dict]:
+        """Sources opened recently, newest first (the welcome page lists them)."""
+        value = self._get("recent_sources", [], list)
+        return [s for s in value if isinstance(s, dict) and isinstance(s.get("path"), str)]
+
+    def add_recent_source(self, kind: str, path: str) -> None:
+        """Put a source at the head of the recent ones."""
+        recent = [s for s in self.recent_sources() if (s.get("kind"), s["path"]) != (kind, path)]
+        self._set("recent_sources", [{"kind": kind, "path": path}, *recent][:RECENT])
 
     # per source: what its backend lets a person choose (the iii worker settings the preview uses)
     def source_settings(self, source: str) -> dict:

@@ -46,6 +46,10 @@ PANEL_MEMORIES = "Ctrl+1"
 PANEL_RULES = "Ctrl+2"
 PANEL_PREVIEW = "Ctrl+3"
 HELP = Std.HelpContents
+PREFERENCES = (Std.Preferences, "Ctrl+,")
+"""Edit → Preferences: the platform's key (Cmd+, on macOS), and Ctrl+, where it has none (most Linux desktops)."""
+PALETTE = "Ctrl+K"
+"""The command palette: find a bank, a memory, an entry, a document or any menu action."""
 
 
 def sequences(spec: Any, primary: bool = False) -> list[QKeySequence]:
@@ -85,6 +89,7 @@ def make_action(
         action.setToolTip(tip)
     if icon:
         action.setIcon(theme.icon(icon))
+        action.setProperty(theme.ICON_PROPERTY, icon)  # drawn again when the theme changes
     action.setCheckable(checkable)
     (action.toggled if checkable else action.triggered).connect(slot)
     return action
@@ -118,6 +123,8 @@ def describe() -> list[tuple[str, str]]:
         ("Memories panel", PANEL_MEMORIES),
         ("Rules panel", PANEL_RULES),
         ("Preview panel", PANEL_PREVIEW),
+        ("Preferences", PREFERENCES),
+        ("Command palette", PALETTE),
     ]
     native = QKeySequence.SequenceFormat.NativeText
     return [(name, ", ".join(k.toString(native) for k in sequences(seq, primary=True))) for name, seq in names]

@@ -75,9 +75,12 @@ def initial_sources(args: Any, settings: Settings) -> tuple[list[tuple[str, str]
     explicit = explicit_sources(args)
     if explicit:
         return explicit, False
+    known = set(registry.kinds())
+    fixed = settings.start_sources()
+    if fixed is not None:  # Preferences: always these (the settings keep the ones last open too)
+        return [(s["kind"], s["path"]) for s in fixed if s.get("kind") in known], True
     saved = settings.sources()
     if saved is not None:
-        known = set(registry.kinds())
         return [(s["kind"], s["path"]) for s in saved if s.get("kind") in known], True
     # First start: whatever is already on this machine.
     return [(found.kind, found.path) for found in registry.discover()], True

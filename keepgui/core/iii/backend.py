@@ -116,6 +116,8 @@ class DeferredWorker:
             return self.link.reload()
 
         def work() -> str | None:
+            if self.link.reload_command is not None and not self.link.reload_command.strip():
+                return None  # turned off on purpose: nothing went wrong, nothing to say
             outcome = self.link.reload()
             return None if outcome.ok else outcome.message
 
@@ -777,8 +779,8 @@ class IiiSource:
 
     def __init__(self, path: str, options: OpenOptions) -> None:
         self.path = os.path.abspath(path)
-        link = WorkerLink(options.reload_command)
-        self.datadir = DataDir(self.path, DeferredWorker(link, options.run_later))
+        self._link = WorkerLink(options.reload_command)
+        self.datadir = DataDir(self.path, DeferredWorker(self._link, options.run_later))
         self.lock = threading.RLock()
         self.config = MemoryConfig()
         self._banks: dict[str, IiiBank] = {}
@@ -850,6 +852,10 @@ class IiiSource:
             else:
                 rescan = True  # a new bank with only rules so far
         return WatchPlan(rescan, frozenset(logs), {n: frozenset(v) for n, v in rules.items()}, notes=tuple(notes))
+
+    def set_reload_command(self, command: str | None) -> None:
+        """The command run after every write to make a running worker reload (None: the default)."""
+        self._link.reload_command = WorkerLink(command).reload_command
 
     def configure(self, values: Mapping[str, Any]) -> None:
         """The worker settings previews, rankings and budgets of this data dir use."""
