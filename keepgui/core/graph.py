@@ -127,6 +127,9 @@ class MemoryGraph:
     _grid: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     _gone: set[int] = field(default_factory=set)
     _members: dict[int, list[int]] | None = None
+    _group_rows: dict[int, list[int]] | None = None
+    touched: set[int] = field(default_factory=set)
+    """Groups whose rows a live update changed (the view redraws those)."""
 
     # ------------------------------------------------------------------ questions
 
@@ -155,6 +158,15 @@ class MemoryGraph:
                     members.setdefault(h, []).append(r)
             self._members = members
         return [self.keys[r] for r in self._members.get(i, ()) if r not in self._gone]
+
+    def rows_of_group(self, group: int) -> list[int]:
+        """The indexes of a group's rows (gone ones included)."""
+        if self._group_rows is None:
+            members: dict[int, list[int]] = {}
+            for i, g in enumerate(self.group_of):
+                members.setdefault(g, []).append(i)
+            self._group_rows = members
+        return self._group_rows.get(group, [])
 
     def bounds(self) -> tuple[float, float, float, float]:
         """``(left, top, right, bottom)`` of everything drawn."""
@@ -214,9 +226,12 @@ class MemoryGraph:
         """Show rows that are new or changed without laying anything else out again; returns how
         many rows were placed anew (a row whose hubs did not change stays where it is)."""
         placed = 0
+        self._group_rows = None
         for row in rows:
             wanted = accepts(row, self.options)
             i = self._index.get(row.id)
+            if i is not None:
+                self.touched.add(self.group_of[i])
             if i is not None and i not in self._gone:
                 if not wanted:
                     self._unseat(i)
@@ -295,6 +310,7 @@ class MemoryGraph:
             x, y = sunflower(group.size)
             group.size += 1
             self.group_of[i] = g
+            self.touched.add(g)
             self.xs[i], self.ys[i] = group.x + x, group.y + y
         else:
             x, y = _centre([(self.hubs[h].x, self.hubs[h].y) for h in links])

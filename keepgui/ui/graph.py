@@ -56,10 +56,10 @@ DOT = 3.5
 """A row's radius in scene units."""
 ROW_LOD = 0.25
 """Below this zoom rows are not drawn one by one (their groups' discs are)."""
-EDGE_LOD = 0.5
-"""Below this zoom a group's edges are drawn as one bundle per hub."""
-MAX_DOTS = 40_000
-"""More rows than this in view are drawn as points, not circles."""
+ROW_BUDGET = 6_000
+"""More rows than this in view are drawn as their groups' discs (a frame's worth of drawing)."""
+EDGE_BUDGET = 2_000
+"""More rows than this in view have their edges drawn as one bundle per group and hub."""
 LIVE_UPDATE_LIMIT = 500
 """More changed rows than this at once are laid out again instead of placed one by one."""
 
@@ -79,12 +79,14 @@ class GraphCanvas(QGraphicsItem):
         self._rect = QRectF(-100, -100, 200, 200)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.last_paint_rows = 0
+        self._cache: dict[int, tuple[dict[str, QPolygonF], list[QLineF]]] = {}
 
     def set_graph(self, graph: MemoryGraph | None) -> None:
         """Show another graph."""
         self.prepareGeometryChange()
         self.graph = graph
         self.selected = set()
+        self._cache.clear()
         self.refresh_bounds()
 
     def refresh_bounds(self) -> None:
@@ -110,30 +112,30 @@ class GraphCanvas(QGraphicsItem):
         accent = theme.accent()
         edge = theme.mix(text, base, 0.78)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod > 0.15)
-        visible = graph.rows_in(rect.left(), rect.top(), rect.right(), rect.bottom()) if lod >= ROW_LOD else []
-        self.last_paint_rows = len(visible)
+        self.last_paint_rows = 0
         hubs = graph.hubs
+        parts = self._parts_in(rect) if lod >= ROW_LOD or graph.mode == "full" else []
+        in_view = len(graph) if graph.mode == "full" else sum(graph.groups[g].size for g in parts)
+        # Level of detail by what is in view, not only by zoom: rows one by one while there are few
+        # enough to draw within a frame, their edges while there are fewer still.
+        rows_drawn = graph.mode == "full" or (lod >= ROW_LOD and in_view <= ROW_BUDGET)
+        edges_drawn = graph.mode == "full" or (rows_drawn and in_view <= EDGE_BUDGET)
         # Edges first, under everything.
-        if graph.mode == "grouped" and lod < EDGE_LOD:
+        if not edges_drawn:
             for group in graph.groups:
                 for h in group.hubs:
                     hub = hubs[h]
                     width = max(0.5, math.log2(1 + group.size) * 0.6)
                     painter.setPen(QPen(edge, width / max(lod, 0.05) * 0.3))
                     painter.drawLine(QPointF(group.x, group.y), QPointF(hub.x, hub.y))
-        elif visible or graph.mode == "full":
-            rows = visible if graph.mode == "grouped" else range(len(graph.keys))
-            lines = []
-            xs, ys, links = graph.xs, graph.ys, graph.links
-            gone = graph._gone
-            for i in rows:
-                if i in gone:
-                    continue
-                x, y = xs[i], ys[i]
-                lines.extend(QLineF(x, y, hubs[h].x, hubs[h].y) for h in links[i])
+        else:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod >= 2.0)
             painter.setPen(QPen(edge, 0))
-            if lines:
-                painter.drawLines(lines)
+            for part in parts:
+                lines = self._cached(part)[1]
+                if lines:
+                    painter.drawLines(lines)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod > 0.15)
         if self.selected:
             painter.setPen(QPen(accent, 1.5 / max(lod, 0.05)))
             sel_lines = []
@@ -144,7 +146,7 @@ class GraphCanvas(QGraphicsItem):
             if sel_lines:
                 painter.drawLines(sel_lines)
         # Groups' discs when rows are too small to tell apart.
-        if graph.mode == "grouped" and lod < ROW_LOD:
+        if not rows_drawn:
             fill = theme.mix(base, accent, 0.35)
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(fill)
@@ -152,8 +154,8 @@ class GraphCanvas(QGraphicsItem):
                 r = group.radius - SEAT_MARGIN
                 painter.drawEllipse(QPointF(group.x, group.y), r, r)
         # Rows.
-        if lod >= ROW_LOD or graph.mode == "full":
-            self._paint_rows(painter, visible if graph.mode == "grouped" else range(len(graph.keys)), lod)
+        if rows_drawn:
+            self._paint_rows(painter, parts, lod)
         # Hubs on top, with their labels.
         hub_fill = theme.mix(base, text, 0.12)
         font = QFont(painter.font())
@@ -179,35 +181,80 @@ class GraphCanvas(QGraphicsItem):
                 width = metrics.horizontalAdvance(label)
                 painter.drawText(QPointF(hub.x - width / 2, hub.y - r - metrics.descent() - 2 / lod), label)
 
-    def _paint_rows(self, painter: QPainter, rows: Any, lod: float) -> None:
+    def _parts_in(self, rect: QRectF) -> list[int]:
+        """The parts (groups; the one part of a small graph, -1) with rows inside ``rect``."""
+        graph = self.graph
+        if graph.mode != "grouped":
+            return [-1]
+        out = []
+        for g, group in enumerate(graph.groups):
+            r = group.radius
+            if group.size and rect.intersects(QRectF(group.x - r, group.y - r, 2 * r, 2 * r)):
+                out.append(g)
+        return out
+
+    def _cached(self, part: int) -> tuple[dict[str, QPolygonF], list[QLineF]]:
+        """A part's rows as points by style and its edges as lines, made once (a live update drops
+        the parts it touched)."""
+        found = self._cache.get(part)
+        if found is not None:
+            return found
+        graph = self.graph
+        xs, ys, pinned, retired, gone, links, hubs = (
+            graph.xs,
+            graph.ys,
+            graph.pinned,
+            graph.retired,
+            graph._gone,
+            graph.links,
+            graph.hubs,
+        )
+        rows = range(len(graph.keys)) if part < 0 else graph.rows_of_group(part)
+        points: dict[str, list[QPointF]] = {"normal": [], "pinned": [], "retired": []}
+        lines: list[QLineF] = []
+        for i in rows:
+            if i in gone:
+                continue
+            x, y = xs[i], ys[i]
+            points["retired" if retired[i] else ("pinned" if pinned[i] else "normal")].append(QPointF(x, y))
+            lines.extend(QLineF(x, y, hubs[h].x, hubs[h].y) for h in links[i])
+        found = ({kind: QPolygonF(p) for kind, p in points.items() if p}, lines)
+        self._cache[part] = found
+        return found
+
+    def invalidate(self, parts: Any = None) -> None:
+        """Drop the cached drawing of some parts (all of them with None) and repaint."""
+        if parts is None:
+            self._cache.clear()
+        else:
+            for part in parts:
+                self._cache.pop(part, None)
+            self._cache.pop(-1, None)
+        self.update()
+
+    def _paint_rows(self, painter: QPainter, parts: list[int], lod: float) -> None:
         graph = self.graph
         accent = theme.accent()
         text = theme.palette().color(QPalette.ColorRole.Text)
         base = theme.palette().color(QPalette.ColorRole.Base)
-        normal = theme.mix(text, base, 0.35)
-        faded = theme.mix(text, base, 0.75)
-        buckets: dict[str, list[QPointF]] = {"normal": [], "pinned": [], "retired": []}
-        xs, ys, pinned, retired, gone = graph.xs, graph.ys, graph.pinned, graph.retired, graph._gone
-        for i in rows:
-            if i in gone:
-                continue
-            kind = "retired" if retired[i] else ("pinned" if pinned[i] else "normal")
-            buckets[kind].append(QPointF(xs[i], ys[i]))
-        many = sum(len(b) for b in buckets.values()) > MAX_DOTS
-        for kind, colour in (("retired", faded), ("normal", normal), ("pinned", accent)):
-            points = buckets[kind]
-            if not points:
-                continue
-            # A small graph's rows stay at least 6 pixels wide; a grouped one's keep their seats.
-            width = max(2 * DOT, 6 / lod) if graph.mode == "full" else 2 * DOT
-            pen = QPen(colour, width if not many else max(1.0 / lod, 1.0))
+        colours = {"retired": theme.mix(text, base, 0.75), "normal": theme.mix(text, base, 0.35), "pinned": accent}
+        # A small graph's rows stay at least 6 pixels wide; a grouped one's keep their seats.
+        width = max(2 * DOT, 6 / lod) if graph.mode == "full" else 2 * DOT
+        drawn = 0
+        for kind in ("retired", "normal", "pinned"):
+            pen = QPen(colours[kind], width)
             pen.setCapStyle(Qt.PenCapStyle.RoundCap)
             painter.setPen(pen)
-            painter.drawPoints(QPolygonF(points))
+            for part in parts:
+                polygon = self._cached(part)[0].get(kind)
+                if polygon is not None:
+                    painter.drawPoints(polygon)
+                    drawn += polygon.size()
+        self.last_paint_rows = drawn
         if self.selected:
-            ring = QPen(accent, 1.6 / max(lod, 0.05))
-            painter.setPen(ring)
+            painter.setPen(QPen(accent, 1.6 / max(lod, 0.05)))
             painter.setBrush(Qt.BrushStyle.NoBrush)
+            xs, ys, gone = graph.xs, graph.ys, graph._gone
             for i in self.selected:
                 if i < len(graph.keys) and i not in gone:
                     painter.drawEllipse(QPointF(xs[i], ys[i]), DOT + 2.5, DOT + 2.5)
@@ -532,6 +579,8 @@ class GraphPanel(QWidget):
             self.rebuild()  # which rows a focus or a neighbourhood holds can change: build it again
             return
         graph.update(delta.rows)
+        self.view.canvas.invalidate(graph.touched)
+        graph.touched.clear()
         self.view.canvas.refresh_bounds()
         self._highlight_keys()
         self._update_status()
