@@ -177,7 +177,7 @@ class MemoryGraph:
             ys += [min(self.ys), max(self.ys)]
         if not xs:
             return (-100.0, -100.0, 100.0, 100.0)
-        return (min(xs) - 20, min(ys) - 20, max(xs) + 20, max(ys) + 20)
+        return (min(xs) - 60, min(ys) - 20, max(xs) + 60, max(ys) + 20)  # room for the hubs' labels
 
     def rows_in(self, left: float, top: float, right: float, bottom: float) -> list[int]:
         """Indexes of the rows drawn inside a rectangle (the grid's cells that touch it)."""
@@ -402,7 +402,7 @@ def _spring(nodes: list[Any], edges: list[tuple[Any, Any, float]], unit: float) 
         if len(part) == 1:
             pos = {part[0]: (0.0, 0.0)}
         else:
-            raw = nx.spring_layout(g.subgraph(part), seed=7, iterations=80, scale=size)
+            raw = nx.spring_layout(g.subgraph(part), seed=7, iterations=80, scale=size * 0.7)  # a margin
             pos = {n: (float(p[0]), float(p[1])) for n, p in raw.items()}
         laid.append((size, pos))
     # Rows of parts, as wide as all of them would be square.
