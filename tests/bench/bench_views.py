@@ -26,11 +26,12 @@ DAY = 86_400_000
 
 
 def _rows(folder: str):
-    from keepgui.core.iii.store import Bank
+    """The bank of a cached bank folder, loaded (the replay: the baseline of several figures)."""
+    from keepgui.core.iii.log import MemoryLog
 
-    bank = Bank(folder, os.path.basename(folder))
-    bank.refresh()
-    return bank
+    log = MemoryLog(os.path.join(folder, "memories.jsonl"))
+    log.refresh()
+    return log
 
 
 def _frame(app, view) -> float:
@@ -81,7 +82,7 @@ def _graph_results(app, memories: int, lines: int) -> list[Result]:
 
     folder = cached_bank(memories, lines)
     bank = _rows(folder)
-    rows = list(bank.log.records.values())
+    rows = list(bank.records.values())
     repeat = 3 if memories <= 10_000 else 2
     t_build, t_load = interleaved(lambda: build_graph(rows), lambda: _rows(folder), repeat=repeat)
     graph = build_graph(rows)
@@ -98,7 +99,7 @@ def _graph_results(app, memories: int, lines: int) -> list[Result]:
     t_fit = _frame(app, view)
     # Zoomed in on the largest group, as a person looking at rows one by one.
     big = max(range(len(graph.groups)), key=lambda g: graph.groups[g].size) if graph.groups else None
-    view.scale(1 / view.zoom(), 1 / view.zoom())
+    view.scale(2 / view.zoom(), 2 / view.zoom())
     if big is not None:
         view.centerOn(graph.groups[big].x, graph.groups[big].y)
     app.processEvents()
@@ -141,7 +142,7 @@ def _graph_results(app, memories: int, lines: int) -> list[Result]:
             t_fit <= 0.016,
         ),
         Result(
-            f"graph frame zoomed in (1:1), {n} memories",
+            f"graph frame zoomed in (2:1), {n} memories",
             t_zoom * 1000,
             "ms",
             t_empty * 1000,
