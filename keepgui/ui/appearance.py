@@ -69,6 +69,7 @@ LIGHT = {
 """keepgui's light palette."""
 
 _system: tuple[str, QPalette] | None = None  # the style name and palette the desktop gave, before any change
+_applied = "system"  # the theme in use: "system" until another is chosen (then the desktop's is kept aside)
 
 
 def make_palette(colours: dict[QPalette.ColorRole, str]) -> QPalette:
@@ -84,11 +85,15 @@ def make_palette(colours: dict[QPalette.ColorRole, str]) -> QPalette:
 
 
 def apply_theme(choice: str) -> None:
-    """Use the theme ``choice`` (``system``, ``light`` or ``dark``) for the whole application."""
-    global _system
+    """Use the theme ``choice`` (``system``, ``light`` or ``dark``) for the whole application.
+
+    Choosing the theme in use already changes nothing (a window opened on ``system`` leaves the
+    application's palette as the desktop, or whoever set it, left it)."""
+    global _system, _applied
     app = QApplication.instance()
-    if app is None:
+    if app is None or choice == _applied or (choice not in ("light", "dark") and _applied == "system"):
         return
+    _applied = choice if choice in ("light", "dark") else "system"
     if _system is None:
         _system = (app.style().name(), QPalette(app.palette()))
     hints = QGuiApplication.styleHints()

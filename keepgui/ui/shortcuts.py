@@ -45,6 +45,10 @@ CLEAR_SEARCH = "Esc"
 PANEL_MEMORIES = "Ctrl+1"
 PANEL_RULES = "Ctrl+2"
 PANEL_PREVIEW = "Ctrl+3"
+PANEL_GRAPH = "Ctrl+4"
+ACTIVITY_STRIP = "Ctrl+Shift+A"
+GRAPH_FIT = "Ctrl+0"
+GRAPH_AROUND = "Ctrl+Shift+G"
 HELP = Std.HelpContents
 PREFERENCES = (Std.Preferences, "Ctrl+,")
 """Edit → Preferences: the platform's key (Cmd+, on macOS), and Ctrl+, where it has none (most Linux desktops)."""
@@ -123,6 +127,10 @@ def describe() -> list[tuple[str, str]]:
         ("Memories panel", PANEL_MEMORIES),
         ("Rules panel", PANEL_RULES),
         ("Preview panel", PANEL_PREVIEW),
+        ("Graph panel", PANEL_GRAPH),
+        ("Activity strip", ACTIVITY_STRIP),
+        ("Graph: fit to window", GRAPH_FIT),
+        ("Graph: around the selection", GRAPH_AROUND),
         ("Preferences", PREFERENCES),
         ("Command palette", PALETTE),
     ]
