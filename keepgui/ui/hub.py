@@ -27,6 +27,8 @@ Signals:
     planReady(object key, str what, object plan): a compaction plan (``compact``) or the review of an
         outside rewrite of a file (its name), or an Exception.
     historyReady(object key, str row, list revisions): the revisions of one row.
+    problemsReady(object key, object problems): what a check of a bank's files found (a list of
+        Problem), or an Exception.
     activityReady(object key, object activity): the bank's capture events (an Activity), or an Exception.
     note(str): a short status-bar note ("main: 3 memories added").
     error(str): something a person must see (a banner).
@@ -98,6 +100,7 @@ class Hub(QObject):
     planReady = Signal(object, str, object)
     rankingReady = Signal(object, int, object)
     historyReady = Signal(object, str, list)
+    problemsReady = Signal(object, object)
     activityReady = Signal(object, object)
     note = Signal(str)
     error = Signal(str)
@@ -488,6 +491,19 @@ class Hub(QObject):
         except (KeepguiError, OSError) as exc:
             plan = exc
         self.planReady.emit(key, what, plan)
+
+    def request_problems(self, key: BankKey) -> None:
+        """Check a bank's files in the background (problemsReady)."""
+        opened = self._opened.get(key.source)
+        if opened is not None:
+            self._submit(opened.executor, self._problems_task, opened, key)
+
+    def _problems_task(self, opened: _Opened, key: BankKey) -> None:
+        try:
+            found: Any = list(opened.source.bank(key.bank).problems())
+        except (KeepguiError, OSError) as exc:
+            found = exc
+        self.problemsReady.emit(key, found)
 
     def request_history(self, key: BankKey, row: str) -> None:
         """Read every revision of one row in the background (delivered by historyReady)."""

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 from keepgui import __version__
 from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
-from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending
+from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
@@ -55,6 +55,7 @@ from keepgui.ui.memorypanel import MemoryPanel
 from keepgui.ui.opening import FolderVerdicts, choose_source
 from keepgui.ui.preferences import Preferences, PreferencesDialog
 from keepgui.ui.preview import PreviewPane
+from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
 from keepgui.ui.rules import RulesPanel
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
@@ -241,6 +242,12 @@ class MainWindow(QMainWindow):
             shortcuts.COMPACT,
             "Plan a compaction of this bank and review it as a diff before anything is written",
         )
+        self.act_problems = a(
+            "&Problems…",
+            lambda: self.show_problems(),
+            tip="What a check of this bank's files finds (keepgui doctor), each line opening the place",
+            icon="warning",
+        )
         self.act_review = a(
             "Review &outside rewrite…",
             lambda: self.review_rewrite(),
@@ -320,6 +327,8 @@ class MainWindow(QMainWindow):
             None,
             self.act_compact,
             self.act_review,
+            None,
+            self.act_problems,
         ):
             self.bank_menu.addSeparator() if act is None else self.bank_menu.addAction(act)
         help_menu = bar.addMenu("&Help")
@@ -602,6 +611,32 @@ class MainWindow(QMainWindow):
         """Bank → Review outside rewrite (a file of the shown or given bank)."""
         self.compaction.review_rewrite(key or self.current, name)
 
+    # ------------------------------------------------------------------ problems
+
+    def show_problems(self, key: BankKey | None = None) -> None:
+        """Bank → Problems: what a check of the bank's files finds, each line opening the place."""
+        key = key or self.current
+        if key is None:
+            self.note("select a bank to check its files")
+            return
+        dialog = ProblemsDialog(self.hub, key, self)
+        dialog.placeRequested.connect(lambda problem: self.show_place(key, problem))
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.show()
+
+    def show_place(self, key: BankKey, problem: Problem) -> None:
+        """Where a problem is: a document of the bank in the Rules panel, any other file at its line."""
+        if self.current != key:
+            self.select_bank(key)
+        try:
+            names = sorted(self.hub.bank(key).documents().documents_of([problem.path]))
+        except (KeyError, KeepguiError, OSError):
+            names = []
+        if names and self.rules.show_document(names[0]):
+            self.show_panel("rules")
+            return
+        FileLinesDialog(problem.path, problem.line, problem.message, self).show()
+
     # ------------------------------------------------------------------ bank actions
 
     def _current_source(self) -> str | None:
@@ -687,6 +722,7 @@ class MainWindow(QMainWindow):
             key = index.data(BankKeyRole)
             menu.addAction("Open", lambda: self.select_bank(key))
             menu.addAction(self.memories.act_new_memory)
+            menu.addAction(theme.icon("warning"), "Problems…", lambda: self.show_problems(key))
             if self.hub.sources[key.source].capabilities.can(TRASH_BANK):
                 menu.addSeparator()
                 menu.addAction(theme.icon("trash"), "Trash bank…", lambda: self.trash_bank(key))

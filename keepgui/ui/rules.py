@@ -241,6 +241,16 @@ class RulesPanel(QWidget):
             return
         self.open_document(name)
 
+    def show_document(self, name: str) -> bool:
+        """Select and open one document of the shown bank (asking first about unsaved edits)."""
+        if self.docs is None or (self.doc is not None and self.doc.name == name):
+            return self.doc is not None
+        if not self.can_leave():
+            return False
+        self.doc = None
+        self._reload_list(select=name)
+        return self.doc is not None and self.doc.name == name
+
     def open_document(self, name: str) -> None:
         """Load one document into the editor."""
         try:

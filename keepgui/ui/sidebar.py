@@ -30,6 +30,8 @@ FolderRole = Qt.ItemDataRole.UserRole + 24
 """The trash folder name of a trashed bank."""
 ProblemRole = Qt.ItemDataRole.UserRole + 25
 """True when the row has a problem (unreadable)."""
+ProblemCountRole = Qt.ItemDataRole.UserRole + 26
+"""How many problems reading the bank found (the badge; 0: none)."""
 
 
 class SourceTreeModel(QStandardItemModel):
@@ -110,9 +112,13 @@ class SourceTreeModel(QStandardItemModel):
             detail = known.detail if known is not None else "loading…"
             problem = bool(known is not None and known.problem)
             description = known.description if known is not None else ""
+            problems = known.problems if known is not None else 0
             _set(item, detail, DetailRole)
             _set(item, problem, ProblemRole)
+            _set(item, problems, ProblemCountRole)
             tip = f"{name}\n{detail}" + (f"\n{description}" if description else "")
+            if problems:
+                tip += f"\n⚠ {problems} problem{'s' if problems != 1 else ''} reading it: Bank → Problems lists them"
             _set(item, tip, Qt.ItemDataRole.ToolTipRole)
             shown = theme.icon("warning", theme.strong("warning")) if problem else theme.icon(icon)
             if item.icon().cacheKey() != shown.cacheKey():  # icons are cached: same key, same picture
@@ -187,6 +193,9 @@ class TwoLineDelegate(QStyledItemDelegate):
         if index.data(ProblemRole) and not selected:
             sub_color = theme.strong("removed")
         painter.save()
+        badge = index.data(ProblemCountRole) or 0
+        if badge:
+            rect = rect.adjusted(0, 0, -draw_badge(painter, opt, rect, badge, selected) - 6, 0)
         top = QRect(rect.left(), rect.top(), rect.width(), rect.height() // 2)
         bottom = QRect(rect.left(), rect.top() + rect.height() // 2, rect.width(), rect.height() // 2)
         font = QFont(opt.font)
@@ -209,6 +218,24 @@ class TwoLineDelegate(QStyledItemDelegate):
             painter.fontMetrics().elidedText(str(detail), Qt.TextElideMode.ElideMiddle, bottom.width()),
         )
         painter.restore()
+
+
+def draw_badge(painter, opt, rect: QRect, count: int, selected: bool) -> int:
+    """The problems badge: ``count`` in a warning-tinted pill at the right end of ``rect``; its width."""
+    font = QFont(opt.font)
+    font.setPointSizeF(max(6.0, opt.font.pointSizeF() * 0.85))
+    font.setBold(True)
+    painter.setFont(font)
+    text = f"⚠ {count}" if count < 1000 else "⚠ 999+"
+    width = painter.fontMetrics().horizontalAdvance(text) + 12
+    height = painter.fontMetrics().height() + 2
+    pill = QRect(rect.right() - width, rect.center().y() - height // 2, width, height)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(theme.tint("warning"))
+    painter.drawRoundedRect(pill, height / 2, height / 2)
+    painter.setPen(theme.strong("warning") if not selected else opt.palette.color(QPalette.ColorRole.Text))
+    painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
+    return width
 
 
 class SourceTree(QTreeView):

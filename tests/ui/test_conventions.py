@@ -3,15 +3,14 @@ plurals, scores in Ranked mode, `banks` on a missing data dir."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, Qt
-from PySide6.QtGui import QImage, QKeySequence, QPainter
-from PySide6.QtWidgets import QStyleOptionViewItem
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
 
 from keepgui.ui import shortcuts
 from keepgui.ui.memorymodel import COLUMN_INDEX, ScoreRole
 from keepgui.ui.scores import ScoreDelegate
 from tests.conftest import run_cli
-from tests.ui.conftest import open_keep
+from tests.ui.conftest import open_keep, paint_cell
 
 
 def test_ctrl_y_and_ctrl_shift_z_both_redo(make_window, demo_copy, qtbot):
@@ -81,17 +80,8 @@ def test_ranked_mode_shows_scores_and_no_sort_arrow(make_window, demo_copy, qtbo
     delegate = panel.table.itemDelegateForColumn(COLUMN_INDEX["text"])
     assert delegate.score_text(score) == f"{score:.2f}"
 
-    def painted(ranking) -> QImage:
-        option = QStyleOptionViewItem()
-        option.initFrom(panel.table)
-        option.rect = QRect(0, 0, 400, 24)
-        option.widget = panel.table
-        image = QImage(400, 24, QImage.Format.Format_ARGB32)
-        image.fill(0)
-        painter = QPainter(image)
-        ScoreDelegate(lambda: ranking).paint(painter, option, top)
-        painter.end()
-        return image
+    def painted(ranking):
+        return paint_cell(ScoreDelegate(lambda: ranking), top, panel.table, 400, 24)
 
     assert painted(panel.proxy.ranked_scores) != painted(None)  # the score and its bar are drawn
     panel.ranked.setChecked(False)

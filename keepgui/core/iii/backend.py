@@ -64,6 +64,7 @@ from keepgui.core.source import (
     Hint,
     Listing,
     Pending,
+    Problem,
     Progress,
     Row,
     RowDelta,
@@ -73,6 +74,9 @@ from keepgui.core.source import (
 )
 
 KIND = "iii"
+
+LOG_NOTES = ("unterminated",)
+"""Log problems that are notes, not faults (a last line whose newline has not arrived): no badge."""
 
 CAPABILITIES = Capabilities(
     missing={
@@ -455,6 +459,7 @@ class IiiBank(BankDefaults):
         self._engine: Any = None
         self._loaded = False
         self._info: BankInfo | None = None
+        self._log_problems = 0  # lines of the log the worker skips, as last read (the sidebar's badge)
         self._activity: Any = None  # the ActivityIndex, made when the activity is first asked for
 
     # ------------------------------------------------------------------ reading
@@ -495,6 +500,7 @@ class IiiBank(BankDefaults):
             if self._engine is not None and self._engine.bank is bank:
                 self._engine.sync(delta)
             self._loaded = True
+            self._log_problems = sum(1 for p in bank.log.problems if p.kind not in LOG_NOTES)
             try:
                 self._info = bank.info()
             except (KeepguiError, OSError):
@@ -534,8 +540,25 @@ class IiiBank(BankDefaults):
         if not info.readable:
             return BankSummary(f"unreadable: {info.reason}", problem=info.reason, description=info.description)
         return BankSummary(
-            f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules", description=info.description
+            f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules",
+            description=info.description,
+            problems=self._log_problems,
         )
+
+    def problems(self) -> list[Problem]:
+        """What ``keepgui doctor`` reports for this bank, and the data dir's leftover temporary files in it."""
+        from keepgui.core.iii.doctor import diagnose_bank
+
+        bank = self.core()  # before the bank lock: locks are taken source first
+        with self.lock:
+            findings = diagnose_bank(bank)
+            temp = [path for path in self.source.datadir.iter_temp_files() if path.startswith(bank.path + os.sep)]
+        out = [
+            Problem(path, 0, "leftover temporary file of an interrupted write; safe to delete", "temp-file")
+            for path in temp
+        ]
+        out += [Problem(f.path, f.line, f.message, f.kind, "note" if f.note else "warning") for f in findings]
+        return out
 
     def documents(self) -> RuleDocs:
         """The bank's rules."""
