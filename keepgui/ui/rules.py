@@ -40,13 +40,14 @@ from PySide6.QtWidgets import (
 from keepgui.core.errors import Conflict, KeepguiError
 from keepgui.core.source import OURS, Change, Document
 from keepgui.core.textdiff import unified
+from keepgui.core.textmerge import conflict_spans, merge3
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.budget import BudgetMeter
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
-from keepgui.ui.threeway import OVERWRITE, TAKE_DISK, ThreeWayDialog
+from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ThreeWayDialog
 
 NameRole = Qt.ItemDataRole.UserRole + 40
 
@@ -319,7 +320,7 @@ class RulesPanel(QWidget):
         text = self.editor.toPlainText()
         if self.act_rendered.isChecked():
             self.rendered.show_markdown(text)
-        self.editor.setExtraSelections([])
+        self.editor.setExtraSelections(self._conflict_marks(text))
         if self.docs is None:
             self.meter.setVisible(False)
             return
@@ -347,7 +348,22 @@ class RulesPanel(QWidget):
         cursor.setPosition(min(position, len(self.editor.toPlainText())))
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         selection.cursor = cursor
-        self.editor.setExtraSelections([selection])
+        self.editor.setExtraSelections([*self._conflict_marks(self.editor.toPlainText()), selection])
+
+    def _conflict_marks(self, text: str) -> list:
+        """The merge conflicts left in the text, tinted (they follow the editing: re-found each time)."""
+        marks = []
+        for start, end in conflict_spans(text):
+            selection = QTextEdit.ExtraSelection()
+            fmt = QTextCharFormat()
+            fmt.setBackground(theme.tint("warning"))
+            selection.format = fmt
+            cursor = QTextCursor(self.editor.document())
+            cursor.setPosition(start)
+            cursor.setPosition(min(end, len(text)), QTextCursor.MoveMode.KeepAnchor)
+            selection.cursor = cursor
+            marks.append(selection)
+        return marks
 
     def _toggle_rendered(self, on: bool) -> None:
         self.rendered.setVisible(on)
@@ -361,6 +377,16 @@ class RulesPanel(QWidget):
         if self.doc is None:
             return True
         text = self.editor.toPlainText()
+        if conflict_spans(text):
+            answer = QMessageBox.question(
+                self,
+                "Conflicts not resolved",
+                f"{self.doc.title} still has merge conflict markers (<<<<<<< … >>>>>>>). Save it with them?",
+                QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Cancel,
+                QMessageBox.StandardButton.Cancel,
+            )
+            if answer != QMessageBox.StandardButton.Save:
+                return False
         if not text.strip() and self.docs.empty_deletes:
             answer = QMessageBox.question(
                 self,
@@ -427,7 +453,45 @@ class RulesPanel(QWidget):
             if base is None:  # it changed again meanwhile: show the new version
                 return self._resolve_conflict(mine, confirmed)
             return self._write(mine, base, confirmed)
+        if dialog.choice == MERGE:
+            self.merge_with_disk(mine, on_disk, stamp)
         return False
+
+    def merge_with_disk(self, mine: str, on_disk: str | None, stamp) -> bool:
+        """Merge: the editor gets opened → disk and opened → mine combined (conflicts marked), on top of the
+        disk version, so the next save writes over exactly that; nothing is saved here."""
+        base = self.docs.base_for_overwrite(self.doc, on_disk, stamp) if on_disk is not None else None
+        if base is None:
+            self.banner.show_message(f"{self.doc.title} changed again on disk: save again to see it.", "warning")
+            return False
+        try:
+            merged = merge3(self.doc.text, on_disk, mine)
+        except KeepguiError as exc:
+            self.banner.show_message(f"{self.doc.title} could not be merged: {exc}", "removed")
+            return False
+        self.doc = base
+        self._loading_text = True
+        self.editor.setPlainText(merged.text)
+        self._loading_text = False
+        self._on_text_changed()
+        self._refresh_derived()  # the conflicts tinted now, not after the typing pause
+        if merged.conflicts:
+            first = conflict_spans(merged.text)[0][0]
+            cursor = self.editor.textCursor()
+            cursor.setPosition(first)
+            self.editor.setTextCursor(cursor)
+            self.editor.centerCursor()
+            self.banner.show_message(
+                f"Merged with the version on disk ({merged.tool}): {merged.conflicts} conflict"
+                f"{'s' if merged.conflicts != 1 else ''} marked, where both changed the same lines. Keep the "
+                "lines you want, remove the markers, then save.",
+                "warning",
+            )
+        else:
+            self.banner.show_message(
+                f"Merged with the version on disk ({merged.tool}): no conflict. Check the text, then save.", "info"
+            )
+        return True
 
     def reload_from_disk(self) -> None:
         """Drop the buffer and load the file as it is now."""

@@ -53,6 +53,11 @@ ALLOWED = {
         "os.utime",
     ): "keeps the iii logs of that fresh demo copy looking edited an hour ago after their times moved",
     ("keepgui/core/demo.py", "shutil.rmtree"): "removes keepgui's own throw-away demo copy at exit",
+    (
+        "keepgui/core/textmerge.py",
+        "tempfile.mkdtemp",
+    ): "a private folder for the three texts git merge-file reads (filled through fsio), never user data",
+    ("keepgui/core/textmerge.py", "shutil.rmtree"): "removes that private merge folder afterwards",
     ("keepgui/cli.py", "os.open"): "re-points stdout at /dev/null after a broken pipe; no file is written",
     (
         "keepgui/core/nanobot/prompt.py",
