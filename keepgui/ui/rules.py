@@ -377,26 +377,12 @@ class RulesPanel(QWidget):
         if self.doc is None:
             return True
         text = self.editor.toPlainText()
-        if conflict_spans(text):
-            answer = QMessageBox.question(
-                self,
-                "Conflicts not resolved",
-                f"{self.doc.title} still has merge conflict markers (<<<<<<< … >>>>>>>). Save it with them?",
-                QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Cancel,
-                QMessageBox.StandardButton.Cancel,
-            )
-            if answer != QMessageBox.StandardButton.Save:
-                return False
-        if not text.strip() and self.docs.empty_deletes:
-            answer = QMessageBox.question(
-                self,
-                "Delete rule?",
-                f"Saving empty content deletes {self.doc.title}. Delete it?",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-                QMessageBox.StandardButton.No,
-            )
-            if answer != QMessageBox.StandardButton.Yes:
-                return False
+        markers = f"{self.doc.title} still has merge conflict markers (<<<<<<< … >>>>>>>). Save it with them?"
+        if conflict_spans(text) and not self._agree("Conflicts not resolved", markers, "Save"):
+            return False
+        empty = f"Saving empty content deletes {self.doc.title}. Delete it?"
+        if not text.strip() and self.docs.empty_deletes and not self._agree("Delete rule?", empty, "Yes"):
+            return False
         confirmed = False
         if self.doc.managed_by:
             detail = "\n\n".join(self.docs.pre_save_warnings(self.doc))
@@ -405,6 +391,12 @@ class RulesPanel(QWidget):
                 return False
             confirmed = True
         return self._write(text, self.doc, confirmed)
+
+    def _agree(self, title: str, question: str, yes: str) -> bool:
+        """Ask before a save that may not be what the person wants; ``yes`` names the button that goes on."""
+        go = getattr(QMessageBox.StandardButton, yes)
+        stop = QMessageBox.StandardButton.Cancel if yes == "Save" else QMessageBox.StandardButton.No
+        return QMessageBox.question(self, title, question, go | stop, stop) == go
 
     def _do(self, operation):
         """Run a document write as an undo step; ``(change, exception)`` (the exception when it was refused)."""
