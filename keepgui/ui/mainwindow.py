@@ -53,6 +53,7 @@ from keepgui.ui.hub import Hub
 from keepgui.ui.appearance import apply_theme
 from keepgui.ui.memorypanel import MemoryPanel
 from keepgui.ui.opening import FolderVerdicts, choose_source
+from keepgui.ui.palette import CommandPalette, PaletteIndex, carry_out, menu_actions
 from keepgui.ui.preferences import Preferences, PreferencesDialog
 from keepgui.ui.preview import PreviewPane
 from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
@@ -224,6 +225,14 @@ class MainWindow(QMainWindow):
         self.act_redo = self.undo_stack.createRedoAction(self, "&Redo")
         shortcuts.set_keys(self.act_redo, shortcuts.REDO)
         self.act_find = a("&Find", self.find, shortcuts.FIND, "Search the rows of this bank")
+        self.palette_index = PaletteIndex(self.hub, self)
+        self.palette: CommandPalette | None = None
+        self.act_palette = a(
+            "Find &anything…",
+            self.open_palette,
+            shortcuts.PALETTE,
+            "One box for every bank, memory, entry, document and command of the open sources",
+        )
         self.act_quick_keep = a(
             "&Quick keep…",
             self.quick_keep,
@@ -292,6 +301,7 @@ class MainWindow(QMainWindow):
             self.act_redo,
             None,
             self.act_find,
+            self.act_palette,
             None,
             m.act_new_memory,
             self.act_quick_keep,
@@ -580,6 +590,37 @@ class MainWindow(QMainWindow):
         from keepgui.ui.quickkeep import open_quick_keep  # loaded on first use, like the popup itself
 
         open_quick_keep(self)
+
+    def open_palette(self) -> None:
+        """Edit → Find anything (Ctrl+K): the command palette over the window."""
+        if self.palette is None:
+            self.palette = CommandPalette(self.palette_index, self)
+            self.palette.chosen.connect(lambda entry: carry_out(self, entry, self._select_row_when_shown))
+        menus = [action.menu() for action in self.menuBar().actions() if action.menu() is not None]
+        actions = [(action, path) for action, path in menu_actions(menus) if action is not self.act_palette]
+        banks = [
+            (BankKey(path, name), f"{self.hub.sources[path].label} · {self.hub.detail(BankKey(path, name))}")
+            for path in self.hub.sources
+            for name in self.hub.banks(path)
+        ]
+        self.palette.open_over(self, actions, banks)
+
+    def _select_row_when_shown(self, key: BankKey, row: str) -> None:
+        """Select a row of ``key`` as soon as that bank has loaded (now, when it has)."""
+
+        def select() -> None:
+            if self.current == key and self.memories.select_key(row):
+                self.show_panel("memories")
+
+        def once_loaded(loaded: BankKey) -> None:
+            if loaded == key or self.current != key:
+                self.loaded.disconnect(once_loaded)
+                select()
+
+        if self.current == key and self._loading is None:
+            select()
+        else:
+            self.loaded.connect(once_loaded)
 
     def find(self) -> None:
         """Edit → Find."""
@@ -880,5 +921,6 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_state()
+        self.palette_index.shutdown()
         self.hub.shutdown()
         super().closeEvent(event)

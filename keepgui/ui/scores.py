@@ -23,6 +23,20 @@ BAR_WIDTH = 36
 """Pixels of the bar of the best score."""
 
 
+def paint_with_room(delegate: QStyledItemDelegate, painter, option, index, room: int) -> QStyleOptionViewItem | None:
+    """Draw an item as its delegate would, its text cut to leave ``room`` pixels free at the right for
+    the caller to draw in; the style option used (None: no style to draw with, drawn the default way)."""
+    opt = QStyleOptionViewItem(option)
+    delegate.initStyleOption(opt, index)
+    opt.text = opt.fontMetrics.elidedText(opt.text, Qt.TextElideMode.ElideRight, max(0, opt.rect.width() - room))
+    style = opt.widget.style() if opt.widget is not None else None
+    if style is None:
+        QStyledItemDelegate.paint(delegate, painter, option, index)
+        return None
+    style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+    return opt
+
+
 class ScoreDelegate(QStyledItemDelegate):
     """The text cell, and in ranked mode its score (``scores()`` gives the ranking shown, or None)."""
 
@@ -40,18 +54,12 @@ class ScoreDelegate(QStyledItemDelegate):
         if score is None:
             super().paint(painter, option, index)
             return
-        opt = QStyleOptionViewItem(option)
-        self.initStyleOption(opt, index)
-        metrics = opt.fontMetrics
         label = self.score_text(score)
-        room = metrics.horizontalAdvance(label) + BAR_WIDTH + 18
-        opt.text = metrics.elidedText(opt.text, Qt.TextElideMode.ElideRight, max(0, opt.rect.width() - room - 8))
-        widget = opt.widget
-        style = widget.style() if widget is not None else None
-        if style is None:
-            super().paint(painter, option, index)
+        opt = paint_with_room(
+            self, painter, option, index, option.fontMetrics.horizontalAdvance(label) + BAR_WIDTH + 26
+        )
+        if opt is None:
             return
-        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
         best = max(ranking.values(), default=0.0) or 1.0
         selected = bool(opt.state & QStyle.StateFlag.State_Selected)
         rect = opt.rect.adjusted(0, 0, -6, 0)
