@@ -158,6 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="nanobot workspace to open in the window (repeatable)",
     )
+    parser.add_argument(
+        "--claude",
+        metavar="DIR",
+        action="append",
+        default=None,
+        help="Claude Code home (~/.claude) or project folder to open in the window (repeatable)",
+    )
     parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
     parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
     parser.add_argument("--panel", choices=("memories", "rules", "preview"), help="the panel to show in the window")
@@ -208,7 +215,7 @@ def _tolerant_output() -> None:
 
 
 PATH_ARGUMENTS = frozenset(
-    {"data_dir", "workspace", "file", "config", "screenshot", "reload_command", "bank", "folder", "via"}
+    {"data_dir", "workspace", "claude", "file", "config", "screenshot", "reload_command", "bank", "folder", "via"}
 )
 """Arguments that name files, folders or commands: any bytes the system allows (they are not stored as text)."""
 

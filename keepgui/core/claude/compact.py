@@ -63,7 +63,8 @@ NOTES_FILE = "index-notes.md"
 """The topic file prose moved out of the index goes to."""
 
 
-def _short_hook(hook: str, budget: int) -> str:
+def short_hook(hook: str, budget: int) -> str:
+    """``hook`` cut at a word near ``budget`` UTF-16 units, with ``…`` (as it is when it fits)."""
     if utf16_len(hook) <= budget:
         return hook
     cut = utf16_slice(hook, budget)
@@ -305,7 +306,7 @@ def _plan(folder: MemoryFolder):
         if number in dropped or utf16_len(bare) <= LONG_LINE or not hook:
             continue
         head = bare[: bare.find(hook)] if hook in bare else f"- [{title}]({target}) — "
-        short = head + _short_hook(hook, max(20, SHORT_HOOK - utf16_len(head)))
+        short = head + short_hook(hook, max(20, SHORT_HOOK - utf16_len(head)))
 
         def edit(texts, number=number, short=short, target=target, hook=hook):
             texts[INDEX_NAME] = _replace_line(texts[INDEX_NAME], number, short)
