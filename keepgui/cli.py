@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "keepgui.commands.compaction",
     "keepgui.commands.desktop",
     "keepgui.commands.context",
+    "keepgui.commands.claude",
 )
 
 
@@ -215,7 +216,20 @@ def _tolerant_output() -> None:
 
 
 PATH_ARGUMENTS = frozenset(
-    {"data_dir", "workspace", "claude", "file", "config", "screenshot", "reload_command", "bank", "folder", "via"}
+    {
+        "data_dir",
+        "workspace",
+        "claude",
+        "project",
+        "files",
+        "file",
+        "config",
+        "screenshot",
+        "reload_command",
+        "bank",
+        "folder",
+        "via",
+    }
 )
 """Arguments that name files, folders or commands: any bytes the system allows (they are not stored as text)."""
 

@@ -28,6 +28,7 @@ import sys
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
 from keepgui.core import fsio  # noqa: E402
+from keepgui.core.claude.writes import yaml_scalar  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "resources", "demo", "claude"))
 PROJECT_PLACEHOLDER = "PROJECT"
@@ -203,7 +204,8 @@ def main() -> None:
     for kind, name, description, body in HANDWRITTEN + generated():
         put(
             f"{memory}/{name}.md",
-            f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: {kind}\n---\n\n{body}\n",
+            # quoted where YAML needs it (`part 3: published`), as the CLI itself writes front matter
+            f"---\nname: {name}\ndescription: {yaml_scalar(description)}\nmetadata:\n  type: {kind}\n---\n\n{body}\n",
         )
         hook = description
         if name == "feed-cache":

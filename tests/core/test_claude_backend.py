@@ -197,3 +197,21 @@ def test_the_demo_is_placed_by_the_backend_with_its_transcript(tmp_path):
     assert len(transcripts) == 1
     with open(os.path.join(folder, transcripts[0]), encoding="utf-8") as fh:
         assert json.loads(fh.readline())["cwd"] == os.path.realpath(copy.claude_project)
+
+
+def test_a_reload_reads_again_only_the_topic_files_that_changed(home):
+    from keepgui.core.claude.memory import read_folder
+
+    env, proj, mem, history = home
+    fresh = read_folder(mem)
+    again = read_folder(mem, fresh)
+    assert again.topic("a.md") is not fresh.topic("a.md")  # just written: a coarse clock could hide a change
+    old = fresh.read_at_ns - 3600 * 10**9
+    for name in ("a.md", "b.md", "c.md"):
+        os.utime(os.path.join(mem, name), ns=(old, old))
+    settled = read_folder(mem)
+    same = read_folder(mem, settled)
+    assert same.topic("a.md") is settled.topic("a.md") and same.topic("b.md") is settled.topic("b.md")
+    put(os.path.join(mem, "b.md"), topic("b", "Bravo FACT."))  # the same size, a new time
+    changed = read_folder(mem, settled)
+    assert changed.topic("b.md").body.strip() == "Bravo FACT." and changed.topic("a.md") is settled.topic("a.md")

@@ -50,7 +50,6 @@ from keepgui.core.claude.memory import (
     LINE_LIMIT,
     MEMORY_TYPES,
     SIZE_LIMIT,
-    TOPIC_LIMIT,
     MemoryFolder,
     Prepared,
     cut_index,
@@ -230,11 +229,7 @@ def short(path: str, home: str) -> str:
 
 
 def _file_text(topic) -> str:
-    try:
-        data, _stamp = fsio.read_stamped(topic.path, limit=TOPIC_LIMIT)
-    except (OSError, KeepguiError):
-        return ""
-    text = (data or b"").decode("utf-8", errors="replace")
+    text = topic.text
     return text if len(text) <= FILE_SHOWN else text[:FILE_SHOWN] + "\n…"
 
 
@@ -423,8 +418,8 @@ class ClaudeProject(BankDefaults):
             out.append((record, topic))
         return out
 
-    def _read(self) -> tuple[MemoryFolder, list[FileRow]]:
-        folder = read_folder(self.memory_dir)
+    def _read(self, previous: MemoryFolder | None = None) -> tuple[MemoryFolder, list[FileRow]]:
+        folder = read_folder(self.memory_dir, previous)
         return folder, rows_of(folder, self._forgotten())
 
     def load(self, progress: Progress | None = None, *, full: bool = False) -> Change:
@@ -432,7 +427,8 @@ class ClaudeProject(BankDefaults):
 
         The Change asks for a review (``reviews``) when the folder differs from
         the version a person last accepted, on the first load and whenever it
-        changed since the last one.
+        changed since the last one. ``full`` reads every file again; otherwise
+        a topic file whose size and time did not change is not read again.
         """
         with self.lock:
             if self.resolve_project is not None:
@@ -440,7 +436,7 @@ class ClaudeProject(BankDefaults):
                 self.project = resolve()
             before, before_manifest = self.folder, self._manifest
             try:
-                folder, rows = self._read()
+                folder, rows = self._read(None if full else before)
                 sha = remember(folder, self.history)
                 baseline = Baselines(self.history).latest(self.memory_dir)
                 if baseline is None:
@@ -513,11 +509,11 @@ class ClaudeProject(BankDefaults):
         undo's redo) goes through here too.
         """
         with self.lock:
-            before = read_folder(self.memory_dir)
+            before = read_folder(self.memory_dir, self.folder)
             sha = remember(before, self.history)
             waiting = Baselines(self.history).latest(self.memory_dir) not in (None, sha)
             done = action()
-            folder, rows = self._read()
+            folder, rows = self._read(before)
             if waiting:
                 self._manifest = remember(folder, self.history, source="keepgui")
             else:

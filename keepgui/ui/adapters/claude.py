@@ -95,16 +95,14 @@ class CutLineView(QPlainTextEdit):
         width = self.viewport().width()
         painter.drawLine(QPointF(0, y), QPointF(width, y))
         if self.cut_label:
+            # the label goes in the blank line below the cut (the CLI puts one before its warning)
             metrics = painter.fontMetrics()
-            text = metrics.elidedText(f"✂ {self.cut_label}", Qt.TextElideMode.ElideRight, max(40, width - 16))
-            box = QRectF(
-                width - metrics.horizontalAdvance(text) - 12,
-                y - metrics.height() - 3,
-                metrics.horizontalAdvance(text) + 8,
-                metrics.height() + 2,
+            text = metrics.elidedText(f"✂ {self.cut_label}", Qt.TextElideMode.ElideRight, max(40, width - 8))
+            painter.drawText(
+                QRectF(4, y + 1, width - 8, metrics.height() + 2),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                text,
             )
-            painter.fillRect(box, self.palette().base())
-            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
         painter.end()
 
 
