@@ -91,13 +91,14 @@ HANDWRITTEN = [
         "diff-before-commit",
         "Show the diff before any commit",
         "Show the diff and wait before committing.\n\n**Why:** he reviews every change himself.\n"
-        "**How to apply:** never run git commit or git push.",
+        "**How to apply:** never run git commit or git push. See also [[no-restating-comments]].",
     ),
     (
         "project",
         "feed-cache",
         "The feed is cached for 5 minutes in internal/web",
-        "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish.",
+        "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish. "
+        "The cache holds what [[goldmark-extensions]] renders.",
     ),
     (
         "project",
@@ -121,7 +122,7 @@ HANDWRITTEN = [
         "reference",
         "hosting-ticket",
         "Hosting migration ticket HOST-42",
-        "The move from the VPS to Fly.io is tracked in HOST-42.",
+        "The move from the VPS to Fly.io is tracked in HOST-42; the nightly [[vps-backups]] must move too.",
     ),
     (
         "project",
@@ -170,7 +171,8 @@ def generated():
                 "project",
                 name,
                 f'Post "{topic.replace("-", " ")}" part {part}: {state}',
-                f"The post on {topic.replace('-', ' ')} (part {part}) is at the {state} stage.",
+                f"The post on {topic.replace('-', ' ')} (part {part}) is at the {state} stage."
+                + (f" It follows [[post-{topic}-{part - 1}]]." if part > 1 else ""),
             )
         )
     return out

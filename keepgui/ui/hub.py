@@ -358,7 +358,7 @@ class Hub(QObject):
         opened.summaries[key.bank] = summary
         if summary.problem:
             self.bankFailed.emit(key, summary.problem)
-        if change.rows or change.reviews:
+        if change.rows or change.reviews or change.documents:  # a load may find the documents listed anew
             self.changed.emit(change)
         if first or change.rows.complete or change.rows or summary_changed:
             self.banksChanged.emit(key.source)

@@ -500,3 +500,19 @@ def test_the_demo_opens_the_claude_code_home_with_ages_in_index_order(qtbot, tmp
     finally:
         window.close()
         window.hub.shutdown()
+
+
+# ---------------------------------------------------------------------- the views of issue #18, for this backend too
+
+
+def test_the_activity_strip_and_the_graph_of_a_claude_code_project(claude_window, qtbot):
+    window, key, memory = claude_window(watch=False)
+    strip = window.memories.strip
+    qtbot.waitUntil(lambda: strip.activity is not None, timeout=10_000)
+    # every topic file was written at its own time (the demo's are three hours apart, newest last)
+    assert len(strip.activity) == 215 and strip.activity.last >= strip.activity.first + 200 * 3 * 3_600_000
+    window.show_panel("graph")
+    qtbot.waitUntil(lambda: window.graph.view.graph is not None and not window.graph.busy(), timeout=15_000)
+    graph = window.graph.view.graph
+    hub = graph.hub_of("post-pgx-pools-2")  # part 3 says "It follows [[post-pgx-pools-2]]"
+    assert hub is not None and hub.row == "post-pgx-pools-2.md"

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from keepgui.core import fsio
 from keepgui.core.claude import writes
+from keepgui.core.claude.activity import FolderActivity, row_names
 from keepgui.core.claude.compact import IndexPlan, short_hook
 from keepgui.core.claude.documents import ClaudeDocuments, refresh_listing
 from keepgui.core.claude.preview import build_preview
@@ -61,6 +62,7 @@ from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
     COMPACT,
+    Activity,
     DISK,
     ENTITIES,
     HISTORY,
@@ -378,6 +380,7 @@ class ClaudeProject(BankDefaults):
         self.problem = ""
         self._manifest: str | None = None  # the folder's manifest as last seen (sha256)
         self.resolve_project: Callable[[], str | None] | None = None  # finds ``project`` on the first load
+        self._activity: FolderActivity | None = None
         self.documents_cache: Any = None  # the documents listing, refreshed by each load (documents.py)
 
     @property
@@ -463,6 +466,23 @@ class ClaudeProject(BankDefaults):
     def rows(self) -> Sequence[FileRow]:
         """The rows as last read."""
         return list(self.delivered)
+
+    def activity(self) -> Activity:
+        """When the memories were written: their files' times and the folder's versions keepgui saw."""
+        with self.lock:
+            folder = self.folder or read_folder(self.memory_dir)
+            if self._activity is None:
+                self._activity = FolderActivity(self.memory_dir, self.history)
+            forgotten = {
+                str(r.get("rel")): FORGOTTEN + str(r.get("id"))
+                for r in writes.pending_forgets(self.memory_dir, self.history)
+            }
+            return self._activity.update(folder, forgotten)
+
+    def row_names(self) -> Mapping[str, str]:
+        """``[[name]]`` -> topic file (a memory links to another by its front-matter name or file name)."""
+        folder = self.folder
+        return row_names(folder) if folder is not None else {}
 
     def summary(self) -> BankSummary:
         """``41 memories · index 230 lines · 30 not loaded``, and the compaction the cut calls for."""
