@@ -42,6 +42,7 @@ COMMANDS = {
     **dict.fromkeys(("compact", "review"), "keepgui.commands.compaction"),
     **dict.fromkeys(("quick-keep",), "keepgui.commands.desktop"),
     **dict.fromkeys(("context",), "keepgui.commands.context"),
+    **dict.fromkeys(("claude",), "keepgui.commands.claude"),
 }
 """Which module of :data:`COMMAND_MODULES` adds each command: a command line imports only the module
 of its command (the others import what their commands need: ``nanobot.keep`` alone compiles ~30
