@@ -123,6 +123,17 @@ def test_the_home_and_its_project_in_the_sidebar_and_a_project_folder_opened(
     )
 
 
+def test_the_window_takes_claude_code_folders_on_its_command_line(tmp_path):
+    from keepgui.cli import build_parser
+    from keepgui.ui.startup import explicit_sources
+
+    args = build_parser().parse_args(["--claude", str(tmp_path / "a"), "--claude", str(tmp_path / "b")])
+    assert [s for s in explicit_sources(args) if s[0] == "claude"] == [
+        ("claude", str(tmp_path / "a")),
+        ("claude", str(tmp_path / "b")),
+    ]
+
+
 # ---------------------------------------------------------------------- 2. memories in the table
 
 

@@ -97,7 +97,7 @@ class CutLineView(QPlainTextEdit):
         if self.cut_label:
             # the label goes in the blank line below the cut (the CLI puts one before its warning)
             metrics = painter.fontMetrics()
-            text = metrics.elidedText(f"✂ {self.cut_label}", Qt.TextElideMode.ElideRight, max(40, width - 8))
+            text = metrics.elidedText(self.cut_label, Qt.TextElideMode.ElideRight, max(40, width - 8))
             painter.drawText(
                 QRectF(4, y + 1, width - 8, metrics.height() + 2),
                 Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
