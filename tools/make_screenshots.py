@@ -87,6 +87,7 @@ def claude_shots(app, window, shot) -> None:
     home = next(s for s in window.hub.sources.values() if s.kind == "claude")
     key = BankKey(home.path, window.hub.banks(home.path)[0])
     window.banner.dismiss()  # keep.md's "compaction due" gives way to this project's
+    window.preview.set_query("")  # a Claude Code session's start does not depend on a question
     window.select_bank(key)
     window.show_panel("memories")
     settle(app, 1.0, lambda: window.current == key and window._loading is None)
