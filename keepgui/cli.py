@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "keepgui.commands.compaction",
     "keepgui.commands.desktop",
     "keepgui.commands.context",
+    "keepgui.commands.claude",
 )
 
 COMMANDS = {
@@ -41,6 +42,7 @@ COMMANDS = {
     **dict.fromkeys(("compact", "review"), "keepgui.commands.compaction"),
     **dict.fromkeys(("quick-keep",), "keepgui.commands.desktop"),
     **dict.fromkeys(("context",), "keepgui.commands.context"),
+    **dict.fromkeys(("claude",), "keepgui.commands.claude"),
 }
 """Which module of :data:`COMMAND_MODULES` adds each command: a command line imports only the module
 of its command (the others import what their commands need: ``nanobot.keep`` alone compiles ~30
@@ -211,6 +213,13 @@ def _global_parser() -> argparse.ArgumentParser:
         default=None,
         help="nanobot workspace to open in the window (repeatable)",
     )
+    parser.add_argument(
+        "--claude",
+        metavar="DIR",
+        action="append",
+        default=None,
+        help="Claude Code home (~/.claude) or project folder to open in the window (repeatable)",
+    )
     parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
     parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
     parser.add_argument(
@@ -259,7 +268,20 @@ def _tolerant_output() -> None:
 
 
 PATH_ARGUMENTS = frozenset(
-    {"data_dir", "workspace", "file", "config", "screenshot", "reload_command", "bank", "folder", "via"}
+    {
+        "data_dir",
+        "workspace",
+        "claude",
+        "project",
+        "files",
+        "file",
+        "config",
+        "screenshot",
+        "reload_command",
+        "bank",
+        "folder",
+        "via",
+    }
 )
 """Arguments that name files, folders or commands: any bytes the system allows (they are not stored as text)."""
 
