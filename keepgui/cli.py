@@ -18,7 +18,8 @@ import json
 import os
 import shutil
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from keepgui import __version__
 from keepgui.core.errors import KeepguiError

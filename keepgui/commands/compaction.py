@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any, Callable
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from keepgui.core.compaction import Plan, StalePlan, UndoJournal, load_applied
 from keepgui.core.errors import InvalidInput, NotFound

@@ -249,7 +249,7 @@ def cmd_preview(args, ctx) -> int:
     from keepgui.core.nanobot.prompt import build_preview
 
     workspace = open_workspace(args, ctx, writing=False)
-    preview = build_preview(workspace, exact=True if args.exact else False)
+    preview = build_preview(workspace, exact=bool(args.exact))
     if ctx.json_mode:
         ctx.emit_json(preview.to_obj())
         return 0

@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from abc import ABC, abstractmethod
 import json
 import math
 import os
+from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
-from operator import itemgetter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
@@ -241,7 +241,7 @@ class StalePlan(Conflict):
     that failed too); nothing at all was written.
     """
 
-    def __init__(self, path: str, what: str, replanned: "Plan | None" = None) -> None:
+    def __init__(self, path: str, what: str, replanned: Plan | None = None) -> None:
         KeepguiError.__init__(
             self, f"{path}: {what} since the plan was made; nothing was written. Review the new plan and apply again."
         )
@@ -312,7 +312,7 @@ class Plan(ABC):
             )
         self.operations: tuple[Operation, ...] = tuple(numbered)
         # final id -> position in the list given (subclasses keep per-operation data by that position)
-        self.origin: dict[str, int] = {op.id: k for op, k in zip(self.operations, order)}
+        self.origin: dict[str, int] = {op.id: k for op, k in zip(self.operations, order, strict=True)}
         self.notices: tuple[Notice, ...] = tuple(notices)
         self.subject = subject
         self.created_at = now_ms()
@@ -441,11 +441,11 @@ class Plan(ABC):
         return False
 
     @abstractmethod
-    def replan(self) -> "Plan":
+    def replan(self) -> Plan:
         """The same kind of plan, with the same settings, computed from what is there now."""
 
     @abstractmethod
-    def apply(self, selection: Iterable[str | int] | None = None) -> "Applied":
+    def apply(self, selection: Iterable[str | int] | None = None) -> Applied:
         """Write the selected operations (after the freshness check); returns how to undo it."""
 
     def stale(self, what: str) -> StalePlan:
@@ -612,7 +612,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers) - 1)]
     lines = []
     for row in [headers, *rows]:
-        cells = [str(c).ljust(w) for c, w in zip(row, widths)] + [str(row[-1])]
+        cells = [str(c).ljust(w) for c, w in zip(row, widths, strict=False)] + [str(row[-1])]  # last: unpadded
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths) + "  " + "-" * max(len(str(headers[-1])), 4))
     return "\n".join(lines) + "\n"

@@ -39,8 +39,8 @@ import secrets
 import stat
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 
@@ -93,16 +93,16 @@ class Stamp:
     sha256: str = ""
 
     @classmethod
-    def missing(cls) -> "Stamp":
+    def missing(cls) -> Stamp:
         """The stamp of a file that does not exist."""
         return cls(False)
 
     @classmethod
-    def of(cls, data: bytes, st: os.stat_result) -> "Stamp":
+    def of(cls, data: bytes, st: os.stat_result) -> Stamp:
         """The stamp of ``data`` read from a file whose ``fstat`` is ``st``."""
         return cls(True, len(data), st.st_mtime_ns, hashlib.sha256(data).hexdigest())
 
-    def same_content(self, other: "Stamp") -> bool:
+    def same_content(self, other: Stamp) -> bool:
         """True when both describe the same bytes (or both a missing file)."""
         if self.exists != other.exists:
             return False
@@ -498,7 +498,7 @@ class LockedLog:
         self.sole_writer = sole_writer
         self._fd: int | None = None
 
-    def __enter__(self) -> "LockedLog":
+    def __enter__(self) -> LockedLog:
         if os.path.islink(self.path):
             raise ReadOnly(f"{self.path} is a symbolic link; keepgui does not append through links")
         try:

@@ -29,8 +29,8 @@ import secrets
 from dataclasses import dataclass, replace
 
 from keepgui.core import fsio
-from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.errors import NotFound, Unreadable
+from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.paths import app_data_dir
 from keepgui.core.timefmt import now_ms
 

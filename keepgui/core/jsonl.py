@@ -7,7 +7,7 @@ Used for keepgui's own history index and for nanobot's ``memory/history.jsonl``
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def json_objects(data: bytes) -> Iterator[tuple[int, dict | None, str]]:

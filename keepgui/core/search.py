@@ -12,7 +12,7 @@ or removing one text updates the index in place.
 from __future__ import annotations
 
 import bisect
-from typing import Hashable, Iterable
+from collections.abc import Hashable, Iterable
 
 import regex
 from rapidfuzz import fuzz, process
@@ -136,7 +136,7 @@ class TextSearch:
             return {}
         typing = not query[-1:].isspace()
         result: dict[Hashable, float] | None = None
-        for i, term in enumerate(dict.fromkeys(terms)):
+        for term in dict.fromkeys(terms):
             matches = self.term_matches(term, typing and term == terms[-1])
             scores: dict[Hashable, float] = {}
             # Visit the strongest word matches first so each key keeps its best score.

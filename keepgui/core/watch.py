@@ -18,8 +18,8 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -57,7 +57,7 @@ class ChangeSet:
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: "Watcher") -> None:
+    def __init__(self, watcher: Watcher) -> None:
         self._watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:

@@ -20,8 +20,7 @@ import os
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from keepgui.core.iii.log import MemoryLog
 from tests.reliability.model import (

@@ -8,8 +8,7 @@ import unicodedata
 
 import pytest
 import regex
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from keepgui.core.iii.recall import query_tokens
 from keepgui.core.iii.tokenize import entity_tokens, is_cjk, is_word_char, tokenize

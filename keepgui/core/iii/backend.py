@@ -24,8 +24,9 @@ import itertools
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
@@ -243,11 +244,11 @@ class RuleDocs:
     previews_drafts = True
     names = NAMES
 
-    def __init__(self, bank: "IiiBank") -> None:
+    def __init__(self, bank: IiiBank) -> None:
         self.bank = bank
 
     @property
-    def _source(self) -> "IiiSource":
+    def _source(self) -> IiiSource:
         return self.bank.source
 
     def _core(self) -> CoreBank:
@@ -441,7 +442,7 @@ Targets = dict[str, "Memory | None"]
 class IiiBank(BankDefaults):
     """One bank of a data dir (see the module docstring)."""
 
-    def __init__(self, source: "IiiSource", name: str) -> None:
+    def __init__(self, source: IiiSource, name: str) -> None:
         self.source = source
         self.name = name
         self.key = source.key(name)

@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import regex
 
@@ -184,7 +184,7 @@ def plan_groups(rows: Iterable[Memory]) -> list[Group]:
         by_norm.setdefault(key, []).append(row)
     planned = [_group(by_norm[key], key, False) for key in sorted(k for k, m in by_norm.items() if len(m) >= 2)]
     by_tokens: dict[str, list[Memory]] = {}
-    for row, key in zip(rows, norms):
+    for row, key in zip(rows, norms, strict=True):
         if len(by_norm[key]) < 2:  # only memories the normalised pass left alone
             by_tokens.setdefault(" ".join(sorted(set(key.split()))), []).append(row)
     planned += [_group(by_tokens[key], key, True) for key in sorted(k for k, m in by_tokens.items() if len(m) >= 2)]
@@ -276,7 +276,7 @@ class BankPlan(Plan):
         self.threshold = threshold
         ops = [self._operation(group) for group in groups]
         # groups are disjoint, so no two operations are identical and the ids stay as made here
-        self._group_of: dict[str, Group] = {op.id: group for op, group in zip(ops, groups)}
+        self._group_of: dict[str, Group] = {op.id: group for op, group in zip(ops, groups, strict=True)}
         super().__init__(ops, (), f"bank `{bank.name}`")
         self.touched = frozenset(mid for g in groups for mid in g.members)
         self.keys = frozenset(g.key for g in groups if not g.report_only and not g.fuzzy)
@@ -356,7 +356,7 @@ class BankPlan(Plan):
         rows, winners = [], []
         for op in self.selected(selection):
             group = self._group_of[op.id]
-            for loser_id, loser_text in zip(group.loser_ids, group.loser_texts):
+            for loser_id, loser_text in zip(group.loser_ids, group.loser_texts, strict=True):
                 rows.append(
                     (
                         str(op.number),
@@ -382,7 +382,7 @@ class BankPlan(Plan):
         out = table(("op", "supersede", "text", "by", "winner text"), rows)
         return out + "".join(line + "\n" for line in winners)
 
-    def report(self, selection=None, applied: "BankApplied | None" = None) -> dict:
+    def report(self, selection=None, applied: BankApplied | None = None) -> dict:
         """upstream's ``BankReport``: ``{bank, scanned, groups, superseded, reinforced, errors?}``
         (``capped`` never: keepgui applies no per-run budget); the counts are those of ``applied``."""
         obj = {
@@ -406,7 +406,7 @@ class BankPlan(Plan):
 
     # ---------------------------------------------------------------- freshness
 
-    def replan(self) -> "BankPlan":
+    def replan(self) -> BankPlan:
         """The plan again, from the log as it is now (plan_bank refreshes the bank)."""
         return plan_bank(self.bank, fuzzy=self.fuzzy, threshold=self.threshold)
 
@@ -436,7 +436,7 @@ class BankPlan(Plan):
 
     # ---------------------------------------------------------------- applying
 
-    def apply(self, selection=None, now: int | None = None, reinforce_by_id: bool = False) -> "BankApplied":
+    def apply(self, selection=None, now: int | None = None, reinforce_by_id: bool = False) -> BankApplied:
         """Supersede the selected groups' losers and save each winner's text after each, in one Batch.
 
         That save is memory-consolidate's (see the module docstring);
@@ -695,7 +695,7 @@ class BankApplied(Applied):
                 else:
                     batch.revert(before)
             undone = [batch.current(before.id) for before, _after in self.pairs]
-        self.pairs = [(u, after) for u, (_before, after) in zip(undone, self.pairs)]
+        self.pairs = [(u, after) for u, (_before, after) in zip(undone, self.pairs, strict=True)]
         self.reload = batch.report.reload
 
     def _redo(self) -> None:
@@ -725,7 +725,7 @@ class BankApplied(Applied):
         return obj
 
     @classmethod
-    def from_obj(cls, obj: dict, history: History | None = None) -> "BankApplied":
+    def from_obj(cls, obj: dict, history: History | None = None) -> BankApplied:
         """Rebuild from :meth:`to_obj` (another process's ``--undo``)."""
         try:
             pairs = [(memory_from_obj(b), memory_from_obj(a)) for b, a in obj["pairs"]]

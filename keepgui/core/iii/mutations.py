@@ -7,8 +7,8 @@ append, exactly as the worker would compute it; nothing here touches a file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.iii.record import (

@@ -24,15 +24,15 @@ import dataclasses
 import math
 import os
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from keepgui.core.errors import KeepguiError, NotFound
 from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.index import BankIndex
 from keepgui.core.iii.log import LogDelta
-from keepgui.core.iii.record import U64_MAX, Memory
 from keepgui.core.iii.recall import (
     RETRIEVAL_LEXICAL,
     Hit,
@@ -42,6 +42,7 @@ from keepgui.core.iii.recall import (
     recall,
     recall_request,
 )
+from keepgui.core.iii.record import U64_MAX, Memory
 from keepgui.core.iii.store import Bank
 from keepgui.core.iii.textrules import byte_len, cut_at_char_boundary, rust_trim
 from keepgui.core.iii.vectors import VECTORS_NAME, LexicalNotice, count_current_vectors
@@ -500,7 +501,7 @@ def _compare_memories(ours: list, theirs: list) -> list[Difference]:
     diffs: list[Difference] = []
     if len(ours) != len(theirs):
         diffs.append(Difference("memories.length", len(ours), len(theirs)))
-    for i, (a, b) in enumerate(zip(ours, theirs)):
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=False)):  # a length mismatch is reported above
         if not isinstance(b, Mapping):
             diffs.append(Difference(f"memories[{i}]", a, b))
             continue

@@ -29,10 +29,11 @@ import heapq
 import json
 import math
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import compress
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core.iii.record import Memory
 from keepgui.core.iii.tokenize import entity_tokens, tokenize
@@ -190,7 +191,7 @@ def _ryu_layout(digits: str, exponent: int) -> str:
     """ryu's ``format32`` layout of ``digits × 10^exponent``."""
     length = len(digits)
     kk = length + exponent
-    if 0 <= exponent and kk <= 13:
+    if exponent >= 0 and kk <= 13:
         return digits + "0" * exponent + ".0"
     if 0 < kk <= 13:
         return digits[:kk] + "." + digits[kk:]
@@ -249,13 +250,13 @@ def _scored(parts: ScoreParts, memory: Memory) -> Hit:
 
 
 def _exact(
-    index: "BankIndex", tokens: list[str], query_set: set[str], memory: Memory, now_ms: int, half_life_days: int
+    index: BankIndex, tokens: list[str], query_set: set[str], memory: Memory, now_ms: int, half_life_days: int
 ) -> Hit:
     return _scored(fused_parts(index.bm25(tokens, memory.id), memory, query_set, now_ms, half_life_days), memory)
 
 
 def _best_live(
-    index: "BankIndex", tokens: list[str], query_set: set[str], limit: int, now_ms: int, half_life_days: int
+    index: BankIndex, tokens: list[str], query_set: set[str], limit: int, now_ms: int, half_life_days: int
 ) -> list[Hit]:
     """The ``limit`` best lexical candidates, exactly as if every candidate had been scored.
 
@@ -324,7 +325,7 @@ def _best_live(
 def _window_start(
     days: list[int],
     end: int,
-    index: "BankIndex",
+    index: BankIndex,
     threshold: float,
     ceiling: float,
     seed: int,
@@ -352,7 +353,7 @@ def _window_start(
 
 
 def recall(
-    index: "BankIndex",
+    index: BankIndex,
     query: str,
     limit: int,
     *,
@@ -380,7 +381,7 @@ def recall(
     return hits
 
 
-def top_memories(index: "BankIndex", limit: int) -> list[Memory]:
+def top_memories(index: BankIndex, limit: int) -> list[Memory]:
     """``top_memories(limit)`` (spec §2.7): pinned, corroboration, newest, then id."""
     return index.top(limit)
 
@@ -421,7 +422,7 @@ class RecallResult:
         return text + "}"
 
 
-def recall_limit(requested: int | None, config: "MemoryConfig") -> int:
+def recall_limit(requested: int | None, config: MemoryConfig) -> int:
     """``min(limit or recall_limit, 100)``: an absent (None) limit means the configured one.
 
     An explicit 0 stays 0 (no hits), as Rust's ``limit.unwrap_or(recall_limit)`` does.
@@ -430,10 +431,10 @@ def recall_limit(requested: int | None, config: "MemoryConfig") -> int:
 
 
 def recall_request(
-    index: "BankIndex",
+    index: BankIndex,
     bank: str,
     query: str,
-    config: "MemoryConfig",
+    config: MemoryConfig,
     *,
     now_ms: int,
     limit: int | None = None,

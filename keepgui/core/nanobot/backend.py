@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
@@ -213,7 +214,7 @@ class WorkspaceDocs:
     names = None
     NAMES = ("AGENTS.md", "USER.md", "SOUL.md", "MEMORY.md")
 
-    def __init__(self, source: "NanobotSource") -> None:
+    def __init__(self, source: NanobotSource) -> None:
         self.source = source
 
     def list(self) -> list[tuple[str, str]]:
@@ -254,8 +255,10 @@ class WorkspaceDocs:
         if not doc.managed_by:
             return []
         warnings = [
-            f"{doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
-            "Dream's, and /dream-restore of an older commit overwrites it."
+            (
+                f"{doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
+                "Dream's, and /dream-restore of an older commit overwrites it."
+            )
         ]
         return warnings + [n.message for n in nb.pre_save_notices(self.source.workspace, doc.raw)]
 
@@ -349,7 +352,7 @@ class WorkspaceDocs:
 
     def budget(self, name: str, text: str, texts: Sequence[tuple[str, str]] | None = None) -> None:
         """nanobot puts no byte budget on these files."""
-        return None
+        return
 
     def documents_of(self, paths: Iterable[str]) -> set[str]:
         """The names of the documents among the changed paths."""
@@ -370,7 +373,7 @@ class WorkspaceDocs:
 class KeepBank(BankDefaults):
     """keep.md of a workspace as a bank (see the module docstring); what it lacks, BankDefaults refuses."""
 
-    def __init__(self, source: "NanobotSource") -> None:
+    def __init__(self, source: NanobotSource) -> None:
         self.source = source
         self.name = KEEP_BANK
         self.key = BankKey(source.path, KEEP_BANK)

@@ -67,14 +67,15 @@ import shlex
 import signal
 import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
+    REVIEW_KINDS,
     Applied,
     ChangedSince,
     Counts,
@@ -84,7 +85,6 @@ from keepgui.core.compaction import (
     excerpt,
     make_operation,
     near_duplicates,
-    REVIEW_KINDS,
     register_applied_kind,
     register_kinds,
     words_only_in,
@@ -96,8 +96,8 @@ from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, RE
 from keepgui.core.nanobot.keepmd import (
     BOM,
     COMPACTION_TARGET,
-    ContainmentIndex,
     SOFT_CAP,
+    ContainmentIndex,
     KeepDoc,
     canonical_line,
     contains,
@@ -200,8 +200,7 @@ def _tidy(text: str) -> str:
     text = re.sub(r"([,;:])(?=[,;:])", "", text)
     text = re.sub(r"\s{2,}", " ", text).strip()
     text = re.sub(r"^[\s,;:|–—-]+", "", text)
-    text = re.sub(r"[\s,;:|–—-]+$", "", text)
-    return text
+    return re.sub(r"[\s,;:|–—-]+$", "", text)
 
 
 def _usable(before: str, after: str) -> str | None:
@@ -473,7 +472,7 @@ class DocPlan(Plan):
         """True when the file is one of Dream's (writing it needs the person's confirmation)."""
         return any(kind.rel == self.rel and kind.managed_by_dream for kind in DOCUMENTS.values())
 
-    def apply(self, selection=None, *, confirm_dream: bool = False) -> "FileApplied":
+    def apply(self, selection=None, *, confirm_dream: bool = False) -> FileApplied:
         """Write the selection: freshness check, AGENTS.md first when rules move, then one atomic
         replace of the file with the stamp it was planned from; history and removed-entry log kept."""
         ids = self.normalise_selection(selection)
@@ -510,7 +509,7 @@ class DocPlan(Plan):
         self._after_apply(applied)
         return applied
 
-    def _write(self, rel: str, old: bytes | None, stamp: fsio.Stamp, new: bytes) -> "FileChange":
+    def _write(self, rel: str, old: bytes | None, stamp: fsio.Stamp, new: bytes) -> FileChange:
         path = self.workspace.path(rel)
         if old is not None:
             self.history.record(path, old, source="seen")
@@ -553,7 +552,7 @@ class DocPlan(Plan):
     def _description(self, ops: Sequence[Operation]) -> str:
         return f"compact {self.rel} ({len(ops)} operations)"
 
-    def _after_apply(self, applied: "FileApplied") -> None:
+    def _after_apply(self, applied: FileApplied) -> None:
         """Hook for subclasses (a review records the acceptance)."""
 
 
@@ -648,7 +647,7 @@ class FileApplied(Applied):
     def _undo(self) -> None:
         ws = Workspace(self.workspace)
         stamps = self._check_all(ws, True, "undone")
-        for change, stamp in reversed(list(zip(self.files, stamps))):
+        for change, stamp in reversed(list(zip(self.files, stamps, strict=True))):
             _swap(ws, self.history, change.rel, stamp, change.before, "undone")
         for record in self.removed:
             self.history.mark_restored(record)
@@ -658,7 +657,7 @@ class FileApplied(Applied):
     def _redo(self) -> None:
         ws = Workspace(self.workspace)
         stamps = self._check_all(ws, False, "redone")
-        for change, stamp in zip(self.files, stamps):
+        for change, stamp in zip(self.files, stamps, strict=True):
             _swap(ws, self.history, change.rel, stamp, change.after, "redone")
         self.removed = [
             self.history.log_removed(
@@ -694,7 +693,7 @@ class FileApplied(Applied):
         return obj
 
     @classmethod
-    def from_obj(cls, obj: dict, history: History) -> "FileApplied":
+    def from_obj(cls, obj: dict, history: History) -> FileApplied:
         """Rebuild from :meth:`to_obj`, reading the bytes back from keepgui's history."""
         try:
             ws = Workspace(obj["workspace"])
@@ -791,7 +790,7 @@ def statements(name: str, text: str) -> list[Statement]:
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        if not stripped or stripped.startswith("#") or stripped.startswith("<!--"):
+        if not stripped or stripped.startswith(("#", "<!--")):
             continue
         key = line_key(stripped)
         if key:
@@ -808,7 +807,7 @@ class KeepPlan(DocPlan):
         self.settings = dict(settings)
         super().__init__(*args, **kwargs)
 
-    def replan(self) -> "KeepPlan":
+    def replan(self) -> KeepPlan:
         """The plan again with the same settings, from the files as they are now."""
         return plan_keep(self.workspace, history=self.history, **self.settings)
 
@@ -1396,7 +1395,7 @@ class RewritePlan(DocPlan):
         self.threshold = threshold
         super().__init__(*args, **kwargs)
 
-    def replan(self) -> "RewritePlan":
+    def replan(self) -> RewritePlan:
         """The same proposal compared with keep.md as it is now (the command is not run again)."""
         return plan_from_text(
             self.workspace,
@@ -1786,7 +1785,7 @@ class ReviewPlan(DocPlan):
         self.threshold = threshold
         super().__init__(*args, **kwargs)
 
-    def replan(self) -> "ReviewPlan":
+    def replan(self) -> ReviewPlan:
         """The review again, from the file as it is now."""
         return review(self.workspace, self.rel, threshold=self.threshold, history=self.history)
 

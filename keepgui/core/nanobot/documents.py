@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process

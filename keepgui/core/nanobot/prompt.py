@@ -41,21 +41,21 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError, NotFound, Unreadable
 from keepgui.core.nanobot.workspace import (
     AGENTS_MD,
+    CURSOR,
     DREAM_CURSORS,
     HISTORY_JSONL,
     KEEP_MD,
     MEMORY_MD,
     SOUL_MD,
     USER_MD,
-    CURSOR,
     Workspace,
 )
 
@@ -74,8 +74,10 @@ NOT_REPRODUCED = (
     "tool contract",
     "active skills and the skills summary",
     "recent history and the archived context summary (they depend on the session)",
-    "template detection (an AGENTS.md, USER.md or MEMORY.md still equal to nanobot's bundled template is "
-    "left out by nanobot but counted here)",
+    (
+        "template detection (an AGENTS.md, USER.md or MEMORY.md still equal to nanobot's bundled template is "
+        "left out by nanobot but counted here)"
+    ),
 )
 """What the built-in rendering cannot reproduce without the nanobot package."""
 
@@ -139,7 +141,7 @@ def nanobot_version() -> str | None:
     """
     try:
         importlib.import_module("nanobot")
-    except Exception:  # any failure to import means: no exact mode
+    except Exception:  # noqa: BLE001 - any failure to import (not only ImportError) means: no exact mode
         return None
     try:
         return importlib.metadata.version("nanobot-ai")

@@ -32,12 +32,12 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 from keepgui.core import fsio
-from keepgui.core.jsonl import json_objects
 from keepgui.core.errors import InvalidInput, KeepguiError, ReadOnly, Unreadable
+from keepgui.core.jsonl import json_objects
 from keepgui.core.source import Notice  # noqa: F401 - a remark about a file; the workspace modules use it from here
 
 KEEP_MD = "keep.md"
@@ -86,7 +86,7 @@ def _home(environ: Mapping[str, str]) -> str:
 def expand_user(path: str, environ: Mapping[str, str] | None = None) -> str:
     """``~`` and ``~/x`` expanded against ``environ``'s HOME (``os.environ`` by default)."""
     environ = os.environ if environ is None else environ
-    if path == "~" or path.startswith("~/") or path.startswith("~" + os.sep):
+    if path == "~" or path.startswith(("~/", "~" + os.sep)):
         return _home(environ) + path[1:]
     return os.path.expanduser(path)
 
