@@ -187,7 +187,9 @@ def _applied_lines(ctx, applied) -> None:
         ctx.out(f"  {line}")
 
 
-def _apply_and_report(ctx, apply: Callable[[], Any], kind: str, plan_obj: dict, done: str, undo_command: str) -> int:
+def _apply_and_report(
+    ctx, apply: Callable[[], Any], kind: str, plan_obj: dict[str, Any], done: str, undo_command: str
+) -> int:
     """Apply a plan, journal it for ``--undo`` and say what was written (``done`` takes the description)."""
     try:
         applied = apply()

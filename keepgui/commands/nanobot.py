@@ -12,6 +12,7 @@ duplicate, offered a replacement or suggested another place) or on an error.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.nanobot.keep import ALREADY_KEPT, KEEP_CAPABILITIES, REDIRECTED, REPLACE_OFFERED, KeepStore
@@ -165,7 +166,7 @@ def hand_over_keep(args, ctx, workspace: Workspace, text: str) -> int | None:
     return code
 
 
-def print_keep(ctx, obj: dict) -> int:
+def print_keep(ctx, obj: dict[str, Any]) -> int:
     """The human report of a keep (``KeepResult.to_obj()``, made here or by the window); the exit status."""
     entry = obj.get("entry")
     if obj["outcome"] == ALREADY_KEPT:

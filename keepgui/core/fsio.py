@@ -39,8 +39,9 @@ import secrets
 import stat
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from types import TracebackType
 
 from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 
@@ -333,7 +334,11 @@ def rename_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> 
 FALLOC_FL_KEEP_SIZE = 0x01
 
 
-def _load_fallocate():
+Fallocate = Callable[[int, int, int, int], None]
+"""``fallocate(fd, mode, offset, length)``, raising OSError."""
+
+
+def _load_fallocate() -> Fallocate | None:
     """libc's ``fallocate`` (Linux), or None where there is none."""
     if not sys.platform.startswith("linux"):
         return None
@@ -355,7 +360,7 @@ def _load_fallocate():
     return fallocate
 
 
-_fallocate = _load_fallocate()
+_fallocate: Fallocate | None = _load_fallocate()
 """``fallocate(fd, mode, offset, length)`` raising OSError, or None (a test may replace it)."""
 
 
@@ -513,7 +518,9 @@ class LockedLog:
         self._fd = fd
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:

@@ -70,7 +70,8 @@ def query_tokens(query: str) -> list[str]:
 def recency(updated_at: int, now_ms: int, half_life_days: int) -> float:
     """``max(0.5 ^ (age_days / max(half_life, 1)), 0.35)``; a future ``updated_at`` counts as age 0."""
     age_days = max(0, now_ms - updated_at) / DAY_MS
-    return max(0.5 ** (age_days / max(half_life_days, 1)), RECENCY_FLOOR)
+    decay: float = 0.5 ** (age_days / max(half_life_days, 1))  # typeshed: a float power may be complex
+    return max(decay, RECENCY_FLOOR)
 
 
 def static_bonus(memory: Memory) -> float:
@@ -148,7 +149,8 @@ def fused_parts(
 def f32(value: float) -> float:
     """``value`` rounded to the nearest ``f32`` (as Rust's ``as f32`` does, saturating to infinity)."""
     try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
+        rounded: float = struct.unpack("<f", struct.pack("<f", value))[0]
+        return rounded
     except OverflowError:
         return math.copysign(math.inf, value)
 
@@ -240,7 +242,7 @@ class Hit:
         return text + "}"
 
 
-def order_key(hit: Hit) -> tuple:
+def order_key(hit: Hit) -> tuple[float, int, str]:
     """Score descending, then ``updated_at`` descending, then ``id`` ascending."""
     return (-hit.score, -hit.memory.updated_at, hit.memory.id)
 

@@ -69,6 +69,7 @@ import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
@@ -81,6 +82,7 @@ from keepgui.core.compaction import (
     Counts,
     Operation,
     Plan,
+    Selection,
     StalePlan,
     excerpt,
     make_operation,
@@ -400,15 +402,15 @@ class DocPlan(Plan):
 
     # ---------------------------------------------------------------- results of a selection
 
-    def edits(self, selection=None) -> list[Edit]:
+    def edits(self, selection: Selection = None) -> list[Edit]:
         """The edits of a selection, in plan order."""
         return [self._edits[op.id] for op in self.selected(selection)]
 
-    def after_bytes(self, selection=None) -> bytes:
+    def after_bytes(self, selection: Selection = None) -> bytes:
         """The file's bytes once the selection is applied."""
         return compose(self.doc, self.edits(selection))
 
-    def after_text(self, selection=None) -> str:
+    def after_text(self, selection: Selection = None) -> str:
         """The file's text once the selection is applied (BOM left out)."""
         return _decode(self.after_bytes(selection))
 
@@ -417,7 +419,7 @@ class DocPlan(Plan):
         """The file's text as planned from."""
         return _decode(self.data)
 
-    def agents_after(self, selection=None) -> bytes | None:
+    def agents_after(self, selection: Selection = None) -> bytes | None:
         """AGENTS.md's bytes once the selection is applied, or None when it moves nothing there."""
         lines = [text for edit in self.edits(selection) for text in edit.agents]
         if not lines:
@@ -425,7 +427,7 @@ class DocPlan(Plan):
         # Only a keep.md plan moves rules, and it always reads AGENTS.md as evidence.
         return append_lines(self.evidence[AGENTS_MD][0], self.workspace.path(AGENTS_MD), lines)
 
-    def counts(self, selection=None) -> Counts:
+    def counts(self, selection: Selection = None) -> Counts:
         """Physical lines before → after → target (entries as detail), as ``compaction_due`` counts."""
         after = KeepDoc.parse(self.after_bytes(selection))
         return Counts(
@@ -436,7 +438,7 @@ class DocPlan(Plan):
             {"entries_before": self.doc.entry_count, "entries_after": after.entry_count},
         )
 
-    def render(self, selection=None, context: int = 3) -> str:
+    def render(self, selection: Selection = None, context: int = 3) -> str:
         """The unified diff of the whole file for a selection (and of AGENTS.md when rules move)."""
         name = self.rel
         out = textdiff.unified(self.before_text, self.after_text(selection), f"a/{name}", f"b/{name}", context)
@@ -472,7 +474,7 @@ class DocPlan(Plan):
         """True when the file is one of Dream's (writing it needs the person's confirmation)."""
         return any(kind.rel == self.rel and kind.managed_by_dream for kind in DOCUMENTS.values())
 
-    def apply(self, selection=None, *, confirm_dream: bool = False) -> FileApplied:
+    def apply(self, selection: Selection = None, *, confirm_dream: bool = False) -> FileApplied:
         """Write the selection: freshness check, AGENTS.md first when rules move, then one atomic
         replace of the file with the stamp it was planned from; history and removed-entry log kept."""
         ids = self.normalise_selection(selection)
@@ -574,7 +576,7 @@ class FileChange:
         stamp = _expect(workspace, self.rel, self.after, "undone")
         _swap(workspace, history, self.rel, stamp, self.before, "undone")
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The hashes that find the bytes again in keepgui's history."""
         return {
             "rel": self.rel,
@@ -679,7 +681,7 @@ class FileApplied(Applied):
             if version is not None:
                 self.review_marker = ReviewLog(self.history).accept(path, version)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The workspace, the files (by hash) and the removed-entry ids."""
         obj = super().to_obj()
         obj.update(
@@ -693,7 +695,7 @@ class FileApplied(Applied):
         return obj
 
     @classmethod
-    def from_obj(cls, obj: dict, history: History) -> FileApplied:
+    def from_obj(cls, obj: dict[str, Any], history: History) -> FileApplied:
         """Rebuild from :meth:`to_obj`, reading the bytes back from keepgui's history."""
         try:
             ws = Workspace(obj["workspace"])
@@ -1713,7 +1715,7 @@ class ReviewLog(Journal):
         """The most recent acceptance of ``path`` still standing, or None."""
         key = file_key(path)
 
-        def acceptance(obj: dict) -> Acceptance | None:
+        def acceptance(obj: dict[str, Any]) -> Acceptance | None:
             if obj.get("path") != key:
                 return None
             try:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
@@ -76,7 +77,7 @@ class KeepTraits:
     soft_cap: int = SOFT_CAP
     compaction_target: int = COMPACTION_TARGET
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """Every field, for ``--json``."""
         return dict(self.__dict__)
 
@@ -132,7 +133,7 @@ class Triage:
     destination: str = "keep.md"
     project: str | None = None
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{verdict, reason, destination, project}``."""
         return {
             "verdict": self.verdict,
@@ -371,7 +372,7 @@ class MemoryMatch:
     kind: str
     score: float = 100.0
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{line, text, kind, score}``."""
         return {"line": self.line, "text": self.text, "kind": self.kind, "score": round(self.score, 1)}
 
@@ -383,7 +384,7 @@ class NearDuplicate:
     entry: Entry
     score: float
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The entry plus ``score``."""
         return {**self.entry.to_obj(), "score": round(self.score, 1)}
 
@@ -520,7 +521,7 @@ class KeepResult:
     counts: dict = field(default_factory=dict)
     doc: KeepDoc | None = field(default=None, compare=False, repr=False)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {
             "outcome": self.outcome,
@@ -554,7 +555,7 @@ class RemoveResult:
         """One sentence for a person."""
         return f"forgot entry {self.entry.number}: {self.entry.text}"
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {
             "removed": self.removed.to_obj(),
@@ -576,7 +577,7 @@ class RestoreResult:
     counts: dict
     doc: KeepDoc = field(compare=False, repr=False)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {
             "restored": self.restored.to_obj(),

@@ -30,6 +30,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, NotFound, Unreadable
@@ -162,7 +163,7 @@ class Line:
         """The 1-based line number, as editors show it."""
         return self.index + 1
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{line, text, kind, issue}`` (1-based line number)."""
         return {"line": self.number, "text": self.text, "kind": self.kind, "issue": self.issue}
 
@@ -184,7 +185,7 @@ class Entry:
     key: str
     canonical: bool
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{id, number, line (1-based), text, canonical}``."""
         return {
             "id": self.id,
@@ -328,7 +329,7 @@ class KeepDoc:
         best = max(counts.values())
         return "\n" if counts.get("\n") == best else next(e for e, c in counts.most_common() if c == best)
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, Any]:
         """``{entries, lines, soft_cap, target, compaction_due}``."""
         return {
             "entries": self.entry_count,
@@ -453,7 +454,7 @@ class KeepDoc:
         """This document labelled as what ``path`` holds with ``stamp`` (after a write)."""
         return replace(self, path=path, stamp=stamp)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """Entries, flagged lines and counts, for ``--json`` and the window."""
         return {
             "path": self.path,

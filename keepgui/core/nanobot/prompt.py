@@ -44,6 +44,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError, NotFound, Unreadable
@@ -202,7 +203,7 @@ class PromptPart:
         """Estimated tokens of ``text`` (chars/4)."""
         return estimate_tokens(self.text)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The part for ``--json``."""
         return {
             "key": self.key,
@@ -253,7 +254,7 @@ class PromptPreview:
         """Estimated tokens of the memory-bearing prompt text."""
         return estimate_tokens(self.memory_prompt)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The preview for ``--json``."""
         return {
             "workspace": self.workspace,

@@ -34,6 +34,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, ReadOnly, Unreadable
@@ -180,7 +181,7 @@ class HistoryRecord:
     session_key: str | None
     line: int
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The record as nanobot writes it, plus ``line``."""
         obj = {"cursor": self.cursor, "timestamp": self.timestamp, "content": self.content}
         if self.session_key is not None:
