@@ -360,7 +360,10 @@ class DocumentSet(Protocol):
     """Saving empty text deletes the document (after asking)."""
     previews_drafts: bool
     """Unsaved texts feed the preview's what-if view."""
-    names: NameRule | None
+
+    @property
+    def names(self) -> NameRule | None:
+        """The rule new document names follow (None: documents are not named by a person)."""
 
     def list(self) -> builtins.list[tuple[str, str]]:
         """``(name, title)`` in the order the agent reads them."""
@@ -643,11 +646,17 @@ class Source(Protocol):
     (:data:`CREATE_BANK`, :data:`TRASH_BANK`).
     """
 
-    kind: str
-    path: str
-    label: str
-    capabilities: Capabilities
-    bank_names: NameRule | None
+    # Read-only members (a backend may keep each as an attribute or a property).
+    @property
+    def kind(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def capabilities(self) -> Capabilities: ...
+    @property
+    def bank_names(self) -> NameRule | None: ...
 
     def scan(self) -> Listing:
         """List the banks (and the trash) as they are on disk now."""

@@ -20,18 +20,20 @@ the opposite move.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.log import LOG_NAME
+from keepgui.core.iii.mutations import Transition
 from keepgui.core.iii.record import Memory
 from keepgui.core.iii.store import (
     BANK_YAML,
@@ -71,6 +73,9 @@ from keepgui.core.source import (
     WatchPlan,
     stamps_of,
 )
+
+if TYPE_CHECKING:  # the preview is imported when first used (it is large); its types only here
+    from keepgui.core.iii.preview import RuleOutcome
 
 KIND = "iii"
 
@@ -157,7 +162,7 @@ class RulePlace:
     """Where one rule lands in the shared ``max_rule_chars`` budget: its outcome, first byte, and
     the character offset in the editor text where cutting or omission begins."""
 
-    outcome: Any
+    outcome: RuleOutcome
     start: int
     budget: int
     cut_char: int | None
@@ -258,7 +263,7 @@ class RuleDocs:
         """``(name, title)`` in injection order."""
         return [(name, f"{name}.md") for name in self._core().rule_names()]
 
-    def texts(self) -> list[tuple[str, str]]:
+    def texts(self) -> builtins.list[tuple[str, str]]:
         """``(name, content)`` of every readable rule, in injection order."""
         rules, _ = self._core().rules()
         return [(r.name, r.content) for r in rules]
@@ -280,7 +285,7 @@ class RuleDocs:
         data, stamp = fsio.read_stamped(doc.path)
         return (None if data is None else data.decode("utf-8", errors="replace")), stamp
 
-    def pre_save_warnings(self, doc: Document) -> list[str]:
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """Rules are nobody else's: nothing to warn about."""
         return []
 
@@ -575,9 +580,11 @@ class IiiBank(BankDefaults):
 
     def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
         """Apply the selected supersedes as one batch; the Change undoes it with the apply's own undo."""
+        from keepgui.core.iii.consolidate import BankApplied
+
         change = self._locked(text, lambda: plan.apply(selection))
         applied = change.result
-        if applied is None or not applied.changed:
+        if not isinstance(applied, BankApplied) or not applied.changed:
             change.written = False
             return change
         self._chain(change, applied)
@@ -718,7 +725,9 @@ class IiiBank(BankDefaults):
 
         change = self._write(f"Keep “{excerpt(text, 40)}”", lambda b: b.save(text))
         transition = change.result
-        record = transition.record
+        if not isinstance(transition, Transition):
+            raise TypeError(f"a save returned {transition!r}")
+        record = transition.written
         if transition.created:
             how = "a new memory"
         elif transition.previous is not None and transition.previous.invalid_at is not None:

@@ -15,6 +15,7 @@ and nothing is overwritten.
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -204,6 +205,13 @@ def check_keep_md(store: KeepStore, text: str, doc: KeepDoc | None = None) -> tu
 # ---------------------------------------------------------------------- documents
 
 
+def _own(doc: Document) -> nb.Document:
+    """The workspace document behind an editor's ``doc`` (every Document this backend hands out carries one)."""
+    if not isinstance(doc.raw, nb.Document):
+        raise InvalidInput(f"{doc.title} is not a document of a nanobot workspace")
+    return doc.raw
+
+
 class WorkspaceDocs:
     """AGENTS.md, USER.md, SOUL.md and MEMORY.md of a workspace, as the document editor sees them."""
 
@@ -221,7 +229,7 @@ class WorkspaceDocs:
         """``(name, title)``: the four documents (Dream-managed ones say so)."""
         return [(name, name + ("  · Dream" if nb.document_kind(name).managed_by_dream else "")) for name in self.NAMES]
 
-    def texts(self) -> list[tuple[str, str]]:
+    def texts(self) -> builtins.list[tuple[str, str]]:
         """``(name, text)`` of the four documents."""
         return [(name, self.read(name).text) for name in self.NAMES]
 
@@ -250,7 +258,7 @@ class WorkspaceDocs:
         data, stamp = fsio.read_stamped(doc.path)
         return (None if data is None else data.decode("utf-8-sig", errors="replace")), stamp
 
-    def pre_save_warnings(self, doc: Document) -> list[str]:
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """What to say before saving a Dream-managed file (what Dream does with it, Dream possibly running…)."""
         if not doc.managed_by:
             return []
@@ -260,13 +268,15 @@ class WorkspaceDocs:
                 "Dream's, and /dream-restore of an older commit overwrites it."
             )
         ]
-        return warnings + [n.message for n in nb.pre_save_notices(self.source.workspace, doc.raw)]
+        return warnings + [n.message for n in nb.pre_save_notices(self.source.workspace, _own(doc))]
 
     def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
         """Write ``text`` (a Dream-managed file only when ``confirmed``); ``result`` is the document read back."""
         source = self.source
         with source.lock:
-            result = nb.save_document(source.workspace, doc.raw, text, confirm_dream=confirmed, history=source.history)
+            result = nb.save_document(
+                source.workspace, _own(doc), text, confirm_dream=confirmed, history=source.history
+            )
         saved = self._wrap(result.document)
         change = Change(
             source.path,
@@ -290,7 +300,7 @@ class WorkspaceDocs:
             with source.lock:
                 if previous is not None:
                     result = nb.restore_version(
-                        source.workspace, saved.raw, previous, confirm_dream=True, history=source.history
+                        source.workspace, _own(saved), previous, confirm_dream=True, history=source.history
                     )
                     restored, again = self._wrap(result.document), result.previous
                 else:
@@ -317,7 +327,7 @@ class WorkspaceDocs:
             source = self.source
             with source.lock:
                 result = nb.restore_version(
-                    source.workspace, restored.raw, version, confirm_dream=True, history=source.history
+                    source.workspace, _own(restored), version, confirm_dream=True, history=source.history
                 )
             saved = self._wrap(result.document)
             change = Change(
@@ -469,10 +479,12 @@ class KeepBank(BankDefaults):
 
     def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
         """Apply a compaction's (or a review's) selection; undo puts back exactly what was there."""
+        from keepgui.core.compaction import Applied
+
         change = self._change(text, lambda store: plan.apply(selection))
         applied = change.result
-        change.written = applied is not None and applied.changed
-        if change.written:
+        change.written = isinstance(applied, Applied) and applied.changed
+        if isinstance(applied, Applied) and change.written:
 
             def back() -> Change:
                 undone = self._change(text, lambda store: applied.undo())

@@ -805,7 +805,7 @@ class KeepPlan(DocPlan):
 
     kind = "keep.md"
 
-    def __init__(self, *args, settings: dict, **kwargs) -> None:
+    def __init__(self, *args: Any, settings: dict[str, Any], **kwargs: Any) -> None:
         self.settings = dict(settings)
         super().__init__(*args, **kwargs)
 
@@ -1175,19 +1175,19 @@ def _plan_operations(
             planned.append((op, edit))
 
     # headings: keep.md is a flat list
-    for line in doc.lines:
-        if line.kind == "heading":
+    for heading in doc.lines:
+        if heading.kind == "heading":
             planned.append(
                 (
                     make_operation(
                         "heading",
-                        [f"line {line.number}"],
-                        [line.text],
+                        [f"line {heading.number}"],
+                        [heading.text],
                         [],
                         "a heading: keep.md is a flat list without headings (the entries under it stay)",
                         selected=False,
                     ),
-                    Edit(drops=(line.index,)),
+                    Edit(drops=(heading.index,)),
                 )
             )
 
@@ -1226,7 +1226,12 @@ def _plan_operations(
 
 
 def _keep_notices(
-    doc: KeepDoc, data: bytes | None, planned, target: int, workspace: Workspace, history: History
+    doc: KeepDoc,
+    data: bytes | None,
+    planned: Sequence[tuple[Operation, Edit]],
+    target: int,
+    workspace: Workspace,
+    history: History,
 ) -> list[Notice]:
     notices = []
     if not doc.stamp.exists:
@@ -1391,7 +1396,7 @@ class RewritePlan(DocPlan):
 
     kind = "rewrite"
 
-    def __init__(self, *args, proposed: str, source: str, threshold: float, **kwargs) -> None:
+    def __init__(self, *args: Any, proposed: str, source: str, threshold: float, **kwargs: Any) -> None:
         self.proposed = proposed
         self.source = source
         self.threshold = threshold
@@ -1408,7 +1413,7 @@ class RewritePlan(DocPlan):
             target=self.target,
         )
 
-    def _description(self, ops) -> str:
+    def _description(self, ops: Sequence[Operation]) -> str:
         return f"apply {len(ops)} changes of {self.source} to {self.rel}"
 
 
@@ -1503,7 +1508,7 @@ def _forward_operations(doc: KeepDoc, cmp: Comparison, source: str) -> list[tupl
             )
         elif change.kind in ("removed", "deduplicated"):
             item = old[0]
-            if change.kind == "removed":
+            if change.kind == "removed" or change.cover is None:
                 reason = f"{source} drops it and nothing in it says it any more"
                 selected = False
             else:
@@ -1624,7 +1629,7 @@ def run_command(
     return out
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Kill the command and everything it started (its own process group), then reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):  # it may have exited just now
         if os.name != "nt":
@@ -1780,7 +1785,7 @@ class ReviewPlan(DocPlan):
     removal_reason = "review"
 
     def __init__(
-        self, *args, baseline: Version | None, comparison: Comparison | None, threshold: float, **kwargs
+        self, *args: Any, baseline: Version | None, comparison: Comparison | None, threshold: float, **kwargs: Any
     ) -> None:
         self.baseline = baseline
         self.comparison = comparison
@@ -1791,7 +1796,7 @@ class ReviewPlan(DocPlan):
         """The review again, from the file as it is now."""
         return review(self.workspace, self.rel, threshold=self.threshold, history=self.history)
 
-    def _description(self, ops) -> str:
+    def _description(self, ops: Sequence[Operation]) -> str:
         return f"restore {len(ops)} changes of {self.rel}"
 
     def _after_apply(self, applied: FileApplied) -> None:
@@ -1946,7 +1951,7 @@ def _restore_operations(
                     before=(),
                 )
             )
-        elif change.kind == "deduplicated":
+        elif change.kind == "deduplicated" and change.cover is not None:
             planned.append(
                 _op(
                     "deduplicated",

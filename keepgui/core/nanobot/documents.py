@@ -58,7 +58,7 @@ from keepgui.core.nanobot.keep import (
     triage,
 )
 from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text
-from keepgui.core.nanobot.prompt import bundled_templates, render_parts
+from keepgui.core.nanobot.prompt import Templates, bundled_templates, render_parts
 from keepgui.core.nanobot.workspace import AGENTS_MD, MEMORY_MD, SOUL_MD, USER_MD, Notice, Workspace
 
 DREAM_ACTIVITY_SECONDS = 600
@@ -155,7 +155,7 @@ def _decode(data: bytes, path: str) -> tuple[str, bool, str]:
     return text, bom, "\r\n" if lf and crlf == lf else "\n"
 
 
-def prompt_size_notice(kind: DocumentKind, text: str | None, templates) -> Notice | None:
+def prompt_size_notice(kind: DocumentKind, text: str | None, templates: Templates | None) -> Notice | None:
     """How much ``kind`` adds to every turn's system prompt, rendered as nanobot renders it (or why
     it is left out); None for a document nanobot does not put in the prompt."""
     parts, _prompt = render_parts({kind.rel: text}, templates)

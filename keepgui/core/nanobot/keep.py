@@ -34,6 +34,7 @@ back where it was.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -450,7 +451,12 @@ class KeepCheck:
 
 
 def check_fact(
-    fact: str, doc: KeepDoc, memory_text: str = "", *, known_projects=(), threshold: float = FUZZY_THRESHOLD
+    fact: str,
+    doc: KeepDoc,
+    memory_text: str = "",
+    *,
+    known_projects: tuple[str, ...] | list[str] = (),
+    threshold: float = FUZZY_THRESHOLD,
 ) -> KeepCheck:
     """Triage and deduplicate a cleaned fact against keep.md and MEMORY.md (pure)."""
     key = normalise(fact)
@@ -518,7 +524,7 @@ class KeepResult:
     near_duplicates: tuple[NearDuplicate, ...] = ()
     memory_matches: tuple[MemoryMatch, ...] = ()
     notices: tuple[Notice, ...] = ()
-    counts: dict = field(default_factory=dict)
+    counts: dict[str, Any] = field(default_factory=dict)
     doc: KeepDoc | None = field(default=None, compare=False, repr=False)
 
     def to_obj(self) -> dict[str, Any]:
@@ -547,7 +553,7 @@ class RemoveResult:
     entry: Entry
     removed: RemovedEntry
     path: str
-    counts: dict
+    counts: dict[str, Any]
     doc: KeepDoc = field(compare=False, repr=False)
 
     @property
@@ -574,7 +580,7 @@ class RestoreResult:
     entry: Entry | None
     path: str
     message: str
-    counts: dict
+    counts: dict[str, Any]
     doc: KeepDoc = field(compare=False, repr=False)
 
     def to_obj(self) -> dict[str, Any]:
@@ -683,7 +689,9 @@ class KeepStore:
             reason=reason,
         )
 
-    def _write_with_removals(self, before: KeepDoc, after: KeepDoc, removals: list[tuple[Entry, str]]):
+    def _write_with_removals(
+        self, before: KeepDoc, after: KeepDoc, removals: list[tuple[Entry, str]]
+    ) -> tuple[KeepDoc, tuple[RemovedEntry, ...]]:
         logged = [self._log_removal(before, entry, reason) for entry, reason in removals]
         try:
             return self._write(before, after), tuple(logged)
@@ -707,7 +715,15 @@ class KeepStore:
         found = self._check(fact, doc)
         notices = self._notices(found)
 
-        def result(outcome, written, message, entry=None, new_doc=None, replaced=(), extra=()):
+        def result(
+            outcome: str,
+            written: bool,
+            message: str,
+            entry: Entry | None = None,
+            new_doc: KeepDoc | None = None,
+            replaced: Iterable[RemovedEntry] = (),
+            extra: Iterable[Notice] = (),
+        ) -> KeepResult:
             """The KeepResult of this call, with the compaction warning after a write."""
             final = new_doc or doc
             if written and final.compaction_due:

@@ -28,6 +28,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -119,6 +120,7 @@ class ContainmentIndex:
     def containing(self, needle: str) -> list[int]:
         """Positions of the keys that contain ``needle`` (:func:`contains`), ascending."""
         runs = set(_ALNUM_RUN.findall(needle))
+        candidates: Sequence[int]
         if runs:
             candidates = min((self._postings.get(run, ()) for run in runs), key=len)
         else:
@@ -271,7 +273,7 @@ class KeepDoc:
     def entries(self) -> tuple[Entry, ...]:
         """The entries in file order, with stable ids."""
         seen: Counter[str] = Counter()
-        out = []
+        out: list[Entry] = []
         for line in self.lines:
             if line.kind != "entry":
                 continue
@@ -355,7 +357,7 @@ class KeepDoc:
         """
         entries = self.entries
         where = self.path or "keep.md"
-        if isinstance(target, int) or (isinstance(target, str) and target.strip().isdigit()):
+        if isinstance(target, int) or target.strip().isdigit():
             number = int(target)
             if 1 <= number <= len(entries):
                 return entries[number - 1]

@@ -459,7 +459,7 @@ def nanobot_system_prompt(workspace: Workspace, read: Mapping[str, bytes | None]
         logger = _quiet_nanobot()
         try:
             builder = context.ContextBuilder(Path(copy))
-            prompt = builder.build_system_prompt()
+            prompt: str = builder.build_system_prompt()
         finally:
             if logger is not None:
                 logger.enable("nanobot")
@@ -489,7 +489,7 @@ def _copy_tree(src: str, dst: str) -> None:
                 fsio.atomic_write(os.path.join(target_folder, name), data)
 
 
-def _quiet_nanobot():
+def _quiet_nanobot() -> Any:  # loguru's logger, when nanobot brought loguru along
     # nanobot logs through loguru; its chatter (migrations, warnings) is not ours to print
     try:
         from loguru import logger

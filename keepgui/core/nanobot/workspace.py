@@ -39,7 +39,7 @@ from typing import Any
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, ReadOnly, Unreadable
 from keepgui.core.jsonl import json_objects
-from keepgui.core.source import Notice  # noqa: F401 - a remark about a file; the workspace modules use it from here
+from keepgui.core.source import Notice as Notice  # a remark about a file; the workspace modules use it from here
 
 KEEP_MD = "keep.md"
 AGENTS_MD = "AGENTS.md"
