@@ -19,10 +19,15 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from keepgui import __version__
 from keepgui.core.errors import KeepguiError
+
+if TYPE_CHECKING:  # each is imported when a command first needs it (start-up stays quick)
+    from keepgui.core.demo import DemoCopy
+    from keepgui.core.iii.store import DataDir
+    from keepgui.core.iii.worker import ReloadOutcome
 
 COMMAND_MODULES = (
     "keepgui.commands.iii",
@@ -37,16 +42,16 @@ COMMAND_MODULES = (
 class Context:
     """What a command needs besides its own arguments: the sources, and how to print."""
 
-    def __init__(self, args: argparse.Namespace, stdout=None, stderr=None) -> None:
+    def __init__(self, args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None) -> None:
         self.args = args
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
-        self._demo = None
-        self._datadir = None
+        self._demo: DemoCopy | None = None
+        self._datadir: DataDir | None = None
 
     # ------------------------------------------------------------------ sources
 
-    def demo(self):
+    def demo(self) -> DemoCopy:
         """The fresh temporary copy of the demo data (made once per process)."""
         if self._demo is None:
             from keepgui.core.demo import make_demo_copy
@@ -63,7 +68,7 @@ class Context:
 
         given = getattr(self.args, "data_dir", None)
         if given:
-            return os.path.abspath(os.path.expanduser(given))
+            return os.path.abspath(os.path.expanduser(str(given)))
         if getattr(self.args, "demo", False):
             return self.demo().iii
         env = os.environ.get("KEEPGUI_DATA_DIR")
@@ -71,7 +76,7 @@ class Context:
             return os.path.abspath(os.path.expanduser(env))
         return default_data_dir()
 
-    def datadir(self):
+    def datadir(self) -> DataDir:
         """The :class:`~keepgui.core.iii.store.DataDir` the command works on."""
         if self._datadir is None:
             from keepgui.core.iii.store import DataDir
@@ -86,7 +91,7 @@ class Context:
         if isinstance(given, list):  # the window's repeatable --workspace given before the command
             given = given[-1] if given else None
         if given:
-            return os.path.abspath(os.path.expanduser(given))
+            return os.path.abspath(os.path.expanduser(str(given)))
         if getattr(self.args, "demo", False):
             return self.demo().nanobot
         from keepgui.core.nanobot.workspace import discover_workspace
@@ -112,7 +117,7 @@ class Context:
         """A side remark on stderr, so it never mixes with ``--json`` output."""
         print(f"keepgui: {text}", file=self.stderr)
 
-    def report_reload(self, outcome) -> None:
+    def report_reload(self, outcome: ReloadOutcome | None) -> None:
         """Say plainly when a running worker could not be told to reload."""
         if outcome is not None and not outcome.ok:
             self.note(outcome.message)
@@ -204,8 +209,8 @@ def _tolerant_output() -> None:
     output valid JSON (a ``\\u`` escape). Text that encodes is unchanged.
     """
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # a stream that is not a file (a test's)
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
 PATH_ARGUMENTS = frozenset(

@@ -76,6 +76,7 @@ from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
 from keepgui.core.iii.store import Bank, Batch, DataDir
 from keepgui.core.iii.textrules import rust_lower
+from keepgui.core.iii.worker import ReloadOutcome
 
 BANK_KINDS = register_kinds(
     {
@@ -650,7 +651,7 @@ class BankApplied(Applied):
         self.reinforce_by_id = reinforce_by_id
         self.reinforced = 0
         self.errors: list[str] = []
-        self.reload: object | None = None  # the store's WriteReport.reload
+        self.reload: ReloadOutcome | None = None
         self.report: dict[str, Any] = {}
         self.bank: Bank | None = None  # the Bank applied to, when in this process (its view stays current)
         self._where: tuple[DataDir | None, int | None] = (None, None)  # for the next undo/redo
