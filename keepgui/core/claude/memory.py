@@ -29,6 +29,7 @@ import bisect
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote
 
 import regex
@@ -152,7 +153,7 @@ class IndexCut:
             return None
         return self.kept_lines + 1
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
         return {
             "lines": self.lines,
@@ -238,7 +239,7 @@ class TopicFile:
     description: str
     type: str
     body: str
-    front: dict
+    front: dict[str, Any]
     stamp: fsio.Stamp
     mtime_ms: int
     problem: str = ""
@@ -258,7 +259,7 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
     """A topic file from its bytes (front matter read leniently: a problem is reported, not raised)."""
     text = decode(data)
     front = split_front_matter(text)
-    obj: dict = {}
+    obj: dict[str, Any] = {}
     problem = ""
     if front.yaml is not None:
         try:
@@ -292,7 +293,7 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
     )
 
 
-def _scalar(value) -> str:
+def _scalar(value: object) -> str:
     if value is None or isinstance(value, (dict, list)):
         return ""
     return str(value).strip()
@@ -350,7 +351,7 @@ class IndexEntry:
     exists: bool
     partial: bool = False
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
         return {
             "line": self.line,
@@ -489,7 +490,7 @@ class MemoryFolder:
     orphans: Orphans
     problems: tuple[str, ...] = ()
     has_team: bool = False
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def topic(self, rel: str) -> TopicFile | None:
         """The topic file at ``rel``, or None."""

@@ -22,12 +22,12 @@ import os
 from dataclasses import dataclass, field
 
 from keepgui.core import fsio
+from keepgui.core.claude import writes
+from keepgui.core.claude.compact import IndexPlan
 from keepgui.core.claude.context import SessionContext, render_reminder, session_context
 from keepgui.core.claude.instructions import AUTO_MEMORY, LABELS, MANAGED
 from keepgui.core.claude.layout import ClaudeEnv, git_roots, memory_location, project_folder_name
 from keepgui.core.claude.memory import INDEX_NAME, MEMORY_TYPES, MemoryFolder, Prepared, cut_index, read_folder
-from keepgui.core.claude import writes
-from keepgui.core.claude.compact import IndexPlan
 from keepgui.core.claude.review import FolderReview, accept_current, remember, review
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.history import History

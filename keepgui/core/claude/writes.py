@@ -45,8 +45,8 @@ import re
 import secrets
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from keepgui.core import fsio
 from keepgui.core.claude.markdown import split_front_matter
@@ -83,14 +83,14 @@ class MemoryChange:
     result: object = None
     message: str = ""
     notes: tuple[str, ...] = ()
-    reverse: Callable[[], "MemoryChange"] | None = field(default=None, repr=False)
+    reverse: Callable[[], MemoryChange] | None = field(default=None, repr=False)
 
     @property
     def can_undo(self) -> bool:
         """True when :meth:`undo` can be tried (it still refuses when the files changed since)."""
         return self.written and self.reverse is not None
 
-    def undo(self) -> "MemoryChange":
+    def undo(self) -> MemoryChange:
         """Take the change back; :class:`Conflict` when a file it wrote changed since."""
         if self.reverse is None:
             raise InvalidInput(f"{self.text}: nothing to undo")
