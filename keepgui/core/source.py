@@ -395,8 +395,9 @@ class DocumentSet(Protocol):
     def delete(self, doc: Document) -> "Change":
         """Delete (refused when it changed since it was loaded)."""
 
-    def budget(self, name: str, text: str) -> Budget | None:
-        """Where ``text`` (the edited document) sits in the agent's budget, or None when there is none."""
+    def budget(self, name: str, text: str, texts: Sequence[tuple[str, str]] | None = None) -> Budget | None:
+        """Where ``text`` (the edited document) sits in the agent's budget, or None when there is none
+        (``texts``: the set's ``(name, content)`` as the caller last read them; None reads them now)."""
 
     def documents_of(self, paths: Iterable[str]) -> set[str]:
         """Which of these documents' names the changed (absolute) paths are."""
@@ -648,15 +649,24 @@ class Source(Protocol):
 
     # Read-only members (a backend may keep each as an attribute or a property).
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> str:
+        """The registry's name of the backend."""
+
     @property
-    def path(self) -> str: ...
+    def path(self) -> str:
+        """The folder opened (absolute)."""
+
     @property
-    def label(self) -> str: ...
+    def label(self) -> str:
+        """How the sidebar names the source."""
+
     @property
-    def capabilities(self) -> Capabilities: ...
+    def capabilities(self) -> Capabilities:
+        """What can be done to its banks."""
+
     @property
-    def bank_names(self) -> NameRule | None: ...
+    def bank_names(self) -> NameRule | None:
+        """The rule a new bank's name follows (None: banks are not named by a person)."""
 
     def scan(self) -> Listing:
         """List the banks (and the trash) as they are on disk now."""

@@ -48,6 +48,8 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     will load (no bank to show: a nanobot-only source, an empty or missing data dir, ``--bank``
     naming nothing); ``timeout_ms`` is only a fallback. Returns the exit status."""
     app = QApplication.instance()
+    if app is None:
+        raise RuntimeError("a screenshot needs the running application")
     result = {"status": 1, "shot": False, "idle": 0, "loaded": False}
 
     def shoot() -> None:

@@ -402,8 +402,12 @@ class MainWindow(QMainWindow):
         self._wanted = (name, order, {p: self.hub.scan_count(p) for p in order if p in self.hub.sources})
         for path in list(self.hub.sources):
             self._select_wanted(path)
-            if self._wanted is None:
+            if not self._still_wanted():
                 break
+
+    def _still_wanted(self) -> bool:
+        """True while a bank asked for by name is not selected yet (selecting it clears the wish)."""
+        return self._wanted is not None
 
     # ------------------------------------------------------------------ banks
 
@@ -492,7 +496,7 @@ class MainWindow(QMainWindow):
 
         open_quick_keep(self)
 
-    def find(self) -> None:
+    def find(self) -> None:  # type: ignore[override]  # Edit → Find; QWidget.find (by window id) is not used
         """Edit → Find."""
         self.show_panel("memories")
         self.memories.focus_search()
@@ -532,7 +536,7 @@ class MainWindow(QMainWindow):
         """Bank → New bank."""
         path = self._current_source()
         source = self.hub.sources.get(path) if path else None
-        if source is None or not source.capabilities.can(CREATE_BANK) or source.bank_names is None:
+        if path is None or source is None or not source.capabilities.can(CREATE_BANK) or source.bank_names is None:
             self.show_error(
                 source.capabilities.why_not(CREATE_BANK)
                 if source is not None

@@ -27,9 +27,10 @@ Signals:
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -64,6 +65,7 @@ from keepgui.core.source import (
     Change,
 )
 from keepgui.ui import shortcuts
+from keepgui.ui.commands import Outcome
 from keepgui.ui.detail import DetailPanel
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
@@ -194,8 +196,9 @@ class TagChips(QScrollArea):
         """Show these tags (count descending, then name)."""
         while self._layout.count():
             item = self._layout.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         self._buttons = {}
         for tag, count in counts:
             button = QToolButton(self._inner)
@@ -253,7 +256,7 @@ class MemoryTableView(QTableView):
         self._configure_columns()
         # QHeaderView forgets section sizes, order and hidden columns on every model
         # reset (a bank switch): carry its state across.
-        self._header_state = None
+        self._header_state: QByteArray | None = None
         model.modelAboutToBeReset.connect(self._keep_header)
         model.modelReset.connect(self._restore_header)
 
@@ -301,7 +304,7 @@ class MemoryPanel(QWidget):
         self,
         hub: Any = None,
         settings: Any = None,
-        perform: Callable[..., Change | None] | None = None,
+        perform: Callable[[BankKey, Callable[[Any], Change], str | None], Outcome] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -363,7 +366,7 @@ class MemoryPanel(QWidget):
         self.search.textChanged.connect(lambda _: self._debounce.start())
         self.ranked.toggled.connect(lambda _: self._apply_query())
         self.history.toggled.connect(self._on_history)
-        self.chips.tagChosen.connect(lambda tag: self.proxy.set_filters(tag=tag) or self._update_status())
+        self.chips.tagChosen.connect(self._on_tag_chosen)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
         self._clock = QTimer(self)
         self._clock.setInterval(60_000)
@@ -378,9 +381,7 @@ class MemoryPanel(QWidget):
             hub.rankingReady.connect(
                 lambda key, token, scores: self.apply_ranking(token, scores) if key == self.key else None
             )
-            self.rankingRequested.connect(
-                lambda query, token: hub.request_ranking(self.key, query, token) if self.key is not None else None
-            )
+            self.rankingRequested.connect(self._request_ranking)
         self.model.toggleRequested.connect(self._on_toggle)
         self.model.editRequested.connect(self._on_edit)
         self.selectionChangedTo.connect(self._update_actions)
@@ -561,10 +562,18 @@ class MemoryPanel(QWidget):
 
     # ------------------------------------------------------------------ writes
 
+    def _on_tag_chosen(self, tag: str | None) -> None:
+        self.proxy.set_filters(tag=tag)
+        self._update_status()
+
+    def _request_ranking(self, query: str, token: int) -> None:
+        if self.key is not None and self.hub is not None:
+            self.hub.request_ranking(self.key, query, token)
+
     def _perform(self, operation: Callable[[Any], Change], text: str | None = None) -> Change | None:
         if self.key is None or self.perform is None:
             return None
-        return self.perform(self.key, operation, text)
+        return self.perform(self.key, operation, text).change  # None when the write failed (the window said why)
 
     def set_pinned(self, pinned: bool, records: list[Any] | None = None) -> None:
         """Pin or unpin the selection (one undo step)."""
@@ -592,7 +601,7 @@ class MemoryPanel(QWidget):
         records = (
             selected
             if any(r.id in keys for r in selected)
-            else [self.model.row_object(self.model.row_of(k)) for k in keys]
+            else [self.model.row_object(row) for k in keys if (row := self.model.row_of(k)) is not None]
         )
         if field == "pinned":
             self.set_pinned(value, records)
@@ -626,6 +635,8 @@ class MemoryPanel(QWidget):
 
     def keep_fact_dialog(self) -> None:
         """Ask for a fact and keep it in the shown bank (with the backend's own checks)."""
+        if self.key is None:
+            return
         text, ok = QInputDialog.getText(self, "Keep a fact", f"Fact to keep in {self.key.bank}:")
         if ok and text.strip():
             change = self._perform(lambda bank: bank.keep(text), "Keep fact")

@@ -97,12 +97,17 @@ class KeepHost(Protocol):
     """What Quick keep keeps through: the window, or :class:`StandaloneHost` when none runs."""
 
     @property
-    def hub(self) -> Hub: ...
+    def hub(self) -> Hub:
+        """The open sources."""
+
     @property
-    def settings(self) -> Settings: ...
+    def settings(self) -> Settings:
+        """Where the last target is remembered."""
+
     def perform(
         self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
-    ) -> Outcome: ...
+    ) -> Outcome:
+        """Run a write as one undo step."""
 
 
 def keep_into(

@@ -24,6 +24,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -38,7 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import Conflict, KeepguiError
-from keepgui.core.source import OURS, Change, Document
+from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet
 from keepgui.core.textdiff import unified
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
@@ -61,8 +62,8 @@ class RulesPanel(QWidget):
         super().__init__(parent)
         self.hub = hub
         self.perform = perform
-        self.key = None
-        self.docs = None
+        self.key: BankKey | None = None
+        self.docs: DocumentSet | None = None
         self.doc: Document | None = None
         self._loading_text = False
         # The bank's rule texts as last read, for the budget meter; None: read again.
@@ -163,7 +164,7 @@ class RulesPanel(QWidget):
 
     def can_leave(self) -> bool:
         """The unsaved-changes guard: ask before dropping edits (switching bank, quitting)."""
-        if not self.dirty:
+        if not self.dirty or self.doc is None:
             return True
         answer = QMessageBox.question(
             self,
@@ -230,13 +231,16 @@ class RulesPanel(QWidget):
             return
         if not self.can_leave():
             self.list.blockSignals(True)
-            self.list.setCurrentItem(previous)
+            if previous is not None:
+                self.list.setCurrentItem(previous)
             self.list.blockSignals(False)
             return
         self.open_document(name)
 
     def open_document(self, name: str) -> None:
         """Load one document into the editor."""
+        if self.docs is None:
+            return
         try:
             self.doc = self.docs.read(name)
         except (KeepguiError, OSError) as exc:
@@ -342,7 +346,7 @@ class RulesPanel(QWidget):
 
     def save(self) -> bool:
         """Ctrl+S: write the document, refusing (three-way view) when it changed on disk."""
-        if self.doc is None:
+        if self.doc is None or self.docs is None:
             return True
         text = self.editor.toPlainText()
         if not text.strip() and self.docs.empty_deletes:
@@ -399,6 +403,8 @@ class RulesPanel(QWidget):
         return True
 
     def _resolve_conflict(self, mine: str, confirmed: bool) -> bool:
+        if self.doc is None or self.docs is None:
+            return False
         on_disk, stamp = self.docs.current(self.doc)
         dialog = ThreeWayDialog(self.doc.title, self.doc.text, on_disk, mine, self)
         dialog.exec()
@@ -457,6 +463,8 @@ class RulesPanel(QWidget):
         )
 
     def _reload_names(self) -> None:
+        if self.docs is None:
+            return
         names = {self.list.item(i).data(NameRole) for i in range(self.list.count())}
         try:
             now = {n for n, _ in self.docs.list()}
@@ -466,6 +474,8 @@ class RulesPanel(QWidget):
             self._reload_list(select=self.doc.name if self.doc else None)
 
     def _show_disk_diff(self) -> None:
+        if self.doc is None or self.docs is None:
+            return
         on_disk, _ = self.docs.current(self.doc)
         box = QMessageBox(self)
         box.setWindowTitle(f"{self.doc.title}: on disk vs yours")
@@ -474,7 +484,9 @@ class RulesPanel(QWidget):
             unified(on_disk or "", self.editor.toPlainText(), "on disk now", "your edits") or "(no difference)"
         )
         view.setMinimumSize(800, 400)
-        box.layout().addWidget(view, 0, 0, 1, box.layout().columnCount())
+        grid = box.layout()
+        if isinstance(grid, QGridLayout):  # a message box lays itself out on a grid
+            grid.addWidget(view, 0, 0, 1, grid.columnCount())
         box.exec()
 
     # ------------------------------------------------------------------ rule files
@@ -484,7 +496,7 @@ class RulesPanel(QWidget):
 
     def new_rule(self) -> None:
         """Create a rule (name rule enforced, slug suggested)."""
-        if self.docs is None or not self.docs.creatable or not self.can_leave():
+        if self.docs is None or not self.docs.creatable or self.docs.names is None or not self.can_leave():
             return
         dialog = NameDialog("New rule", "Rule name", self.docs.names, self._taken(), self)
         if not dialog.exec():
@@ -499,9 +511,10 @@ class RulesPanel(QWidget):
 
     def rename_rule(self) -> None:
         """Rename the shown rule."""
-        if self.doc is None or not self.docs.creatable or not self.can_leave():
+        docs = self.docs
+        if self.doc is None or docs is None or not docs.creatable or docs.names is None or not self.can_leave():
             return
-        dialog = NameDialog(f"Rename {self.doc.title}", "New name", self.docs.names, self._taken(), self)
+        dialog = NameDialog(f"Rename {self.doc.title}", "New name", docs.names, self._taken(), self)
         dialog.name.setText(self.doc.name)
         if not dialog.exec():
             return
@@ -515,7 +528,7 @@ class RulesPanel(QWidget):
 
     def delete_rule(self) -> None:
         """Delete the shown rule, after asking."""
-        if self.doc is None or not self.docs.creatable:
+        if self.doc is None or self.docs is None or not self.docs.creatable:
             return
         answer = QMessageBox.question(
             self,

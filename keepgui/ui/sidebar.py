@@ -8,11 +8,11 @@ it cannot be read).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from PySide6.QtCore import QModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QFont, QPalette, QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView
-
-from typing import Callable, Sequence
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView, QWidget
 
 from keepgui.core.source import BankKey, BankSummary, Trashed
 from keepgui.ui import theme
@@ -176,7 +176,8 @@ class TwoLineDelegate(QStyledItemDelegate):
         self.initStyleOption(opt, index)
         text = opt.text
         opt.text = ""
-        style = opt.widget.style() if opt.widget else None
+        widget: QWidget | None = opt.widget  # None outside a view (the stubs say otherwise)
+        style = widget.style() if widget is not None else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
         rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, opt.widget) if style else opt.rect
@@ -223,6 +224,7 @@ class SourceTree(QTreeView):
     def __init__(self, model: SourceTreeModel, parent=None) -> None:
         super().__init__(parent)
         self.setModel(model)
+        self.tree_model = model
         self.setHeaderHidden(True)
         self.setItemDelegate(TwoLineDelegate(self))
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -238,7 +240,7 @@ class SourceTree(QTreeView):
 
     def select_bank(self, key: BankKey) -> bool:
         """Select a bank row; False when it is not in the tree."""
-        index = self.model().index_of_bank(key)
+        index = self.tree_model.index_of_bank(key)
         if not index.isValid():
             return False
         self.expand(index.parent())

@@ -90,3 +90,20 @@ def test_edit_entry_in_place(make_window, demo_copy, qtbot):
             and proxy.index(0, COLUMN_INDEX["text"]).data() == "Name is Mike; never Michael"
         )
     )
+
+
+def test_keeping_a_fact_from_the_memories_panel_says_what_the_keep_did(make_window, demo_copy, qtbot, monkeypatch):
+    """Edit → New memory on keep.md asks for a fact, keeps it as one undo step of the window, and
+    reports the keep's own message (the window's perform hands back an Outcome, not the Change)."""
+    window = open_keep(make_window, demo_copy, qtbot)
+    original = keep_bytes(demo_copy)
+    fact = "The newsletter of Slow Bytes goes out on the first Monday of each month"
+    notes: list[str] = []
+    window.memories.note.connect(notes.append)
+    window.memories.warning.connect(notes.append)
+    monkeypatch.setattr("keepgui.ui.memorypanel.QInputDialog.getText", lambda *_args, **_kw: (fact, True))
+    window.memories.keep_fact_dialog()
+    assert fact.encode() in keep_bytes(demo_copy)
+    assert len(notes) == 1 and fact in notes[0]
+    window.undo_stack.undo()
+    assert keep_bytes(demo_copy) == original

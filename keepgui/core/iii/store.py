@@ -31,7 +31,7 @@ from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog, Progress
 from keepgui.core.iii.record import Memory, fingerprint
 from keepgui.core.iii.textrules import rust_trim
-from keepgui.core.iii.worker import ReloadOutcome, WorkerLink
+from keepgui.core.iii.worker import Reloader, ReloadOutcome
 from keepgui.core.timefmt import now_ms
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
@@ -684,7 +684,7 @@ class DataDir:
     never notify); :meth:`after_write` is called after every write.
     """
 
-    def __init__(self, path: str | os.PathLike[str], worker: WorkerLink | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], worker: Reloader | None = None) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self.worker = worker
         self.last_reload: ReloadOutcome | None = None
