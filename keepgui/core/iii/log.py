@@ -26,9 +26,9 @@ import gc
 import os
 import stat
 from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Callable, Iterator
 
 from keepgui.core.iii.record import (
     MAX_LINE_BYTES,
@@ -150,7 +150,7 @@ def _is_dev_null(st: os.stat_result) -> bool:
 
 
 @contextlib.contextmanager
-def _gc_paused():
+def _gc_paused() -> Iterator[None]:
     """Pause the cyclic GC while a long replay allocates (it finds no cycles there)."""
     was_enabled = gc.isenabled()
     gc.disable()
@@ -344,7 +344,7 @@ class MemoryLog:
             if old_tail is None or (old_tail.kind, old_tail.excerpt) != (self.torn_tail.kind, self.torn_tail.excerpt):
                 delta.new_problems.append(self.torn_tail)
 
-    def _fail_into(self, delta: LogDelta, exc: "_Unreadable") -> None:
+    def _fail_into(self, delta: LogDelta, exc: _Unreadable) -> None:
         """Make the state unreadable and ``delta`` say so (a reset carrying the one problem)."""
         bad = self._fail(exc.reason, exc.lineno, exc.offset)
         delta.reset = True
@@ -389,31 +389,33 @@ class MemoryLog:
 
     def _replay_chunk(self, pieces: list[bytes], starts: list[int], lo: int, hi: int, delta: LogDelta) -> None:
         chunk = pieces[lo:hi]
-        memories = list(map(decode_canonical, chunk))
-        if None in memories:
-            for i, memory in enumerate(memories):
+        decoded = list(map(decode_canonical, chunk))
+        if None in decoded:
+            for i, memory in enumerate(decoded):
                 if memory is None:
-                    memories[i] = self._slow_line(chunk[i], self.lines + lo + i + 1, starts[lo + i], delta)
-        if None in memories:
-            kept = [(starts[i], m) for i, m in enumerate(memories, lo) if m is not None]
+                    decoded[i] = self._slow_line(chunk[i], self.lines + lo + i + 1, starts[lo + i], delta)
+        memories: list[Memory]
+        if None in decoded:
+            kept = [(starts[i], m) for i, m in enumerate(decoded, lo) if m is not None]
             line_starts = [start for start, _ in kept]
             memories = [m for _, m in kept]
         else:
             line_starts = starts[lo:hi]
+            memories = decoded  # type: ignore[assignment]  # no None in it (just checked); no copy on the fast path
         ids = [m.id for m in memories]
         self._line_hashes.extend(map(hash, ids))
         self._line_offsets.extend(line_starts)
         records = self.records
         get = records.get
         if delta.reset:
-            for mid, memory in zip(ids, memories):
+            for mid, memory in zip(ids, memories, strict=True):
                 current = get(mid)
                 if current is None or memory.revision >= current.revision:
                     records[mid] = memory
             return
         changed = delta.changed
         seen = set(changed)
-        for mid, memory in zip(ids, memories):
+        for mid, memory in zip(ids, memories, strict=True):
             current = get(mid)
             if current is None or memory.revision >= current.revision:
                 records[mid] = memory
@@ -473,7 +475,7 @@ class MemoryLog:
     def _offsets_of(self, memory_id: str) -> list[int]:
         """File offsets of the valid lines that may hold ``memory_id`` (equal id hashes), in file order."""
         target = hash(memory_id)
-        offsets = [off for h, off in zip(self._line_hashes, self._line_offsets) if h == target]
+        offsets = [off for h, off in zip(self._line_hashes, self._line_offsets, strict=True) if h == target]
         if self.torn_tail is not None and self.torn_tail.kind == "unterminated":
             offsets.append(self.offset)  # the unterminated last line is read back and checked like the others
         return offsets
