@@ -19,18 +19,31 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from keepgui.core import fsio
 from keepgui.core.claude import writes
-from keepgui.core.claude.compact import IndexPlan
+from keepgui.core.claude.compact import FolderApplied, IndexPlan
 from keepgui.core.claude.context import SessionContext, render_reminder, session_context
 from keepgui.core.claude.instructions import AUTO_MEMORY, LABELS, MANAGED
 from keepgui.core.claude.layout import ClaudeEnv, git_roots, memory_location, project_folder_name
-from keepgui.core.claude.memory import INDEX_NAME, MEMORY_TYPES, MemoryFolder, Prepared, cut_index, read_folder
+from keepgui.core.claude.memory import (
+    INDEX_NAME,
+    MEMORY_TYPES,
+    IndexEntry,
+    MemoryFolder,
+    Prepared,
+    cut_index,
+    read_folder,
+)
 from keepgui.core.claude.review import FolderReview, accept_current, remember, review
+from keepgui.core.compaction import Selection
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.history import History
+
+_Written = TypeVar("_Written")
 
 TRANSCRIPT_READ = 256 * 1024
 """At most this much of a session transcript is read to find its ``cwd``."""
@@ -50,7 +63,7 @@ CAPABILITIES = {
 """What a Claude Code project cannot do, with the reason a greyed control shows."""
 
 
-def discover_homes(environ: dict | None = None) -> list[ClaudeEnv]:
+def discover_homes(environ: Mapping[str, str] | None = None) -> list[ClaudeEnv]:
     """The Claude Code config folders of this environment that exist: ``$CLAUDE_CONFIG_DIR`` and ``~/.claude``."""
     environ = dict(os.environ if environ is None else environ)
     envs = [ClaudeEnv.from_environ(environ)]
@@ -174,9 +187,9 @@ class MemoryRow:
 
 def rows_of(folder: MemoryFolder) -> list[MemoryRow]:
     """The rows of a memory folder: every topic file, then every dangling index line."""
-    by_target: dict[str, object] = {}
-    for entry in folder.index.entries:
-        by_target.setdefault(entry.target, entry)
+    by_target: dict[str, IndexEntry] = {}
+    for indexed in folder.index.entries:
+        by_target.setdefault(indexed.target, indexed)
     rows = []
     for topic in folder.topics:
         entry = by_target.get(topic.rel)
@@ -189,11 +202,11 @@ def rows_of(folder: MemoryFolder) -> list[MemoryRow]:
             state, orphan = "its index line loads", ""
         else:
             state, orphan = "past the cut: Claude does not see its index line", ""
-        fields = (
+        fields: tuple[tuple[str, str], ...] = (
             ("file", topic.rel),
             ("name", topic.name),
             ("type", topic.type or "—"),
-            ("index line", entry.text if entry else "—"),
+            ("index line", entry.text if entry is not None else "—"),
             ("at session start", state),
         )
         if topic.problem:
@@ -204,13 +217,13 @@ def rows_of(folder: MemoryFolder) -> list[MemoryRow]:
                 topic.description or first,
                 topic.title,
                 "memory",
-                entry.line if entry else None,
+                entry.line if entry is not None else None,
                 (topic.type,) if topic.type else (),
                 topic.links,
                 topic.mtime_ms,
-                bool(entry and entry.loaded),
+                entry is not None and entry.loaded,
                 orphan,
-                entry.text if entry else "",
+                entry.text if entry is not None else "",
                 topic.stamp,
                 fields,
             )
@@ -316,7 +329,7 @@ class ClaudeProject:
         """The sidebar's line: ``41 memories · index 230 lines · 30 not loaded``."""
         if self.folder is None:
             self.load()
-        return self.folder.counts()
+        return self.folder.counts() if self.folder is not None else ""
 
     def preview(self) -> SessionContext | str:
         """What the next session is given (exact when the project folder is known; else the index alone)."""
@@ -380,7 +393,7 @@ class ClaudeProject:
 
     # ------------------------------------------------------------ writing memories
 
-    def _ours(self, write) -> writes.MemoryChange:
+    def _ours(self, write: Callable[[], _Written]) -> _Written:
         """Run a keepgui write; when nobody else's change was waiting for review, what it leaves becomes
         the baseline (our own changes are not something to review)."""
         before = review(self.memory_dir, self.history)
@@ -391,8 +404,8 @@ class ClaudeProject:
         else:
             accept_current(folder, self.history, source="keepgui")
         self.folder = folder
-        reverse = getattr(change, "reverse", None)
-        if reverse is not None:  # its undo (and that undo's redo) is keepgui's own write too
+        if isinstance(change, writes.MemoryChange) and change.reverse is not None:
+            reverse = change.reverse  # its undo (and that undo's redo) is keepgui's own write too
             change.reverse = lambda: self._ours(reverse)
         return change
 
@@ -446,7 +459,7 @@ class ClaudeProject:
         """Put a forgotten memory back (its file and index lines)."""
         return self._ours(lambda: writes.restore(self.memory_dir, entry_id, history=self.history))
 
-    def forgotten(self) -> list[dict]:
+    def forgotten(self) -> list[dict[str, Any]]:
         """The forgotten memories keepgui can restore, oldest first."""
         return writes.pending_forgets(self.memory_dir, self.history)
 
@@ -468,7 +481,7 @@ class ClaudeProject:
             return review(self.memory_dir, self.history)
         raise InvalidInput(f"no plan {what!r} for a Claude Code project (compact or review)")
 
-    def apply_plan(self, plan: IndexPlan | FolderReview, selection=None):
+    def apply_plan(self, plan: IndexPlan | FolderReview, selection: Selection = None) -> FolderApplied:
         """Apply a plan's selection as one undoable change (a compaction becomes the new baseline)."""
         if isinstance(plan, FolderReview):
             return plan.apply(selection)
