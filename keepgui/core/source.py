@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import builtins
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import msgspec
 
@@ -306,7 +307,7 @@ class Document:
         """UTF-8 bytes of the text."""
         return len(self.text.encode("utf-8", errors="surrogatepass"))
 
-    def with_disk(self, text: str, stamp: Stamp) -> "Document":
+    def with_disk(self, text: str, stamp: Stamp) -> Document:
         """This document as the version on disk a person was shown (to save over exactly that)."""
         return replace(self, text=text, stamp=stamp)
 
@@ -380,19 +381,19 @@ class DocumentSet(Protocol):
     def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """What to tell a person before saving a managed document ([] otherwise)."""
 
-    def save(self, doc: Document, text: str, *, confirmed: bool = False) -> "Change":
+    def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
         """Write ``text`` over ``doc``; the Change's ``result`` is the document read back (None if deleted)."""
 
     def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: Stamp) -> Document | None:
         """``doc`` as the disk version a person was shown, to overwrite exactly that (None: changed again)."""
 
-    def create(self, name: str) -> "Change":
+    def create(self, name: str) -> Change:
         """A new document (``result``: the Document)."""
 
-    def rename_document(self, doc: Document, new: str) -> "Change":
+    def rename_document(self, doc: Document, new: str) -> Change:
         """Rename (``result``: the Document under its new name)."""
 
-    def delete(self, doc: Document) -> "Change":
+    def delete(self, doc: Document) -> Change:
         """Delete (refused when it changed since it was loaded)."""
 
     def budget(self, name: str, text: str, texts: Sequence[tuple[str, str]] | None = None) -> Budget | None:
@@ -456,7 +457,7 @@ class Change:
     notes: tuple[str, ...] = ()
     reviews: tuple[str, ...] = ()
     partial: bool = False
-    reverse: Callable[[], "Change"] | None = field(default=None, repr=False)
+    reverse: Callable[[], Change] | None = field(default=None, repr=False)
     why_not_undo: str = "this change cannot be undone"
 
     @property
@@ -469,7 +470,7 @@ class Change:
         """True when :meth:`undo` can be tried (it may still refuse if the files changed since)."""
         return self.written and self.reverse is not None
 
-    def undo(self) -> "Change":
+    def undo(self) -> Change:
         """Take this change back; returns the Change that did it."""
         if self.reverse is None:
             from keepgui.core.errors import InvalidInput
@@ -726,33 +727,31 @@ class BankDefaults:
         """Refused: nothing to compact or review."""
         return self._refuse(COMPACT if what == COMPACT else REVIEW)
 
-    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> "Change":
+    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
         """Refused: no plans."""
         return self._refuse(COMPACT)
 
-    def accept_review(self, plan: object) -> "Change":
+    def accept_review(self, plan: object) -> Change:
         """Refused: no reviews."""
         return self._refuse(REVIEW)
 
-    def set_pinned(self, keys: Sequence[str], pinned: bool) -> "Change":
+    def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
         """Refused: no pin."""
         return self._refuse(PIN)
 
-    def set_live(self, keys: Sequence[str], live: bool) -> "Change":
+    def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Refused: rows are not retired."""
         return self._refuse(TOMBSTONE)
 
-    def edit(self, key: str, field: str, value: str | builtins.list[str]) -> "Change":
+    def edit(self, key: str, field: str, value: str | builtins.list[str]) -> Change:
         """Refused: rows are not edited in place."""
         return self._refuse(EDIT)
 
-    def create(
-        self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False
-    ) -> "Change":
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
         """Refused: no New memory."""
         return self._refuse(CREATE)
 
-    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> "Change":
+    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
         """Refused: facts are not kept here."""
         return self._refuse(KEEP)
 
@@ -760,7 +759,7 @@ class BankDefaults:
         """Nothing to check."""
         return ()
 
-    def apply_pending(self, pending: Pending) -> "Change":
+    def apply_pending(self, pending: Pending) -> Change:
         """Refused: no what-if toggles."""
         return self._refuse(WHAT_IF)
 
@@ -777,15 +776,15 @@ class SourceDefaults:
     def configure(self, values: Mapping[str, Any]) -> None:
         """No settings of its own: nothing to keep."""
 
-    def create_bank(self, name: str, description: str = "") -> "Change":
+    def create_bank(self, name: str, description: str = "") -> Change:
         """Refused: banks are not created here."""
         refuse(self.capabilities, CREATE_BANK)
 
-    def trash_bank(self, name: str) -> "Change":
+    def trash_bank(self, name: str) -> Change:
         """Refused: banks are not trashed here."""
         refuse(self.capabilities, TRASH_BANK)
 
-    def restore_bank(self, folder: str) -> "Change":
+    def restore_bank(self, folder: str) -> Change:
         """Refused: there is no trash."""
         refuse(self.capabilities, TRASH_BANK)
 

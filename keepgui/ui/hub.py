@@ -38,8 +38,9 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
@@ -409,7 +410,7 @@ class Hub(QObject):
                 return  # the person typed on: only the newest question is worth answering
             try:
                 result = work()
-            except Exception as exc:  # shown in the pane, never raised into Qt
+            except Exception as exc:  # noqa: BLE001 - shown in the pane, never raised into Qt
                 result = exc
             done.emit(key, token, result)
 

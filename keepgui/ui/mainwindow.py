@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QUndoStack
@@ -169,7 +170,7 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         a = self._action
         self.open_actions: list[QAction] = []
-        for backend, keys in zip(registry.backends(), shortcuts.OPEN_SOURCE):
+        for backend, keys in zip(registry.backends(), shortcuts.OPEN_SOURCE, strict=False):  # further: no keys
             label = backend.label
             action = a(
                 f"Open {label}…",

@@ -438,7 +438,7 @@ class RulesPanel(QWidget):
             self._reload_list()
             return
         try:
-            on_disk, stamp = self.docs.current(self.doc)
+            _on_disk, stamp = self.docs.current(self.doc)
         except (KeepguiError, OSError):
             return
         if stamp.same_content(self.doc.stamp):

@@ -165,4 +165,4 @@ class Settings:
 
 
 def _key(path: str) -> str:
-    return hashlib.sha1(os.path.abspath(path).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(os.path.abspath(path).encode("utf-8"), usedforsecurity=False).hexdigest()[:16]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +49,7 @@ def world(tmp_path):
 
 
 def test_the_source_lists_projects_and_finds_their_folder_from_a_transcript(world):
-    env, proj, mem, history = world
+    env, proj, _mem, history = world
     source = ClaudeSource(env, history)
     name = project_folder_name(str(proj))
     assert source.scan() == [name]  # the transcript-only folder has no memory folder
@@ -59,7 +60,7 @@ def test_the_source_lists_projects_and_finds_their_folder_from_a_transcript(worl
 
 
 def test_rows_flag_orphans_both_ways_and_what_loads(world):
-    env, proj, mem, history = world
+    env, proj, _mem, history = world
     bank = ClaudeSource(env, history).open_project(str(proj))
     rows = {r.id: r for r in bank.load()}
     assert set(rows) == {"build.md", "lonely.md", "index:2"}
@@ -81,22 +82,22 @@ def test_operations_through_the_bank_are_undoable_and_not_reviewed_as_the_agents
     assert os.path.exists(os.path.join(mem, "build.md")) and not bank.forgotten()
     bank.load()
     bank.edit("build.md", "description", "make test runs the whole suite")
-    assert "description: make test runs the whole suite" in open(os.path.join(mem, "build.md")).read()
+    assert "description: make test runs the whole suite" in Path(mem, "build.md").read_text()
     os.remove(os.path.join(mem, "lonely.md"))  # the agent deletes one
     assert bank.plan("review").describe() == "1 memory deleted"
 
 
 def test_documents_in_load_order_with_read_only_and_warnings(world, tmp_path):
-    env, proj, mem, history = world
+    env, proj, _mem, history = world
     bank = ClaudeSource(env, history).open_project(str(proj))
     docs = bank.documents()
     assert [os.path.basename(d.path) for d in docs] == ["CLAUDE.md", "CLAUDE.md", "style.md", "MEMORY.md"]
     style = docs[2]
     assert "imported by" in style.warning and docs[1].warning.startswith("checked into the repository")
     change = bank.save_document(style, "Style guide, edited.\n")
-    assert open(style.path).read() == "Style guide, edited.\n"
+    assert Path(style.path).read_text() == "Style guide, edited.\n"
     change.undo()
-    assert open(style.path).read() == "Style guide.\n"
+    assert Path(style.path).read_text() == "Style guide.\n"
     index = docs[-1]
     assert index.limit and not index.read_only
     with pytest.raises(ReadOnly):
@@ -113,9 +114,12 @@ def test_the_index_budget_points_at_the_first_character_not_loaded():
 def test_git_worktree_roots(tmp_path):
     main = tmp_path / "main"
     main.mkdir()
-    run = lambda *a: subprocess.run(
-        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=main, check=True, capture_output=True
-    )
+
+    def run(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=main, check=True, capture_output=True
+        )
+
     run("init", "-q")
     put(main / "f", "x")
     run("add", "f")
@@ -127,7 +131,7 @@ def test_git_worktree_roots(tmp_path):
 
 
 def test_context_command_json_and_human_output(world, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, mem, _history = world
     monkeypatch.setenv("HOME", env.home)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     code, out, err = run_cli(["context", "--agent", "claude", "--project", str(proj), "--json"])
@@ -147,7 +151,7 @@ def test_context_command_json_and_human_output(world, monkeypatch):
 
 
 def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(world, tmp_path, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, _mem, _history = world
     config = tmp_path / "elsewhere"
     put(config / "CLAUDE.md", "from CLAUDE_CONFIG_DIR\n")
     monkeypatch.setenv("HOME", env.home)
@@ -161,7 +165,7 @@ def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(
 
 
 def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, mem, _history = world
     os.remove(proj / "CLAUDE.md")
     os.mkfifo(proj / "CLAUDE.md")
     os.remove(os.path.join(mem, "MEMORY.md"))
@@ -170,7 +174,7 @@ def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
     put(proj / ".claude" / "settings.json", "{not json")
     monkeypatch.setenv("HOME", env.home)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    code, out, err = run_cli(["context", "--project", str(proj), "--json"])
+    code, out, _err = run_cli(["context", "--project", str(proj), "--json"])
     assert code == 0
     obj = json.loads(out)
     problems = " | ".join(obj["problems"])

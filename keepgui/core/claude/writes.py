@@ -40,8 +40,6 @@ and appends ``- [Title](file.md) — hook`` to ``MEMORY.md``: both, or neither.
 
 from __future__ import annotations
 
-from typing import Any
-
 import os
 import re
 import secrets
@@ -49,6 +47,7 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.claude.markdown import split_front_matter
