@@ -55,6 +55,7 @@ from keepgui.core.source import (
     DISK,
     FORCE,
     REVIEW,
+    Activity,
     BankDefaults,
     BankKey,
     BankSummary,
@@ -74,7 +75,8 @@ from keepgui.core.source import (
     stamps_of,
 )
 
-if TYPE_CHECKING:  # the preview is imported when first used (it is large); its types only here
+if TYPE_CHECKING:  # the preview and the activity index are imported when first used; their types only here
+    from keepgui.core.iii.activity import ActivityIndex
     from keepgui.core.iii.preview import RuleOutcome
 
 KIND = "iii"
@@ -456,6 +458,7 @@ class IiiBank(BankDefaults):
         self._engine: Any = None
         self._loaded = False
         self._info: BankInfo | None = None
+        self._activity: ActivityIndex | None = None  # made when the activity is first asked for
 
     # ------------------------------------------------------------------ reading
 
@@ -546,6 +549,19 @@ class IiiBank(BankDefaults):
         bank = self.core()
         with self.lock:
             return list(bank.log.history(key))
+
+    def activity(self) -> Activity:
+        """Every revision in the log as a capture event (read once, then only what was appended)."""
+        from keepgui.core.iii.activity import ActivityIndex
+
+        bank = self.core()
+        with self.lock:
+            if bank.log.unreadable:
+                return Activity([], {}, {}, note=f"{LOG_NAME} cannot be read: {bank.log.unreadable}")
+            if self._activity is None or self._activity.path != bank.log_path:
+                self._activity = ActivityIndex(bank.log_path)
+            self._activity.sync()
+            return self._activity.snapshot()
 
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
         """``memory::preview`` exactly, with unsaved rules and what-if toggles when given."""
