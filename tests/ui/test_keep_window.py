@@ -99,7 +99,7 @@ def test_keeping_a_fact_from_the_memories_panel_says_what_the_keep_did(make_wind
     reports the keep's own message (the window's perform hands back an Outcome, not the Change)."""
     window = open_keep(make_window, demo_copy, qtbot)
     original = keep_bytes(demo_copy)
-    fact = "The newsletter of Slow Bytes goes out on the first Monday of each month"
+    fact = "The car is due for its inspection every March"
     notes: list[str] = []
     window.memories.note.connect(notes.append)
     window.memories.warning.connect(notes.append)
