@@ -15,6 +15,7 @@ Signals:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -39,7 +40,7 @@ from keepgui.ui.diffview import DiffView
 OpRole = Qt.ItemDataRole.UserRole + 80
 
 
-def rewrite_summary(plan) -> str:
+def rewrite_summary(plan: Plan) -> str:
     """ "31 entries removed, 4 merged" for a review plan (what an outside rewrite did)."""
     counts: dict[str, int] = {}
     for op in plan.operations:
@@ -133,7 +134,7 @@ class CompactionDialog(QDialog):
 
     # ------------------------------------------------------------------ plan
 
-    def set_plan(self, plan) -> None:
+    def set_plan(self, plan: Plan) -> None:
         """Show a (new) plan with its default selection."""
         self.plan = plan
         self.tree.blockSignals(True)
@@ -197,7 +198,7 @@ class CompactionDialog(QDialog):
                     items.append(item)
         return items
 
-    def _set_selection(self, selection) -> None:
+    def _set_selection(self, selection: Iterable[str]) -> None:
         selection = set(selection)
         self.tree.blockSignals(True)
         for item in self._operation_items():
@@ -208,11 +209,11 @@ class CompactionDialog(QDialog):
         self.tree.blockSignals(False)
         self._update_totals()
 
-    def _on_item_changed(self, item, column: int) -> None:
+    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         if column == 0:
             self._refresh.start()
 
-    def _on_current(self, current, _previous) -> None:
+    def _on_current(self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
         op_id = current.data(0, OpRole) if current is not None else None
         if op_id is None or self.plan is None:
             return
@@ -315,7 +316,9 @@ class CompactionFlow(QObject):
         self.dialog = dialog
         dialog.show()
 
-    def _apply(self, key: BankKey, dialog: CompactionDialog, plan: Any, selection: frozenset, review: bool) -> None:
+    def _apply(
+        self, key: BankKey, dialog: CompactionDialog, plan: Any, selection: frozenset[str], review: bool
+    ) -> None:
         text = (
             f"Restore {len(selection)} change(s) of {key.bank}"
             if review

@@ -133,7 +133,7 @@ class Hub(QObject):
                 self._pending += 1
             future.add_done_callback(self._task_done)
 
-    def _task_done(self, _future) -> None:
+    def _task_done(self, _future: object) -> None:
         with self._pending_lock:
             self._pending -= 1
 

@@ -21,6 +21,9 @@ Signals:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
@@ -44,6 +47,7 @@ from keepgui.core.textdiff import unified
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.budget import BudgetMeter
+from keepgui.ui.commands import Outcome
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
@@ -58,7 +62,12 @@ class RulesPanel(QWidget):
     draftChanged = Signal(object, dict)
     note = Signal(str)
 
-    def __init__(self, hub, perform=None, parent=None) -> None:
+    def __init__(
+        self,
+        hub: Any,
+        perform: Callable[[BankKey | str, Callable[[Any], Change], str | None, bool], Outcome] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.hub = hub
         self.perform = perform
@@ -134,7 +143,7 @@ class RulesPanel(QWidget):
         hub.changed.connect(self._on_change)
         self._show_nothing()
 
-    def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+    def _act(self, text: str, slot: Callable[..., object], shortcut: Any = None, tip: str = "") -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
@@ -182,7 +191,7 @@ class RulesPanel(QWidget):
 
     # ------------------------------------------------------------------ bank and document
 
-    def set_bank(self, key) -> None:
+    def set_bank(self, key: BankKey | None) -> None:
         """Show the documents of a bank (None: nothing)."""
         self.key = key
         try:
@@ -368,15 +377,17 @@ class RulesPanel(QWidget):
             confirmed = True
         return self._write(text, self.doc, confirmed)
 
-    def _do(self, operation):
+    def _do(self, operation: Callable[[DocumentSet], Change]) -> tuple[Change | None, BaseException | None]:
         """Run a document write as an undo step; ``(change, exception)`` (the exception when it was refused)."""
-        docs = self.docs
+        docs, key = self.docs, self.key
+        if docs is None or key is None:
+            return None, KeepguiError("no bank's documents are shown")
         if self.perform is None:
             try:
-                return self.hub.perform(self.key, lambda _bank: operation(docs)), None
+                return self.hub.perform(key, lambda _bank: operation(docs)), None
             except (KeepguiError, OSError) as exc:
                 return None, exc
-        outcome = self.perform(self.key, lambda _bank: operation(docs), None, False)
+        outcome = self.perform(key, lambda _bank: operation(docs), None, False)
         return outcome.change, outcome.exception
 
     def _write(self, text: str, base: Document, confirmed: bool) -> bool:
@@ -388,7 +399,7 @@ class RulesPanel(QWidget):
             return False
         self._rule_texts = None
         new_doc = change.result
-        if new_doc is None:
+        if not isinstance(new_doc, Document):  # None: the save deleted it
             self.note.emit(change.message or f"{base.title} deleted")
             self.doc = None
             self._reload_list()
@@ -507,7 +518,7 @@ class RulesPanel(QWidget):
             self.banner.show_message(f"The rule was not created: {error}", "removed")
             return
         self.doc = None
-        self._reload_list(select=change.result.name)
+        self._reload_list(select=_name_of(change))
 
     def rename_rule(self) -> None:
         """Rename the shown rule."""
@@ -524,7 +535,7 @@ class RulesPanel(QWidget):
             self.banner.show_message(f"{doc.title} was not renamed: {error}", "removed")
             return
         self.doc = None
-        self._reload_list(select=change.result.name)
+        self._reload_list(select=_name_of(change))
 
     def delete_rule(self) -> None:
         """Delete the shown rule, after asking."""
@@ -550,3 +561,8 @@ class RulesPanel(QWidget):
         self.note.emit(f"deleted {doc.title}")
         self.doc = None
         self._reload_list()
+
+
+def _name_of(change: Change) -> str | None:
+    """The name of the document a create or rename made (its Change's ``result``)."""
+    return change.result.name if isinstance(change.result, Document) else None
