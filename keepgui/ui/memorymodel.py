@@ -32,7 +32,15 @@ from itertools import compress
 from types import EllipsisType
 from typing import Any
 
-from PySide6.QtCore import QAbstractItemModel, QAbstractProxyModel, QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QAbstractProxyModel,
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import QFont
 
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
@@ -577,12 +585,12 @@ class MemoryProxyModel(QAbstractProxyModel):
             return self._keys_by_row[source_row]
         return self._key_fn(self._source().row_object(source_row))
 
-    def mapToSource(self, proxy_index):  # noqa: N802 - Qt override
+    def mapToSource(self, proxy_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt override
         if not proxy_index.isValid() or not 0 <= proxy_index.row() < len(self._order):
             return QModelIndex()
         return self.sourceModel().index(self._order[self._pos_to_row(proxy_index.row())], proxy_index.column())
 
-    def mapFromSource(self, source_index):  # noqa: N802 - Qt override
+    def mapFromSource(self, source_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt override
         if not source_index.isValid():
             return QModelIndex()
         pos = self._position_of(source_index.row())
@@ -590,12 +598,12 @@ class MemoryProxyModel(QAbstractProxyModel):
             return QModelIndex()
         return self.createIndex(self._pos_to_row(pos), source_index.column())
 
-    def index(self, row, column, parent=QModelIndex()):
+    def index(self, row: int, column: int, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> QModelIndex:
         if parent.isValid() or not (0 <= row < len(self._order) and 0 <= column < len(COLUMNS)):
             return QModelIndex()
         return self.createIndex(row, column)
 
-    def parent(self, index=QModelIndex()):
+    def parent(self, index: QModelIndex | QPersistentModelIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # a flat table: no parents
         return QModelIndex()
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override

@@ -27,10 +27,21 @@ Signals:
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QItemSelection, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QByteArray,
+    QItemSelection,
+    QItemSelectionModel,
+    QModelIndex,
+    QObject,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -105,9 +116,9 @@ class SearchIndex(QObject):
 
     ready = Signal()
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._index: TextSearch | None = None
+        self._index: TextSearch[str] | None = None
         self._pending: list[Any] = []
         self._generation = 0
         self._delivery = _Delivery(self)
@@ -126,15 +137,15 @@ class SearchIndex(QObject):
         self._pending = []
         snapshot = list(rows)
 
-        def build() -> TextSearch:
-            index = TextSearch()
+        def build() -> TextSearch[str]:
+            index: TextSearch[str] = TextSearch()
             index.set_many((r.id, search_texts(r)) for r in snapshot)
             return index
 
         future = _POOL.submit(build)
         future.add_done_callback(lambda f: self._delivery.done.emit(generation, f))
 
-    def _on_built(self, generation: int, future) -> None:
+    def _on_built(self, generation: int, future: Future[TextSearch[str]]) -> None:
         if generation != self._generation or future.exception() is not None:
             return
         index = future.result()
@@ -158,13 +169,13 @@ class SearchIndex(QObject):
         for row in rows:
             self._index.set(row.id, *search_texts(row))
 
-    def remove(self, keys) -> None:
+    def remove(self, keys: Iterable[str]) -> None:
         """Rows disappeared (entries of a file read again whole)."""
         if self._index is not None:
             for key in keys:
                 self._index.remove(key)
 
-    def search(self, query: str) -> dict | None:
+    def search(self, query: str) -> dict[str, float] | None:
         """Matching keys with scores; None while the index is being built."""
         return None if self._index is None else self._index.search(query)
 
@@ -178,7 +189,7 @@ class TagChips(QScrollArea):
 
     tagChosen = Signal(object)
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -239,7 +250,7 @@ class TagChips(QScrollArea):
 class MemoryTableView(QTableView):
     """The table: row selection, fixed row height (fast at 100,000 rows), sortable header."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -252,8 +263,10 @@ class MemoryTableView(QTableView):
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.setAccessibleName("Memories")
 
-    def setModel(self, model) -> None:  # noqa: N802 - Qt override
+    def setModel(self, model: QAbstractItemModel | None) -> None:  # noqa: N802 - Qt override
         super().setModel(model)
+        if model is None:
+            return
         self._configure_columns()
         # QHeaderView forgets section sizes, order and hidden columns on every model
         # reset (a bank switch): carry its state across.
@@ -818,7 +831,7 @@ class MemoryPanel(QWidget):
         self.day_label = label if keys is not None else ""
         self._apply_query()
 
-    def apply_ranking(self, token: int, scores) -> None:
+    def apply_ranking(self, token: int, scores: dict[str, float] | Exception) -> None:
         """Recall scores for the ranked search arrived (ignored if the person typed on)."""
         if token != self._ranking_token or not self.ranked.isChecked():
             return
@@ -848,7 +861,7 @@ class MemoryPanel(QWidget):
 
     # ------------------------------------------------------------------ selection
 
-    def _on_selection(self, *_args) -> None:
+    def _on_selection(self, *_args: object) -> None:
         records = self.selected_records()
         if len(records) == 1:
             self.detail.show_record(records[0])
