@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
+from typing import Any
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from keepgui.core.source import BankKey
 from keepgui.ui.appearance import apply_theme
 from keepgui.ui.hub import Hub
 from keepgui.ui.mainwindow import MainWindow
@@ -20,12 +23,12 @@ __all__ = ["DESKTOP_ID", "build_window", "initial_sources", "launch", "make_app"
 SCREENSHOT_SIZE = (1440, 900)
 
 
-def throwaway_run(args) -> bool:
+def throwaway_run(args: argparse.Namespace) -> bool:
     """A demo or screenshot run: it must leave the person's settings as they were."""
     return bool(getattr(args, "demo", False) or getattr(args, "screenshot", None))
 
 
-def reload_command_for(args, settings: Settings | None = None) -> str | None:
+def reload_command_for(args: argparse.Namespace, settings: Settings | None = None) -> str | None:
     """The command that tells a running agent to reload: ``--reload-command``, else none at all
     for the demo (no agent reads a throw-away copy), else ``$KEEPGUI_RELOAD_COMMAND``, else the one
     chosen in Preferences, else the backends' default (None)."""
@@ -37,7 +40,7 @@ def reload_command_for(args, settings: Settings | None = None) -> str | None:
     return given
 
 
-def reload_override(args) -> str:
+def reload_override(args: argparse.Namespace) -> str:
     """Why the reload command of Preferences is not the one this run uses ("" when it is)."""
     if getattr(args, "demo", False):
         return "This is the demo: no running agent reads its throw-away copy, so none is told."
@@ -48,7 +51,7 @@ def reload_override(args) -> str:
     return ""
 
 
-def build_window(args, settings: Settings | None = None, watch: bool = True) -> MainWindow:
+def build_window(args: argparse.Namespace, settings: Settings | None = None, watch: bool = True) -> MainWindow:
     """The main window with its sources opened as the arguments ask."""
     settings = settings or Settings(read_only=throwaway_run(args))
     apply_theme(settings.theme())
@@ -88,6 +91,8 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     will load (no bank to show: a nanobot-only source, an empty or missing data dir, ``--bank``
     naming nothing); ``timeout_ms`` is only a fallback. Returns the exit status."""
     app = QApplication.instance()
+    if app is None:
+        raise RuntimeError("a screenshot needs the running application")
     result = {"status": 1, "shot": False, "idle": 0, "loaded": False}
 
     def shoot() -> None:
@@ -107,7 +112,7 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
             print(f"keepgui: could not write {path}", file=sys.stderr)
         app.quit()
 
-    def on_loaded(_key) -> None:
+    def on_loaded(_key: object) -> None:
         result["loaded"] = True
         table = window.memories.table
         if not table.selectionModel().hasSelection() and table.model().rowCount():
@@ -143,7 +148,7 @@ def finish(window: MainWindow) -> None:
     window.hub.shutdown()
 
 
-def single_instance_applies(args) -> bool:
+def single_instance_applies(args: argparse.Namespace) -> bool:
     """Whether this start hands over to (or becomes) the one running keepgui.
 
     Not with ``--stand-alone`` (asked for), ``--screenshot`` (renders and exits)
@@ -155,7 +160,7 @@ def single_instance_applies(args) -> bool:
     )
 
 
-def activation_request(args) -> dict:
+def activation_request(args: argparse.Namespace) -> dict[str, Any]:
     """The ``activate`` request's arguments: the sources, bank, panel and query this start names."""
     from keepgui.ui.ipc import activation_token
 
@@ -177,7 +182,7 @@ def quit_on_signals(app: QApplication) -> None:
     waits: a short timer lets Python look in regularly.
     """
 
-    def ask_to_quit(_signum, _frame) -> None:
+    def ask_to_quit(_signum: int, _frame: object) -> None:
         QTimer.singleShot(0, app.quit)
 
     for number in (signal.SIGINT, signal.SIGTERM):
@@ -188,7 +193,7 @@ def quit_on_signals(app: QApplication) -> None:
     heartbeat.start()
 
 
-def launch(args) -> int:
+def launch(args: argparse.Namespace) -> int:
     """Run the window until it closes (or raise the running one and return at once)."""
     app = make_app()
     quit_on_signals(app)
@@ -215,7 +220,7 @@ def launch(args) -> int:
 
     desktop = install(window, app, server)
 
-    def compact(key) -> None:
+    def compact(key: BankKey) -> None:
         # The tray's "Compaction due": show the bank and open the plan for review.
         desktop.show_bank(key)
         window.review_compaction(key)

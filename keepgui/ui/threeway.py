@@ -31,7 +31,7 @@ from keepgui.ui.geometry import resize_to_fit
 TAKE_DISK, OVERWRITE, MERGE, KEEP_EDITING = "disk", "overwrite", "merge", "keep"
 
 
-def _pane(title: str, text: str, parent) -> QWidget:
+def _pane(title: str, text: str, parent: QWidget | None) -> QWidget:
     box = QWidget(parent)
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
@@ -48,7 +48,7 @@ def _pane(title: str, text: str, parent) -> QWidget:
 class ThreeWayDialog(QDialog):
     """Base (loaded) vs on disk now vs your unsaved edits, plus the diff of disk → yours."""
 
-    def __init__(self, title: str, loaded: str, on_disk: str | None, mine: str, parent=None) -> None:
+    def __init__(self, title: str, loaded: str, on_disk: str | None, mine: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"{title} changed on disk")
         self.choice = KEEP_EDITING

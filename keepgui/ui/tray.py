@@ -12,6 +12,8 @@ The icon knows nothing about the window: it emits a signal per menu entry and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QObject, QPoint, QTimer, Signal
 from PySide6.QtGui import QAction, QCursor, QGuiApplication
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
@@ -87,7 +89,7 @@ class KeepTray(QSystemTrayIcon):
         self._click_timer.timeout.connect(lambda: self.popup_menu(self._click_at))
         self.due: list[tuple[object, str, str]] = []
 
-    def set_compaction_due(self, due: list[tuple[object, str, str]]) -> None:
+    def set_compaction_due(self, due: Sequence[tuple[object, str, str]]) -> None:
         """The banks whose compaction is due: ``(key, label, size)`` each ("172 lines")."""
         self.due = list(due)
         self.compaction_menu.clear()
