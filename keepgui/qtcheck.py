@@ -21,7 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 PACKAGES: dict[str, tuple[str, str]] = {
     "libxcb-cursor.so.0": ("libxcb-cursor0", "xcb-util-cursor"),
@@ -111,8 +111,10 @@ def install_commands(missing: list[str], family: str) -> list[str]:
 def report(missing: list[str], family: str, plugin: str) -> str:
     """What to tell a person whose xcb plugin cannot load."""
     lines = [
-        f"keepgui: Qt's X11 platform plugin cannot load: {', '.join(missing)} "
-        f"{'is' if len(missing) == 1 else 'are'} missing ({plugin}).",
+        (
+            f"keepgui: Qt's X11 platform plugin cannot load: {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} missing ({plugin})."
+        ),
     ]
     commands = install_commands(missing, family)
     if commands:

@@ -19,6 +19,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
 SESSION_TMP = tempfile.mkdtemp(prefix="keepgui-tests-")
 """The folder every temporary folder of this test run is made in (removed at the end)."""
@@ -30,8 +32,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["KEEPGUI_HOME"] = tempfile.mkdtemp(prefix="keepgui-test-home-")
 os.environ.pop("KEEPGUI_DATA_DIR", None)
 os.environ.pop("KEEPGUI_RELOAD_COMMAND", None)
-
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

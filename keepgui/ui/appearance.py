@@ -91,7 +91,11 @@ def apply_theme(choice: str) -> None:
     application's palette as the desktop, or whoever set it, left it)."""
     global _system, _applied
     app = QApplication.instance()
-    if app is None or choice == _applied or (choice not in ("light", "dark") and _applied == "system"):
+    if (
+        not isinstance(app, QApplication)
+        or choice == _applied
+        or (choice not in ("light", "dark") and _applied == "system")
+    ):
         return
     _applied = choice if choice in ("light", "dark") else "system"
     if _system is None:

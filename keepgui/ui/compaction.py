@@ -334,7 +334,12 @@ class CompactionFlow(QObject):
         dialog = CompactionDialog(plan, title, self.window, review=review)
         dialog.applyRequested.connect(lambda p, sel: self._apply(key, dialog, p, sel, review))
         dialog.acceptRequested.connect(lambda p: self._accept(key, dialog, p))
-        dialog.reviewFirstRequested.connect(lambda: (dialog.reject(), self.review_rewrite(key)))
+
+        def review_first() -> None:
+            dialog.reject()
+            self.review_rewrite(key)
+
+        dialog.reviewFirstRequested.connect(review_first)
         dialog.finished.connect(dialog.deleteLater)
         self.dialog = dialog
         dialog.show()

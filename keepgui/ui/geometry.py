@@ -15,7 +15,7 @@ the window was squeezed, no longer brings it back off-screen or tiny.
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QRect, QSize
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
 SHARE = 0.85
@@ -56,7 +56,7 @@ def place_window(window: QWidget, saved: QByteArray | None) -> bool:
     screens = [screen.availableGeometry() for screen in QGuiApplication.screens()]
     if saved is not None and window.restoreGeometry(saved) and fits(window.geometry(), screens):
         return True
-    screen = QGuiApplication.primaryScreen()
+    screen: QScreen | None = QGuiApplication.primaryScreen()  # null while there is no screen at all
     if screen is None:
         return False
     window.setGeometry(default_geometry(screen.availableGeometry()))
@@ -73,5 +73,6 @@ def fitted_size(wanted: QSize, available: QRect, share: float = 0.92) -> QSize:
 def resize_to_fit(widget: QWidget, wanted: QSize) -> None:
     """Resize a dialog to ``wanted``, or less where its screen is smaller (a 768-px-high laptop)."""
     parent = widget.parentWidget()
-    screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+    primary: QScreen | None = QGuiApplication.primaryScreen()  # null while there is no screen at all
+    screen = (parent.screen() if parent is not None else None) or primary
     widget.resize(wanted if screen is None else fitted_size(wanted, screen.availableGeometry()))

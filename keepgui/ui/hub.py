@@ -45,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -196,7 +197,7 @@ class Hub(QObject):
         """Every open source by folder, in the order they were opened."""
         return {path: opened.source for path, opened in self._opened.items()}
 
-    def add(self, kind: str, path: str, reload_command: str | None | type(...) = ...) -> Source:
+    def add(self, kind: str, path: str, reload_command: str | EllipsisType | None = ...) -> Source:
         """Open the folder ``path`` as a source of ``kind`` (idempotent) and list its banks in the background.
 
         ``reload_command`` is the command that tells a running agent to reload after a write to this
@@ -207,8 +208,8 @@ class Hub(QObject):
         if opened is not None:
             return opened.source
         backend = registry.backend(kind)
-        own = reload_command is not ...
-        command = reload_command if own else self._reload_command
+        own = not isinstance(reload_command, EllipsisType)
+        command = reload_command if not isinstance(reload_command, EllipsisType) else self._reload_command
         source = registry.open_source(kind, path, OpenOptions(command, self._run_later))
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"keepgui-{kind}")
         self._opened[path] = _Opened(source, backend, executor, own_reload=own)

@@ -44,6 +44,7 @@ from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
 from keepgui.ui import shortcuts, theme
+from keepgui.ui.appearance import apply_theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.compaction import CompactionFlow
@@ -51,7 +52,6 @@ from keepgui.ui.dialogs import NameDialog, TrashDialog
 from keepgui.ui.geometry import place_window
 from keepgui.ui.graph import GraphPanel
 from keepgui.ui.hub import Hub
-from keepgui.ui.appearance import apply_theme
 from keepgui.ui.memorypanel import MemoryPanel
 from keepgui.ui.opening import FolderVerdicts, choose_source
 from keepgui.ui.palette import CommandPalette, PaletteIndex, carry_out, menu_actions
@@ -232,7 +232,7 @@ class MainWindow(QMainWindow):
         shortcuts.set_keys(self.act_redo, shortcuts.REDO)
         self.act_find = a("&Find", self.find, shortcuts.FIND, "Search the rows of this bank")
         self.palette_index = PaletteIndex(self.hub, self)
-        self.palette: CommandPalette | None = None
+        self.command_palette: CommandPalette | None = None
         self.act_palette = a(
             "Find &anything…",
             self.open_palette,
@@ -603,17 +603,17 @@ class MainWindow(QMainWindow):
 
     def open_palette(self) -> None:
         """Edit → Find anything (Ctrl+K): the command palette over the window."""
-        if self.palette is None:
-            self.palette = CommandPalette(self.palette_index, self)
-            self.palette.chosen.connect(lambda entry: carry_out(self, entry, self._select_row_when_shown))
-        menus = [action.menu() for action in self.menuBar().actions() if action.menu() is not None]
+        if self.command_palette is None:
+            self.command_palette = CommandPalette(self.palette_index, self)
+            self.command_palette.chosen.connect(lambda entry: carry_out(self, entry, self._select_row_when_shown))
+        menus = [menu for action in self.menuBar().actions() if isinstance(menu := action.menu(), QMenu)]
         actions = [(action, path) for action, path in menu_actions(menus) if action is not self.act_palette]
         banks = [
             (BankKey(path, name), f"{self.hub.sources[path].label} · {self.hub.detail(BankKey(path, name))}")
             for path in self.hub.sources
             for name in self.hub.banks(path)
         ]
-        self.palette.open_over(self, actions, banks)
+        self.command_palette.open_over(self, actions, banks)
 
     def _select_row_when_shown(self, key: BankKey, row: str) -> None:
         """Select a row of ``key`` as soon as that bank has loaded (now, when it has)."""

@@ -68,11 +68,11 @@ from keepgui.core.source import (
     EDIT,
     HISTORY,
     KEEP,
+    OURS,
     PIN,
     RANKED,
     TOMBSTONE,
     WHAT_IF,
-    OURS,
     BankKey,
     Capabilities,
     Change,
@@ -82,7 +82,6 @@ from keepgui.ui.activity import ActivityStrip
 from keepgui.ui.columns import ColumnFitter
 from keepgui.ui.commands import Outcome
 from keepgui.ui.detail import DetailPanel
-from keepgui.ui.scores import ScoreDelegate
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
     COLUMN_INDEX,
@@ -93,6 +92,7 @@ from keepgui.ui.memorymodel import (
     MemoryTableModel,
     RecordRole,
 )
+from keepgui.ui.scores import ScoreDelegate
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
 _INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
@@ -650,21 +650,24 @@ class MemoryPanel(QWidget):
 
     def _is_shown(self, key: str) -> bool:
         row = self.model.row_of(key)
-        return row is not None and self.proxy.mapFromSource(self.model.index(row, 0)).isValid()
+        return row is not None and self._is_shown_row(row)
+
+    def _is_shown_row(self, row: int) -> bool:
+        return self.proxy.mapFromSource(self.model.index(row, 0)).isValid()
 
     def _keep_a_selection(self, appeared: list[str]) -> None:
         """After a person's change the selection is not lost: rows it brought into view (restored by
         an undo, just created) are selected; when it took the selected rows out of view (deleted,
         history hidden), the row after them is."""
-        appeared = [k for k in appeared if self._is_shown(k)]
+        shown = [row for row in map(self.model.row_of, appeared) if row is not None and self._is_shown_row(row)]
         selection = self.table.selectionModel()
-        if appeared:
-            first = self.proxy.mapFromSource(self.model.index(self.model.row_of(appeared[0]), COLUMN_INDEX["text"]))
+        if shown:
+            first = self.proxy.mapFromSource(self.model.index(shown[0], COLUMN_INDEX["text"]))
             selection.setCurrentIndex(
                 first, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
             )
-            for key in appeared[1:]:
-                index = self.proxy.mapFromSource(self.model.index(self.model.row_of(key), 0))
+            for row in shown[1:]:
+                index = self.proxy.mapFromSource(self.model.index(row, 0))
                 selection.select(
                     index, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
                 )
@@ -720,8 +723,7 @@ class MemoryPanel(QWidget):
         if targets and self.capabilities.can(TOMBSTONE):
             ids = [r.id for r in targets]
             caps = self.capabilities
-            outcome = self._perform(lambda bank: bank.set_live(ids, live))
-            change = getattr(outcome, "change", None)
+            change = self._perform(lambda bank: bank.set_live(ids, live))
             if not live and change is not None and change.written:
                 self.retired.emit(f"{caps.count(len(ids))} {past_participle(caps.retire)}")
 

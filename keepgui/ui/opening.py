@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMessageBox, QWidget
 
 from keepgui.core import registry
 from keepgui.core.registry import Verdict
@@ -106,8 +106,11 @@ class SourceFolderDialog(QFileDialog):
         self.verdict_label = QLabel(f"Highlight a folder to see whether it is {a(label)}.", self)
         self.verdict_label.setWordWrap(True)
         self.verdict_label.setAccessibleName("What this folder is")
-        grid = self.layout()
-        grid.addWidget(self.verdict_label, grid.rowCount(), 0, 1, grid.columnCount())
+        grid = self.layout()  # Qt's own (non-native) dialog lays itself out on a grid
+        if isinstance(grid, QGridLayout):
+            grid.addWidget(self.verdict_label, grid.rowCount(), 0, 1, grid.columnCount())
+        elif grid is not None:
+            grid.addWidget(self.verdict_label)
         self._looking_at = ""
         self.verdicts.answered.connect(self._on_answer)
         self.currentChanged.connect(self.look_at)

@@ -20,12 +20,22 @@ from __future__ import annotations
 import concurrent.futures
 import heapq
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Callable, Hashable
+from typing import Any, Protocol
 
-from PySide6.QtCore import QAbstractListModel, QEvent, QModelIndex, QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QPalette
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QEvent,
+    QModelIndex,
+    QObject,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -35,16 +45,18 @@ from PySide6.QtWidgets import (
     QMenu,
     QStyle,
     QStyledItemDelegate,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
 
 from keepgui.core.errors import KeepguiError
 from keepgui.core.search import TextSearch
-from keepgui.core.source import BankKey
+from keepgui.core.source import Bank, BankKey, Change, Row
 from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
-from keepgui.ui.scores import paint_with_room
+from keepgui.ui.hub import Hub
+from keepgui.ui.scores import Index, paint_with_room
 
 SHOWN = 50
 """Results drawn for one query."""
@@ -83,7 +95,7 @@ def menu_actions(menus: list[QMenu]) -> list[tuple[QAction, str]]:
                 continue
             sub = action.menu()
             name = _plain(action.text())
-            if sub is not None:
+            if isinstance(sub, QMenu):
                 walk(sub, f"{path} › {name}" if path else name)
             elif name:
                 out.append((action, f"{path} › {name}" if path else name))
@@ -103,19 +115,20 @@ class PaletteIndex(QObject):
 
     answered = Signal(int, list, list)
 
-    def __init__(self, hub, parent: QObject | None = None) -> None:
+    def __init__(self, hub: Hub, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.hub = hub
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-palette")
         self._lock = threading.Lock()
-        self._banks: dict[BankKey, tuple[int, TextSearch, dict[Hashable, Any], str]] = {}  # key -> (generation, …)
+        # a loaded bank's rows: key -> (generation indexed, word index, rows by key, the rows' noun)
+        self._banks: dict[BankKey, tuple[int, TextSearch[str], dict[str, Row], str]] = {}
         self._generation: dict[BankKey, int] = {}
-        self._fixed: tuple[TextSearch, dict[Hashable, Entry]] = (TextSearch(), {})
+        self._fixed: tuple[TextSearch[int], dict[int, Entry]] = (TextSearch(), {})  # actions, banks, documents
         self._indexing: set[BankKey] = set()  # banks whose rows are queued for indexing
         self._latest = 0
         hub.changed.connect(self._on_change)
 
-    def _on_change(self, change) -> None:
+    def _on_change(self, change: Change) -> None:
         key = change.key
         if key is not None and change.rows:
             with self._lock:
@@ -149,7 +162,8 @@ class PaletteIndex(QObject):
                         fixed.append(Entry(DOCUMENT, title, f"document of {key.bank}", (key, name)))
                 except (KeepguiError, OSError):
                     continue  # a bank whose documents cannot be listed just now shows none
-            index, by_key = TextSearch(), {}
+            index: TextSearch[int] = TextSearch()
+            by_key: dict[int, Entry] = {}
             for i, entry in enumerate(fixed):
                 index.set(i, entry.title, entry.detail if entry.kind != ACTION else "")
                 by_key[i] = entry
@@ -166,13 +180,14 @@ class PaletteIndex(QObject):
 
         self._pool.submit(build)
 
-    def _index_bank(self, key: BankKey, generation: int, bank) -> None:
+    def _index_bank(self, key: BankKey, generation: int, bank: Bank) -> None:
         try:
             rows = list(bank.rows())
             noun = bank.capabilities.noun
         except (KeepguiError, OSError):
             return
-        index, by_key = TextSearch(), {}
+        index: TextSearch[str] = TextSearch()
+        by_key: dict[str, Row] = {}
         index.set_many((row.id, (row.text, *row.tags, *row.entities)) for row in rows)
         for row in rows:
             by_key[row.id] = row
@@ -223,7 +238,7 @@ class PaletteIndex(QObject):
 class _Results(QAbstractListModel):
     """The entries of the last answer."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.entries: list[Entry] = []
 
@@ -232,10 +247,10 @@ class _Results(QAbstractListModel):
         self.entries = list(entries)
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() else len(self.entries)
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         entry = self.entries[index.row()]
@@ -253,11 +268,11 @@ class _Results(QAbstractListModel):
 class _EntryDelegate(QStyledItemDelegate):
     """A result: its title, and to the right, muted, what it is (the menu path's keys, the bank)."""
 
-    def sizeHint(self, option, index) -> QSize:  # noqa: N802 - Qt override
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:  # noqa: N802 - Qt override
         base = super().sizeHint(option, index)
         return QSize(base.width(), max(base.height(), option.fontMetrics.height() + 10))
 
-    def paint(self, painter, option, index) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         entry: Entry = index.data(Qt.ItemDataRole.UserRole)
         metrics = option.fontMetrics
         room = min(metrics.horizontalAdvance(entry.detail) + 24, option.rect.width() // 2)
@@ -274,6 +289,10 @@ class _EntryDelegate(QStyledItemDelegate):
             metrics.elidedText(entry.detail, Qt.TextElideMode.ElideLeft, rect.width()),
         )
         painter.restore()
+
+
+_STEPS = {Qt.Key.Key_Down.value: 1, Qt.Key.Key_Up.value: -1, Qt.Key.Key_PageDown.value: 8, Qt.Key.Key_PageUp.value: -8}
+"""How far a key in the box moves the current result."""
 
 
 class CommandPalette(QFrame):
@@ -320,7 +339,9 @@ class CommandPalette(QFrame):
         self.box.installEventFilter(self)
         self.list.installEventFilter(self)
         index.answered.connect(self._on_answer)
-        QApplication.instance().focusChanged.connect(self._on_focus)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._on_focus)
         self._before: QWidget | None = None
         self.hide()
 
@@ -353,28 +374,34 @@ class CommandPalette(QFrame):
         self._token += 1
         self.index.ask(self.box.text(), self._token)
 
-    def _on_answer(self, token: int, entries: list, indexing: list | None = None) -> None:
+    def _on_answer(self, token: int, entries: list[Entry], indexing: list[str] | None = None) -> None:
         if token < self._shown:
             return
         self._shown = token
         self.results.set_entries(entries)
         if indexing:
             self.status.setText(f"Still reading the rows of {', '.join(indexing)}: they join the results shortly.")
-            QTimer.singleShot(400, lambda: self.isVisible() and self._ask())  # the rows join once indexed
+            QTimer.singleShot(400, self._ask_again)  # the rows join once indexed
         self.status.setVisible(bool(indexing))
         if entries:
             self.list.setCurrentIndex(self.results.index(0))
 
+    def _ask_again(self) -> None:
+        if self.isVisible():
+            self._ask()
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         # Up/Down move in the results while the typing stays in the box; Enter chooses; Esc closes.
-        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape:
+        if not isinstance(event, QKeyEvent) or event.type() != QEvent.Type.KeyPress:
+            return super().eventFilter(watched, event)
+        if event.key() == Qt.Key.Key_Escape:
             self.dismiss()
             return True
-        if watched is self.box and event.type() == QEvent.Type.KeyPress:
+        if watched is self.box:
             key = event.key()
-            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
+            step = _STEPS.get(key)
+            if step is not None:
                 row = self.list.currentIndex().row()
-                step = {Qt.Key.Key_Down: 1, Qt.Key.Key_Up: -1, Qt.Key.Key_PageDown: 8, Qt.Key.Key_PageUp: -8}[key]
                 count = self.results.rowCount()
                 if count:
                     self.list.setCurrentIndex(self.results.index(max(0, min(count - 1, row + step))))
@@ -384,7 +411,7 @@ class CommandPalette(QFrame):
                 return True
         return super().eventFilter(watched, event)
 
-    def _choose_index(self, index: QModelIndex) -> None:
+    def _choose_index(self, index: Index) -> None:
         if not index.isValid():
             return
         entry = index.data(Qt.ItemDataRole.UserRole)
@@ -392,7 +419,35 @@ class CommandPalette(QFrame):
         self.chosen.emit(entry)
 
 
-def carry_out(window, entry: Entry, select_row: Callable[[BankKey, str], None]) -> None:
+class DocumentShower(Protocol):
+    """The window's documents panel, as :func:`carry_out` uses it."""
+
+    def show_document(self, name: str) -> bool:
+        """Open the document ``name`` of the shown bank; whether it is open now."""
+
+
+class PaletteHost(Protocol):
+    """What :func:`carry_out` needs of the window."""
+
+    @property
+    def hub(self) -> Hub:
+        """The open sources."""
+
+    @property
+    def rules(self) -> DocumentShower:
+        """The documents panel."""
+
+    def note(self, text: str) -> None:
+        """Say something in the status bar."""
+
+    def select_bank(self, key: BankKey) -> None:
+        """Show a bank."""
+
+    def show_panel(self, name: str) -> None:
+        """Bring a panel forward ("memories", "rules"...)."""
+
+
+def carry_out(window: PaletteHost, entry: Entry, select_row: Callable[[BankKey, str], None]) -> None:
     """Do what choosing ``entry`` means in ``window``: run the action, show the bank, the document, the row."""
     if entry.kind == ACTION:
         if entry.target.isEnabled():

@@ -16,8 +16,9 @@ window applies and remembers them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from functools import partial
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -124,7 +125,7 @@ class PreferencesDialog(QDialog):
         self.add_button = QPushButton("Add", self)
         add_menu = QMenu(self.add_button)
         for backend in registry.backends():
-            add_menu.addAction(f"{backend.label[0].upper()}{backend.label[1:]}…", lambda k=backend.kind: self._add(k))
+            add_menu.addAction(f"{backend.label[0].upper()}{backend.label[1:]}…", partial(self._add, backend.kind))
         self.add_button.setMenu(add_menu)
         self.remove_button = QPushButton("Remove", self)
         self.use_open_button = QPushButton("Use the open ones", self)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QFontDatabase, QTextCharFormat, QTextCursor
@@ -38,6 +39,7 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import short_path
 from keepgui.core.source import BankKey, Problem
 from keepgui.ui import theme
+from keepgui.ui.hub import Hub
 
 ProblemRole = Qt.ItemDataRole.UserRole + 95
 
@@ -49,7 +51,7 @@ class ProblemsDialog(QDialog):
 
     placeRequested = Signal(object)
 
-    def __init__(self, hub, key: BankKey, parent: QWidget | None = None) -> None:
+    def __init__(self, hub: Hub, key: BankKey, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.hub = hub
         self.key = key
@@ -84,7 +86,7 @@ class ProblemsDialog(QDialog):
         self.summary.setText("Checking the bank's files…")
         self.hub.request_problems(self.key)
 
-    def _on_problems(self, key: BankKey, problems) -> None:
+    def _on_problems(self, key: BankKey, problems: Sequence[Problem] | Exception) -> None:
         if key != self.key:
             return
         self.tree.clear()
@@ -112,7 +114,9 @@ class ProblemsDialog(QDialog):
                 + (f" and {notes} note{'s' if notes != 1 else ''}" if notes else "")
                 + f" in the files of {self.key.bank} — what `keepgui doctor` reports. Open a line to see the place."
             )
-            self.tree.setCurrentItem(self.tree.topLevelItem(0))
+            first = self.tree.topLevelItem(0)
+            if first is not None:
+                self.tree.setCurrentItem(first)
         self.open_button.setEnabled(bool(self.problems))
 
     def open_item(self, item: QTreeWidgetItem | None) -> None:
@@ -165,7 +169,7 @@ class FileLinesDialog(QDialog):
 
         _POOL.submit(work)
 
-    def _show(self, lines) -> None:
+    def _show(self, lines: list[tuple[int, str]] | Exception) -> None:
         if isinstance(lines, Exception):
             self.text.setPlainText(f"cannot be read: {lines}")
             return

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import Conflict, KeepguiError
+from keepgui.core.fsio import Stamp
 from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet
 from keepgui.core.textdiff import unified
 from keepgui.core.textmerge import conflict_spans, merge3
@@ -261,7 +262,11 @@ class RulesPanel(QWidget):
             return False
         self.doc = None
         self._reload_list(select=name)
-        return self.doc is not None and self.doc.name == name
+        return self._shown_name() == name
+
+    def _shown_name(self) -> str | None:
+        """The name of the document in the editor (None: none is)."""
+        return self.doc.name if self.doc is not None else None
 
     def open_document(self, name: str) -> None:
         """Load one document into the editor."""
@@ -369,9 +374,9 @@ class RulesPanel(QWidget):
         selection.cursor = cursor
         self.editor.setExtraSelections([*self._conflict_marks(self.editor.toPlainText()), selection])
 
-    def _conflict_marks(self, text: str) -> list:
+    def _conflict_marks(self, text: str) -> list[QTextEdit.ExtraSelection]:
         """The merge conflicts left in the text, tinted (they follow the editing: re-found each time)."""
-        marks = []
+        marks: list[QTextEdit.ExtraSelection] = []
         for start, end in conflict_spans(text):
             selection = QTextEdit.ExtraSelection()
             fmt = QTextCharFormat()
@@ -416,7 +421,7 @@ class RulesPanel(QWidget):
 
     def _agree(self, title: str, question: str, yes: str) -> bool:
         """Ask before a save that may not be what the person wants; ``yes`` names the button that goes on."""
-        go = getattr(QMessageBox.StandardButton, yes)
+        go: QMessageBox.StandardButton = getattr(QMessageBox.StandardButton, yes)
         stop = QMessageBox.StandardButton.Cancel if yes == "Save" else QMessageBox.StandardButton.No
         return QMessageBox.question(self, title, question, go | stop, stop) == go
 
@@ -475,17 +480,20 @@ class RulesPanel(QWidget):
             self.merge_with_disk(mine, on_disk, stamp)
         return False
 
-    def merge_with_disk(self, mine: str, on_disk: str | None, stamp) -> bool:
+    def merge_with_disk(self, mine: str, on_disk: str | None, stamp: Stamp) -> bool:
         """Merge: the editor gets opened → disk and opened → mine combined (conflicts marked), on top of the
         disk version, so the next save writes over exactly that; nothing is saved here."""
-        base = self.docs.base_for_overwrite(self.doc, on_disk, stamp) if on_disk is not None else None
-        if base is None:
-            self.banner.show_message(f"{self.doc.title} changed again on disk: save again to see it.", "warning")
+        opened, docs = self.doc, self.docs
+        if opened is None or docs is None:
+            return False
+        base = docs.base_for_overwrite(opened, on_disk, stamp) if on_disk is not None else None
+        if base is None or on_disk is None:
+            self.banner.show_message(f"{opened.title} changed again on disk: save again to see it.", "warning")
             return False
         try:
-            merged = merge3(self.doc.text, on_disk, mine)
+            merged = merge3(opened.text, on_disk, mine)
         except KeepguiError as exc:
-            self.banner.show_message(f"{self.doc.title} could not be merged: {exc}", "removed")
+            self.banner.show_message(f"{opened.title} could not be merged: {exc}", "removed")
             return False
         self.doc = base
         self._loading_text = True

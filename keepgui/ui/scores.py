@@ -10,37 +10,42 @@ while the ranking orders the rows.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRectF, Qt
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from keepgui.ui import theme
 from keepgui.ui.memorymodel import ScoreRole
+
+Index = QModelIndex | QPersistentModelIndex
+"""An item's index, as Qt hands it to a delegate."""
 
 BAR_WIDTH = 36
 """Pixels of the bar of the best score."""
 
 
-def paint_with_room(delegate: QStyledItemDelegate, painter, option, index, room: int) -> QStyleOptionViewItem | None:
+def paint_with_room(
+    delegate: QStyledItemDelegate, painter: QPainter, option: QStyleOptionViewItem, index: Index, room: int
+) -> QStyleOptionViewItem | None:
     """Draw an item as its delegate would, its text cut to leave ``room`` pixels free at the right for
     the caller to draw in; the style option used (None: no style to draw with, drawn the default way)."""
     opt = QStyleOptionViewItem(option)
     delegate.initStyleOption(opt, index)
     opt.text = opt.fontMetrics.elidedText(opt.text, Qt.TextElideMode.ElideRight, max(0, opt.rect.width() - room))
-    style = opt.widget.style() if opt.widget is not None else None
-    if style is None:
+    widget: QWidget | None = opt.widget  # None when painted outside a view
+    if widget is None:
         QStyledItemDelegate.paint(delegate, painter, option, index)
         return None
-    style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+    widget.style().drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
     return opt
 
 
 class ScoreDelegate(QStyledItemDelegate):
     """The text cell, and in ranked mode its score (``scores()`` gives the ranking shown, or None)."""
 
-    def __init__(self, scores: Callable[[], dict[str, float] | None], parent=None) -> None:
+    def __init__(self, scores: Callable[[], dict[str, float] | None], parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.scores = scores
 
@@ -48,10 +53,10 @@ class ScoreDelegate(QStyledItemDelegate):
         """How a score is written in the cell."""
         return f"{score:.2f}"
 
-    def paint(self, painter, option, index) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         ranking = self.scores()
         score = index.data(ScoreRole) if ranking else None
-        if score is None:
+        if ranking is None or score is None:
             super().paint(painter, option, index)
             return
         label = self.score_text(score)

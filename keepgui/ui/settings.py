@@ -179,7 +179,7 @@ class Settings:
             return
         self._set("reload_command", value)
 
-    def start_sources(self) -> list[dict] | None:
+    def start_sources(self) -> list[dict[str, Any]] | None:
         """The sources every start opens, when the person fixed them (None: those open when keepgui
         last closed, :meth:`sources`)."""
         value = self._values.get("start_sources")
@@ -187,7 +187,7 @@ class Settings:
             return None
         return [s for s in value if isinstance(s, dict) and isinstance(s.get("path"), str)]
 
-    def set_start_sources(self, sources: list[dict] | None) -> None:
+    def set_start_sources(self, sources: list[dict[str, Any]] | None) -> None:
         """Fix the sources every start opens (None: reopen those open at the last close)."""
         if sources is None:
             if "start_sources" in self._values:
@@ -196,7 +196,7 @@ class Settings:
             return
         self._set("start_sources", [{"kind": s["kind"], "path": s["path"]} for s in sources])
 
-    def recent_sources(self) -> list[dict]:
+    def recent_sources(self) -> list[dict[str, Any]]:
         """Sources opened recently, newest first (the welcome page lists them)."""
         value = self._get("recent_sources", [], list)
         return [s for s in value if isinstance(s, dict) and isinstance(s.get("path"), str)]

@@ -18,8 +18,12 @@ from PySide6.QtGui import QAction, QKeySequence
 from keepgui.ui import theme
 
 Std = QKeySequence.StandardKey
+Key = QKeySequence.StandardKey | str
+"""One key of this module: a StandardKey member or a portable string."""
+Keys = Key | tuple[Key, ...]
+"""A shortcut of this module: one key, or a tuple of alternatives."""
 
-OPEN_SOURCE: tuple[QKeySequence.StandardKey | str, ...] = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
+OPEN_SOURCE: tuple[Key, ...] = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
 """File → Open <source>…, one per backend in the registry's order (more backends get no key)."""
 RELOAD = Std.Refresh
 QUIT = "Ctrl+Q"  # Std.Quit is empty on some Linux platform themes
@@ -105,7 +109,7 @@ def describe() -> list[tuple[str, str]]:
     from keepgui.core import registry
 
     # the first backends have an Open shortcut each, in registry order; any further one has none
-    names: list[tuple[str, QKeySequence.StandardKey | str]] = [
+    names: list[tuple[str, Keys]] = [
         (f"Open {backend.label}", keys) for backend, keys in zip(registry.backends(), OPEN_SOURCE, strict=False)
     ]
     names += [

@@ -229,7 +229,7 @@ class TwoLineDelegate(QStyledItemDelegate):
         painter.restore()
 
 
-def draw_badge(painter, opt, rect: QRect, count: int, selected: bool) -> int:
+def draw_badge(painter: QPainter, opt: QStyleOptionViewItem, rect: QRect, count: int, selected: bool) -> int:
     """The problems badge: ``count`` in a warning-tinted pill at the right end of ``rect``; its width."""
     font = QFont(opt.font)
     font.setPointSizeF(max(6.0, opt.font.pointSizeF() * 0.85))

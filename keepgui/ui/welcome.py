@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
@@ -114,7 +114,7 @@ class WelcomePage(QScrollArea):
         self._discovered.connect(self._show_found)
         self.set_recent([])
 
-    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange:  # a theme change: the buttons' icons in the new colours
             self.demo_button.setIcon(theme.icon("keep"))
             for button in self.open_buttons:
@@ -163,8 +163,9 @@ class WelcomePage(QScrollArea):
     def _fill(self, grid: QGridLayout, rows: list[tuple[str, str, str]]) -> None:
         while grid.count():
             item = grid.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         muted = theme.muted_text().name()
         for row, (kind, path, why) in enumerate(rows):
             label = registry.backend(kind).label

@@ -60,7 +60,7 @@ def run(quick: bool = False) -> list[Result]:
 
     start = time.perf_counter()
     window.open_palette()
-    palette = window.palette
+    palette = window.command_palette
     index = palette.index
     _spin(app, lambda: key in index._banks)
     t_index = time.perf_counter() - start

@@ -62,7 +62,9 @@ def test_every_library_the_installed_plugin_links_has_its_packages():
     plugin = qtcheck.xcb_plugin()
     assert plugin is not None and os.path.exists(plugin)
     done = subprocess.run(["ldd", plugin], capture_output=True, text=True, check=True)
-    linked = {m.group(1) for m in re.finditer(r"^\s*(lib(?:xcb|X11|xkbcommon)[^ ]*\.so\.\d+)", done.stdout, re.M)}
+    linked = {
+        m.group(1) for m in re.finditer(r"^\s*(lib(?:xcb|X11|xkbcommon)[^ ]*\.so\.\d+)", done.stdout, re.MULTILINE)
+    }
     assert linked and linked <= set(qtcheck.PACKAGES), sorted(linked - set(qtcheck.PACKAGES))
 
 

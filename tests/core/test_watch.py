@@ -101,7 +101,7 @@ def test_stopping_while_files_change_logs_no_error(tmp_path, caplog):
         watcher, _got = collect(tmp_path)
         stop = threading.Event()
 
-        def write() -> None:
+        def write(stop: threading.Event = stop) -> None:
             i = 0
             while not stop.is_set():
                 (tmp_path / f"b{i % 4}" / "x").write_text(str(i))

@@ -17,7 +17,7 @@ def test_ctrl_y_and_ctrl_shift_z_both_redo(make_window, demo_copy, qtbot):
     window = make_window(demo_copy.iii, watch=False)
     keys = window.act_redo.shortcuts()
     assert QKeySequence("Ctrl+Y") in keys and QKeySequence("Ctrl+Shift+Z") in keys
-    assert len(keys) == len(set(k.toString() for k in keys))  # each once
+    assert len(keys) == len({k.toString() for k in keys})  # each once
     panel = window.memories
     record = next(r for r in panel.model.rows() if not r.pinned and r.invalid_at is None)
     for key in ("Ctrl+Y", "Ctrl+Shift+Z"):

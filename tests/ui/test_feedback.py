@@ -42,7 +42,7 @@ def test_delete_offers_undo_and_the_selection_follows(make_window, demo_copy, qt
 
 
 def test_forgetting_a_keep_md_entry_offers_undo(make_window, demo_copy, qtbot):
-    window, key = open_keep(make_window, demo_copy, qtbot)
+    window, _key = open_keep(make_window, demo_copy, qtbot)
     panel = window.memories
     first, second = _row(panel, 5), _row(panel, 6)
     panel.select_key(first.id)
@@ -94,7 +94,7 @@ def test_a_failing_reload_is_said_once_then_shown_quietly(make_window, demo_copy
     notes: list[str] = []
     window.hub.note.connect(notes.append)
     panel = window.memories
-    for i in range(3):
+    for _ in range(3):
         panel.set_pinned(True, [r for r in panel.model.rows() if not r.pinned and r.invalid_at is None][:1])
     qtbot.waitUntil(lambda: window.attention_label.isVisible(), timeout=10_000)
     qtbot.wait(300)

@@ -16,7 +16,7 @@ from tests.ui.conftest import open_keep
 
 def _ask(window, qtbot, text: str) -> list:
     window.open_palette()
-    palette: CommandPalette = window.palette
+    palette: CommandPalette = window.command_palette
     token = palette._token
     palette.box.setText(text)
     qtbot.waitUntil(lambda: palette._shown > token and palette.results.entries is not None, timeout=10_000)
@@ -56,7 +56,7 @@ def test_ctrl_k_finds_actions_banks_rows_entries_and_documents(make_window, demo
     assert any(e.kind == DOCUMENT and e.title == "learned.md" and e.target == (main, "learned") for e in docs)
     banks = _ask(window, qtbot, "blog")
     assert any(e.kind == BANK and e.target == BankKey(demo_copy.iii, "blog") for e in banks)
-    window.palette.hide()
+    window.command_palette.hide()
 
 
 def test_choosing_a_result_goes_there(make_window, demo_copy, qtbot):
@@ -65,19 +65,19 @@ def test_choosing_a_result_goes_there(make_window, demo_copy, qtbot):
     qtbot.waitUntil(lambda: window.hub.is_loaded(blog), timeout=10_000)
     found = _wait_for(window, qtbot, "hugo", lambda e: e.kind == ROW and e.target[0] == blog)
     row = next(e for e in found if e.kind == ROW and e.target[0] == blog)
-    window.palette.list.setCurrentIndex(window.palette.results.index(found.index(row)))
-    window.palette._choose_index(window.palette.list.currentIndex())  # Enter
+    window.command_palette.list.setCurrentIndex(window.command_palette.results.index(found.index(row)))
+    window.command_palette._choose_index(window.command_palette.list.currentIndex())  # Enter
     qtbot.waitUntil(lambda: window.current == blog and window.memories.current_key() == row.target[1], timeout=10_000)
-    assert window.tabs.currentWidget() is window.memories and not window.palette.isVisible()
+    assert window.tabs.currentWidget() is window.memories and not window.command_palette.isVisible()
     # an action: what its menu entry does
     found = _ask(window, qtbot, "show history")
     action = next(e for e in found if e.kind == ACTION and e.title == "View › Show history")
     before = window.memories.act_history.isChecked()
-    window.palette.chosen.emit(action)
+    window.command_palette.chosen.emit(action)
     assert window.memories.act_history.isChecked() != before
     # a document: the Rules panel on it
     found = _wait_for(window, qtbot, "style", lambda e: e.kind == DOCUMENT and e.target[0] == blog)
-    window.palette.chosen.emit(next(e for e in found if e.kind == DOCUMENT and e.target[0] == blog))
+    window.command_palette.chosen.emit(next(e for e in found if e.kind == DOCUMENT and e.target[0] == blog))
     assert window.tabs.currentWidget() is window.rules and window.rules.doc.name == "style"
 
 
@@ -89,7 +89,7 @@ def test_typing_in_the_palette_leaves_the_gui_thread_free_on_a_big_bank(make_win
     window = make_window(data_dir, bank="big", watch=False)
     key = BankKey(str(data_dir), "big")
     window.open_palette()
-    palette = window.palette
+    palette = window.command_palette
     # the bank's index is built in the background; wait until a query finds its rows
     _wait_for(window, qtbot, "prefers", lambda e: e.kind == ROW)
     handled: list[float] = []

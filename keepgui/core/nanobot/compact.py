@@ -77,6 +77,7 @@ from rapidfuzz.utils import default_process
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
     REVIEW_KINDS,
+    UNREVIEWED_REWRITE,
     Applied,
     ChangedSince,
     Counts,
@@ -87,7 +88,6 @@ from keepgui.core.compaction import (
     excerpt,
     make_operation,
     near_duplicates,
-    UNREVIEWED_REWRITE,
     register_applied_kind,
     register_kinds,
     words_only_in,

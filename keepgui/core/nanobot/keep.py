@@ -387,7 +387,7 @@ class NearDuplicate:
 
     entry: Entry
     score: float
-    likeness: Likeness = Likeness(ALIKE, 0.0)
+    likeness: Likeness = field(default_factory=lambda: Likeness(ALIKE, 0.0))
 
     def describe(self, entry: str) -> str:
         """The relation in words; ``entry`` is how the entry is named ("entry 12 `Prefers green tea`")."""
