@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from keepgui.core.timefmt import now_ms, relative_time
-from keepgui.ui.columns import CAPPED, MANUAL_SETTING, sample_rows
+from keepgui.ui.columns import CAPPED, FLOOR_CHARS, MANUAL_SETTING, TEXT_SHARE, sample_rows
 from keepgui.ui.memorymodel import COLUMN_INDEX, COLUMNS
 
 
@@ -41,6 +41,33 @@ def test_the_text_column_takes_the_width_and_metadata_fits_its_content(make_wind
     )
     full = model.index(row, 0).data(Qt.ItemDataRole.UserRole + 1).text
     assert model.index(row, COLUMN_INDEX["text"]).data(Qt.ItemDataRole.ToolTipRole).startswith(full)
+
+
+def test_a_narrow_window_keeps_room_for_the_text(make_window, demo_copy, qtbot):
+    """At 1024 px with the detail pane open, tags and entities fitted to content left the Memory
+    column a few pixels; they give up width (down to a floor) so the text keeps its share."""
+    window = make_window(demo_copy.iii)
+    window.resize(1440, 900)
+    panel = window.memories
+    qtbot.waitUntil(lambda: panel.table.viewport().width() > 600)
+    wide = _shown_widths(panel)
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: panel.table.viewport().width() < 600)
+    qtbot.wait(50)
+    narrow, viewport = _shown_widths(panel), panel.table.viewport().width()
+    floor = FLOOR_CHARS * panel.table.fontMetrics().averageCharWidth()
+    capped = [f for f in CAPPED if f in narrow]
+    for field in capped:
+        assert floor <= narrow[field] < wide[field], (field, narrow, wide)
+    # the text has its share, or got all the capped columns could give
+    assert narrow["text"] >= TEXT_SHARE * viewport - 2 or all(narrow[f] == floor for f in capped), (narrow, viewport)
+    assert narrow["text"] >= 0.3 * viewport, (narrow, viewport)  # was 40 px of 506
+    window.resize(1440, 900)  # and back: the columns have their fitted widths again
+    qtbot.waitUntil(lambda: panel.table.viewport().width() > 600)
+    qtbot.wait(50)
+    assert {f: w for f, w in _shown_widths(panel).items() if f != "text"} == {
+        f: w for f, w in wide.items() if f != "text"
+    }
 
 
 def test_a_column_resized_by_hand_keeps_its_width_until_fitted_again(make_window, demo_copy, qtbot):
