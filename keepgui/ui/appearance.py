@@ -12,8 +12,8 @@ colour (:func:`refresh_icons`).
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtGui import QAction, QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QPainter, QPalette
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory, QStyleOption, QWidget
 
 from keepgui.ui import theme
 
@@ -68,6 +68,40 @@ LIGHT = {
 }
 """keepgui's light palette."""
 
+
+class KeepguiStyle(QProxyStyle):
+    """Qt's Fusion, whose check boxes and radio buttons keep a visible outline on a dark palette.
+
+    Fusion draws that outline in the window colour darkened, which on a dark palette is the colour
+    of the box and of the table around it: unchecked Pin boxes were invisible in dark mode.
+    """
+
+    OUTLINE_BASE = QColor("#b4b4b4")
+    """The window colour Fusion derives a dark palette's indicator outline from (a mid grey)."""
+
+    def __init__(self) -> None:
+        super().__init__(QStyleFactory.create("Fusion"))
+
+    def drawPrimitive(  # noqa: N802 - Qt override
+        self,
+        element: QStyle.PrimitiveElement,
+        option: QStyleOption,
+        painter: QPainter,
+        widget: QWidget | None = None,
+    ) -> None:
+        indicator = element in (
+            QStyle.PrimitiveElement.PE_IndicatorCheckBox,
+            QStyle.PrimitiveElement.PE_IndicatorRadioButton,
+        )
+        if indicator and option.palette.color(_Role.Base).lightness() < 128:
+            option = type(option)(option)  # a copy: every QStyleOption copies itself
+            palette = QPalette(option.palette)
+            for group in (_Group.Active, _Group.Inactive, _Group.Disabled):
+                palette.setColor(group, _Role.Window, self.OUTLINE_BASE)
+            option.palette = palette
+        super().drawPrimitive(element, option, painter, widget)
+
+
 _system: tuple[str, QPalette] | None = None  # the style name and palette the desktop gave, before any change
 _applied = "system"  # the theme in use: "system" until another is chosen (then the desktop's is kept aside)
 
@@ -105,8 +139,8 @@ def apply_theme(choice: str) -> None:
     if hasattr(hints, "setColorScheme"):  # Qt 6.8: tell the platform (native dialogs, title bars)
         hints.setColorScheme(scheme)
     if choice in ("light", "dark"):
-        if app.style().name().lower() != "fusion":
-            app.setStyle(QStyleFactory.create("Fusion"))
+        if not isinstance(app.style(), KeepguiStyle):
+            app.setStyle(KeepguiStyle())
         app.setPalette(make_palette(DARK if choice == "dark" else LIGHT))
     else:
         style, palette = _system

@@ -32,9 +32,17 @@ def test_dark_and_light_themes_apply_at_once_and_system_comes_back(make_window, 
     window = make_window(demo_copy.iii, watch=False)
     try:
         window.apply_preferences(Preferences(theme="dark"))
-        assert theme.is_dark() and app.style().name().lower() == "fusion"
+        style = app.style()
+        assert theme.is_dark() and isinstance(style, appearance.KeepguiStyle)
+        assert style.baseStyle().name().lower() == "fusion"
         assert window.settings.theme() == "dark"
         assert Settings(window.settings.path).theme() == "dark"  # remembered at once
+        # the sidebar's icons are drawn again in the dark palette's text colour (source folders stayed black)
+        QApplication.processEvents()
+        source = window.tree_model.item(0)
+        assert source.icon().cacheKey() == theme.icon("folder").cacheKey()
+        trash = next(source.child(r) for r in range(source.rowCount()) if source.child(r).text() == "Trash")
+        assert trash.icon().cacheKey() == theme.icon("trash").cacheKey()
         window.apply_preferences(Preferences(theme="light"))
         assert not theme.is_dark()
         window.apply_preferences(Preferences(theme="system"))
@@ -136,3 +144,33 @@ def test_the_dialog_round_trips_what_it_shows(qtbot, demo_copy):
     assert value.theme == "light" and value.reload_command is None
     assert value.start_sources == [("nanobot", demo_copy.nanobot), ("iii", "/x/y")]
     assert os.path.basename(demo_copy.nanobot) in dialog.sources.item(0).text()
+
+
+def test_an_unchecked_box_shows_its_outline_on_the_dark_palette(qtbot):
+    """Fusion outlines a check box in the window colour darkened: on the dark palette that was the
+    box's own colour, and unchecked Pin boxes could not be seen."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtWidgets import QApplication, QStyle, QStyleOptionButton
+
+    def outline_contrast() -> float:
+        palette = QApplication.palette()
+        base = palette.color(QPalette.ColorRole.Base)
+        image = QImage(24, 24, QImage.Format.Format_ARGB32)
+        image.fill(base)
+        option = QStyleOptionButton()
+        option.rect = QRect(4, 4, 14, 14)
+        option.state = QStyle.StateFlag.State_Enabled | QStyle.StateFlag.State_Off
+        option.palette = palette
+        painter = QPainter(image)
+        QApplication.style().drawPrimitive(QStyle.PrimitiveElement.PE_IndicatorCheckBox, option, painter)
+        painter.end()
+        return max(theme.contrast(image.pixelColor(x, y), base) for x in range(24) for y in range(24))
+
+    try:
+        appearance.apply_theme("dark")
+        assert outline_contrast() >= 3.0
+        appearance.apply_theme("light")
+        assert outline_contrast() >= 1.5  # the light palette as Fusion draws it
+    finally:
+        appearance.apply_theme("system")
