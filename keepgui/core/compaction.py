@@ -676,6 +676,14 @@ class Likeness:
             return f"it has every word of {other}"
         return f"{other} reads {self.percent:.0f}% alike"
 
+    def describe_pair(self, text: str, other: str) -> str:
+        """The relation of the two in words, both named ("every word of `a` is in `b`")."""
+        if self.relation == WITHIN:
+            return f"every word of {text} is in {other}"
+        if self.relation == AROUND:
+            return f"{text} has every word of {other}"
+        return f"{text} and {other} read {self.percent:.0f}% alike"
+
 
 def likeness(text: str, other: str) -> Likeness:
     """How ``other`` (a near-duplicate) relates to ``text``."""
