@@ -1,13 +1,18 @@
 """The Graph panel: memories and what they name, drawn with QGraphicsView.
 
-The graph is built and laid out off the GUI thread (:func:`keepgui.core.graph.build_graph`,
-networkx's force-directed layout) from the bank's rows, and handed to the
-view in one piece. One :class:`GraphCanvas` item draws it all with level of
-detail, so 100,000 rows cost what the visible part costs: zoomed out, the hubs,
-the groups' discs and one bundled edge per group and hub; zoomed in, every row
-in view as a dot with its edges (found through the graph's grid, never by
-looking at every row). Pinned rows use the accent colour; retired ones (under
-View → Show history) are faded; selected ones are ringed.
+The graph is built off the GUI thread (:func:`keepgui.core.graph.build_graph`)
+from the bank's rows; a big one (:data:`PROCESS_FROM` rows or more) is laid out
+in a child process (:class:`~keepgui.core.graph.LayoutWorker`), so neither the
+layout's work nor its garbage holds up the GUI thread; the graph is handed to the
+view in one piece, and the one it replaces is freed off the GUI thread too. One
+:class:`GraphCanvas` item draws it all with level of detail, so 100,000 rows cost
+what the visible part costs: zoomed out, the hubs, the groups' discs and one
+bundled edge per group and hub; zoomed in, every row in view as a dot with its
+edges (found group by group, never by looking at every row). Dots are copies of
+one small antialiased pixmap per style and lines come from numpy arrays, each
+kind drawn by one QPainter call (:mod:`keepgui.ui.arrays`): no Python call per
+row. Pinned rows use the accent colour; retired ones (under View → Show history)
+are faded; selected ones are ringed.
 
 A click on a row selects it in the memory table and shows it in this panel's
 detail pane; a click on a hub selects every row that names it; rows selected
@@ -27,8 +32,9 @@ import concurrent.futures
 import math
 from typing import Any
 
-from PySide6.QtCore import QLineF, QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPalette, QPen
+import numpy as np
+from PySide6.QtCore import QObject, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsItem,
@@ -46,9 +52,19 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import KeepguiError
-from keepgui.core.graph import NO_ENTITIES, OTHER_ENTITIES, GraphOptions, MemoryGraph, build_graph
+from keepgui.core.graph import (
+    NO_ENTITIES,
+    OTHER_ENTITIES,
+    PAUSE,
+    GraphOptions,
+    MemoryGraph,
+    accepts,
+    build_graph,
+    layout_worker,
+)
 from keepgui.core.source import BankKey
 from keepgui.ui import theme
+from keepgui.ui.arrays import dot_pixmap, draw_lines, draw_sprites
 from keepgui.ui.detail import DetailPanel
 
 _POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-graph")
@@ -56,12 +72,19 @@ DOT = 3.5
 """A row's radius in scene units."""
 ROW_LOD = 0.25
 """Below this zoom rows are not drawn one by one (their groups' discs are)."""
-ROW_BUDGET = 3_000
+ROW_BUDGET = 12_000
 """More rows than this in view are drawn as their groups' discs (a frame's worth of drawing)."""
 EDGE_BUDGET = 800
 """More rows than this in view have their edges drawn as one bundle per group and hub."""
+SELECTION_EDGE_BUDGET = 3_000
+"""More rows selected than this have no edges of their own drawn (their rings are)."""
 LIVE_UPDATE_LIMIT = 500
 """More changed rows than this at once are laid out again instead of placed one by one."""
+PROCESS_FROM = 5_000
+"""Graphs of this many rows or more are laid out in the layout process (smaller ones take less
+than the process's start, and hold the interpreter lock for little)."""
+SEAT_MARGIN = 4.0
+STYLES = ("retired", "normal", "pinned")
 
 
 class _Delivery(QObject):
@@ -74,20 +97,32 @@ class GraphCanvas(QGraphicsItem):
     def __init__(self) -> None:
         super().__init__()
         self.graph: MemoryGraph | None = None
-        self.selected: set[int] = set()
+        self._selected: set[int] = set()
+        self._selected_rows = np.zeros(0, np.int64)
         self.hover_hub: str | None = None
         self._rect = QRectF(-100, -100, 200, 200)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.last_paint_rows = 0
-        self._cache: dict[int, tuple[dict[str, list[QPointF]], list[QLineF]]] = {}
-        self._exposed = (0.0, 0.0, 0.0, 0.0)
+        self.last_paint_lines = 0
+        self._sprites: dict[tuple, QPixmap] = {}
+        self._bundles: list[tuple[float, np.ndarray]] | None = None
+
+    @property
+    def selected(self) -> set[int]:
+        """The rows ringed (indexes in the graph)."""
+        return self._selected
+
+    @selected.setter
+    def selected(self, rows: set[int]) -> None:
+        self._selected = set(rows)
+        self._selected_rows = np.fromiter(sorted(self._selected), np.int64, len(self._selected))
 
     def set_graph(self, graph: MemoryGraph | None) -> None:
         """Show another graph."""
         self.prepareGeometryChange()
         self.graph = graph
         self.selected = set()
-        self._cache.clear()
+        self._bundles = None
         self.refresh_bounds()
 
     def refresh_bounds(self) -> None:
@@ -101,6 +136,13 @@ class GraphCanvas(QGraphicsItem):
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
         return self._rect
 
+    def invalidate(self, parts: Any = None) -> None:
+        """Rows of some groups (all with None) changed: what is drawn of them is made again."""
+        self._bundles = None
+        self.update()
+
+    # ------------------------------------------------------------------ painting
+
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: Any = None) -> None:
         graph = self.graph
         if graph is None:
@@ -113,62 +155,127 @@ class GraphCanvas(QGraphicsItem):
         accent = theme.accent()
         edge = theme.mix(text, base, 0.78)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod > 0.15)
-        self.last_paint_rows = 0
+        self.last_paint_rows = self.last_paint_lines = 0
         hubs = graph.hubs
-        parts = self._parts_in(rect) if lod >= ROW_LOD or graph.mode == "full" else []
-        in_view = len(graph) if graph.mode == "full" else sum(graph.groups[g].size for g in parts)
+        hub_x = np.fromiter((h.x for h in hubs), np.float64, len(hubs))
+        hub_y = np.fromiter((h.y for h in hubs), np.float64, len(hubs))
         # Level of detail by what is in view, not only by zoom: rows one by one while there are few
         # enough to draw within a frame, their edges while there are fewer still.
-        rows_drawn = graph.mode == "full" or (lod >= ROW_LOD and in_view <= ROW_BUDGET)
-        edges_drawn = graph.mode == "full" or (rows_drawn and in_view <= EDGE_BUDGET)
-        if graph.mode == "grouped" and rows_drawn:
-            self._exposed = (rect.left(), rect.top(), rect.right(), rect.bottom())
-            parts = [-2]  # only the rows in view, not their whole groups
-        # Edges first, under everything.
-        if not edges_drawn:
-            for group in graph.groups:
-                for h in group.hubs:
-                    hub = hubs[h]
-                    width = max(0.5, math.log2(1 + group.size) * 0.6)
-                    painter.setPen(QPen(edge, width / max(lod, 0.05) * 0.3))
-                    painter.drawLine(QPointF(group.x, group.y), QPointF(hub.x, hub.y))
-        else:
-            painter.setRenderHint(
-                QPainter.RenderHint.Antialiasing, False
-            )  # thin lines: aliasing is invisible, and it is cheap
+        in_view = np.zeros(0, np.int64)
+        if graph.mode == "full" or lod >= ROW_LOD:
+            reach = DOT * 2 + (6 / lod if graph.mode == "full" else 0)
+            in_view = graph.rows_in(
+                rect.left() - reach, rect.top() - reach, rect.right() + reach, rect.bottom() + reach
+            )
+        rows_drawn = graph.mode == "full" or (lod >= ROW_LOD and len(in_view) <= ROW_BUDGET)
+        edges_drawn = graph.mode == "full" or (rows_drawn and len(in_view) <= EDGE_BUDGET)
+        # Edges first, under everything: a row's as thin lines without antialiasing (invisible there,
+        # and costly), a group's bundles antialiased (a few hundred lines of many widths).
+        if edges_drawn:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(QPen(edge, 0))
-            for part in parts:
-                lines = self._cached(part)[1]
-                if lines:
-                    painter.drawLines(lines)
+            self.last_paint_lines += draw_lines(painter, self._edge_lines(in_view, hub_x, hub_y))
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod > 0.15)
-        if self.selected:
+        else:
+            for width, lines in self._bundled_edges():
+                pen = QPen(edge, width)
+                pen.setCosmetic(True)
+                painter.setPen(pen)
+                self.last_paint_lines += draw_lines(painter, lines)
+        if len(self._selected_rows) and len(self._selected_rows) <= SELECTION_EDGE_BUDGET:
             painter.setPen(QPen(accent, 1.5 / max(lod, 0.05)))
-            sel_lines = []
-            for i in self.selected:
-                if i < len(graph.keys) and i not in graph._gone:
-                    x, y = graph.xs[i], graph.ys[i]
-                    sel_lines.extend(QLineF(x, y, hubs[h].x, hubs[h].y) for h in graph.links[i])
-            if sel_lines:
-                painter.drawLines(sel_lines)
+            shown = self._selected_rows[self._selected_rows < len(graph.keys)]
+            shown = shown[graph.arrays()[2][shown] == 0]
+            self.last_paint_lines += draw_lines(painter, self._edge_lines(shown, hub_x, hub_y))
         # Groups' discs when rows are too small to tell apart.
         if not rows_drawn:
-            fill = theme.mix(base, accent, 0.35)
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(fill)
+            painter.setBrush(theme.mix(base, accent, 0.35))
             for group in graph.groups:
                 r = group.radius - SEAT_MARGIN
-                painter.drawEllipse(QPointF(group.x, group.y), r, r)
-        # Rows.
-        if rows_drawn:
-            self._paint_rows(painter, parts, lod)
-        # Hubs on top, with their labels.
+                if group.size and rect.intersects(QRectF(group.x - r, group.y - r, 2 * r, 2 * r)):
+                    painter.drawEllipse(QPointF(group.x, group.y), r, r)
+        else:
+            self._paint_rows(painter, in_view, lod, text, base, accent)
+        self._paint_hubs(painter, rect, lod, text, base, accent)
+
+    def _edge_lines(self, rows: np.ndarray, hub_x: np.ndarray, hub_y: np.ndarray) -> np.ndarray:
+        """The edges of these rows, as rows of x1, y1, x2, y2."""
+        graph = self.graph
+        row_of_edge, hub_of_edge = graph.edges_of(rows)
+        xs, ys, _gone = graph.arrays()
+        lines = np.empty((len(row_of_edge), 4), np.float64)
+        lines[:, 0] = xs[row_of_edge]
+        lines[:, 1] = ys[row_of_edge]
+        lines[:, 2] = hub_x[hub_of_edge]
+        lines[:, 3] = hub_y[hub_of_edge]
+        return lines
+
+    def _bundled_edges(self) -> list[tuple[float, np.ndarray]]:
+        """One line per group and hub it links to, as wide as the group is big (in pixels, a few
+        widths: one QPainter call each); made again after a live update."""
+        if self._bundles is None:
+            graph = self.graph
+            by_width: dict[float, list[tuple[float, float, float, float]]] = {}
+            for group in graph.groups:
+                if not group.size:
+                    continue
+                width = round(max(0.15, math.log2(1 + group.size) * 0.18) * 4) / 4 or 0.15
+                for h in group.hubs:
+                    hub = graph.hubs[h]
+                    by_width.setdefault(width, []).append((group.x, group.y, hub.x, hub.y))
+            self._bundles = [(w, np.array(lines, np.float64)) for w, lines in sorted(by_width.items())]
+        return self._bundles
+
+    def _sprite(self, colour: QColor, diameter: float, ratio: float, ring: float = 0.0) -> QPixmap:
+        key = (colour.rgba(), round(diameter * 8), ratio, ring)
+        found = self._sprites.get(key)
+        if found is None:
+            if len(self._sprites) > 64:  # the zoom went through many sizes: keep only the current ones
+                self._sprites.clear()
+            found = self._sprites[key] = dot_pixmap(colour, round(diameter * 8) / 8, ratio, ring)
+        return found
+
+    def _paint_rows(
+        self, painter: QPainter, rows: np.ndarray, lod: float, text: QColor, base: QColor, accent: QColor
+    ) -> None:
+        graph = self.graph
+        colours = {"retired": theme.mix(text, base, 0.75), "normal": theme.mix(text, base, 0.35), "pinned": accent}
+        # A small graph's rows stay at least 6 pixels wide; a grouped one's keep their seats.
+        diameter = max(2 * DOT * lod, 6) if graph.mode == "full" else 2 * DOT * lod
+        ratio = painter.device().devicePixelRatioF() if painter.device() is not None else 1.0
+        transform = painter.worldTransform()
+        xs, ys, _gone = graph.arrays()
+        x, y = xs[rows], ys[rows]
+        # In device pixels: with no scaling left, each dot is a plain copy of its pixmap.
+        dx = transform.m11() * x + transform.m21() * y + transform.dx()
+        dy = transform.m12() * x + transform.m22() * y + transform.dy()
+        pinned = np.frombuffer(graph.pinned, np.uint8)[rows].astype(bool)
+        retired = np.frombuffer(graph.retired, np.uint8)[rows].astype(bool)
+        masks = {"retired": retired, "pinned": pinned & ~retired, "normal": ~pinned & ~retired}
+        drawn = 0
+        painter.save()
+        painter.resetTransform()
+        for style in STYLES:
+            mask = masks[style]
+            drawn += draw_sprites(painter, self._sprite(colours[style], diameter, ratio), dx[mask], dy[mask])
+        if len(self._selected_rows):
+            ring = self._sprite(accent, 2 * (DOT + 2.5) * lod, ratio, ring=1.6)
+            chosen = np.isin(rows, self._selected_rows)
+            draw_sprites(painter, ring, dx[chosen], dy[chosen])
+        painter.restore()
+        self.last_paint_rows = drawn
+
+    def _paint_hubs(
+        self, painter: QPainter, rect: QRectF, lod: float, text: QColor, base: QColor, accent: QColor
+    ) -> None:
+        """Hubs on top, with their labels."""
         hub_fill = theme.mix(base, text, 0.12)
         font = QFont(painter.font())
         font.setPointSizeF(max(1.0, 9.0 / max(lod, 0.35)))
         painter.setFont(font)
         metrics = QFontMetricsF(font)
-        for hub in hubs:
+        for hub in self.graph.hubs:
             r = hub.radius
             if not rect.adjusted(-r - 200, -r - 40, r + 200, r + 40).contains(QPointF(hub.x, hub.y)):
                 continue
@@ -186,95 +293,6 @@ class GraphCanvas(QGraphicsItem):
                 label = hub.name if special else hub.name.lower()
                 width = metrics.horizontalAdvance(label)
                 painter.drawText(QPointF(hub.x - width / 2, hub.y - r - metrics.descent() - 2 / lod), label)
-
-    def _parts_in(self, rect: QRectF) -> list[int]:
-        """The parts (groups; the one part of a small graph, -1) with rows inside ``rect``."""
-        graph = self.graph
-        if graph.mode != "grouped":
-            return [-1]
-        out = []
-        for g, group in enumerate(graph.groups):
-            r = group.radius
-            if group.size and rect.intersects(QRectF(group.x - r, group.y - r, 2 * r, 2 * r)):
-                out.append(g)
-        return out
-
-    def _cached(self, part: int) -> tuple[dict[str, list[QPointF]], list[QLineF]]:
-        """A part's rows as points by style and its edges as lines, made once (a live update drops
-        the parts it touched); part -2 is the rows inside the rectangle being painted (a zoomed-in
-        view of big groups draws only what is in view, found through the grid)."""
-        if part == -2:
-            return self._drawing(self.graph.rows_in(*self._exposed))
-        found = self._cache.get(part)
-        if found is not None:
-            return found
-        found = self._drawing(range(len(self.graph.keys)) if part < 0 else self.graph.rows_of_group(part))
-        self._cache[part] = found
-        return found
-
-    def _drawing(self, rows: Any) -> tuple[dict[str, list[QPointF]], list[QLineF]]:
-        graph = self.graph
-        xs, ys, pinned, retired, gone, links, hubs = (
-            graph.xs,
-            graph.ys,
-            graph.pinned,
-            graph.retired,
-            graph._gone,
-            graph.links,
-            graph.hubs,
-        )
-        points: dict[str, list[QPointF]] = {"normal": [], "pinned": [], "retired": []}
-        lines: list[QLineF] = []
-        for i in rows:
-            if i in gone:
-                continue
-            x, y = xs[i], ys[i]
-            points["retired" if retired[i] else ("pinned" if pinned[i] else "normal")].append(QPointF(x, y))
-            lines.extend(QLineF(x, y, hubs[h].x, hubs[h].y) for h in links[i])
-        return ({kind: p for kind, p in points.items() if p}, lines)
-
-    def invalidate(self, parts: Any = None) -> None:
-        """Drop the cached drawing of some parts (all of them with None) and repaint."""
-        if parts is None:
-            self._cache.clear()
-        else:
-            for part in parts:
-                self._cache.pop(part, None)
-            self._cache.pop(-1, None)
-        self.update()
-
-    def _paint_rows(self, painter: QPainter, parts: list[int], lod: float) -> None:
-        graph = self.graph
-        accent = theme.accent()
-        text = theme.palette().color(QPalette.ColorRole.Text)
-        base = theme.palette().color(QPalette.ColorRole.Base)
-        colours = {"retired": theme.mix(text, base, 0.75), "normal": theme.mix(text, base, 0.35), "pinned": accent}
-        # A small graph's rows stay at least 6 pixels wide; a grouped one's keep their seats.
-        width = max(2 * DOT, 6 / lod) if graph.mode == "full" else 2 * DOT
-        drawn = 0
-        radius = width / 2
-        painter.setPen(Qt.PenStyle.NoPen)
-        for kind in ("retired", "normal", "pinned"):
-            # Filled circles: the raster engine's fast path (wide round-capped points are stroked
-            # as paths, several times slower when zoomed in).
-            painter.setBrush(colours[kind])
-            for part in parts:
-                points = self._cached(part)[0].get(kind)
-                if points:
-                    for point in points:
-                        painter.drawEllipse(point, radius, radius)
-                    drawn += len(points)
-        self.last_paint_rows = drawn
-        if self.selected:
-            painter.setPen(QPen(accent, 1.6 / max(lod, 0.05)))
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            xs, ys, gone = graph.xs, graph.ys, graph._gone
-            for i in self.selected:
-                if i < len(graph.keys) and i not in gone:
-                    painter.drawEllipse(QPointF(xs[i], ys[i]), DOT + 2.5, DOT + 2.5)
-
-
-SEAT_MARGIN = 4.0
 
 
 class GraphView(QGraphicsView):
@@ -429,7 +447,6 @@ class GraphPanel(QWidget):
         super().__init__(parent)
         self.hub = hub
         self.key: BankKey | None = None
-        self.rows: dict[str, Any] = {}  # the rows the graph was built from, by key (for the detail pane)
         self.show_history = False
         self.selected_keys: set[str] = set()
         self._token = 0
@@ -501,7 +518,6 @@ class GraphPanel(QWidget):
     def set_bank(self, key: BankKey | None) -> None:
         """Follow a bank (built when the panel is shown and the bank has loaded)."""
         self.key = key
-        self.rows = {}
         self.selected_keys = set()
         self._token += 1
         self._building = False
@@ -546,9 +562,13 @@ class GraphPanel(QWidget):
         self._building = True
         self._update_status()
 
-        def build() -> tuple[MemoryGraph, dict[str, Any]]:
-            rows = list(bank.rows())
-            return build_graph(rows, bank.row_names(), options), {r.id: r for r in rows}
+        def build() -> MemoryGraph | None:
+            if token != self._token:
+                return None  # a newer build was asked for while this one waited: skip it
+            rows = bank.rows()
+            if len(rows) < PROCESS_FROM:
+                return build_graph(rows, bank.row_names(), options)
+            return build_graph(rows, bank.row_names(), options, layout_worker(), PAUSE)
 
         future = _POOL.submit(build)
         future.add_done_callback(lambda f: self._delivery.done.emit(token, f))
@@ -563,13 +583,42 @@ class GraphPanel(QWidget):
             if not isinstance(error, (KeepguiError, OSError)):
                 raise error
             return
-        graph, rows = future.result()
+        graph = future.result()
+        if graph is None:
+            return
         old = self.view.graph
-        self.rows = rows
-        self.view.set_graph(graph, fit=old is None or old.options != graph.options)
+        fit = old is None or old.options != graph.options
+        self.view.set_graph(graph, fit=fit)
+        # The graph replaced is freed on the build thread: at a million rows its key index alone
+        # takes tens of milliseconds to take apart.
+        replaced = [old]
+        del old
+        _POOL.submit(replaced.clear)
         self._set_tags(graph.tags)
         self._highlight_keys()
         self._update_status()
+
+    def row(self, key: str) -> Any:
+        """The row the graph draws for a key (None when it draws none)."""
+        graph = self.view.graph
+        return None if graph is None else graph.row(key)
+
+    def _unchanged(self, delta: Any) -> bool:
+        """Whether a delta of the whole bank (or a big one) changes nothing the graph draws (a bank
+        shown again); big deltas are not compared here, on the GUI thread, but built again."""
+        graph = self.view.graph
+        options = graph.options
+        if delta.removed or len(delta.rows) > LIVE_UPDATE_LIMIT or options.focus or options.around is not None:
+            return False
+        drawn = 0
+        for row in delta.rows:
+            if accepts(row, options):
+                if graph.row(row.id) != row:
+                    return False
+                drawn += 1
+            elif graph.index_of(row.id) is not None:
+                return False
+        return not delta.complete or drawn == len(graph)
 
     def _on_change(self, change: Any) -> None:
         if self.key is None or change.key != self.key or not change.rows or change.partial:
@@ -583,12 +632,9 @@ class GraphPanel(QWidget):
                 self._dirty = True
             return
         if delta.complete or delta.removed or len(delta.rows) > LIVE_UPDATE_LIMIT:
-            if all(self.rows.get(r.id) == r for r in delta.rows) and not delta.removed:
-                return  # a bank shown again, its rows unchanged
-            self.rebuild()
+            if not self._unchanged(delta):
+                self.rebuild()
             return
-        for row in delta.rows:
-            self.rows[row.id] = row
         if self.options().focus or self.options().around is not None:
             self.rebuild()  # which rows a focus or a neighbourhood holds can change: build it again
             return
@@ -599,8 +645,9 @@ class GraphPanel(QWidget):
         self._highlight_keys()
         self._update_status()
         current = self.detail.record
-        if current is not None and current.id in self.rows and self.rows[current.id] is not current:
-            self.detail.show_record(self.rows[current.id])
+        now = None if current is None else graph.row(current.id)
+        if now is not None and now is not current:
+            self.detail.show_record(now)
 
     # ------------------------------------------------------------------ selection
 
@@ -613,8 +660,9 @@ class GraphPanel(QWidget):
         self._highlight_keys()
         if len(self.selected_keys) == 1:
             key = next(iter(self.selected_keys))
-            if key in self.rows:
-                self.detail.show_record(self.rows[key])
+            row = self.row(key)
+            if row is not None:
+                self.detail.show_record(row)
 
     def _highlight_keys(self) -> None:
         graph = self.view.graph
@@ -629,7 +677,7 @@ class GraphPanel(QWidget):
         keys = (self.selected_keys | {key}) if add else {key}
         self.selected_keys = keys
         self._highlight_keys()
-        row = self.rows.get(key)
+        row = self.row(key)
         if row is not None:
             self.detail.show_record(row)
             if self.key is not None and self.hub is not None and len(keys) == 1:
@@ -639,7 +687,7 @@ class GraphPanel(QWidget):
     def _on_hub_clicked(self, name: str, add: bool) -> None:
         graph = self.view.graph
         hub = graph.hub_of(name)
-        if hub is not None and hub.row is not None and hub.row in self.rows:
+        if hub is not None and hub.row is not None and self.row(hub.row) is not None:
             keys = {hub.row}  # the hub is a row (others link to it): select that row
         else:
             keys = set(graph.rows_of_hub(name))
@@ -650,7 +698,7 @@ class GraphPanel(QWidget):
         self.rowsChosen.emit(sorted(keys))
 
     def _row_text(self, key: str) -> str:
-        row = self.rows.get(key)
+        row = self.row(key)
         if row is None:
             return key
         text = row.text if len(row.text) <= 160 else row.text[:159] + "…"
