@@ -458,6 +458,11 @@ class Plan(ABC):
 
     # ---------------------------------------------------------------- output
 
+    def describe(self) -> str:
+        """What the plan found, in the backend's own words ("3 memories deleted, index shortened"),
+        or "" to let the window count its operations by kind."""
+        return ""
+
     def summary(self, selection: Iterable[str | int] | None = None) -> str:
         """One line: how many operations are selected and the counts."""
         ids = self.normalise_selection(selection)

@@ -32,6 +32,7 @@ from keepgui.core.source import Source
 BUILTIN: tuple[str, ...] = (
     "keepgui.core.iii.backend",
     "keepgui.core.nanobot.backend",
+    "keepgui.core.claude.backend",
 )
 """The modules of the built-in backends, in the order the window lists them."""
 

@@ -292,7 +292,10 @@ class Document:
     list shows; ``text`` and ``stamp`` are what was read (the stamp is presented
     on save). ``managed_by`` names the program that rewrites the file on its own
     ("Dream"), or is "". ``status`` and ``notices`` are shown above the editor;
-    ``raw`` is the backend's own object.
+    ``raw`` is the backend's own object. ``read_only`` says why the document
+    cannot be saved (a file an organisation's policy manages, a file locked
+    while the agent consolidates it), or is "": the editor then shows it
+    read-only with that reason.
     """
 
     name: str
@@ -304,6 +307,7 @@ class Document:
     status: str = ""
     notices: tuple[str, ...] = ()
     raw: object = None
+    read_only: str = ""
 
     @property
     def size(self) -> int:
@@ -502,6 +506,9 @@ class BankSummary:
     cannot be read (it is then shown, never written); ``description`` a longer
     text for the tooltip; ``compaction_due`` the sentence offering a compaction
     ("" when none is due) and ``size`` the figure the tray names ("172 lines").
+    ``title`` is how the sidebar names the bank when its name is a folder name
+    not meant for people (a Claude Code project's ``-home-ann-work-app`` is shown
+    as ``~/work/app``); "" shows the name.
     """
 
     detail: str
@@ -509,6 +516,7 @@ class BankSummary:
     description: str = ""
     compaction_due: str = ""
     size: str = ""
+    title: str = ""
 
 
 @dataclass(frozen=True)
@@ -747,7 +755,11 @@ class Source(Protocol):
 
     ``kind`` is the registry's name of the backend; ``label`` how the sidebar
     names the source; ``capabilities`` what can be done to its banks
-    (:data:`CREATE_BANK`, :data:`TRASH_BANK`).
+    (:data:`CREATE_BANK`, :data:`TRASH_BANK`). ``also_watched`` names folders
+    outside ``path`` whose changes matter to the source too (a Claude Code
+    project's memory folder lives under ``~/.claude``): the window watches them
+    as well, and :meth:`classify` gets their files' parts relative to ``path``
+    (so they begin with ``..``). A source without the attribute watches only ``path``.
     """
 
     kind: str
@@ -755,6 +767,7 @@ class Source(Protocol):
     label: str
     capabilities: Capabilities
     bank_names: NameRule | None
+    also_watched: tuple[str, ...]
 
     def scan(self) -> Listing:
         """List the banks (and the trash) as they are on disk now."""
@@ -869,6 +882,8 @@ class SourceDefaults:
     """What a Source that has no bank operations or settings answers (see :class:`BankDefaults`)."""
 
     capabilities: Capabilities
+    also_watched: tuple[str, ...] = ()
+    """No folders outside the source's own to watch."""
 
     def configure(self, values: Mapping[str, Any]) -> None:
         """No settings of its own: nothing to keep."""

@@ -40,7 +40,11 @@ OpRole = Qt.ItemDataRole.UserRole + 80
 
 
 def rewrite_summary(plan) -> str:
-    """ "31 entries removed, 4 merged" for a review plan (what an outside rewrite did)."""
+    """ "31 entries removed, 4 merged" for a review plan (what an outside rewrite did), or the
+    plan's own words for it (its :meth:`~keepgui.core.compaction.Plan.describe`)."""
+    own = plan.describe()
+    if own:
+        return own
     counts: dict[str, int] = {}
     for op in plan.operations:
         counts[op.kind] = counts.get(op.kind, 0) + max(1, len(op.before))

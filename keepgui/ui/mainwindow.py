@@ -657,6 +657,9 @@ class MainWindow(QMainWindow):
             self.counts_label.setText("")
             return
         selected = len(self.memories.selected_records())
+        summary = self.hub.summary(self.current)
+        if summary is not None and summary.title:
+            self.setWindowTitle(f"{summary.title} — keepgui")  # a bank named by a folder name not for people
         text = self.hub.detail(self.current)
         if selected:
             text += f" · {selected} selected"

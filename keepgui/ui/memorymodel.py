@@ -149,6 +149,7 @@ class MemoryTableModel(QAbstractTableModel):
         """
         changed: list[int] = []
         new: list[Any] = []
+        self.now = max(self.now, now_ms())  # a row just written is "just now", never "in the future"
         for row in rows:
             i = self._row_of.get(_key(row))
             if i is None:

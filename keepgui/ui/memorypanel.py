@@ -196,6 +196,7 @@ class TagChips(QScrollArea):
         while self._layout.count():
             item = self._layout.takeAt(0)
             if item.widget():
+                item.widget().hide()  # gone at once, not when the event loop gets to the deletion
                 item.widget().deleteLater()
         self._buttons = {}
         for tag, count in counts:

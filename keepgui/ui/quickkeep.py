@@ -79,7 +79,9 @@ def targets(hub: Hub) -> list[tuple[BankKey, str, str]]:
         for name in hub.banks(path):
             key = BankKey(path, name)
             if hub.capabilities(key).can(KEEP):
-                out.append(((backend.keep_rank, path), key, f"{name} — {short_path(path, 34)}", backend.icon))
+                summary = hub.summary(key)
+                shown = summary.title if summary is not None and summary.title else name
+                out.append(((backend.keep_rank, path), key, f"{shown} — {short_path(path, 34)}", backend.icon))
     out.sort(key=lambda item: item[0])
     return [(key, label, icon) for _rank, key, label, icon in out]
 

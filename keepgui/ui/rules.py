@@ -251,7 +251,11 @@ class RulesPanel(QWidget):
         self.editor.setPlainText(text)
         self._loading_text = False
         self.editor.setEnabled(True)
-        self.act_save.setEnabled(True)
+        # a document the backend will not save (a policy-managed file...) is shown, never edited
+        read_only = self.doc.read_only if self.doc is not None else ""
+        self.editor.setReadOnly(bool(read_only))
+        self.act_save.setEnabled(not read_only)
+        self.act_save.setToolTip(read_only or "Save this document (Ctrl+S)")
         self._refresh_labels()
         self._refresh_derived()
         self._emit_drafts()
@@ -292,6 +296,8 @@ class RulesPanel(QWidget):
         status = self.doc.status
         if self.doc.managed_by:
             status = f"⚠ {status}"
+        if self.doc.read_only:
+            status = f"🔒 Read-only: {self.doc.read_only}" + (f"\n{status}" if status else "")
         self.status.setText(status)
         self.status.setStyleSheet(f"color: {theme.strong('warning').name()}" if self.doc.managed_by else "")
         self.notices.setText("\n".join(self.doc.notices))
@@ -344,6 +350,9 @@ class RulesPanel(QWidget):
         """Ctrl+S: write the document, refusing (three-way view) when it changed on disk."""
         if self.doc is None:
             return True
+        if self.doc.read_only:
+            self.banner.show_message(f"{self.doc.title} is read-only: {self.doc.read_only}", "warning")
+            return False
         text = self.editor.toPlainText()
         if not text.strip() and self.docs.empty_deletes:
             answer = QMessageBox.question(

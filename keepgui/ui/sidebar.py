@@ -110,9 +110,15 @@ class SourceTreeModel(QStandardItemModel):
             detail = known.detail if known is not None else "loading…"
             problem = bool(known is not None and known.problem)
             description = known.description if known is not None else ""
+            title = known.title if known is not None and known.title else name
+            _set(item, title, Qt.ItemDataRole.DisplayRole)
             _set(item, detail, DetailRole)
             _set(item, problem, ProblemRole)
-            tip = f"{name}\n{detail}" + (f"\n{description}" if description else "")
+            tip = (
+                (title if title == name else f"{title}  ({name})")
+                + f"\n{detail}"
+                + (f"\n{description}" if description else "")
+            )
             _set(item, tip, Qt.ItemDataRole.ToolTipRole)
             shown = theme.icon("warning", theme.strong("warning")) if problem else theme.icon(icon)
             if item.icon().cacheKey() != shown.cacheKey():  # icons are cached: same key, same picture

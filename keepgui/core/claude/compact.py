@@ -22,6 +22,7 @@ if anything changed since). No topic file is ever deleted.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Iterable
 
@@ -38,7 +39,17 @@ from keepgui.core.claude.memory import (
     read_folder,
 )
 from keepgui.core.claude.writes import FileSwap, MemoryChange, newline_of, split_lines, writable_path
-from keepgui.core.compaction import REVIEW_KINDS, Applied, Counts, Plan, make_operation, register_kinds, words_only_in
+from keepgui.core.compaction import (
+    REVIEW_KINDS,
+    Applied,
+    Counts,
+    Plan,
+    make_operation,
+    register_applied_kind,
+    register_kinds,
+    words_only_in,
+)
+from keepgui.core.errors import InvalidInput
 from keepgui.core.history import History
 from keepgui.core.textdiff import unified
 
@@ -63,7 +74,8 @@ NOTES_FILE = "index-notes.md"
 """The topic file prose moved out of the index goes to."""
 
 
-def _short_hook(hook: str, budget: int) -> str:
+def short_hook(hook: str, budget: int) -> str:
+    """``hook`` cut at a word near ``budget`` UTF-16 units, with ``…`` (as it is when it fits)."""
     if utf16_len(hook) <= budget:
         return hook
     cut = utf16_slice(hook, budget)
@@ -88,6 +100,39 @@ class FolderApplied(Applied):
 
     def _redo(self) -> None:
         self.change = self.swap.redo()
+
+    def to_obj(self) -> dict:
+        """For the command line's ``--undo`` in a later process: each file's bytes before and after by
+        their SHA-256 (keepgui's history holds both: every write records what it replaced and wrote)."""
+
+        def sha(data: bytes | None) -> str | None:
+            return None if data is None else hashlib.sha256(data).hexdigest()
+
+        return {
+            **super().to_obj(),
+            "memory_dir": self.swap.memory_dir,
+            "files": [[path, sha(before), sha(after)] for path, before, after in self.swap.files],
+        }
+
+    @classmethod
+    def from_obj(cls, obj: dict, history: History) -> "FolderApplied":
+        """An applied plan of a folder back from :meth:`to_obj`."""
+
+        def data(path: str, sha: str | None) -> bytes | None:
+            return None if sha is None else history.read(history.find(path, sha))
+
+        try:
+            files = [(path, data(path, before), data(path, after)) for path, before, after in obj["files"]]
+            swap = FileSwap(obj["memory_dir"], history, files, obj["description"])
+            applied = cls(swap, obj.get("lines", ()), bool(obj.get("changed", True)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"keepgui's compaction journal has an unusable entry ({exc})") from None
+        applied.state = obj.get("state", "applied")
+        applied.at = obj.get("at", applied.at)
+        return applied
+
+
+register_applied_kind(FolderApplied.kind, FolderApplied.from_obj)
 
 
 DROP = "\x00keepgui-drop\x00"
@@ -305,7 +350,7 @@ def _plan(folder: MemoryFolder):
         if number in dropped or utf16_len(bare) <= LONG_LINE or not hook:
             continue
         head = bare[: bare.find(hook)] if hook in bare else f"- [{title}]({target}) — "
-        short = head + _short_hook(hook, max(20, SHORT_HOOK - utf16_len(head)))
+        short = head + short_hook(hook, max(20, SHORT_HOOK - utf16_len(head)))
 
         def edit(texts, number=number, short=short, target=target, hook=hook):
             texts[INDEX_NAME] = _replace_line(texts[INDEX_NAME], number, short)

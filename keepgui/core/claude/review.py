@@ -55,13 +55,21 @@ def manifest_path(memory_dir: str) -> str:
     return os.path.join(memory_dir, MANIFEST_NAME)
 
 
-def _manifest_of(folder: MemoryFolder) -> tuple[dict[str, str], dict[str, bytes]]:
+def _manifest_of(
+    folder: MemoryFolder, compare: dict[str, str] | None = None
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """``(rel -> sha256, rel -> bytes)`` of the folder's files. A file whose stamp (as the folder was
+    read) matches ``compare`` is taken from the stamp and not read again; the others are read, and
+    their bytes returned (every file's when ``compare`` is None)."""
     files: dict[str, str] = {}
     data: dict[str, bytes] = {}
-    paths = [(t.rel, t.path) for t in folder.topics]
+    paths = [(t.rel, t.path, t.stamp) for t in folder.topics]
     if folder.index.exists:
-        paths.append((INDEX_NAME, folder.index.path))
-    for rel, path in paths:
+        paths.append((INDEX_NAME, folder.index.path, folder.index.stamp))
+    for rel, path, stamp in paths:
+        if compare is not None and stamp.sha256 and compare.get(rel) == stamp.sha256:
+            files[rel] = stamp.sha256
+            continue
         try:
             content, _stamp = fsio.read_stamped(path)
         except (OSError, KeepguiError):
@@ -79,8 +87,8 @@ def _encode(files: dict[str, str]) -> bytes:
 def remember(folder: MemoryFolder, history: History | None = None, *, source: str = "seen") -> str:
     """Store the folder's files and its manifest in keepgui's history; returns the manifest's sha256."""
     history = history or History()
-    files, data = _manifest_of(folder)
     previous = load_manifest(history, folder.path)
+    files, data = _manifest_of(folder, previous)
     for rel, sha in files.items():
         if previous.get(rel) != sha:
             history.record(os.path.join(folder.path, rel), data[rel], source=source)
@@ -137,6 +145,13 @@ def accept_current(folder: MemoryFolder, history: History | None = None, source:
     return sha
 
 
+def _label(rel: str, data: bytes) -> str:
+    """How a review lists a memory: its file and the first line of its text (the diff shows it whole)."""
+    body = split_front_matter(decode(data)).body
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    return f"{rel}: {first}" if first else rel
+
+
 def _body_words(data: bytes) -> str:
     """A topic file's body (front matter left out) as rapidfuzz compares it."""
     return default_process(split_front_matter(decode(data)).body)
@@ -150,7 +165,7 @@ class FolderReview(FolderPlan):
     def __init__(self, folder: MemoryFolder, history: History, baseline: dict[str, str], baseline_sha: str | None):
         self.baseline = baseline
         self.baseline_sha = baseline_sha
-        self.current, self._data = _manifest_of(folder)
+        self.current, self._data = _manifest_of(folder, baseline)
         operations, edits, self.summary_parts = _review(folder, history, baseline, self.current, self._data)
         super().__init__(folder, history, operations, edits, folder.path)
 
@@ -252,7 +267,7 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
             make_operation(
                 "merged" if into else "removed",
                 [rel],
-                [before.decode("utf-8", errors="replace")],
+                [_label(rel, before)],
                 [],
                 reason,
                 evidence=[into] if into else [],
@@ -272,8 +287,8 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
             make_operation(
                 "reworded",
                 [rel],
-                [before.decode("utf-8", errors="replace")],
-                [data[rel].decode("utf-8", errors="replace")],
+                [_label(rel, before)],
+                [_label(rel, data[rel])],
                 f"{rel} was rewritten. Restore puts the earlier version back",
             )
         )
@@ -285,7 +300,7 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
                 "new",
                 [rel],
                 [],
-                [data[rel].decode("utf-8", errors="replace")],
+                [_label(rel, data[rel])],
                 f"{rel} is new (reported only: keepgui never deletes a memory unasked)",
                 applicable=False,
             )

@@ -759,3 +759,34 @@ def save_instruction(
     change = MemoryChange(os.path.dirname(path), label, ((path, written),), result=path, notes=(AFTER_SAVE,))
     change.reverse = undo
     return change
+
+
+def chain(memory_dir: str, text: str, steps: list[Callable[[], MemoryChange]]) -> MemoryChange:
+    """Several writes as one change (forget three memories): each step runs in turn; when one is
+    refused, the ones done are taken back (newest first) before the refusal is raised, so it is all
+    or nothing. The change's undo takes every step back, newest first, the same way."""
+    done: list[MemoryChange] = []
+    try:
+        for step in steps:
+            done.append(step())
+    except BaseException:
+        for change in reversed(done):
+            if change.can_undo:
+                change.undo()
+        raise
+    files: dict[str, fsio.Stamp | None] = {}
+    for change in done:
+        files.update(change.files)
+    joined = MemoryChange(
+        memory_dir,
+        text,
+        tuple(files.items()),
+        written=any(c.written for c in done),
+        result=[c.result for c in done] if len(done) != 1 else done[0].result,
+        message="; ".join(c.message for c in done if c.message),
+        notes=(AFTER_SAVE,),
+    )
+    undos = [c.undo for c in reversed(done) if c.can_undo]
+    if undos:
+        joined.reverse = lambda: chain(memory_dir, text, undos)
+    return joined
