@@ -27,8 +27,8 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from keepgui.core import fsio  # noqa: E402
-from keepgui.core.claude.writes import yaml_scalar  # noqa: E402
+from keepgui.core import fsio
+from keepgui.core.claude.writes import yaml_scalar
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "resources", "demo", "claude"))
 PROJECT_PLACEHOLDER = "PROJECT"
@@ -76,29 +76,37 @@ HANDWRITTEN = [
         "user",
         "user-role",
         "Mike is a backend developer (Go, Postgres) and writes the Slow Bytes blog",
-        "Mike is a backend developer who works mostly in Go and Postgres, and writes the Slow Bytes blog in his "
-        "spare time.",
+        (
+            "Mike is a backend developer who works mostly in Go and Postgres, and writes the Slow Bytes blog in his "
+            "spare time."
+        ),
     ),
     (
         "feedback",
         "no-restating-comments",
         "Do not add comments that restate the code",
-        "Do not add comments that restate what the code does.\n\n**Why:** Mike reads Go fluently and finds them "
-        "noise.\n**How to apply:** comment only why, never what.",
+        (
+            "Do not add comments that restate what the code does.\n\n**Why:** Mike reads Go fluently and finds them "
+            "noise.\n**How to apply:** comment only why, never what."
+        ),
     ),
     (
         "feedback",
         "diff-before-commit",
         "Show the diff before any commit",
-        "Show the diff and wait before committing.\n\n**Why:** he reviews every change himself.\n"
-        "**How to apply:** never run git commit or git push. See also [[no-restating-comments]].",
+        (
+            "Show the diff and wait before committing.\n\n**Why:** he reviews every change himself.\n"
+            "**How to apply:** never run git commit or git push. See also [[no-restating-comments]]."
+        ),
     ),
     (
         "project",
         "feed-cache",
         "The feed is cached for 5 minutes in internal/web",
-        "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish. "
-        "The cache holds what [[goldmark-extensions]] renders.",
+        (
+            "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish. "
+            "The cache holds what [[goldmark-extensions]] renders."
+        ),
     ),
     (
         "project",

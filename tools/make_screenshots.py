@@ -15,11 +15,11 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("KEEPGUI_HOME", tempfile.mkdtemp(prefix="keepgui-shots-home-"))
 
-from keepgui.cli import build_parser  # noqa: E402
-from keepgui.ui.application import build_window, make_app  # noqa: E402
-from keepgui.core.nanobot.backend import KEEP_BANK  # noqa: E402
-from keepgui.core.source import BankKey  # noqa: E402
-from keepgui.ui.settings import Settings  # noqa: E402
+from keepgui.cli import build_parser
+from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.core.source import BankKey
+from keepgui.ui.application import build_window, make_app
+from keepgui.ui.settings import Settings
 
 
 def settle(app, seconds: float, until=lambda: True) -> None:

@@ -26,13 +26,20 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+from typing import TYPE_CHECKING
 
 from keepgui.core.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:  # the cli imports the commands, and a command line imports only its command's module
+    from keepgui.cli import Context
+    from keepgui.core.claude.compact import FolderApplied
+    from keepgui.core.claude.project import ClaudeProject
+    from keepgui.core.claude.writes import MemoryChange
 
 COMMANDS = ("memories", "keep", "forget", "restore", "review", "compact")
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``claude`` and its commands (the backend is imported only when one runs)."""
     top = sub.add_parser("claude", parents=[common], help="a Claude Code project's memory: list, keep, forget, review…")
     inner = top.add_subparsers(dest="claude_command", metavar="COMMAND", required=True)
@@ -64,7 +71,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--undo", action="store_true", help="take back the last compaction applied from the command line")
 
 
-def open_bank(args, ctx):
+def open_bank(args: argparse.Namespace, ctx: Context) -> ClaudeProject:
     """The project's bank: the demo's with ``--demo``, else the memory of ``--project``."""
     from keepgui.core.claude.backend import ClaudeSource
 
@@ -83,7 +90,7 @@ def open_bank(args, ctx):
     return bank
 
 
-def cmd_claude(args, ctx) -> int:
+def cmd_claude(args: argparse.Namespace, ctx: Context) -> int:
     """Dispatch ``keepgui claude COMMAND``."""
     bank = open_bank(args, ctx)
     return {
@@ -101,7 +108,7 @@ def _one_line(text: str, limit: int = 80) -> str:
     return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
-def _memories(args, ctx, bank) -> int:
+def _memories(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     from keepgui.core.claude.project import FORGOTTEN
 
     rows = sorted(bank.rows(), key=lambda r: (r.invalid_at is not None, r.position or 10**9, r.id))
@@ -140,7 +147,7 @@ def _memories(args, ctx, bank) -> int:
     return 0
 
 
-def _keep(args, ctx, bank) -> int:
+def _keep(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     text = " ".join(args.text)
     change = bank.keep(f"#{args.type} {text}" if args.type else text, force=args.force)
     if ctx.json_mode:
@@ -155,7 +162,7 @@ def _keep(args, ctx, bank) -> int:
     return 0 if change.written else 1
 
 
-def _forget(args, ctx, bank) -> int:
+def _forget(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     from keepgui.core.claude.project import FORGOTTEN
 
     known = {r.id for r in bank.rows() if r.invalid_at is None}
@@ -174,13 +181,13 @@ def _forget(args, ctx, bank) -> int:
     return 0
 
 
-def _restore(args, ctx, bank) -> int:
+def _restore(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     from keepgui.core.claude.project import FORGOTTEN
 
     forgotten = [r.id for r in bank.rows() if r.invalid_at is not None]
     keys = []
     for given in args.ids:
-        wanted = given[len(FORGOTTEN) :] if given.startswith(FORGOTTEN) else given
+        wanted = given.removeprefix(FORGOTTEN)
         matches = [k for k in forgotten if k[len(FORGOTTEN) :].startswith(wanted)]
         if len(matches) != 1:
             raise NotFound(f"keepgui has no forgotten memory {given} to restore in {bank.memory_dir}")
@@ -193,15 +200,14 @@ def _restore(args, ctx, bank) -> int:
     return 0
 
 
-def _project_flag(args) -> str:
+def _project_flag(args: argparse.Namespace) -> str:
     return " --demo" if getattr(args, "demo", False) else f" --project {shlex.quote(args.project)}"
 
 
-def _review(args, ctx, bank) -> int:
+def _review(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     from keepgui.commands.compaction import print_operations
-    from keepgui.core.claude.project import REVIEW
 
-    plan = bank.plan(REVIEW)
+    plan = bank.folder_review()
     if args.accept and args.restore:
         raise InvalidInput("--restore and --accept cannot go together (a restore keeps the rest for later)")
     if args.accept:
@@ -225,23 +231,23 @@ def _review(args, ctx, bank) -> int:
     return 0
 
 
-def _compact(args, ctx, bank) -> int:
+def _compact(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     from keepgui.commands.compaction import _finish
 
     if args.apply and args.undo:
         raise InvalidInput("--apply and --undo cannot go together")
     if args.undo:
         return _undo_compaction(ctx, bank)
-    plan = bank.plan("compact")
+    plan = bank.compaction_plan()
     selection = plan.select(args.select)
 
-    def apply():
-        return bank.apply_plan(plan, selection, f"Compact {bank.title}'s MEMORY.md").result
+    def apply() -> FolderApplied:
+        return _folder_applied(bank.apply_plan(plan, selection, f"Compact {bank.title}'s MEMORY.md").result)
 
     return _finish(args, ctx, plan, selection, f"keepgui claude compact{_project_flag(args)}", apply)
 
 
-def _undo_compaction(ctx, bank) -> int:
+def _undo_compaction(ctx: Context, bank: ClaudeProject) -> int:
     """Take back the last compaction applied from the command line, through the bank (so the folder as
     the undo leaves it is keepgui's own write, not something to review)."""
     from keepgui.core.claude import compact  # noqa: F401 - registers the kind of applied plan it journals
@@ -251,11 +257,13 @@ def _undo_compaction(ctx, bank) -> int:
     entry = journal.last(bank.memory_dir)
     if entry is None:
         raise NotFound(f"no compaction of {bank.title}'s MEMORY.md applied from the command line is left to undo")
-    applied = load_applied(entry["applied"], bank.history)
+    applied = _folder_applied(load_applied(entry["applied"], bank.history))
 
-    def undo():
-        applied.undo()
-        return applied.change
+    def undo() -> MemoryChange:
+        from keepgui.core.claude.writes import MemoryChange
+
+        applied.undo()  # it keeps the change it wrote
+        return applied.change or MemoryChange(bank.memory_dir, f"Undo: {applied.description}", written=False)
 
     change = bank.write(undo, f"Undo: {applied.description}")
     journal.mark_undone(entry["id"])
@@ -264,3 +272,13 @@ def _undo_compaction(ctx, bank) -> int:
         return 0
     ctx.out(f"undone: {applied.description}" + ("" if change.written else " (nothing was left to change)"))
     return 0
+
+
+def _folder_applied(applied: object) -> FolderApplied:
+    """``applied`` as the applied plan of a memory folder it is (an apply's result, a journal entry of
+    the folder); anything else is refused with a clear error, never used half-understood."""
+    from keepgui.core.claude.compact import FolderApplied
+
+    if not isinstance(applied, FolderApplied):
+        raise InvalidInput(f"not a compaction of a Claude Code memory folder: {type(applied).__name__}")
+    return applied

@@ -48,7 +48,7 @@ import time
 import traceback
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import attrgetter, is_not
@@ -78,6 +78,11 @@ PAUSE = 0.0002
 the interpreter's switch interval (5 ms, paid again at each of a frame's many calls)."""
 IDLE_EXIT = 120.0
 """Seconds the layout process waits for work before it exits (its memory goes back to the system)."""
+BEAT = 1.0
+"""Seconds between the layout process's signs of life while it lays out."""
+HANG_TIMEOUT = 20.0
+"""Seconds without a sign of life (a piece taken, a beat) after which the layout process is taken
+for hung: it is killed and the graph laid out in the GUI's process instead."""
 
 
 def hub_radius(count: int) -> float:
@@ -148,12 +153,12 @@ class Columns:
 
     ids: list[str]
     entity_sets: list[tuple[str, ...]]
-    entity_code: array
+    entity_code: array[int]
     tag_sets: list[tuple[str, ...]]
-    tag_code: array
+    tag_code: array[int]
     pinned: bytearray
     retired: bytearray
-    updated: array
+    updated: array[int]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -216,7 +221,7 @@ class Layout:
 # ---------------------------------------------------------------------- the graph
 
 
-class _Links(Sequence):
+class _Links:
     """``graph.links[i]``: the hub indexes row ``i`` links to (a view of the graph's link codes)."""
 
     def __init__(self, graph: MemoryGraph) -> None:
@@ -225,10 +230,8 @@ class _Links(Sequence):
     def __len__(self) -> int:
         return len(self._graph.link_code)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i: int) -> tuple[int, ...]:
         graph = self._graph
-        if isinstance(i, slice):
-            return [graph.link_sets[c] for c in graph.link_code[i]]
         return graph.link_sets[graph.link_code[i]]
 
     def __iter__(self) -> Iterator[tuple[int, ...]]:
@@ -252,14 +255,14 @@ class MemoryGraph:
     hubs: list[Hub] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     rows: list[Any] = field(default_factory=list)
-    xs: array = field(default_factory=lambda: array("d"))
-    ys: array = field(default_factory=lambda: array("d"))
-    link_code: array = field(default_factory=lambda: array("q"))
+    xs: array[float] = field(default_factory=lambda: array("d"))
+    ys: array[float] = field(default_factory=lambda: array("d"))
+    link_code: array[int] = field(default_factory=lambda: array("q"))
     link_sets: list[tuple[int, ...]] = field(default_factory=list)
     pinned: bytearray = field(default_factory=bytearray)
     retired: bytearray = field(default_factory=bytearray)
     gone: bytearray = field(default_factory=bytearray)
-    group_of: array = field(default_factory=lambda: array("q"))
+    group_of: array[int] = field(default_factory=lambda: array("q"))
     groups: list[Group] = field(default_factory=list)
     by_group: array[int] = field(default_factory=lambda: array("q"))
     loose: list[int] = field(default_factory=list)
@@ -269,13 +272,15 @@ class MemoryGraph:
     options: GraphOptions = field(default_factory=GraphOptions)
     row_names: Mapping[str, str] = field(default_factory=dict)
     laid_out_by: int = 0
+    note: str = ""
+    """Why the graph was not laid out where it was meant to be (the layout process failed), or ""."""
     _index: dict[str, int] = field(default_factory=dict)
     _hub_index: dict[str, int] = field(default_factory=dict)
     _group_index: dict[tuple[int, ...], int] = field(default_factory=dict)
     _link_index: dict[tuple[int, ...], int] = field(default_factory=dict)
     _gone_count: int = 0
     _loose_set: set[int] = field(default_factory=set)
-    _link_table: Any = None
+    _link_table: tuple[Any, Any, Any] | None = None
     touched: set[int] = field(default_factory=set)
     """Groups whose rows a live update changed (the view redraws those)."""
 
@@ -397,13 +402,14 @@ class MemoryGraph:
         ``hubs[start[c]:start[c] + length[c]]`` (made once, again after a live update adds a set)."""
         import numpy as np
 
-        if self._link_table is None or len(self._link_table[0]) != len(self.link_sets):
+        table = self._link_table
+        if table is None or len(table[0]) != len(self.link_sets):
             length = np.fromiter((len(s) for s in self.link_sets), np.int64, len(self.link_sets))
             start = np.zeros(len(length), np.int64)
             np.cumsum(length[:-1], out=start[1:])
             hubs = np.fromiter((h for s in self.link_sets for h in s), np.int64, int(length.sum()))
-            self._link_table = (start, length, hubs)
-        return self._link_table
+            table = self._link_table = (start, length, hubs)
+        return table
 
     def edges_of(self, rows: Any) -> tuple[Any, Any]:
         """For row indexes (a numpy array), the ``(row, hub)`` index pairs of their edges."""
@@ -624,11 +630,18 @@ def build_graph(
     row_names = dict(row_names or {})
     rows = rows if isinstance(rows, list) else list(rows)
     columns = columns_of(rows, pause)
+    layout: Layout | None = None
+    note = ""
     if worker is not None:
-        layout = worker.lay_out(columns, row_names, options, pause)
-    else:
+        try:
+            layout = worker.lay_out(columns, row_names, options, pause)
+        except LayoutFailed as failure:
+            note = f"laid out in this process: {failure}"
+    if layout is None:
         layout = lay_out(columns, row_names, options)
-    return MemoryGraph.from_layout(layout, columns.ids, rows, options, row_names, pause)
+    graph = MemoryGraph.from_layout(layout, columns.ids, rows, options, row_names, pause)
+    graph.note = note
+    return graph
 
 
 def _breathe(pause: float) -> None:
@@ -640,10 +653,10 @@ class _Interned:
     """Distinct tuples, numbered in the order first seen."""
 
     def __init__(self) -> None:
-        self.items: list[tuple] = []
-        self._index: dict[tuple, int] = {}
+        self.items: list[tuple[Any, ...]] = []
+        self._index: dict[tuple[Any, ...], int] = {}
 
-    def code(self, item: tuple) -> int:
+    def code(self, item: tuple[Any, ...]) -> int:
         found = self._index.get(item)
         if found is None:
             found = self._index[item] = len(self.items)
@@ -722,7 +735,7 @@ def _spring(nodes: list[Any], edges: list[tuple[Any, Any, float]], unit: float) 
     push unconnected parts to the far corners). ``unit`` is the space one node needs."""
     import networkx as nx
 
-    g = nx.Graph()
+    g: nx.Graph[Any] = nx.Graph()
     g.add_nodes_from(nodes)
     g.add_weighted_edges_from(edges)
     parts = sorted((sorted(c, key=str) for c in nx.connected_components(g)), key=lambda c: (-len(c), str(c[0])))
@@ -934,11 +947,12 @@ _COLUMN_ARRAYS = ("entity_code", "tag_code", "pinned", "retired", "updated")
 
 def serve(fd: int) -> None:
     """The layout process's body (``python -c`` runs it with its end of the socket pair): receive
-    columns in pieces, lay them out, send the Layout back; exit after :data:`IDLE_EXIT` seconds
-    without work, or when the parent goes away."""
+    columns in pieces, lay them out (saying it is alive every :data:`BEAT` seconds meanwhile), send
+    the Layout back; exit after :data:`IDLE_EXIT` seconds without work, or when the parent goes away."""
     from multiprocessing.connection import Connection
 
     conn = Connection(fd)
+    sending = threading.Lock()
     while True:
         try:
             if not conn.poll(IDLE_EXIT):
@@ -951,29 +965,105 @@ def serve(fd: int) -> None:
         except (EOFError, OSError):
             return
         _run, row_names, options = message
+        working = threading.Event()
+        beats = threading.Thread(target=_beat, args=(conn, sending, working), name="beat", daemon=True)
+        beats.start()
+        reply: tuple[str, Any]
         try:
-            lists = {name: [x for part in parts.get(name, ()) for x in part] for name in _COLUMN_LISTS}
-            arrays = {name: _joined(parts.get(name, ()), name) for name in _COLUMN_ARRAYS}
-            reply = ("ok", lay_out(Columns(**lists, **arrays), row_names, options))
+            reply = ("ok", lay_out(_columns_from(parts), row_names, options))
         except Exception:  # noqa: BLE001 - a bug: its traceback goes to the parent, which raises it
             reply = ("error", traceback.format_exc())
+        finally:
+            working.set()
+            del parts
+        beats.join()
         try:
-            conn.send(reply)
+            with sending:
+                conn.send(reply)
+        except (EOFError, OSError):
+            return
+        del reply  # nothing of this layout is kept while the process waits for the next one
+
+
+def _beat(conn: Any, sending: threading.Lock, done: threading.Event) -> None:
+    """Tell the parent the layout process is alive, every :data:`BEAT` seconds until ``done``."""
+    while not done.wait(BEAT):
+        try:
+            with sending:
+                conn.send(("beat",))
         except (EOFError, OSError):
             return
 
 
-def _joined(parts: Iterable[bytes], name: str) -> Any:
-    data = b"".join(parts)
-    if name in ("pinned", "retired"):
-        return bytearray(data)
-    out = array("q")
-    out.frombytes(data)
-    return out
+def _columns_from(parts: Mapping[str, list[Any]]) -> Columns:
+    """The columns sent in pieces, joined."""
+
+    def joined_list(name: str) -> list[Any]:
+        return [x for part in parts.get(name, ()) for x in part]
+
+    def joined_array(name: str) -> array[int]:
+        out = array("q")
+        out.frombytes(b"".join(parts.get(name, ())))
+        return out
+
+    return Columns(
+        ids=joined_list("ids"),
+        entity_sets=joined_list("entity_sets"),
+        entity_code=joined_array("entity_code"),
+        tag_sets=joined_list("tag_sets"),
+        tag_code=joined_array("tag_code"),
+        pinned=bytearray(b"".join(parts.get("pinned", ()))),
+        retired=bytearray(b"".join(parts.get("retired", ()))),
+        updated=joined_array("updated"),
+    )
 
 
 class LayoutFailed(KeepguiError):
-    """The layout process stopped (killed, or out of memory) twice in a row."""
+    """The layout process stopped (killed, or out of memory) twice in a row, or stopped answering."""
+
+
+class LayoutCancelled(KeepguiError):
+    """The layout was stopped by :meth:`LayoutWorker.cancel` (another bank shown, the program quits)."""
+
+
+def child_layout_unavailable() -> str | None:
+    """Why a layout process cannot be started here (None when it can): it is a fresh Python
+    interpreter started as ``sys.executable -c``, and a frozen program's ``sys.executable`` is the
+    program itself (PyInstaller's one-folder app), which runs no ``-c``."""
+    if getattr(sys, "frozen", False):
+        return "a frozen program has no Python interpreter to start"
+    if not sys.executable or not os.path.exists(sys.executable):
+        return "no Python interpreter to start (sys.executable is not set)"
+    return None
+
+
+class _Watchdog:
+    """Kills a process when no sign of life (:meth:`alive`) came for ``timeout`` seconds."""
+
+    def __init__(self, process: subprocess.Popen[bytes], timeout: float) -> None:
+        self.fired = False
+        self._process, self._timeout = process, timeout
+        self._last = time.monotonic()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="keepgui-layout-watchdog", daemon=True)
+        self._thread.start()
+
+    def alive(self) -> None:
+        """A sign of life."""
+        self._last = time.monotonic()
+
+    def stop(self) -> None:
+        """Stop watching."""
+        self._stopped.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        step = min(0.25, self._timeout / 4)
+        while not self._stopped.wait(step):
+            if time.monotonic() - self._last > self._timeout:
+                self.fired = True
+                self._process.kill()  # a send or a receive blocked in the parent ends at once
+                return
 
 
 class LayoutWorker:
@@ -981,13 +1071,19 @@ class LayoutWorker:
     exited. The child is a fresh interpreter started with ``python -c`` (nothing of the parent's
     threads, Qt or main script runs in it; multiprocessing's spawn would import the parent's
     main script there) that imports this module from the same folder; the two talk over a socket
-    pair through multiprocessing's Connection. One layout at a time; call from a background
-    thread (:meth:`lay_out` waits)."""
+    pair through multiprocessing's Connection. One layout at a time; call :meth:`lay_out` from a
+    background thread (it waits), :meth:`cancel` from any.
 
-    def __init__(self) -> None:
+    A child that dies is started again once; one that gives no sign of life for ``hang_timeout``
+    seconds is killed; either way :meth:`lay_out` then raises :class:`LayoutFailed`, never waiting
+    longer than that for a child that does nothing."""
+
+    def __init__(self, hang_timeout: float = HANG_TIMEOUT) -> None:
+        self.hang_timeout = hang_timeout
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Any = None
+        self._cancelled = False
 
     @property
     def pid(self) -> int | None:
@@ -995,17 +1091,20 @@ class LayoutWorker:
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
+    def child_code(self) -> str:
+        """The Python the child runs (``{fd}`` stands for its end of the socket pair)."""
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return f"import sys; sys.path.insert(0, {root!r}); from keepgui.core.graph import serve; serve({{fd}})"
+
     def _start(self) -> None:
         from multiprocessing.connection import Connection
 
         ours, theirs = socket.socketpair()
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        code = (
-            f"import sys; sys.path.insert(0, {root!r}); from keepgui.core.graph import serve; serve({theirs.fileno()})"
-        )
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", code], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL
+                [sys.executable, "-c", self.child_code().format(fd=theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
             )
         finally:
             theirs.close()
@@ -1024,43 +1123,87 @@ class LayoutWorker:
                 process.kill()
                 process.wait(2)
 
+    def cancel(self) -> None:
+        """Kill the child now without waiting for it (safe on the GUI thread): a layout under way
+        raises :class:`LayoutCancelled`, and the child's memory goes back to the system."""
+        self._cancelled = True
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+            threading.Thread(target=process.wait, name="keepgui-layout-reaper", daemon=True).start()
+
     def lay_out(
         self, columns: Columns, row_names: Mapping[str, str], options: GraphOptions, pause: float = 0.0
     ) -> Layout:
         """:func:`lay_out` in the child process (a bug there is raised here with its traceback);
         ``pause`` seconds of sleep between the pieces sent."""
         with self._lock:
-            for attempt in (1, 2):
+            self._cancelled = False
+            failure = ""
+            for _attempt in range(2):
                 if self._process is None or self._process.poll() is not None:
                     self.stop()
                     self._start()
+                process = self._process
+                if process is None:
+                    raise LayoutFailed("the graph's layout process could not be started")
+                watchdog = _Watchdog(process, self.hang_timeout)
                 try:
-                    self._send(columns, row_names, options, pause)
-                    status, value = self._conn.recv()
-                    break
+                    self._send(columns, row_names, options, pause, watchdog.alive)
+                    status, value = self._receive(watchdog.alive)
                 except (EOFError, OSError):
-                    code = self._process.poll() if self._process is not None else None
+                    code = process.poll()
                     self.stop()
-                    if attempt == 2:
-                        raise LayoutFailed(f"the graph's layout process stopped (exit status {code})") from None
-            if status == "error":
-                raise RuntimeError(f"laying out the graph failed in its process:\n{value}")
-            return value  # type: ignore[no-any-return]
+                    if self._cancelled:
+                        raise LayoutCancelled("the graph's layout was stopped") from None
+                    if watchdog.fired:
+                        raise LayoutFailed(
+                            f"the graph's layout process stopped answering ({self.hang_timeout:g} s without a sign "
+                            "of life)"
+                        ) from None
+                    failure = f"the graph's layout process stopped (exit status {code})"
+                    continue
+                finally:
+                    watchdog.stop()
+                if status == "error":
+                    raise RuntimeError(f"laying out the graph failed in its process:\n{value}")
+                if not isinstance(value, Layout):
+                    raise LayoutFailed(f"the graph's layout process answered {type(value).__name__}, not a layout")
+                return value
+            raise LayoutFailed(failure)
 
-    def _send(self, columns: Columns, row_names: Mapping[str, str], options: GraphOptions, pause: float) -> None:
+    def _receive(self, alive: Callable[[], None]) -> tuple[str, Any]:
+        """The child's answer (its beats taken as signs of life)."""
+        while True:
+            message = self._conn.recv()
+            alive()
+            if message[0] != "beat":
+                return message[0], message[1]
+
+    def _send(
+        self,
+        columns: Columns,
+        row_names: Mapping[str, str],
+        options: GraphOptions,
+        pause: float,
+        alive: Callable[[], None],
+    ) -> None:
         conn = self._conn
         for name in _COLUMN_LISTS:
             values = getattr(columns, name)
             for a in range(0, len(values), CHUNK):
                 conn.send(("part", name, values[a : a + CHUNK]))
+                alive()
                 _breathe(pause)
         for name in _COLUMN_ARRAYS:
             data = memoryview(getattr(columns, name)).cast("B")
             step = CHUNK * 200  # bytes: copying them takes far less than a frame
             for a in range(0, len(data), step):
                 conn.send(("part", name, bytes(data[a : a + step])))
+                alive()
             data.release()
         conn.send(("run", dict(row_names), options))
+        alive()
 
 
 _WORKER: LayoutWorker | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+from typing import Any, cast
 
 import numpy as np
 import shiboken6
@@ -28,7 +29,7 @@ FRAGMENT_FIELDS = 10
 """x, y, sourceLeft, sourceTop, width, height, scaleX, scaleY, rotation, opacity."""
 
 
-def _doubles_at(obj: object, n: int) -> list[float]:
+def _doubles_at(obj: Any, n: int) -> list[float]:
     address = shiboken6.getCppPointer(obj)[0]
     return list((ctypes.c_double * n).from_address(address))
 
@@ -51,7 +52,7 @@ def draw_lines(painter: QPainter, lines: np.ndarray) -> int:
         return 0
     block = np.ascontiguousarray(lines, dtype=np.float64)
     if layout_ok():
-        painter.drawLines(shiboken6.wrapInstance(block.ctypes.data, QLineF), count)
+        painter.drawLines(cast(QLineF, shiboken6.wrapInstance(block.ctypes.data, QLineF)), count)
     else:
         painter.drawLines([QLineF(*row) for row in block.tolist()])
     return count
@@ -73,7 +74,8 @@ def draw_sprites(painter: QPainter, pixmap: QPixmap, xs: np.ndarray, ys: np.ndar
         block[:, 5] = height
         block[:, 6] = block[:, 7] = 1.0 / ratio  # the source is in the pixmap's pixels, the target logical
         block[:, 9] = 1.0
-        painter.drawPixmapFragments(shiboken6.wrapInstance(block.ctypes.data, QPainter.PixmapFragment), count, pixmap)
+        first = cast(QPainter.PixmapFragment, shiboken6.wrapInstance(block.ctypes.data, QPainter.PixmapFragment))
+        painter.drawPixmapFragments(first, count, pixmap)
     else:
         w, h = width / ratio, height / ratio
         for x, y in zip(np.asarray(xs).tolist(), np.asarray(ys).tolist(), strict=True):

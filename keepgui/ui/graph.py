@@ -30,11 +30,24 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QPixmap
+from PySide6.QtCore import QCoreApplication, QObject, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QPen,
+    QPixmap,
+    QResizeEvent,
+    QShowEvent,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsItem,
@@ -57,9 +70,12 @@ from keepgui.core.graph import (
     OTHER_ENTITIES,
     PAUSE,
     GraphOptions,
+    LayoutCancelled,
+    LayoutWorker,
     MemoryGraph,
     accepts,
     build_graph,
+    child_layout_unavailable,
     layout_worker,
 )
 from keepgui.core.source import BankKey
@@ -91,6 +107,15 @@ class _Delivery(QObject):
     done = Signal(int, object)
 
 
+def worker_for(rows: int) -> LayoutWorker | None:
+    """The layout process that lays out a graph of this many rows, or None to lay it out in this
+    process: a small graph (under :data:`PROCESS_FROM` rows), or a program that cannot start one
+    (the frozen one-folder app: :func:`~keepgui.core.graph.child_layout_unavailable`)."""
+    if rows < PROCESS_FROM or child_layout_unavailable() is not None:
+        return None
+    return layout_worker()
+
+
 class GraphCanvas(QGraphicsItem):
     """Draws a :class:`MemoryGraph` with level of detail (see the module docstring)."""
 
@@ -104,7 +129,7 @@ class GraphCanvas(QGraphicsItem):
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.last_paint_rows = 0
         self.last_paint_lines = 0
-        self._sprites: dict[tuple, QPixmap] = {}
+        self._sprites: dict[tuple[int, int, float, float], QPixmap] = {}
         self._bundles: list[tuple[float, np.ndarray]] | None = None
 
     @property
@@ -124,6 +149,12 @@ class GraphCanvas(QGraphicsItem):
         self.selected = set()
         self._bundles = None
         self.refresh_bounds()
+
+    def _shown(self) -> MemoryGraph:
+        """The graph being drawn (painting starts only once there is one)."""
+        if self.graph is None:
+            raise RuntimeError("the graph canvas has no graph")
+        return self.graph
 
     def refresh_bounds(self) -> None:
         """The graph grew (a live update): the item's rectangle follows."""
@@ -201,7 +232,7 @@ class GraphCanvas(QGraphicsItem):
 
     def _edge_lines(self, rows: np.ndarray, hub_x: np.ndarray, hub_y: np.ndarray) -> np.ndarray:
         """The edges of these rows, as rows of x1, y1, x2, y2."""
-        graph = self.graph
+        graph = self._shown()
         row_of_edge, hub_of_edge = graph.edges_of(rows)
         xs, ys, _gone = graph.arrays()
         lines = np.empty((len(row_of_edge), 4), np.float64)
@@ -215,7 +246,7 @@ class GraphCanvas(QGraphicsItem):
         """One line per group and hub it links to, as wide as the group is big (in pixels, a few
         widths: one QPainter call each); made again after a live update."""
         if self._bundles is None:
-            graph = self.graph
+            graph = self._shown()
             by_width: dict[float, list[tuple[float, float, float, float]]] = {}
             for group in graph.groups:
                 if not group.size:
@@ -239,7 +270,7 @@ class GraphCanvas(QGraphicsItem):
     def _paint_rows(
         self, painter: QPainter, rows: np.ndarray, lod: float, text: QColor, base: QColor, accent: QColor
     ) -> None:
-        graph = self.graph
+        graph = self._shown()
         colours = {"retired": theme.mix(text, base, 0.75), "normal": theme.mix(text, base, 0.35), "pinned": accent}
         # A small graph's rows stay at least 6 pixels wide; a grouped one's keep their seats.
         diameter = max(2 * DOT * lod, 6) if graph.mode == "full" else 2 * DOT * lod
@@ -275,7 +306,7 @@ class GraphCanvas(QGraphicsItem):
         font.setPointSizeF(max(1.0, 9.0 / max(lod, 0.35)))
         painter.setFont(font)
         metrics = QFontMetricsF(font)
-        for hub in self.graph.hubs:
+        for hub in self._shown().hubs:
             r = hub.radius
             if not rect.adjusted(-r - 200, -r - 40, r + 200, r + 40).contains(QPointF(hub.x, hub.y)):
                 continue
@@ -325,7 +356,7 @@ class GraphView(QGraphicsView):
         self.setAccessibleName("Memory graph")
         self._fitted = False  # the view shows the whole graph (kept so on resize until a zoom or pan)
         self._press: QPointF | None = None
-        self.row_text = lambda key: key  # what hovering a row says (the panel knows the rows)
+        self.row_text: Callable[[str], str] = lambda key: key  # what hovering a row says (the panel knows the rows)
 
     @property
     def graph(self) -> MemoryGraph | None:
@@ -345,7 +376,7 @@ class GraphView(QGraphicsView):
             self.fitInView(self.canvas.boundingRect(), Qt.AspectRatioMode.KeepAspectRatio)
             self._fitted = True
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         if self._fitted:
             self.fit()
@@ -365,7 +396,7 @@ class GraphView(QGraphicsView):
         self.centerOn(graph.xs[index], graph.ys[index])
         self._fitted = False
 
-    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt override
         steps = event.angleDelta().y() / 120
         if steps:
             factor = 1.15**steps
@@ -386,11 +417,11 @@ class GraphView(QGraphicsView):
         hub = graph.hub_at(point.x(), point.y(), 3 / max(self.zoom(), 0.01))
         return ("hub", hub) if hub is not None else None
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         self._press = event.position()
         super().mousePressEvent(event)
 
-    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         super().mouseReleaseEvent(event)
         press, self._press = self._press, None
         if press is None or (event.position() - press).manhattanLength() > 4:
@@ -403,14 +434,14 @@ class GraphView(QGraphicsView):
         elif hit is not None:
             self.hubClicked.emit(hit[1].name, add)
 
-    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         hit = self._hit(event.position())
         if hit is not None and hit[0] == "row":
             self.rowDoubleClicked.emit(hit[1])
         else:
             super().mouseDoubleClickEvent(event)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         super().mouseMoveEvent(event)
         if self._press is not None:
             return
@@ -505,18 +536,37 @@ class GraphPanel(QWidget):
         self.scope.currentIndexChanged.connect(lambda _i: self.rebuild())
         self.view.rowClicked.connect(self._on_row_clicked)
         self.view.hubClicked.connect(self._on_hub_clicked)
-        self.view.rowDoubleClicked.connect(lambda i: self.rowOpened.emit(self.view.graph.keys[i]))
+        self.view.rowDoubleClicked.connect(self._on_row_opened)
         if hub is not None:
             hub.changed.connect(self._on_change)
             hub.historyReady.connect(
                 lambda key, row, revisions: self.detail.set_history(row, revisions) if key == self.key else None
             )
+        app = QCoreApplication.instance()
+        if app is not None:
+            # A layout under way would keep the program from exiting until it is done (the build
+            # thread is joined at exit): it is stopped as the program quits.
+            app.aboutToQuit.connect(self.stop_layout)
         self._update_status()
 
     # ------------------------------------------------------------------ the bank shown
 
+    def stop_layout(self) -> None:
+        """End the layout process now, without waiting (the graph drawn stays)."""
+        if self._building:
+            self._token += 1  # what the stopped layout would have delivered is dropped
+            self._building = False
+            self._dirty = True
+        if child_layout_unavailable() is None:
+            layout_worker().cancel()
+        self._update_status()
+
     def set_bank(self, key: BankKey | None) -> None:
-        """Follow a bank (built when the panel is shown and the bank has loaded)."""
+        """Follow a bank (built when the panel is shown and the bank has loaded); another bank than
+        the one shown ends the layout process (a layout under way for the old bank is stopped, and
+        the memory the process holds goes back to the system)."""
+        if key != self.key:
+            self.stop_layout()
         self.key = key
         self.selected_keys = set()
         self._token += 1
@@ -542,7 +592,7 @@ class GraphPanel(QWidget):
             show_retired=self.show_history, tag=self.tag.currentData(), focus=self.focus.text().strip(), around=around
         )
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
         if self._dirty:
             self.rebuild()
@@ -566,9 +616,8 @@ class GraphPanel(QWidget):
             if token != self._token:
                 return None  # a newer build was asked for while this one waited: skip it
             rows = bank.rows()
-            if len(rows) < PROCESS_FROM:
-                return build_graph(rows, bank.row_names(), options)
-            return build_graph(rows, bank.row_names(), options, layout_worker(), PAUSE)
+            worker = worker_for(len(rows))
+            return build_graph(rows, bank.row_names(), options, worker, PAUSE if len(rows) >= PROCESS_FROM else 0.0)
 
         future = _POOL.submit(build)
         future.add_done_callback(lambda f: self._delivery.done.emit(token, f))
@@ -578,6 +627,10 @@ class GraphPanel(QWidget):
             return
         self._building = False
         error = future.exception()
+        if isinstance(error, LayoutCancelled):
+            self._dirty = True  # built again when asked (shown, or a change)
+            self._update_status()
+            return
         if error is not None:
             self.status.setText(f"the graph could not be built: {error}")
             if not isinstance(error, (KeepguiError, OSError)):
@@ -607,6 +660,8 @@ class GraphPanel(QWidget):
         """Whether a delta of the whole bank (or a big one) changes nothing the graph draws (a bank
         shown again); big deltas are not compared here, on the GUI thread, but built again."""
         graph = self.view.graph
+        if graph is None:
+            return False
         options = graph.options
         if delta.removed or len(delta.rows) > LIVE_UPDATE_LIMIT or options.focus or options.around is not None:
             return False
@@ -672,8 +727,16 @@ class GraphPanel(QWidget):
         )
         canvas.update()
 
+    def _on_row_opened(self, index: int) -> None:
+        graph = self.view.graph
+        if graph is not None:
+            self.rowOpened.emit(graph.keys[index])
+
     def _on_row_clicked(self, index: int, add: bool) -> None:
-        key = self.view.graph.keys[index]
+        graph = self.view.graph
+        if graph is None:
+            return
+        key = graph.keys[index]
         keys = (self.selected_keys | {key}) if add else {key}
         self.selected_keys = keys
         self._highlight_keys()
@@ -686,6 +749,8 @@ class GraphPanel(QWidget):
 
     def _on_hub_clicked(self, name: str, add: bool) -> None:
         graph = self.view.graph
+        if graph is None:
+            return
         hub = graph.hub_of(name)
         if hub is not None and hub.row is not None and self.row(hub.row) is not None:
             keys = {hub.row}  # the hub is a row (others link to it): select that row
@@ -734,6 +799,8 @@ class GraphPanel(QWidget):
                 text += " · grouped by the names they share"
             if graph.hidden_hubs:
                 text += f" · {graph.hidden_hubs:,} rarer names not drawn (focus one to see it)"
+            if graph.note:
+                text += f" · {graph.note}"
         self.status.setText(text)
 
     def busy(self) -> bool:

@@ -39,8 +39,9 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
@@ -132,7 +133,7 @@ class Hub(QObject):
                 self._pending += 1
             future.add_done_callback(self._task_done)
 
-    def _task_done(self, _future) -> None:
+    def _task_done(self, _future: object) -> None:
         with self._pending_lock:
             self._pending -= 1
 
@@ -415,7 +416,7 @@ class Hub(QObject):
                 return  # the person typed on: only the newest question is worth answering
             try:
                 result = work()
-            except Exception as exc:  # shown in the pane, never raised into Qt
+            except Exception as exc:  # noqa: BLE001 - shown in the pane, never raised into Qt
                 result = exc
             done.emit(key, token, result)
 
@@ -538,4 +539,4 @@ class Hub(QObject):
 
 def _roots(source: Source) -> list[str]:
     """The folders watched for a source: its own, then the ones outside it that matter to it."""
-    return [source.path, *(os.path.abspath(p) for p in getattr(source, "also_watched", ()))]
+    return [source.path, *(os.path.abspath(p) for p in source.also_watched)]

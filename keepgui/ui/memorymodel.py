@@ -26,11 +26,21 @@ Signals:
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import compress
-from typing import Any, Callable, Iterable
+from types import EllipsisType
+from typing import Any
 
-from PySide6.QtCore import QAbstractProxyModel, QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QAbstractProxyModel,
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import QFont
 
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
@@ -375,7 +385,8 @@ class MemoryTableModel(QAbstractTableModel):
 
 def _runs(rows: list[int]) -> Iterable[tuple[int, int]]:
     """Consecutive runs ``(first, last)`` of sorted row numbers."""
-    start = prev = None
+    start: int | None = None
+    prev = 0  # read only once a run has started
     for r in rows:
         if start is None:
             start = prev = r
@@ -416,11 +427,15 @@ class MemoryProxyModel(QAbstractProxyModel):
         self._all: list[int] = []  # every source row, ascending by key (not in ranked mode)
         self._rank: list[int] | None = None  # position of each source row in _all (rebuilt on demand)
         self._order: list[int] = []  # visible source rows, ascending by key
+        self._table: MemoryTableModel | None = None  # the source model (set by setSourceModel)
         self._keys: list[tuple] = []  # their keys, same order
 
     # ------------------------------------------------------------------ setup
 
-    def setSourceModel(self, model: MemoryTableModel) -> None:  # noqa: N802 - Qt override
+    def setSourceModel(self, model: QAbstractItemModel) -> None:  # noqa: N802 - Qt override
+        if not isinstance(model, MemoryTableModel):
+            raise TypeError("the memory proxy sorts and filters a MemoryTableModel")
+        self._table = model
         old = self.sourceModel()
         if old is not None:
             for signal, slot in self._connections(old):
@@ -431,6 +446,11 @@ class MemoryProxyModel(QAbstractProxyModel):
             signal.connect(slot)
         self._rebuild(resort=True)
         self.endResetModel()
+
+    def _source(self) -> MemoryTableModel:
+        if self._table is None:
+            raise RuntimeError("the memory proxy has no table yet")
+        return self._table
 
     def _connections(self, model):
         return (
@@ -446,9 +466,9 @@ class MemoryProxyModel(QAbstractProxyModel):
         self,
         *,
         show_history: bool | None = None,
-        tag: str | None | type(...) = ...,
-        match_keys: set[str] | None | type(...) = ...,
-        ranked_scores: dict[str, float] | None | type(...) = ...,
+        tag: str | EllipsisType | None = ...,
+        match_keys: set[str] | EllipsisType | None = ...,
+        ranked_scores: dict[str, float] | EllipsisType | None = ...,
     ) -> None:
         """Change any filter; the view keeps the selection of rows that stay visible."""
         was_ranked = self.ranked_scores is not None
@@ -486,12 +506,10 @@ class MemoryProxyModel(QAbstractProxyModel):
             return False
         if self.ranked_scores is not None:
             return row.id in self.ranked_scores
-        if self.match_keys is not None and row.id not in self.match_keys:
-            return False
-        return True
+        return self.match_keys is None or row.id in self.match_keys
 
     def _rebuild(self, resort: bool) -> None:
-        source: MemoryTableModel | None = self.sourceModel()
+        source = self._table
         rows = source.rows() if source is not None else []
         if self.ranked_scores is not None:
             # Only the candidates are ranked: a small set, sorted directly.
@@ -499,7 +517,7 @@ class MemoryProxyModel(QAbstractProxyModel):
             self._key_fn = lambda r: (scores.get(r.id, 0.0), r.updated_at or 0, r.id)
             pairs = (
                 sorted((self._key_fn(r), i) for i, r in enumerate(rows) if self._accepts(r))
-                if len(scores) * 4 > len(rows)
+                if len(scores) * 4 > len(rows) or source is None
                 else sorted(
                     (self._key_fn(rows[i]), i)
                     for i in (source.row_of(k) for k in scores)
@@ -533,7 +551,7 @@ class MemoryProxyModel(QAbstractProxyModel):
         order = self._all
         live = self._live
         if match is not None and tag is None:
-            found = [i for i in map(self.sourceModel().row_of, match) if i is not None]
+            found = [i for i in map(self._source().row_of, match) if i is not None]
             if not history:
                 found = list(compress(found, map(live.__getitem__, found)))
             found.sort(key=self._ranks().__getitem__)
@@ -566,14 +584,14 @@ class MemoryProxyModel(QAbstractProxyModel):
     def _row_key(self, source_row: int) -> tuple:
         if self.ranked_scores is None and source_row < len(self._keys_by_row):
             return self._keys_by_row[source_row]
-        return self._key_fn(self.sourceModel().row_object(source_row))
+        return self._key_fn(self._source().row_object(source_row))
 
-    def mapToSource(self, proxy_index):  # noqa: N802 - Qt override
+    def mapToSource(self, proxy_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt override
         if not proxy_index.isValid() or not 0 <= proxy_index.row() < len(self._order):
             return QModelIndex()
         return self.sourceModel().index(self._order[self._pos_to_row(proxy_index.row())], proxy_index.column())
 
-    def mapFromSource(self, source_index):  # noqa: N802 - Qt override
+    def mapFromSource(self, source_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt override
         if not source_index.isValid():
             return QModelIndex()
         pos = self._position_of(source_index.row())
@@ -581,12 +599,12 @@ class MemoryProxyModel(QAbstractProxyModel):
             return QModelIndex()
         return self.createIndex(self._pos_to_row(pos), source_index.column())
 
-    def index(self, row, column, parent=QModelIndex()):
+    def index(self, row: int, column: int, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> QModelIndex:
         if parent.isValid() or not (0 <= row < len(self._order) and 0 <= column < len(COLUMNS)):
             return QModelIndex()
         return self.createIndex(row, column)
 
-    def parent(self, index=QModelIndex()):
+    def parent(self, index: QModelIndex | QPersistentModelIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # a flat table: no parents
         return QModelIndex()
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
@@ -601,7 +619,7 @@ class MemoryProxyModel(QAbstractProxyModel):
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
         if orientation == Qt.Orientation.Vertical:
             return None
-        return self.sourceModel().headerData(section, orientation, role) if self.sourceModel() else None
+        return self._table.headerData(section, orientation, role) if self._table is not None else None
 
     # ------------------------------------------------------------------ source changes
 
@@ -611,7 +629,7 @@ class MemoryProxyModel(QAbstractProxyModel):
         self.endResetModel()
 
     def _on_rows_inserted(self, parent, first: int, last: int) -> None:
-        source: MemoryTableModel = self.sourceModel()
+        source = self._source()
         if last - first + 1 > _BULK or self.ranked_scores is not None:
             self._relayout(resort=True)  # a chunk of a long load: one pass beats many inserts
             return
@@ -655,7 +673,7 @@ class MemoryProxyModel(QAbstractProxyModel):
             self._row_changed(source_row)
 
     def _row_changed(self, source_row: int) -> None:
-        row = self.sourceModel().row_object(source_row)
+        row = self._source().row_object(source_row)
         old_key = self._keys_by_row[source_row]
         new_key = self._key_fn(row)
         self._live[source_row] = row.invalid_at is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_registered_with_its_window_option_demo_and_icon():
 
 
 def test_what_a_folder_is(home, tmp_path):
-    env, proj, mem, history = home
+    env, proj, _mem, _history = home
     environ = {"HOME": env.home}
     assert identify(env.config_dir, environ).why == "it is this account's Claude Code config folder"
     elsewhere = {"HOME": str(tmp_path / "someone-else")}
@@ -114,12 +115,12 @@ def test_rows_are_the_protocols_and_a_refused_forget_of_several_takes_back_the_f
     bank = source.bank(source.scan().names[0])
     rows = bank.load().rows.rows
     assert all(isinstance(r, Row) for r in rows)
-    index_before = open(os.path.join(mem, "MEMORY.md"), "rb").read()
+    index_before = Path(os.path.join(mem, "MEMORY.md")).read_bytes()
     os.remove(os.path.join(mem, "b.md"))  # gone since the rows were read
     with pytest.raises(NotFound):
         bank.set_live(["a.md", "b.md"], False)
     assert os.path.exists(os.path.join(mem, "a.md"))
-    assert open(os.path.join(mem, "MEMORY.md"), "rb").read() == index_before
+    assert Path(os.path.join(mem, "MEMORY.md")).read_bytes() == index_before
     change = bank.set_live(["a.md", "c.md"], False)
     assert change.text == "Forget 2 memories" and not os.path.exists(os.path.join(mem, "c.md"))
     assert {r.id for r in change.rows.rows if r.invalid_at} == {
@@ -128,13 +129,13 @@ def test_rows_are_the_protocols_and_a_refused_forget_of_several_takes_back_the_f
     assert len([r for r in change.rows.rows if r.invalid_at]) == 2
     back = change.undo()
     assert os.path.exists(os.path.join(mem, "a.md")) and os.path.exists(os.path.join(mem, "c.md"))
-    assert b"(a.md)" in open(os.path.join(mem, "MEMORY.md"), "rb").read()
+    assert b"(a.md)" in Path(os.path.join(mem, "MEMORY.md")).read_bytes()
     back.undo()
     assert not os.path.exists(os.path.join(mem, "a.md"))
 
 
 def test_a_load_asks_for_a_review_when_the_agent_changed_the_folder_and_only_then(home):
-    env, proj, mem, history = home
+    env, _proj, mem, history = home
     source = ClaudeSource(env.config_dir, env=env, history=history)
     bank = source.bank(source.scan().names[0])
     assert bank.load().reviews == ()  # the first look is the baseline
@@ -150,7 +151,7 @@ def test_a_load_asks_for_a_review_when_the_agent_changed_the_folder_and_only_the
     # keepgui's own write is never offered for review
     bank.keep("Delta fact, kept by keepgui.")
     assert bank.load().reviews == () and not bank.plan("memory folder").operations
-    assert not bank.capabilities.can(REVIEW) is False
+    assert bank.capabilities.can(REVIEW) is not False
 
 
 def test_quick_keep_says_when_the_new_line_would_be_past_the_cut_and_refuses_a_duplicate(home, tmp_path):
@@ -173,7 +174,7 @@ def test_quick_keep_says_when_the_new_line_would_be_past_the_cut_and_refuses_a_d
 
 
 def test_documents_keep_their_line_endings_and_byte_order_mark(home):
-    env, proj, mem, history = home
+    env, proj, _mem, history = home
     put(proj / "CLAUDE.md", "\ufeffLine one.\r\nLine two.\r\n")
     source = ClaudeSource(str(proj), env=env, history=history)
     bank = source.bank(source.scan().names[0])
@@ -182,10 +183,10 @@ def test_documents_keep_their_line_endings_and_byte_order_mark(home):
     doc = docs.read(str(proj / "CLAUDE.md"))
     assert doc.text == "Line one.\nLine two.\n"  # as the editor shows it
     change = docs.save(doc, doc.text + "Line three.\n")
-    assert open(proj / "CLAUDE.md", "rb").read() == b"\xef\xbb\xbfLine one.\r\nLine two.\r\nLine three.\r\n"
+    assert (proj / "CLAUDE.md").read_bytes() == b"\xef\xbb\xbfLine one.\r\nLine two.\r\nLine three.\r\n"
     assert change.documents == {str(proj / "CLAUDE.md")} and change.result.text.endswith("Line three.\n")
     change.undo()
-    assert open(proj / "CLAUDE.md", "rb").read() == b"\xef\xbb\xbfLine one.\r\nLine two.\r\n"
+    assert (proj / "CLAUDE.md").read_bytes() == b"\xef\xbb\xbfLine one.\r\nLine two.\r\n"
 
 
 def test_the_demo_is_placed_by_the_backend_with_its_transcript(tmp_path):
@@ -202,7 +203,7 @@ def test_the_demo_is_placed_by_the_backend_with_its_transcript(tmp_path):
 def test_a_reload_reads_again_only_the_topic_files_that_changed(home):
     from keepgui.core.claude.memory import read_folder
 
-    env, proj, mem, history = home
+    _env, _proj, mem, _history = home
     fresh = read_folder(mem)
     again = read_folder(mem, fresh)
     assert again.topic("a.md") is not fresh.topic("a.md")  # just written: a coarse clock could hide a change

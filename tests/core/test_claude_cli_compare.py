@@ -101,7 +101,7 @@ def compare(cli, name: str, cwd, home, env: dict[str, str] | None = None):
     if context.reminder != expected:
         # a readable failure: the first differing line
         got, want = (context.reminder or "").split("\n"), (expected or "").split("\n")
-        line = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        line = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
         pytest.fail(
             f"{name}: keepgui differs from the CLI at reminder line {line + 1}:\n"
             f"  CLI:     {want[line] if line < len(want) else '<end>'!r}\n"

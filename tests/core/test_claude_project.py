@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from keepgui.core.claude.context import PREAMBLE, session_context
-from keepgui.core.claude.layout import ClaudeEnv, git_roots, memory_location, project_folder_name
 from keepgui.core.claude.backend import ClaudeSource
+from keepgui.core.claude.context import PREAMBLE, session_context
 from keepgui.core.claude.documents import index_meter
+from keepgui.core.claude.layout import ClaudeEnv, git_roots, memory_location, project_folder_name
 from keepgui.core.claude.project import discover_homes, project_path_for
 from keepgui.core.errors import ReadOnly
 from keepgui.core.history import History
@@ -50,7 +51,7 @@ def world(tmp_path):
 
 
 def test_the_source_lists_projects_and_finds_their_folder_from_a_transcript(world):
-    env, proj, mem, history = world
+    env, proj, _mem, history = world
     source = ClaudeSource(env.config_dir, env=env, history=history)
     name = project_folder_name(str(proj))
     assert source.is_home and source.scan().names == (name,)  # the transcript-only folder has no memory folder
@@ -69,7 +70,7 @@ def _project_bank(env, proj, history):
 
 
 def test_rows_flag_orphans_both_ways_and_what_loads(world):
-    env, proj, mem, history = world
+    env, proj, _mem, history = world
     bank = _project_bank(env, proj, history)
     rows = {r.id: r for r in bank.load().rows.rows}
     assert set(rows) == {"build.md", "lonely.md", "index:gone.md"}
@@ -85,10 +86,8 @@ def test_operations_through_the_bank_are_undoable_and_not_reviewed_as_the_agents
     bank = _project_bank(env, proj, history)
     bank.load()
     change = bank.keep("#reference The staging database resets every Sunday.")
-    assert (
-        os.path.exists(os.path.join(mem, change.result))
-        and "type: reference" in open(os.path.join(mem, change.result)).read()
-    )
+    kept = Path(mem, change.result)
+    assert kept.exists() and "type: reference" in kept.read_text(encoding="utf-8")
     assert not bank.plan("memory folder").operations  # keepgui's own write is the new baseline
     forgot = bank.set_live(["build.md"], False)
     assert not os.path.exists(os.path.join(mem, "build.md"))
@@ -97,7 +96,7 @@ def test_operations_through_the_bank_are_undoable_and_not_reviewed_as_the_agents
     assert os.path.exists(os.path.join(mem, "build.md"))
     assert not any(r.id.startswith("forgotten:") for r in bank.load(full=True).rows.rows)
     bank.edit("build.md", "description", "make test runs the whole suite")
-    assert "description: make test runs the whole suite" in open(os.path.join(mem, "build.md")).read()
+    assert "description: make test runs the whole suite" in Path(mem, "build.md").read_text(encoding="utf-8")
     os.remove(os.path.join(mem, "lonely.md"))  # the agent deletes one
     assert bank.plan("memory folder").describe() == "1 memory deleted"
 
@@ -113,9 +112,9 @@ def test_documents_in_load_order_with_read_only_and_warnings(world, tmp_path):
     assert any(n.startswith("Imported by") for n in style.notices)
     assert any(n.startswith("Checked into the repository") for n in docs.read(names[1]).notices)
     change = docs.save(style, "Style guide, edited.\n")
-    assert open(style.path).read() == "Style guide, edited.\n"
+    assert Path(style.path).read_text(encoding="utf-8") == "Style guide, edited.\n"
     change.undo()
-    assert open(style.path).read() == "Style guide.\n"
+    assert Path(style.path).read_text(encoding="utf-8") == "Style guide.\n"
     index = docs.read(names[-1])
     assert index.managed_by and not index.read_only
     with open(os.path.join(mem, ".consolidate-lock"), "w") as fh:
@@ -137,9 +136,12 @@ def test_the_index_budget_points_at_the_first_character_not_loaded():
 def test_git_worktree_roots(tmp_path):
     main = tmp_path / "main"
     main.mkdir()
-    run = lambda *a: subprocess.run(
-        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=main, check=True, capture_output=True
-    )
+
+    def run(*a):
+        return subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=main, check=True, capture_output=True
+        )
+
     run("init", "-q")
     put(main / "f", "x")
     run("add", "f")
@@ -151,7 +153,7 @@ def test_git_worktree_roots(tmp_path):
 
 
 def test_context_command_json_and_human_output(world, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, mem, _history = world
     monkeypatch.setenv("HOME", env.home)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     code, out, err = run_cli(["context", "--agent", "claude", "--project", str(proj), "--json"])
@@ -171,7 +173,7 @@ def test_context_command_json_and_human_output(world, monkeypatch):
 
 
 def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(world, tmp_path, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, _mem, _history = world
     config = tmp_path / "elsewhere"
     put(config / "CLAUDE.md", "from CLAUDE_CONFIG_DIR\n")
     monkeypatch.setenv("HOME", env.home)
@@ -185,7 +187,7 @@ def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(
 
 
 def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, mem, _history = world
     os.remove(proj / "CLAUDE.md")
     os.mkfifo(proj / "CLAUDE.md")
     os.remove(os.path.join(mem, "MEMORY.md"))
@@ -194,7 +196,7 @@ def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
     put(proj / ".claude" / "settings.json", "{not json")
     monkeypatch.setenv("HOME", env.home)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    code, out, err = run_cli(["context", "--project", str(proj), "--json"])
+    code, out, _err = run_cli(["context", "--project", str(proj), "--json"])
     assert code == 0
     obj = json.loads(out)
     problems = " | ".join(obj["problems"])

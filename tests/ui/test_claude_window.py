@@ -138,11 +138,11 @@ def test_the_window_takes_claude_code_folders_on_its_command_line(tmp_path):
 
 
 def test_memories_with_type_chips_orphans_both_ways_and_the_index_line_beside_the_file(claude_window, qtbot):
-    window, key, memory = claude_window(watch=False)
+    window, _key, _memory = claude_window(watch=False)
     panel = window.memories
     proxy = panel.proxy
     assert proxy.rowCount() == 216  # 215 topic files and the index line whose file is missing
-    chips = {tag: button for tag, button in panel.chips._buttons.items()}
+    chips = dict(panel.chips._buttons)
     assert {"project", "user", "feedback", "reference", "not-loaded", "unindexed", "missing-file"} <= set(chips)
     assert chips["not-loaded"].text() == "#not-loaded · 20"
     chips["not-loaded"].click()
@@ -183,7 +183,7 @@ def test_memories_with_type_chips_orphans_both_ways_and_the_index_line_beside_th
 
 
 def test_edit_create_forget_and_restore_are_each_one_undoable_change(claude_window, qtbot, monkeypatch):
-    window, key, memory = claude_window(watch=False)
+    window, _key, memory = claude_window(watch=False)
     proxy = window.memories.proxy
     stack = window.undo_stack
     path = os.path.join(memory, "user-role.md")
@@ -247,7 +247,7 @@ def test_edit_create_forget_and_restore_are_each_one_undoable_change(claude_wind
 
 def test_instruction_files_in_the_documents_editor_with_imports_and_budgets(claude_window, managed, qtbot, monkeypatch):
     write(managed / "CLAUDE.md", "Company policy: no secrets in memory.\n")
-    window, key, memory = claude_window(watch=False)
+    window, _key, _memory = claude_window(watch=False)
     window.show_panel("rules")
     rules = window.rules
     titles = [rules.list.item(i).text() for i in range(rules.list.count())]
@@ -309,7 +309,7 @@ def demo_path(window, rel: str) -> str:
 
 
 def test_the_preview_is_the_exact_reminder_with_the_cut_drawn_and_the_hidden_memories_named(claude_window, qtbot):
-    window, key, memory = claude_window(watch=False)
+    window, key, _memory = claude_window(watch=False)
     window.show_panel("preview")
     pane = window.preview
     qtbot.waitUntil(lambda: pane.last_result is not None, timeout=10_000)
@@ -517,7 +517,7 @@ def test_the_demo_opens_the_claude_code_home_with_ages_in_index_order(qtbot, tmp
 
 
 def test_the_activity_strip_and_the_graph_of_a_claude_code_project(claude_window, qtbot):
-    window, key, memory = claude_window(watch=False)
+    window, _key, _memory = claude_window(watch=False)
     strip = window.memories.strip
     qtbot.waitUntil(lambda: strip.activity is not None, timeout=10_000)
     # every topic file was written at its own time (the demo's are three hours apart, newest last)

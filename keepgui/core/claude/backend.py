@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from keepgui.core import fsio
 from keepgui.core.claude.demo import place_demo
@@ -137,7 +137,7 @@ class ClaudeSource(SourceDefaults):
             self.label = f"Claude Code · {short(self.path, self.env.home)}"
 
     @property
-    def also_watched(self) -> tuple[str, ...]:  # type: ignore[override]
+    def also_watched(self) -> tuple[str, ...]:
         """A project folder's memory folder (under the config folder); a home watches only itself."""
         return () if self.is_home else (self.memory_dir,)
 

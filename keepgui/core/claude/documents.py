@@ -22,9 +22,11 @@ view); line endings and a byte-order mark are kept as the file had them.
 
 from __future__ import annotations
 
+import builtins
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from keepgui.core import fsio
 from keepgui.core.claude import writes
@@ -44,7 +46,7 @@ from keepgui.core.claude.instructions import (
 from keepgui.core.claude.jstext import utf16_index
 from keepgui.core.claude.layout import approved_external, git_roots, load_settings
 from keepgui.core.claude.memory import LINE_LIMIT, SIZE_LIMIT, Prepared, cut_index, parse_link_line
-from keepgui.core.errors import KeepguiError, NotFound, ReadOnly
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.source import Budget, BudgetSegment, Change, Document, Written, nothing_written
 
 if TYPE_CHECKING:
@@ -80,7 +82,24 @@ class Entry:
     imports: tuple[InstructionFile, ...] = ()
 
 
-def _collected(bank: "ClaudeProject", with_nested: bool) -> tuple[list[InstructionFile], str]:
+@dataclass(frozen=True)
+class FileStyle:
+    """What a Document of this backend carries as its ``raw``: its entry, and how its file is written
+    (a byte-order mark, CRLF line endings), so a save writes the edited text back in the same style."""
+
+    entry: Entry
+    bom: bool
+    crlf: bool
+
+
+def _style(doc: Document) -> FileStyle:
+    """The entry and file style behind an editor's ``doc`` (every Document this backend hands out carries one)."""
+    if not isinstance(doc.raw, FileStyle):
+        raise InvalidInput(f"{doc.title} is not a document of a Claude Code project")
+    return doc.raw
+
+
+def _collected(bank: ClaudeProject, with_nested: bool) -> tuple[list[InstructionFile], str]:
     """The instruction files of a session in the project (user and managed ones only when the project
     folder is unknown), and the folder paths are shown relative to."""
     env = bank.env
@@ -96,7 +115,7 @@ def _collected(bank: "ClaudeProject", with_nested: bool) -> tuple[list[Instructi
     return files, cwd
 
 
-def listing(bank: "ClaudeProject", with_nested: bool = True) -> list[Entry]:
+def listing(bank: ClaudeProject, with_nested: bool = True) -> list[Entry]:
     """The documents of a project's sessions, in the order the editor lists them (see the module docstring)."""
     files, cwd = _collected(bank, with_nested)
     imports: dict[str, list[InstructionFile]] = {}
@@ -142,7 +161,7 @@ def listing(bank: "ClaudeProject", with_nested: bool = True) -> list[Entry]:
     return out
 
 
-def refresh_listing(bank: "ClaudeProject") -> frozenset[str]:
+def refresh_listing(bank: ClaudeProject) -> frozenset[str]:
     """Read the list again (off the GUI thread, during a load); the names when it changed, else none."""
     try:
         entries = listing(bank)
@@ -195,7 +214,7 @@ class ClaudeDocuments:
     previews_drafts = False
     names = None
 
-    def __init__(self, bank: "ClaudeProject") -> None:
+    def __init__(self, bank: ClaudeProject) -> None:
         self.bank = bank
 
     def _entries(self) -> list[Entry]:
@@ -228,7 +247,7 @@ class ClaudeDocuments:
         """``(name, title)`` in load order (see the module docstring); a name is the file's path."""
         return [(e.path, self._title(e)) for e in self._entries()]
 
-    def texts(self) -> list[tuple[str, str]]:
+    def texts(self) -> builtins.list[tuple[str, str]]:
         """``(name, text)`` of every document that exists."""
         out = []
         for entry in self._entries():
@@ -264,7 +283,7 @@ class ClaudeDocuments:
             managed_by=INDEX_WRITER if entry.state == "index" else "",
             status=self._status(entry, data),
             notices=tuple(self._notices(entry)),
-            raw=(entry, bom, crlf),
+            raw=FileStyle(entry, bom, crlf),
             read_only=read_only,
         )
 
@@ -291,14 +310,14 @@ class ClaudeDocuments:
             return "Does not exist yet: Claude Code would read it here. Saving creates it."
         return f"Not loaded: {entry.reason}"
 
-    def _notices(self, entry: Entry) -> list[str]:
+    def _notices(self, entry: Entry) -> builtins.list[str]:
         out = []
         for made in entry.imports:
             state = "loaded" if made.loaded else made.reason
             out.append(f"@import, line {made.line}: {made.path} — {state}")
         if entry.parent:
             out.append(f"Imported by {entry.parent}: an edit changes what every file importing it says.")
-        if entry.kind in (PROJECT,) and entry.state != "new":
+        if entry.kind == PROJECT and entry.state != "new":
             out.append("Checked into the repository: your edit is shared with everyone who works on it.")
         if os.path.islink(entry.path):
             out.append(f"A link to {os.path.realpath(entry.path)}: the target is saved and the link kept.")
@@ -309,14 +328,16 @@ class ClaudeDocuments:
         """What is on disk now for ``doc`` (as the editor would show it)."""
         return self.current_of(doc.path)
 
-    def pre_save_warnings(self, doc: Document) -> list[str]:
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """Before saving ``MEMORY.md``: Claude Code rewrites it on its own, and a session keeps what it loaded."""
         if not doc.managed_by:
             return []
         return [
-            f"Claude Code (the agent, its background extraction and Auto Dream) rewrites {os.path.basename(doc.path)} "
-            "on its own, with no lock: keepgui saves only over exactly the version you opened, and refuses when "
-            "it changed since.",
+            (
+                f"Claude Code (the agent, its background extraction and Auto Dream) rewrites "
+                f"{os.path.basename(doc.path)} on its own, with no lock: keepgui saves only over exactly the "
+                "version you opened, and refuses when it changed since."
+            ),
             TAKES_EFFECT,
         ]
 
@@ -324,13 +345,13 @@ class ClaudeDocuments:
         """Write ``text`` over exactly the version of ``doc`` that was read; ``result`` is the document read back."""
         if doc.read_only:
             raise ReadOnly(f"{doc.path}: {doc.read_only}")
-        entry, bom, crlf = doc.raw
+        style = _style(doc)
         bank = self.bank
         if not doc.stamp.exists and not text.strip():
             return nothing_written(bank.source.path, bank.name, f"Save {doc.title}", "nothing to save: it is empty")
-        data = _encode(text, bom, crlf)
+        data = _encode(text, style.bom, style.crlf)
         label = f"Edit {_where(doc.path, self._cwd(), bank.env.home)}"
-        if entry.state == "index":
+        if style.entry.state == "index":
             change = bank.write(
                 lambda: writes.save_file(bank.memory_dir, doc.path, data, doc.stamp, history=bank.history, text=label),
                 label,
@@ -346,10 +367,11 @@ class ClaudeDocuments:
     def _instruction_change(self, name: str, done: writes.MemoryChange, label: str) -> Change:
         """A save (or its undo) of an instruction file as the seam's Change."""
         bank = self.bank
-        if done.files and done.files[0][1] is not None and bank.documents_cache is not None:
+        created = bool(done.files) and done.files[0][1] is not None
+        listed = bank.documents_cache
+        if created and listed is not None and any(e.path == name and e.state == "new" for e in listed):
             # a new file now exists: it loads, so the list says so (it changed on disk)
-            if any(e.path == name and e.state == "new" for e in bank.documents_cache):
-                bank.documents_cache = listing(bank)
+            bank.documents_cache = listing(bank)
         change = Change(
             bank.source.path,
             bank.name,

@@ -75,6 +75,5 @@ def format_kb(units: int) -> str:
     (``29.3KB``, ``26KB``)."""
     # units / 1024 is exact in decimal, so Decimal rounds it exactly as JS's toFixed(1) does (half up)
     text = str((Decimal(units) / 1024).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
-    if text.endswith(".0"):
-        text = text[:-2]
+    text = text.removesuffix(".0")
     return f"{text}KB"

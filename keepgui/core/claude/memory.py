@@ -30,6 +30,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote
 
 import regex
@@ -153,7 +154,7 @@ class IndexCut:
             return None
         return self.kept_lines + 1
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
         return {
             "lines": self.lines,
@@ -240,7 +241,7 @@ class TopicFile:
     description: str
     type: str
     body: str
-    front: dict
+    front: dict[str, Any]
     stamp: fsio.Stamp
     mtime_ms: int
     problem: str = ""
@@ -261,7 +262,7 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
     """A topic file from its bytes (front matter read leniently: a problem is reported, not raised)."""
     text = decode(data)
     front = split_front_matter(text)
-    obj: dict = {}
+    obj: dict[str, Any] = {}
     problem = ""
     if front.yaml is not None:
         try:
@@ -296,7 +297,7 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
     )
 
 
-def _scalar(value) -> str:
+def _scalar(value: object) -> str:
     if value is None or isinstance(value, (dict, list)):
         return ""
     return str(value).strip()
@@ -307,7 +308,7 @@ SETTLED_NS = 3_000_000_000
 time (or size) changing too, even where a file system keeps times to the second or two."""
 
 
-def topic_files(folder: str, previous: "MemoryFolder | None" = None) -> tuple[list[TopicFile], list[str]]:
+def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list[TopicFile], list[str]]:
     """Every topic file of a memory folder (recursively, as recall reads them; ``team/`` and the
     index excluded), sorted by path, and the files that could not be read.
 
@@ -374,7 +375,7 @@ class IndexEntry:
     exists: bool
     partial: bool = False
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
         return {
             "line": self.line,
@@ -518,7 +519,7 @@ class MemoryFolder:
     orphans: Orphans
     problems: tuple[str, ...] = ()
     has_team: bool = False
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     read_at_ns: int = 0
 
     def topic(self, rel: str) -> TopicFile | None:

@@ -113,7 +113,7 @@ def _memory_lists(folder: MemoryFolder) -> tuple[list[Listed], tuple[IndexEntry,
     return never, hidden
 
 
-def build_preview(bank: "ClaudeProject") -> ClaudePreview:
+def build_preview(bank: ClaudeProject) -> ClaudePreview:
     """The preview of a project's next session (exact when its project folder is known)."""
     index_path = os.path.join(bank.memory_dir, INDEX_NAME)
     if bank.project and os.path.isdir(bank.project):

@@ -36,14 +36,15 @@ import json
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core import fsio
 from keepgui.core.claude import writes
 from keepgui.core.claude.activity import FolderActivity, row_names
-from keepgui.core.claude.compact import IndexPlan, short_hook
-from keepgui.core.claude.documents import ClaudeDocuments, refresh_listing
-from keepgui.core.claude.preview import build_preview
+from keepgui.core.claude.compact import FolderPlan, IndexPlan, short_hook
+from keepgui.core.claude.documents import ClaudeDocuments, Entry, refresh_listing
 from keepgui.core.claude.jstext import utf16_len
 from keepgui.core.claude.layout import ClaudeEnv, git_roots, project_folder_name
 from keepgui.core.claude.memory import (
@@ -51,18 +52,20 @@ from keepgui.core.claude.memory import (
     LINE_LIMIT,
     MEMORY_TYPES,
     SIZE_LIMIT,
+    IndexEntry,
     MemoryFolder,
     Prepared,
+    TopicFile,
     cut_index,
     parse_topic,
     read_folder,
 )
+from keepgui.core.claude.preview import build_preview
 from keepgui.core.claude.review import Baselines, FolderReview, accept_current, remember, review
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
     COMPACT,
-    Activity,
     DISK,
     ENTITIES,
     HISTORY,
@@ -70,6 +73,7 @@ from keepgui.core.source import (
     QUERY,
     RANKED,
     WHAT_IF,
+    Activity,
     BankDefaults,
     BankKey,
     BankSummary,
@@ -230,17 +234,17 @@ def short(path: str, home: str) -> str:
 # ---------------------------------------------------------------------- rows
 
 
-def _file_text(topic) -> str:
+def _file_text(topic: TopicFile) -> str:
     text = topic.text
     return text if len(text) <= FILE_SHOWN else text[:FILE_SHOWN] + "\n…"
 
 
-def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict, Any]] = ()) -> list[FileRow]:
+def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict[str, Any], TopicFile | None]] = ()) -> list[FileRow]:
     """The rows of a memory folder: every topic file, every index line whose file is missing, and the
     memories keepgui forgot (``forgotten``: each pending forget with its topic file as it was)."""
-    by_target: dict[str, Any] = {}
-    for entry in folder.index.entries:
-        by_target.setdefault(entry.target, entry)
+    by_target: dict[str, IndexEntry] = {}
+    for indexed in folder.index.entries:
+        by_target.setdefault(indexed.target, indexed)
     rows = []
     for topic in folder.topics:
         entry = by_target.get(topic.rel)
@@ -262,7 +266,7 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict, Any]] = ()) ->
             ("type", topic.type or "—"),
             ("at session start", state),
             (f"MEMORY.md, line {entry.line}", entry.text)
-            if entry
+            if entry is not None
             else ("MEMORY.md", "no line points at this file (an orphan)"),
             (topic.rel, _file_text(topic)),
         ]
@@ -273,7 +277,7 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict, Any]] = ()) ->
             FileRow(
                 id=topic.rel,
                 text=topic.body.strip() or topic.description or topic.title,
-                position=entry.line if entry else None,
+                position=entry.line if entry is not None else None,
                 tags=kind + status,
                 entities=topic.links,
                 updated_at=topic.mtime_ms,
@@ -302,7 +306,7 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict, Any]] = ()) ->
             )
         )
     present = {t.rel for t in folder.topics}
-    for record, topic in forgotten:
+    for record, was in forgotten:
         rel = str(record.get("rel", ""))
         if rel in present:
             continue
@@ -311,8 +315,8 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict, Any]] = ()) ->
         rows.append(
             FileRow(
                 id=FORGOTTEN + str(record.get("id")),
-                text=(topic.body.strip() or topic.description) if topic is not None else rel,
-                tags=((topic.type,) if topic is not None and topic.type else ()),
+                text=(was.body.strip() or was.description) if was is not None else rel,
+                tags=((was.type,) if was is not None and was.type else ()),
                 invalid_at=at,
                 updated_at=at,
                 fields=(
@@ -366,7 +370,7 @@ def index_budget_lines(text: str) -> tuple[int, int]:
 class ClaudeProject(BankDefaults):
     """One project's memory as a bank (see the module docstring); what it lacks, BankDefaults refuses."""
 
-    def __init__(self, source: "ClaudeSource", name: str, memory_dir: str, project: str | None) -> None:
+    def __init__(self, source: ClaudeSource, name: str, memory_dir: str, project: str | None) -> None:
         self.source = source
         self.env: ClaudeEnv = source.env
         self.history = source.history
@@ -381,7 +385,7 @@ class ClaudeProject(BankDefaults):
         self._manifest: str | None = None  # the folder's manifest as last seen (sha256)
         self.resolve_project: Callable[[], str | None] | None = None  # finds ``project`` on the first load
         self._activity: FolderActivity | None = None
-        self.documents_cache: Any = None  # the documents listing, refreshed by each load (documents.py)
+        self.documents_cache: list[Entry] | None = None  # the documents listing, refreshed by each load (documents.py)
 
     @property
     def lock(self) -> threading.RLock:
@@ -408,10 +412,10 @@ class ClaudeProject(BankDefaults):
         """True once the folder was read."""
         return self.folder is not None
 
-    def _forgotten(self) -> list[tuple[dict, Any]]:
-        out = []
+    def _forgotten(self) -> list[tuple[dict[str, Any], TopicFile | None]]:
+        out: list[tuple[dict[str, Any], TopicFile | None]] = []
         for record in writes.pending_forgets(self.memory_dir, self.history):
-            topic = None
+            topic: TopicFile | None = None
             try:
                 path = os.path.join(self.memory_dir, str(record["rel"]))
                 data = self.history.read(self.history.find(path, str(record["topic_sha256"])))
@@ -560,7 +564,7 @@ class ClaudeProject(BankDefaults):
             change.reverse = lambda: self.write(done.undo, text)
         return change
 
-    def _topic(self, key: str):
+    def _topic(self, key: str) -> TopicFile:
         if key.startswith(FORGOTTEN):
             raise InvalidInput("this memory was forgotten: restore it first")
         if key.startswith(DANGLING):
@@ -577,20 +581,20 @@ class ClaudeProject(BankDefaults):
         file is missing is removed from the index) or put forgotten ones back where they were."""
         keys = list(keys)
         history = self.history
+        steps: list[Callable[[], writes.MemoryChange]] = []
         if live:
             ids = [k[len(FORGOTTEN) :] for k in keys if k.startswith(FORGOTTEN)]
-            steps = [lambda i=i: writes.restore(self.memory_dir, i, history=history) for i in ids]
+            steps = [partial(writes.restore, self.memory_dir, i, history=history) for i in ids]
             text = CAPABILITIES.describe("Restore", len(steps))
         else:
-            steps = []
             for key in keys:
                 if key.startswith(FORGOTTEN):
                     continue
                 if key.startswith(DANGLING):
-                    steps.append(lambda t=key[len(DANGLING) :]: self._drop_index_lines(t))
+                    steps.append(partial(self._drop_index_lines, key[len(DANGLING) :]))
                 else:
                     self._topic(key)
-                    steps.append(lambda k=key: writes.forget(self.memory_dir, k, history=history))
+                    steps.append(partial(writes.forget, self.memory_dir, key, history=history))
             text = f"Forget {CAPABILITIES.count(len(steps))}"
         if not steps:
             return nothing_written(self.source.path, self.name, text)
@@ -658,7 +662,7 @@ class ClaudeProject(BankDefaults):
             raise InvalidInput(f"give the memory one type as its tag: one of {', '.join(MEMORY_TYPES)}")
         return self.keep(f"#{types[0]} {text}" if types else text, force=True)
 
-    def _same_as(self, fact: str) -> list[Any]:
+    def _same_as(self, fact: str) -> list[TopicFile]:
         wanted = _normal(fact)
         if not wanted or self.folder is None:
             return []
@@ -750,20 +754,30 @@ class ClaudeProject(BankDefaults):
 
     def plan(self, what: str, **options: Any) -> object:
         """``compact``: the index compaction plan; ``memory folder``: what changed since the last review."""
-        with self.lock:
-            if what == COMPACT:
-                return IndexPlan(read_folder(self.memory_dir), self.history)
-            if what == REVIEW:
-                return review(self.memory_dir, self.history)
+        if what == COMPACT:
+            return self.compaction_plan()
+        if what == REVIEW:
+            return self.folder_review()
         raise InvalidInput(f"no plan {what!r} for a Claude Code project ({COMPACT} or {REVIEW})")
 
-    def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
-        """Apply a compaction's (or a review's) selection as one undoable change."""
-        applied: list[Any] = []
+    def compaction_plan(self) -> IndexPlan:
+        """The plan for an index over its limits, from the folder as it is now."""
+        with self.lock:
+            return IndexPlan(read_folder(self.memory_dir), self.history)
+
+    def folder_review(self) -> FolderReview:
+        """What changed in the folder since the version a person last accepted."""
+        with self.lock:
+            return review(self.memory_dir, self.history)
+
+    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
+        """Apply a compaction's (or a review's) selection as one undoable change; its ``result`` is the
+        :class:`~keepgui.core.claude.compact.FolderApplied` (the command line journals it for ``--undo``)."""
+        if not isinstance(plan, FolderPlan):
+            raise InvalidInput(f"{self.title}: not a plan of a Claude Code memory folder")
 
         def run() -> writes.MemoryChange:
             result = plan.apply(selection)
-            applied.append(result)
             if result.change is None:
                 return writes.MemoryChange(self.memory_dir, text, written=False, result=result)
             result.change.result = result
@@ -774,8 +788,10 @@ class ClaudeProject(BankDefaults):
             change.message = f"restored {len(selection)} change{'s' if len(selection) != 1 else ''} of {self.title}"
         return change
 
-    def accept_review(self, plan: Any) -> Change:
+    def accept_review(self, plan: object) -> Change:
         """Take the folder as the review saw it as the new baseline (nothing written in the folder)."""
+        if not isinstance(plan, FolderReview):
+            raise InvalidInput(f"{self.title}: not a review of a Claude Code memory folder")
         with self.lock:
             plan.accept()
         return Change(

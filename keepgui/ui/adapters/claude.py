@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QFontDatabase, QPainter, QPen, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QFontDatabase, QPainter, QPaintEvent, QPen, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from keepgui.core.claude.preview import ClaudePreview
@@ -83,7 +83,7 @@ class CutLineView(QPlainTextEdit):
             self.setTextCursor(cursor)
             self.centerCursor()
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         super().paintEvent(event)
         y = self.cut_y()
         if y is None or not 0 <= y <= self.viewport().height():
@@ -110,6 +110,7 @@ class ClaudePreviewView(PreviewView):
     """The reminder with its cut line, beside the lists that explain it."""
 
     copy_choices = (("The reminder, exactly as the CLI sends it", "all"),)
+    text: CutLineView  # the base view's text, as the view with the cut line that build() makes
 
     def build(self) -> None:
         """The reminder on the left, the lists on the right."""
