@@ -1152,8 +1152,8 @@ class LayoutWorker:
                     self._send(columns, row_names, options, pause, watchdog.alive)
                     status, value = self._receive(watchdog.alive)
                 except (EOFError, OSError):
-                    code = process.poll()
-                    self.stop()
+                    self.stop()  # waits for the child: its exit status is known after
+                    code = process.returncode
                     if self._cancelled:
                         raise LayoutCancelled("the graph's layout was stopped") from None
                     if watchdog.fired:

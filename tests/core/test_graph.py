@@ -9,6 +9,8 @@ import random
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import msgspec
 import pytest
@@ -16,8 +18,10 @@ import pytest
 from keepgui.core.graph import (
     NO_ENTITIES,
     GraphOptions,
+    LayoutCancelled,
     LayoutWorker,
     build_graph,
+    child_layout_unavailable,
     columns_of,
     lay_out,
 )
@@ -113,6 +117,89 @@ def test_a_bug_in_the_layout_process_comes_back_with_its_traceback(worker):
         worker.lay_out(columns, {}, GraphOptions())
     assert "Traceback" in str(failure.value)
     assert build_graph(rows_named(100), {}, GraphOptions(), worker).keys  # and it still works
+
+
+def gone(pid: int) -> bool:
+    """Whether a process no longer exists (reaped, not a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_hung_layout_process_is_killed_and_the_graph_laid_out_here(worker):
+    hung = LayoutWorker(hang_timeout=1.0)
+    rows = rows_named(600)
+    first = build_graph(rows, {}, GraphOptions(), hung)
+    assert first.laid_out_by == hung.pid and not first.note
+    os.kill(first.laid_out_by, signal.SIGSTOP)  # alive, answering nothing
+    try:
+        start = time.monotonic()
+        graph = build_graph(rows, {}, GraphOptions(), hung)
+        waited = time.monotonic() - start
+    finally:
+        if not gone(first.laid_out_by):
+            os.kill(first.laid_out_by, signal.SIGKILL)
+    assert waited < 8  # the hang timeout and a little, never forever
+    assert graph.laid_out_by == os.getpid() and "stopped answering" in graph.note
+    assert picture(graph) == picture(first)
+    assert gone(first.laid_out_by)  # killed and reaped
+    again = build_graph(rows, {}, GraphOptions(), hung)  # a fresh process next time
+    assert again.laid_out_by not in (first.laid_out_by, os.getpid()) and not again.note
+    hung.stop()
+
+
+class DyingWorker(LayoutWorker):
+    """A layout process that exits as soon as it starts."""
+
+    def child_code(self) -> str:
+        return "import os; os._exit(3)"
+
+
+def test_a_layout_process_that_dies_at_once_leaves_the_graph_laid_out_here_with_a_note():
+    rows = rows_named(600)
+    graph = build_graph(rows, {}, GraphOptions(), DyingWorker())
+    assert graph.laid_out_by == os.getpid()
+    assert graph.note == "laid out in this process: the graph's layout process stopped (exit status 3)"
+    assert picture(graph) == picture(build_graph(rows))
+
+
+def test_cancel_stops_a_layout_under_way_at_once_and_ends_the_process():
+    stuck = LayoutWorker(hang_timeout=60)
+    build_graph(rows_named(50), {}, GraphOptions(), stuck)
+    pid = stuck.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    outcome: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            stuck.lay_out(columns_of(rows_named(600)), {}, GraphOptions())
+        except BaseException as error:  # noqa: BLE001 - what the thread ended with is the test's
+            outcome.append(error)
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    time.sleep(0.3)
+    assert thread.is_alive()  # waiting for the stopped process
+    start = time.monotonic()
+    stuck.cancel()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - start < 3
+    assert len(outcome) == 1 and isinstance(outcome[0], LayoutCancelled)
+    deadline = time.monotonic() + 3
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(pid)
+    assert build_graph(rows_named(50), {}, GraphOptions(), stuck).laid_out_by not in (pid, os.getpid())
+    stuck.stop()
+
+
+def test_a_frozen_program_starts_no_layout_process(monkeypatch):
+    assert child_layout_unavailable() is None
+    monkeypatch.setattr(sys, "frozen", True, raising=False)  # what PyInstaller's bootloader sets
+    assert "frozen" in (child_layout_unavailable() or "")
 
 
 LAYOUT_SCRIPT = """
