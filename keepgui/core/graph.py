@@ -622,10 +622,12 @@ def build_graph(
     options: GraphOptions | None = None,
     worker: LayoutWorker | None = None,
     pause: float = 0.0,
+    stop_when: Callable[[], bool] | None = None,
 ) -> MemoryGraph:
     """Build and lay out the graph of ``rows`` (call off the GUI thread: this is the slow part);
-    with a ``worker``, the layout is done in its child process. What is done in this process is
-    done in steps, sleeping ``pause`` seconds between them (:data:`PAUSE` for a window)."""
+    with a ``worker``, the layout is done in its child process, and stopped (:class:`LayoutCancelled`)
+    as soon as ``stop_when()`` is true. What is done in this process is done in steps, sleeping
+    ``pause`` seconds between them (:data:`PAUSE` for a window)."""
     options = options or GraphOptions()
     row_names = dict(row_names or {})
     rows = rows if isinstance(rows, list) else list(rows)
@@ -634,7 +636,7 @@ def build_graph(
     note = ""
     if worker is not None:
         try:
-            layout = worker.lay_out(columns, row_names, options, pause)
+            layout = worker.lay_out(columns, row_names, options, pause, stop_when)
         except LayoutFailed as failure:
             note = f"laid out in this process: {failure}"
     if layout is None:
@@ -1038,11 +1040,12 @@ def child_layout_unavailable() -> str | None:
 
 
 class _Watchdog:
-    """Kills a process when no sign of life (:meth:`alive`) came for ``timeout`` seconds."""
+    """Kills a process when no sign of life (:meth:`alive`) came for ``timeout`` seconds (``fired``),
+    or once ``stop_when()`` is true (``stopped``)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], timeout: float) -> None:
-        self.fired = False
-        self._process, self._timeout = process, timeout
+    def __init__(self, process: subprocess.Popen[bytes], timeout: float, stop_when: Callable[[], bool] | None) -> None:
+        self.fired = self.stopped = False
+        self._process, self._timeout, self._stop_when = process, timeout, stop_when
         self._last = time.monotonic()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="keepgui-layout-watchdog", daemon=True)
@@ -1060,10 +1063,14 @@ class _Watchdog:
     def _watch(self) -> None:
         step = min(0.25, self._timeout / 4)
         while not self._stopped.wait(step):
-            if time.monotonic() - self._last > self._timeout:
+            if self._stop_when is not None and self._stop_when():
+                self.stopped = True
+            elif time.monotonic() - self._last > self._timeout:
                 self.fired = True
-                self._process.kill()  # a send or a receive blocked in the parent ends at once
-                return
+            else:
+                continue
+            self._process.kill()  # a send or a receive blocked in the parent ends at once
+            return
 
 
 class LayoutWorker:
@@ -1133,28 +1140,36 @@ class LayoutWorker:
             threading.Thread(target=process.wait, name="keepgui-layout-reaper", daemon=True).start()
 
     def lay_out(
-        self, columns: Columns, row_names: Mapping[str, str], options: GraphOptions, pause: float = 0.0
+        self,
+        columns: Columns,
+        row_names: Mapping[str, str],
+        options: GraphOptions,
+        pause: float = 0.0,
+        stop_when: Callable[[], bool] | None = None,
     ) -> Layout:
         """:func:`lay_out` in the child process (a bug there is raised here with its traceback);
-        ``pause`` seconds of sleep between the pieces sent."""
+        ``pause`` seconds of sleep between the pieces sent; stopped, the child killed, once
+        ``stop_when()`` is true (looked at every quarter of a second)."""
         with self._lock:
             self._cancelled = False
             failure = ""
             for _attempt in range(2):
+                if stop_when is not None and stop_when():
+                    raise LayoutCancelled("the graph's layout was stopped")
                 if self._process is None or self._process.poll() is not None:
                     self.stop()
                     self._start()
                 process = self._process
                 if process is None:
                     raise LayoutFailed("the graph's layout process could not be started")
-                watchdog = _Watchdog(process, self.hang_timeout)
+                watchdog = _Watchdog(process, self.hang_timeout, stop_when)
                 try:
                     self._send(columns, row_names, options, pause, watchdog.alive)
                     status, value = self._receive(watchdog.alive)
                 except (EOFError, OSError):
                     self.stop()  # waits for the child: its exit status is known after
                     code = process.returncode
-                    if self._cancelled:
+                    if self._cancelled or watchdog.stopped:
                         raise LayoutCancelled("the graph's layout was stopped") from None
                     if watchdog.fired:
                         raise LayoutFailed(

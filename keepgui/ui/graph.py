@@ -617,7 +617,8 @@ class GraphPanel(QWidget):
                 return None  # a newer build was asked for while this one waited: skip it
             rows = bank.rows()
             worker = worker_for(len(rows))
-            return build_graph(rows, bank.row_names(), options, worker, PAUSE if len(rows) >= PROCESS_FROM else 0.0)
+            pause = PAUSE if len(rows) >= PROCESS_FROM else 0.0
+            return build_graph(rows, bank.row_names(), options, worker, pause, lambda: token != self._token)
 
         future = _POOL.submit(build)
         future.add_done_callback(lambda f: self._delivery.done.emit(token, f))

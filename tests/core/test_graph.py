@@ -196,6 +196,23 @@ def test_cancel_stops_a_layout_under_way_at_once_and_ends_the_process():
     stuck.stop()
 
 
+def test_a_layout_whose_stop_condition_comes_true_is_stopped_and_its_process_killed():
+    stuck = LayoutWorker(hang_timeout=60)
+    with pytest.raises(LayoutCancelled):  # stopped before it starts: no process is started for it
+        stuck.lay_out(columns_of(rows_named(50)), {}, GraphOptions(), stop_when=lambda: True)
+    assert stuck.pid is None
+    build_graph(rows_named(50), {}, GraphOptions(), stuck)
+    pid = stuck.pid
+    os.kill(pid, signal.SIGSTOP)
+    asked = threading.Event()
+    start = time.monotonic()
+    threading.Timer(0.3, asked.set).start()
+    with pytest.raises(LayoutCancelled):
+        build_graph(rows_named(600), {}, GraphOptions(), stuck, stop_when=asked.is_set)
+    assert time.monotonic() - start < 3 and gone(pid)
+    stuck.stop()
+
+
 def test_a_frozen_program_starts_no_layout_process(monkeypatch):
     assert child_layout_unavailable() is None
     monkeypatch.setattr(sys, "frozen", True, raising=False)  # what PyInstaller's bootloader sets
