@@ -643,11 +643,11 @@ class GraphPanel(QWidget):
         old = self.view.graph
         fit = old is None or old.options != graph.options
         self.view.set_graph(graph, fit=fit)
-        # The graph replaced is freed on the build thread: at a million rows its key index alone
-        # takes tens of milliseconds to take apart.
-        replaced = [old]
-        del old
-        _POOL.submit(replaced.clear)
+        # The graph replaced is freed on the build thread, in steps: at a million rows its key index
+        # alone takes tens of milliseconds to take apart.
+        if old is not None:
+            _POOL.submit(old.release, PAUSE)
+            del old
         self._set_tags(graph.tags)
         self._highlight_keys()
         self._update_status()

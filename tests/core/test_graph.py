@@ -310,3 +310,11 @@ def test_an_empty_bank_and_a_small_one_lay_out_in_this_process():
     graph = build_graph(rows_named(40))
     assert graph.mode == "full" and graph.laid_out_by == os.getpid()
     assert len(graph) == sum(1 for r in rows_named(40) if r.invalid_at is None)
+
+
+def test_a_graph_replaced_lets_go_of_its_rows_in_steps():
+    rows = rows_named(2_500)
+    graph = build_graph(rows)
+    assert len(graph.keys) > 2 * 1_000 and graph.index_of(graph.keys[0]) == 0
+    graph.release()
+    assert graph.keys == [] and graph.rows == [] and graph.index_of(rows[0].id) is None and len(graph) == 0
