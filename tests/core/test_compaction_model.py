@@ -11,6 +11,7 @@ from keepgui.core.compaction import (
     Counts,
     Plan,
     UndoJournal,
+    register_kinds,
     make_operation,
     near_duplicates,
     near_duplicates_pairwise,
@@ -74,6 +75,16 @@ def test_operation_ids_follow_the_content():
 
 class ToyPlan(Plan):
     """A plan whose result is the list of selected operation numbers."""
+
+    # its own kinds and labels, as a backend registers them (the labels equal the backends', and
+    # the first label registered for a kind stays, so the order tests import modules in is moot)
+    KINDS = register_kinds(
+        {
+            "duplicate": "Exact duplicates",
+            "near-duplicate": "Near-duplicates (judgement call)",
+            "report-only": "Same words, different order (report only)",
+        }
+    )
 
     def counts(self, selection=None):
         return Counts("things", len(self.operations), len(self.operations) - len(self.selected(selection)), 1)
