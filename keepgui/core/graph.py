@@ -38,6 +38,7 @@ in its group's next seat (or beside the hubs it names) and moves nothing else.
 from __future__ import annotations
 
 import atexit
+import gc
 import math
 import os
 import socket
@@ -52,7 +53,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import attrgetter, is_not
-from typing import Any
+from typing import Any, TypeVar
 
 from keepgui.core.errors import KeepguiError
 
@@ -83,6 +84,36 @@ BEAT = 1.0
 HANG_TIMEOUT = 20.0
 """Seconds without a sign of life (a piece taken, a beat) after which the layout process is taken
 for hung: it is killed and the graph laid out in the GUI's process instead."""
+
+
+T = TypeVar("T")
+
+
+def age_young_objects() -> None:
+    """Make every object the garbage collector tracks old at once (``gc.freeze`` then
+    ``gc.unfreeze``: two splices of its lists, whatever their length).
+
+    A young list of a million rows is looked at whole by the next collection of the young
+    generations, then by the next of the middle one: a reference visited per row, each a cache
+    miss, 70 to 100 ms with the interpreter lock held, in whichever thread allocated last (often
+    the GUI thread). Aged, it is looked at only by a full collection, as the bank's own rows are.
+    Nothing is kept from being collected: garbage among the objects aged goes at the next full
+    collection instead of a young one."""
+    gc.freeze()
+    gc.unfreeze()
+
+
+def made_old(make: Callable[[], T]) -> T:
+    """``make()`` (a big container, e.g. a bank's rows) made with the collector paused and aged at
+    once (:func:`age_young_objects`), so that no collection looks at it while it is young."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return make()
+    finally:
+        age_young_objects()
+        if enabled:
+            gc.enable()
 
 
 def hub_radius(count: int) -> float:
@@ -169,6 +200,7 @@ def columns_of(rows: Sequence[Any], pause: float = 0.0) -> Columns:
     millisecond or less, allocating no object the garbage collector tracks but a list per column,
     so no collection is set off), sleeping ``pause`` seconds between steps."""
     columns = Columns([], [], array("q"), [], array("q"), bytearray(), bytearray(), array("q"))
+    age_young_objects()  # the lists grow to a row each: no young collection looks at them
     entity_index: dict[tuple[str, ...], int] = {}
     tag_index: dict[tuple[str, ...], int] = {}
     get_id, get_entities, get_tags = attrgetter("id"), attrgetter("entities"), attrgetter("tags")
@@ -219,6 +251,41 @@ class Layout:
 
 
 # ---------------------------------------------------------------------- the graph
+
+
+class KeyIndex:
+    """Row keys to row indexes, as :data:`SHARDS` dicts chosen by the key's hash.
+
+    One dict of a million keys rehashes itself whole each time it doubles: a single C call that
+    holds the interpreter lock for 100 ms and more while the graph is made off the GUI thread.
+    A shard doubles at a few thousand keys, in well under a millisecond."""
+
+    SHARDS = 256
+
+    def __init__(self) -> None:
+        self._shards: list[dict[str, int]] = [{} for _ in range(self.SHARDS)]
+
+    def get(self, key: str) -> int | None:
+        """The index of a key (None when it has none)."""
+        return self._shards[hash(key) % self.SHARDS].get(key)
+
+    def __setitem__(self, key: str, index: int) -> None:
+        self._shards[hash(key) % self.SHARDS][key] = index
+
+    def __len__(self) -> int:
+        return sum(map(len, self._shards))
+
+    def add(self, keys: Iterable[str], first: int) -> None:
+        """Index ``keys`` as rows ``first``, ``first + 1``, …"""
+        shards, n = self._shards, self.SHARDS
+        for i, key in enumerate(keys, first):
+            shards[hash(key) % n][key] = i
+
+    def release(self, pause: float = 0.0) -> None:
+        """Empty it a shard at a time, sleeping ``pause`` seconds between shards."""
+        for shard in self._shards:
+            shard.clear()
+            _breathe(pause)
 
 
 class _Links:
@@ -274,7 +341,7 @@ class MemoryGraph:
     laid_out_by: int = 0
     note: str = ""
     """Why the graph was not laid out where it was meant to be (the layout process failed), or ""."""
-    _index: dict[str, int] = field(default_factory=dict)
+    _index: KeyIndex = field(default_factory=KeyIndex)
     _hub_index: dict[str, int] = field(default_factory=dict)
     _group_index: dict[tuple[int, ...], int] = field(default_factory=dict)
     _link_index: dict[tuple[int, ...], int] = field(default_factory=dict)
@@ -442,6 +509,7 @@ class MemoryGraph:
         """The graph of a layout of ``rows`` (whose keys are ``ids``), made in steps of
         :data:`CHUNK` rows, sleeping ``pause`` seconds between steps."""
         graph = cls(mode=layout.mode, options=options, row_names=row_names, laid_out_by=layout.pid)
+        age_young_objects()  # its lists grow to a row each: no young collection looks at them
         graph.hubs = [Hub(name, x, y, count, row) for name, x, y, count, row in layout.hubs]
         graph.groups = [Group(hubs, x, y, size, start, start + size) for hubs, x, y, size, start in layout.groups]
         graph.tags = layout.tags
@@ -466,7 +534,7 @@ class MemoryGraph:
             keys.extend(compress(ids[a : a + CHUNK], shown[a : a + CHUNK]))
             if rows is not None:
                 kept.extend(compress(rows[a : a + CHUNK], shown[a : a + CHUNK]))
-            index.update(zip(keys[first:], range(first, len(keys)), strict=True))
+            index.add(keys[first:], first)
             _breathe(pause)
         graph._hub_index = {h.name: i for i, h in enumerate(graph.hubs)}
         graph._group_index = {g.hubs: i for i, g in enumerate(graph.groups)}
@@ -481,11 +549,7 @@ class MemoryGraph:
             while items:
                 del items[-CHUNK:]
                 _breathe(pause)
-        index = self._index
-        while index:
-            for _ in range(min(CHUNK, len(index))):
-                index.popitem()
-            _breathe(pause)
+        self._index.release(pause)
         self._gone_count = 0
 
     # ------------------------------------------------------------------ live updates

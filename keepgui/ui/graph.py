@@ -77,6 +77,7 @@ from keepgui.core.graph import (
     build_graph,
     child_layout_unavailable,
     layout_worker,
+    made_old,
 )
 from keepgui.core.source import BankKey
 from keepgui.ui import theme
@@ -615,7 +616,7 @@ class GraphPanel(QWidget):
         def build() -> MemoryGraph | None:
             if token != self._token:
                 return None  # a newer build was asked for while this one waited: skip it
-            rows = bank.rows()
+            rows = made_old(bank.rows)
             worker = worker_for(len(rows))
             pause = PAUSE if len(rows) >= PROCESS_FROM else 0.0
             return build_graph(rows, bank.row_names(), options, worker, pause, lambda: token != self._token)
