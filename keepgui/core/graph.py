@@ -545,10 +545,8 @@ class MemoryGraph:
         seconds between them): freed in one piece, a million rows' lists and index each hold the
         interpreter lock for tens of milliseconds (a reference dropped per row, each a cache miss).
         The graph is empty after."""
-        for items in (self.rows, self.keys):
-            while items:
-                del items[-CHUNK:]
-                _breathe(pause)
+        _release_list(self.rows, pause)
+        _release_list(self.keys, pause)
         self._index.release(pause)
         self._gone_count = 0
 
@@ -723,7 +721,15 @@ def build_graph(
         layout = lay_out(columns, row_names, options)
     graph = MemoryGraph.from_layout(layout, columns.ids, rows, options, row_names, pause)
     graph.note = note
+    _release_list(columns.ids, pause)  # the columns' own: dropped whole, a reference per row at once
     return graph
+
+
+def _release_list(items: list[Any], pause: float) -> None:
+    """Empty a list in steps of :data:`CHUNK` (see :meth:`MemoryGraph.release`)."""
+    while items:
+        del items[-CHUNK:]
+        _breathe(pause)
 
 
 def _breathe(pause: float) -> None:
