@@ -11,11 +11,11 @@ from keepgui.core.compaction import (
     Counts,
     Plan,
     UndoJournal,
-    register_kinds,
     make_operation,
     near_duplicates,
     near_duplicates_pairwise,
     operation_id,
+    register_kinds,
     words_only_in,
 )
 from keepgui.core.errors import InvalidInput, NotFound
