@@ -1,5 +1,6 @@
 # keepgui — the two commands of the README, and the proof targets.
-#   make run     set up .venv if needed, open keepgui on a fresh copy of the demo data
+#   make run     set up .venv if needed, check that Qt's X11 plugin can load (else print the one
+#                install command that fixes it), open keepgui on a fresh copy of the demo data
 #   make test    set up .venv if needed, run the whole test suite headless
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
 #                and the import-linter contracts; .ci/run runs it before make test
@@ -25,6 +26,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: $(STAMP)
+	@$(BIN)/python -m keepgui.qtcheck
 	$(BIN)/keepgui --demo
 
 test: $(STAMP)

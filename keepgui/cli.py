@@ -12,7 +12,6 @@ was written" for ``keep`` and "problems found" for ``doctor``); 2 bad usage.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import os
 import sys
@@ -70,13 +69,13 @@ class Context:
     def demo(self) -> DemoCopy:
         """The fresh temporary copy of the demo data (made once per process)."""
         if self._demo is None:
-            import shutil
+            from keepgui.core.demo import KEEP_DEMO_ENV, throwaway_demo_copy
 
-            from keepgui.core.demo import make_demo_copy
-
-            self._demo = make_demo_copy()
-            if not os.environ.get("KEEPGUI_KEEP_DEMO"):
-                atexit.register(shutil.rmtree, self._demo.root, True)
+            self._demo = throwaway_demo_copy()
+            fate = (
+                f"kept: ${KEEP_DEMO_ENV} is set" if os.environ.get(KEEP_DEMO_ENV) else "removed when the command ends"
+            )
+            self.note(f"--demo: working on a throw-away copy of the demo in {self._demo.root} ({fate})")
         return self._demo
 
     def data_dir_path(self) -> str:
@@ -100,8 +99,16 @@ class Context:
             from keepgui.core.iii.store import DataDir
             from keepgui.core.iii.worker import WorkerLink
 
-            self._datadir = DataDir(self.data_dir_path(), WorkerLink(getattr(self.args, "reload_command", None)))
+            self._datadir = DataDir(self.data_dir_path(), WorkerLink(self.reload_command()))
         return self._datadir
+
+    def reload_command(self) -> str | None:
+        """``--reload-command``; with ``--demo`` and none given, no reload at all: no running worker
+        reads a throw-away copy, so telling one to reload would only fail (or reload the wrong data)."""
+        given = getattr(self.args, "reload_command", None)
+        if given is None and getattr(self.args, "demo", False) and not getattr(self.args, "data_dir", None):
+            return ""
+        return given
 
     def workspace_path(self) -> str:
         """``--workspace``, else the demo's workspace (with ``--demo``), else nanobot's discovery."""

@@ -2,21 +2,36 @@
 
 Qt runs offscreen (no display needed) and keepgui's own data folder points into
 a temporary directory, so no test ever touches the real user's files.
+
+Every temporary folder of the run — keepgui's home, the demo copies of
+``--demo``, what child processes make — is made inside one folder of the
+session (``$TMPDIR`` for the children too), removed when the session ends: a
+run leaves nothing behind in the system's temporary folder. pytest's own
+``tmp_path`` folders stay where pytest keeps them (its last few runs, to look at).
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import sys
 import tempfile
+
+import pytest
+
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+SESSION_TMP = tempfile.mkdtemp(prefix="keepgui-tests-")
+"""The folder every temporary folder of this test run is made in (removed at the end)."""
+os.environ["TMPDIR"] = SESSION_TMP
+tempfile.tempdir = SESSION_TMP
+atexit.register(shutil.rmtree, SESSION_TMP, True)
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["KEEPGUI_HOME"] = tempfile.mkdtemp(prefix="keepgui-test-home-")
 os.environ.pop("KEEPGUI_DATA_DIR", None)
 os.environ.pop("KEEPGUI_RELOAD_COMMAND", None)
-
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

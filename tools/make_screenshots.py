@@ -32,6 +32,15 @@ def settle(app, seconds: float, until=lambda: True) -> None:
             raise RuntimeError("the window did not settle")
 
 
+def every_bank_listed(window) -> bool:
+    """Every open source has listed its banks and each has its summary (the sidebar says no "loading…")."""
+    hub = window.hub
+    return all(
+        hub.banks(path) and all(hub.summary(BankKey(path, name)) is not None for name in hub.banks(path))
+        for path in hub.sources
+    )
+
+
 def main(out: str) -> None:
     os.makedirs(out, exist_ok=True)
     app = make_app()
@@ -39,7 +48,7 @@ def main(out: str) -> None:
     window = build_window(args, Settings(os.path.join(os.environ["KEEPGUI_HOME"], "s.json")), watch=False)
     window.resize(1440, 900)
     window.show()
-    settle(app, 1.0, lambda: window.current is not None and window._loading is None)
+    settle(app, 1.0, lambda: window.current is not None and window._loading is None and every_bank_listed(window))
     iii = next(s.path for s in window.hub.sources.values() if s.kind == "iii")
     workspace = next(s.path for s in window.hub.sources.values() if s.kind == "nanobot")
 

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from keepgui.core.compaction import Applied, Plan, StalePlan, UndoJournal, load_applied
+from keepgui.core.compaction import UNREVIEWED_REWRITE, Applied, Plan, StalePlan, UndoJournal, load_applied
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import file_key
 
@@ -184,7 +184,8 @@ def print_operations(ctx: Context, plan: Plan, selection: frozenset[str]) -> Non
 def print_notices(ctx: Context, plan: Plan) -> None:
     """The plan's notices, one per line."""
     for notice in plan.notices:
-        ctx.out(f"{notice.level}: {notice.message}")
+        how = ": `keepgui review` shows it" if notice.code == UNREVIEWED_REWRITE else ""
+        ctx.out(f"{notice.level}: {notice.message}{how}")
 
 
 def _applied_lines(ctx: Context, applied: Applied) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -170,6 +171,10 @@ def _finish(ctx: Context, bank: Bank, run: Callable[[Batch], Transition]) -> Tra
 def cmd_banks(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui banks``."""
     datadir = ctx.datadir()
+    if not os.path.isdir(datadir.path):
+        # as `doctor` says: "no banks" and exit 0 hid a mistyped --data-dir
+        what = "does not exist" if not os.path.exists(datadir.path) else "is not a folder"
+        raise NotFound(f"{datadir.path}: the data dir {what} (give --data-dir or set $KEEPGUI_DATA_DIR)")
     infos = [bank.info() for bank in datadir.banks()]
     if ctx.json_mode:
         ctx.emit_json({"data_dir": datadir.path, "banks": [i.to_obj() for i in infos]})

@@ -271,6 +271,10 @@ class ChangedSince(Conflict):
 
 # ---------------------------------------------------------------------- plans
 
+UNREVIEWED_REWRITE = "unreviewed-rewrite"
+"""The code of a plan's notice that the file was rewritten outside keepgui and not reviewed yet (the
+command line says which command reviews it, the window offers the review)."""
+
 
 class Plan(ABC):
     """The operations proposed for one file or bank, and how to review and apply them.
@@ -644,6 +648,48 @@ def words_only_in(dropped: str, kept: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------- near-duplicate search
+
+WITHIN, AROUND, ALIKE = "within", "around", "alike"
+"""How a near-duplicate relates to a text: every word of the text is in it; the text has every word
+of it; neither (the two read alike)."""
+
+
+@dataclass(frozen=True)
+class Likeness:
+    """How a near-duplicate relates to a text, in terms a person reads right.
+
+    Near-duplicates are found with rapidfuzz's ``token_set_ratio``, which scores 100 for "Prefers
+    tea" against "Prefers green tea" (one's words are a subset of the other's): shown as a
+    percentage that reads "identical". So what is shown is the ``relation`` (:data:`WITHIN`,
+    :data:`AROUND`, :data:`ALIKE`) and, for two that merely read alike, ``percent``: the edit
+    similarity of the two with their words sorted (``token_sort_ratio``).
+    """
+
+    relation: str
+    percent: float
+
+    def describe(self, other: str) -> str:
+        """The relation in words; ``other`` names the near-duplicate ("entry 12 `Prefers green tea`")."""
+        if self.relation == WITHIN:
+            return f"every word of it is in {other}"
+        if self.relation == AROUND:
+            return f"it has every word of {other}"
+        return f"{other} reads {self.percent:.0f}% alike"
+
+    def describe_pair(self, text: str, other: str) -> str:
+        """The relation of the two in words, both named ("every word of `a` is in `b`")."""
+        if self.relation == WITHIN:
+            return f"every word of {text} is in {other}"
+        if self.relation == AROUND:
+            return f"{text} has every word of {other}"
+        return f"{text} and {other} read {self.percent:.0f}% alike"
+
+
+def likeness(text: str, other: str) -> Likeness:
+    """How ``other`` (a near-duplicate) relates to ``text``."""
+    words, theirs = set(default_process(text).split()), set(default_process(other).split())
+    relation = WITHIN if words and words <= theirs else AROUND if theirs and theirs <= words else ALIKE
+    return Likeness(relation, fuzz.token_sort_ratio(text, other, processor=default_process))
 
 
 def _token_char(rank: int) -> str:

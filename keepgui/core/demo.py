@@ -12,6 +12,7 @@ more folder and its own ``prepare_demo``; nothing here changes.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -73,3 +74,20 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
             sources.append((backend.kind, named.get("source", folder)))
             places.update(named)
     return DemoCopy(root, tuple(sources), places)
+
+
+KEEP_DEMO_ENV = "KEEPGUI_KEEP_DEMO"
+"""Set (to anything) to keep a throw-away demo copy after the run, to look at what it wrote."""
+
+
+def throwaway_demo_copy() -> DemoCopy:
+    """A fresh demo copy for one run (``--demo``), removed when the process exits.
+
+    Removal runs at interpreter exit, which a window reaches on Quit and on
+    SIGINT/SIGTERM too (the application turns those into a quit); with
+    ``$KEEPGUI_KEEP_DEMO`` set the copy stays.
+    """
+    copy = make_demo_copy()
+    if not os.environ.get(KEEP_DEMO_ENV):
+        atexit.register(shutil.rmtree, copy.root, True)
+    return copy

@@ -511,7 +511,10 @@ class BankSummary:
     ``detail`` is "41 memories · 3 pinned · 2 rules"; ``problem`` why the bank
     cannot be read (it is then shown, never written); ``description`` a longer
     text for the tooltip; ``compaction_due`` the sentence offering a compaction
-    ("" when none is due) and ``size`` the figure the tray names ("172 lines").
+    ("" when none is due) and ``size`` the figure the tray names ("172 lines");
+    ``problems`` how many problems reading the bank found (lines the agent skips...),
+    the count of the sidebar's badge (:meth:`Bank.problems` lists them, and whatever
+    else a check of its files finds).
     ``title`` is how the sidebar names the bank when its name is a folder name
     not meant for people (a Claude Code project's ``-home-ann-work-app`` is shown
     as ``~/work/app``); "" shows the name.
@@ -522,7 +525,29 @@ class BankSummary:
     description: str = ""
     compaction_due: str = ""
     size: str = ""
+    problems: int = 0
     title: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a bank's files, as a check of them (``keepgui doctor``) reports it.
+
+    ``path`` is the file and ``line`` its line (0: the whole file); ``message`` says what is
+    wrong and what the agent does about it; ``code`` is stable (tests match on it); a ``note``
+    level marks something worth knowing that is not wrong (a line still being written).
+    """
+
+    path: str
+    line: int
+    message: str
+    code: str = ""
+    level: str = "warning"
+
+    @property
+    def where(self) -> str:
+        """``file:line`` (or the file)."""
+        return f"{self.path}:{self.line}" if self.line else self.path
 
 
 @dataclass(frozen=True)
@@ -705,6 +730,9 @@ class Bank(Protocol):
     def revisions(self, key: str) -> list[Row]:
         """Every revision of one row, oldest first ([] when the backend keeps none)."""
 
+    def problems(self) -> list[Problem]:
+        """Everything wrong with the bank's files (read only, on a background thread), in file order."""
+
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
         """What the agent would be given next, exactly (the adapter of the backend shows it)."""
 
@@ -804,6 +832,10 @@ class Source(Protocol):
     def configure(self, values: Mapping[str, Any]) -> None:
         """Settings a person chose for this source (the iii worker's settings the preview uses)."""
 
+    def set_reload_command(self, command: str | None) -> None:
+        """The command that tells a running agent to reload after a write (the preference changed;
+        None: the backend's default, "": none), as given when the source was opened."""
+
     def create_bank(self, name: str, description: str = "") -> Change:
         """A new bank (``result``: its name)."""
 
@@ -839,6 +871,10 @@ class BankDefaults:
 
     def revisions(self, key: str) -> builtins.list[Row]:
         """No revisions are kept."""
+        return []
+
+    def problems(self) -> builtins.list[Problem]:
+        """No check of the files: nothing to report."""
         return []
 
     def rank(self, query: str, limit: int) -> dict[str, float]:
@@ -910,6 +946,9 @@ class SourceDefaults:
 
     def configure(self, values: Mapping[str, Any]) -> None:
         """No settings of its own: nothing to keep."""
+
+    def set_reload_command(self, command: str | None) -> None:
+        """No running agent to tell: nothing to keep."""
 
     def create_bank(self, name: str, description: str = "") -> Change:
         """Refused: banks are not created here."""

@@ -16,6 +16,10 @@ def iso_date(ms: int) -> str:
     return time.strftime("%Y-%m-%d", time.localtime(ms / 1000))
 
 
+FUTURE_SLACK_S = 60
+"""Times up to this many seconds ahead of "now" are "just now": the table's clock is read once a minute."""
+
+
 def relative_time(ms: int | None, now: int | None = None, date: Callable[[int], str] = iso_date) -> str:
     """Relative time as the worker's console shows it: "just now", minutes, hours, days
     (under a week), then a date (``date`` formats it; the window passes a locale format)."""
@@ -23,9 +27,11 @@ def relative_time(ms: int | None, now: int | None = None, date: Callable[[int], 
         return ""
     now = now_ms() if now is None else now
     seconds = (now - ms) / 1000
-    if seconds < 0:
+    if seconds < -FUTURE_SLACK_S:
         return "in the future"
     if seconds < 60:
+        # A row written a moment after the table last read the clock (it does so once a minute)
+        # is "just now", as the detail pane says, not in the future.
         return "just now"
     if seconds < 3600:
         return f"{int(seconds // 60)}m ago"

@@ -15,6 +15,7 @@ rename into place matters.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -28,6 +29,26 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 from keepgui.core.fsio import is_temp_name
 
 _IGNORED_EVENTS = {"opened", "closed_no_write"}
+
+_INACTIVE_EMITTER = "called when the thread is inactive"
+
+
+class _StoppedEmitterFilter(logging.Filter):
+    """Drops the one ERROR record watchdog's inotify emitter logs when it is stopped while an
+    event is arriving (watchdog 4-7: ``InotifyEmitter.queue_events() called when the thread is
+    inactive``).
+
+    Stopping an emitter unblocks its read; when that read returns an event, the emitter finds
+    itself stopped, logs this and drops the event, which is what stopping asked for. Emitters
+    stop only when a watch is removed or the observer stops, so the record never means a
+    change was missed; every other record of watchdog is left alone.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _INACTIVE_EMITTER not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_StoppedEmitterFilter())
 
 
 @dataclass(frozen=True)
@@ -177,6 +198,4 @@ class Watcher:
                 try:
                     self._on_changes(ChangeSet(batch))
                 except Exception:  # a failing consumer must not kill the watcher thread
-                    import logging
-
                     logging.getLogger(__name__).exception("change handler failed")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from typing import Any
 
@@ -10,6 +12,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from keepgui.core.source import BankKey
+from keepgui.ui.appearance import apply_theme
 from keepgui.ui.hub import Hub
 from keepgui.ui.mainwindow import MainWindow
 from keepgui.ui.settings import Settings
@@ -20,18 +23,55 @@ __all__ = ["DESKTOP_ID", "build_window", "initial_sources", "launch", "make_app"
 SCREENSHOT_SIZE = (1440, 900)
 
 
+def throwaway_run(args: argparse.Namespace) -> bool:
+    """A demo or screenshot run: it must leave the person's settings as they were."""
+    return bool(getattr(args, "demo", False) or getattr(args, "screenshot", None))
+
+
+def reload_command_for(args: argparse.Namespace, settings: Settings | None = None) -> str | None:
+    """The command that tells a running agent to reload: ``--reload-command``, else none at all
+    for the demo (no agent reads a throw-away copy), else ``$KEEPGUI_RELOAD_COMMAND``, else the one
+    chosen in Preferences, else the backends' default (None)."""
+    given = getattr(args, "reload_command", None)
+    if given is None and getattr(args, "demo", False):
+        return ""
+    if given is None and "KEEPGUI_RELOAD_COMMAND" not in os.environ and settings is not None:
+        return settings.reload_command()
+    return given
+
+
+def reload_override(args: argparse.Namespace) -> str:
+    """Why the reload command of Preferences is not the one this run uses ("" when it is)."""
+    if getattr(args, "demo", False):
+        return "This is the demo: no running agent reads its throw-away copy, so none is told."
+    if getattr(args, "reload_command", None) is not None:
+        return "For this run, --reload-command decides (given on the command line)."
+    if "KEEPGUI_RELOAD_COMMAND" in os.environ:
+        return "For this run, $KEEPGUI_RELOAD_COMMAND decides (set in the environment)."
+    return ""
+
+
 def build_window(args: argparse.Namespace, settings: Settings | None = None, watch: bool = True) -> MainWindow:
     """The main window with its sources opened as the arguments ask."""
-    settings = settings or Settings()
+    settings = settings or Settings(read_only=throwaway_run(args))
+    apply_theme(settings.theme())
     sources, persist = initial_sources(args, settings)
-    hub = Hub(reload_command=getattr(args, "reload_command", None), watch=watch)
+    hub = Hub(
+        reload_command=reload_command_for(args, settings),
+        watch=watch,
+        report_follow_ups=not getattr(args, "demo", False),
+    )
     window = MainWindow(hub, settings, persist_sources=persist and not getattr(args, "screenshot", None))
+    window.reload_override = reload_override(args)
     if getattr(args, "bank", None):
         window.want_bank_named(args.bank, [path for _kind, path in sources])
     elif persist and settings.last_bank():
         window.want_bank(settings.last_bank())
     for kind, path in sources:
         window.hub.add(kind, path)
+        if persist:
+            window.remembered.add(os.path.abspath(path))
+    window.update_start_page()
     if getattr(args, "panel", None):
         window.show_panel(args.panel)
     if getattr(args, "query", None):
@@ -95,7 +135,17 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     window.resize(*SCREENSHOT_SIZE)
     window.show()
     app.exec()
+    finish(window)
     return result["status"]
+
+
+def finish(window: MainWindow) -> None:
+    """After the event loop ends: what closing the window would have done, when the loop ended
+    without it closing (a screenshot taken, a quit by signal): its state remembered, the watcher
+    and the background threads stopped (the hub's shutdown may run twice)."""
+    if window.isVisible():
+        window.save_state()
+    window.hub.shutdown()
 
 
 def single_instance_applies(args: argparse.Namespace) -> bool:
@@ -124,9 +174,29 @@ def activation_request(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def quit_on_signals(app: QApplication) -> None:
+    """SIGINT (Ctrl+C in the terminal) and SIGTERM quit the window as File → Quit does, so what a
+    normal exit does still happens (the demo copy removed, the watcher stopped).
+
+    Python runs a signal handler only between bytecodes, and Qt's event loop runs none while it
+    waits: a short timer lets Python look in regularly.
+    """
+
+    def ask_to_quit(_signum: int, _frame: object) -> None:
+        QTimer.singleShot(0, app.quit)
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, ask_to_quit)
+    heartbeat = QTimer(app)
+    heartbeat.setInterval(200)
+    heartbeat.timeout.connect(lambda: None)
+    heartbeat.start()
+
+
 def launch(args: argparse.Namespace) -> int:
     """Run the window until it closes (or raise the running one and return at once)."""
     app = make_app()
+    quit_on_signals(app)
     if getattr(args, "screenshot", None):
         window = build_window(args)
         return take_screenshot(window, args.screenshot)
@@ -157,4 +227,6 @@ def launch(args: argparse.Namespace) -> int:
 
     desktop.set_compaction_handler(compact)
     window.show()
-    return app.exec()
+    status = app.exec()
+    finish(window)
+    return status

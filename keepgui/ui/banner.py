@@ -3,6 +3,11 @@
 Used for errors a person must see ("the last action failed: …") and for
 notices that offer a choice ("keep.md was rewritten by another program … Review").
 The colours are palette tints, so the banner reads in light and dark mode.
+
+A message may belong to a view (its ``owner``, e.g. the bank it describes):
+it shows only while that view is the one shown (:meth:`Banner.set_view`), and
+comes back when the person returns to it; a message without an owner stays
+until dismissed, whatever is shown.
 """
 
 from __future__ import annotations
@@ -35,12 +40,43 @@ class Banner(QFrame):
         self._layout.addWidget(self.label, 1)
         self._buttons: list[QPushButton] = []
         self._layout.addWidget(self.close_button)
+        self._view: object = None  # the view shown now (see set_view)
+        self._owner: object = None  # the view the message shown belongs to (None: every view)
+        self._kept: dict[object, tuple[str, str, list[tuple[str, Callable[[], None]]]]] = {}
         self.hide()
 
+    @property
+    def owner(self) -> object:
+        """The view the message shown (or last shown) belongs to; None for one that belongs to all."""
+        return self._owner
+
     def show_message(
-        self, text: str, kind: str = "warning", actions: list[tuple[str, Callable[[], None]]] | None = None
+        self,
+        text: str,
+        kind: str = "warning",
+        actions: list[tuple[str, Callable[[], None]]] | None = None,
+        owner: object = None,
     ) -> None:
-        """Show ``text`` with a ``warning``/``removed``/``info`` tint and optional buttons."""
+        """Show ``text`` with a ``warning``/``removed``/``info`` tint and optional buttons; with an
+        ``owner``, only while that view is shown (it is kept for when the person comes back)."""
+        if owner is not None:
+            self._kept[owner] = (text, kind, list(actions or []))
+            if owner != self._view:
+                return
+        self._draw(text, kind, actions)
+        self._owner = owner
+
+    def set_view(self, view: object) -> None:
+        """The view shown changed: a message of another view goes; this view's own comes back."""
+        self._view = view
+        if self._owner is not None and self._owner != view and self.isVisible():
+            self.hide()
+        kept = self._kept.get(view) if view is not None else None
+        if kept is not None and not (self.isVisible() and self._owner is None):
+            self._draw(*kept)
+            self._owner = view
+
+    def _draw(self, text: str, kind: str, actions: list[tuple[str, Callable[[], None]]] | None) -> None:
         for button in self._buttons:
             self._layout.removeWidget(button)
             button.deleteLater()
@@ -59,8 +95,15 @@ class Banner(QFrame):
         self.show()
 
     def dismiss(self) -> None:
-        """Hide the banner."""
+        """Hide the banner (a view's message does not come back)."""
+        self._kept.pop(self._owner, None)
         self.hide()
+
+    def forget(self, owner: object) -> None:
+        """Drop the message kept for a view (what it described is over), hiding it if shown."""
+        self._kept.pop(owner, None)
+        if self._owner == owner and self.isVisible():
+            self.hide()
 
     @property
     def buttons(self) -> list[QPushButton]:

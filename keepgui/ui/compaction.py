@@ -11,6 +11,8 @@ logic lives in :mod:`keepgui.core.compaction` and the backends.
 Signals:
     CompactionDialog.applyRequested(object plan, frozenset selection)
     CompactionDialog.acceptRequested(object plan): review mode, "accept the rewrite as it is".
+    CompactionDialog.reviewFirstRequested(): the file was rewritten outside keepgui and not reviewed:
+        review that rewrite before compacting.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -31,11 +33,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from keepgui.core.compaction import Plan, excerpt
+from keepgui.core.compaction import UNREVIEWED_REWRITE, Plan, excerpt
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import COMPACT, DISK, REVIEW, BankKey, Change
 from keepgui.ui import theme
 from keepgui.ui.diffview import DiffView
+from keepgui.ui.geometry import resize_to_fit
 
 OpRole = Qt.ItemDataRole.UserRole + 80
 
@@ -64,6 +67,7 @@ class CompactionDialog(QDialog):
 
     applyRequested = Signal(object, frozenset)
     acceptRequested = Signal(object)
+    reviewFirstRequested = Signal()
 
     def __init__(self, plan: Plan, title: str, parent: QWidget | None = None, review: bool = False) -> None:
         super().__init__(parent)
@@ -84,6 +88,9 @@ class CompactionDialog(QDialog):
         self.counts.setAccessibleName("Counts before, after and target")
         self.notices = QLabel(self)
         self.notices.setWordWrap(True)
+        self.review_first = QPushButton("Review the outside rewrite first…", self)
+        self.review_first.setToolTip("Compare the file with the last version keepgui saw, and restore what was lost")
+        self.review_first.clicked.connect(self.reviewFirstRequested)
         self.select_safe = QPushButton("Select safe", self)
         self.select_all = QPushButton("Select all", self)
         self.select_none = QPushButton("Select none", self)
@@ -126,14 +133,17 @@ class CompactionDialog(QDialog):
         buttons.addWidget(self.apply_button)
         layout = QVBoxLayout(self)
         layout.addWidget(self.counts)
-        layout.addWidget(self.notices)
+        notices = QHBoxLayout()
+        notices.addWidget(self.notices, 1)
+        notices.addWidget(self.review_first, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(notices)
         layout.addWidget(split, 1)
         layout.addLayout(buttons)
         self._refresh = QTimer(self)
         self._refresh.setSingleShot(True)
         self._refresh.setInterval(60)
         self._refresh.timeout.connect(self._update_totals)
-        self.resize(1280, 820)
+        resize_to_fit(self, QSize(1280, 820))
         self.set_plan(plan)
 
     # ------------------------------------------------------------------ plan
@@ -172,6 +182,8 @@ class CompactionDialog(QDialog):
         notices = [getattr(n, "message", str(n)) for n in plan.notices]
         self.notices.setText("\n".join(notices))
         self.notices.setVisible(bool(notices))
+        unreviewed = any(getattr(n, "code", "") == UNREVIEWED_REWRITE for n in plan.notices)
+        self.review_first.setVisible(unreviewed and not self.review)
         has_ops = any(op.applicable for op in plan.operations)
         for button in (self.select_safe, self.select_all, self.select_none, self.apply_button):
             button.setEnabled(has_ops)
@@ -268,8 +280,12 @@ class CompactionFlow(QObject):
         """The "compaction due" banner, when the bank's summary says one is due."""
         summary = self.hub.summary(key)
         banner = self.window.banner
-        if summary is not None and summary.compaction_due and not banner.isVisible():
-            banner.show_message(summary.compaction_due, "info", [("Review compaction", lambda: self.review(key))])
+        if summary is not None and summary.compaction_due:
+            banner.show_message(
+                summary.compaction_due, "info", [("Review compaction", lambda: self.review(key))], owner=key
+            )
+        else:
+            banner.forget(key)
 
     def review(self, key: BankKey | None) -> None:
         """Bank → Review compaction: plan it in the background, then show the plan as a diff."""
@@ -300,15 +316,17 @@ class CompactionFlow(QObject):
             self.open(key, plan, f"Compaction of {key.bank}", review=False)
             return
         explicit, self._explicit_review = self._explicit_review, False
+        if explicit:  # asked for (Bank → Review outside rewrite): the review itself, not a banner offering it
+            self.open(key, plan, f"Outside rewrites of {what}", review=True)
+            return
         if not plan.operations:
-            if explicit:
-                self.open(key, plan, f"Outside rewrites of {what}", review=True)
             return
         summary = rewrite_summary(plan)
         self.window.banner.show_message(
             f"{what} was rewritten by another program: {summary or 'its entries changed'}.",
             "warning",
             [("Review", lambda: self.open(key, plan, f"Rewrite of {what}", review=True))],
+            owner=key,
         )
 
     def open(self, key: BankKey, plan: Any, title: str, review: bool) -> None:
@@ -316,6 +334,12 @@ class CompactionFlow(QObject):
         dialog = CompactionDialog(plan, title, self.window, review=review)
         dialog.applyRequested.connect(lambda p, sel: self._apply(key, dialog, p, sel, review))
         dialog.acceptRequested.connect(lambda p: self._accept(key, dialog, p))
+
+        def review_first() -> None:
+            dialog.reject()
+            self.review_rewrite(key)
+
+        dialog.reviewFirstRequested.connect(review_first)
         dialog.finished.connect(dialog.deleteLater)
         self.dialog = dialog
         dialog.show()
@@ -339,7 +363,7 @@ class CompactionFlow(QObject):
             else:
                 self.window.show_error(f"{text} failed: {error}")
             return
-        self.window.banner.dismiss()
+        self.window.banner.forget(key)
         lines = getattr(outcome.change.result, "lines", ())
         self.window.note("; ".join(lines[:3]) if lines else text)
         dialog.accept()
@@ -350,6 +374,6 @@ class CompactionFlow(QObject):
         except (KeepguiError, OSError) as exc:
             self.window.show_error(f"Not accepted: {exc}")
             return
-        self.window.banner.dismiss()
+        self.window.banner.forget(key)
         self.window.note(change.message or "rewrite accepted")
         dialog.accept()

@@ -172,7 +172,9 @@ class DetailPanel(QWidget):
             previous = rev
         return (
             f"<h4>History <span style='color:{muted};font-weight:normal'>"
-            f"({len(self._history)} lines in the log)</span></h4><ul>" + "".join(reversed(items)) + "</ul>"
+            f"({len(self._history)} revision{'' if len(self._history) == 1 else 's'})</span></h4><ul>"
+            + "".join(reversed(items))
+            + "</ul>"
         )
 
 

@@ -25,7 +25,7 @@ class DiffHighlighter(PaletteHighlighter):
         self.removed = QTextCharFormat()
         self.removed.setBackground(theme.tint("removed"))
         self.hunk = QTextCharFormat()
-        self.hunk.setForeground(theme.accent())
+        self.hunk.setForeground(theme.accent_text())
         self.header = QTextCharFormat()
         self.header.setFontWeight(QFont.Weight.Bold)
         self.note = QTextCharFormat()

@@ -27,9 +27,13 @@ Signals:
     planReady(object key, str what, object plan): a compaction plan (``compact``) or the review of an
         outside rewrite of a file (its name), or an Exception.
     historyReady(object key, str row, list revisions): the revisions of one row.
+    problemsReady(object key, object problems): what a check of a bank's files found (a list of
+        Problem), or an Exception.
     activityReady(object key, object activity): the bank's capture events (an Activity), or an Exception.
     note(str): a short status-bar note ("main: 3 memories added").
     error(str): something a person must see (a banner).
+    attention(str): a lasting condition for a quiet indicator (a running agent could not be told to
+        reload after a write: said once as a note, then only shown), or "" when it is over.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -82,6 +87,7 @@ class _Opened:
     summaries: dict[str, BankSummary] = field(default_factory=dict)
     scans_requested: int = 0
     scans_done: int = 0
+    own_reload: bool = False  # opened with a reload command of its own (the demo's none), not the hub's
 
 
 class Hub(QObject):
@@ -96,14 +102,28 @@ class Hub(QObject):
     planReady = Signal(object, str, object)
     rankingReady = Signal(object, int, object)
     historyReady = Signal(object, str, list)
+    problemsReady = Signal(object, object)
     activityReady = Signal(object, object)
     note = Signal(str)
     error = Signal(str)
+    attention = Signal(str)
     _changes = Signal(object)
     _scanned = Signal(str)
+    _followed_up = Signal(str)
 
-    def __init__(self, parent: QObject | None = None, reload_command: str | None = None, watch: bool = True) -> None:
+    def __init__(
+        self,
+        parent: QObject | None = None,
+        reload_command: str | None = None,
+        watch: bool = True,
+        report_follow_ups: bool = True,
+    ) -> None:
         super().__init__(parent)
+        # A write's follow-up (a running agent's reload) that fails: said once, then a quiet indicator;
+        # never for the demo, whose copy no agent reads (report_follow_ups False).
+        self._report_follow_ups = report_follow_ups
+        self._follow_up_problem = ""
+        self._followed_up.connect(self._on_follow_up, Qt.ConnectionType.QueuedConnection)
         self._opened: dict[str, _Opened] = {}
         self._reload_command = reload_command
         # A running agent's reload (iii trigger ...) runs on its own thread: a slow one never freezes the window.
@@ -148,11 +168,17 @@ class Hub(QObject):
             raise RuntimeError("the hub is shut down")
 
         def run() -> None:
-            message = work()
-            if message:
-                self.note.emit(message)
+            self._followed_up.emit(work() or "")
 
         self._later_pool.submit(run)
+
+    def _on_follow_up(self, problem: str) -> None:
+        if not self._report_follow_ups or problem == self._follow_up_problem:
+            return
+        if problem:
+            self.note.emit(problem)
+        self._follow_up_problem = problem
+        self.attention.emit(problem)
 
     def shutdown(self) -> None:
         """Stop the watcher and the background threads (the window is closing)."""
@@ -171,16 +197,22 @@ class Hub(QObject):
         """Every open source by folder, in the order they were opened."""
         return {path: opened.source for path, opened in self._opened.items()}
 
-    def add(self, kind: str, path: str) -> Source:
-        """Open the folder ``path`` as a source of ``kind`` (idempotent) and list its banks in the background."""
+    def add(self, kind: str, path: str, reload_command: str | EllipsisType | None = ...) -> Source:
+        """Open the folder ``path`` as a source of ``kind`` (idempotent) and list its banks in the background.
+
+        ``reload_command`` is the command that tells a running agent to reload after a write to this
+        source; by default the hub's (which :meth:`set_reload_command` changes), "" for none (the demo).
+        """
         path = os.path.abspath(path)
         opened = self._opened.get(path)
         if opened is not None:
             return opened.source
         backend = registry.backend(kind)
-        source = registry.open_source(kind, path, OpenOptions(self._reload_command, self._run_later))
+        own = not isinstance(reload_command, EllipsisType)
+        command = reload_command if not isinstance(reload_command, EllipsisType) else self._reload_command
+        source = registry.open_source(kind, path, OpenOptions(command, self._run_later))
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"keepgui-{kind}")
-        self._opened[path] = _Opened(source, backend, executor)
+        self._opened[path] = _Opened(source, backend, executor, own_reload=own)
         if self._watcher is not None:
             for root in _roots(source):
                 self._watcher.watch(root)
@@ -199,6 +231,21 @@ class Hub(QObject):
         opened.executor.shutdown(wait=False, cancel_futures=True)
         opened.source.close()
         self.sourcesChanged.emit()
+
+    def set_reload_command(self, command: str | None) -> None:
+        """The command that tells a running agent to reload after a write (a preference changed):
+        for every source opened with the hub's, and those opened from now on."""
+        self._reload_command = command
+        for opened in self._opened.values():
+            # A backend written before the protocol had this operation has no running agent to tell.
+            setter = getattr(opened.source, "set_reload_command", None)
+            if not opened.own_reload and setter is not None:
+                setter(command)
+
+    @property
+    def reload_command(self) -> str | None:
+        """The hub's reload command (None: each backend's default)."""
+        return self._reload_command
 
     def source(self, path: str) -> Source:
         """An open source by folder (KeyError when it is not open)."""
@@ -450,6 +497,19 @@ class Hub(QObject):
         except (KeepguiError, OSError) as exc:
             plan = exc
         self.planReady.emit(key, what, plan)
+
+    def request_problems(self, key: BankKey) -> None:
+        """Check a bank's files in the background (problemsReady)."""
+        opened = self._opened.get(key.source)
+        if opened is not None:
+            self._submit(opened.executor, self._problems_task, opened, key)
+
+    def _problems_task(self, opened: _Opened, key: BankKey) -> None:
+        try:
+            found: Any = list(opened.source.bank(key.bank).problems())
+        except (KeepguiError, OSError) as exc:
+            found = exc
+        self.problemsReady.emit(key, found)
 
     def request_history(self, key: BankKey, row: str) -> None:
         """Read every revision of one row in the background (delivered by historyReady)."""

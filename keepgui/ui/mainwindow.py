@@ -27,13 +27,13 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QUndoStack
 from PySide6.QtWidgets import (
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMenu,
     QMessageBox,
     QProgressBar,
     QSplitter,
+    QStackedWidget,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -42,20 +42,28 @@ from PySide6.QtWidgets import (
 from keepgui import __version__
 from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
-from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending
+from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
 from keepgui.ui import shortcuts, theme
+from keepgui.ui.appearance import apply_theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.compaction import CompactionFlow
 from keepgui.ui.dialogs import NameDialog, TrashDialog
+from keepgui.ui.geometry import place_window
 from keepgui.ui.graph import GraphPanel
 from keepgui.ui.hub import Hub
 from keepgui.ui.memorypanel import MemoryPanel
+from keepgui.ui.opening import FolderVerdicts, choose_source
+from keepgui.ui.palette import CommandPalette, PaletteIndex, carry_out, menu_actions
+from keepgui.ui.preferences import Preferences, PreferencesDialog
 from keepgui.ui.preview import PreviewPane
+from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
 from keepgui.ui.rules import RulesPanel
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
+from keepgui.ui.toast import UndoToast
+from keepgui.ui.welcome import WelcomePage
 
 
 class MainWindow(QMainWindow):
@@ -68,6 +76,9 @@ class MainWindow(QMainWindow):
         self.hub = hub
         self.settings = settings
         self.persist_sources = persist_sources
+        self.remembered: set[str] = set()  # the open sources the settings keep (not the demo, not a handover's)
+        self.reload_override = ""  # why this run's reload command is not the one of Preferences
+        self.verdicts = FolderVerdicts(self)
         self.undo_stack = QUndoStack(self)
         self.current: BankKey | None = None
         self._loading: BankKey | None = None
@@ -81,6 +92,7 @@ class MainWindow(QMainWindow):
 
         self.tree_model = SourceTreeModel(self)
         self.tree = SourceTree(self.tree_model, self)
+        self.tree.setMinimumWidth(self.fontMetrics().averageCharWidth() * 22)  # bank names stay readable
         self.memories = MemoryPanel(hub, settings, self.perform, self)
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
@@ -95,7 +107,14 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(center)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([300, 1000])
-        self.setCentralWidget(self.splitter)
+        self.welcome = WelcomePage(self)
+        self.welcome.openRequested.connect(self.open_source)
+        self.welcome.chooseRequested.connect(self.open_dialog)
+        self.welcome.demoRequested.connect(self.open_demo)
+        self.pages = QStackedWidget(self)  # the sources and their banks, or the welcome page when none is open
+        self.pages.addWidget(self.splitter)
+        self.pages.addWidget(self.welcome)
+        self.setCentralWidget(self.pages)
         self.add_panel("memories", "Memories", self.memories)
         self.rules = RulesPanel(hub, self.perform, self)
         self.add_panel("rules", "Rules", self.rules)
@@ -113,9 +132,15 @@ class MainWindow(QMainWindow):
         self.progress.setTextVisible(True)
         self.progress.setAccessibleName("Loading progress")
         self.progress.hide()
+        self.toast = UndoToast(self.undo_stack, self)
         self.statusBar().addWidget(self.counts_label)
+        self.statusBar().addWidget(self.toast)
         self.statusBar().addWidget(self.file_label, 1)
+        self.attention_label = QLabel(self)  # a lasting condition, said once (see Hub.attention)
+        self.attention_label.setAccessibleName("Lasting problem")
+        self.attention_label.hide()
         self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.attention_label)
         self.statusBar().addPermanentWidget(self.reload_label)
 
         self._build_actions()
@@ -202,10 +227,18 @@ class MainWindow(QMainWindow):
         )
         self.act_quit = a("&Quit", self.close, shortcuts.QUIT)
         self.act_undo = self.undo_stack.createUndoAction(self, "&Undo")
-        self.act_undo.setShortcut(shortcuts.UNDO)
+        shortcuts.set_keys(self.act_undo, shortcuts.UNDO)
         self.act_redo = self.undo_stack.createRedoAction(self, "&Redo")
-        self.act_redo.setShortcut(shortcuts.REDO)
+        shortcuts.set_keys(self.act_redo, shortcuts.REDO)
         self.act_find = a("&Find", self.find, shortcuts.FIND, "Search the rows of this bank")
+        self.palette_index = PaletteIndex(self.hub, self)
+        self.command_palette: CommandPalette | None = None
+        self.act_palette = a(
+            "Find &anything…",
+            self.open_palette,
+            shortcuts.PALETTE,
+            "One box for every bank, memory, entry, document and command of the open sources",
+        )
         self.act_quick_keep = a(
             "&Quick keep…",
             self.quick_keep,
@@ -224,6 +257,12 @@ class MainWindow(QMainWindow):
             shortcuts.COMPACT,
             "Plan a compaction of this bank and review it as a diff before anything is written",
         )
+        self.act_problems = a(
+            "&Problems…",
+            lambda: self.show_problems(),
+            tip="What a check of this bank's files finds (keepgui doctor), each line opening the place",
+            icon="warning",
+        )
         self.act_review = a(
             "Review &outside rewrite…",
             lambda: self.review_rewrite(),
@@ -236,6 +275,10 @@ class MainWindow(QMainWindow):
             shortcuts.GRAPH_AROUND,
             "Draw only the selected memories and those that share a name with them (and back)",
         )
+        self.act_preferences = a(
+            "&Preferences…", self.edit_preferences, shortcuts.PREFERENCES, "Theme, reload command, sources at start"
+        )
+        self.act_preferences.setMenuRole(QAction.MenuRole.PreferencesRole)  # macOS: the application menu
         self.act_shortcuts = a("&Keyboard shortcuts", self.show_shortcuts, shortcuts.HELP)
         self.act_about = a("&About keepgui", self.about)
         self.panel_actions = QActionGroup(self)
@@ -264,11 +307,14 @@ class MainWindow(QMainWindow):
             self.act_redo,
             None,
             self.act_find,
+            self.act_palette,
             None,
             m.act_new_memory,
             self.act_quick_keep,
             m.act_edit,
             m.act_copy,
+            None,
+            self.act_preferences,
         ):
             edit.addSeparator() if act is None else edit.addAction(act)
         memory = bar.addMenu("&Memory")
@@ -280,9 +326,12 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(m.act_activity)
         self.view_menu.addAction(self.act_graph_fit)
         self.view_menu.addAction(self.act_graph_around)
+        self.view_menu.addAction(m.act_details)
         columns = self.view_menu.addMenu("&Columns")
         for action in m.column_actions:
             columns.addAction(action)
+        columns.addSeparator()
+        columns.addAction(m.act_fit_columns)
         self.view_menu.addSeparator()
         for action in self.panel_actions.actions():
             self.view_menu.addAction(action)
@@ -294,6 +343,8 @@ class MainWindow(QMainWindow):
             None,
             self.act_compact,
             self.act_review,
+            None,
+            self.act_problems,
         ):
             self.bank_menu.addSeparator() if act is None else self.bank_menu.addAction(act)
         help_menu = bar.addMenu("&Help")
@@ -309,6 +360,7 @@ class MainWindow(QMainWindow):
         hub.bankFailed.connect(self._on_bank_failed)
         hub.note.connect(self.note)
         hub.error.connect(self.show_error)
+        hub.attention.connect(self._on_attention)
         self.tree.bankActivated.connect(self._on_bank_activated)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.memories.selectionChangedTo.connect(lambda _records: self._update_counts())
@@ -319,6 +371,7 @@ class MainWindow(QMainWindow):
         self.graph.rowOpened.connect(self._open_graph_row)
         self.memories.note.connect(self.note)
         self.memories.warning.connect(lambda text: self.banner.show_message(text, "warning"))
+        self.memories.retired.connect(self.toast.offer)
         self.tabs.currentChanged.connect(self._on_tab)
         self.rules.draftChanged.connect(self.preview.set_drafts)
         self.rules.note.connect(self.note)
@@ -327,16 +380,36 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ sources
 
-    def open_source(self, kind: str, path: str) -> None:
-        """Open a folder as a source of ``kind``."""
+    def open_source(self, kind: str, path: str, remember: bool = True) -> None:
+        """Open a folder as a source of ``kind`` (remembered for the next start, and as recent)."""
+        path = os.path.abspath(path)
         self.hub.add(kind, path)
+        if remember:
+            self.remembered.add(path)
+            if self.persist_sources:
+                self.settings.add_recent_source(kind, path)
         self._save_sources()
 
-    def open_dialog(self, kind: str, label: str) -> None:
-        """File → Open <source>…"""
-        path = QFileDialog.getExistingDirectory(self, f"Open {label}")
-        if path:
-            self.open_source(kind, path)
+    def open_dialog(self, kind: str, _label: str = "") -> None:
+        """File → Open <source>…: choose a folder, see what it is, and confirm one that is not such a source."""
+        choose_source(self, kind, self.verdicts, self.open_source)
+
+    def open_demo(self) -> None:
+        """Open a throw-away copy of the demo (for this session: removed at exit, never remembered, and
+        no running agent is told about its writes)."""
+        from keepgui.core.demo import throwaway_demo_copy
+
+        for kind, path in throwaway_demo_copy().sources:
+            self.hub.add(kind, path, reload_command="")
+
+    def update_start_page(self) -> None:
+        """The welcome page when no source is open (what was found, the demo, open…, recent), else the banks."""
+        empty = not self.hub.sources
+        if empty and self.pages.currentWidget() is not self.welcome:
+            recent = [(s.get("kind", ""), s["path"]) for s in self.settings.recent_sources()]
+            self.welcome.set_recent(recent)
+            self.welcome.discover()
+        self.pages.setCurrentWidget(self.welcome if empty else self.splitter)
 
     def remove_current_source(self) -> None:
         """File → Close source."""
@@ -349,7 +422,8 @@ class MainWindow(QMainWindow):
 
     def _save_sources(self) -> None:
         if self.persist_sources:
-            self.settings.set_sources([{"kind": s.kind, "path": s.path} for s in self.hub.sources.values()])
+            kept = [s for s in self.hub.sources.values() if s.path in self.remembered]
+            self.settings.set_sources([{"kind": s.kind, "path": s.path} for s in kept])
 
     def reload_all(self) -> None:
         """File → Reload: re-list every source and re-read the shown bank."""
@@ -360,6 +434,7 @@ class MainWindow(QMainWindow):
         self.note("reloaded from disk")
 
     def _on_sources_changed(self) -> None:
+        self.update_start_page()
         self.tree_model.set_sources(list(self.hub.sources.values()))
         for path in self.hub.sources:
             self.tree.expand(self.tree_model.index_of_source(path))
@@ -458,6 +533,7 @@ class MainWindow(QMainWindow):
     def _show_bank(self, key: BankKey | None) -> None:
         self.current = key
         self._loading = key
+        self.banner.set_view(key)  # a banner about another bank goes; this bank's own comes back
         if key is not None:
             self.hub.configure(key.source, self.settings.source_settings(key.source))
         for _name, widget in self._panels:
@@ -502,9 +578,11 @@ class MainWindow(QMainWindow):
     def _on_bank_failed(self, key: BankKey, reason: str) -> None:
         if key == self.current:
             self.progress.hide()
-            self.show_error(
+            self.banner.show_message(
                 f"Bank `{key.bank}` cannot be read: {reason}. keepgui shows what it can and never "
-                "writes to it; see `keepgui doctor`."
+                "writes to it; Bank → Problems lists what is wrong.",
+                "removed",
+                owner=key,
             )
 
     # ------------------------------------------------------------------ memory actions the window routes
@@ -522,6 +600,37 @@ class MainWindow(QMainWindow):
         from keepgui.ui.quickkeep import open_quick_keep  # loaded on first use, like the popup itself
 
         open_quick_keep(self)
+
+    def open_palette(self) -> None:
+        """Edit → Find anything (Ctrl+K): the command palette over the window."""
+        if self.command_palette is None:
+            self.command_palette = CommandPalette(self.palette_index, self)
+            self.command_palette.chosen.connect(lambda entry: carry_out(self, entry, self._select_row_when_shown))
+        menus = [menu for action in self.menuBar().actions() if isinstance(menu := action.menu(), QMenu)]
+        actions = [(action, path) for action, path in menu_actions(menus) if action is not self.act_palette]
+        banks = [
+            (BankKey(path, name), f"{self.hub.sources[path].label} · {self.hub.detail(BankKey(path, name))}")
+            for path in self.hub.sources
+            for name in self.hub.banks(path)
+        ]
+        self.command_palette.open_over(self, actions, banks)
+
+    def _select_row_when_shown(self, key: BankKey, row: str) -> None:
+        """Select a row of ``key`` as soon as that bank has loaded (now, when it has)."""
+
+        def select() -> None:
+            if self.current == key and self.memories.select_key(row):
+                self.show_panel("memories")
+
+        def once_loaded(loaded: BankKey) -> None:
+            if loaded == key or self.current != key:
+                self.loaded.disconnect(once_loaded)
+                select()
+
+        if self.current == key and self._loading is None:
+            select()
+        else:
+            self.loaded.connect(once_loaded)
 
     def find(self) -> None:  # type: ignore[override]  # Edit → Find; QWidget.find (by window id) is not used
         """Edit → Find."""
@@ -552,6 +661,32 @@ class MainWindow(QMainWindow):
     def review_rewrite(self, key: BankKey | None = None, name: str | None = None) -> None:
         """Bank → Review outside rewrite (a file of the shown or given bank)."""
         self.compaction.review_rewrite(key or self.current, name)
+
+    # ------------------------------------------------------------------ problems
+
+    def show_problems(self, key: BankKey | None = None) -> None:
+        """Bank → Problems: what a check of the bank's files finds, each line opening the place."""
+        key = key or self.current
+        if key is None:
+            self.note("select a bank to check its files")
+            return
+        dialog = ProblemsDialog(self.hub, key, self)
+        dialog.placeRequested.connect(lambda problem: self.show_place(key, problem))
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.show()
+
+    def show_place(self, key: BankKey, problem: Problem) -> None:
+        """Where a problem is: a document of the bank in the Rules panel, any other file at its line."""
+        if self.current != key:
+            self.select_bank(key)
+        try:
+            names = sorted(self.hub.bank(key).documents().documents_of([problem.path]))
+        except (KeyError, KeepguiError, OSError):
+            names = []
+        if names and self.rules.show_document(names[0]):
+            self.show_panel("rules")
+            return
+        FileLinesDialog(problem.path, problem.line, problem.message, self).show()
 
     # ------------------------------------------------------------------ bank actions
 
@@ -638,6 +773,7 @@ class MainWindow(QMainWindow):
             key = index.data(BankKeyRole)
             menu.addAction("Open", lambda: self.select_bank(key))
             menu.addAction(self.memories.act_new_memory)
+            menu.addAction(theme.icon("warning"), "Problems…", lambda: self.show_problems(key))
             if self.hub.sources[key.source].capabilities.can(TRASH_BANK):
                 menu.addSeparator()
                 menu.addAction(theme.icon("trash"), "Trash bank…", lambda: self.trash_bank(key))
@@ -683,6 +819,12 @@ class MainWindow(QMainWindow):
         if self._last_reload is not None:
             self.reload_label.setText(f"read {relative(int(self._last_reload * 1000))}")
 
+    def _on_attention(self, problem: str) -> None:
+        # The sentence's first clause ("`iii` is not on PATH"), with the whole of it in the tooltip.
+        self.attention_label.setText("⚠ " + problem.split(";")[0].strip() if problem else "")
+        self.attention_label.setToolTip(problem)
+        self.attention_label.setVisible(bool(problem))
+
     def note(self, text: str) -> None:
         """A short status-bar note."""
         if text:
@@ -699,6 +841,49 @@ class MainWindow(QMainWindow):
         for action in self.panel_actions.actions():
             if action.data() == name:
                 action.setChecked(True)
+
+    def edit_preferences(self) -> None:
+        """Edit → Preferences: theme, reload command, sources at start (applied and remembered on OK)."""
+        settings = self.settings
+        fixed = settings.start_sources()
+        current = Preferences(
+            theme=settings.theme(),
+            reload_command=settings.reload_command(),
+            start_sources=None if fixed is None else [(s.get("kind", ""), s["path"]) for s in fixed],
+            open_now=[(s.kind, s.path) for s in self.hub.sources.values() if s.path in self.remembered],
+        )
+        dialog = PreferencesDialog(
+            current,
+            self,
+            self.reload_override,
+            lambda kind, then: choose_source(self, kind, self.verdicts, then),
+        )
+        if dialog.exec():
+            self.apply_preferences(dialog.value())
+
+    def apply_preferences(self, chosen: Preferences) -> None:
+        """Use and remember preferences (the dialog's OK)."""
+        settings = self.settings
+        if chosen.theme != settings.theme():
+            settings.set_theme(chosen.theme)
+            apply_theme(chosen.theme)
+            self._on_banks_refresh_icons()
+        settings.set_reload_command(chosen.reload_command)
+        if not self.reload_override:
+            self.hub.set_reload_command(chosen.reload_command)
+        starts = chosen.start_sources
+        settings.set_start_sources(None if starts is None else [{"kind": k, "path": p} for k, p in starts])
+        try:
+            settings.save()
+        except (KeepguiError, OSError) as exc:
+            self.note(f"preferences not saved: {exc}")
+
+    def _on_banks_refresh_icons(self) -> None:
+        # Sidebar rows draw their icons once: after a theme change, draw them in the new colours.
+        self.tree_model.set_sources([])
+        self._on_sources_changed()
+        for path in self.hub.sources:
+            self._on_banks_changed(path)
 
     def show_shortcuts(self) -> None:
         """Help → Keyboard shortcuts."""
@@ -719,8 +904,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ state
 
     def _restore_state(self) -> None:
+        place_window(self, self.settings.state("geometry"))
         for name, restore in (
-            ("geometry", self.restoreGeometry),
             ("window", self.restoreState),
             ("splitter", self.splitter.restoreState),
             ("memory_splitter", self.memories.splitter.restoreState),
@@ -749,5 +934,6 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_state()
+        self.palette_index.shutdown()
         self.hub.shutdown()
         super().closeEvent(event)

@@ -22,6 +22,7 @@ Signals:
         pinned/unpinned or deleted/restored (nothing written).
     MemoryPanel.note(str): a status-bar note.
     MemoryPanel.warning(str): something to show in the window's banner (a keep that wrote nothing).
+    MemoryPanel.retired(str text): rows were deleted or forgotten ("2 memories deleted"): offer Undo.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from keepgui.core.source import (
     EDIT,
     HISTORY,
     KEEP,
+    OURS,
     PIN,
     RANKED,
     TOMBSTONE,
@@ -77,6 +79,7 @@ from keepgui.core.source import (
 )
 from keepgui.ui import shortcuts
 from keepgui.ui.activity import ActivityStrip
+from keepgui.ui.columns import ColumnFitter
 from keepgui.ui.commands import Outcome
 from keepgui.ui.detail import DetailPanel
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
@@ -89,13 +92,22 @@ from keepgui.ui.memorymodel import (
     MemoryTableModel,
     RecordRole,
 )
+from keepgui.ui.scores import ScoreDelegate
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
 _INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
+_FOLLOW_LIMIT = 2000  # a person's change of more rows than this (a compaction) leaves the selection alone
 RANKED_TIP = (
     "Rank by the recall scorer — the worker's own ranking of what a turn would be given — "
     "instead of matching words (top 100)"
 )
+
+
+def past_participle(verb: str) -> str:
+    """ "Delete" -> "deleted", "Forget" -> "forgotten": the verb of a Capabilities' ``retire``, done."""
+    irregular = {"forget": "forgotten"}
+    word = verb.lower()
+    return irregular.get(word, word + ("d" if word.endswith("e") else "ed"))
 
 
 def search_texts(row: Any) -> tuple[str, ...]:
@@ -314,6 +326,7 @@ class MemoryPanel(QWidget):
     whatIfRequested = Signal(list, object, object)
     note = Signal(str)
     warning = Signal(str)
+    retired = Signal(str)
 
     def __init__(
         self,
@@ -335,6 +348,7 @@ class MemoryPanel(QWidget):
         self.ranking_available = False
         self._ranking_token = 0
         self._tag_counts: list[tuple[str, int]] | None = None  # what the chips show
+        self._anchor: int | None = None  # the first selected row, last time there was a selection
         self.day_keys: set[str] | None = None  # the rows that changed in the days chosen on the strip
         self.day_label = ""
 
@@ -342,6 +356,9 @@ class MemoryPanel(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.setPlaceholderText("search memories (fuzzy, as you type)…")
         self.search.setAccessibleName("Search memories")
+        clear = shortcuts.make_action(self.search, "Clear search", self.clear_search, shortcuts.CLEAR_SEARCH)
+        clear.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.search.addAction(clear)
         self.ranked = QToolButton(self)
         self.ranked.setText("Ranked")
         self.ranked.setCheckable(True)
@@ -364,13 +381,21 @@ class MemoryPanel(QWidget):
 
         self.table = MemoryTableView(self)
         self.table.setModel(self.proxy)
+        self.columns = ColumnFitter(self.table, settings)
+        self.table.setItemDelegateForColumn(
+            COLUMN_INDEX["text"], ScoreDelegate(lambda: self.proxy.ranked_scores, self.table)
+        )
+        self._fitted: tuple[BankKey | None, bool] | None = None  # the bank (and whether all its rows) last fitted
         self.detail = DetailPanel(self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(self.detail)
+        self.splitter.setCollapsible(0, False)
+        self.splitter.setCollapsible(1, True)  # the detail pane folds away (View → Show details)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([900, 320])
+        self.splitter.splitterMoved.connect(lambda *_: self._sync_details_action())
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -461,6 +486,19 @@ class MemoryPanel(QWidget):
             "Order search results by the recall scorer",
             checkable=True,
         )
+        self.act_details = a(
+            "Show &details",
+            self.set_details_shown,
+            shortcuts.DETAILS,
+            "Show the selected row's every field and its history beside the table",
+            checkable=True,
+        )
+        self.act_details.setChecked(True)
+        self.act_fit_columns = a(
+            "&Fit columns to content",
+            self.columns.forget_manual,
+            tip="Size every column to what it shows again, also those resized by hand",
+        )
         self.act_activity = a(
             "&Activity strip",
             self.strip.setVisible,
@@ -491,7 +529,32 @@ class MemoryPanel(QWidget):
 
     def actions_for_menus(self) -> list[QAction]:
         """Every action of the panel (the window adds them to itself so their shortcuts work)."""
-        return [self.act_new_memory, *self.row_actions, self.act_history, self.act_ranked, self.act_activity]
+        return [
+            self.act_new_memory,
+            *self.row_actions,
+            self.act_history,
+            self.act_ranked,
+            self.act_activity,
+            self.act_details,
+        ]
+
+    def details_shown(self) -> bool:
+        """True when the detail pane has some width."""
+        return self.splitter.sizes()[1] > 0
+
+    def set_details_shown(self, shown: bool) -> None:
+        """View → Show details: fold the detail pane away, or give it back its share."""
+        if shown == self.details_shown():
+            return
+        total = sum(self.splitter.sizes()) or self.splitter.width()
+        detail = max(self.detail.minimumSizeHint().width(), total // 4) if shown else 0
+        self.splitter.setSizes([total - detail, detail])
+        self._sync_details_action()
+
+    def _sync_details_action(self) -> None:
+        self.act_details.blockSignals(True)
+        self.act_details.setChecked(self.details_shown())
+        self.act_details.blockSignals(False)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -554,6 +617,7 @@ class MemoryPanel(QWidget):
     def set_bank(self, key: BankKey | None) -> None:
         """Show a bank (its rows arrive through the hub), or nothing."""
         self.key = key
+        self._fitted = None
         caps = self.hub.capabilities(key) if key is not None and self.hub is not None else NO_CAPABILITIES
         self.strip.set_bank(key)  # drops a day range of the bank shown before
         self.reset_rows([], caps)
@@ -576,9 +640,45 @@ class MemoryPanel(QWidget):
         if self.key is None or change.key != self.key or not change.rows:
             return
         delta = change.rows
+        follow = change.origin == OURS and len(delta.rows) <= _FOLLOW_LIMIT
+        shown_before = {r.id for r in delta.rows if self._is_shown(r.id)} if follow else set()
         if delta.removed:
             self.remove_rows(delta.removed)
-        self.upsert_rows(list(delta.rows), final=delta.complete)
+        touched = self.upsert_rows(list(delta.rows), final=delta.complete)
+        if follow:
+            self._keep_a_selection([k for k in touched if k not in shown_before])
+
+    def _is_shown(self, key: str) -> bool:
+        row = self.model.row_of(key)
+        return row is not None and self._is_shown_row(row)
+
+    def _is_shown_row(self, row: int) -> bool:
+        return self.proxy.mapFromSource(self.model.index(row, 0)).isValid()
+
+    def _keep_a_selection(self, appeared: list[str]) -> None:
+        """After a person's change the selection is not lost: rows it brought into view (restored by
+        an undo, just created) are selected; when it took the selected rows out of view (deleted,
+        history hidden), the row after them is."""
+        shown = [row for row in map(self.model.row_of, appeared) if row is not None and self._is_shown_row(row)]
+        selection = self.table.selectionModel()
+        if shown:
+            first = self.proxy.mapFromSource(self.model.index(shown[0], COLUMN_INDEX["text"]))
+            selection.setCurrentIndex(
+                first, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+            )
+            for row in shown[1:]:
+                index = self.proxy.mapFromSource(self.model.index(row, 0))
+                selection.select(
+                    index, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+                )
+            self.table.scrollTo(first)
+            return
+        if not selection.hasSelection() and self._anchor is not None and self.proxy.rowCount():
+            row = min(self._anchor, self.proxy.rowCount() - 1)
+            selection.setCurrentIndex(
+                self.proxy.index(row, COLUMN_INDEX["text"]),
+                QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+            )
 
     def remove_rows(self, keys: Any) -> None:
         """Rows that are gone."""
@@ -622,7 +722,10 @@ class MemoryPanel(QWidget):
         ]
         if targets and self.capabilities.can(TOMBSTONE):
             ids = [r.id for r in targets]
-            self._perform(lambda bank: bank.set_live(ids, live))
+            caps = self.capabilities
+            change = self._perform(lambda bank: bank.set_live(ids, live))
+            if not live and change is not None and change.written:
+                self.retired.emit(f"{caps.count(len(ids))} {past_participle(caps.retire)}")
 
     def _on_toggle(self, keys: list[str], field: str, value: bool) -> None:
         selected = self.selected_records()
@@ -736,8 +839,9 @@ class MemoryPanel(QWidget):
         self._refresh_tags()
         self._apply_query()
 
-    def upsert_rows(self, rows: list[Any], final: bool = False) -> None:
-        """Rows arrived or changed; ``final`` means these are all the bank's rows."""
+    def upsert_rows(self, rows: list[Any], final: bool = False) -> list[str]:
+        """Rows arrived or changed; ``final`` means these are all the bank's rows. Returns the keys
+        of the rows that are new or differ from those shown."""
         tags_moved = self._tags_moved(rows)
         if final:
             keys = {r.id for r in rows}
@@ -746,7 +850,9 @@ class MemoryPanel(QWidget):
                 self.model.remove_keys(gone)
                 self.index.remove(gone)
                 tags_moved = True
-        self.model.upsert(rows)
+        changed, inserted = self.model.upsert(rows)
+        touched = [self.model.row_object(r).id for r in (*inserted, *changed)]
+        self._fit_columns(final)
         if final and (len(rows) > _INDEX_IN_PLACE or not self.index.is_ready):
             self.index.rebuild(self.model.rows())  # off the GUI thread
         elif len(rows) > _INDEX_IN_PLACE:
@@ -765,6 +871,14 @@ class MemoryPanel(QWidget):
             self._apply_query()
         else:
             self._update_status()
+        return touched
+
+    def _fit_columns(self, final: bool) -> None:
+        """Fit the columns to the bank's first rows, and once more when all of them are in."""
+        state = (self.key, final or bool(self._fitted and self._fitted[1]))
+        if self._fitted != state and self.model.rowCount():
+            self._fitted = state
+            self.columns.fit()
 
     def _tags_moved(self, rows: list[Any]) -> bool:
         """Whether delivering ``rows`` can change the tag counts: a new live row has tags, or
@@ -818,6 +932,7 @@ class MemoryPanel(QWidget):
         else:
             self.model.set_scores({})
             self.proxy.set_filters(ranked_scores=None, match_keys=self.day_keys)
+        self._show_sort_arrow()
         self._update_status()
 
     def _within_days(self, keys: set[str] | None) -> set[str] | None:
@@ -844,13 +959,21 @@ class MemoryPanel(QWidget):
         self.model.set_scores(scores)
         within = self._within_days(set(scores)) or set()  # a set of keys gives a set back
         self.proxy.set_filters(ranked_scores={k: v for k, v in scores.items() if k in within}, match_keys=None)
+        self._show_sort_arrow()
         self._update_status()
+
+    def _show_sort_arrow(self) -> None:
+        """The header's sort arrow shows while a column orders the rows, not while the ranking does
+        (nor for a bank whose rows keep their file order)."""
+        ranked = self.proxy.ranked_scores is not None
+        self.table.horizontalHeader().setSortIndicatorShown(not ranked and not self.capabilities.ordered)
 
     def _update_status(self) -> None:
         shown = self.proxy.rowCount()
         live = self.model.live_count
         total = self.model.rowCount()
         self.search.setPlaceholderText(f"search {live:,} {self.capabilities.nouns} (fuzzy, as you type)…")
+        self.search.setAccessibleName(f"Search {self.capabilities.nouns}")
         if self.search.text().strip() and not self.index.is_ready and not self.ranked.isChecked():
             self.status.setText("indexing…")
         elif self.ranked.isChecked() and self.search.text().strip():
@@ -866,6 +989,9 @@ class MemoryPanel(QWidget):
 
     def _on_selection(self, *_args: object) -> None:
         records = self.selected_records()
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self._anchor = min(i.row() for i in rows)  # where a row deleted from view leaves its place
         if len(records) == 1:
             self.detail.show_record(records[0])
         elif records:
@@ -943,6 +1069,13 @@ class MemoryPanel(QWidget):
         """The id of the current row."""
         index: QModelIndex = self.table.currentIndex()
         return index.data(KeyRole) if index.isValid() else None
+
+    def clear_search(self) -> None:
+        """Esc in the search box: clear it; when it is empty already, back to the table."""
+        if self.search.text():
+            self.search.clear()
+        else:
+            self.table.setFocus()
 
     def focus_search(self) -> None:
         """Edit → Find."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QGridLayout,
@@ -42,8 +42,10 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import Conflict, KeepguiError
+from keepgui.core.fsio import Stamp
 from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet
 from keepgui.core.textdiff import unified
+from keepgui.core.textmerge import conflict_spans, merge3
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.budget import BudgetMeter
@@ -51,7 +53,7 @@ from keepgui.ui.commands import Outcome
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
-from keepgui.ui.threeway import OVERWRITE, TAKE_DISK, ThreeWayDialog
+from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ThreeWayDialog
 
 NameRole = Qt.ItemDataRole.UserRole + 40
 
@@ -142,6 +144,12 @@ class RulesPanel(QWidget):
         self.editor.textChanged.connect(self._on_text_changed)
         hub.changed.connect(self._on_change)
         self._show_nothing()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.PaletteChange:  # a theme change: the list's icons in the new colours
+            for i in range(self.list.count()):
+                self.list.item(i).setIcon(theme.icon("document"))
+        super().changeEvent(event)
 
     def _act(self, text: str, slot: Callable[..., object], shortcut: Any = None, tip: str = "") -> QAction:
         action = QAction(text, self)
@@ -246,6 +254,20 @@ class RulesPanel(QWidget):
             return
         self.open_document(name)
 
+    def show_document(self, name: str) -> bool:
+        """Select and open one document of the shown bank (asking first about unsaved edits)."""
+        if self.docs is None or (self.doc is not None and self.doc.name == name):
+            return self.doc is not None
+        if not self.can_leave():
+            return False
+        self.doc = None
+        self._reload_list(select=name)
+        return self._shown_name() == name
+
+    def _shown_name(self) -> str | None:
+        """The name of the document in the editor (None: none is)."""
+        return self.doc.name if self.doc is not None else None
+
     def open_document(self, name: str) -> None:
         """Load one document into the editor."""
         if self.docs is None:
@@ -322,7 +344,7 @@ class RulesPanel(QWidget):
         text = self.editor.toPlainText()
         if self.act_rendered.isChecked():
             self.rendered.show_markdown(text)
-        self.editor.setExtraSelections([])
+        self.editor.setExtraSelections(self._conflict_marks(text))
         if self.docs is None:
             self.meter.setVisible(False)
             return
@@ -350,7 +372,22 @@ class RulesPanel(QWidget):
         cursor.setPosition(min(position, len(self.editor.toPlainText())))
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         selection.cursor = cursor
-        self.editor.setExtraSelections([selection])
+        self.editor.setExtraSelections([*self._conflict_marks(self.editor.toPlainText()), selection])
+
+    def _conflict_marks(self, text: str) -> list[QTextEdit.ExtraSelection]:
+        """The merge conflicts left in the text, tinted (they follow the editing: re-found each time)."""
+        marks: list[QTextEdit.ExtraSelection] = []
+        for start, end in conflict_spans(text):
+            selection = QTextEdit.ExtraSelection()
+            fmt = QTextCharFormat()
+            fmt.setBackground(theme.tint("warning"))
+            selection.format = fmt
+            cursor = QTextCursor(self.editor.document())
+            cursor.setPosition(start)
+            cursor.setPosition(min(end, len(text)), QTextCursor.MoveMode.KeepAnchor)
+            selection.cursor = cursor
+            marks.append(selection)
+        return marks
 
     def _toggle_rendered(self, on: bool) -> None:
         self.rendered.setVisible(on)
@@ -367,16 +404,12 @@ class RulesPanel(QWidget):
             self.banner.show_message(f"{self.doc.title} is read-only: {self.doc.read_only}", "warning")
             return False
         text = self.editor.toPlainText()
-        if not text.strip() and self.docs.empty_deletes:
-            answer = QMessageBox.question(
-                self,
-                "Delete rule?",
-                f"Saving empty content deletes {self.doc.title}. Delete it?",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-                QMessageBox.StandardButton.No,
-            )
-            if answer != QMessageBox.StandardButton.Yes:
-                return False
+        markers = f"{self.doc.title} still has merge conflict markers (<<<<<<< … >>>>>>>). Save it with them?"
+        if conflict_spans(text) and not self._agree("Conflicts not resolved", markers, "Save"):
+            return False
+        empty = f"Saving empty content deletes {self.doc.title}. Delete it?"
+        if not text.strip() and self.docs.empty_deletes and not self._agree("Delete rule?", empty, "Yes"):
+            return False
         confirmed = False
         if self.doc.managed_by:
             detail = "\n\n".join(self.docs.pre_save_warnings(self.doc))
@@ -385,6 +418,12 @@ class RulesPanel(QWidget):
                 return False
             confirmed = True
         return self._write(text, self.doc, confirmed)
+
+    def _agree(self, title: str, question: str, yes: str) -> bool:
+        """Ask before a save that may not be what the person wants; ``yes`` names the button that goes on."""
+        go: QMessageBox.StandardButton = getattr(QMessageBox.StandardButton, yes)
+        stop = QMessageBox.StandardButton.Cancel if yes == "Save" else QMessageBox.StandardButton.No
+        return QMessageBox.question(self, title, question, go | stop, stop) == go
 
     def _do(self, operation: Callable[[DocumentSet], Change]) -> tuple[Change | None, BaseException | None]:
         """Run a document write as an undo step; ``(change, exception)`` (the exception when it was refused)."""
@@ -437,7 +476,48 @@ class RulesPanel(QWidget):
             if base is None:  # it changed again meanwhile: show the new version
                 return self._resolve_conflict(mine, confirmed)
             return self._write(mine, base, confirmed)
+        if dialog.choice == MERGE:
+            self.merge_with_disk(mine, on_disk, stamp)
         return False
+
+    def merge_with_disk(self, mine: str, on_disk: str | None, stamp: Stamp) -> bool:
+        """Merge: the editor gets opened → disk and opened → mine combined (conflicts marked), on top of the
+        disk version, so the next save writes over exactly that; nothing is saved here."""
+        opened, docs = self.doc, self.docs
+        if opened is None or docs is None:
+            return False
+        base = docs.base_for_overwrite(opened, on_disk, stamp) if on_disk is not None else None
+        if base is None or on_disk is None:
+            self.banner.show_message(f"{opened.title} changed again on disk: save again to see it.", "warning")
+            return False
+        try:
+            merged = merge3(opened.text, on_disk, mine)
+        except KeepguiError as exc:
+            self.banner.show_message(f"{opened.title} could not be merged: {exc}", "removed")
+            return False
+        self.doc = base
+        self._loading_text = True
+        self.editor.setPlainText(merged.text)
+        self._loading_text = False
+        self._on_text_changed()
+        self._refresh_derived()  # the conflicts tinted now, not after the typing pause
+        if merged.conflicts:
+            first = conflict_spans(merged.text)[0][0]
+            cursor = self.editor.textCursor()
+            cursor.setPosition(first)
+            self.editor.setTextCursor(cursor)
+            self.editor.centerCursor()
+            self.banner.show_message(
+                f"Merged with the version on disk ({merged.tool}): {merged.conflicts} conflict"
+                f"{'s' if merged.conflicts != 1 else ''} marked, where both changed the same lines. Keep the "
+                "lines you want, remove the markers, then save.",
+                "warning",
+            )
+        else:
+            self.banner.show_message(
+                f"Merged with the version on disk ({merged.tool}): no conflict. Check the text, then save.", "info"
+            )
+        return True
 
     def reload_from_disk(self) -> None:
         """Drop the buffer and load the file as it is now."""

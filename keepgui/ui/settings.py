@@ -26,6 +26,15 @@ _Kind = TypeVar("_Kind")
 _Default = TypeVar("_Default")
 
 VERSION = 2
+
+THEMES = ("system", "light", "dark")
+"""The themes a person can choose (Edit → Preferences)."""
+RECENT = 8
+"""How many recently opened sources are remembered."""
+
+HIDDEN_COLUMNS = ("confidence", "created", "revision")
+"""Columns hidden until the person shows them (View → Columns): the detail pane shows each of
+them, and without them the text has the table's width at 1440 px."""
 """The version of the settings this keepgui writes."""
 
 
@@ -59,10 +68,16 @@ def migrate(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class Settings:
-    """Typed access to keepgui's settings (window state, sources, last bank, view options)."""
+    """Typed access to keepgui's settings (window state, sources, last bank, view options).
 
-    def __init__(self, path: str | None = None) -> None:
+    A ``read_only`` Settings reads the file but never writes it: a demo or
+    screenshot run looks like the person's keepgui, and leaves their settings
+    exactly as they were (a screenshot's window size must not be the next start's).
+    """
+
+    def __init__(self, path: str | None = None, read_only: bool = False) -> None:
         self.path = path or os.path.join(app_config_dir(), "settings.json")
+        self.read_only = read_only
         self._values: dict[str, Any] = {}
         try:
             data, _ = fsio.read_stamped(self.path, limit=4 << 20)
@@ -125,8 +140,8 @@ class Settings:
         self._set("show_history", bool(value))
 
     def hidden_columns(self) -> list[str]:
-        """Fields of the columns the person hid."""
-        return self._get("hidden_columns", [], list)
+        """Fields of the columns the person hid (until they choose: :data:`HIDDEN_COLUMNS`)."""
+        return self._get("hidden_columns", list(HIDDEN_COLUMNS), list)
 
     def set_hidden_columns(self, fields: list[str]) -> None:
         """Remember hidden columns."""
@@ -139,6 +154,57 @@ class Settings:
     def set_panel(self, value: str) -> None:
         """Remember the panel shown."""
         self._set("panel", value)
+
+    # preferences (Edit → Preferences)
+    def theme(self) -> str:
+        """``system`` (follow the desktop), ``light`` or ``dark``."""
+        value = self._get("theme", "system", str)
+        return value if value in THEMES else "system"
+
+    def set_theme(self, value: str) -> None:
+        """Remember the theme."""
+        self._set("theme", value if value in THEMES else "system")
+
+    def reload_command(self) -> str | None:
+        """The command that tells a running agent to reload after a write (None: the default,
+        ``iii trigger memory::reload``; "": never)."""
+        return self._get("reload_command", None, str)
+
+    def set_reload_command(self, value: str | None) -> None:
+        """Remember the reload command (None: back to the default)."""
+        if value is None:
+            if "reload_command" in self._values:
+                del self._values["reload_command"]
+                self._dirty = True
+            return
+        self._set("reload_command", value)
+
+    def start_sources(self) -> list[dict[str, Any]] | None:
+        """The sources every start opens, when the person fixed them (None: those open when keepgui
+        last closed, :meth:`sources`)."""
+        value = self._values.get("start_sources")
+        if not isinstance(value, list):
+            return None
+        return [s for s in value if isinstance(s, dict) and isinstance(s.get("path"), str)]
+
+    def set_start_sources(self, sources: list[dict[str, Any]] | None) -> None:
+        """Fix the sources every start opens (None: reopen those open at the last close)."""
+        if sources is None:
+            if "start_sources" in self._values:
+                del self._values["start_sources"]
+                self._dirty = True
+            return
+        self._set("start_sources", [{"kind": s["kind"], "path": s["path"]} for s in sources])
+
+    def recent_sources(self) -> list[dict[str, Any]]:
+        """Sources opened recently, newest first (the welcome page lists them)."""
+        value = self._get("recent_sources", [], list)
+        return [s for s in value if isinstance(s, dict) and isinstance(s.get("path"), str)]
+
+    def add_recent_source(self, kind: str, path: str) -> None:
+        """Put a source at the head of the recent ones."""
+        recent = [s for s in self.recent_sources() if (s.get("kind"), s["path"]) != (kind, path)]
+        self._set("recent_sources", [{"kind": kind, "path": path}, *recent][:RECENT])
 
     # per source: what its backend lets a person choose (the iii worker settings the preview uses)
     def source_settings(self, source: str) -> dict[str, Any]:
@@ -158,8 +224,8 @@ class Settings:
         self._set(key, value)
 
     def save(self) -> None:
-        """Write the settings if anything changed (atomically)."""
-        if not self._dirty:
+        """Write the settings if anything changed (atomically; never when read-only)."""
+        if not self._dirty or self.read_only:
             return
         fsio.make_dirs(os.path.dirname(self.path))
         data = json.dumps(self._values, indent=1, sort_keys=True, ensure_ascii=False).encode("utf-8")

@@ -18,13 +18,18 @@ from PySide6.QtGui import QAction, QKeySequence
 from keepgui.ui import theme
 
 Std = QKeySequence.StandardKey
+Key = QKeySequence.StandardKey | str
+"""One key of this module: a StandardKey member or a portable string."""
+Keys = Key | tuple[Key, ...]
+"""A shortcut of this module: one key, or a tuple of alternatives."""
 
-OPEN_SOURCE: tuple[QKeySequence.StandardKey | str, ...] = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
+OPEN_SOURCE: tuple[Key, ...] = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
 """File → Open <source>…, one per backend in the registry's order (more backends get no key)."""
 RELOAD = Std.Refresh
 QUIT = "Ctrl+Q"  # Std.Quit is empty on some Linux platform themes
 UNDO = Std.Undo
-REDO = Std.Redo
+REDO = (Std.Redo, "Ctrl+Y", "Ctrl+Shift+Z")
+"""Both common redo keys work everywhere, whichever one the platform's standard is."""
 FIND = Std.Find
 SAVE = Std.Save
 COPY = Std.Copy
@@ -39,6 +44,9 @@ RANKED = "Ctrl+R"
 NEW_BANK = "Ctrl+Shift+N"
 QUICK_KEEP = "Ctrl+Shift+K"
 COMPACT = "Ctrl+Shift+C"
+DETAILS = "Ctrl+Shift+D"
+CLEAR_SEARCH = "Esc"
+"""In a search box: clear it (an empty box gives the focus back to the list)."""
 PANEL_MEMORIES = "Ctrl+1"
 PANEL_RULES = "Ctrl+2"
 PANEL_PREVIEW = "Ctrl+3"
@@ -47,6 +55,28 @@ ACTIVITY_STRIP = "Ctrl+Shift+A"
 GRAPH_FIT = "Ctrl+0"
 GRAPH_AROUND = "Ctrl+Shift+G"
 HELP = Std.HelpContents
+PREFERENCES = (Std.Preferences, "Ctrl+,")
+"""Edit → Preferences: the platform's key (Cmd+, on macOS), and Ctrl+, where it has none (most Linux desktops)."""
+PALETTE = "Ctrl+K"
+"""The command palette: find a bank, a memory, an entry, a document or any menu action."""
+
+
+def sequences(spec: Any, primary: bool = False) -> list[QKeySequence]:
+    """The key sequences of a shortcut of this module (one, or a tuple of alternatives), each once and
+    none empty (a StandardKey the platform leaves unbound is dropped). A StandardKey brings every
+    binding the platform gives it, or with ``primary`` only its main one (what a list of shortcuts shows)."""
+    out: list[QKeySequence] = []
+    for item in spec if isinstance(spec, (tuple, list)) else (spec,):
+        whole = isinstance(item, Std) and not primary
+        for sequence in QKeySequence.keyBindings(item) if whole else [QKeySequence(item)]:
+            if not sequence.isEmpty() and sequence not in out:
+                out.append(sequence)
+    return out
+
+
+def set_keys(action: QAction, spec: Any) -> None:
+    """Give ``action`` the shortcut(s) ``spec`` (see :func:`sequences`)."""
+    action.setShortcuts(sequences(spec))
 
 
 def make_action(
@@ -62,12 +92,13 @@ def make_action(
     (``toggled`` for a checkable one)."""
     action = QAction(text, parent)
     if shortcut is not None:
-        action.setShortcut(shortcut)
+        set_keys(action, shortcut)
     if tip:
         action.setStatusTip(tip)
         action.setToolTip(tip)
     if icon:
         action.setIcon(theme.icon(icon))
+        action.setProperty(theme.ICON_PROPERTY, icon)  # drawn again when the theme changes
     action.setCheckable(checkable)
     (action.toggled if checkable else action.triggered).connect(slot)
     return action
@@ -78,7 +109,7 @@ def describe() -> list[tuple[str, str]]:
     from keepgui.core import registry
 
     # the first backends have an Open shortcut each, in registry order; any further one has none
-    names: list[tuple[str, QKeySequence.StandardKey | str]] = [
+    names: list[tuple[str, Keys]] = [
         (f"Open {backend.label}", keys) for backend, keys in zip(registry.backends(), OPEN_SOURCE, strict=False)
     ]
     names += [
@@ -87,6 +118,7 @@ def describe() -> list[tuple[str, str]]:
         ("Undo", UNDO),
         ("Redo", REDO),
         ("Find", FIND),
+        ("Clear the search box", CLEAR_SEARCH),
         ("Save rule", SAVE),
         ("New memory", NEW_MEMORY),
         ("Edit memory", EDIT_MEMORY),
@@ -95,6 +127,7 @@ def describe() -> list[tuple[str, str]]:
         ("Delete (tombstone)", TOMBSTONE),
         ("Restore", RESTORE),
         ("Show history", SHOW_HISTORY),
+        ("Show details", DETAILS),
         ("Ranked search", RANKED),
         ("New bank", NEW_BANK),
         ("Quick keep", QUICK_KEEP),
@@ -106,5 +139,8 @@ def describe() -> list[tuple[str, str]]:
         ("Activity strip", ACTIVITY_STRIP),
         ("Graph: fit to window", GRAPH_FIT),
         ("Graph: around the selection", GRAPH_AROUND),
+        ("Preferences", PREFERENCES),
+        ("Command palette", PALETTE),
     ]
-    return [(name, QKeySequence(seq).toString(QKeySequence.SequenceFormat.NativeText)) for name, seq in names]
+    native = QKeySequence.SequenceFormat.NativeText
+    return [(name, ", ".join(k.toString(native) for k in sequences(seq, primary=True))) for name, seq in names]

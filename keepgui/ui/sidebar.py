@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QFont, QPainter, QPalette, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView, QWidget
 
@@ -30,6 +30,19 @@ FolderRole = Qt.ItemDataRole.UserRole + 24
 """The trash folder name of a trashed bank."""
 ProblemRole = Qt.ItemDataRole.UserRole + 25
 """True when the row has a problem (unreadable)."""
+ProblemCountRole = Qt.ItemDataRole.UserRole + 26
+"""How many problems reading the bank found (the badge; 0: none)."""
+IconNameRole = Qt.ItemDataRole.UserRole + 27
+"""The themed icon of a row (``warning!``: the warning in its strong colour), drawn again when the theme changes."""
+WARNING_ICON = "warning!"
+
+
+def _themed(item: QStandardItem, name: str) -> None:
+    """Give ``item`` the themed icon ``name`` in the palette's colours now (and remember the name)."""
+    item.setData(name, IconNameRole)
+    shown = theme.icon("warning", theme.strong("warning")) if name == WARNING_ICON else theme.icon(name)
+    if item.icon().cacheKey() != shown.cacheKey():  # icons are cached: same key, same picture
+        item.setIcon(shown)
 
 
 class SourceTreeModel(QStandardItemModel):
@@ -56,7 +69,8 @@ class SourceTreeModel(QStandardItemModel):
         for position, source in enumerate(sources):
             item = self._source_item(source.path)
             if item is None:
-                item = QStandardItem(theme.icon("folder"), source.label)
+                item = QStandardItem(source.label)
+                _themed(item, "folder")
                 item.setData("source", KindRole)
                 item.setData(source.path, SourceRole)
                 item.setData(source.path, DetailRole)
@@ -110,19 +124,21 @@ class SourceTreeModel(QStandardItemModel):
             detail = known.detail if known is not None else "loading…"
             problem = bool(known is not None and known.problem)
             description = known.description if known is not None else ""
+            problems = known.problems if known is not None else 0
             title = known.title if known is not None and known.title else name
             _set(item, title, Qt.ItemDataRole.DisplayRole)
             _set(item, detail, DetailRole)
             _set(item, problem, ProblemRole)
+            _set(item, problems, ProblemCountRole)
             tip = (
                 (title if title == name else f"{title}  ({name})")
                 + f"\n{detail}"
                 + (f"\n{description}" if description else "")
             )
+            if problems:
+                tip += f"\n⚠ {problems} problem{'s' if problems != 1 else ''} reading it: Bank → Problems lists them"
             _set(item, tip, Qt.ItemDataRole.ToolTipRole)
-            shown = theme.icon("warning", theme.strong("warning")) if problem else theme.icon(icon)
-            if item.icon().cacheKey() != shown.cacheKey():  # icons are cached: same key, same picture
-                item.setIcon(shown)
+            _themed(item, WARNING_ICON if problem else icon)
         trashed = None if trashed is None else list(trashed)
         if trash is not None:
             if trashed is not None and self._trashed.get(path) == trashed:
@@ -132,13 +148,15 @@ class SourceTreeModel(QStandardItemModel):
             self._trashed.pop(path, None)
             return
         self._trashed[path] = trashed
-        trash = QStandardItem(theme.icon("trash"), "Trash")
+        trash = QStandardItem("Trash")
+        _themed(trash, "trash")
         trash.setData("trash", KindRole)
         trash.setData(path, SourceRole)
         trash.setData(f"{len(trashed)} trashed banks" if trashed else "empty", DetailRole)
         trash.setEditable(False)
         for t in trashed:
-            child = QStandardItem(theme.icon(icon), t.folder)
+            child = QStandardItem(t.folder)
+            _themed(child, icon)
             child.setData("trashed", KindRole)
             child.setData(path, SourceRole)
             child.setData(t.folder, FolderRole)
@@ -147,6 +165,16 @@ class SourceTreeModel(QStandardItemModel):
             child.setEditable(False)
             trash.appendRow([child])
         parent.appendRow([trash])
+
+    def refresh_icons(self) -> None:
+        """Draw every row's icon again in the palette's colours (the theme changed)."""
+        pending = [self.item(row) for row in range(self.rowCount())]
+        while pending:
+            item = pending.pop()
+            name = item.data(IconNameRole)
+            if isinstance(name, str):
+                _themed(item, name)
+            pending.extend(item.child(row) for row in range(item.rowCount()))
 
     def index_of_source(self, path: str) -> QModelIndex:
         """The index of a source row (invalid when not shown)."""
@@ -196,6 +224,9 @@ class TwoLineDelegate(QStyledItemDelegate):
         if index.data(ProblemRole) and not selected:
             sub_color = theme.strong("removed")
         painter.save()
+        badge = index.data(ProblemCountRole) or 0
+        if badge:
+            rect = rect.adjusted(0, 0, -draw_badge(painter, opt, rect, badge, selected) - 6, 0)
         top = QRect(rect.left(), rect.top(), rect.width(), rect.height() // 2)
         bottom = QRect(rect.left(), rect.top() + rect.height() // 2, rect.width(), rect.height() // 2)
         font = QFont(opt.font)
@@ -220,6 +251,24 @@ class TwoLineDelegate(QStyledItemDelegate):
         painter.restore()
 
 
+def draw_badge(painter: QPainter, opt: QStyleOptionViewItem, rect: QRect, count: int, selected: bool) -> int:
+    """The problems badge: ``count`` in a warning-tinted pill at the right end of ``rect``; its width."""
+    font = QFont(opt.font)
+    font.setPointSizeF(max(6.0, opt.font.pointSizeF() * 0.85))
+    font.setBold(True)
+    painter.setFont(font)
+    text = f"⚠ {count}" if count < 1000 else "⚠ 999+"
+    width = painter.fontMetrics().horizontalAdvance(text) + 12
+    height = painter.fontMetrics().height() + 2
+    pill = QRect(rect.right() - width, rect.center().y() - height // 2, width, height)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(theme.tint("warning"))
+    painter.drawRoundedRect(pill, height / 2, height / 2)
+    painter.setPen(theme.strong("warning") if not selected else opt.palette.color(QPalette.ColorRole.Text))
+    painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
+    return width
+
+
 class SourceTree(QTreeView):
     """The sidebar view.
 
@@ -240,6 +289,11 @@ class SourceTree(QTreeView):
         self.setUniformRowHeights(False)
         self.setExpandsOnDoubleClick(True)
         self.selectionModel().currentChanged.connect(self._on_current)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.PaletteChange:  # a theme change: the rows' icons in the new colours
+            self.tree_model.refresh_icons()
+        super().changeEvent(event)
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         key = current.data(BankKeyRole)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import sys
 from typing import Any
 
@@ -71,18 +70,18 @@ def explicit_sources(args: Any) -> list[tuple[str, str]]:
 def initial_sources(args: Any, settings: Settings) -> tuple[list[tuple[str, str]], bool]:
     """The sources to open, and whether they come from (and go back to) the settings."""
     if getattr(args, "demo", False):
-        from keepgui.core.demo import make_demo_copy
+        from keepgui.core.demo import throwaway_demo_copy
 
-        copy = make_demo_copy()
-        if not os.environ.get("KEEPGUI_KEEP_DEMO"):
-            atexit.register(shutil.rmtree, copy.root, True)
-        return list(copy.sources), False
+        return list(throwaway_demo_copy().sources), False
     explicit = explicit_sources(args)
     if explicit:
         return explicit, False
+    known = set(registry.kinds())
+    fixed = settings.start_sources()
+    if fixed is not None:  # Preferences: always these (the settings keep the ones last open too)
+        return [(s["kind"], s["path"]) for s in fixed if s.get("kind") in known], True
     saved = settings.sources()
     if saved is not None:
-        known = set(registry.kinds())
         return [(s["kind"], s["path"]) for s in saved if s.get("kind") in known], True
     # First start: whatever is already on this machine.
     return [(found.kind, found.path) for found in registry.discover()], True

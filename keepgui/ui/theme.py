@@ -50,6 +50,41 @@ def accent() -> QColor:
     return palette().color(QPalette.ColorRole.Highlight)
 
 
+def luminance(color: QColor) -> float:
+    """Relative luminance (WCAG 2): 0 for black, 1 for white."""
+
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * channel(color.red()) + 0.7152 * channel(color.green()) + 0.0722 * channel(color.blue())
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """The WCAG contrast ratio of two colours (1 to 21)."""
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def readable(color: QColor, background: QColor | None = None, ratio: float = 4.5) -> QColor:
+    """``color``, moved towards the palette's text colour until it reads on ``background`` (the
+    base colour) with at least ``ratio`` contrast: an accent that is dark blue in a dark palette
+    becomes a light blue instead of vanishing into the near-black."""
+    pal = palette()
+    background = background or pal.color(QPalette.ColorRole.Base)
+    text = pal.color(QPalette.ColorRole.Text)
+    for step in range(11):
+        candidate = mix(color, text, step / 10)
+        if contrast(candidate, background) >= ratio:
+            return candidate
+    return text
+
+
+def accent_text() -> QColor:
+    """The accent as a text colour (headings): the palette's highlight, made readable on the base."""
+    return readable(accent())
+
+
 def tint(hue: str) -> QColor:
     """A background tint for ``added``, ``removed``, ``warning`` or ``info`` that suits the palette."""
     base = palette().color(QPalette.ColorRole.Base)
@@ -67,6 +102,10 @@ def strong(hue: str) -> QColor:
     target = {"added": QColor(46, 160, 67), "removed": QColor(218, 54, 51), "warning": QColor(190, 140, 10)}[hue]
     text = palette().color(QPalette.ColorRole.Text)
     return mix(target, text, 0.15 if is_dark() else 0.25)
+
+
+ICON_PROPERTY = "keepgui_icon"
+"""The dynamic property naming an action's themed icon, so a theme change can draw it again."""
 
 
 @functools.lru_cache(maxsize=128)

@@ -3,11 +3,14 @@
 Nothing is overwritten from here without the person choosing it: "Use the
 version on disk" drops the edits, "Overwrite with mine" writes them over the
 disk version *as shown in this dialog* (if the file changes again meanwhile,
-that save is refused too), "Keep editing" closes the view.
+that save is refused too), "Merge" combines both sides' changes in the editor
+(:mod:`keepgui.core.textmerge`: ``git merge-file``; conflicts marked, nothing
+saved until the person saves), "Keep editing" closes the view.
 """
 
 from __future__ import annotations
 
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -21,9 +24,11 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.textdiff import unified
+from keepgui.core.textmerge import why_no_merge
 from keepgui.ui.diffview import DiffView
+from keepgui.ui.geometry import resize_to_fit
 
-TAKE_DISK, OVERWRITE, KEEP_EDITING = "disk", "overwrite", "keep"
+TAKE_DISK, OVERWRITE, MERGE, KEEP_EDITING = "disk", "overwrite", "merge", "keep"
 
 
 def _pane(title: str, text: str, parent: QWidget | None) -> QWidget:
@@ -68,10 +73,19 @@ class ThreeWayDialog(QDialog):
         buttons = QDialogButtonBox(self)
         take = QPushButton("Use the version on disk (discard mine)", self)
         overwrite = QPushButton("Overwrite with mine", self)
+        self.merge = QPushButton("Merge", self)
+        why_not = why_no_merge() if on_disk is not None else "the file was deleted on disk: there is nothing to merge"
+        self.merge.setEnabled(not why_not)
+        self.merge.setToolTip(
+            why_not
+            or "Combine the changes made on disk with yours in the editor (git merge-file); where both changed "
+            "the same lines, the conflict is marked for you to resolve. Nothing is saved until you save."
+        )
         keep = QPushButton("Keep editing", self)
         for button, choice, role in (
             (take, TAKE_DISK, QDialogButtonBox.ButtonRole.DestructiveRole),
             (overwrite, OVERWRITE, QDialogButtonBox.ButtonRole.AcceptRole),
+            (self.merge, MERGE, QDialogButtonBox.ButtonRole.AcceptRole),
             (keep, KEEP_EDITING, QDialogButtonBox.ButtonRole.RejectRole),
         ):
             buttons.addButton(button, role)
@@ -84,7 +98,7 @@ class ThreeWayDialog(QDialog):
         row.addStretch(1)
         row.addWidget(buttons)
         layout.addLayout(row)
-        self.resize(1100, 700)
+        resize_to_fit(self, QSize(1100, 700))
 
     def _choose(self, choice: str) -> None:
         self.choice = choice

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QObject, QPoint, QTimer, Signal
+from PySide6.QtGui import QAction, QCursor, QGuiApplication
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from keepgui.ui import theme
@@ -35,7 +35,7 @@ class KeepTray(QSystemTrayIcon):
 
     Signals:
         quickKeepRequested(): Quick keep… was chosen (or the icon middle-clicked).
-        showRequested(): Show window was chosen (or the icon clicked).
+        showRequested(): Show window was chosen (or the icon double-clicked; a click opens the menu).
         compactionRequested(object key): a "Compaction due" entry was chosen for this bank.
         keepRunningChanged(bool on): "Keep running in the tray" was toggled.
         quitRequested(): Quit was chosen.
@@ -79,6 +79,14 @@ class KeepTray(QSystemTrayIcon):
         self.menu.addAction(self.act_quit)
         self.setContextMenu(self.menu)
         self.activated.connect(self._on_activated)
+        # A click opens the menu once the double-click interval has passed without a second click:
+        # opened at once, the menu would grab the pointer and the second click of a double click
+        # would close it instead of reaching the icon.
+        self._click_at = QPoint()
+        self._click_timer = QTimer(self)
+        self._click_timer.setSingleShot(True)
+        self._click_timer.setInterval(QGuiApplication.styleHints().mouseDoubleClickInterval())
+        self._click_timer.timeout.connect(lambda: self.popup_menu(self._click_at))
         self.due: list[tuple[object, str, str]] = []
 
     def set_compaction_due(self, due: Sequence[tuple[object, str, str]]) -> None:
@@ -119,8 +127,21 @@ class KeepTray(QSystemTrayIcon):
         return True
 
     def _on_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
-        # Since GNOME Shell 3.26 some reasons never arrive; the menu has every action anyway.
+        # A click opens the menu (Show window is its second entry), as on most X11 and Windows trays:
+        # under an XEmbed tray such as trayer a left click did nothing a person could see when the
+        # window was already shown. A double click shows the window, a middle click opens Quick keep.
+        # (Since GNOME Shell 3.26 some reasons never arrive; the menu has every action anyway.)
         if reason == QSystemTrayIcon.ActivationReason.Trigger:
+            self._click_at = QCursor.pos()
+            self._click_timer.start()
+        elif reason == QSystemTrayIcon.ActivationReason.DoubleClick:
+            self._click_timer.stop()
+            self.menu.hide()
             self.showRequested.emit()
         elif reason == QSystemTrayIcon.ActivationReason.MiddleClick:
             self.quickKeepRequested.emit()
+
+    def popup_menu(self, at: QPoint | None = None) -> None:
+        """Open the menu at ``at`` (default: the pointer, by the icon), as a right click does."""
+        if not self.menu.isVisible():
+            self.menu.popup(at if at is not None else QCursor.pos())

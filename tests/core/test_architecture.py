@@ -52,9 +52,13 @@ ALLOWED = {
         "keepgui/core/iii/backend.py",
         "os.utime",
     ): "keeps the iii logs of that fresh demo copy looking edited an hour ago after their times moved",
-    ("keepgui/cli.py", "shutil.rmtree"): "removes keepgui's own temporary demo copy at exit",
+    ("keepgui/core/demo.py", "shutil.rmtree"): "removes keepgui's own throw-away demo copy at exit",
+    (
+        "keepgui/core/textmerge.py",
+        "tempfile.mkdtemp",
+    ): "a private folder for the three texts git merge-file reads (filled through fsio), never user data",
+    ("keepgui/core/textmerge.py", "shutil.rmtree"): "removes that private merge folder afterwards",
     ("keepgui/cli.py", "os.open"): "re-points stdout at /dev/null after a broken pipe; no file is written",
-    ("keepgui/ui/startup.py", "shutil.rmtree"): "removes keepgui's own temporary demo copy at exit",
     (
         "keepgui/core/nanobot/prompt.py",
         "tempfile.mkdtemp",

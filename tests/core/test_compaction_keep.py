@@ -152,6 +152,9 @@ def test_judgement_calls_are_not_selected(small):
     assert ("heading", ("## Pets",)) in judgement
     near = ops_by_kind(plan, "near-duplicate")[0]
     assert near.after == ("Prefers green tea",) and "two facts" in near.reason
+    # #16.13: token_set_ratio's 100 is not shown as "similarity 100"; the relation is said in words
+    assert "every word of line 9 `Prefers tea` is in line 10 `Prefers green tea`" in near.reason
+    assert "similarity" not in near.reason
     assert not any("Birthday" in " ".join(op.before) for op in plan.operations)  # the date is the fact
 
 

@@ -148,3 +148,21 @@ def test_a_folder_or_a_fifo_is_refused_as_before(tmp_path):
         with pytest.raises(KeepguiError, match="is not a regular file"):
             fsio.remove_file(fifo, expect=expect)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and folder.is_dir()
+
+
+def test_lines_around_reads_only_what_it_shows(tmp_path):
+    """The Problems view's place of a log line (#16.10): lines around it, each cut, from a file of any size."""
+    from keepgui.core.fsio import lines_around
+
+    path = tmp_path / "log"
+    path.write_bytes(b"".join(b"line %d\n" % i for i in range(1, 200_001)) + b"last, unterminated")
+    assert lines_around(path, 3, 2) == [(n, f"line {n}") for n in range(1, 6)]
+    assert lines_around(path, 150_000, 1) == [
+        (149_999, "line 149999"),
+        (150_000, "line 150000"),
+        (150_001, "line 150001"),
+    ]
+    assert lines_around(path, 200_001, 1) == [(200_000, "line 200000"), (200_001, "last, unterminated")]
+    path.write_bytes(b"a\n" + b"x" * 5_000_000 + b"\n\xff\xfeb\n")
+    lines = lines_around(path, 2, 1, width=100)
+    assert [(n, len(t)) for n, t in lines] == [(1, 1), (2, 100), (3, 3)] and lines[2][1] == "\ufffd\ufffdb"

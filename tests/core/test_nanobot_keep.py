@@ -268,6 +268,24 @@ def test_near_duplicate_warns_and_names_it(tmp_path):
     assert any(n.code == "near-duplicate" and "`Prefers tea`" in n.message for n in result.notices)
 
 
+def test_a_near_duplicate_is_described_as_a_person_reads_it(tmp_path):
+    """#16.13: "Prefers tea" and "Prefers green tea" were "100% similar" (token_set_ratio of a word
+    subset); the relation is said in words, and a percentage only for two that merely read alike."""
+    from keepgui.core.compaction import ALIKE, AROUND, WITHIN
+
+    ws = Workspace(make_workspace(tmp_path / "ws", keep="- Prefers green tea\n- Lives in Lisbon since 2019\n"))
+    store = KeepStore(ws, History(tmp_path / "h"))
+    [near] = store.check("Prefers tea").near
+    assert near.score == 100 and near.likeness.relation == WITHIN
+    assert near.describe("entry 1") == "every word of it is in entry 1"
+    [near] = store.check("Since 2019 lives in Lisbon, near Alfama").near
+    assert near.likeness.relation == AROUND and near.describe("entry 2") == "it has every word of entry 2"
+    [near] = store.check("Lives in Lisbon since 2018").near
+    assert near.likeness.relation == ALIKE and 85 <= near.likeness.percent < 100
+    assert near.describe("entry 2") == f"entry 2 reads {near.likeness.percent:.0f}% alike"
+    assert near.to_obj()["relation"] == ALIKE and near.to_obj()["likeness"] == round(near.likeness.percent, 1)
+
+
 def test_fuzzy_threshold_is_configurable(tmp_path):
     ws = Workspace(make_workspace(tmp_path / "ws", keep="- Prefers tea\n"))
     assert KeepStore(ws, History(tmp_path / "h")).check("Prefers teas").near  # 96 by default

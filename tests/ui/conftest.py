@@ -71,3 +71,21 @@ def open_keep(make_window, demo_copy, qtbot):
     window.select_bank(key)
     qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=10_000)
     return window, key
+
+
+def paint_cell(delegate, index, widget, width: int, height: int):
+    """What ``delegate`` draws for ``index`` in a ``width``×``height`` cell of ``widget``, as an image."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    option = QStyleOptionViewItem()
+    option.initFrom(widget)
+    option.rect = QRect(0, 0, width, height)
+    option.widget = widget
+    image = QImage(width, height, QImage.Format.Format_ARGB32)
+    image.fill(0)
+    painter = QPainter(image)
+    delegate.paint(painter, option, index)
+    painter.end()
+    return image

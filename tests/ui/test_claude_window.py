@@ -16,7 +16,7 @@ import sys
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
 from keepgui.core import registry
 from keepgui.core.claude import layout
@@ -24,7 +24,9 @@ from keepgui.core.claude.context import session_context
 from keepgui.core.claude.layout import project_folder_name
 from keepgui.core.claude.memory import read_folder
 from keepgui.core.source import BankKey
+from keepgui.ui.compaction import rewrite_summary
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
+from keepgui.ui.opening import SourceFolderDialog
 from keepgui.ui.settings import Settings
 from tests.ui.conftest import window_args
 
@@ -106,10 +108,12 @@ def test_the_home_and_its_project_in_the_sidebar_and_a_project_folder_opened(
     assert [(f.kind, f.path) for f in found if f.kind == "claude"] == [("claude", key.source)]
     # File → Open Claude Code project folder…: the project's own memory, watched outside the folder
     action = next(a for a in window.open_actions if a.text() == "Open Claude Code project folder…")
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: demo_copy.claude_project)
+    monkeypatch.setattr(SourceFolderDialog, "exec", lambda self: 1)  # the folder chosen in the Open dialog
+    monkeypatch.setattr(SourceFolderDialog, "selectedFiles", lambda self: [demo_copy.claude_project])
     monkeypatch.setenv("HOME", demo_copy.claude_home)  # a project folder is opened in this process's environment
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    action.trigger()
+    action.trigger()  # what the folder is is asked in the background: a Claude Code project, opened unasked
+    qtbot.waitUntil(lambda: demo_copy.claude_project in window.hub.sources, timeout=10_000)
     project = window.hub.sources[demo_copy.claude_project]
     assert project.also_watched == (memory,)
     assert window.hub._watcher is not None and memory in window.hub._watcher.roots
@@ -452,11 +456,10 @@ def test_what_the_agent_changed_is_reviewed_entry_by_entry_and_restored(claude_w
     assert b"(timezone.md)" in read(index_path)
     assert not os.path.exists(os.path.join(memory, "hosting-ticket.md"))
     # and the rest, all at once, from a new review
-    window.review_rewrite(key)
-    qtbot.waitUntil(lambda: banner.isVisible() and "2 memories deleted, 2 merged" in banner.label.text())
-    next(b for b in banner.buttons if b.text() == "Review").click()
+    window.review_rewrite(key)  # Bank → Review outside rewrite: asked for, so the review itself (no banner)
     qtbot.waitUntil(lambda: window.compaction.dialog is not dialog and window.compaction.dialog is not None)
     again = window.compaction.dialog
+    assert again.review and "2 memories deleted, 2 merged" in rewrite_summary(again.plan)
     again._set_selection(again.plan.select("all"))
     again.apply_button.click()
     for name in ("hosting-ticket.md", "comments-off.md", "feed-cache.md", "goldmark-extensions.md"):

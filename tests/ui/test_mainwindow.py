@@ -291,18 +291,20 @@ def test_sources_bank_view_options_and_geometry_are_remembered(qtbot, demo_copy,
     window.select_bank(BankKey(demo_copy.iii, "blog"))
     qtbot.waitUntil(lambda: window.current.bank == "blog" and window._loading is None, timeout=15_000)
     window.memories.act_history.setChecked(True)
-    window.memories.column_actions[COLUMN_INDEX["confidence"]].setChecked(False)
+    window.memories.column_actions[COLUMN_INDEX["tags"]].setChecked(False)
+    window.memories.column_actions[COLUMN_INDEX["created"]].setChecked(True)
     window.resize(1111, 777)
     window.close()
     window.hub.shutdown()
     saved = Settings(path)
     assert saved.last_bank() == (demo_copy.iii, "blog")
-    assert saved.show_history() and saved.hidden_columns() == ["confidence"]
+    assert saved.show_history() and saved.hidden_columns() == ["tags", "confidence", "revision"]
     assert saved.state("geometry") is not None and saved.state("memory_header") is not None
     again = build_window(window_args(), Settings(path), watch=False)
     again.show()
     qtbot.waitUntil(lambda: again.current is not None and again._loading is None, timeout=15_000)
     assert again.current.bank == "blog" and again.memories.act_history.isChecked()
-    assert again.memories.table.isColumnHidden(COLUMN_INDEX["confidence"])
+    assert again.memories.table.isColumnHidden(COLUMN_INDEX["tags"])
+    assert not again.memories.table.isColumnHidden(COLUMN_INDEX["created"])
     again.close()
     again.hub.shutdown()

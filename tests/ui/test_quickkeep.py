@@ -142,7 +142,8 @@ def test_the_popup_renders(popup, demo_copy, qtbot, tmp_path):
 def test_bank_feedback_without_qt():
     live = [("fp1", "Prefers tea over coffee"), ("fp2", "The API port is 3111")]
     hints = check_bank("Prefers green tea over coffee", None, live, "main")
-    assert hints[0].level == "ok" and any("Near-duplicate of “Prefers tea over coffee”" in h.text for h in hints)
+    assert hints[0].level == "ok"
+    assert "Near-duplicate: it has every word of “Prefers tea over coffee”" in [h.text for h in hints]
     assert check_bank("x", None, live, "main")[0].level == "error"
 
 

@@ -306,3 +306,54 @@ def test_the_preview_of_a_bank_the_worker_cannot_load_says_so(make_window, demo_
     pane.query.setEditText("publish")
     qtbot.waitUntil(lambda: "cannot be loaded by the worker" in pane.summary.text(), timeout=10_000)
     assert pane.view.section.toPlainText() == "" and pane.view.hits.count() == 0
+
+
+def test_merge_in_the_three_way_view_marks_conflicts_and_saves_over_the_disk_version(
+    make_window, demo_copy, qtbot, monkeypatch
+):
+    """#16.15: after a refused save, Merge combines opened → disk and opened → mine in the editor."""
+    from keepgui.ui import rules as rules_module
+    from keepgui.ui.threeway import MERGE, ThreeWayDialog
+
+    window = make_window(demo_copy.iii, watch=False)
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    path, opened = rules.doc.path, rules.doc.text
+    lines = opened.splitlines(keepends=True)
+    # someone else changes the first line and adds one at the end; I change the first line too
+    disk = "# Learned (kept by the agent)\n" + "".join(lines[1:]) + "- Added on disk.\n"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(disk)
+    rules.editor.setPlainText("# Learned, by me\n" + "".join(lines[1:]))
+    shown = []
+
+    def choose_merge(dialog: ThreeWayDialog) -> int:
+        shown.append(dialog.merge.isEnabled())
+        dialog.choice = MERGE
+        return 1
+
+    monkeypatch.setattr(ThreeWayDialog, "exec", choose_merge)
+    assert not rules.save()  # refused: the file changed; merged into the editor instead
+    assert shown == [True]
+    text = rules.editor.toPlainText()
+    assert "<<<<<<< your edits\n# Learned, by me\n=======\n# Learned (kept by the agent)\n>>>>>>> on disk now\n" in text
+    assert text.endswith("- Added on disk.\n")  # the other change came in without a conflict
+    assert rules.editor.extraSelections()  # the conflict is tinted
+    assert "1 conflict marked" in rules.banner.label.text()
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == disk  # nothing saved by merging
+    # saving with the markers still there asks first
+    monkeypatch.setattr(
+        rules_module.QMessageBox, "question", lambda *a, **k: rules_module.QMessageBox.StandardButton.Cancel
+    )
+    assert not rules.save()
+    resolved = text.replace("<<<<<<< your edits\n# Learned, by me\n=======\n", "").replace(">>>>>>> on disk now\n", "")
+    rules.editor.setPlainText(resolved)
+    qtbot.waitUntil(lambda: not rules.editor.extraSelections())  # the tint goes with the markers
+    assert rules.save()  # written over exactly the disk version it was merged with
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == resolved
+    window.undo_stack.undo()
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == disk

@@ -2,8 +2,9 @@
 
 Under the offscreen platform Qt reports no tray, so :func:`install` makes none
 and everything still works from the window. The real tray runs in a child
-process on its own Xvfb display with ``trayer`` as the tray host (both Debian
-packages: ``xvfb``, ``trayer``); that test is skipped when they are missing.
+process on its own Xvfb display with ``trayer`` as the tray host, clicked with
+``xdotool`` (Debian packages ``xvfb``, ``trayer``, ``xdotool``; ``tools/install-x-tools``
+says which are missing); that test is skipped with the reason when one is missing.
 """
 
 from __future__ import annotations
@@ -72,6 +73,27 @@ def test_compaction_due_and_its_hook(window, demo_copy, qtbot):
     qtbot.wait(600)
 
 
+@pytest.mark.qt_log_ignore("This plugin does not support grabbing the keyboard")  # offscreen: a menu cannot grab
+def test_a_click_on_the_icon_opens_the_menu_and_a_double_click_shows_the_window(qtbot):
+    from PySide6.QtWidgets import QSystemTrayIcon
+
+    from keepgui.ui.tray import KeepTray
+
+    tray = KeepTray(keep_running=False)
+    shown = []
+    tray.showRequested.connect(lambda: shown.append(True))
+    tray.activated.emit(QSystemTrayIcon.ActivationReason.Trigger)
+    qtbot.waitUntil(tray.menu.isVisible, timeout=3_000)
+    assert shown == []
+    tray.menu.hide()
+    # a double click: its first click must not open the menu (which would swallow the second)
+    tray.activated.emit(QSystemTrayIcon.ActivationReason.Trigger)
+    tray.activated.emit(QSystemTrayIcon.ActivationReason.DoubleClick)
+    assert shown == [True]
+    qtbot.wait(QApplication.styleHints().mouseDoubleClickInterval() + 200)
+    assert not tray.menu.isVisible()
+
+
 def test_tray_menu_entries_without_showing_it(qtbot):
     from keepgui.ui.tray import KeepTray
 
@@ -106,7 +128,7 @@ def test_tray_menu_entries_without_showing_it(qtbot):
 
 
 CHILD = r"""
-import argparse, json, os, sys, tempfile, time
+import argparse, json, os, subprocess, sys, tempfile, time
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from keepgui.core.demo import make_demo_copy
@@ -141,13 +163,23 @@ out["geometry"] = [tray.geometry().width(), tray.geometry().height()]
 out["compaction"] = tray.act_compaction.text()
 out["tooltip"] = tray.toolTip()
 menu = tray.contextMenu()
-menu.popup(tray.geometry().bottomLeft())
-spin(1.0, menu.isVisible)
-spin(0.3)
-out["menu_visible"] = menu.isVisible()
+centre = tray.geometry().center()
+
+def click(button):
+    # a real click of the X server on the icon trayer embedded, as a person's
+    subprocess.run(["xdotool", "mousemove", str(centre.x()), str(centre.y()), "click", str(button)], check=True)
+    spin(3.0, menu.isVisible)
+    spin(0.3)
+    return menu.isVisible()
+
+out["menu_by_right_click"] = click(3)
 out["menu"] = [a.text() for a in menu.actions() if not a.isSeparator() and a.isVisible()]
 app.primaryScreen().grabWindow(0).save(sys.argv[1], "PNG")
 menu.hide()
+spin(0.5)
+out["menu_by_left_click"] = click(1)
+menu.hide()
+spin(0.3)
 tray.act_quick_keep.trigger()
 popup = popup_for(window)
 spin(0.5)
@@ -160,6 +192,13 @@ out["setting"] = window.settings.get(KEEP_RUNNING_SETTING)
 window.close()
 spin(0.5)
 out["hidden_in_tray"] = not window.isVisible() and not app.quitOnLastWindowClosed()
+subprocess.run(["xdotool", "mousemove", str(centre.x()), str(centre.y()), "click", "--repeat", "2", "--delay", "60", "1"],
+               check=True)
+spin(3.0, window.isVisible)
+spin(0.5)
+out["shown_by_double_click"] = window.isVisible() and not menu.isVisible()
+window.close()
+spin(0.5)
 tray.act_show.trigger()
 spin(0.5)
 out["shown_again"] = window.isVisible()
@@ -195,8 +234,8 @@ def _start_xvfb() -> tuple[subprocess.Popen, str]:
 
 @pytest.mark.xvfb
 @pytest.mark.skipif(
-    not (shutil.which("Xvfb") and shutil.which("trayer")),
-    reason="needs Xvfb and trayer (Debian: apt-get install xvfb trayer)",
+    not (shutil.which("Xvfb") and shutil.which("trayer") and shutil.which("xdotool")),
+    reason="needs Xvfb, trayer and xdotool (Debian: apt-get install xvfb trayer xdotool)",
 )
 def test_real_tray_under_xvfb(tmp_path):
     xvfb, display = _start_xvfb()
@@ -244,10 +283,10 @@ def test_real_tray_under_xvfb(tmp_path):
     assert out["geometry"][0] > 0 and out["geometry"][1] > 0  # embedded in trayer
     assert out["compaction"].startswith("Compaction due: keep.md — ") and "lines)…" in out["compaction"]
     assert "compaction due in 1 bank" in out["tooltip"]
-    assert out["menu_visible"]
+    assert out["menu_by_right_click"] and out["menu_by_left_click"]  # #16.16: a click opened no menu
     assert out["menu"][:2] == ["&Quick keep…", "&Show window"] and out["menu"][-1] == "&Quit keepgui"
     assert out["popup"] and out["compaction_shows"]
-    assert out["setting"] is True and out["hidden_in_tray"] and out["shown_again"]
+    assert out["setting"] is True and out["hidden_in_tray"] and out["shown_by_double_click"] and out["shown_again"]
     assert out["quit_status"] == 0 and out["window_closed"]
     assert os.path.getsize(shot) > 0
 
@@ -280,3 +319,42 @@ def test_desktop_entry_and_icons_are_complete():
     if validator:
         done = subprocess.run([validator, path], capture_output=True, text=True)
         assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+def test_the_x_tools_helper_says_what_is_missing_and_installs_it_only_when_asked(tmp_path):
+    """#16.16: tools/install-x-tools is an optional helper for people; CI installs nothing."""
+    script = os.path.join(ROOT, "tools", "install-x-tools")
+    with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as fh:
+        ci = fh.read()
+    assert "install-x-tools" not in ci and "apt-get" not in ci
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("bash", "id"):
+        os.symlink(shutil.which(name), bindir / name)
+    env = {"PATH": str(bindir)}  # none of the three tools, no apt-get, no sudo
+
+    def run(*args):
+        return subprocess.run(
+            [shutil.which("bash"), script, *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    done = run()
+    assert done.returncode == 1 and "missing for the real-tray test: xvfb trayer xdotool" in done.stderr
+    assert "sudo apt-get install xvfb trayer xdotool" in done.stderr
+    assert run("--install").returncode == 1 and "no apt-get here" in run("--install").stderr
+    # an apt-get (and a sudo) that "install" the three as stubs and record what they were asked
+    log = tmp_path / "apt.log"
+    bash, chmod = shutil.which("bash"), shutil.which("chmod")
+    fake_apt = [f"#!{bash}", f'echo "$*" >> {log}']
+    for tool in ("Xvfb", "trayer", "xdotool"):
+        fake_apt += [f"printf '#!{bash}\\nexit 0\\n' > {bindir}/{tool}", f"{chmod} +x {bindir}/{tool}"]
+    (bindir / "apt-get").write_text("\n".join(fake_apt) + "\n")
+    (bindir / "sudo").write_text(f'#!{bash}\nexec "$@"\n')
+    for name in ("apt-get", "sudo"):
+        (bindir / name).chmod(0o755)
+    assert run().returncode == 1 and not log.exists()  # not asked to install: installs nothing
+    done = run("--install")
+    assert done.returncode == 0, done.stderr
+    assert log.read_text() == "install -y --no-install-recommends xvfb trayer xdotool\n"
+    done = run()
+    assert done.returncode == 0 and done.stderr == ""

@@ -67,6 +67,7 @@ from keepgui.core.source import (
     Hint,
     Listing,
     Pending,
+    Problem,
     Progress,
     Row,
     RowDelta,
@@ -80,6 +81,9 @@ if TYPE_CHECKING:  # the preview and the activity index are imported when first 
     from keepgui.core.iii.preview import RuleOutcome
 
 KIND = "iii"
+
+LOG_NOTES = ("unterminated",)
+"""Log problems that are notes, not faults (a last line whose newline has not arrived): no badge."""
 
 CAPABILITIES = Capabilities(
     missing={
@@ -124,6 +128,8 @@ class DeferredWorker:
             return self.link.reload()
 
         def work() -> str | None:
+            if self.link.reload_command is not None and not self.link.reload_command.strip():
+                return None  # turned off on purpose: nothing went wrong, nothing to say
             outcome = self.link.reload()
             return None if outcome.ok else outcome.message
 
@@ -407,6 +413,7 @@ def check_save(
     from rapidfuzz import fuzz, process
     from rapidfuzz.utils import default_process
 
+    from keepgui.core.compaction import likeness
     from keepgui.core.iii.mutations import clean_text
     from keepgui.core.iii.record import fingerprint
 
@@ -432,8 +439,9 @@ def check_save(
             score_cutoff=threshold,
             limit=3,
         )
-        for choice, score, _index in matches:
-            hints.append(Hint("warning", f"Near-duplicate of “{_excerpt(choice)}” ({score:.0f}% similar)"))
+        for choice, _score, _index in matches:
+            alike = likeness(cleaned, choice).describe(f"“{_excerpt(choice)}”")
+            hints.append(Hint("warning", f"Near-duplicate: {alike}"))
     return tuple(hints)
 
 
@@ -458,6 +466,7 @@ class IiiBank(BankDefaults):
         self._engine: Any = None
         self._loaded = False
         self._info: BankInfo | None = None
+        self._log_problems = 0  # lines of the log the worker skips, as last read (the sidebar's badge)
         self._activity: ActivityIndex | None = None  # made when the activity is first asked for
 
     # ------------------------------------------------------------------ reading
@@ -498,6 +507,7 @@ class IiiBank(BankDefaults):
             if self._engine is not None and self._engine.bank is bank:
                 self._engine.sync(delta)
             self._loaded = True
+            self._log_problems = sum(1 for p in bank.log.problems if p.kind not in LOG_NOTES)
             try:
                 self._info = bank.info()
             except (KeepguiError, OSError):
@@ -537,8 +547,25 @@ class IiiBank(BankDefaults):
         if not info.readable:
             return BankSummary(f"unreadable: {info.reason}", problem=info.reason, description=info.description)
         return BankSummary(
-            f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules", description=info.description
+            f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules",
+            description=info.description,
+            problems=self._log_problems,
         )
+
+    def problems(self) -> list[Problem]:
+        """What ``keepgui doctor`` reports for this bank, and the data dir's leftover temporary files in it."""
+        from keepgui.core.iii.doctor import diagnose_bank
+
+        bank = self.core()  # before the bank lock: locks are taken source first
+        with self.lock:
+            findings = diagnose_bank(bank)
+            temp = [path for path in self.source.datadir.iter_temp_files() if path.startswith(bank.path + os.sep)]
+        out = [
+            Problem(path, 0, "leftover temporary file of an interrupted write; safe to delete", "temp-file")
+            for path in temp
+        ]
+        out += [Problem(f.path, f.line, f.message, f.kind, "note" if f.note else "warning") for f in findings]
+        return out
 
     def documents(self) -> RuleDocs:
         """The bank's rules."""
@@ -801,8 +828,8 @@ class IiiSource:
 
     def __init__(self, path: str, options: OpenOptions) -> None:
         self.path = os.path.abspath(path)
-        link = WorkerLink(options.reload_command)
-        self.datadir = DataDir(self.path, DeferredWorker(link, options.run_later))
+        self._link = WorkerLink(options.reload_command)
+        self.datadir = DataDir(self.path, DeferredWorker(self._link, options.run_later))
         self.lock = threading.RLock()
         self.config = MemoryConfig()
         self._banks: dict[str, IiiBank] = {}
@@ -879,6 +906,10 @@ class IiiSource:
             else:
                 rescan = True  # a new bank with only rules so far
         return WatchPlan(rescan, frozenset(logs), {n: frozenset(v) for n, v in rules.items()}, notes=tuple(notes))
+
+    def set_reload_command(self, command: str | None) -> None:
+        """The command run after every write to make a running worker reload (None: the default)."""
+        self._link.reload_command = WorkerLink(command).reload_command
 
     def configure(self, values: Mapping[str, Any]) -> None:
         """The worker settings previews, rankings and budgets of this data dir use."""

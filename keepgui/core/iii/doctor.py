@@ -67,11 +67,13 @@ def diagnose(datadir: DataDir) -> list[Finding]:
             )
         )
     for bank in datadir.banks():
-        findings.extend(_diagnose_bank(bank))
+        findings.extend(diagnose_bank(bank))
     return findings
 
 
-def _diagnose_bank(bank: Bank) -> list[Finding]:
+def diagnose_bank(bank: Bank) -> list[Finding]:
+    """Every problem of one bank (its name, folder, log, vectors and rules; temporary files are
+    the data dir's)."""
     out: list[Finding] = []
     name = bank.name
     if not is_valid_name(name):

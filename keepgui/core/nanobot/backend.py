@@ -204,7 +204,7 @@ def check_keep_md(store: KeepStore, text: str, doc: KeepDoc | None = None) -> tu
         hints.append(
             Hint(
                 "warning",
-                f"Near-duplicate of entry {near.entry.number} {_quote(near.entry.text)} ({near.score:.0f}% similar)",
+                "Near-duplicate: " + near.describe(f"entry {near.entry.number} {_quote(near.entry.text)}"),
             )
         )
     for match in found.memory[:2]:

@@ -77,6 +77,7 @@ from rapidfuzz.utils import default_process
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
     REVIEW_KINDS,
+    UNREVIEWED_REWRITE,
     Applied,
     ChangedSince,
     Counts,
@@ -85,6 +86,7 @@ from keepgui.core.compaction import (
     Selection,
     StalePlan,
     excerpt,
+    likeness,
     make_operation,
     near_duplicates,
     register_applied_kind,
@@ -1157,12 +1159,14 @@ def _plan_operations(
         lost = list(dict.fromkeys(lost))
         score = min(near[hub][k] for k in members)
         tail = f"; the merge would lose: {', '.join(lost)}" if lost else "; it holds every word of the others"
+        # token_set_ratio's 100 for "Prefers tea" / "Prefers green tea" reads "identical": say how they relate
+        relations = "; ".join(likeness(item.text, keep.text).describe_pair(item.quote(), keep.quote()) for item in gone)
         planned.append(
             _op(
                 "near-duplicate",
                 [keep, *gone],
                 [keep.text],
-                f"near-duplicates (similarity {score:.0f}): merge into the longer {keep.quote()} — a "
+                f"near-duplicates ({relations}): merge into the longer {keep.quote()} — a "
                 f'judgement call ("prefers tea" and "prefers green tea" are two facts){tail}',
                 Edit(drops=tuple(i.index for i in gone), removes=tuple(gone)),
                 selected=False,
@@ -1260,10 +1264,9 @@ def _keep_notices(
     if pending is not None:
         notices.append(
             Notice(
-                "unreviewed-rewrite",
+                UNREVIEWED_REWRITE,
                 "warning",
-                "keep.md was rewritten outside keepgui and that rewrite was not reviewed yet: "
-                "`keepgui review` shows it",
+                "keep.md was rewritten outside keepgui and that rewrite was not reviewed yet",
             )
         )
     return notices

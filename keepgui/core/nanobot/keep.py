@@ -42,6 +42,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
 from keepgui.core import fsio
+from keepgui.core.compaction import ALIKE, Likeness, likeness
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History, RemovedEntry, file_key
 from keepgui.core.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, Entry, KeepDoc, contains, normalise
@@ -380,14 +381,26 @@ class MemoryMatch:
 
 @dataclass(frozen=True)
 class NearDuplicate:
-    """An entry that is not a substring match but scores at or above the fuzzy threshold."""
+    """An entry that is not a substring match but scores at or above the fuzzy threshold
+    (``score``: ``token_set_ratio``), and how it relates to the fact (``likeness``, what is shown:
+    "Prefers tea" is not "100% similar" to "Prefers green tea", every word of it is in it)."""
 
     entry: Entry
     score: float
+    likeness: Likeness = field(default_factory=lambda: Likeness(ALIKE, 0.0))
+
+    def describe(self, entry: str) -> str:
+        """The relation in words; ``entry`` is how the entry is named ("entry 12 `Prefers green tea`")."""
+        return self.likeness.describe(entry)
 
     def to_obj(self) -> dict[str, Any]:
-        """The entry plus ``score``."""
-        return {**self.entry.to_obj(), "score": round(self.score, 1)}
+        """The entry plus ``score``, ``relation`` and ``likeness`` (a percentage)."""
+        return {
+            **self.entry.to_obj(),
+            "score": round(self.score, 1),
+            "relation": self.likeness.relation,
+            "likeness": round(self.likeness.percent, 1),
+        }
 
 
 _MD_MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -476,7 +489,7 @@ def check_fact(
             score_cutoff=threshold,
             limit=None,
         ):
-            near.append(NearDuplicate(candidates[i], score))
+            near.append(NearDuplicate(candidates[i], score, likeness(key, candidates[i].key)))
     near.sort(key=lambda n: (-n.score, n.entry.number))
     return KeepCheck(
         fact,
@@ -808,11 +821,7 @@ class KeepStore:
     def _notices(self, found: KeepCheck) -> list[Notice]:
         notices = []
         for near in found.near:
-            notices.append(
-                Notice(
-                    "near-duplicate", "warning", f"near-duplicate of {_quote(near.entry)} (similarity {near.score:.0f})"
-                )
-            )
+            notices.append(Notice("near-duplicate", "warning", f"near-duplicate: {near.describe(_quote(near.entry))}"))
         for match in found.memory:
             notices.append(Notice("in-memory-md", "warning", f"already in MEMORY.md (line {match.line}): {match.text}"))
         if found.words > MAX_WORDS:

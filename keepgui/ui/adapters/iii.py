@@ -61,7 +61,7 @@ class SectionHighlighter(PaletteHighlighter):
         self.warn.setBackground(theme.tint("warning"))
         self.warn.setForeground(theme.strong("warning"))
         self.heading = QTextCharFormat()
-        self.heading.setForeground(theme.accent())
+        self.heading.setForeground(theme.accent_text())  # the highlight itself is dark blue in dark palettes
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 - Qt override
         if text.startswith("[rule truncated:") or (
@@ -104,7 +104,7 @@ class HitDelegate(QStyledItemDelegate):
         painter.drawText(score_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, score_text)
         x = 70 + fm.horizontalAdvance("ambient") + 12
         if hit.memory.pinned:
-            painter.setPen(theme.accent())
+            painter.setPen(theme.accent_text())
             painter.drawText(rect.adjusted(x, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter, "pinned")
             x += fm.horizontalAdvance("pinned") + 10
         painter.setPen(option.palette.highlightedText().color() if selected else option.palette.text().color())
