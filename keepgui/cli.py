@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
-import json
 import os
-import shutil
 import sys
 from typing import Any, Callable
 
@@ -31,6 +29,22 @@ COMMAND_MODULES = (
     "keepgui.commands.desktop",
     "keepgui.commands.context",
 )
+
+COMMANDS = {
+    **dict.fromkeys(
+        ("banks", "memories", "save", "edit", "pin", "delete", "restore", "supersede", "rules", "rule-set", "bank")
+        + ("doctor",),
+        "keepgui.commands.iii",
+    ),
+    **dict.fromkeys(("preview", "recall"), "keepgui.commands.recall"),
+    **dict.fromkeys(("keep", "entries", "forget", "unforget", "nanobot-preview"), "keepgui.commands.nanobot"),
+    **dict.fromkeys(("compact", "review"), "keepgui.commands.compaction"),
+    **dict.fromkeys(("quick-keep",), "keepgui.commands.desktop"),
+    **dict.fromkeys(("context",), "keepgui.commands.context"),
+}
+"""Which module of :data:`COMMAND_MODULES` adds each command: a command line imports only the module
+of its command (the others import what their commands need: ``nanobot.keep`` alone compiles ~30
+regular expressions), and the window or ``--version`` none. A test holds it to what the modules add."""
 
 
 class Context:
@@ -48,6 +62,8 @@ class Context:
     def demo(self):
         """The fresh temporary copy of the demo data (made once per process)."""
         if self._demo is None:
+            import shutil
+
             from keepgui.core.demo import make_demo_copy
 
             self._demo = make_demo_copy()
@@ -105,6 +121,8 @@ class Context:
 
     def emit_json(self, obj: Any) -> None:
         """One JSON document on stdout (raw UTF-8, like the worker)."""
+        import json
+
         print(json.dumps(obj, ensure_ascii=False, indent=None, separators=(",", ":")), file=self.stdout)
 
     def note(self, text: str) -> None:
@@ -141,10 +159,45 @@ def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every command module's subcommands."""
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser, with every command module's subcommands.
+
+    Given the command line ``argv``, only what parsing it needs: the module of its command, or no
+    command module when it names none (the window, ``--version``); every module for help or a
+    command name that is not known (argparse then lists them all).
+    """
     import importlib
 
+    parser = _global_parser()
+    common = argparse.ArgumentParser(add_help=False)
+    add_common(common, suppress=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES if argv is None else _modules_for(parser, argv):
+        module = importlib.import_module(name)
+        module.register(sub, common)
+    return parser
+
+
+def _modules_for(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str, ...]:
+    """The command modules needed to parse ``argv`` (see :func:`build_parser`)."""
+    takes_value = {option for action in parser._actions if action.nargs != 0 for option in action.option_strings}
+    args = iter(argv)
+    for arg in args:
+        if arg in ("-h", "--help"):
+            return COMMAND_MODULES
+        if arg == "--":
+            break
+        if arg.startswith("-") and arg != "-":
+            if arg in takes_value:
+                next(args, None)
+            continue
+        module = COMMANDS.get(arg)
+        return (module,) if module is not None else COMMAND_MODULES
+    return ()
+
+
+def _global_parser() -> argparse.ArgumentParser:
+    """The window's and every command's global options (no commands yet)."""
     parser = argparse.ArgumentParser(
         prog="keepgui",
         description="See and control what your AI agents remember. With no command, opens the window.",
@@ -165,12 +218,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--stand-alone", action="store_true", help="do not hand over to (or become) the single running instance"
     )
-    common = argparse.ArgumentParser(add_help=False)
-    add_common(common, suppress=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        module.register(sub, common)
     return parser
 
 
@@ -255,7 +302,7 @@ def _undecodable(text: str, start: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``keepgui`` and ``python -m keepgui``."""
     _tolerant_output()
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     problem = text_argument_error(args)
     if problem is not None:

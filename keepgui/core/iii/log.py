@@ -21,19 +21,25 @@ what one line holds.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
+import itertools
+import operator
 import os
 import stat
 from array import array
-from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Callable, Iterator
+from dataclasses import dataclass, field
+
+import msgspec
 
 from keepgui.core.iii.record import (
     MAX_LINE_BYTES,
     Memory,
     RecordError,
+    canonical_block,
+    canonical_line_prefix,
     decode_canonical,
     is_valid_utf8,
     parse_line,
@@ -44,7 +50,11 @@ from keepgui.core.iii.textrules import rust_trim
 LOG_NAME = "memories.jsonl"
 _GUARD = 4096  # bytes at the start and before the read offset, compared on refresh to notice a rewrite
 _EXCERPT = 80
-_CHUNK_LINES = 25_000  # progress is reported after each chunk of a long replay
+BLOCK_BYTES = 1 << 15
+"""A log is read and replayed in blocks of about this many bytes (complete lines): the whole file is
+never in memory at once, and each step that runs in C without releasing the GIL (decoding a block,
+re-encoding it to prove it canonical) takes a few milliseconds, so a window's thread is never held
+up for longer than that while a bank loads in the background. Progress is reported after each block."""
 
 Progress = Callable[[int, int], None]
 """``progress(bytes_done, bytes_total)``; it may raise to abandon a long load."""
@@ -161,6 +171,13 @@ def _gc_paused():
             gc.enable()
 
 
+_ID = operator.attrgetter("id")
+_REVISION = operator.attrgetter("revision")
+_SHARED_FIELDS = tuple((operator.attrgetter(name), name) for name in ("entities", "tags"))
+_SHARED_MAX = 1 << 16  # distinct label tuples shared per log; past that, records keep their own
+_force_setattr = msgspec.structs.force_setattr
+
+
 class _Unreadable(Exception):
     def __init__(self, reason: str, lineno: int, offset: int) -> None:
         super().__init__(reason)
@@ -195,14 +212,23 @@ class MemoryLog:
         self.lines = 0
         self.offset = 0
         self.loaded = False
-        # Every valid line, in file order: hash(id) and offset. Compact enough for
-        # 250,000 lines, and enough to find an id's history without a full scan of the file.
+        # hash(id) of every valid line, in file order, and where each block of the replay begins
+        # (its first entry in _line_hashes, its file offset): an id's lines are found in the blocks
+        # that hold its hash, without an offset kept per line.
         self._line_hashes = array("q")
-        self._line_offsets = array("Q")
+        self._block_first = array("Q")
+        self._block_start = array("Q")
+        # Valid lines that are not canonical (the worker writes none): offset -> id, and the ids
+        # whose current record comes from one (offset). A canonical line of an id is found by
+        # its prefix, and its text is its record's own encoding.
+        self._odd_lines: dict[int, str] = {}
+        self._odd_current: dict[str, int] = {}
+        self._shared: dict = {}  # equal label tuples and sources, one object each (interned)
         self._identity: tuple[int, int] | None = None
         self._guard = b""
         self._head = b""
         self._tail_len = 0
+        self._tail_raw = b""
         self._mtime_ns = -1
         # The record of an unterminated last line, and the record of its id it replaced
         # (None: the id was new): taken back before each refresh, as the line may grow.
@@ -246,13 +272,12 @@ class MemoryLog:
                     fh.seek(start)
                     if fh.read(self.offset - start) != self._guard:
                         return self._full(progress)
-                data = fh.read()
+                delta = LogDelta()
+                self._mtime_ns = mtime
+                provisional = self._take_back_tail()
+                self._stream(fh, delta, progress, st.st_size - self.offset)
         except OSError as exc:
             return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
-        delta = LogDelta(bytes_read=len(data))
-        self._mtime_ns = mtime
-        provisional = self._take_back_tail()
-        self._consume(data, self.offset, delta, progress)
         if provisional is not None and not delta.reset:
             now = self.records.get(provisional.id)
             if now is None:
@@ -293,44 +318,47 @@ class MemoryLog:
     def _full(self, progress: Progress | None) -> LogDelta:
         self._clear()
         self.loaded = True
+        delta = LogDelta(reset=True)
         try:
             with open(self.path, "rb") as fh:
                 st = os.fstat(fh.fileno())
-                data = fh.read()
+                self._identity = (st.st_dev, st.st_ino)
+                self._mtime_ns = st.st_mtime_ns
+                with _gc_paused():
+                    self._stream(fh, delta, progress, st.st_size)
         except OSError as exc:
             return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
-        self._identity = (st.st_dev, st.st_ino)
-        self._mtime_ns = st.st_mtime_ns
-        delta = LogDelta(reset=True, bytes_read=len(data))
-        with _gc_paused():
-            self._consume(data, 0, delta, progress)
         return delta
 
-    def _consume(self, data: bytes, base: int, delta: LogDelta, progress: Progress | None) -> None:
-        """Replay ``data``, which starts at file offset ``base`` (always a line start)."""
-        end = data.rfind(b"\n") + 1
-        pieces = data[:end].split(b"\n")
-        pieces.pop()  # the empty piece after the last "\n"
-        # starts[i] is the file offset of line i; computed in C, not line by line.
-        starts = list(accumulate(map((1).__add__, map(len, pieces)), initial=base))
-        try:
-            for first in range(0, len(pieces), _CHUNK_LINES):
-                self._replay_chunk(pieces, starts, first, min(first + _CHUNK_LINES, len(pieces)), delta)
-                if progress is not None:
-                    progress(starts[min(first + _CHUNK_LINES, len(pieces))] - base, len(data))
-        except _Unreadable as exc:
-            self._fail_into(delta, exc)
-            return
-        self.lines += len(pieces)
-        self.offset = base + end
-        if len(self._head) < _GUARD:
-            self._head = (self._head + data[:end])[:_GUARD]
-        if end >= _GUARD:
-            self._guard = data[end - _GUARD : end]
-        else:
-            self._guard = (self._guard + data[:end])[-_GUARD:]
-        tail = data[end:]
+    def _stream(self, fh, delta: LogDelta, progress: Progress | None, total: int) -> None:
+        """Replay what ``fh`` holds from :attr:`offset` on, block by block (never all of it at once)."""
+        base = self.offset
+        parts: list[bytes] = []  # a line longer than a block, gathered until its newline comes
+        carry = b""
+        while True:
+            block = fh.read(BLOCK_BYTES)
+            if not block:
+                break
+            delta.bytes_read += len(block)
+            if block.rfind(b"\n") < 0:
+                parts.append(block)
+                continue
+            data = b"".join([carry, *parts, block]) if (carry or parts) else block
+            parts = []
+            end = data.rfind(b"\n") + 1
+            try:
+                self._replay_block(data if end == len(data) else data[:end], base, delta)
+            except _Unreadable as exc:
+                self._fail_into(delta, exc)
+                return
+            self._advance(data, end)
+            base += end
+            carry = data[end:]
+            if progress is not None:
+                progress(delta.bytes_read, total)
+        tail = b"".join([carry, *parts]) if parts else carry
         self._tail_len = len(tail)
+        self._tail_raw = tail
         old_tail = self.torn_tail
         try:
             self.torn_tail = self._read_tail(tail, delta)
@@ -343,6 +371,17 @@ class MemoryLog:
             self.problems.append(self.torn_tail)
             if old_tail is None or (old_tail.kind, old_tail.excerpt) != (self.torn_tail.kind, self.torn_tail.excerpt):
                 delta.new_problems.append(self.torn_tail)
+
+    def _advance(self, data: bytes, end: int) -> None:
+        """Count the complete lines ``data[:end]`` replayed; keep the head and the guard before the offset."""
+        self.lines += data.count(b"\n", 0, end)
+        self.offset += end
+        if len(self._head) < _GUARD:
+            self._head = (self._head + data[: min(end, _GUARD)])[:_GUARD]
+        if end >= _GUARD:
+            self._guard = data[end - _GUARD : end]
+        else:
+            self._guard = (self._guard + data[:end])[-_GUARD:]
 
     def _fail_into(self, delta: LogDelta, exc: "_Unreadable") -> None:
         """Make the state unreadable and ``delta`` say so (a reset carrying the one problem)."""
@@ -387,41 +426,99 @@ class MemoryLog:
                     delta.changed.append(memory.id)
         return _tail_note(text, True, lineno, offset)
 
-    def _replay_chunk(self, pieces: list[bytes], starts: list[int], lo: int, hi: int, delta: LogDelta) -> None:
-        chunk = pieces[lo:hi]
-        memories = list(map(decode_canonical, chunk))
-        if None in memories:
-            for i, memory in enumerate(memories):
-                if memory is None:
-                    memories[i] = self._slow_line(chunk[i], self.lines + lo + i + 1, starts[lo + i], delta)
-        if None in memories:
-            kept = [(starts[i], m) for i, m in enumerate(memories, lo) if m is not None]
-            line_starts = [start for start, _ in kept]
-            memories = [m for _, m in kept]
-        else:
-            line_starts = starts[lo:hi]
-        ids = [m.id for m in memories]
+    def _replay_block(self, block: bytes, base: int, delta: LogDelta) -> None:
+        """Replay complete lines (``block`` ends in ``\\n``) that start at file offset ``base``."""
+        # A block longer than a line may be can hold a line keepgui leaves unread: line by line then.
+        memories = canonical_block(block) if len(block) <= MAX_LINE_BYTES else None
+        odd: dict[int, int] = {}  # index in memories -> file offset, for valid lines that are not canonical
+        if memories is None:
+            memories = self._replay_lines(block, base, delta, odd)
+        self._block_first.append(len(self._line_hashes))
+        self._block_start.append(base)
+        ids = list(map(_ID, memories))
         self._line_hashes.extend(map(hash, ids))
-        self._line_offsets.extend(line_starts)
         records = self.records
-        get = records.get
-        if delta.reset:
-            for mid, memory in zip(ids, memories):
-                current = get(mid)
-                if current is None or memory.revision >= current.revision:
-                    records[mid] = memory
+        if delta.reset and not odd and not self._odd_current and self._replay_in_c(ids, memories):
             return
+        get = records.get
+        odd_current = self._odd_current
+        track = not delta.reset
         changed = delta.changed
-        seen = set(changed)
-        for mid, memory in zip(ids, memories):
+        seen = set(changed) if track else None
+        placed = []
+        for i, memory in enumerate(memories):
+            mid = memory.id
             current = get(mid)
-            if current is None or memory.revision >= current.revision:
-                records[mid] = memory
+            if current is not None and memory.revision < current.revision:
+                continue
+            records[mid] = memory
+            placed.append(memory)
+            if i in odd:
+                odd_current[mid] = odd[i]
+            elif odd_current:
+                odd_current.pop(mid, None)
+            if track:
                 if current is None:
                     delta.added.append(mid)
                 if mid not in seen:
                     seen.add(mid)
                     changed.append(mid)
+        self._share(placed)
+
+    def _replay_in_c(self, ids: list[str], memories: list[Memory]) -> bool:
+        """Replay a block with C-level passes only (no Python step per line); False when it cannot be.
+
+        Within the block the last line of an id wins when no earlier line of it has a higher
+        revision (true unless revisions go backwards, when the caller replays line by line);
+        it replaces the record replayed before the block when its revision is not lower.
+        """
+        last = dict(zip(ids, memories))
+        if len(last) != len(ids):
+            revisions = dict(zip(ids, map(_REVISION, memories)))
+            if not all(map(operator.le, map(_REVISION, memories), map(revisions.__getitem__, ids))):
+                return False
+        records = self.records
+        currents = list(map(records.get, last))
+        if currents.count(None) != len(currents):
+            winners = last.values()
+            keep = list(map(operator.ge, map(_REVISION, winners), [-1 if c is None else c.revision for c in currents]))
+            last = dict(itertools.compress(last.items(), keep))
+        self._share(list(last.values()))
+        records.update(last)
+        return True
+
+    def _share(self, memories: list[Memory]) -> None:
+        """Make equal label tuples (entities, tags) of these records one object each, in C: a million
+        records hold few distinct ones, and each copy costs memory. (Sources are mostly distinct.)"""
+        shared = self._shared
+        if len(shared) >= _SHARED_MAX:
+            return
+        share = shared.setdefault
+        for getter, name in _SHARED_FIELDS:
+            values = list(map(getter, memories))
+            list(map(_force_setattr, memories, itertools.repeat(name), map(share, values, values)))
+
+    def _replay_lines(self, block: bytes, base: int, delta: LogDelta, odd: dict[int, int]) -> list[Memory]:
+        """The valid records of ``block``, line by line (a block with a line that is not canonical).
+
+        Problems are recorded; ``odd`` gets, for each valid line that is not canonical, its index
+        in the returned list and its file offset.
+        """
+        memories: list[Memory] = []
+        start = base
+        lineno = self.lines
+        for line in block.split(b"\n")[:-1]:
+            lineno += 1
+            memory = decode_canonical(line)
+            if memory is None:
+                memory = self._slow_line(line, lineno, start, delta)
+                if memory is not None:
+                    odd[len(memories)] = start
+                    self._odd_lines[start] = memory.id
+            if memory is not None:
+                memories.append(memory)
+            start += len(line) + 1
+        return memories
 
     def _slow_line(self, line: bytes, lineno: int, start: int, delta: LogDelta) -> Memory | None:
         """A line the fast path refused: blank, valid but not canonical, or corrupt.
@@ -468,22 +565,44 @@ class MemoryLog:
     @property
     def valid_lines(self) -> int:
         """How many lines hold a valid record (every revision of every id, the last line included)."""
-        return len(self._line_offsets) + (self.torn_tail is not None and self.torn_tail.kind == "unterminated")
+        return len(self._line_hashes) + (self.torn_tail is not None and self.torn_tail.kind == "unterminated")
 
     def _offsets_of(self, memory_id: str) -> list[int]:
-        """File offsets of the valid lines that may hold ``memory_id`` (equal id hashes), in file order."""
-        target = hash(memory_id)
-        offsets = [off for h, off in zip(self._line_hashes, self._line_offsets) if h == target]
-        if self.torn_tail is not None and self.torn_tail.kind == "unterminated":
-            offsets.append(self.offset)  # the unterminated last line is read back and checked like the others
-        return offsets
+        """File offsets of the valid lines that may hold ``memory_id``, in file order.
 
-    def _line_starts(self) -> list[int]:
-        """File offsets of every valid line, the unterminated last one included."""
-        starts = list(self._line_offsets)
+        The blocks holding a line with its id's hash are searched for the prefix of its canonical
+        lines; the lines that are not canonical were noted when they were read.
+        """
+        target = hash(memory_id)
+        hashes = self._line_hashes
+        blocks: set[int] = set()
+        at = -1
+        while True:
+            try:
+                at = hashes.index(target, at + 1)
+            except ValueError:
+                break
+            blocks.add(bisect.bisect_right(self._block_first, at) - 1)
+        offsets = {off for off, mid in self._odd_lines.items() if mid == memory_id}
+        prefix = canonical_line_prefix(memory_id)
+        if blocks:
+            try:
+                with open(self.path, "rb") as fh:
+                    for block in sorted(blocks):
+                        start = self._block_start[block]
+                        end = self._block_start[block + 1] if block + 1 < len(self._block_start) else self.offset
+                        fh.seek(start)
+                        data = fh.read(end - start)
+                        found = data.find(prefix)
+                        while found >= 0:
+                            if found == 0 or data[found - 1] == 10:  # at the start of a line
+                                offsets.add(start + found)
+                            found = data.find(prefix, found + 1)
+            except OSError:
+                pass
         if self.torn_tail is not None and self.torn_tail.kind == "unterminated":
-            starts.append(self.offset)
-        return starts
+            offsets.add(self.offset)  # the unterminated last line is read back and checked like the others
+        return sorted(offsets)
 
     def _lines_at(self, offsets: list[int]) -> list[tuple[int, bytes]]:
         """``(offset, line without its newline)`` read back from the file at each offset."""
@@ -514,13 +633,24 @@ class MemoryLog:
         """Every valid complete line of the file as it is now: ``(line number, record)``."""
         try:
             with open(self.path, "rb") as fh:
-                data = fh.read()
+                lineno = 0
+                carry = b""
+                while True:
+                    block = fh.read(BLOCK_BYTES)
+                    if not block:
+                        break
+                    lines = (carry + block).split(b"\n")
+                    carry = lines.pop()
+                    for line in lines:
+                        lineno += 1
+                        memory = read_record(line)
+                        if memory is not None:
+                            yield lineno, memory
         except OSError:
             return
-        for lineno, line in enumerate(data.split(b"\n"), 1):
-            memory = read_record(line)  # the last piece is the unterminated last line (or b"")
-            if memory is not None:
-                yield lineno, memory
+        memory = read_record(carry)  # the unterminated last line (or b"")
+        if memory is not None:
+            yield lineno + 1, memory
 
     def history(self, memory_id: str) -> list[Memory]:
         """Every valid revision of an id in file order, read back from disk."""
@@ -540,31 +670,34 @@ class MemoryLog:
             return None
 
     def raw_line(self, memory_id: str) -> str | None:
-        """The stored line of the current record, exactly as it is on disk (for ``--json``)."""
-        if memory_id not in self.records:
+        """The stored line of the current record, exactly as it is on disk (for ``--json``).
+
+        A canonical line is its record's own encoding; the others are read back from the file.
+        """
+        record = self.records.get(memory_id)
+        if record is None:
             return None
-        for _, raw in reversed(self._lines_at(self._offsets_of(memory_id))):
+        if record is self._tail_record:
+            found = self._current_line(self._tail_raw)
+            return found[1] if found is not None and found[0] == memory_id else None
+        offset = self._odd_current.get(memory_id)
+        if offset is None:
+            return record.to_json()
+        for _, raw in self._lines_at([offset]):
             found = self._current_line(raw)
             if found is not None and found[0] == memory_id:
                 return found[1]
         return None
 
     def raw_lines(self) -> dict[str, str]:
-        """:meth:`raw_line` of every current record at once, in one read of the file: id -> line.
+        """:meth:`raw_line` of every current record at once: id -> line.
 
         Per id, the last valid line whose record equals the current one; an id
         with no such line (the file changed since the last refresh) is absent.
         """
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return {}
         out: dict[str, str] = {}
-        find = data.find
-        for off in self._line_starts():
-            end = find(b"\n", off)
-            found = self._current_line(data[off:] if end < 0 else data[off:end])
-            if found is not None:
-                out[found[0]] = found[1]
+        for memory_id in self.records:
+            line = self.raw_line(memory_id)
+            if line is not None:
+                out[memory_id] = line
         return out

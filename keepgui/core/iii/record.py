@@ -18,6 +18,7 @@ a 100,000-memory log replays in less time than ``json.loads`` alone takes.
 from __future__ import annotations
 
 import json
+import operator
 from typing import Annotated, Any, Iterable, Literal, Optional
 
 import msgspec
@@ -171,6 +172,10 @@ class _LenientMemory(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder(Memory).decode
+_CREATED = operator.attrgetter("created_at")
+_UPDATED = operator.attrgetter("updated_at")
+_REVISION = operator.attrgetter("revision")
+_INVALID = operator.attrgetter("invalid_at")
 _DECODE_LENIENT = msgspec.json.Decoder(_LenientMemory).decode
 
 
@@ -210,6 +215,41 @@ def decode_canonical(line: bytes) -> Memory | None:
     return memory
 
 
+_ENCODE_LINES = msgspec.json.Encoder().encode_lines
+_DECODE_LINES = msgspec.json.Decoder(Memory).decode_lines
+
+
+def canonical_block(block: bytes) -> list[Memory] | None:
+    """The records of ``block`` (complete lines, each ending in ``\\n``) when every line is exactly
+    what the worker writes, else None.
+
+    The block form of :func:`decode_canonical`, and exactly as strict: one typed decode of all
+    its lines and one re-encoding, both in C, compared with the block byte for byte; equal bytes
+    prove every line canonical (no repeated, reordered or unknown key, no ``-0``, no blank line,
+    no odd spacing or escape). The u64 bounds are checked on the decoded records. Anything else
+    (None) is read line by line (:func:`read_record`), which finds the line that is not.
+    """
+    try:
+        memories = _DECODE_LINES(block)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if _ENCODE_LINES(memories) != block:
+        return None
+    if memories and (
+        max(map(_CREATED, memories)) > U64_MAX
+        or max(map(_UPDATED, memories)) > U64_MAX
+        or max(map(_REVISION, memories)) > U64_MAX
+        or max(filter(None, map(_INVALID, memories)), default=0) > U64_MAX
+    ):
+        return None
+    return memories
+
+
+def canonical_line_prefix(memory_id: str) -> bytes:
+    """How a canonical line of ``memory_id`` begins (``{"id":"fp…",``): found by searching the file."""
+    return b'{"id":' + _ENCODE(memory_id) + b","
+
+
 class ObjectPairs(list):
     """A JSON object as the list of its ``(key, value)`` pairs, repeats kept (serde sees them all)."""
 
@@ -247,7 +287,7 @@ def serde_view(text: str) -> Any:
     return _SERDE_VIEW.decode(text)
 
 
-def repeated_known_key(pairs: "ObjectPairs", known: frozenset[str]) -> str | None:
+def repeated_known_key(pairs: ObjectPairs, known: frozenset[str]) -> str | None:
     """The first field of ``known`` that occurs twice among ``pairs`` (serde derive refuses it), or None."""
     seen: set[str] = set()
     for key, _value in pairs:
