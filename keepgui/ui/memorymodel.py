@@ -28,11 +28,12 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from itertools import compress
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from PySide6.QtCore import QAbstractProxyModel, QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 
+from keepgui.core.rowtable import RowTable, sort_key
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
 from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
@@ -92,25 +93,6 @@ def _key(row: Any) -> str:
     return row.id
 
 
-def sort_key(field: str) -> Callable[[Any], tuple]:
-    """The unique, total sort key of a column (ties broken by id)."""
-    keys: dict[str, Callable[[Any], Any]] = {
-        "pinned": lambda r: bool(r.pinned),
-        "live": lambda r: r.invalid_at is None,
-        "text": lambda r: r.text.casefold(),
-        "tags": lambda r: " ".join(r.tags),
-        "entities": lambda r: " ".join(r.entities),
-        "seen": lambda r: r.corroboration or 0,
-        "confidence": lambda r: r.confidence or "",
-        "created": lambda r: r.created_at or 0,
-        "updated": lambda r: r.updated_at or 0,
-        "revision": lambda r: r.revision or 0,
-        "position": lambda r: r.position,  # keep.md: file order (not a column)
-    }
-    primary = keys[field]
-    return lambda r: (primary(r), r.id)
-
-
 class MemoryTableModel(QAbstractTableModel):
     """Every memory of one bank, one row each, in load order."""
 
@@ -127,8 +109,27 @@ class MemoryTableModel(QAbstractTableModel):
         self.now = now_ms()
         self._strike = QFont()
         self._strike.setStrikeOut(True)
+        self._table: RowTable | None = None  # adopted, for the proxy to take at the reset
 
     # ------------------------------------------------------------------ feeding
+
+    def adopt(self, table: RowTable, capabilities: Capabilities) -> None:
+        """Show every row of a :class:`~keepgui.core.rowtable.RowTable` built off the GUI thread:
+        one reset, no pass over the rows here (the proxy takes the table's sort order)."""
+        self.beginResetModel()
+        self._rows = table.rows
+        self._row_of = table.row_of
+        self.live_count = table.live_count
+        self._scores = {}
+        self.capabilities = capabilities
+        self.now = now_ms()
+        self._table = table
+        self.endResetModel()
+        self._table = None
+
+    def adopted_table(self) -> RowTable | None:
+        """During the reset of :meth:`adopt`, the table adopted (else None)."""
+        return self._table
 
     def reset_rows(self, rows: Iterable[Row], capabilities: Capabilities = NO_CAPABILITIES) -> None:
         """Replace everything (a bank was opened)."""
@@ -450,6 +451,7 @@ class MemoryProxyModel(QAbstractProxyModel):
         ranked_scores: dict[str, float] | None | type(...) = ...,
     ) -> None:
         """Change any filter; the view keeps the selection of rows that stay visible."""
+        before = (self.show_history, self.tag, self.match_keys, self.ranked_scores)
         was_ranked = self.ranked_scores is not None
         if show_history is not None:
             self.show_history = show_history
@@ -459,6 +461,8 @@ class MemoryProxyModel(QAbstractProxyModel):
             self.match_keys = match_keys
         if ranked_scores is not ...:
             self.ranked_scores = ranked_scores
+        if (self.show_history, self.tag, self.match_keys, self.ranked_scores) == before:
+            return  # the same filters (a search index that became ready, a query typed again): nothing moves
         self._relayout(resort=self.ranked_scores is not None or was_ranked)
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
@@ -468,6 +472,8 @@ class MemoryProxyModel(QAbstractProxyModel):
 
     def sort_by_field(self, field: str, descending: bool = False) -> None:
         """Sort by a field that may not be a column (``position``: file order of keep.md)."""
+        if field == self._sort_field and descending == self._descending and self._keys_by_row:
+            return  # the header restored after a reset sorts again by what is shown: nothing moves
         resort = field != self._sort_field
         self._sort_field = field
         self._descending = descending
@@ -515,8 +521,7 @@ class MemoryProxyModel(QAbstractProxyModel):
             self._all = sorted(range(len(rows)), key=self._keys_by_row.__getitem__)
             self._rank = None
         self._order = self._filtered(rows)
-        keys = self._keys_by_row
-        self._keys = [keys[i] for i in self._order]
+        self._keys = list(map(self._keys_by_row.__getitem__, self._order))
 
     def _ranks(self) -> list[int]:
         if self._rank is None:
@@ -606,8 +611,34 @@ class MemoryProxyModel(QAbstractProxyModel):
 
     def _on_reset(self, *args) -> None:
         self.beginResetModel()
-        self._rebuild(resort=True)
+        table = self.sourceModel().adopted_table()
+        if table is not None and table.sort_field == self._sort_field and self.ranked_scores is None:
+            self._adopt(table)
+        else:
+            self._rebuild(resort=True)
         self.endResetModel()
+
+    def _adopt(self, table: RowTable) -> None:
+        """Take the order a RowTable was built with (no pass over its rows unless a filter is set)."""
+        self._key_fn = sort_key(self._sort_field)
+        self._keys_by_row = table.keys
+        self._live = table.live
+        self._all = table.order
+        self._rank = None
+        if self.tag is None and self.match_keys is None:
+            if self.show_history:
+                self._order = list(table.order)
+                self._keys = list(map(table.keys.__getitem__, table.order))
+            else:
+                self._order, self._keys = table.live_order, table.live_keys
+            return
+        self._order = self._filtered(table.rows)
+        self._keys = list(map(table.keys.__getitem__, self._order))
+
+    @property
+    def sort_field(self) -> str:
+        """The field rows are sorted by (``position``: file order)."""
+        return self._sort_field
 
     def _on_rows_inserted(self, parent, first: int, last: int) -> None:
         source: MemoryTableModel = self.sourceModel()
