@@ -53,7 +53,8 @@ else:
     log.refresh()
     records = log.records
 seconds = T() - start
-digest = hash(tuple(sorted((k, v.revision, v.updated_at) for k, v in records.items())))
+import hashlib
+digest = hashlib.sha1(repr(sorted((k, v.revision, v.updated_at) for k, v in records.items())).encode()).hexdigest()
 print(json.dumps({"s": seconds, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "n": len(records), "digest": digest}))
 """
 
