@@ -213,7 +213,11 @@ def _global_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
     parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
-    parser.add_argument("--panel", choices=("memories", "rules", "preview"), help="the panel to show in the window")
+    parser.add_argument(
+        "--panel",
+        choices=("memories", "rules", "preview", "graph", "activity"),
+        help="the panel to show in the window (activity: the Memories panel with its activity strip)",
+    )
     parser.add_argument("--query", metavar="TEXT", help="the preview question to show in the window")
     parser.add_argument(
         "--stand-alone", action="store_true", help="do not hand over to (or become) the single running instance"

@@ -27,8 +27,10 @@ handed over in bulk (:class:`RowDelta`), never wrapped again.
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import os
+from array import array
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
 
@@ -206,6 +208,8 @@ CREATE_BANK = "create-bank"
 """(of a source) New banks can be made."""
 TRASH_BANK = "trash-bank"
 """(of a source) Banks can be moved to a trash and restored."""
+ACTIVITY = "activity"
+"""The bank can say when its rows were captured and changed (:meth:`Bank.activity`: the activity strip)."""
 
 ALL_FIELDS = frozenset(
     {"pinned", "live", "text", "tags", "entities", "seen", "confidence", "created", "updated", "revision"}
@@ -557,6 +561,100 @@ class WatchPlan:
     notes: tuple[str, ...] = ()
 
 
+# ---------------------------------------------------------------------- activity
+
+CREATED = "created"
+"""A row was captured (a new memory, an entry that appeared in a file)."""
+REINFORCED = "reinforced"
+"""A row was stated again (its corroboration went up)."""
+EDITED = "edited"
+"""Any other revision of a row: its text, labels or pin changed, or it was brought back."""
+RETIRED = "retired"
+"""A row was deleted, superseded or forgotten (a tombstone)."""
+CAPTURE_KINDS = (CREATED, REINFORCED, EDITED, RETIRED)
+"""Every kind of capture event, in the order the activity strip stacks them."""
+
+
+class Activity:
+    """Every capture event of a bank: when it happened (epoch ms), what kind, and which row.
+
+    Per kind (:data:`CAPTURE_KINDS`), ``times[kind]`` holds the events' times in
+    ascending order and ``rows[kind]`` the index in ``keys`` of each event's row
+    (compact arrays: a bank of a million memories has millions of events).
+    ``since`` is when the record of events begins (None: from the bank's first
+    row); ``note`` says where the events come from, for the strip's tooltip.
+    An Activity is a snapshot: the backend hands out a new one when rows change.
+    """
+
+    __slots__ = ("keys", "times", "rows", "since", "note")
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        times: Mapping[str, array],
+        rows: Mapping[str, array],
+        since: int | None = None,
+        note: str = "",
+    ) -> None:
+        self.keys = keys
+        self.times = {kind: times.get(kind, array("q")) for kind in CAPTURE_KINDS}
+        self.rows = {kind: rows.get(kind, array("l")) for kind in CAPTURE_KINDS}
+        self.since = since
+        self.note = note
+
+    @classmethod
+    def from_events(
+        cls, events: Iterable[tuple[int, str, str]], since: int | None = None, note: str = ""
+    ) -> "Activity":
+        """An Activity from ``(time ms, kind, row key)`` events in any order (for small banks)."""
+        keys: list[str] = []
+        index: dict[str, int] = {}
+        per_kind: dict[str, list[tuple[int, int]]] = {kind: [] for kind in CAPTURE_KINDS}
+        for at, kind, key in events:
+            row = index.get(key)
+            if row is None:
+                row = index[key] = len(keys)
+                keys.append(key)
+            per_kind[kind].append((at, row))
+        times = {kind: array("q", sorted(at for at, _ in pairs)) for kind, pairs in per_kind.items()}
+        rows = {kind: array("l", (row for _, row in sorted(pairs))) for kind, pairs in per_kind.items()}
+        return cls(keys, times, rows, since, note)
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self.times.values())
+
+    @property
+    def first(self) -> int | None:
+        """The time of the earliest event (None when there is none)."""
+        starts = [t[0] for t in self.times.values() if t]
+        return min(starts) if starts else None
+
+    @property
+    def last(self) -> int | None:
+        """The time of the latest event (None when there is none)."""
+        ends = [t[-1] for t in self.times.values() if t]
+        return max(ends) if ends else None
+
+    def counts(self, bounds: Sequence[int]) -> dict[str, list[int]]:
+        """Events of each kind in every interval ``[bounds[i], bounds[i + 1])`` (ascending bounds,
+        e.g. local midnights): ``kind -> len(bounds) - 1 counts``."""
+        out: dict[str, list[int]] = {}
+        for kind, times in self.times.items():
+            cuts = [bisect.bisect_left(times, b) for b in bounds]
+            out[kind] = [hi - lo for lo, hi in zip(cuts, cuts[1:])]
+        return out
+
+    def keys_between(self, start: int, end: int, kinds: Iterable[str] = CAPTURE_KINDS) -> set[str]:
+        """The keys of the rows with an event of these kinds in ``[start, end)``."""
+        found: set[int] = set()
+        for kind in kinds:
+            times = self.times[kind]
+            lo, hi = bisect.bisect_left(times, start), bisect.bisect_left(times, end)
+            found.update(self.rows[kind][lo:hi])
+        keys = self.keys
+        return {keys[i] for i in found}
+
+
 Progress = Callable[[int, int, Callable[[], Sequence[Row]]], None]
 """``progress(done, total, rows_so_far)`` during a long load: bytes read of ``total``, and a
 function that returns every row read so far (to show them while the load runs)."""
@@ -633,6 +731,15 @@ class Bank(Protocol):
 
     def text_problem(self, text: str) -> tuple[str, bool]:
         """A label for a new row's text as typed ("12 / 2000 bytes") and whether it can be saved."""
+
+    def activity(self) -> Activity:
+        """Every capture event of the rows (call after a load, off the GUI thread); refused with the
+        reason of :data:`ACTIVITY` when the backend cannot say when its rows changed."""
+
+    def row_names(self) -> Mapping[str, str]:
+        """The names by which rows link to other rows of the bank: name -> key (a row whose entity is
+        such a name links to that row, as a topic file's ``[[name]]`` does); {} when entities name
+        things, not rows."""
 
 
 class Source(Protocol):
@@ -748,6 +855,14 @@ class BankDefaults:
     def text_problem(self, text: str) -> tuple[str, bool]:
         """The length typed, and whether there is any text."""
         return f"{len(text)} characters", bool(text.strip())
+
+    def activity(self) -> Activity:
+        """Refused: the backend cannot say when its rows changed."""
+        return self._refuse(ACTIVITY)
+
+    def row_names(self) -> Mapping[str, str]:
+        """No row is named by another's entities."""
+        return {}
 
 
 class SourceDefaults:

@@ -53,6 +53,11 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     def shoot() -> None:
         if result["shot"]:
             return
+        shown = window.tabs.currentWidget()
+        if getattr(shown, "busy", lambda: False)() and result.setdefault("waits", 0) < 100:
+            result["waits"] += 1
+            QTimer.singleShot(100, shoot)  # the shown panel is still working (a graph being laid out)
+            return
         result["shot"] = True
         QApplication.processEvents()
         image = window.grab()

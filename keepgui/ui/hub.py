@@ -27,6 +27,7 @@ Signals:
     planReady(object key, str what, object plan): a compaction plan (``compact``) or the review of an
         outside rewrite of a file (its name), or an Exception.
     historyReady(object key, str row, list revisions): the revisions of one row.
+    activityReady(object key, object activity): the bank's capture events (an Activity), or an Exception.
     note(str): a short status-bar note ("main: 3 memories added").
     error(str): something a person must see (a banner).
 """
@@ -98,6 +99,7 @@ class Hub(QObject):
     planReady = Signal(object, str, object)
     rankingReady = Signal(object, int, object)
     historyReady = Signal(object, str, list)
+    activityReady = Signal(object, object)
     note = Signal(str)
     error = Signal(str)
     _changes = Signal(object)
@@ -462,6 +464,20 @@ class Hub(QObject):
         except (KeepguiError, OSError):
             revisions = []
         self.historyReady.emit(key, row, revisions)
+
+    def request_activity(self, key: BankKey) -> None:
+        """The bank's capture events, after its queued loads (activityReady; an Exception when the
+        backend cannot say, with its reason)."""
+        opened = self._opened.get(key.source)
+        if opened is not None:
+            self._submit(opened.executor, self._activity_task, opened, key)
+
+    def _activity_task(self, opened: _Opened, key: BankKey) -> None:
+        try:
+            activity: Any = opened.source.bank(key.bank).activity()
+        except (KeepguiError, OSError) as exc:
+            activity = exc
+        self.activityReady.emit(key, activity)
 
     # ------------------------------------------------------------------ watching
 

@@ -47,6 +47,7 @@ from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.compaction import CompactionFlow
 from keepgui.ui.dialogs import NameDialog, TrashDialog
+from keepgui.ui.graph import GraphPanel
 from keepgui.ui.hub import Hub
 from keepgui.ui.memorypanel import MemoryPanel
 from keepgui.ui.preview import PreviewPane
@@ -99,6 +100,8 @@ class MainWindow(QMainWindow):
         self.add_panel("rules", "Rules", self.rules)
         self.preview = PreviewPane(hub, self, settings.source_settings)
         self.add_panel("preview", "Preview", self.preview)
+        self.graph = GraphPanel(hub, self)
+        self.add_panel("graph", "Graph", self.graph)
         self.compaction = CompactionFlow(self)
 
         self.counts_label = QLabel(self)
@@ -135,7 +138,10 @@ class MainWindow(QMainWindow):
         return next((w for n, w in self._panels if n == name), None)
 
     def show_panel(self, name: str) -> None:
-        """Bring a panel to the front."""
+        """Bring a panel to the front (``activity``: the Memories panel with its activity strip)."""
+        if name == "activity":
+            self.memories.act_activity.setChecked(True)
+            name = "memories"
         widget = self.panel(name)
         if widget is not None:
             self.tabs.setCurrentWidget(widget)
@@ -217,6 +223,13 @@ class MainWindow(QMainWindow):
             lambda: self.review_rewrite(),
             tip=("Compare a file with the last version keepgui saw, entry by entry, and restore what was lost"),
         )
+        self.act_graph_fit = a("&Fit graph", self.graph.fit, shortcuts.GRAPH_FIT, "Show the whole graph")
+        self.act_graph_around = a(
+            "Graph &around the selection",
+            self.graph.toggle_around,
+            shortcuts.GRAPH_AROUND,
+            "Draw only the selected memories and those that share a name with them (and back)",
+        )
         self.act_shortcuts = a("&Keyboard shortcuts", self.show_shortcuts, shortcuts.HELP)
         self.act_about = a("&About keepgui", self.about)
         self.panel_actions = QActionGroup(self)
@@ -224,6 +237,7 @@ class MainWindow(QMainWindow):
             ("memories", "&Memories", shortcuts.PANEL_MEMORIES),
             ("rules", "R&ules", shortcuts.PANEL_RULES),
             ("preview", "&Preview", shortcuts.PANEL_PREVIEW),
+            ("graph", "&Graph", shortcuts.PANEL_GRAPH),
         ):
             action = a(title, lambda _=False, n=name: self.show_panel(n), seq)
             action.setCheckable(True)
@@ -257,6 +271,9 @@ class MainWindow(QMainWindow):
         self.view_menu = bar.addMenu("&View")
         self.view_menu.addAction(m.act_history)
         self.view_menu.addAction(m.act_ranked)
+        self.view_menu.addAction(m.act_activity)
+        self.view_menu.addAction(self.act_graph_fit)
+        self.view_menu.addAction(self.act_graph_around)
         columns = self.view_menu.addMenu("&Columns")
         for action in m.column_actions:
             columns.addAction(action)
@@ -290,6 +307,10 @@ class MainWindow(QMainWindow):
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.memories.selectionChangedTo.connect(lambda _records: self._update_counts())
         self.memories.whatIfRequested.connect(self._what_if)
+        self.memories.selectionChangedTo.connect(lambda records: self.graph.highlight(r.id for r in records))
+        self.memories.history.toggled.connect(self.graph.set_show_history)
+        self.graph.rowsChosen.connect(self.memories.select_keys)
+        self.graph.rowOpened.connect(lambda key: self.memories.select_key(key) and self.show_panel("memories"))
         self.memories.note.connect(self.note)
         self.memories.warning.connect(lambda text: self.banner.show_message(text, "warning"))
         self.tabs.currentChanged.connect(self._on_tab)

@@ -30,7 +30,7 @@ import concurrent.futures
 from collections import Counter
 from typing import Any, Callable
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -66,6 +66,7 @@ from keepgui.core.source import (
     Change,
 )
 from keepgui.ui import shortcuts
+from keepgui.ui.activity import ActivityStrip
 from keepgui.ui.detail import DetailPanel
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
@@ -328,6 +329,8 @@ class MemoryPanel(QWidget):
         self.ranking_available = False
         self._ranking_token = 0
         self._tag_counts: list[tuple[str, int]] | None = None  # what the chips show
+        self.day_keys: set[str] | None = None  # the rows that changed in the days chosen on the strip
+        self.day_label = ""
 
         self.search = QLineEdit(self)
         self.search.setClearButtonEnabled(True)
@@ -343,6 +346,8 @@ class MemoryPanel(QWidget):
         self.status = QLabel(self)
         self.status.setAccessibleName("Search status")
         self.chips = TagChips(self)
+        self.strip = ActivityStrip(hub, self)
+        self.strip.rangeChosen.connect(self.set_day_filter)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -365,6 +370,7 @@ class MemoryPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(bar)
         layout.addWidget(self.chips)
+        layout.addWidget(self.strip)
         layout.addWidget(self.splitter, 1)
 
         self._debounce = QTimer(self)
@@ -451,6 +457,14 @@ class MemoryPanel(QWidget):
             "Order search results by the recall scorer",
             checkable=True,
         )
+        self.act_activity = a(
+            "&Activity strip",
+            self.strip.setVisible,
+            shortcuts.ACTIVITY_STRIP,
+            "Show captures per day above the table; click or drag days to show what changed then",
+            checkable=True,
+        )
+        self.act_activity.setChecked(True)
         self.history.toggled.connect(self._sync_history_action)
         self.ranked.toggled.connect(self._sync_ranked_action)
         self.row_actions = [
@@ -473,7 +487,7 @@ class MemoryPanel(QWidget):
 
     def actions_for_menus(self) -> list[QAction]:
         """Every action of the panel (the window adds them to itself so their shortcuts work)."""
-        return [self.act_new_memory, *self.row_actions, self.act_history, self.act_ranked]
+        return [self.act_new_memory, *self.row_actions, self.act_history, self.act_ranked, self.act_activity]
 
     @property
     def capabilities(self) -> Capabilities:
@@ -537,6 +551,7 @@ class MemoryPanel(QWidget):
         """Show a bank (its rows arrive through the hub), or nothing."""
         self.key = key
         caps = self.hub.capabilities(key) if key is not None and self.hub is not None else NO_CAPABILITIES
+        self.strip.set_bank(key)  # drops a day range of the bank shown before
         self.reset_rows([], caps)
         self._apply_column_visibility()
         table = self.table
@@ -851,11 +866,24 @@ class MemoryPanel(QWidget):
         if query.strip():
             matches = self.index.search(query)
             self.model.set_scores(matches or {})
-            self.proxy.set_filters(ranked_scores=None, match_keys=None if matches is None else set(matches))
+            found = None if matches is None else set(matches)
+            self.proxy.set_filters(ranked_scores=None, match_keys=self._within_days(found))
         else:
             self.model.set_scores({})
-            self.proxy.set_filters(ranked_scores=None, match_keys=None)
+            self.proxy.set_filters(ranked_scores=None, match_keys=self.day_keys)
         self._update_status()
+
+    def _within_days(self, keys: set[str] | None) -> set[str] | None:
+        """``keys`` (None: every row) narrowed to the rows of the day range, when one is chosen."""
+        if self.day_keys is None:
+            return keys
+        return self.day_keys if keys is None else keys & self.day_keys
+
+    def set_day_filter(self, keys: set[str] | None, label: str = "") -> None:
+        """Show only these rows (those that changed on the days chosen on the strip); None: every row."""
+        self.day_keys = None if keys is None else set(keys)
+        self.day_label = label if keys is not None else ""
+        self._apply_query()
 
     def apply_ranking(self, token: int, scores) -> None:
         """Recall scores for the ranked search arrived (ignored if the person typed on)."""
@@ -865,7 +893,8 @@ class MemoryPanel(QWidget):
             self.status.setText(f"ranking failed: {scores}")
             return
         self.model.set_scores(scores)
-        self.proxy.set_filters(ranked_scores=dict(scores), match_keys=None)
+        within = self._within_days(set(scores))
+        self.proxy.set_filters(ranked_scores={k: v for k, v in scores.items() if k in within}, match_keys=None)
         self._update_status()
 
     def _update_status(self) -> None:
@@ -879,6 +908,8 @@ class MemoryPanel(QWidget):
             self.status.setText("indexing…")
         elif self.ranked.isChecked() and self.search.text().strip():
             self.status.setText(f"{shown:,} ranked")
+        elif self.day_keys is not None:
+            self.status.setText(f"{shown:,} changed · {self.day_label}")
         elif shown != (total if self.history.isChecked() else live):
             self.status.setText(f"{shown:,} of {live:,}")
         else:
@@ -913,6 +944,8 @@ class MemoryPanel(QWidget):
         if not proxy_index.isValid():
             self.search.clear()
             self.chips.clear_choice()
+            if self.day_keys is not None:
+                self.strip.clear_range()
             proxy_index = self.proxy.mapFromSource(self.model.index(source_row, COLUMN_INDEX["text"]))
         if not proxy_index.isValid():
             return False
@@ -921,6 +954,39 @@ class MemoryPanel(QWidget):
         )
         self.table.scrollTo(proxy_index)
         return True
+
+    def select_keys(self, keys: Any) -> int:
+        """Select the rows of these keys (the graph's choice), the first one current; returns how many
+        could be shown. Filters that hide them are dropped, as for :meth:`select_key`."""
+        keys = [k for k in keys if self.model.row_of(k) is not None]
+        if len(keys) <= 1:
+            return int(bool(keys) and self.select_key(keys[0]))
+        rows = [self.model.row_object(self.model.row_of(k)) for k in keys]
+        if any(r.invalid_at is not None for r in rows) and not self.history.isChecked():
+            self.history.setChecked(True)
+        text_column = COLUMN_INDEX["text"]
+
+        def shown() -> list[QModelIndex]:
+            found = (self.proxy.mapFromSource(self.model.index(self.model.row_of(k), text_column)) for k in keys)
+            return [i for i in found if i.isValid()]
+
+        indexes = shown()
+        if len(indexes) < len(keys) and (self.search.text() or self.chips.current is not None or self.day_keys):
+            self.search.clear()
+            self.chips.clear_choice()
+            if self.day_keys is not None:
+                self.strip.clear_range()
+            indexes = shown()
+        if not indexes:
+            return 0
+        selection = QItemSelection()
+        for row in sorted({i.row() for i in indexes}):
+            selection.select(self.proxy.index(row, 0), self.proxy.index(row, len(COLUMNS) - 1))
+        model = self.table.selectionModel()
+        model.select(selection, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+        model.setCurrentIndex(indexes[0], QItemSelectionModel.SelectionFlag.NoUpdate)
+        self.table.scrollTo(indexes[0])
+        return len(indexes)
 
     def current_key(self) -> str | None:
         """The id of the current row."""

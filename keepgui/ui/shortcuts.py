@@ -41,6 +41,10 @@ COMPACT = "Ctrl+Shift+C"
 PANEL_MEMORIES = "Ctrl+1"
 PANEL_RULES = "Ctrl+2"
 PANEL_PREVIEW = "Ctrl+3"
+PANEL_GRAPH = "Ctrl+4"
+ACTIVITY_STRIP = "Ctrl+Shift+A"
+GRAPH_FIT = "Ctrl+0"
+GRAPH_AROUND = "Ctrl+Shift+G"
 HELP = Std.HelpContents
 
 
@@ -94,5 +98,9 @@ def describe() -> list[tuple[str, str]]:
         ("Memories panel", PANEL_MEMORIES),
         ("Rules panel", PANEL_RULES),
         ("Preview panel", PANEL_PREVIEW),
+        ("Graph panel", PANEL_GRAPH),
+        ("Activity strip", ACTIVITY_STRIP),
+        ("Graph: fit to window", GRAPH_FIT),
+        ("Graph: around the selection", GRAPH_AROUND),
     ]
     return [(name, QKeySequence(seq).toString(QKeySequence.SequenceFormat.NativeText)) for name, seq in names]

@@ -48,6 +48,7 @@ from keepgui.core.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
     COMPACT,
+    Activity,
     DISK,
     FORCE,
     REVIEW,
@@ -449,6 +450,7 @@ class IiiBank(BankDefaults):
         self._engine: Any = None
         self._loaded = False
         self._info: BankInfo | None = None
+        self._activity: Any = None  # the ActivityIndex, made when the activity is first asked for
 
     # ------------------------------------------------------------------ reading
 
@@ -534,6 +536,19 @@ class IiiBank(BankDefaults):
         bank = self.core()
         with self.lock:
             return list(bank.log.history(key))
+
+    def activity(self) -> Activity:
+        """Every revision in the log as a capture event (read once, then only what was appended)."""
+        from keepgui.core.iii.activity import ActivityIndex
+
+        bank = self.core()
+        with self.lock:
+            if bank.log.unreadable:
+                return Activity([], {}, {}, note=f"{LOG_NAME} cannot be read: {bank.log.unreadable}")
+            if self._activity is None or self._activity.path != bank.log_path:
+                self._activity = ActivityIndex(bank.log_path)
+            self._activity.sync()
+            return self._activity.snapshot()
 
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
         """``memory::preview`` exactly, with unsaved rules and what-if toggles when given."""

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
 from keepgui.core.nanobot import documents as nb
+from keepgui.core.nanobot.activity import PROJECTS_DIR, KeepActivity, ProjectMatcher, project_slugs
 from keepgui.core.nanobot.keep import (
     ALREADY_KEPT,
     KEEP as KEEP_VERDICT,
@@ -39,6 +41,7 @@ from keepgui.core.paths import short_path
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
     COMPACT,
+    Activity,
     CREATE,
     CREATE_BANK,
     DISK,
@@ -76,7 +79,10 @@ CAPABILITIES = Capabilities(
     missing={
         PIN: KEEP_CAPABILITIES.pin_reason,
         TAGS: "keep.md entries are plain one-line facts: no tags",
-        ENTITIES: "keep.md entries are plain one-line facts: no entities",
+        ENTITIES: (
+            "keep.md entries are plain one-line facts: the projects an entry names are found in its text "
+            "(the workspace's projects/<slug>/ folders), not edited"
+        ),
         RANKED: "keep.md is read whole on every turn; there is no recall ranking to show",
         HISTORY: "keep.md entries have no revisions; keepgui keeps every version of the file instead",
         CREATE: "a keep.md entry is one terse fact: keep it with Keep fact, which checks it first",
@@ -93,6 +99,9 @@ CAPABILITIES = Capabilities(
     reviews=(KEEP_MD, "MEMORY.md"),
 )
 """What a keep.md can do in the window, and why not."""
+
+CAPABILITIES_WITH_PROJECTS = replace(CAPABILITIES, fields=CAPABILITIES.fields | {"entities"})
+"""A keep.md in a workspace with projects: its rows name them (the Entities column)."""
 
 SOURCE_CAPABILITIES = Capabilities(
     missing={
@@ -126,9 +135,11 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-def keep_rows(doc: KeepDoc, removed: Iterable[Any] = ()) -> list[Row]:
-    """Rows for a keep.md document, plus retired rows for the entries keepgui removed."""
-    rows: list[Row] = [FileRow(id=e.id, text=e.text, position=e.line) for e in doc.entries]
+def keep_rows(doc: KeepDoc, removed: Iterable[Any] = (), projects: ProjectMatcher | None = None) -> list[Row]:
+    """Rows for a keep.md document, plus retired rows for the entries keepgui removed; an entry's
+    ``entities`` are the workspace's projects it names (see :mod:`keepgui.core.nanobot.activity`)."""
+    named = projects.named_in if projects is not None and projects.slugs else (lambda _text: ())
+    rows: list[Row] = [FileRow(id=e.id, text=e.text, position=e.line, entities=named(e.text)) for e in doc.entries]
     present = {e.key for e in doc.entries}
     for record in removed:
         if record.restored_at is None and normalise(record.text) not in present:
@@ -139,6 +150,7 @@ def keep_rows(doc: KeepDoc, removed: Iterable[Any] = ()) -> list[Row]:
                     position=1_000_000 + record.line,
                     invalid_at=record.removed_at,
                     updated_at=record.removed_at,
+                    entities=named(record.text),
                 )
             )
     return rows
@@ -378,6 +390,7 @@ class KeepBank(BankDefaults):
         self.doc: KeepDoc | None = None
         self.delivered: list[Row] = []
         self.problem = ""
+        self._activity: KeepActivity | None = None
 
     @property
     def lock(self) -> threading.RLock:
@@ -398,7 +411,10 @@ class KeepBank(BankDefaults):
         before = self.doc
         try:
             doc = self.store.load()
-            rows = keep_rows(doc, self.store.removed())
+            projects = self.source.projects()
+            rows = keep_rows(doc, self.store.removed(), projects)
+            # The Entities column (the projects entries name) shows when the workspace has projects.
+            self.capabilities = CAPABILITIES_WITH_PROJECTS if projects.slugs else CAPABILITIES
         except (KeepguiError, OSError) as exc:
             self.problem = str(exc)
             raise
@@ -421,6 +437,13 @@ class KeepBank(BankDefaults):
     def rows(self) -> Sequence[Row]:
         """The rows as last read."""
         return list(self.delivered)
+
+    def activity(self) -> Activity:
+        """Entries that appeared, changed or went, version by version of keepgui's history of keep.md."""
+        with self.lock:
+            if self._activity is None:
+                self._activity = KeepActivity(self.store.path, self.source.history, REMOVED_PREFIX)
+            return self._activity.update()
 
     def summary(self) -> BankSummary:
         """ "159 entries · 161 lines · compaction due", or why keep.md cannot be read."""
@@ -596,6 +619,7 @@ class NanobotSource(SourceDefaults):
         self.store = KeepStore(self.workspace, self.history)
         self.lock = threading.RLock()
         self.keep = KeepBank(self)
+        self._projects = ProjectMatcher()
 
     @property
     def label(self) -> str:
@@ -617,9 +641,19 @@ class NanobotSource(SourceDefaults):
             raise NotFound(f"a nanobot workspace has no bank `{name}`; its one bank is {KEEP_BANK}")
         return self.keep
 
+    def projects(self) -> ProjectMatcher:
+        """The workspace's projects, as its ``projects/`` folder holds them now."""
+        slugs = project_slugs(self.path)
+        if slugs != self._projects.slugs:
+            self._projects = ProjectMatcher.of(slugs)
+        return self._projects
+
     def classify(self, changed: Sequence[tuple[str, ...]], listed: Sequence[str]) -> WatchPlan:
-        """keep.md to re-read, documents that changed, and MEMORY.md rewrites to review."""
+        """keep.md to re-read (also when a project folder came or went: the projects its entries
+        name), documents that changed, and MEMORY.md rewrites to review."""
         touched = {"/".join(parts) for parts in changed if parts}
+        if any(len(parts) <= 2 and parts[0] == PROJECTS_DIR for parts in changed if parts):
+            touched.add(KEEP_MD)
         names = sorted(DOCUMENT_FILES[t] for t in touched if t in DOCUMENT_FILES)
         documents = {KEEP_BANK: frozenset(names)} if names else {}
         reviews = {KEEP_BANK: ("MEMORY.md",)} if "MEMORY.md" in names else {}
