@@ -45,6 +45,7 @@ from keepgui.core.iii.record import (
     parse_line,
     read_record,
 )
+from keepgui.core import pace
 from keepgui.core.iii.textrules import rust_trim
 
 LOG_NAME = "memories.jsonl"
@@ -356,6 +357,7 @@ class MemoryLog:
             carry = data[end:]
             if progress is not None:
                 progress(delta.bytes_read, total)
+            pace.checkpoint()
         tail = b"".join([carry, *parts]) if parts else carry
         self._tail_len = len(tail)
         self._tail_raw = tail
