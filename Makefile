@@ -1,6 +1,8 @@
 # keepgui — the two commands of the README, and the proof targets.
 #   make run     set up .venv if needed, open keepgui on a fresh copy of the demo data
 #   make test    set up .venv if needed, run the whole test suite headless
+#   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
+#                and the import-linter contracts; .ci/run runs it before make test
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
 #   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
@@ -10,7 +12,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench stress venv clean claude-cli
+.PHONY: run test lint bench stress venv clean claude-cli
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +28,16 @@ run: $(STAMP)
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
+# Every step runs even when one before it failed, so one run names every finding; the
+# target fails if any did.
+lint: $(STAMP)
+	@status=0; \
+	$(BIN)/ruff check . || status=1; \
+	$(BIN)/ruff format --check . || status=1; \
+	$(BIN)/mypy || status=1; \
+	$(BIN)/lint-imports || status=1; \
+	exit $$status
+
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.bench
 
@@ -36,7 +48,7 @@ claude-cli: $(STAMP)
 	$(BIN)/python -m tests.core.claude_cli
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
 
 .PHONY: package
 package:

@@ -16,10 +16,16 @@ import atexit
 import contextlib
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from keepgui import __version__
 from keepgui.core.errors import KeepguiError
+
+if TYPE_CHECKING:  # each is imported when a command first needs it (start-up stays quick)
+    from keepgui.core.demo import DemoCopy
+    from keepgui.core.iii.store import DataDir
+    from keepgui.core.iii.worker import ReloadOutcome
 
 COMMAND_MODULES = (
     "keepgui.commands.iii",
@@ -28,6 +34,7 @@ COMMAND_MODULES = (
     "keepgui.commands.compaction",
     "keepgui.commands.desktop",
     "keepgui.commands.context",
+    "keepgui.commands.claude",
 )
 
 COMMANDS = {
@@ -41,6 +48,7 @@ COMMANDS = {
     **dict.fromkeys(("compact", "review"), "keepgui.commands.compaction"),
     **dict.fromkeys(("quick-keep",), "keepgui.commands.desktop"),
     **dict.fromkeys(("context",), "keepgui.commands.context"),
+    **dict.fromkeys(("claude",), "keepgui.commands.claude"),
 }
 """Which module of :data:`COMMAND_MODULES` adds each command: a command line imports only the module
 of its command (the others import what their commands need: ``nanobot.keep`` alone compiles ~30
@@ -50,16 +58,16 @@ regular expressions), and the window or ``--version`` none. A test holds it to w
 class Context:
     """What a command needs besides its own arguments: the sources, and how to print."""
 
-    def __init__(self, args: argparse.Namespace, stdout=None, stderr=None) -> None:
+    def __init__(self, args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None) -> None:
         self.args = args
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
-        self._demo = None
-        self._datadir = None
+        self._demo: DemoCopy | None = None
+        self._datadir: DataDir | None = None
 
     # ------------------------------------------------------------------ sources
 
-    def demo(self):
+    def demo(self) -> DemoCopy:
         """The fresh temporary copy of the demo data (made once per process)."""
         if self._demo is None:
             import shutil
@@ -78,7 +86,7 @@ class Context:
 
         given = getattr(self.args, "data_dir", None)
         if given:
-            return os.path.abspath(os.path.expanduser(given))
+            return os.path.abspath(os.path.expanduser(str(given)))
         if getattr(self.args, "demo", False):
             return self.demo().iii
         env = os.environ.get("KEEPGUI_DATA_DIR")
@@ -86,7 +94,7 @@ class Context:
             return os.path.abspath(os.path.expanduser(env))
         return default_data_dir()
 
-    def datadir(self):
+    def datadir(self) -> DataDir:
         """The :class:`~keepgui.core.iii.store.DataDir` the command works on."""
         if self._datadir is None:
             from keepgui.core.iii.store import DataDir
@@ -101,7 +109,7 @@ class Context:
         if isinstance(given, list):  # the window's repeatable --workspace given before the command
             given = given[-1] if given else None
         if given:
-            return os.path.abspath(os.path.expanduser(given))
+            return os.path.abspath(os.path.expanduser(str(given)))
         if getattr(self.args, "demo", False):
             return self.demo().nanobot
         from keepgui.core.nanobot.workspace import discover_workspace
@@ -129,7 +137,7 @@ class Context:
         """A side remark on stderr, so it never mixes with ``--json`` output."""
         print(f"keepgui: {text}", file=self.stderr)
 
-    def report_reload(self, outcome) -> None:
+    def report_reload(self, outcome: ReloadOutcome | None) -> None:
         """Say plainly when a running worker could not be told to reload."""
         if outcome is not None and not outcome.ok:
             self.note(outcome.message)
@@ -211,6 +219,13 @@ def _global_parser() -> argparse.ArgumentParser:
         default=None,
         help="nanobot workspace to open in the window (repeatable)",
     )
+    parser.add_argument(
+        "--claude",
+        metavar="DIR",
+        action="append",
+        default=None,
+        help="Claude Code home (~/.claude) or project folder to open in the window (repeatable)",
+    )
     parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
     parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
     parser.add_argument(
@@ -254,12 +269,25 @@ def _tolerant_output() -> None:
     output valid JSON (a ``\\u`` escape). Text that encodes is unchanged.
     """
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # a stream that is not a file (a test's)
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
 PATH_ARGUMENTS = frozenset(
-    {"data_dir", "workspace", "file", "config", "screenshot", "reload_command", "bank", "folder", "via"}
+    {
+        "data_dir",
+        "workspace",
+        "claude",
+        "project",
+        "files",
+        "file",
+        "config",
+        "screenshot",
+        "reload_command",
+        "bank",
+        "folder",
+        "via",
+    }
 )
 """Arguments that name files, folders or commands: any bytes the system allows (they are not stored as text)."""
 

@@ -16,7 +16,7 @@ os.environ["KEEPGUI_HOME"] = tempfile.mkdtemp(prefix="keepgui-test-home-")
 os.environ.pop("KEEPGUI_DATA_DIR", None)
 os.environ.pop("KEEPGUI_RELOAD_COMMAND", None)
 
-import pytest  # noqa: E402
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

@@ -27,7 +27,8 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from keepgui.core import fsio  # noqa: E402
+from keepgui.core import fsio
+from keepgui.core.claude.writes import yaml_scalar
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "resources", "demo", "claude"))
 PROJECT_PLACEHOLDER = "PROJECT"
@@ -75,28 +76,37 @@ HANDWRITTEN = [
         "user",
         "user-role",
         "Mike is a backend developer (Go, Postgres) and writes the Slow Bytes blog",
-        "Mike is a backend developer who works mostly in Go and Postgres, and writes the Slow Bytes blog in his "
-        "spare time.",
+        (
+            "Mike is a backend developer who works mostly in Go and Postgres, and writes the Slow Bytes blog in his "
+            "spare time."
+        ),
     ),
     (
         "feedback",
         "no-restating-comments",
         "Do not add comments that restate the code",
-        "Do not add comments that restate what the code does.\n\n**Why:** Mike reads Go fluently and finds them "
-        "noise.\n**How to apply:** comment only why, never what.",
+        (
+            "Do not add comments that restate what the code does.\n\n**Why:** Mike reads Go fluently and finds them "
+            "noise.\n**How to apply:** comment only why, never what."
+        ),
     ),
     (
         "feedback",
         "diff-before-commit",
         "Show the diff before any commit",
-        "Show the diff and wait before committing.\n\n**Why:** he reviews every change himself.\n"
-        "**How to apply:** never run git commit or git push.",
+        (
+            "Show the diff and wait before committing.\n\n**Why:** he reviews every change himself.\n"
+            "**How to apply:** never run git commit or git push. See also [[no-restating-comments]]."
+        ),
     ),
     (
         "project",
         "feed-cache",
         "The feed is cached for 5 minutes in internal/web",
-        "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish.",
+        (
+            "The RSS and Atom feeds are cached for 5 minutes (internal/web/feed.go). Invalidate on publish. "
+            "The cache holds what [[goldmark-extensions]] renders."
+        ),
     ),
     (
         "project",
@@ -120,7 +130,7 @@ HANDWRITTEN = [
         "reference",
         "hosting-ticket",
         "Hosting migration ticket HOST-42",
-        "The move from the VPS to Fly.io is tracked in HOST-42.",
+        "The move from the VPS to Fly.io is tracked in HOST-42; the nightly [[vps-backups]] must move too.",
     ),
     (
         "project",
@@ -169,7 +179,8 @@ def generated():
                 "project",
                 name,
                 f'Post "{topic.replace("-", " ")}" part {part}: {state}',
-                f"The post on {topic.replace('-', ' ')} (part {part}) is at the {state} stage.",
+                f"The post on {topic.replace('-', ' ')} (part {part}) is at the {state} stage."
+                + (f" It follows [[post-{topic}-{part - 1}]]." if part > 1 else ""),
             )
         )
     return out
@@ -203,7 +214,8 @@ def main() -> None:
     for kind, name, description, body in HANDWRITTEN + generated():
         put(
             f"{memory}/{name}.md",
-            f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: {kind}\n---\n\n{body}\n",
+            # quoted where YAML needs it (`part 3: published`), as the CLI itself writes front matter
+            f"---\nname: {name}\ndescription: {yaml_scalar(description)}\nmetadata:\n  type: {kind}\n---\n\n{body}\n",
         )
         hook = description
         if name == "feed-cache":

@@ -15,9 +15,9 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from keepgui.core.demo import DEMO_EPOCH  # noqa: E402
-from keepgui.core.iii import mutations as mut  # noqa: E402
-from keepgui.core.iii.record import fingerprint  # noqa: E402
+from keepgui.core.demo import DEMO_EPOCH
+from keepgui.core.iii import mutations as mut
+from keepgui.core.iii.record import fingerprint
 
 MIN = 60_000
 HOUR = 3_600_000

@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from keepgui.core import fsio  # noqa: E402
+from keepgui.core import fsio
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "resources", "demo", "nanobot"))
 

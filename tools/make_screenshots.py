@@ -15,11 +15,11 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("KEEPGUI_HOME", tempfile.mkdtemp(prefix="keepgui-shots-home-"))
 
-from keepgui.cli import build_parser  # noqa: E402
-from keepgui.ui.application import build_window, make_app  # noqa: E402
-from keepgui.core.nanobot.backend import KEEP_BANK  # noqa: E402
-from keepgui.core.source import BankKey  # noqa: E402
-from keepgui.ui.settings import Settings  # noqa: E402
+from keepgui.cli import build_parser
+from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.core.source import BankKey
+from keepgui.ui.application import build_window, make_app
+from keepgui.ui.settings import Settings
 
 
 def settle(app, seconds: float, until=lambda: True) -> None:
@@ -75,9 +75,68 @@ def main(out: str) -> None:
     settle(app, 1.0)
     shot("quickkeep", popup)
     popup.close()
+    claude_shots(app, window, shot)
     window.select_bank(BankKey(iii, "main"))
     window.close()
     window.hub.shutdown()
+
+
+def claude_shots(app, window, shot) -> None:
+    """The Claude Code views: the project's memories, MEMORY.md with its cut, the exact reminder with the
+    cut line, the index compaction, and the review of what the agent changed (made here on the copy)."""
+    home = next(s for s in window.hub.sources.values() if s.kind == "claude")
+    key = BankKey(home.path, window.hub.banks(home.path)[0])
+    window.banner.dismiss()  # keep.md's "compaction due" gives way to this project's
+    window.preview.set_query("")  # a Claude Code session's start does not depend on a question
+    window.select_bank(key)
+    window.show_panel("memories")
+    settle(app, 1.0, lambda: window.current == key and window._loading is None)
+    window.memories.select_key("post-feed-caching-11.md")
+    shot("claude-memories")
+    window.show_panel("rules")
+    rules = window.rules
+    rules.list.setCurrentRow(rules.list.count() - 1)  # MEMORY.md, last
+    settle(app, 0.5)
+    rules.editor.verticalScrollBar().setValue(rules.editor.verticalScrollBar().maximum())
+    shot("claude-rules")
+    window.show_panel("preview")
+    settle(app, 1.0, lambda: window.preview.last_result is not None)
+    window.preview.view.text.scroll_to_cut()
+    shot("claude-preview")
+    window.show_panel("memories")
+    window.review_compaction(key)
+    settle(app, 1.0, lambda: window.compaction.dialog is not None)
+    dialog = window.compaction.dialog
+    dialog.resize(1300, 820)
+    shot("claude-compaction", dialog)
+    dialog.reject()
+    window.compaction.dialog = None
+    # what an agent's consolidation does to the folder: two memories deleted, two merged, the index cut short
+    memory = window.hub.bank(key).memory_dir
+    for name in ("hosting-ticket.md", "comments-off.md"):
+        os.remove(os.path.join(memory, name))
+    with open(os.path.join(memory, "feed-cache.md"), encoding="utf-8") as fh:
+        feed = fh.read().split("---\n", 2)[2]
+    with open(os.path.join(memory, "goldmark-extensions.md"), encoding="utf-8") as fh:
+        goldmark = fh.read().split("---\n", 2)[2]
+    with open(os.path.join(memory, "postgres-16.md"), "a", encoding="utf-8") as fh:
+        fh.write(feed + goldmark)
+    for name in ("feed-cache.md", "goldmark-extensions.md"):
+        os.remove(os.path.join(memory, name))
+    index = os.path.join(memory, "MEMORY.md")
+    with open(index, encoding="utf-8") as fh:
+        lines = fh.readlines()
+    with open(index, "w", encoding="utf-8") as fh:
+        fh.writelines(lines[:140])
+    window.hub.refresh_bank(key)
+    settle(app, 1.0, lambda: window.banner.isVisible() and "rewritten" in window.banner.label.text())
+    shot("claude-review-banner")
+    next(b for b in window.banner.buttons if b.text() == "Review").click()
+    settle(app, 1.0, lambda: window.compaction.dialog is not None)
+    dialog = window.compaction.dialog
+    dialog.resize(1300, 820)
+    shot("claude-review", dialog)
+    dialog.reject()
 
 
 if __name__ == "__main__":

@@ -21,17 +21,23 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any, Callable
 from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from keepgui.core.compaction import Plan, StalePlan, UndoJournal, load_applied
+from keepgui.core.compaction import Applied, Plan, StalePlan, UndoJournal, load_applied
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import file_key
+
+if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
+    from keepgui.cli import Context
+    from keepgui.core.iii.store import DataDir
+    from keepgui.core.nanobot.workspace import Workspace
 
 _KIND_MARK = {True: "[x]", False: "[ ]"}
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``compact`` and ``review``."""
     p = sub.add_parser(
         "compact",
@@ -140,7 +146,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 # ---------------------------------------------------------------------- helpers
 
 
-def _workspace(args, ctx):
+def _workspace(args: argparse.Namespace, ctx: Context) -> Workspace:
     from keepgui.commands.nanobot import open_workspace
 
     return open_workspace(
@@ -159,7 +165,7 @@ def _q(text: str) -> str:
     return shlex.quote(text)
 
 
-def print_operations(ctx, plan: Plan, selection: frozenset[str]) -> None:
+def print_operations(ctx: Context, plan: Plan, selection: frozenset[str]) -> None:
     """Every operation, grouped by kind: ``[x] 3 (a1b2c3d4) reason`` and its texts."""
     for group in plan.groups():
         ctx.out(f"{group.label}:")
@@ -175,18 +181,20 @@ def print_operations(ctx, plan: Plan, selection: frozenset[str]) -> None:
                 ctx.out(f"          = {evidence}")
 
 
-def print_notices(ctx, plan: Plan) -> None:
+def print_notices(ctx: Context, plan: Plan) -> None:
     """The plan's notices, one per line."""
     for notice in plan.notices:
         ctx.out(f"{notice.level}: {notice.message}")
 
 
-def _applied_lines(ctx, applied) -> None:
+def _applied_lines(ctx: Context, applied: Applied) -> None:
     for line in applied.lines:
         ctx.out(f"  {line}")
 
 
-def _apply_and_report(ctx, apply: Callable[[], Any], kind: str, plan_obj: dict, done: str, undo_command: str) -> int:
+def _apply_and_report(
+    ctx: Context, apply: Callable[[], Applied], kind: str, plan_obj: dict[str, Any], done: str, undo_command: str
+) -> int:
     """Apply a plan, journal it for ``--undo`` and say what was written (``done`` takes the description)."""
     try:
         applied = apply()
@@ -205,7 +213,7 @@ def _apply_and_report(ctx, apply: Callable[[], Any], kind: str, plan_obj: dict, 
     return 0
 
 
-def _stale(ctx, exc: StalePlan) -> int:
+def _stale(ctx: Context, exc: StalePlan) -> int:
     ctx.note(str(exc))
     if exc.replanned is not None:
         if ctx.json_mode:
@@ -218,7 +226,7 @@ def _stale(ctx, exc: StalePlan) -> int:
 # ---------------------------------------------------------------------- compact
 
 
-def cmd_compact(args, ctx) -> int:
+def cmd_compact(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui compact``: plan (and with --apply, write) a compaction of keep.md or a bank."""
     bank = getattr(args, "bank", None)
     given_ws = getattr(args, "workspace", None)
@@ -233,7 +241,7 @@ def cmd_compact(args, ctx) -> int:
     return _compact_keep(args, ctx)
 
 
-def _compact_keep(args, ctx) -> int:
+def _compact_keep(args: argparse.Namespace, ctx: Context) -> int:
     from keepgui.core.nanobot import compact as nano
     from keepgui.core.nanobot.keep import FUZZY_THRESHOLD
     from keepgui.core.nanobot.keepmd import COMPACTION_TARGET
@@ -243,6 +251,7 @@ def _compact_keep(args, ctx) -> int:
     if args.undo:
         return _undo(ctx, file_key(workspace.keep_md), "keep.md")
     target = COMPACTION_TARGET if args.target is None else args.target
+    plan: nano.RewritePlan | nano.KeepPlan
     if args.via:
         threshold = nano.REVIEW_THRESHOLD if args.threshold is None else args.threshold
         timeout = nano.VIA_TIMEOUT if args.via_timeout is None else args.via_timeout
@@ -256,7 +265,7 @@ def _compact_keep(args, ctx) -> int:
     return _finish(args, ctx, plan, selection, command, lambda: plan.apply(selection))
 
 
-def _compact_bank(args, ctx, name: str) -> int:
+def _compact_bank(args: argparse.Namespace, ctx: Context, name: str) -> int:
     from keepgui.core.iii.consolidate import FUZZY_THRESHOLD, find_bank, plan_bank
 
     datadir = ctx.datadir()
@@ -273,7 +282,7 @@ def _compact_bank(args, ctx, name: str) -> int:
     plan = plan_bank(bank, fuzzy=args.fuzzy, threshold=threshold)
     selection = plan.select(args.select)
 
-    def apply():
+    def apply() -> Applied:
         """Apply the selection and say when a running worker could not be told."""
         applied = plan.apply(selection, reinforce_by_id=args.reinforce_by_id)
         ctx.report_reload(applied.reload)
@@ -284,7 +293,14 @@ def _compact_bank(args, ctx, name: str) -> int:
     return _finish(args, ctx, plan, selection, command + (" --fuzzy" if args.fuzzy else ""), apply)
 
 
-def _finish(args, ctx, plan: Plan, selection: frozenset[str], command: str, apply) -> int:
+def _finish(
+    args: argparse.Namespace,
+    ctx: Context,
+    plan: Plan,
+    selection: frozenset[str],
+    command: str,
+    apply: Callable[[], Applied],
+) -> int:
     """Print the plan, or apply it and print what changed (with the undo command)."""
     if not args.apply:
         if ctx.json_mode:
@@ -308,13 +324,15 @@ def _finish(args, ctx, plan: Plan, selection: frozenset[str], command: str, appl
     )
 
 
-def _undo(ctx, target: str, what: str, datadir=None) -> int:
+def _undo(ctx: Context, target: str, what: str, datadir: DataDir | None = None) -> int:
     journal = UndoJournal()
     entry = journal.last(target)
     if entry is None:
         raise NotFound(f"no compaction of {what} applied from the command line is left to undo")
     applied = load_applied(entry["applied"], journal.history)
-    if datadir is not None:
+    from keepgui.core.iii.consolidate import BankApplied
+
+    if datadir is not None and isinstance(applied, BankApplied):
         applied.undo(datadir=datadir)
         ctx.report_reload(applied.reload)
     else:
@@ -330,7 +348,7 @@ def _undo(ctx, target: str, what: str, datadir=None) -> int:
 # ---------------------------------------------------------------------- review
 
 
-def cmd_review(args, ctx) -> int:
+def cmd_review(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui review``: the rewrite keepgui did not make, with restore commands; --restore/--accept act."""
     from keepgui.core.nanobot import compact as nano
     from keepgui.core.nanobot.workspace import MEMORY_MD

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
+    from keepgui.cli import Context
 
 AGENTS = ("claude",)
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add the ``context`` command (its backend is imported only when it runs)."""
     p = sub.add_parser(
         "context", parents=[common], help="what an agent's next session is given from its memory files, exactly"
@@ -36,7 +40,7 @@ def _size(n: int) -> str:
     return f"{n:,} B" if n < 10_000 else f"{n / 1024:,.1f} KiB"
 
 
-def cmd_context(args, ctx) -> int:
+def cmd_context(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui context --agent claude --project DIR [--json | --reminder]``."""
     from keepgui.core.claude.context import session_context
 

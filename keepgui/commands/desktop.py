@@ -17,11 +17,15 @@ Exit status: 0 when the popup opened (and, on its own, closed); 1 without a disp
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from keepgui.core.errors import KeepguiError
 
+if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
+    from keepgui.cli import Context
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add the ``quick-keep`` command."""
     p = sub.add_parser(
         "quick-keep",
@@ -45,7 +49,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=cmd_quick_keep)
 
 
-def cmd_quick_keep(args, ctx) -> int:
+def cmd_quick_keep(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui quick-keep [TEXT]``."""
     from keepgui import app
 

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from keepgui.core.errors import InvalidInput
+from keepgui.core.errors import InvalidInput, NotFound
+from keepgui.core.iii.mutations import Transition
 from keepgui.core.iii.record import Memory
 from keepgui.core.iii.textrules import byte_len
 from keepgui.core.timefmt import relative_time
 
+if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
+    from keepgui.cli import Context
+    from keepgui.core.iii.store import Bank, Batch
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add the iii commands."""
     p = sub.add_parser("banks", parents=[common], help="list the banks of the data dir")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -129,14 +136,16 @@ def memory_line(memory: Memory) -> str:
     return f"{memory.id} {flags} {text}" + (f"  [{'; '.join(extra)}]" if extra else "") + f"  ({meta})"
 
 
-def _open_bank(ctx, name):
+def _open_bank(ctx: Context, name: str) -> Bank:
     return ctx.datadir().bank(name)
 
 
-def _emit_transition(ctx, transition, created_key: bool = False) -> int:
+def _emit_transition(ctx: Context, transition: Transition, created_key: bool = False) -> int:
     record = transition.record or transition.previous
+    if record is None:
+        raise NotFound("the memory is not there")
     if ctx.json_mode:
-        obj = {"memory": record.to_obj()}
+        obj: dict[str, Any] = {"memory": record.to_obj()}
         if created_key:
             obj["created"] = transition.created
         obj["written"] = transition.record is not None
@@ -148,7 +157,7 @@ def _emit_transition(ctx, transition, created_key: bool = False) -> int:
     return 0
 
 
-def _finish(ctx, bank, run):
+def _finish(ctx: Context, bank: Bank, run: Callable[[Batch], Transition]) -> Transition:
     with bank.batch() as batch:
         transition = run(batch)
     ctx.report_reload(batch.report.reload)
@@ -158,7 +167,7 @@ def _finish(ctx, bank, run):
 # ---------------------------------------------------------------------- commands
 
 
-def cmd_banks(args, ctx) -> int:
+def cmd_banks(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui banks``."""
     datadir = ctx.datadir()
     infos = [bank.info() for bank in datadir.banks()]
@@ -178,7 +187,7 @@ def cmd_banks(args, ctx) -> int:
     return 0
 
 
-def cmd_memories(args, ctx) -> int:
+def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui memories BANK``."""
     bank = _open_bank(ctx, args.bank)
     if bank.unreadable:
@@ -199,14 +208,14 @@ def cmd_memories(args, ctx) -> int:
     return 0
 
 
-def cmd_save(args, ctx) -> int:
+def cmd_save(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui save BANK TEXT``."""
     bank, _ = ctx.datadir().ensure_bank(args.bank)
     transition = _finish(ctx, bank, lambda b: b.save(args.text, args.entity, args.tag, args.pin, args.session))
     return _emit_transition(ctx, transition, created_key=True)
 
 
-def cmd_edit(args, ctx) -> int:
+def cmd_edit(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui edit BANK ID``."""
     entities = [] if args.clear_entities else args.entity
     tags = [] if args.clear_tags else args.tag
@@ -217,31 +226,31 @@ def cmd_edit(args, ctx) -> int:
     return _emit_transition(ctx, transition)
 
 
-def cmd_pin(args, ctx) -> int:
+def cmd_pin(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui pin BANK ID [--off]``."""
     bank = _open_bank(ctx, args.bank)
     return _emit_transition(ctx, _finish(ctx, bank, lambda b: b.pin(args.id, not args.off)))
 
 
-def cmd_delete(args, ctx) -> int:
+def cmd_delete(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui delete BANK ID``."""
     bank = _open_bank(ctx, args.bank)
     return _emit_transition(ctx, _finish(ctx, bank, lambda b: b.delete(args.id)))
 
 
-def cmd_restore(args, ctx) -> int:
+def cmd_restore(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui restore BANK ID``."""
     bank = _open_bank(ctx, args.bank)
     return _emit_transition(ctx, _finish(ctx, bank, lambda b: b.restore(args.id)))
 
 
-def cmd_supersede(args, ctx) -> int:
+def cmd_supersede(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui supersede BANK ID --by WINNER``."""
     bank = _open_bank(ctx, args.bank)
     return _emit_transition(ctx, _finish(ctx, bank, lambda b: b.supersede(args.id, args.by)))
 
 
-def cmd_rules(args, ctx) -> int:
+def cmd_rules(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui rules BANK``."""
     bank = _open_bank(ctx, args.bank)
     rules, problems = bank.rules()
@@ -259,7 +268,7 @@ def cmd_rules(args, ctx) -> int:
     return 0
 
 
-def cmd_rule_set(args, ctx) -> int:
+def cmd_rule_set(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui rule-set BANK NAME (--file F | --stdin)``."""
     if args.stdin:
         content = sys.stdin.read()
@@ -288,7 +297,7 @@ def cmd_rule_set(args, ctx) -> int:
     return 0
 
 
-def cmd_bank_create(args, ctx) -> int:
+def cmd_bank_create(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui bank create NAME``."""
     bank, created = ctx.datadir().create_bank(args.name, args.description)
     ctx.report_reload(ctx.datadir().last_reload if created else None)
@@ -299,7 +308,7 @@ def cmd_bank_create(args, ctx) -> int:
     return 0
 
 
-def cmd_bank_trash(args, ctx) -> int:
+def cmd_bank_trash(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui bank trash NAME``."""
     dest = ctx.datadir().trash_bank(args.name)
     ctx.report_reload(ctx.datadir().last_reload)
@@ -310,7 +319,7 @@ def cmd_bank_trash(args, ctx) -> int:
     return 0
 
 
-def cmd_bank_restore(args, ctx) -> int:
+def cmd_bank_restore(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui bank restore TRASHED_FOLDER_NAME``."""
     bank = ctx.datadir().restore_bank(args.folder)
     ctx.report_reload(ctx.datadir().last_reload)
@@ -321,7 +330,7 @@ def cmd_bank_restore(args, ctx) -> int:
     return 0
 
 
-def cmd_bank_trashed(args, ctx) -> int:
+def cmd_bank_trashed(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui bank trashed``."""
     items = ctx.datadir().trashed()
     if ctx.json_mode:
@@ -334,7 +343,7 @@ def cmd_bank_trashed(args, ctx) -> int:
     return 0
 
 
-def cmd_doctor(args, ctx) -> int:
+def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui doctor``: exit 1 when any problem is found."""
     from keepgui.core.iii.doctor import diagnose
 

@@ -12,14 +12,18 @@ duplicate, offered a replacement or suggested another place) or on an error.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.nanobot.keep import ALREADY_KEPT, KEEP_CAPABILITIES, REDIRECTED, REPLACE_OFFERED, KeepStore
 from keepgui.core.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
 from keepgui.core.nanobot.workspace import Workspace
 
+if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
+    from keepgui.cli import Context
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add the nanobot commands."""
 
     def workspace_option(p: argparse.ArgumentParser) -> None:
@@ -84,7 +88,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 # ---------------------------------------------------------------------- helpers
 
 
-def open_workspace(args, ctx, *, writing: bool) -> Workspace:
+def open_workspace(args: argparse.Namespace, ctx: Context, *, writing: bool) -> Workspace:
     """The workspace the command works on; refuses a folder that is not a nanobot workspace for writes."""
     given = getattr(args, "workspace", None)
     if isinstance(given, list):  # the window's repeatable option on the main parser
@@ -102,7 +106,7 @@ def open_workspace(args, ctx, *, writing: bool) -> Workspace:
     return workspace
 
 
-def counts_line(counts: dict) -> str:
+def counts_line(counts: dict[str, Any]) -> str:
     """``keep.md: 160 entries, 172 lines (cap 150, target ~120) · compaction due``."""
     text = (
         f"keep.md: {counts['entries']} entries, {counts['lines']} lines (cap {SOFT_CAP}, target ~{COMPACTION_TARGET})"
@@ -113,7 +117,7 @@ def counts_line(counts: dict) -> str:
 # ---------------------------------------------------------------------- commands
 
 
-def cmd_keep(args, ctx) -> int:
+def cmd_keep(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui keep TEXT``: exit 1 when nothing was written.
 
     With a keepgui window running (and no ``--stand-alone``/``--demo``), the fact
@@ -135,7 +139,7 @@ def cmd_keep(args, ctx) -> int:
     return print_keep(ctx, result.to_obj())
 
 
-def hand_over_keep(args, ctx, workspace: Workspace, text: str) -> int | None:
+def hand_over_keep(args: argparse.Namespace, ctx: Context, workspace: Workspace, text: str) -> int | None:
     """Keep through the running keepgui window; None when there is none (or it does not show the workspace)."""
     if getattr(args, "stand_alone", False) or getattr(args, "demo", False):
         return None
@@ -165,9 +169,9 @@ def hand_over_keep(args, ctx, workspace: Workspace, text: str) -> int | None:
     return code
 
 
-def print_keep(ctx, obj: dict) -> int:
+def print_keep(ctx: Context, obj: dict[str, Any]) -> int:
     """The human report of a keep (``KeepResult.to_obj()``, made here or by the window); the exit status."""
-    entry = obj.get("entry")
+    entry = obj.get("entry") or {}
     if obj["outcome"] == ALREADY_KEPT:
         ctx.out(
             f"already kept: entry {entry['number']} `{entry['text']}` (line {entry['line']} of {obj['path']}); "
@@ -190,7 +194,7 @@ def print_keep(ctx, obj: dict) -> int:
     return 0 if obj["written"] else 1
 
 
-def cmd_entries(args, ctx) -> int:
+def cmd_entries(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui entries``."""
     store = KeepStore(open_workspace(args, ctx, writing=False))
     doc = store.load()
@@ -204,7 +208,7 @@ def cmd_entries(args, ctx) -> int:
     return 0
 
 
-def print_entries(ctx, doc: KeepDoc) -> None:
+def print_entries(ctx: Context, doc: KeepDoc) -> None:
     """Numbered entries (``~`` marks a non-canonical one), flagged lines, duplicates and counts."""
     if not doc.stamp.exists:
         ctx.out(f"{doc.path} does not exist yet; `keepgui keep TEXT` creates it")
@@ -220,7 +224,7 @@ def print_entries(ctx, doc: KeepDoc) -> None:
     ctx.out(counts_line(doc.counts()))
 
 
-def cmd_forget(args, ctx) -> int:
+def cmd_forget(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui forget INDEX_OR_TEXT``."""
     store = KeepStore(open_workspace(args, ctx, writing=True))
     result = store.remove(" ".join(args.target))
@@ -232,7 +236,7 @@ def cmd_forget(args, ctx) -> int:
     return 0
 
 
-def cmd_unforget(args, ctx) -> int:
+def cmd_unforget(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui unforget``."""
     store = KeepStore(open_workspace(args, ctx, writing=True))
     result = store.unforget()
@@ -244,12 +248,12 @@ def cmd_unforget(args, ctx) -> int:
     return 0
 
 
-def cmd_preview(args, ctx) -> int:
+def cmd_preview(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui nanobot-preview``."""
     from keepgui.core.nanobot.prompt import build_preview
 
     workspace = open_workspace(args, ctx, writing=False)
-    preview = build_preview(workspace, exact=True if args.exact else False)
+    preview = build_preview(workspace, exact=bool(args.exact))
     if ctx.json_mode:
         ctx.emit_json(preview.to_obj())
         return 0

@@ -9,6 +9,7 @@ exactly as they would be injected, then each score with its parts.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from keepgui.core.errors import InvalidInput
 from keepgui.core.iii.config import MemoryConfig
@@ -17,8 +18,11 @@ from keepgui.core.iii.recall import Hit, f32, f32_text
 from keepgui.core.iii.vectors import read_vectors
 from keepgui.core.iii.worker import WorkerLink
 
+if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
+    from keepgui.cli import Context
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``preview`` and ``recall``."""
     p = sub.add_parser(
         "preview", parents=[common], help="what a turn on QUERY would be given (memory::preview, offline)"
@@ -48,7 +52,7 @@ def _add_shared(p: argparse.ArgumentParser, json_help: str) -> None:
     p.add_argument("--json", action="store_true", help=json_help)
 
 
-def _engine(args, ctx) -> BankEngine:
+def _engine(args: argparse.Namespace, ctx: Context) -> BankEngine:
     config = MemoryConfig.load(args.config) if args.config else MemoryConfig()
     if args.now is not None and args.now < 0:
         raise InvalidInput("--now must be a non-negative epoch-ms time")
@@ -68,7 +72,7 @@ def _explain(hit: Hit) -> str:
     return hit.parts.explain()
 
 
-def cmd_preview(args, ctx) -> int:
+def cmd_preview(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui preview QUERY``."""
     engine = _engine(args, ctx)
     preview = engine.preview(args.query, now_ms=args.now)
@@ -89,7 +93,7 @@ def cmd_preview(args, ctx) -> int:
     return 1
 
 
-def _print_preview(ctx, engine: BankEngine, preview: Preview) -> None:
+def _print_preview(ctx: Context, engine: BankEngine, preview: Preview) -> None:
     plural = "" if preview.rules == 1 else "s"
     truncated = " · over budget, truncated" if preview.rules_truncated else ""
     ctx.out(
@@ -106,7 +110,8 @@ def _print_preview(ctx, engine: BankEngine, preview: Preview) -> None:
         f"=== appended message ({len(preview.memories)} memories, in order) "
         f"· retrieval: {preview.retrieval} (lexical only) ==="
     )
-    ctx.out(f"lexical only: {preview.notice.why()}")
+    if preview.notice is not None:
+        ctx.out(f"lexical only: {preview.notice.why()}")
     if preview.budget_note:
         ctx.out(f"budget: {preview.budget_note}")
     if preview.message is not None:
@@ -134,7 +139,7 @@ def _one_line(text: str) -> str:
     return text.replace("\n", " ⏎ ")
 
 
-def cmd_recall(args, ctx) -> int:
+def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui recall QUERY``."""
     if args.limit is not None and args.limit < 0:
         raise InvalidInput("--limit must be a non-negative integer")

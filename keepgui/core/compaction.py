@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from abc import ABC, abstractmethod
 import json
 import math
 import os
+from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
-from operator import itemgetter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
@@ -61,6 +62,9 @@ KIND_LABELS: dict[str, str] = {}
 
 SELECT_MODES = ("safe", "all", "none")
 """The named selections: the default (safe operations), every applicable one, none."""
+
+Selection = Iterable[str | int] | None
+"""What a plan's methods take as a selection: operation ids or numbers, a spec string, or None (the default)."""
 
 
 def register_kinds(labels: Mapping[str, str]) -> tuple[str, ...]:
@@ -131,7 +135,7 @@ class Operation:
         """The label of its kind."""
         return kind_label(self.kind)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The operation for ``--json``."""
         obj = {
             "id": self.id,
@@ -202,7 +206,7 @@ class Counts:
     before: int
     after: int
     target: int | None = None
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
 
     @property
     def remaining(self) -> int:
@@ -222,7 +226,7 @@ class Counts:
             text += f"; {self.remaining} more to choose by hand)" if self.remaining else "; reached)"
         return text
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{unit, before, after, target, remaining, ...detail}``."""
         return {
             "unit": self.unit,
@@ -241,7 +245,7 @@ class StalePlan(Conflict):
     that failed too); nothing at all was written.
     """
 
-    def __init__(self, path: str, what: str, replanned: "Plan | None" = None) -> None:
+    def __init__(self, path: str, what: str, replanned: Plan | None = None) -> None:
         KeepguiError.__init__(
             self, f"{path}: {what} since the plan was made; nothing was written. Review the new plan and apply again."
         )
@@ -312,7 +316,7 @@ class Plan(ABC):
             )
         self.operations: tuple[Operation, ...] = tuple(numbered)
         # final id -> position in the list given (subclasses keep per-operation data by that position)
-        self.origin: dict[str, int] = {op.id: k for op, k in zip(self.operations, order)}
+        self.origin: dict[str, int] = {op.id: k for op, k in zip(self.operations, order, strict=True)}
         self.notices: tuple[Notice, ...] = tuple(notices)
         self.subject = subject
         self.created_at = now_ms()
@@ -322,7 +326,7 @@ class Plan(ABC):
 
     def op(self, key: str | int) -> Operation:
         """The operation named by its id, a unique id prefix, or its number."""
-        if isinstance(key, int) or (isinstance(key, str) and key.strip().isdigit() and len(key.strip()) < 6):
+        if isinstance(key, int) or (key.strip().isdigit() and len(key.strip()) < 6):
             number = int(key)
             if 1 <= number <= len(self.operations):
                 return self.operations[number - 1]
@@ -402,7 +406,7 @@ class Plan(ABC):
             out.add(op.id)
         return frozenset(out)
 
-    def selected(self, selection: Iterable[str | int] | None = None) -> tuple[Operation, ...]:
+    def selected(self, selection: Selection = None) -> tuple[Operation, ...]:
         """The operations of a selection, in plan order."""
         ids = self.normalise_selection(selection)
         return tuple(op for op in self.operations if op.id in ids)
@@ -417,11 +421,11 @@ class Plan(ABC):
     # ---------------------------------------------------------------- what subclasses provide
 
     @abstractmethod
-    def counts(self, selection: Iterable[str | int] | None = None) -> Counts:
+    def counts(self, selection: Selection = None) -> Counts:
         """Before → after → target for a selection."""
 
     @abstractmethod
-    def render(self, selection: Iterable[str | int] | None = None, context: int = 3) -> str:
+    def render(self, selection: Selection = None, context: int = 3) -> str:
         """The whole result of a selection: a unified diff, or a table for a bank."""
 
     def render_operation(self, key: str | int, context: int = 3) -> str:
@@ -441,11 +445,11 @@ class Plan(ABC):
         return False
 
     @abstractmethod
-    def replan(self) -> "Plan":
+    def replan(self) -> Plan:
         """The same kind of plan, with the same settings, computed from what is there now."""
 
     @abstractmethod
-    def apply(self, selection: Iterable[str | int] | None = None) -> "Applied":
+    def apply(self, selection: Selection = None) -> Applied:
         """Write the selected operations (after the freshness check); returns how to undo it."""
 
     def stale(self, what: str) -> StalePlan:
@@ -458,14 +462,19 @@ class Plan(ABC):
 
     # ---------------------------------------------------------------- output
 
-    def summary(self, selection: Iterable[str | int] | None = None) -> str:
+    def describe(self) -> str:
+        """What the plan found, in the backend's own words ("3 memories deleted, index shortened"),
+        or "" to let the window count its operations by kind."""
+        return ""
+
+    def summary(self, selection: Selection = None) -> str:
         """One line: how many operations are selected and the counts."""
         ids = self.normalise_selection(selection)
         return (
             f"{self.subject}: {len(ids)} of {len(self.operations)} operations selected · {self.counts(ids).describe()}"
         )
 
-    def to_obj(self, selection: Iterable[str | int] | None = None, *, diff: bool = True) -> dict:
+    def to_obj(self, selection: Selection = None, *, diff: bool = True) -> dict[str, Any]:
         """The plan for ``--json``: operations, the selection, counts, notices and the rendering."""
         ids = self.normalise_selection(selection)
         obj = {
@@ -539,7 +548,7 @@ class Applied(ABC):
     def _redo(self) -> None:
         """Write the change again (raise Conflict if the target changed since the undo)."""
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The serialisable form (subclasses add what undo needs)."""
         return {
             "kind": self.kind,
@@ -552,15 +561,15 @@ class Applied(ABC):
         }
 
 
-_LOADERS: dict[str, Callable[[dict, History], Applied]] = {}
+_LOADERS: dict[str, Callable[[dict[str, Any], History], Applied]] = {}
 
 
-def register_applied_kind(kind: str, loader: Callable[[dict, History], Applied]) -> None:
+def register_applied_kind(kind: str, loader: Callable[[dict[str, Any], History], Applied]) -> None:
     """Make :func:`load_applied` able to rebuild applied compactions of ``kind``."""
     _LOADERS[kind] = loader
 
 
-def load_applied(obj: dict, history: History | None = None) -> Applied:
+def load_applied(obj: dict[str, Any], history: History | None = None) -> Applied:
     """Rebuild an :class:`Applied` from its ``to_obj()`` (the module defining its kind must be imported)."""
     loader = _LOADERS.get(obj.get("kind", ""))
     if loader is None:
@@ -592,11 +601,11 @@ class UndoJournal(Journal):
         """Remember that a journal entry was undone."""
         self._append({"event": "undone", "id": entry_id, "at": now_ms()})
 
-    def entries(self) -> list[dict]:
+    def entries(self) -> list[dict[str, Any]]:
         """Applied entries not undone, oldest first (unreadable lines are skipped)."""
         return self.standing("applied", "undone", lambda obj: obj if isinstance(obj.get("applied"), dict) else None)
 
-    def last(self, target: str) -> dict | None:
+    def last(self, target: str) -> dict[str, Any] | None:
         """The latest applied, not undone, compaction of ``target`` (a journal entry), or None."""
         found = [e for e in self.entries() if e.get("target") == target]
         return found[-1] if found else None
@@ -612,7 +621,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers) - 1)]
     lines = []
     for row in [headers, *rows]:
-        cells = [str(c).ljust(w) for c, w in zip(row, widths)] + [str(row[-1])]
+        cells = [str(c).ljust(w) for c, w in zip(row, widths, strict=False)] + [str(row[-1])]  # last: unpadded
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths) + "  " + "-" * max(len(str(headers[-1])), 4))
     return "\n".join(lines) + "\n"
@@ -741,7 +750,7 @@ def near_duplicates(
     if len(alphabet) <= 256:
         # one byte per distinct character: the same LCS, and rapidfuzz compares bytes ~12% faster
         code = {ch: bytes([k]) for k, ch in enumerate(alphabet)}
-        bags = {i: b"".join(sorted(code[ch] for ch in t)) for i, t in joined.items()}
+        bags: dict[int, bytes | str] = {i: b"".join(sorted(code[ch] for ch in t)) for i, t in joined.items()}
     else:
         bags = {i: "".join(sorted(t)) for i, t in joined.items()}
     order = sorted(joined, key=lambda i: (len(bags[i]), i))
@@ -751,7 +760,7 @@ def near_duplicates(
     for pos, i in enumerate(order):
         end = bisect.bisect_right(lengths, math.floor(lengths[pos] / low + 1e-9))
         if end > pos + 1:
-            hits = process.extract(
+            close = process.extract(
                 sorted_bags[pos],
                 sorted_bags[pos + 1 : end],
                 scorer=fuzz.ratio,
@@ -759,7 +768,7 @@ def near_duplicates(
                 score_cutoff=threshold - 1e-6,
                 limit=None,
             )
-            for _choice, _score, k in hits:
+            for _choice, _score, k in close:
                 j = order[pos + 1 + k]
                 candidates[min(i, j)].add(max(i, j))
         if progress is not None and pos % 256 == 0:

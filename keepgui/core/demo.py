@@ -12,7 +12,6 @@ more folder and its own ``prepare_demo``; nothing here changes.
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import tempfile
@@ -73,11 +72,4 @@ def make_demo_copy(parent: str | None = None, now_ms: int | None = None) -> Demo
             named = backend.prepare_demo(folder, shift, edited) if backend.prepare_demo is not None else {}
             sources.append((backend.kind, named.get("source", folder)))
             places.update(named)
-    claude = os.path.join(root, "claude")
-    if os.path.isdir(claude) and "claude" not in registry.kinds():
-        # The Claude Code backend is not in the registry yet (its window part is to come); until
-        # its entry's prepare_demo does this, it places its demo here (reached by name: shared
-        # core imports no backend).
-        home, project = importlib.import_module("keepgui.core.claude.demo").place_demo(claude, edited)
-        places.update(claude_home=home, claude_project=project)
     return DemoCopy(root, tuple(sources), places)

@@ -8,6 +8,10 @@ line; the window shows it in a banner. Nothing here imports Qt.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # fsio raises these errors, so it is imported for its types only
+    from keepgui.core.fsio import Stamp
 
 
 class KeepguiError(Exception):
@@ -57,10 +61,10 @@ class Conflict(KeepguiError):
         actual: the stamp on disk now.
     """
 
-    def __init__(self, path: str | os.PathLike[str], expected, actual) -> None:
+    def __init__(self, path: str | os.PathLike[str], expected: Stamp | None, actual: Stamp) -> None:
         self.path = os.fspath(path)
         self.expected = expected
-        self.actual = actual
+        self.actual: Stamp | None = actual  # None where a subclass has no file stamp to show
         if expected is None or not getattr(expected, "exists", True):
             what = "was created by someone else"
         elif not actual.exists:

@@ -39,8 +39,9 @@ import secrets
 import stat
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from types import TracebackType
 
 from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 
@@ -93,16 +94,16 @@ class Stamp:
     sha256: str = ""
 
     @classmethod
-    def missing(cls) -> "Stamp":
+    def missing(cls) -> Stamp:
         """The stamp of a file that does not exist."""
         return cls(False)
 
     @classmethod
-    def of(cls, data: bytes, st: os.stat_result) -> "Stamp":
+    def of(cls, data: bytes, st: os.stat_result) -> Stamp:
         """The stamp of ``data`` read from a file whose ``fstat`` is ``st``."""
         return cls(True, len(data), st.st_mtime_ns, hashlib.sha256(data).hexdigest())
 
-    def same_content(self, other: "Stamp") -> bool:
+    def same_content(self, other: Stamp) -> bool:
         """True when both describe the same bytes (or both a missing file)."""
         if self.exists != other.exists:
             return False
@@ -333,7 +334,11 @@ def rename_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> 
 FALLOC_FL_KEEP_SIZE = 0x01
 
 
-def _load_fallocate():
+Fallocate = Callable[[int, int, int, int], None]
+"""``fallocate(fd, mode, offset, length)``, raising OSError."""
+
+
+def _load_fallocate() -> Fallocate | None:
     """libc's ``fallocate`` (Linux), or None where there is none."""
     if not sys.platform.startswith("linux"):
         return None
@@ -355,7 +360,7 @@ def _load_fallocate():
     return fallocate
 
 
-_fallocate = _load_fallocate()
+_fallocate: Fallocate | None = _load_fallocate()
 """``fallocate(fd, mode, offset, length)`` raising OSError, or None (a test may replace it)."""
 
 
@@ -498,7 +503,7 @@ class LockedLog:
         self.sole_writer = sole_writer
         self._fd: int | None = None
 
-    def __enter__(self) -> "LockedLog":
+    def __enter__(self) -> LockedLog:
         if os.path.islink(self.path):
             raise ReadOnly(f"{self.path} is a symbolic link; keepgui does not append through links")
         try:
@@ -513,7 +518,9 @@ class LockedLog:
         self._fd = fd
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:

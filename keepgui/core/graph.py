@@ -28,8 +28,9 @@ from __future__ import annotations
 import math
 import zlib
 from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 NO_ENTITIES = "(no entities)"
 """The hub of rows that name nothing."""
@@ -109,12 +110,12 @@ class MemoryGraph:
     mode: str = "full"
     hubs: list[Hub] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
-    xs: array = field(default_factory=lambda: array("d"))
-    ys: array = field(default_factory=lambda: array("d"))
+    xs: array[float] = field(default_factory=lambda: array("d"))
+    ys: array[float] = field(default_factory=lambda: array("d"))
     links: list[tuple[int, ...]] = field(default_factory=list)
     pinned: bytearray = field(default_factory=bytearray)
     retired: bytearray = field(default_factory=bytearray)
-    group_of: array = field(default_factory=lambda: array("l"))
+    group_of: array[int] = field(default_factory=lambda: array("l"))
     groups: list[Group] = field(default_factory=list)
     hidden_hubs: int = 0
     total_rows: int = 0
@@ -183,8 +184,8 @@ class MemoryGraph:
         """Indexes of the rows drawn inside a rectangle (the grid's cells that touch it)."""
         out: list[int] = []
         grid = self._grid
-        for cx in range(int(math.floor(left / CELL)), int(math.floor(right / CELL)) + 1):
-            for cy in range(int(math.floor(top / CELL)), int(math.floor(bottom / CELL)) + 1):
+        for cx in range(math.floor(left / CELL), math.floor(right / CELL) + 1):
+            for cy in range(math.floor(top / CELL), math.floor(bottom / CELL) + 1):
                 out.extend(grid.get((cx, cy), ()))
         return [i for i in out if i not in self._gone]
 
@@ -205,10 +206,10 @@ class MemoryGraph:
     # ------------------------------------------------------------------ building
 
     def _seat(self, i: int) -> None:
-        self._grid.setdefault((int(math.floor(self.xs[i] / CELL)), int(math.floor(self.ys[i] / CELL))), []).append(i)
+        self._grid.setdefault((math.floor(self.xs[i] / CELL), math.floor(self.ys[i] / CELL)), []).append(i)
 
     def _unseat(self, i: int) -> None:
-        cell = self._grid.get((int(math.floor(self.xs[i] / CELL)), int(math.floor(self.ys[i] / CELL))))
+        cell = self._grid.get((math.floor(self.xs[i] / CELL), math.floor(self.ys[i] / CELL)))
         if cell is not None and i in cell:
             cell.remove(i)
 
@@ -348,7 +349,7 @@ def _centre(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
     return sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points)
 
 
-def _newest_first(row: Any) -> tuple:
+def _newest_first(row: Any) -> tuple[bool, int, str]:
     return (not row.pinned, -(row.updated_at or 0), row.id)
 
 
@@ -392,7 +393,7 @@ def _spring(nodes: list[Any], edges: list[tuple[Any, Any, float]], unit: float) 
     push unconnected parts to the far corners). ``unit`` is the space one node needs."""
     import networkx as nx
 
-    g = nx.Graph()
+    g: nx.Graph[Any] = nx.Graph()
     g.add_nodes_from(nodes)
     g.add_weighted_edges_from(edges)
     parts = sorted((sorted(c, key=str) for c in nx.connected_components(g)), key=lambda c: (-len(c), str(c[0])))
@@ -419,7 +420,7 @@ def _spring(nodes: list[Any], edges: list[tuple[Any, Any, float]], unit: float) 
     return out
 
 
-def _lay_out_every_node(graph: MemoryGraph, shown: list[Any], names_of: dict, count: dict[str, int]) -> None:
+def _lay_out_every_node(graph: MemoryGraph, shown: list[Any], names_of: dict[str, Any], count: dict[str, int]) -> None:
     graph.mode = "full"
     hub_names_sorted = sorted(count, key=lambda n: (-count[n], n))
     nodes: list[Any] = [("h", n) for n in hub_names_sorted] + [("r", r.id) for r in shown]
@@ -442,7 +443,7 @@ def _append_row(graph: MemoryGraph, row: Any, links: tuple[int, ...], x: float, 
     graph.group_of.append(group)
 
 
-def _lay_out_groups(graph: MemoryGraph, shown: list[Any], names_of: dict, count: dict[str, int]) -> None:
+def _lay_out_groups(graph: MemoryGraph, shown: list[Any], names_of: dict[str, Any], count: dict[str, int]) -> None:
     graph.mode = "grouped"
     ranked = sorted(count, key=lambda n: (-count[n], n))
     kept = ranked[:MAX_HUBS]
@@ -461,7 +462,7 @@ def _lay_out_groups(graph: MemoryGraph, shown: list[Any], names_of: dict, count:
     group_sig: dict[str, tuple[str, ...]] = {}
     for key, sig in signature.items():
         group_sig[key] = sig if sig in common else sig[:1]
-    hub_list = [n for n in kept] + ([OTHER_ENTITIES] if any(s == (OTHER_ENTITIES,) for s in signature.values()) else [])
+    hub_list = list(kept) + ([OTHER_ENTITIES] if any(s == (OTHER_ENTITIES,) for s in signature.values()) else [])
     hub_index = {n: i for i, n in enumerate(hub_list)}
     members: dict[tuple[str, ...], list[Any]] = {}
     for row in shown:

@@ -26,11 +26,13 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from keepgui.core import fsio
-from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.errors import NotFound, Unreadable
+from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.paths import app_data_dir
 from keepgui.core.timefmt import now_ms
 
@@ -60,7 +62,7 @@ class Version:
     source: str
     seq: int = 0
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The index line's fields plus ``seq``."""
         return {
             "path": self.path,
@@ -108,7 +110,7 @@ class RemovedEntry:
     reason: str = "forget"
     restored_at: int | None = None
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The removed-event fields plus ``restored_at``."""
         return {
             "id": self.id,
@@ -126,8 +128,9 @@ class RemovedEntry:
         }
 
 
-def _parse_jsonl(data: bytes, name: str) -> tuple[list[tuple[int, dict]], list[HistoryProblem]]:
-    rows, problems = [], []
+def _parse_jsonl(data: bytes, name: str) -> tuple[list[tuple[int, dict[str, Any]]], list[HistoryProblem]]:
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[HistoryProblem] = []
     for number, obj, why in json_objects(data):
         if obj is None:
             problems.append(HistoryProblem(name, number, why))
@@ -324,13 +327,9 @@ class History:
             if event == "removed":
                 try:
                     values = {k: obj[k] for k in fields if k in obj and k != "restored_at"}
-                    entry = RemovedEntry(**values)
-                    if (
-                        not isinstance(entry.id, str)
-                        or not isinstance(entry.text, str)
-                        or not isinstance(entry.raw, str)
-                    ):
+                    if not all(isinstance(values.get(k), str) for k in ("id", "text", "raw")):
                         raise TypeError("bad field types")
+                    entry = RemovedEntry(**values)
                 except TypeError:
                     problems.append(HistoryProblem(self.removed_log, number, "a removed entry with missing fields"))
                     continue
@@ -380,15 +379,17 @@ class Journal:
         self.history = history if history is not None else History()
         self.path = os.path.join(self.history.root, name)
 
-    def _append(self, obj: dict) -> None:
+    def _append(self, obj: dict[str, Any]) -> None:
         fsio.make_dirs(self.history.root)
         fsio.append_lines(self.path, [dump_line(obj)], sole_writer=True)
 
-    def standing(self, added: str, cancelled: str, make=lambda obj: obj) -> list:
+    def standing(
+        self, added: str, cancelled: str, make: Callable[[dict[str, Any]], Any] = lambda obj: obj
+    ) -> list[Any]:
         """``make(obj)`` of every ``added`` event no later ``cancelled`` event took back, oldest first
         (``make`` returning None leaves the event out)."""
         data, _stamp = fsio.read_stamped(self.path)
-        found: dict = {}
+        found: dict[Any, Any] = {}
         for _number, obj, _why in json_objects(data or b""):
             if obj is None:
                 continue  # a torn line from a crash: skipped, never fatal

@@ -7,10 +7,11 @@ Used for keepgui's own history index and for nanobot's ``memory/history.jsonl``
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
-def json_objects(data: bytes) -> Iterator[tuple[int, dict | None, str]]:
+def json_objects(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """``(line number, object, "")`` per JSON-object line, or ``(line number, None, why)`` for a bad one.
 
     Blank lines are skipped silently; numbers are 1-based.
@@ -29,6 +30,6 @@ def json_objects(data: bytes) -> Iterator[tuple[int, dict | None, str]]:
         yield number, obj, ""
 
 
-def dump_line(obj: dict) -> bytes:
+def dump_line(obj: dict[str, Any]) -> bytes:
     """``obj`` as one compact JSON-lines line: UTF-8, non-ASCII kept as is, ending in ``\\n``."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Callable, Mapping
 
 from keepgui.core.errors import InvalidInput
 from keepgui.core.source import Source
@@ -32,6 +32,7 @@ from keepgui.core.source import Source
 BUILTIN: tuple[str, ...] = (
     "keepgui.core.iii.backend",
     "keepgui.core.nanobot.backend",
+    "keepgui.core.claude.backend",
 )
 """The modules of the built-in backends, in the order the window lists them."""
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,22 +55,22 @@ TEXT_FIELDS = frozenset({"text", "tags", "entities", "confidence"})
 """Fields whose values are strings (the others are numbers or booleans)."""
 
 
-def sort_key(field: str) -> Callable[[Any], tuple]:
+def sort_key(field: str) -> Callable[[Any], tuple[Any, ...]]:
     """The unique, total sort key of a field: ``(value, id)``."""
     primary = SORT_FIELDS[field]
     return lambda r: (primary(r), r.id)
 
 
-def _sliced(rows: Sequence[Any], fn: Callable[[Sequence[Any]], list], step: int) -> list:
+def _sliced(rows: Sequence[Any], fn: Callable[[Sequence[Any]], list[Any]], step: int) -> list[Any]:
     """``fn`` of each slice of ``rows``, concatenated; a checkpoint between slices."""
-    out: list = []
+    out: list[Any] = []
     for lo in range(0, len(rows), step):
         out += fn(rows[lo : lo + step])
         pace.checkpoint()
     return out
 
 
-def field_values(rows: Sequence[Any], field: str, step: int = SLICE) -> list:
+def field_values(rows: Sequence[Any], field: str, step: int = SLICE) -> list[Any]:
     """The value of ``field`` of every row (the first part of its sort key)."""
     primary = SORT_FIELDS[field]
     return _sliced(rows, lambda part: list(map(primary, part)), step)
@@ -131,7 +132,7 @@ def _id_rank(ids: Sequence[str], step: int) -> np.ndarray:
     return rank
 
 
-def sort_order(rows: Sequence[Any], field: str, step: int = SLICE, values: list | None = None) -> np.ndarray:
+def sort_order(rows: Sequence[Any], field: str, step: int = SLICE, values: list[Any] | None = None) -> np.ndarray:
     """Every row number ascending by ``sort_key(field)`` (the row's field value, then its id), as
     a numpy array; exactly ``sorted(range(len(rows)), key=lambda i: sort_key(field)(rows[i]))``.
 
@@ -151,11 +152,10 @@ def sort_order(rows: Sequence[Any], field: str, step: int = SLICE, values: list 
         primary = _byte_prefixes(values, width, step)
         exact = None if longest * 4 > width or any("\x00" in v for v in values) else primary
     else:
-        primary = _numbers(values, step)
-        exact = primary
-        if primary is None:  # past 64 bits: Python sorts (never for the values rows hold today)
-            order = sorted(range(n), key=lambda i: (values[i], ids[i]))
-            return np.asarray(order, dtype=np.int64)
+        numbers = _numbers(values, step)
+        if numbers is None:  # past 64 bits: Python sorts (never for the values rows hold today)
+            return np.asarray(sorted(range(n), key=lambda i: (values[i], ids[i])), dtype=np.int64)
+        primary = exact = numbers
     order = np.argsort(primary, kind="stable")
     runs = _runs_of_equal(primary[order])
     tied = int((runs[:, 1] - runs[:, 0]).sum()) if len(runs) else 0
@@ -210,7 +210,9 @@ def build_table(rows: Sequence[Any], sort_field: str, step: int = SLICE) -> RowT
     rows = rows if isinstance(rows, list) else list(rows)
     row_of: dict[str, int] = {}
     for lo in range(0, len(rows), step):
-        row_of.update(zip(map(_ID, rows[lo : lo + step]), range(lo, lo + step)))
+        row_of.update(
+            zip(map(_ID, rows[lo : lo + step]), range(lo, lo + step), strict=False)
+        )  # the last slice is short
         pace.checkpoint()
     live = live_mask(rows, step)
     counts: Counter[str] = Counter()

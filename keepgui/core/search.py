@@ -12,7 +12,8 @@ or removing one text updates the index in place.
 from __future__ import annotations
 
 import bisect
-from typing import Hashable, Iterable
+from collections.abc import Hashable, Iterable
+from typing import Generic, TypeVar
 
 import regex
 from rapidfuzz import fuzz, process
@@ -32,22 +33,26 @@ def _fuzzy_cutoff(term: str) -> float | None:
     return 80.0 if len(term) <= 5 else 75.0
 
 
-class TextSearch:
+Key = TypeVar("Key", bound=Hashable)
+"""What a TextSearch finds: the keys its texts were given under."""
+
+
+class TextSearch(Generic[Key]):
     """An incrementally maintained word index answering fuzzy as-you-type queries.
 
     Keys are any hashable ids (memory ids, keep.md entry keys).
     """
 
     def __init__(self) -> None:
-        self._words: dict[Hashable, frozenset[str]] = {}
-        self._postings: dict[str, set[Hashable]] = {}
+        self._words: dict[Key, frozenset[str]] = {}
+        self._postings: dict[str, set[Key]] = {}
         self._sorted: list[str] | None = []
         self._fuzzy: list[str] | None = []
 
     def __len__(self) -> int:
         return len(self._words)
 
-    def set(self, key: Hashable, *texts: str) -> None:
+    def set(self, key: Key, *texts: str) -> None:
         """Index (or re-index) ``key`` with the words of ``texts``."""
         new = frozenset(w for text in texts for w in words_of(text))
         old = self._words.get(key)
@@ -65,12 +70,12 @@ class TextSearch:
                 keys.add(key)
         self._words[key] = new
 
-    def set_many(self, items: Iterable[tuple[Hashable, tuple[str, ...]]]) -> None:
+    def set_many(self, items: Iterable[tuple[Key, tuple[str, ...]]]) -> None:
         """Index many keys at once (the initial load)."""
         for key, texts in items:
             self.set(key, *texts)
 
-    def remove(self, key: Hashable) -> None:
+    def remove(self, key: Key) -> None:
         """Forget ``key``."""
         for word in self._words.pop(key, ()):
             self._unpost(word, key)
@@ -82,7 +87,7 @@ class TextSearch:
         self._sorted = []
         self._fuzzy = []
 
-    def _unpost(self, word: str, key: Hashable) -> None:
+    def _unpost(self, word: str, key: Key) -> None:
         keys = self._postings.get(word)
         if keys is not None:
             keys.discard(key)
@@ -126,7 +131,7 @@ class TextSearch:
                     found[word] = float(score) * 0.9
         return found
 
-    def search(self, query: str) -> dict[Hashable, float]:
+    def search(self, query: str) -> dict[Key, float]:
         """Keys whose words match every term of ``query``, with a relevance score.
 
         An empty query matches nothing (the caller shows everything instead).
@@ -135,10 +140,10 @@ class TextSearch:
         if not terms:
             return {}
         typing = not query[-1:].isspace()
-        result: dict[Hashable, float] | None = None
-        for i, term in enumerate(dict.fromkeys(terms)):
+        result: dict[Key, float] | None = None
+        for term in dict.fromkeys(terms):
             matches = self.term_matches(term, typing and term == terms[-1])
-            scores: dict[Hashable, float] = {}
+            scores: dict[Key, float] = {}
             # Visit the strongest word matches first so each key keeps its best score.
             for word, score in sorted(matches.items(), key=lambda kv: -kv[1]):
                 for key in self._postings.get(word, ()):

@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import itertools
 import os
 from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import msgspec
 
@@ -292,7 +294,10 @@ class Document:
     list shows; ``text`` and ``stamp`` are what was read (the stamp is presented
     on save). ``managed_by`` names the program that rewrites the file on its own
     ("Dream"), or is "". ``status`` and ``notices`` are shown above the editor;
-    ``raw`` is the backend's own object.
+    ``raw`` is the backend's own object. ``read_only`` says why the document
+    cannot be saved (a file an organisation's policy manages, a file locked
+    while the agent consolidates it), or is "": the editor then shows it
+    read-only with that reason.
     """
 
     name: str
@@ -304,13 +309,14 @@ class Document:
     status: str = ""
     notices: tuple[str, ...] = ()
     raw: object = None
+    read_only: str = ""
 
     @property
     def size(self) -> int:
         """UTF-8 bytes of the text."""
         return len(self.text.encode("utf-8", errors="surrogatepass"))
 
-    def with_disk(self, text: str, stamp: Stamp) -> "Document":
+    def with_disk(self, text: str, stamp: Stamp) -> Document:
         """This document as the version on disk a person was shown (to save over exactly that)."""
         return replace(self, text=text, stamp=stamp)
 
@@ -364,7 +370,10 @@ class DocumentSet(Protocol):
     """Saving empty text deletes the document (after asking)."""
     previews_drafts: bool
     """Unsaved texts feed the preview's what-if view."""
-    names: NameRule | None
+
+    @property
+    def names(self) -> NameRule | None:
+        """The rule new document names follow (None: documents are not named by a person)."""
 
     def list(self) -> builtins.list[tuple[str, str]]:
         """``(name, title)`` in the order the agent reads them."""
@@ -381,23 +390,24 @@ class DocumentSet(Protocol):
     def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """What to tell a person before saving a managed document ([] otherwise)."""
 
-    def save(self, doc: Document, text: str, *, confirmed: bool = False) -> "Change":
+    def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
         """Write ``text`` over ``doc``; the Change's ``result`` is the document read back (None if deleted)."""
 
     def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: Stamp) -> Document | None:
         """``doc`` as the disk version a person was shown, to overwrite exactly that (None: changed again)."""
 
-    def create(self, name: str) -> "Change":
+    def create(self, name: str) -> Change:
         """A new document (``result``: the Document)."""
 
-    def rename_document(self, doc: Document, new: str) -> "Change":
+    def rename_document(self, doc: Document, new: str) -> Change:
         """Rename (``result``: the Document under its new name)."""
 
-    def delete(self, doc: Document) -> "Change":
+    def delete(self, doc: Document) -> Change:
         """Delete (refused when it changed since it was loaded)."""
 
-    def budget(self, name: str, text: str) -> Budget | None:
-        """Where ``text`` (the edited document) sits in the agent's budget, or None when there is none."""
+    def budget(self, name: str, text: str, texts: Sequence[tuple[str, str]] | None = None) -> Budget | None:
+        """Where ``text`` (the edited document) sits in the agent's budget, or None when there is none
+        (``texts``: the set's ``(name, content)`` as the caller last read them; None reads them now)."""
 
     def documents_of(self, paths: Iterable[str]) -> set[str]:
         """Which of these documents' names the changed (absolute) paths are."""
@@ -456,7 +466,7 @@ class Change:
     notes: tuple[str, ...] = ()
     reviews: tuple[str, ...] = ()
     partial: bool = False
-    reverse: Callable[[], "Change"] | None = field(default=None, repr=False)
+    reverse: Callable[[], Change] | None = field(default=None, repr=False)
     why_not_undo: str = "this change cannot be undone"
 
     @property
@@ -469,7 +479,7 @@ class Change:
         """True when :meth:`undo` can be tried (it may still refuse if the files changed since)."""
         return self.written and self.reverse is not None
 
-    def undo(self) -> "Change":
+    def undo(self) -> Change:
         """Take this change back; returns the Change that did it."""
         if self.reverse is None:
             from keepgui.core.errors import InvalidInput
@@ -502,6 +512,9 @@ class BankSummary:
     cannot be read (it is then shown, never written); ``description`` a longer
     text for the tooltip; ``compaction_due`` the sentence offering a compaction
     ("" when none is due) and ``size`` the figure the tray names ("172 lines").
+    ``title`` is how the sidebar names the bank when its name is a folder name
+    not meant for people (a Claude Code project's ``-home-ann-work-app`` is shown
+    as ``~/work/app``); "" shows the name.
     """
 
     detail: str
@@ -509,6 +522,7 @@ class BankSummary:
     description: str = ""
     compaction_due: str = ""
     size: str = ""
+    title: str = ""
 
 
 @dataclass(frozen=True)
@@ -586,13 +600,13 @@ class Activity:
     An Activity is a snapshot: the backend hands out a new one when rows change.
     """
 
-    __slots__ = ("keys", "times", "rows", "since", "note")
+    __slots__ = ("keys", "note", "rows", "since", "times")
 
     def __init__(
         self,
         keys: Sequence[str],
-        times: Mapping[str, array],
-        rows: Mapping[str, array],
+        times: Mapping[str, array[int]],
+        rows: Mapping[str, array[int]],
         since: int | None = None,
         note: str = "",
     ) -> None:
@@ -603,9 +617,7 @@ class Activity:
         self.note = note
 
     @classmethod
-    def from_events(
-        cls, events: Iterable[tuple[int, str, str]], since: int | None = None, note: str = ""
-    ) -> "Activity":
+    def from_events(cls, events: Iterable[tuple[int, str, str]], since: int | None = None, note: str = "") -> Activity:
         """An Activity from ``(time ms, kind, row key)`` events in any order (for small banks)."""
         keys: list[str] = []
         index: dict[str, int] = {}
@@ -641,7 +653,7 @@ class Activity:
         out: dict[str, list[int]] = {}
         for kind, times in self.times.items():
             cuts = [bisect.bisect_left(times, b) for b in bounds]
-            out[kind] = [hi - lo for lo, hi in zip(cuts, cuts[1:])]
+            out[kind] = [hi - lo for lo, hi in itertools.pairwise(cuts)]
         return out
 
     def keys_between(self, start: int, end: int, kinds: Iterable[str] = CAPTURE_KINDS) -> set[str]:
@@ -747,14 +759,37 @@ class Source(Protocol):
 
     ``kind`` is the registry's name of the backend; ``label`` how the sidebar
     names the source; ``capabilities`` what can be done to its banks
-    (:data:`CREATE_BANK`, :data:`TRASH_BANK`).
+    (:data:`CREATE_BANK`, :data:`TRASH_BANK`). ``also_watched`` names folders
+    outside ``path`` whose changes matter to the source too (a Claude Code
+    project's memory folder lives under ``~/.claude``): the window watches them
+    as well, and :meth:`classify` gets their files' parts relative to ``path``
+    (so they begin with ``..``); a source whose folders are all inside ``path`` names none.
     """
 
-    kind: str
-    path: str
-    label: str
-    capabilities: Capabilities
-    bank_names: NameRule | None
+    # Read-only members (a backend may keep each as an attribute or a property).
+    @property
+    def kind(self) -> str:
+        """The registry's name of the backend."""
+
+    @property
+    def path(self) -> str:
+        """The folder opened (absolute)."""
+
+    @property
+    def label(self) -> str:
+        """How the sidebar names the source."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What can be done to its banks."""
+
+    @property
+    def bank_names(self) -> NameRule | None:
+        """The rule a new bank's name follows (None: banks are not named by a person)."""
+
+    @property
+    def also_watched(self) -> tuple[str, ...]:
+        """Folders outside ``path`` whose changes matter to the source too."""
 
     def scan(self) -> Listing:
         """List the banks (and the trash) as they are on disk now."""
@@ -814,33 +849,31 @@ class BankDefaults:
         """Refused: nothing to compact or review."""
         return self._refuse(COMPACT if what == COMPACT else REVIEW)
 
-    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> "Change":
+    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
         """Refused: no plans."""
         return self._refuse(COMPACT)
 
-    def accept_review(self, plan: object) -> "Change":
+    def accept_review(self, plan: object) -> Change:
         """Refused: no reviews."""
         return self._refuse(REVIEW)
 
-    def set_pinned(self, keys: Sequence[str], pinned: bool) -> "Change":
+    def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
         """Refused: no pin."""
         return self._refuse(PIN)
 
-    def set_live(self, keys: Sequence[str], live: bool) -> "Change":
+    def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Refused: rows are not retired."""
         return self._refuse(TOMBSTONE)
 
-    def edit(self, key: str, field: str, value: str | builtins.list[str]) -> "Change":
+    def edit(self, key: str, field: str, value: str | builtins.list[str]) -> Change:
         """Refused: rows are not edited in place."""
         return self._refuse(EDIT)
 
-    def create(
-        self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False
-    ) -> "Change":
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
         """Refused: no New memory."""
         return self._refuse(CREATE)
 
-    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> "Change":
+    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
         """Refused: facts are not kept here."""
         return self._refuse(KEEP)
 
@@ -848,7 +881,7 @@ class BankDefaults:
         """Nothing to check."""
         return ()
 
-    def apply_pending(self, pending: Pending) -> "Change":
+    def apply_pending(self, pending: Pending) -> Change:
         """Refused: no what-if toggles."""
         return self._refuse(WHAT_IF)
 
@@ -870,18 +903,23 @@ class SourceDefaults:
 
     capabilities: Capabilities
 
+    @property
+    def also_watched(self) -> tuple[str, ...]:
+        """No folders outside the source's own to watch."""
+        return ()
+
     def configure(self, values: Mapping[str, Any]) -> None:
         """No settings of its own: nothing to keep."""
 
-    def create_bank(self, name: str, description: str = "") -> "Change":
+    def create_bank(self, name: str, description: str = "") -> Change:
         """Refused: banks are not created here."""
         refuse(self.capabilities, CREATE_BANK)
 
-    def trash_bank(self, name: str) -> "Change":
+    def trash_bank(self, name: str) -> Change:
         """Refused: banks are not trashed here."""
         refuse(self.capabilities, TRASH_BANK)
 
-    def restore_bank(self, folder: str) -> "Change":
+    def restore_bank(self, folder: str) -> Change:
         """Refused: there is no trash."""
         refuse(self.capabilities, TRASH_BANK)
 

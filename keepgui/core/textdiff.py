@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 

@@ -18,12 +18,12 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from keepgui.core.fsio import is_temp_name
 
@@ -43,7 +43,7 @@ class ChangeSet:
         """
         root = os.path.normpath(os.path.abspath(root))
         prefix = root + os.sep
-        out = []
+        out: list[tuple[str, ...]] = []
         for path in self.paths:
             if path == root:
                 out.append(())
@@ -57,7 +57,7 @@ class ChangeSet:
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: "Watcher") -> None:
+    def __init__(self, watcher: Watcher) -> None:
         self._watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:
@@ -90,7 +90,7 @@ class Watcher:
         self._observer = observer_factory()
         self._observer.daemon = True
         self._handler = _Handler(self)
-        self._watches: dict[str, object] = {}
+        self._watches: dict[str, ObservedWatch] = {}
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._first_at = 0.0
@@ -155,10 +155,11 @@ class Watcher:
         self._wake.set()
 
     def _flush_loop(self) -> None:
-        while not self._stopped:
+        while True:  # stop() sets the wake event, so a stop is seen here
             self._wake.wait()
             if self._stopped:
                 return
+            batch: frozenset[str] = frozenset()
             while True:
                 with self._lock:
                     now = time.monotonic()

@@ -24,7 +24,17 @@ import concurrent.futures
 from typing import Any
 
 from PySide6.QtCore import QDate, QDateTime, QObject, QPointF, QRectF, QSize, Qt, QTime, QTimer, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import (
+    QColor,
+    QFontMetrics,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QResizeEvent,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QToolButton, QToolTip, QWidget
 
 from keepgui.core.source import ACTIVITY, CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity, BankKey
@@ -172,7 +182,7 @@ class ActivityStrip(QWidget):
     def counts_on(self, day: QDate) -> dict[str, int]:
         """The events of each kind on a day shown."""
         if day not in self._days or not self._counts:
-            return {kind: 0 for kind in CAPTURE_KINDS}
+            return dict.fromkeys(CAPTURE_KINDS, 0)
         i = self._days.index(day)
         return {kind: self._counts[kind][i] for kind in CAPTURE_KINDS}
 
@@ -219,11 +229,11 @@ class ActivityStrip(QWidget):
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return QSize(640, STRIP_HEIGHT)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._recount()
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
         pal = self.palette()
         text = pal.color(QPalette.ColorRole.WindowText)
@@ -276,10 +286,11 @@ class ActivityStrip(QWidget):
 
     # ------------------------------------------------------------------ choosing days
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         day = self.day_at(event.position().x())
         if day is None or event.button() != Qt.MouseButton.LeftButton:
-            return super().mousePressEvent(event)
+            super().mousePressEvent(event)
+            return
         if event.modifiers() & Qt.KeyboardModifier.ShiftModifier and self.selection is not None:
             self._anchor = self.selection[0]
         elif self.selection == (day, day):
@@ -290,27 +301,27 @@ class ActivityStrip(QWidget):
         self._dragging = True
         self._preview(self._anchor, day)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         day = self.day_at(event.position().x())
         if self._dragging and day is not None and self._anchor is not None:
             self._preview(self._anchor, day)
         if day is not None:
             QToolTip.showText(event.globalPosition().toPoint(), self.describe_day(day), self)
 
-    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         if self._dragging and self.selection is not None:
             self._dragging = False
             self.choose(*self.selection)
             return
         super().mouseReleaseEvent(event)
 
-    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt override
         steps = event.angleDelta().y() // 120 or event.angleDelta().x() // 120
         if steps:
             self.end_back = max(0, self.end_back + steps * 7)  # a week per step, back in time
             self._recount()
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         key = event.key()
         if key == Qt.Key.Key_Escape and self.selection is not None:
             self.clear_range()

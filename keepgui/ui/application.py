@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Any
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from keepgui.core.source import BankKey
 from keepgui.ui.hub import Hub
 from keepgui.ui.mainwindow import MainWindow
 from keepgui.ui.settings import Settings
@@ -17,7 +20,7 @@ __all__ = ["DESKTOP_ID", "build_window", "initial_sources", "launch", "make_app"
 SCREENSHOT_SIZE = (1440, 900)
 
 
-def build_window(args, settings: Settings | None = None, watch: bool = True) -> MainWindow:
+def build_window(args: argparse.Namespace, settings: Settings | None = None, watch: bool = True) -> MainWindow:
     """The main window with its sources opened as the arguments ask."""
     settings = settings or Settings()
     sources, persist = initial_sources(args, settings)
@@ -48,6 +51,8 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     will load (no bank to show: a nanobot-only source, an empty or missing data dir, ``--bank``
     naming nothing); ``timeout_ms`` is only a fallback. Returns the exit status."""
     app = QApplication.instance()
+    if app is None:
+        raise RuntimeError("a screenshot needs the running application")
     result = {"status": 1, "shot": False, "idle": 0, "loaded": False}
 
     def shoot() -> None:
@@ -67,7 +72,7 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
             print(f"keepgui: could not write {path}", file=sys.stderr)
         app.quit()
 
-    def on_loaded(_key) -> None:
+    def on_loaded(_key: object) -> None:
         result["loaded"] = True
         table = window.memories.table
         if not table.selectionModel().hasSelection() and table.model().rowCount():
@@ -93,7 +98,7 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
     return result["status"]
 
 
-def single_instance_applies(args) -> bool:
+def single_instance_applies(args: argparse.Namespace) -> bool:
     """Whether this start hands over to (or becomes) the one running keepgui.
 
     Not with ``--stand-alone`` (asked for), ``--screenshot`` (renders and exits)
@@ -105,7 +110,7 @@ def single_instance_applies(args) -> bool:
     )
 
 
-def activation_request(args) -> dict:
+def activation_request(args: argparse.Namespace) -> dict[str, Any]:
     """The ``activate`` request's arguments: the sources, bank, panel and query this start names."""
     from keepgui.ui.ipc import activation_token
 
@@ -119,7 +124,7 @@ def activation_request(args) -> dict:
     }
 
 
-def launch(args) -> int:
+def launch(args: argparse.Namespace) -> int:
     """Run the window until it closes (or raise the running one and return at once)."""
     app = make_app()
     if getattr(args, "screenshot", None):
@@ -145,7 +150,7 @@ def launch(args) -> int:
 
     desktop = install(window, app, server)
 
-    def compact(key) -> None:
+    def compact(key: BankKey) -> None:
         # The tray's "Compaction due": show the bank and open the plan for review.
         desktop.show_bank(key)
         window.review_compaction(key)

@@ -10,7 +10,7 @@ draws it as a bar, the edited document highlighted, and says it in words.
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QPainter, QPalette, QPen
+from PySide6.QtGui import QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from keepgui.core.source import Budget, BudgetSegment
@@ -20,7 +20,7 @@ from keepgui.ui import theme
 class BudgetBar(QWidget):
     """The bar: one segment per document over the whole budget."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.segments: tuple[BudgetSegment, ...] = ()
         self.current: str | None = None
@@ -36,7 +36,7 @@ class BudgetBar(QWidget):
         self.segments, self.current, self.total = budget.segments, budget.current, max(1, budget.total)
         self.update()
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         rect = QRectF(self.rect()).adjusted(0.5, 2.5, -0.5, -2.5)
@@ -62,7 +62,7 @@ class BudgetBar(QWidget):
 class BudgetMeter(QWidget):
     """The bar plus the sentence for the document being edited."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bar = BudgetBar(self)
         self.label = QLabel(self)

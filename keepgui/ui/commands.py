@@ -18,7 +18,8 @@ nothing (already kept) is obsolete too: there is nothing to undo.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtGui import QUndoCommand
 

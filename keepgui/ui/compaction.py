@@ -15,6 +15,7 @@ Signals:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -30,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from keepgui.core.compaction import excerpt
+from keepgui.core.compaction import Plan, excerpt
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import COMPACT, DISK, REVIEW, BankKey, Change
 from keepgui.ui import theme
@@ -39,8 +40,12 @@ from keepgui.ui.diffview import DiffView
 OpRole = Qt.ItemDataRole.UserRole + 80
 
 
-def rewrite_summary(plan) -> str:
-    """ "31 entries removed, 4 merged" for a review plan (what an outside rewrite did)."""
+def rewrite_summary(plan: Plan) -> str:
+    """ "31 entries removed, 4 merged" for a review plan (what an outside rewrite did), or the
+    plan's own words for it (its :meth:`~keepgui.core.compaction.Plan.describe`)."""
+    own = plan.describe()
+    if own:
+        return own
     counts: dict[str, int] = {}
     for op in plan.operations:
         counts[op.kind] = counts.get(op.kind, 0) + max(1, len(op.before))
@@ -60,11 +65,11 @@ class CompactionDialog(QDialog):
     applyRequested = Signal(object, frozenset)
     acceptRequested = Signal(object)
 
-    def __init__(self, plan, title: str, parent=None, review: bool = False) -> None:
+    def __init__(self, plan: Plan, title: str, parent: QWidget | None = None, review: bool = False) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         self.review = review
-        self.plan = None
+        self.plan: Plan | None = None  # set once the tree shows its operations
         self.tree = QTreeWidget(self)
         self.tree.setHeaderLabels(["Operation", "Reason"])
         self.tree.setAccessibleName("Operations of the plan")
@@ -88,9 +93,9 @@ class CompactionDialog(QDialog):
         self.accept_button.setVisible(review)
         self.accept_button.setToolTip("Stop showing this rewrite; nothing is written")
         self.discard_button = QPushButton("Discard" if not review else "Close", self)
-        self.select_safe.clicked.connect(lambda: self._set_selection(self.plan.select("safe")))
-        self.select_all.clicked.connect(lambda: self._set_selection(self.plan.select("all")))
-        self.select_none.clicked.connect(lambda: self._set_selection(self.plan.select("none")))
+        self.select_safe.clicked.connect(lambda: self._set_selection(plan.select("safe")))
+        self.select_all.clicked.connect(lambda: self._set_selection(plan.select("all")))
+        self.select_none.clicked.connect(lambda: self._set_selection(plan.select("none")))
         self.apply_button.clicked.connect(self._apply)
         self.accept_button.clicked.connect(lambda: self.acceptRequested.emit(self.plan))
         self.discard_button.clicked.connect(self.reject)
@@ -133,7 +138,7 @@ class CompactionDialog(QDialog):
 
     # ------------------------------------------------------------------ plan
 
-    def set_plan(self, plan) -> None:
+    def set_plan(self, plan: Plan) -> None:
         """Show a (new) plan with its default selection."""
         self.plan = plan
         self.tree.blockSignals(True)
@@ -172,43 +177,49 @@ class CompactionDialog(QDialog):
             button.setEnabled(has_ops)
         self._update_totals()
         first = self.tree.topLevelItem(0)
-        if first is not None and first.childCount():
-            self.tree.setCurrentItem(first.child(0))
+        child = first.child(0) if first is not None and first.childCount() else None
+        if child is not None:
+            self.tree.setCurrentItem(child)
         else:
             self.op_diff.setPlainText("")
 
     def selection(self) -> frozenset[str]:
         """The ids of the checked operations."""
         chosen = []
-        for i in range(self.tree.topLevelItemCount()):
-            top = self.tree.topLevelItem(i)
-            for j in range(top.childCount()):
-                item = top.child(j)
-                if item.checkState(0) == Qt.CheckState.Checked and item.data(0, OpRole):
-                    chosen.append(item.data(0, OpRole))
+        for item in self._operation_items():
+            if item.checkState(0) == Qt.CheckState.Checked and item.data(0, OpRole):
+                chosen.append(item.data(0, OpRole))
         return frozenset(chosen)
 
-    def _set_selection(self, selection) -> None:
-        selection = set(selection)
-        self.tree.blockSignals(True)
+    def _operation_items(self) -> list[QTreeWidgetItem]:
+        """The operations' rows (the children of the kind rows)."""
+        items = []
         for i in range(self.tree.topLevelItemCount()):
             top = self.tree.topLevelItem(i)
-            for j in range(top.childCount()):
-                item = top.child(j)
-                if item.flags() & Qt.ItemFlag.ItemIsUserCheckable:
-                    item.setCheckState(
-                        0, Qt.CheckState.Checked if item.data(0, OpRole) in selection else Qt.CheckState.Unchecked
-                    )
+            for j in range(top.childCount() if top is not None else 0):
+                item = top.child(j) if top is not None else None
+                if item is not None:
+                    items.append(item)
+        return items
+
+    def _set_selection(self, selection: Iterable[str]) -> None:
+        selection = set(selection)
+        self.tree.blockSignals(True)
+        for item in self._operation_items():
+            if item.flags() & Qt.ItemFlag.ItemIsUserCheckable:
+                item.setCheckState(
+                    0, Qt.CheckState.Checked if item.data(0, OpRole) in selection else Qt.CheckState.Unchecked
+                )
         self.tree.blockSignals(False)
         self._update_totals()
 
-    def _on_item_changed(self, item, column: int) -> None:
+    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         if column == 0:
             self._refresh.start()
 
-    def _on_current(self, current, _previous) -> None:
+    def _on_current(self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
         op_id = current.data(0, OpRole) if current is not None else None
-        if op_id is None:
+        if op_id is None or self.plan is None:
             return
         try:
             self.op_diff.setPlainText(self.plan.render_operation(op_id) or "(no change to the file)")
@@ -216,6 +227,8 @@ class CompactionDialog(QDialog):
             self.op_diff.setPlainText(str(exc))
 
     def _update_totals(self) -> None:
+        if self.plan is None:
+            return
         selection = self.selection()
         counts = self.plan.counts(selection)
         text = f"<b>{counts.describe()}</b> · {len(selection)} of {len(self.plan.operations)} operations checked"
@@ -307,7 +320,9 @@ class CompactionFlow(QObject):
         self.dialog = dialog
         dialog.show()
 
-    def _apply(self, key: BankKey, dialog: CompactionDialog, plan: Any, selection: frozenset, review: bool) -> None:
+    def _apply(
+        self, key: BankKey, dialog: CompactionDialog, plan: Any, selection: frozenset[str], review: bool
+    ) -> None:
         text = (
             f"Restore {len(selection)} change(s) of {key.bank}"
             if review

@@ -21,7 +21,8 @@ running with no visible way back.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtWidgets import QApplication
@@ -32,6 +33,10 @@ from keepgui.core.paths import short_path
 from keepgui.core.source import KEEP, BankKey
 from keepgui.ui.quickkeep import keep_into, open_quick_keep
 from keepgui.ui.tray import KeepTray, tray_available
+
+if TYPE_CHECKING:  # the window is handed in; only its type is needed here
+    from keepgui.ui.ipc import InstanceServer
+    from keepgui.ui.mainwindow import MainWindow
 
 KEEP_RUNNING_SETTING = "tray/keep_running"
 """Settings key: keep running in the tray when the window closes (bool, default False)."""
@@ -49,7 +54,9 @@ class Desktop(QObject):
 
     compactionRequested = Signal(object)
 
-    def __init__(self, window, app: QApplication, server=None, use_tray: bool | None = None) -> None:
+    def __init__(
+        self, window: MainWindow, app: QApplication, server: InstanceServer | None = None, use_tray: bool | None = None
+    ) -> None:
         super().__init__(window)
         self.window = window
         self.app = app
@@ -155,11 +162,11 @@ class Desktop(QObject):
         # closing popup must not count as "the last window closed").
         self.app.setQuitOnLastWindowClosed(not self.keeps_running())
 
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if watched is self.window and event.type() == QEvent.Type.Close and not self._quitting and self.keeps_running():
             event.ignore()
             self.window.hide()
-            if not self._told_about_tray:
+            if not self._told_about_tray and self.tray is not None:
                 self._told_about_tray = True
                 self.tray.notify(
                     "keepgui is still running here. Quick keep and the window are in this icon's "
@@ -180,7 +187,7 @@ class Desktop(QObject):
 
     # ------------------------------------------------------------------ requests from later starts
 
-    def _ipc_activate(self, args: dict) -> dict:
+    def _ipc_activate(self, args: dict[str, Any]) -> dict[str, Any]:
         hub = self.window.hub
         opened = []
         for item in args.get("sources") or []:
@@ -207,13 +214,13 @@ class Desktop(QObject):
             preview.set_query(query)
         return {"shown": True, "opened": opened}
 
-    def _select_named_bank(self, bank: str, named: list) -> None:
+    def _select_named_bank(self, bank: str, named: Sequence[str]) -> None:
         """Select ``bank`` in the sources the request named, else in any open source."""
         hub = self.window.hub
         paths = [p for p in named if p in hub.sources] or list(hub.sources)
         self.window.want_bank_named(bank, paths)
 
-    def _ipc_keep(self, args: dict) -> dict:
+    def _ipc_keep(self, args: dict[str, Any]) -> dict[str, Any]:
         text, workspace = args["text"], args.get("source", args.get("workspace"))
         if not isinstance(text, str) or not isinstance(workspace, str):
             raise InvalidInput("keep needs a text and the folder of a source")
@@ -248,7 +255,7 @@ class Desktop(QObject):
                         return key
         return None
 
-    def _ipc_quick_keep(self, args: dict) -> dict:
+    def _ipc_quick_keep(self, args: dict[str, Any]) -> dict[str, Any]:
         token = args.get("activation_token")
         if isinstance(token, str) and token:
             os.environ["XDG_ACTIVATION_TOKEN"] = token
@@ -257,7 +264,9 @@ class Desktop(QObject):
         return {"shown": True}
 
 
-def install(window, app: QApplication, server=None, use_tray: bool | None = None) -> Desktop:
+def install(
+    window: MainWindow, app: QApplication, server: InstanceServer | None = None, use_tray: bool | None = None
+) -> Desktop:
     """Give ``window`` its tray icon, Quick keep, and the single-instance handlers of ``server``.
 
     ``use_tray`` None asks the desktop (:func:`~keepgui.ui.tray.tray_available`);

@@ -19,7 +19,7 @@ import html
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
-from keepgui.core.source import ALL_FIELDS
+from keepgui.core.source import ALL_FIELDS, Row
 from keepgui.core.textdiff import SHOWN_CHARS, shown_text, word_diff
 from keepgui.ui import theme
 from keepgui.ui.timefmt import absolute, relative
@@ -34,7 +34,7 @@ class DetailPanel(QWidget):
 
     memoryLinkActivated = Signal(str)
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.browser = QTextBrowser(self)
         self.browser.setOpenLinks(False)
@@ -44,8 +44,8 @@ class DetailPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.browser)
-        self._record = None
-        self._history: list = []
+        self._record: Row | None = None
+        self._history: list[Row] = []
         self.fields = ALL_FIELDS
         self.show_empty()
 
@@ -59,20 +59,20 @@ class DetailPanel(QWidget):
         self._history = []
         self.browser.setHtml(f"<p style='color:{theme.muted_text().name()}'>{_esc(text)}</p>")
 
-    def show_record(self, record) -> None:
+    def show_record(self, record: Row) -> None:
         """Show one record; its history (revisions, oldest first) comes later (:meth:`set_history`)."""
         self._record = record
         self._history = []
         self.browser.setHtml(self._render())
 
-    def set_history(self, memory_id: str, revisions: list) -> None:
+    def set_history(self, memory_id: str, revisions: list[Row]) -> None:
         """The background read of a memory's revisions arrived."""
         if self._record is not None and self._record.id == memory_id:
             self._history = revisions
             self.browser.setHtml(self._render())
 
     @property
-    def record(self):
+    def record(self) -> Row | None:
         """The record shown (or None)."""
         return self._record
 
@@ -82,6 +82,8 @@ class DetailPanel(QWidget):
 
     def _render(self) -> str:
         r = self._record
+        if r is None:
+            return ""
         muted = theme.muted_text().name()
         rows = []
 
@@ -146,7 +148,7 @@ class DetailPanel(QWidget):
         removed = theme.tint("removed").name()
         muted = theme.muted_text().name()
         items = []
-        previous = None
+        previous: Row | None = None
         for rev in self._history:
             what = _describe_change(previous, rev)
             text = ""
@@ -174,7 +176,7 @@ class DetailPanel(QWidget):
         )
 
 
-def _describe_change(old, new) -> str:
+def _describe_change(old: Row | None, new: Row) -> str:
     """What one revision did, in words."""
     if old is None:
         return "created" + (" (pinned)" if new.pinned else "")
@@ -187,8 +189,9 @@ def _describe_change(old, new) -> str:
         )
     elif old.invalid_at is not None and new.invalid_at is None:
         parts.append("restored")
-    if new.corroboration > old.corroboration:
-        parts.append(f"reinforced (seen ×{new.corroboration + 1})")
+    seen_before, seen_now = old.corroboration or 0, new.corroboration or 0  # None: the backend counts nothing
+    if seen_now > seen_before:
+        parts.append(f"reinforced (seen ×{seen_now + 1})")
     if new.text != old.text:
         parts.append("text edited")
     if new.pinned != old.pinned:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence, Set as AbstractSet
+
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -14,11 +16,10 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
+    QWidget,
 )
 
-from typing import Callable
-
-from keepgui.core.source import NameRule
+from keepgui.core.source import NameRule, Trashed
 from keepgui.ui import theme
 from keepgui.ui.timefmt import relative
 
@@ -31,8 +32,8 @@ class NameDialog(QDialog):
         title: str,
         prompt: str,
         rule: NameRule,
-        taken: set[str] = frozenset(),
-        parent=None,
+        taken: AbstractSet[str] = frozenset(),
+        parent: QWidget | None = None,
         extra_label: str | None = None,
     ) -> None:
         super().__init__(parent)
@@ -52,7 +53,7 @@ class NameDialog(QDialog):
         form = QFormLayout()
         form.addRow(prompt, self.name)
         if self.extra is not None:
-            form.addRow(extra_label, self.extra)
+            form.addRow(extra_label or "", self.extra)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.hint)
@@ -98,7 +99,7 @@ class NewMemoryDialog(QDialog):
         self,
         bank: str,
         check: Callable[[str], tuple[str, bool]],
-        parent=None,
+        parent: QWidget | None = None,
         *,
         tags: bool = True,
         entities: bool = True,
@@ -158,7 +159,7 @@ def split_labels(text: str) -> list[str]:
 class TrashDialog(QDialog):
     """Choose a trashed bank to restore."""
 
-    def __init__(self, trashed, taken: set[str], parent=None) -> None:
+    def __init__(self, trashed: Sequence[Trashed], taken: AbstractSet[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Restore a bank from the trash")
         self.list = QListWidget(self)
@@ -181,5 +182,5 @@ class TrashDialog(QDialog):
 
     def folder(self) -> str | None:
         """The trash folder chosen."""
-        item = self.list.currentItem()
-        return None if item is None else item.data(256)
+        item: QListWidgetItem | None = self.list.currentItem()  # None when the list is empty
+        return None if item is None else str(item.data(256))

@@ -9,7 +9,7 @@ dark mode alike. The diff itself is computed in :mod:`keepgui.core.textdiff`.
 from __future__ import annotations
 
 from PySide6.QtGui import QFont, QFontDatabase, QTextCharFormat
-from PySide6.QtWidgets import QPlainTextEdit
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from keepgui.ui import theme
 from keepgui.ui.highlighting import PaletteHighlighter
@@ -50,7 +50,7 @@ class DiffHighlighter(PaletteHighlighter):
 class DiffView(QPlainTextEdit):
     """A read-only, monospaced, highlighted unified diff."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setReadOnly(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)

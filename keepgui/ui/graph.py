@@ -25,10 +25,21 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QLineF, QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPalette, QPen
+from PySide6.QtGui import (
+    QFont,
+    QFontMetricsF,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QPen,
+    QResizeEvent,
+    QShowEvent,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsItem,
@@ -90,6 +101,12 @@ class GraphCanvas(QGraphicsItem):
         self._cache.clear()
         self.refresh_bounds()
 
+    def _shown(self) -> MemoryGraph:
+        """The graph being drawn (painting starts only once there is one)."""
+        if self.graph is None:
+            raise RuntimeError("the graph canvas has no graph")
+        return self.graph
+
     def refresh_bounds(self) -> None:
         """The graph grew (a live update): the item's rectangle follows."""
         self.prepareGeometryChange()
@@ -144,7 +161,7 @@ class GraphCanvas(QGraphicsItem):
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod > 0.15)
         if self.selected:
             painter.setPen(QPen(accent, 1.5 / max(lod, 0.05)))
-            sel_lines = []
+            sel_lines: list[QLineF] = []
             for i in self.selected:
                 if i < len(graph.keys) and i not in graph._gone:
                     x, y = graph.xs[i], graph.ys[i]
@@ -189,7 +206,7 @@ class GraphCanvas(QGraphicsItem):
 
     def _parts_in(self, rect: QRectF) -> list[int]:
         """The parts (groups; the one part of a small graph, -1) with rows inside ``rect``."""
-        graph = self.graph
+        graph = self._shown()
         if graph.mode != "grouped":
             return [-1]
         out = []
@@ -204,16 +221,17 @@ class GraphCanvas(QGraphicsItem):
         the parts it touched); part -2 is the rows inside the rectangle being painted (a zoomed-in
         view of big groups draws only what is in view, found through the grid)."""
         if part == -2:
-            return self._drawing(self.graph.rows_in(*self._exposed))
+            return self._drawing(self._shown().rows_in(*self._exposed))
         found = self._cache.get(part)
         if found is not None:
             return found
-        found = self._drawing(range(len(self.graph.keys)) if part < 0 else self.graph.rows_of_group(part))
+        graph = self._shown()
+        found = self._drawing(range(len(graph.keys)) if part < 0 else graph.rows_of_group(part))
         self._cache[part] = found
         return found
 
     def _drawing(self, rows: Any) -> tuple[dict[str, list[QPointF]], list[QLineF]]:
-        graph = self.graph
+        graph = self._shown()
         xs, ys, pinned, retired, gone, links, hubs = (
             graph.xs,
             graph.ys,
@@ -244,7 +262,7 @@ class GraphCanvas(QGraphicsItem):
         self.update()
 
     def _paint_rows(self, painter: QPainter, parts: list[int], lod: float) -> None:
-        graph = self.graph
+        graph = self._shown()
         accent = theme.accent()
         text = theme.palette().color(QPalette.ColorRole.Text)
         base = theme.palette().color(QPalette.ColorRole.Base)
@@ -307,7 +325,7 @@ class GraphView(QGraphicsView):
         self.setAccessibleName("Memory graph")
         self._fitted = False  # the view shows the whole graph (kept so on resize until a zoom or pan)
         self._press: QPointF | None = None
-        self.row_text = lambda key: key  # what hovering a row says (the panel knows the rows)
+        self.row_text: Callable[[str], str] = lambda key: key  # what hovering a row says (the panel knows the rows)
 
     @property
     def graph(self) -> MemoryGraph | None:
@@ -327,7 +345,7 @@ class GraphView(QGraphicsView):
             self.fitInView(self.canvas.boundingRect(), Qt.AspectRatioMode.KeepAspectRatio)
             self._fitted = True
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         if self._fitted:
             self.fit()
@@ -347,7 +365,7 @@ class GraphView(QGraphicsView):
         self.centerOn(graph.xs[index], graph.ys[index])
         self._fitted = False
 
-    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt override
         steps = event.angleDelta().y() / 120
         if steps:
             factor = 1.15**steps
@@ -368,11 +386,11 @@ class GraphView(QGraphicsView):
         hub = graph.hub_at(point.x(), point.y(), 3 / max(self.zoom(), 0.01))
         return ("hub", hub) if hub is not None else None
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         self._press = event.position()
         super().mousePressEvent(event)
 
-    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         super().mouseReleaseEvent(event)
         press, self._press = self._press, None
         if press is None or (event.position() - press).manhattanLength() > 4:
@@ -385,14 +403,14 @@ class GraphView(QGraphicsView):
         elif hit is not None:
             self.hubClicked.emit(hit[1].name, add)
 
-    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         hit = self._hit(event.position())
         if hit is not None and hit[0] == "row":
             self.rowDoubleClicked.emit(hit[1])
         else:
             super().mouseDoubleClickEvent(event)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         super().mouseMoveEvent(event)
         if self._press is not None:
             return
@@ -488,7 +506,7 @@ class GraphPanel(QWidget):
         self.scope.currentIndexChanged.connect(lambda _i: self.rebuild())
         self.view.rowClicked.connect(self._on_row_clicked)
         self.view.hubClicked.connect(self._on_hub_clicked)
-        self.view.rowDoubleClicked.connect(lambda i: self.rowOpened.emit(self.view.graph.keys[i]))
+        self.view.rowDoubleClicked.connect(self._on_row_opened)
         if hub is not None:
             hub.changed.connect(self._on_change)
             hub.historyReady.connect(
@@ -526,7 +544,7 @@ class GraphPanel(QWidget):
             show_retired=self.show_history, tag=self.tag.currentData(), focus=self.focus.text().strip(), around=around
         )
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
         if self._dirty:
             self.rebuild()
@@ -624,8 +642,16 @@ class GraphPanel(QWidget):
         )
         canvas.update()
 
+    def _on_row_opened(self, index: int) -> None:
+        graph = self.view.graph
+        if graph is not None:
+            self.rowOpened.emit(graph.keys[index])
+
     def _on_row_clicked(self, index: int, add: bool) -> None:
-        key = self.view.graph.keys[index]
+        graph = self.view.graph
+        if graph is None:
+            return
+        key = graph.keys[index]
         keys = (self.selected_keys | {key}) if add else {key}
         self.selected_keys = keys
         self._highlight_keys()
@@ -638,6 +664,8 @@ class GraphPanel(QWidget):
 
     def _on_hub_clicked(self, name: str, add: bool) -> None:
         graph = self.view.graph
+        if graph is None:
+            return
         hub = graph.hub_of(name)
         if hub is not None and hub.row is not None and hub.row in self.rows:
             keys = {hub.row}  # the hub is a row (others link to it): select that row

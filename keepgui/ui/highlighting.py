@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QSyntaxHighlighter
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit
 
 
 class PaletteHighlighter(QSyntaxHighlighter):
@@ -16,10 +16,14 @@ class PaletteHighlighter(QSyntaxHighlighter):
     are watched (a filter on the application would see every event of every object).
     """
 
-    def __init__(self, widget: QWidget) -> None:
+    def __init__(self, widget: QPlainTextEdit | QTextEdit) -> None:
         super().__init__(widget.document())
         self.set_formats()
         widget.installEventFilter(self)
+
+    def set_formats(self) -> None:
+        """Build the text formats from the theme (each subclass has its own)."""
+        raise NotImplementedError
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange:

@@ -39,8 +39,9 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
@@ -136,7 +137,7 @@ class Hub(QObject):
                 self._pending += 1
             future.add_done_callback(self._task_done)
 
-    def _task_done(self, _future) -> None:
+    def _task_done(self, _future: object) -> None:
         with self._pending_lock:
             self._pending -= 1
 
@@ -185,7 +186,8 @@ class Hub(QObject):
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"keepgui-{kind}")
         self._opened[path] = _Opened(source, backend, executor)
         if self._watcher is not None:
-            self._watcher.watch(path)
+            for root in _roots(source):
+                self._watcher.watch(root)
         self.sourcesChanged.emit()
         self.rescan(path)
         return source
@@ -196,7 +198,8 @@ class Hub(QObject):
         if opened is None:
             return
         if self._watcher is not None:
-            self._watcher.unwatch(path)
+            for root in _roots(opened.source):
+                self._watcher.unwatch(root)
         opened.executor.shutdown(wait=False, cancel_futures=True)
         opened.source.close()
         self.sourcesChanged.emit()
@@ -278,8 +281,10 @@ class Hub(QObject):
         opened = self._opened.get(path)
         if opened is None:
             return
-        if self._watcher is not None and path not in self._watcher.roots:
-            self._watcher.watch(path)  # the folder may have been created since
+        if self._watcher is not None:
+            for root in _roots(opened.source):
+                if root not in self._watcher.roots:
+                    self._watcher.watch(root)  # the folder may have been created since
         opened.scans_requested += 1
         self._submit(opened.executor, self._scan_task, opened, opened.scans_requested)
 
@@ -360,7 +365,7 @@ class Hub(QObject):
         opened.summaries[key.bank] = summary
         if summary.problem:
             self.bankFailed.emit(key, summary.problem)
-        if change.rows or change.reviews:
+        if change.rows or change.reviews or change.documents:  # a load may find the documents listed anew
             self.changed.emit(change)
         if first or change.rows.complete or change.rows or summary_changed:
             self.banksChanged.emit(key.source)
@@ -417,7 +422,7 @@ class Hub(QObject):
                 return  # the person typed on: only the newest question is worth answering
             try:
                 result = work()
-            except Exception as exc:  # shown in the pane, never raised into Qt
+            except Exception as exc:  # noqa: BLE001 - shown in the pane, never raised into Qt
                 result = exc
             done.emit(key, token, result)
 
@@ -505,7 +510,17 @@ class Hub(QObject):
 
     def _on_changes(self, changes: ChangeSet) -> None:
         for path, opened in list(self._opened.items()):
-            parts = [p for p in changes.under(path) if not self._is_echo(path, p)]
+            parts = []
+            for root in _roots(opened.source):
+                for found in changes.under(root):
+                    if self._is_echo(root, found):
+                        continue
+                    # a file of a folder outside the source: its parts relative to the source (``..`` first)
+                    parts.append(
+                        found
+                        if root == path
+                        else tuple(os.path.relpath(os.path.join(root, *found), path).split(os.sep))
+                    )
             if not parts:
                 continue
             plan = opened.source.classify(parts, opened.listing.names)
@@ -526,3 +541,8 @@ class Hub(QObject):
             for name in sorted(plan.refresh):
                 if name in opened.loaded or name in opened.listing.names:
                     self.refresh_bank(BankKey(path, name))
+
+
+def _roots(source: Source) -> list[str]:
+    """The folders watched for a source: its own, then the ones outside it that matter to it."""
+    return [source.path, *(os.path.abspath(p) for p in source.also_watched)]

@@ -46,7 +46,8 @@ import stat
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
@@ -83,7 +84,7 @@ class IpcError(KeepguiError):
 
 
 def _digest(text: str) -> str:
-    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return hashlib.md5(text.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()[:12]
 
 
 def _user() -> str:
@@ -165,8 +166,8 @@ def _ensure_event_machinery() -> None:
 
 
 def request(
-    command: str, args: dict | None = None, *, name: str | None = None, timeout_ms: int | None = None
-) -> dict | None:
+    command: str, args: dict[str, Any] | None = None, *, name: str | None = None, timeout_ms: int | None = None
+) -> dict[str, Any] | None:
     """Send one request to the running instance and return its reply.
 
     Returns None when no instance is running (nothing listens, or the socket
@@ -253,7 +254,7 @@ def activation_token() -> str | None:
 # ---------------------------------------------------------------------- server
 
 
-Handler = Callable[[dict], dict]
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
 """A command's handler: takes the request's ``args``, returns the reply's fields.
 
 Raising :class:`~keepgui.core.errors.KeepguiError` (or OSError) replies
@@ -416,7 +417,7 @@ class InstanceServer(QObject):
         socket.flush()
         socket.disconnectFromServer()  # waits until the reply is written
 
-    def _handle(self, line: bytes) -> dict | None:
+    def _handle(self, line: bytes) -> dict[str, Any] | None:
         """The reply to one request line, or None to drop the connection without one."""
         try:
             message = json.loads(line.decode("utf-8"))
@@ -453,11 +454,13 @@ class InstanceServer(QObject):
         return {"protocol_version": PROTOCOL_VERSION, "ok": True, **(fields or {})}
 
 
-def _error(text: str) -> dict:
+def _error(text: str) -> dict[str, Any]:
     return {"protocol_version": PROTOCOL_VERSION, "ok": False, "error": text}
 
 
-def become_instance(command: str, args: dict, parent: QObject | None = None) -> tuple[dict | None, Any]:
+def become_instance(
+    command: str, args: dict[str, Any], parent: QObject | None = None
+) -> tuple[dict[str, Any] | None, Any]:
     """Hand ``command`` to a running instance, or become the instance.
 
     Returns ``(reply, None)`` when a running instance took the request, and

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QUndoStack
@@ -137,6 +138,11 @@ class MainWindow(QMainWindow):
         """A panel by name."""
         return next((w for n, w in self._panels if n == name), None)
 
+    def _open_graph_row(self, key: str) -> None:
+        """A double click on a row of the graph: that row in the memories panel."""
+        if self.memories.select_key(key):
+            self.show_panel("memories")
+
     def show_panel(self, name: str) -> None:
         """Bring a panel to the front (``activity``: the Memories panel with its activity strip)."""
         if name == "activity":
@@ -175,7 +181,7 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         a = self._action
         self.open_actions: list[QAction] = []
-        for backend, keys in zip(registry.backends(), shortcuts.OPEN_SOURCE):
+        for backend, keys in zip(registry.backends(), shortcuts.OPEN_SOURCE, strict=False):  # further: no keys
             label = backend.label
             action = a(
                 f"Open {label}…",
@@ -310,7 +316,7 @@ class MainWindow(QMainWindow):
         self.memories.selectionChangedTo.connect(lambda records: self.graph.highlight(r.id for r in records))
         self.memories.history.toggled.connect(self.graph.set_show_history)
         self.graph.rowsChosen.connect(self.memories.select_keys)
-        self.graph.rowOpened.connect(lambda key: self.memories.select_key(key) and self.show_panel("memories"))
+        self.graph.rowOpened.connect(self._open_graph_row)
         self.memories.note.connect(self.note)
         self.memories.warning.connect(lambda text: self.banner.show_message(text, "warning"))
         self.tabs.currentChanged.connect(self._on_tab)
@@ -423,8 +429,12 @@ class MainWindow(QMainWindow):
         self._wanted = (name, order, {p: self.hub.scan_count(p) for p in order if p in self.hub.sources})
         for path in list(self.hub.sources):
             self._select_wanted(path)
-            if self._wanted is None:
+            if not self._still_wanted():
                 break
+
+    def _still_wanted(self) -> bool:
+        """True while a bank asked for by name is not selected yet (selecting it clears the wish)."""
+        return self._wanted is not None
 
     # ------------------------------------------------------------------ banks
 
@@ -513,7 +523,7 @@ class MainWindow(QMainWindow):
 
         open_quick_keep(self)
 
-    def find(self) -> None:
+    def find(self) -> None:  # type: ignore[override]  # Edit → Find; QWidget.find (by window id) is not used
         """Edit → Find."""
         self.show_panel("memories")
         self.memories.focus_search()
@@ -553,7 +563,7 @@ class MainWindow(QMainWindow):
         """Bank → New bank."""
         path = self._current_source()
         source = self.hub.sources.get(path) if path else None
-        if source is None or not source.capabilities.can(CREATE_BANK) or source.bank_names is None:
+        if path is None or source is None or not source.capabilities.can(CREATE_BANK) or source.bank_names is None:
             self.show_error(
                 source.capabilities.why_not(CREATE_BANK)
                 if source is not None
@@ -657,6 +667,9 @@ class MainWindow(QMainWindow):
             self.counts_label.setText("")
             return
         selected = len(self.memories.selected_records())
+        summary = self.hub.summary(self.current)
+        if summary is not None and summary.title:
+            self.setWindowTitle(f"{summary.title} — keepgui")  # a bank named by a folder name not for people
         text = self.hub.detail(self.current)
         if selected:
             text += f" · {selected} selected"

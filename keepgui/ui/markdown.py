@@ -14,7 +14,7 @@ import re
 from markdown_it import MarkdownIt
 from PySide6.QtCore import QRegularExpression, QUrl
 from PySide6.QtGui import QFont, QPalette, QTextCharFormat
-from PySide6.QtWidgets import QTextBrowser
+from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from keepgui.ui import theme
 from keepgui.ui.highlighting import PaletteHighlighter
@@ -25,7 +25,8 @@ _IN_FENCE = 1
 
 def render_html(text: str) -> str:
     """The HTML of a markdown text (raw HTML is shown as text, never interpreted)."""
-    return _MD.render(text)
+    html: str = _MD.render(text)
+    return html
 
 
 class MarkdownHighlighter(PaletteHighlighter):
@@ -87,13 +88,13 @@ class MarkdownHighlighter(PaletteHighlighter):
 class RenderedView(QTextBrowser):
     """Read-only rendered markdown that never loads a resource or follows a link."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setAccessibleName("Rendered rule")
 
-    def loadResource(self, kind: int, url: QUrl):  # noqa: N802 - Qt override
+    def loadResource(self, kind: int, url: QUrl | str) -> object:  # noqa: N802 - Qt override
         return None  # images, stylesheets, anything: never fetched, never read from disk
 
     def show_markdown(self, text: str) -> None:

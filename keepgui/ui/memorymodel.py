@@ -30,14 +30,15 @@ Signals:
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
-
 import itertools
 import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import EllipsisType
+from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 
 from keepgui.core.rowtable import RowTable, inverse, live_mask, sort_key, sort_order
@@ -172,6 +173,7 @@ class MemoryTableModel(QAbstractTableModel):
         """
         changed: list[int] = []
         new: list[Any] = []
+        self.now = max(self.now, now_ms())  # a row just written is "just now", never "in the future"
         for row in rows:
             i = self._row_of.get(_key(row))
             if i is None:
@@ -419,7 +421,8 @@ class MemoryTableModel(QAbstractTableModel):
 
 def _runs(rows: list[int]) -> Iterable[tuple[int, int]]:
     """Consecutive runs ``(first, last)`` of sorted row numbers."""
-    start = prev = None
+    start: int | None = None
+    prev = 0  # read only once a run has started
     for r in rows:
         if start is None:
             start = prev = r
@@ -455,7 +458,7 @@ class MemoryProxyModel(QAbstractTableModel):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._source: MemoryTableModel | None = None
+        self._model: MemoryTableModel | None = None
         self.show_history = False
         self.tag: str | None = None
         self.match_keys: set[str] | None = None
@@ -474,14 +477,16 @@ class MemoryProxyModel(QAbstractTableModel):
 
     # ------------------------------------------------------------------ setup
 
-    def setSourceModel(self, model: MemoryTableModel) -> None:  # noqa: N802 - Qt API
+    def setSourceModel(self, model: QAbstractItemModel) -> None:  # noqa: N802 - Qt API
         """Show ``model`` (the rows of one bank at a time)."""
-        old = self._source
+        if not isinstance(model, MemoryTableModel):
+            raise TypeError("the memory proxy sorts and filters a MemoryTableModel")
+        old = self._model
         if old is not None:
             for signal, slot in self._connections(old):
                 signal.disconnect(slot)
         self.beginResetModel()
-        self._source = model
+        self._model = model
         for signal, slot in self._connections(model):
             signal.connect(slot)
         self._rebuild(resort=True)
@@ -489,7 +494,13 @@ class MemoryProxyModel(QAbstractTableModel):
 
     def sourceModel(self) -> MemoryTableModel | None:  # noqa: N802 - Qt API
         """The model of every row."""
-        return self._source
+        return self._model
+
+    @property
+    def _source(self) -> MemoryTableModel:
+        if self._model is None:
+            raise RuntimeError("the memory proxy has no table yet")
+        return self._model
 
     def _connections(self, model):
         return (
@@ -506,10 +517,10 @@ class MemoryProxyModel(QAbstractTableModel):
         self,
         *,
         show_history: bool | None = None,
-        tag: str | None | type(...) = ...,
-        match_keys: set[str] | None | type(...) = ...,
-        match_rows: np.ndarray | None | type(...) = ...,
-        ranked_scores: dict[str, float] | None | type(...) = ...,
+        tag: str | EllipsisType | None = ...,
+        match_keys: set[str] | EllipsisType | None = ...,
+        match_rows: np.ndarray | EllipsisType | None = ...,
+        ranked_scores: dict[str, float] | EllipsisType | None = ...,
     ) -> None:
         """Change any filter; the view keeps the selection of rows that stay visible.
 
@@ -532,7 +543,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if ranked_scores is not ...:
             self.ranked_scores = ranked_scores
         after = (self.show_history, self.tag, self.match_keys, self.match_rows, self.ranked_scores)
-        if all(a is b or (type(a) is not np.ndarray and a == b) for a, b in zip(before, after)):
+        if all(a is b or (type(a) is not np.ndarray and a == b) for a, b in zip(before, after, strict=True)):
             return  # the same filters (a search index that became ready, a query typed again): nothing moves
         self._relayout()
 
@@ -558,7 +569,7 @@ class MemoryProxyModel(QAbstractTableModel):
     # ------------------------------------------------------------------ building the order
 
     def _rows(self) -> list[Any]:
-        return self._source.rows() if self._source is not None else []
+        return self._model.rows() if self._model is not None else []
 
     def _descending_now(self) -> bool:
         return True if self.ranked_scores is not None else self._descending
@@ -603,6 +614,8 @@ class MemoryProxyModel(QAbstractTableModel):
     def _match_mask(self) -> np.ndarray:
         """``match_rows`` as a bool per source row."""
         match = self.match_rows
+        if match is None:
+            return np.ones(len(self._order), dtype=np.bool_)
         if match.dtype == np.bool_:
             return match
         mask = np.zeros(len(self._order), dtype=np.bool_)
@@ -649,6 +662,8 @@ class MemoryProxyModel(QAbstractTableModel):
     def _rank_visible(self) -> None:
         """Ranked mode: only the candidates, sorted directly (a small set)."""
         scores = self.ranked_scores
+        if scores is None:
+            return
         source = self._source
         rows = self._rows()
         self._key_fn = lambda r: (scores.get(r.id, 0.0), r.updated_at or 0, r.id)
@@ -687,13 +702,13 @@ class MemoryProxyModel(QAbstractTableModel):
             return pos
         return None
 
-    def mapToSource(self, proxy_index):  # noqa: N802 - Qt API
+    def mapToSource(self, proxy_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt API
         """The source model's index of a cell shown here."""
         if not proxy_index.isValid() or not 0 <= proxy_index.row() < len(self._visible):
             return QModelIndex()
         return self._source.index(self._source_row(proxy_index.row()), proxy_index.column())
 
-    def mapFromSource(self, source_index):  # noqa: N802 - Qt API
+    def mapFromSource(self, source_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt API
         """Where a source model's cell is shown here (invalid when it is filtered out)."""
         if not source_index.isValid():
             return QModelIndex()
@@ -713,7 +728,7 @@ class MemoryProxyModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(COLUMNS)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        if orientation == Qt.Orientation.Vertical or self._source is None:
+        if orientation == Qt.Orientation.Vertical or self._model is None:
             return None
         return self._source.headerData(section, orientation, role)
 
@@ -781,7 +796,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if not len(positions):
             return False
         # Only the stretch between the first and the last place touched moved.
-        lo = min(positions) if old is None else min(min(positions), int(old.min()))
+        lo = min(positions) if old is None else min(*positions, int(old.min()))
         hi = len(self._order) if old is None else max(max(positions) + len(positions), int(old.max()) + 1)
         hi = min(hi, len(self._order))
         rank[self._order[lo:hi]] = np.arange(lo, hi, dtype=np.int64)

@@ -28,9 +28,21 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from typing import Any
 
-from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QByteArray,
+    QItemSelection,
+    QItemSelectionModel,
+    QModelIndex,
+    QObject,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -67,6 +79,7 @@ from keepgui.core.source import (
 )
 from keepgui.ui import shortcuts
 from keepgui.ui.activity import ActivityStrip
+from keepgui.ui.commands import Outcome
 from keepgui.ui.detail import DetailPanel
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
 from keepgui.ui.memorymodel import (
@@ -108,9 +121,9 @@ class SearchIndex(QObject):
 
     ready = Signal()
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._index: TextSearch | None = None
+        self._index: TextSearch[str] | None = None
         self._pending: list[Any] = []
         self._generation = 0
         self._delivery = _Delivery(self)
@@ -129,15 +142,15 @@ class SearchIndex(QObject):
         self._pending = []
         snapshot = list(rows)
 
-        def build() -> TextSearch:
-            index = TextSearch()
+        def build() -> TextSearch[str]:
+            index: TextSearch[str] = TextSearch()
             index.set_many((r.id, search_texts(r)) for r in snapshot)
             return index
 
         future = _POOL.submit(build)
         future.add_done_callback(lambda f: self._delivery.done.emit(generation, f))
 
-    def _on_built(self, generation: int, future) -> None:
+    def _on_built(self, generation: int, future: Future[TextSearch[str]]) -> None:
         if generation != self._generation or future.exception() is not None:
             return
         index = future.result()
@@ -161,13 +174,13 @@ class SearchIndex(QObject):
         for row in rows:
             self._index.set(row.id, *search_texts(row))
 
-    def remove(self, keys) -> None:
+    def remove(self, keys: Iterable[str]) -> None:
         """Rows disappeared (entries of a file read again whole)."""
         if self._index is not None:
             for key in keys:
                 self._index.remove(key)
 
-    def search(self, query: str) -> dict | None:
+    def search(self, query: str) -> dict[str, float] | None:
         """Matching keys with scores; None while the index is being built."""
         return None if self._index is None else self._index.search(query)
 
@@ -181,7 +194,7 @@ class TagChips(QScrollArea):
 
     tagChosen = Signal(object)
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -200,8 +213,10 @@ class TagChips(QScrollArea):
         """Show these tags (count descending, then name)."""
         while self._layout.count():
             item = self._layout.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.hide()  # gone at once, not when the event loop gets to the deletion
+                widget.deleteLater()
         self._buttons = {}
         for tag, count in counts:
             button = QToolButton(self._inner)
@@ -241,7 +256,7 @@ class TagChips(QScrollArea):
 class MemoryTableView(QTableView):
     """The table: row selection, fixed row height (fast at 100,000 rows), sortable header."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -254,12 +269,14 @@ class MemoryTableView(QTableView):
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.setAccessibleName("Memories")
 
-    def setModel(self, model) -> None:  # noqa: N802 - Qt override
+    def setModel(self, model: QAbstractItemModel | None) -> None:  # noqa: N802 - Qt override
         super().setModel(model)
+        if model is None:
+            return
         self._configure_columns()
         # QHeaderView forgets section sizes, order and hidden columns on every model
         # reset (a bank switch): carry its state across.
-        self._header_state = None
+        self._header_state: QByteArray | None = None
         model.modelAboutToBeReset.connect(self._keep_header)
         model.modelReset.connect(self._restore_header)
 
@@ -307,7 +324,7 @@ class MemoryPanel(QWidget):
         self,
         hub: Any = None,
         settings: Any = None,
-        perform: Callable[..., Change | None] | None = None,
+        perform: Callable[[BankKey, Callable[[Any], Change], str | None], Outcome] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -380,7 +397,7 @@ class MemoryPanel(QWidget):
         self.search.textChanged.connect(lambda _: self._debounce.start())
         self.ranked.toggled.connect(lambda _: self._apply_query())
         self.history.toggled.connect(self._on_history)
-        self.chips.tagChosen.connect(lambda tag: self.proxy.set_filters(tag=tag) or self._update_status())
+        self.chips.tagChosen.connect(self._on_tag_chosen)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
         self._clock = QTimer(self)
         self._clock.setInterval(60_000)
@@ -395,9 +412,7 @@ class MemoryPanel(QWidget):
             hub.rankingReady.connect(
                 lambda key, token, scores: self.apply_ranking(token, scores) if key == self.key else None
             )
-            self.rankingRequested.connect(
-                lambda query, token: hub.request_ranking(self.key, query, token) if self.key is not None else None
-            )
+            self.rankingRequested.connect(self._request_ranking)
         self.model.toggleRequested.connect(self._on_toggle)
         self.model.editRequested.connect(self._on_edit)
         self.selectionChangedTo.connect(self._update_actions)
@@ -626,7 +641,7 @@ class MemoryPanel(QWidget):
         """Rows that are gone."""
         keys = [k for k in keys if self.model.row_of(k) is not None]
         if keys:
-            self._count_tags([self.model.row_object(self.model.row_of(k)) for k in keys], -1)
+            self._count_tags([self.model.row_object(i) for i in map(self.model.row_of, keys) if i is not None], -1)
             self.model.remove_keys(keys)
             self.index.remove(keys)
             self._show_tags()
@@ -634,10 +649,18 @@ class MemoryPanel(QWidget):
 
     # ------------------------------------------------------------------ writes
 
+    def _on_tag_chosen(self, tag: str | None) -> None:
+        self.proxy.set_filters(tag=tag)
+        self._update_status()
+
+    def _request_ranking(self, query: str, token: int) -> None:
+        if self.key is not None and self.hub is not None:
+            self.hub.request_ranking(self.key, query, token)
+
     def _perform(self, operation: Callable[[Any], Change], text: str | None = None) -> Change | None:
         if self.key is None or self.perform is None:
             return None
-        return self.perform(self.key, operation, text)
+        return self.perform(self.key, operation, text).change  # None when the write failed (the window said why)
 
     def set_pinned(self, pinned: bool, records: list[Any] | None = None) -> None:
         """Pin or unpin the selection (one undo step)."""
@@ -665,7 +688,7 @@ class MemoryPanel(QWidget):
         records = (
             selected
             if any(r.id in keys for r in selected)
-            else [self.model.row_object(self.model.row_of(k)) for k in keys]
+            else [self.model.row_object(row) for k in keys if (row := self.model.row_of(k)) is not None]
         )
         if field == "pinned":
             self.set_pinned(value, records)
@@ -699,6 +722,8 @@ class MemoryPanel(QWidget):
 
     def keep_fact_dialog(self) -> None:
         """Ask for a fact and keep it in the shown bank (with the backend's own checks)."""
+        if self.key is None:
+            return
         text, ok = QInputDialog.getText(self, "Keep a fact", f"Fact to keep in {self.key.bank}:")
         if ok and text.strip():
             change = self._perform(lambda bank: bank.keep(text), "Keep fact")
@@ -780,7 +805,7 @@ class MemoryPanel(QWidget):
             keys = {r.id for r in rows}
             gone = [r.id for r in self.model.rows() if r.id not in keys]
             if gone:
-                self._count_tags([self.model.row_object(self.model.row_of(k)) for k in gone], -1)
+                self._count_tags([self.model.row_object(i) for i in map(self.model.row_of, gone) if i is not None], -1)
                 self.model.remove_keys(gone)
                 self.index.remove(gone)
                 tags_moved = True
@@ -885,7 +910,7 @@ class MemoryPanel(QWidget):
         self.day_label = label if keys is not None else ""
         self._apply_query()
 
-    def apply_ranking(self, token: int, scores) -> None:
+    def apply_ranking(self, token: int, scores: dict[str, float] | Exception) -> None:
         """Recall scores for the ranked search arrived (ignored if the person typed on)."""
         if token != self._ranking_token or not self.ranked.isChecked():
             return
@@ -893,7 +918,7 @@ class MemoryPanel(QWidget):
             self.status.setText(f"ranking failed: {scores}")
             return
         self.model.set_scores(scores)
-        within = self._within_days(set(scores))
+        within = self._within_days(set(scores)) or set()  # a set of keys gives a set back
         self.proxy.set_filters(ranked_scores={k: v for k, v in scores.items() if k in within}, match_keys=None)
         self._update_status()
 
@@ -917,7 +942,7 @@ class MemoryPanel(QWidget):
 
     # ------------------------------------------------------------------ selection
 
-    def _on_selection(self, *_args) -> None:
+    def _on_selection(self, *_args: object) -> None:
         records = self.selected_records()
         if len(records) == 1:
             self.detail.show_record(records[0])
@@ -961,13 +986,17 @@ class MemoryPanel(QWidget):
         keys = [k for k in keys if self.model.row_of(k) is not None]
         if len(keys) <= 1:
             return int(bool(keys) and self.select_key(keys[0]))
-        rows = [self.model.row_object(self.model.row_of(k)) for k in keys]
+        rows = [self.model.row_object(row) for k in keys if (row := self.model.row_of(k)) is not None]
         if any(r.invalid_at is not None for r in rows) and not self.history.isChecked():
             self.history.setChecked(True)
         text_column = COLUMN_INDEX["text"]
 
         def shown() -> list[QModelIndex]:
-            found = (self.proxy.mapFromSource(self.model.index(self.model.row_of(k), text_column)) for k in keys)
+            found = (
+                self.proxy.mapFromSource(self.model.index(row, text_column))
+                for k in keys
+                if (row := self.model.row_of(k)) is not None
+            )
             return [i for i in found if i.isValid()]
 
         indexes = shown()

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -98,8 +100,10 @@ class PreviewPane(QWidget):
         self.query = QComboBox(self)
         self.query.setEditable(True)
         self.query.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.query.lineEdit().setPlaceholderText("ask like a chat user would — e.g. when do I publish?")
-        self.query.lineEdit().setClearButtonEnabled(True)
+        line = self.query.lineEdit()
+        if line is not None:  # an editable combo box has its line edit
+            line.setPlaceholderText("ask like a chat user would — e.g. when do I publish?")
+            line.setClearButtonEnabled(True)
         self.query.setAccessibleName("Question to preview")
         self.copy_button = QToolButton(self)
         self.copy_button.setText("Copy")
@@ -159,7 +163,7 @@ class PreviewPane(QWidget):
         self.stack.setCurrentWidget(view)
         self.copy_menu.clear()
         for label, what in view.copy_choices:
-            self.copy_menu.addAction(label, lambda w=what: self._copy(w))
+            self.copy_menu.addAction(label, partial(self._copy, what))
 
     def _on_settings(self, values: dict[str, Any]) -> None:
         if self.key is not None and self.sender() is self.view:

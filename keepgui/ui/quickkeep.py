@@ -23,15 +23,17 @@ undo step; returns an :class:`~keepgui.ui.commands.Outcome`) and ``show_error(te
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import contextlib
 import os
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QCursor, QGuiApplication, QPainter, QPalette, QUndoStack
+from PySide6.QtGui import QCursor, QGuiApplication, QHideEvent, QKeyEvent, QPainter, QPaintEvent, QPalette, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -43,13 +45,17 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import short_path
-from keepgui.core.source import FORCE, KEEP, BankKey, Change, Hint
+from keepgui.core.source import FORCE, KEEP, Bank, BankKey, Change, Hint
 from keepgui.ui import theme
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.hub import Hub
 from keepgui.ui.tray import KeepTray
+
+if TYPE_CHECKING:  # the settings module is imported where a standalone popup makes them
+    from keepgui.ui.settings import Settings
 
 DEBOUNCE_MS = 250
 """Feedback waits this long after the last keystroke (typing stays smooth on big banks)."""
@@ -74,12 +80,14 @@ class QuickCheck:
 def targets(hub: Hub) -> list[tuple[BankKey, str, str]]:
     """Every place a quick keep can go: ``(key, label, icon)``, in the backends' Quick keep order."""
     out = []
-    for path, source in hub.sources.items():
+    for path in hub.sources:
         backend = hub.backend(path)
         for name in hub.banks(path):
             key = BankKey(path, name)
             if hub.capabilities(key).can(KEEP):
-                out.append(((backend.keep_rank, path), key, f"{name} — {short_path(path, 34)}", backend.icon))
+                summary = hub.summary(key)
+                shown = summary.title if summary is not None and summary.title else name
+                out.append(((backend.keep_rank, path), key, f"{shown} — {short_path(path, 34)}", backend.icon))
     out.sort(key=lambda item: item[0])
     return [(key, label, icon) for _rank, key, label, icon in out]
 
@@ -87,8 +95,25 @@ def targets(hub: Hub) -> list[tuple[BankKey, str, str]]:
 # ---------------------------------------------------------------------- keeping through an undo stack
 
 
+class KeepHost(Protocol):
+    """What Quick keep keeps through: the window, or :class:`StandaloneHost` when none runs."""
+
+    @property
+    def hub(self) -> Hub:
+        """The open sources."""
+
+    @property
+    def settings(self) -> Settings:
+        """Where the last target is remembered."""
+
+    def perform(
+        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+    ) -> Outcome:
+        """Run a write as one undo step."""
+
+
 def keep_into(
-    host, key: BankKey, text: str, *, force: bool = False, replace: bool = False, undo_text: str | None = None
+    host: KeepHost, key: BankKey, text: str, *, force: bool = False, replace: bool = False, undo_text: str | None = None
 ) -> tuple[Change | None, str | None]:
     """Keep ``text`` in the bank ``key`` through ``host``'s undo stack: ``(change, error)``.
 
@@ -106,7 +131,7 @@ def keep_into(
 # ---------------------------------------------------------------------- the popup
 
 
-def notify_for(host) -> Callable[[str], None]:
+def notify_for(host: KeepHost) -> Callable[[str], None]:
     """How a host confirms a keep: the tray's message when a tray shows, else the status bar."""
 
     def notify(text: str) -> None:
@@ -122,7 +147,7 @@ def notify_for(host) -> Callable[[str], None]:
 class _HintRow(QWidget):
     """One feedback line: a coloured mark and the text, colours from the palette."""
 
-    MARKS = {"ok": "✓", "info": "•", "warning": "⚠", "error": "✕"}
+    MARKS: ClassVar[dict[str, str]] = {"ok": "✓", "info": "•", "warning": "⚠", "error": "✕"}
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
@@ -171,7 +196,7 @@ class QuickKeepPopup(QFrame):
     closed = Signal()
     _checked = Signal(int, object)
 
-    def __init__(self, host, notify: Callable[[str], None] | None = None, linger_ms: int = 0) -> None:
+    def __init__(self, host: KeepHost, notify: Callable[[str], None] | None = None, linger_ms: int = 0) -> None:
         # No parent: the popup must open while the window is hidden in the tray.
         super().__init__(
             None, Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
@@ -289,7 +314,7 @@ class QuickKeepPopup(QFrame):
         rule.setColor(QPalette.ColorRole.WindowText, pal.color(QPalette.ColorRole.Mid))
         self.rule.setPalette(rule)
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         super().paintEvent(event)
         # A frameless window draws its own edge, in the palette's mid tone so it reads in light and dark
         # mode (painted, not a style sheet: a style sheet would stop palette changes reaching the children).
@@ -298,7 +323,7 @@ class QuickKeepPopup(QFrame):
         painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
         painter.end()
 
-    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange:  # light/dark switch: re-derive every colour
             self._apply_palette()
             self.refresh_targets(redraw=True)  # the targets' icons too
@@ -407,11 +432,11 @@ class QuickKeepPopup(QFrame):
         with contextlib.suppress(RuntimeError):  # the pool is shut down: the popup is going away
             self._pool.submit(self._check_task, seq, bank, key, text)
 
-    def _check_task(self, seq: int, bank, key: BankKey, text: str) -> None:
+    def _check_task(self, seq: int, bank: Bank, key: BankKey, text: str) -> None:
         """Background thread: compute the feedback; the result goes back by signal (never touches a widget)."""
         try:
             check = QuickCheck(key, text, bank.check_keep(text))
-        except Exception as exc:  # shown in the popup, never lost in the thread
+        except Exception as exc:  # noqa: BLE001 - shown in the popup, never lost in the thread
             check = QuickCheck(key, text, (Hint("error", f"Cannot check: {exc}"),))
         with contextlib.suppress(RuntimeError):  # the popup was deleted meanwhile
             self._checked.emit(seq, check)
@@ -422,12 +447,12 @@ class QuickKeepPopup(QFrame):
         self._last = check
         self._show_hints(check.hints)
 
-    def _show_hints(self, hints) -> None:
+    def _show_hints(self, hints: Sequence[Hint]) -> None:
         while len(self.rows) < len(hints):
             row = _HintRow(self.hints_box)
             self.hints_layout.addWidget(row)
             self.rows.append(row)
-        for row, hint in zip(self.rows, hints):
+        for row, hint in zip(self.rows, hints, strict=False):  # rows beyond the hints are hidden below
             row.set_hint(hint)
             row.show()
         for row in self.rows[len(hints) :]:
@@ -443,6 +468,8 @@ class QuickKeepPopup(QFrame):
             row.updateGeometry()
         self.hints_box.updateGeometry()
         layout = self.layout()
+        if layout is None:
+            return
         layout.invalidate()
         layout.activate()
         height = layout.totalHeightForWidth(self.width())
@@ -509,8 +536,8 @@ class QuickKeepPopup(QFrame):
         self.edit.selectAll()
         self._schedule()
 
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
-        if watched is self.edit and event.type() == QEvent.Type.KeyPress:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if watched is self.edit and isinstance(event, QKeyEvent) and event.type() == QEvent.Type.KeyPress:
             if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
                 modifiers = event.modifiers()
                 self.keep(
@@ -523,17 +550,17 @@ class QuickKeepPopup(QFrame):
                 return True
         return super().eventFilter(watched, event)
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if event.key() == Qt.Key.Key_Escape:
             self.close()
             return
         super().keyPressEvent(event)
 
-    def hideEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def hideEvent(self, event: QHideEvent) -> None:  # noqa: N802 - Qt override
         super().hideEvent(event)
         self.closed.emit()
 
-    def dispose(self, *_args) -> None:
+    def dispose(self, *_args: object) -> None:
         """Close for good: stop the feedback thread and delete the popup (its host is going away)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(RuntimeError):  # already gone with the application
@@ -544,18 +571,19 @@ class QuickKeepPopup(QFrame):
 _popups: dict[int, QuickKeepPopup] = {}
 
 
-def popup_for(host, **kw) -> QuickKeepPopup:
+def popup_for(host: KeepHost, **kw: Any) -> QuickKeepPopup:
     """The host's quick keep popup (made on first use)."""
     popup = _popups.get(id(host))
     if popup is None:
         popup = QuickKeepPopup(host, **kw)
         _popups[id(host)] = popup
         if isinstance(host, QObject):
-            host.destroyed.connect(lambda *_a, k=id(host): _popups.pop(k, None))
+            key = id(host)
+            host.destroyed.connect(lambda *_a: _popups.pop(key, None))
     return popup
 
 
-def open_quick_keep(host, text: str = "") -> QuickKeepPopup:
+def open_quick_keep(host: KeepHost, text: str = "") -> QuickKeepPopup:
     """Open the host's quick keep popup (Edit → Quick keep, the tray, ``keepgui quick-keep``)."""
     popup = popup_for(host)
     popup.open(text)
@@ -574,13 +602,15 @@ class StandaloneHost(QObject):
 
     failed = Signal(str)
 
-    def __init__(self, hub: Hub, settings, parent: QObject | None = None) -> None:
+    def __init__(self, hub: Hub, settings: Settings, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.hub = hub
         self.settings = settings
         self.undo_stack = QUndoStack(self)
 
-    def perform(self, target, operation, text: str | None = None, report: bool = True) -> Outcome:
+    def perform(
+        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+    ) -> Outcome:
         """Run a write as an undo step of this popup's own stack."""
         outcome = Outcome()
         self.undo_stack.push(
@@ -593,7 +623,7 @@ class StandaloneHost(QObject):
         self.failed.emit(text)
 
 
-def run_standalone(args) -> int:
+def run_standalone(args: argparse.Namespace) -> int:
     """``keepgui quick-keep`` with no running instance: the popup on its own, until it closes."""
     from keepgui.ui.settings import Settings
     from keepgui.ui.startup import initial_sources, make_app

@@ -21,9 +21,13 @@ Signals:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -38,11 +42,12 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import Conflict, KeepguiError
-from keepgui.core.source import OURS, Change, Document
+from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet
 from keepgui.core.textdiff import unified
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.budget import BudgetMeter
+from keepgui.ui.commands import Outcome
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
@@ -57,12 +62,17 @@ class RulesPanel(QWidget):
     draftChanged = Signal(object, dict)
     note = Signal(str)
 
-    def __init__(self, hub, perform=None, parent=None) -> None:
+    def __init__(
+        self,
+        hub: Any,
+        perform: Callable[[BankKey | str, Callable[[Any], Change], str | None, bool], Outcome] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.hub = hub
         self.perform = perform
-        self.key = None
-        self.docs = None
+        self.key: BankKey | None = None
+        self.docs: DocumentSet | None = None
         self.doc: Document | None = None
         self._loading_text = False
         # The bank's rule texts as last read, for the budget meter; None: read again.
@@ -133,7 +143,7 @@ class RulesPanel(QWidget):
         hub.changed.connect(self._on_change)
         self._show_nothing()
 
-    def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+    def _act(self, text: str, slot: Callable[..., object], shortcut: Any = None, tip: str = "") -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
@@ -163,7 +173,7 @@ class RulesPanel(QWidget):
 
     def can_leave(self) -> bool:
         """The unsaved-changes guard: ask before dropping edits (switching bank, quitting)."""
-        if not self.dirty:
+        if not self.dirty or self.doc is None:
             return True
         answer = QMessageBox.question(
             self,
@@ -181,7 +191,7 @@ class RulesPanel(QWidget):
 
     # ------------------------------------------------------------------ bank and document
 
-    def set_bank(self, key) -> None:
+    def set_bank(self, key: BankKey | None) -> None:
         """Show the documents of a bank (None: nothing)."""
         self.key = key
         try:
@@ -230,13 +240,16 @@ class RulesPanel(QWidget):
             return
         if not self.can_leave():
             self.list.blockSignals(True)
-            self.list.setCurrentItem(previous)
+            if previous is not None:
+                self.list.setCurrentItem(previous)
             self.list.blockSignals(False)
             return
         self.open_document(name)
 
     def open_document(self, name: str) -> None:
         """Load one document into the editor."""
+        if self.docs is None:
+            return
         try:
             self.doc = self.docs.read(name)
         except (KeepguiError, OSError) as exc:
@@ -251,7 +264,11 @@ class RulesPanel(QWidget):
         self.editor.setPlainText(text)
         self._loading_text = False
         self.editor.setEnabled(True)
-        self.act_save.setEnabled(True)
+        # a document the backend will not save (a policy-managed file...) is shown, never edited
+        read_only = self.doc.read_only if self.doc is not None else ""
+        self.editor.setReadOnly(bool(read_only))
+        self.act_save.setEnabled(not read_only)
+        self.act_save.setToolTip(read_only or "Save this document (Ctrl+S)")
         self._refresh_labels()
         self._refresh_derived()
         self._emit_drafts()
@@ -292,6 +309,8 @@ class RulesPanel(QWidget):
         status = self.doc.status
         if self.doc.managed_by:
             status = f"⚠ {status}"
+        if self.doc.read_only:
+            status = f"🔒 Read-only: {self.doc.read_only}" + (f"\n{status}" if status else "")
         self.status.setText(status)
         self.status.setStyleSheet(f"color: {theme.strong('warning').name()}" if self.doc.managed_by else "")
         self.notices.setText("\n".join(self.doc.notices))
@@ -342,8 +361,11 @@ class RulesPanel(QWidget):
 
     def save(self) -> bool:
         """Ctrl+S: write the document, refusing (three-way view) when it changed on disk."""
-        if self.doc is None:
+        if self.doc is None or self.docs is None:
             return True
+        if self.doc.read_only:
+            self.banner.show_message(f"{self.doc.title} is read-only: {self.doc.read_only}", "warning")
+            return False
         text = self.editor.toPlainText()
         if not text.strip() and self.docs.empty_deletes:
             answer = QMessageBox.question(
@@ -364,15 +386,17 @@ class RulesPanel(QWidget):
             confirmed = True
         return self._write(text, self.doc, confirmed)
 
-    def _do(self, operation):
+    def _do(self, operation: Callable[[DocumentSet], Change]) -> tuple[Change | None, BaseException | None]:
         """Run a document write as an undo step; ``(change, exception)`` (the exception when it was refused)."""
-        docs = self.docs
+        docs, key = self.docs, self.key
+        if docs is None or key is None:
+            return None, KeepguiError("no bank's documents are shown")
         if self.perform is None:
             try:
-                return self.hub.perform(self.key, lambda _bank: operation(docs)), None
+                return self.hub.perform(key, lambda _bank: operation(docs)), None
             except (KeepguiError, OSError) as exc:
                 return None, exc
-        outcome = self.perform(self.key, lambda _bank: operation(docs), None, False)
+        outcome = self.perform(key, lambda _bank: operation(docs), None, False)
         return outcome.change, outcome.exception
 
     def _write(self, text: str, base: Document, confirmed: bool) -> bool:
@@ -384,7 +408,7 @@ class RulesPanel(QWidget):
             return False
         self._rule_texts = None
         new_doc = change.result
-        if new_doc is None:
+        if not isinstance(new_doc, Document):  # None: the save deleted it
             self.note.emit(change.message or f"{base.title} deleted")
             self.doc = None
             self._reload_list()
@@ -399,6 +423,8 @@ class RulesPanel(QWidget):
         return True
 
     def _resolve_conflict(self, mine: str, confirmed: bool) -> bool:
+        if self.doc is None or self.docs is None:
+            return False
         on_disk, stamp = self.docs.current(self.doc)
         dialog = ThreeWayDialog(self.doc.title, self.doc.text, on_disk, mine, self)
         dialog.exec()
@@ -432,7 +458,7 @@ class RulesPanel(QWidget):
             self._reload_list()
             return
         try:
-            on_disk, stamp = self.docs.current(self.doc)
+            _on_disk, stamp = self.docs.current(self.doc)
         except (KeepguiError, OSError):
             return
         if stamp.same_content(self.doc.stamp):
@@ -457,6 +483,8 @@ class RulesPanel(QWidget):
         )
 
     def _reload_names(self) -> None:
+        if self.docs is None:
+            return
         names = {self.list.item(i).data(NameRole) for i in range(self.list.count())}
         try:
             now = {n for n, _ in self.docs.list()}
@@ -466,6 +494,8 @@ class RulesPanel(QWidget):
             self._reload_list(select=self.doc.name if self.doc else None)
 
     def _show_disk_diff(self) -> None:
+        if self.doc is None or self.docs is None:
+            return
         on_disk, _ = self.docs.current(self.doc)
         box = QMessageBox(self)
         box.setWindowTitle(f"{self.doc.title}: on disk vs yours")
@@ -474,7 +504,9 @@ class RulesPanel(QWidget):
             unified(on_disk or "", self.editor.toPlainText(), "on disk now", "your edits") or "(no difference)"
         )
         view.setMinimumSize(800, 400)
-        box.layout().addWidget(view, 0, 0, 1, box.layout().columnCount())
+        grid = box.layout()
+        if isinstance(grid, QGridLayout):  # a message box lays itself out on a grid
+            grid.addWidget(view, 0, 0, 1, grid.columnCount())
         box.exec()
 
     # ------------------------------------------------------------------ rule files
@@ -484,7 +516,7 @@ class RulesPanel(QWidget):
 
     def new_rule(self) -> None:
         """Create a rule (name rule enforced, slug suggested)."""
-        if self.docs is None or not self.docs.creatable or not self.can_leave():
+        if self.docs is None or not self.docs.creatable or self.docs.names is None or not self.can_leave():
             return
         dialog = NameDialog("New rule", "Rule name", self.docs.names, self._taken(), self)
         if not dialog.exec():
@@ -495,13 +527,14 @@ class RulesPanel(QWidget):
             self.banner.show_message(f"The rule was not created: {error}", "removed")
             return
         self.doc = None
-        self._reload_list(select=change.result.name)
+        self._reload_list(select=_name_of(change))
 
     def rename_rule(self) -> None:
         """Rename the shown rule."""
-        if self.doc is None or not self.docs.creatable or not self.can_leave():
+        docs = self.docs
+        if self.doc is None or docs is None or not docs.creatable or docs.names is None or not self.can_leave():
             return
-        dialog = NameDialog(f"Rename {self.doc.title}", "New name", self.docs.names, self._taken(), self)
+        dialog = NameDialog(f"Rename {self.doc.title}", "New name", docs.names, self._taken(), self)
         dialog.name.setText(self.doc.name)
         if not dialog.exec():
             return
@@ -511,11 +544,11 @@ class RulesPanel(QWidget):
             self.banner.show_message(f"{doc.title} was not renamed: {error}", "removed")
             return
         self.doc = None
-        self._reload_list(select=change.result.name)
+        self._reload_list(select=_name_of(change))
 
     def delete_rule(self) -> None:
         """Delete the shown rule, after asking."""
-        if self.doc is None or not self.docs.creatable:
+        if self.doc is None or self.docs is None or not self.docs.creatable:
             return
         answer = QMessageBox.question(
             self,
@@ -537,3 +570,8 @@ class RulesPanel(QWidget):
         self.note.emit(f"deleted {doc.title}")
         self.doc = None
         self._reload_list()
+
+
+def _name_of(change: Change) -> str | None:
+    """The name of the document a create or rename made (its Change's ``result``)."""
+    return change.result.name if isinstance(change.result, Document) else None

@@ -14,13 +14,16 @@ import base64
 import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QByteArray
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_config_dir
+
+_Kind = TypeVar("_Kind")
+_Default = TypeVar("_Default")
 
 VERSION = 2
 """The version of the settings this keepgui writes."""
@@ -72,7 +75,7 @@ class Settings:
         self._values = migrate(dict(self._values)) if self._values else {"version": VERSION}
         self._dirty = bool(before is not None and before != self._values.get("version"))
 
-    def _get(self, key: str, default: Any, kind: type) -> Any:
+    def _get(self, key: str, default: _Default, kind: type[_Kind]) -> _Kind | _Default:
         value = self._values.get(key, default)
         return value if isinstance(value, kind) else default
 
@@ -92,14 +95,14 @@ class Settings:
         self._set(f"state/{name}", base64.b64encode(bytes(value.data())).decode("ascii"))
 
     # sources
-    def sources(self) -> list[dict] | None:
+    def sources(self) -> list[dict[str, Any]] | None:
         """Open sources as ``[{"kind": <backend kind>, "path": ...}]``; None before the first start."""
         value = self._values.get("sources")
         if not isinstance(value, list):
             return None
         return [s for s in value if isinstance(s, dict) and isinstance(s.get("path"), str)]
 
-    def set_sources(self, sources: list[dict]) -> None:
+    def set_sources(self, sources: list[dict[str, Any]]) -> None:
         """Remember the open sources."""
         self._set("sources", sources)
 
@@ -138,11 +141,11 @@ class Settings:
         self._set("panel", value)
 
     # per source: what its backend lets a person choose (the iii worker settings the preview uses)
-    def source_settings(self, source: str) -> dict:
+    def source_settings(self, source: str) -> dict[str, Any]:
         """Settings of one source (for an iii data dir, those overriding the worker's defaults)."""
         return self._get(f"source/{_key(source)}", {}, dict)
 
-    def set_source_settings(self, source: str, values: dict) -> None:
+    def set_source_settings(self, source: str, values: dict[str, Any]) -> None:
         """Remember the settings of one source."""
         self._set(f"source/{_key(source)}", dict(values))
 
@@ -165,4 +168,4 @@ class Settings:
 
 
 def _key(path: str) -> str:
-    return hashlib.sha1(os.path.abspath(path).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(os.path.abspath(path).encode("utf-8"), usedforsecurity=False).hexdigest()[:16]

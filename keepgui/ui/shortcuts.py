@@ -9,7 +9,8 @@ platform theme, which exists only once the application does.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
@@ -18,7 +19,7 @@ from keepgui.ui import theme
 
 Std = QKeySequence.StandardKey
 
-OPEN_SOURCE = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
+OPEN_SOURCE: tuple[QKeySequence.StandardKey | str, ...] = (Std.Open, "Ctrl+Shift+O", "Ctrl+Alt+O", "Ctrl+Alt+Shift+O")
 """File → Open <source>…, one per backend in the registry's order (more backends get no key)."""
 RELOAD = Std.Refresh
 QUIT = "Ctrl+Q"  # Std.Quit is empty on some Linux platform themes
@@ -76,7 +77,10 @@ def describe() -> list[tuple[str, str]]:
     """``(action, keys)`` for the README and the About box, in menu order."""
     from keepgui.core import registry
 
-    names = [(f"Open {backend.label}", keys) for backend, keys in zip(registry.backends(), OPEN_SOURCE)]
+    # the first backends have an Open shortcut each, in registry order; any further one has none
+    names: list[tuple[str, QKeySequence.StandardKey | str]] = [
+        (f"Open {backend.label}", keys) for backend, keys in zip(registry.backends(), OPEN_SOURCE, strict=False)
+    ]
     names += [
         ("Reload from disk", RELOAD),
         ("Quit", QUIT),

@@ -8,13 +8,13 @@ it cannot be read).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QFont, QPalette, QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView
+from collections.abc import Callable, Sequence
 
-from typing import Callable, Sequence
+from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QFont, QPainter, QPalette, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView, QWidget
 
-from keepgui.core.source import BankKey, BankSummary, Trashed
+from keepgui.core.source import BankKey, BankSummary, Source, Trashed
 from keepgui.ui import theme
 from keepgui.ui.timefmt import relative
 
@@ -35,10 +35,10 @@ ProblemRole = Qt.ItemDataRole.UserRole + 25
 class SourceTreeModel(QStandardItemModel):
     """Sources → banks (+ trash → trashed banks)."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.setHorizontalHeaderLabels(["Sources"])
-        self._trashed: dict[str, list] = {}  # the trashed banks each source's Trash node shows
+        self._trashed: dict[str, list[Trashed]] = {}  # the trashed banks each source's Trash node shows
 
     def _source_item(self, path: str) -> QStandardItem | None:
         for row in range(self.rowCount()):
@@ -47,7 +47,7 @@ class SourceTreeModel(QStandardItemModel):
                 return item
         return None
 
-    def set_sources(self, sources) -> None:
+    def set_sources(self, sources: Sequence[Source]) -> None:
         """Make the top level match the open sources (in the given order)."""
         wanted = [s.path for s in sources]
         for row in reversed(range(self.rowCount())):
@@ -110,9 +110,15 @@ class SourceTreeModel(QStandardItemModel):
             detail = known.detail if known is not None else "loading…"
             problem = bool(known is not None and known.problem)
             description = known.description if known is not None else ""
+            title = known.title if known is not None and known.title else name
+            _set(item, title, Qt.ItemDataRole.DisplayRole)
             _set(item, detail, DetailRole)
             _set(item, problem, ProblemRole)
-            tip = f"{name}\n{detail}" + (f"\n{description}" if description else "")
+            tip = (
+                (title if title == name else f"{title}  ({name})")
+                + f"\n{detail}"
+                + (f"\n{description}" if description else "")
+            )
             _set(item, tip, Qt.ItemDataRole.ToolTipRole)
             shown = theme.icon("warning", theme.strong("warning")) if problem else theme.icon(icon)
             if item.icon().cacheKey() != shown.cacheKey():  # icons are cached: same key, same picture
@@ -161,13 +167,15 @@ class SourceTreeModel(QStandardItemModel):
 class TwoLineDelegate(QStyledItemDelegate):
     """Draws a row's name and, smaller and muted, its detail line."""
 
-    def sizeHint(self, option, index) -> QSize:  # noqa: N802 - Qt override
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:  # noqa: N802 - Qt override
         base = super().sizeHint(option, index)
         if index.data(DetailRole):
             return QSize(base.width(), int(base.height() * 1.9))
         return base
 
-    def paint(self, painter, option, index) -> None:
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         detail = index.data(DetailRole)
         if not detail:
             super().paint(painter, option, index)
@@ -176,7 +184,8 @@ class TwoLineDelegate(QStyledItemDelegate):
         self.initStyleOption(opt, index)
         text = opt.text
         opt.text = ""
-        style = opt.widget.style() if opt.widget else None
+        widget: QWidget | None = opt.widget  # None outside a view (the stubs say otherwise)
+        style = widget.style() if widget is not None else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
         rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, opt.widget) if style else opt.rect
@@ -220,9 +229,10 @@ class SourceTree(QTreeView):
 
     bankActivated = Signal(object)
 
-    def __init__(self, model: SourceTreeModel, parent=None) -> None:
+    def __init__(self, model: SourceTreeModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setModel(model)
+        self.tree_model = model
         self.setHeaderHidden(True)
         self.setItemDelegate(TwoLineDelegate(self))
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -238,7 +248,7 @@ class SourceTree(QTreeView):
 
     def select_bank(self, key: BankKey) -> bool:
         """Select a bank row; False when it is not in the tree."""
-        index = self.model().index_of_bank(key)
+        index = self.tree_model.index_of_bank(key)
         if not index.isValid():
             return False
         self.expand(index.parent())
@@ -246,7 +256,7 @@ class SourceTree(QTreeView):
         return True
 
 
-def _set(item: QStandardItem, value, role) -> None:
+def _set(item: QStandardItem, value: object, role: int) -> None:
     """Set a role only when its value changes (each change repaints and re-lays out the row)."""
     if item.data(role) != value:
         item.setData(value, role)

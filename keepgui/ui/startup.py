@@ -43,9 +43,10 @@ def make_app() -> QApplication:
     qInstallMessageHandler(_quiet_known_noise)
     # Qt may log while it shuts down, after Python is gone: hand logging back to Qt first.
     atexit.register(qInstallMessageHandler, None)
-    app = QApplication.instance()
-    if app is None:
-        app = Application(sys.argv[:1])
+    running = QApplication.instance()
+    app = Application(sys.argv[:1]) if running is None else running
+    if not isinstance(app, QApplication):
+        raise RuntimeError("a Qt application without widgets is already running in this process")
     app.setApplicationName("keepgui")
     app.setApplicationDisplayName("keepgui")
     app.setApplicationVersion(__version__)
@@ -75,7 +76,7 @@ class Application(QApplication):
             dispatcher.aboutToBlock.connect(self._foreground.idle)
         pace.set_foreground(self._foreground)
 
-    def notify(self, receiver: Any, event: Any) -> bool:  # noqa: D102 - Qt override
+    def notify(self, receiver: Any, event: Any) -> bool:
         self._depth += 1
         self._foreground.busy()
         try:

@@ -26,7 +26,7 @@ from keepgui.ui.diffview import DiffView
 TAKE_DISK, OVERWRITE, KEEP_EDITING = "disk", "overwrite", "keep"
 
 
-def _pane(title: str, text: str, parent) -> QWidget:
+def _pane(title: str, text: str, parent: QWidget | None) -> QWidget:
     box = QWidget(parent)
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
@@ -43,7 +43,7 @@ def _pane(title: str, text: str, parent) -> QWidget:
 class ThreeWayDialog(QDialog):
     """Base (loaded) vs on disk now vs your unsaved edits, plus the diff of disk → yours."""
 
-    def __init__(self, title: str, loaded: str, on_disk: str | None, mine: str, parent=None) -> None:
+    def __init__(self, title: str, loaded: str, on_disk: str | None, mine: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"{title} changed on disk")
         self.choice = KEEP_EDITING

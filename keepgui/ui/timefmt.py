@@ -6,7 +6,7 @@ from PySide6.QtCore import QDateTime, QLocale
 
 from keepgui.core.timefmt import now_ms, relative_time
 
-__all__ = ["now_ms", "relative", "absolute"]
+__all__ = ["absolute", "now_ms", "relative"]
 
 
 def _locale_date(ms: int) -> str:

@@ -12,6 +12,8 @@ The icon knows nothing about the window: it emits a signal per menu entry and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
@@ -79,7 +81,7 @@ class KeepTray(QSystemTrayIcon):
         self.activated.connect(self._on_activated)
         self.due: list[tuple[object, str, str]] = []
 
-    def set_compaction_due(self, due: list[tuple[object, str, str]]) -> None:
+    def set_compaction_due(self, due: Sequence[tuple[object, str, str]]) -> None:
         """The banks whose compaction is due: ``(key, label, size)`` each ("172 lines")."""
         self.due = list(due)
         self.compaction_menu.clear()

@@ -97,7 +97,7 @@ def brute_force_preview(bank, query, config, now_ms):
     tokens = query_tokens(query)
     qset = set(tokens)
     hits = []
-    for memory, doc, dl in zip(live, docs, lengths):
+    for memory, doc, dl in zip(live, docs, lengths, strict=True):
         score = 0.0
         for term in tokens:
             tf = doc.get(term, 0)

@@ -123,10 +123,24 @@ def _py(code: str, *args: str, timeout: float = 1800) -> dict:
     return json.loads(lines[-1])
 
 
-def _wall(cmd: list[str], shell: bool = False) -> float:
+def _wall(cmd: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, shell=shell, capture_output=True, cwd=ROOT, env={**os.environ, "KEEPGUI_HOME": _HOME})
+    subprocess.run(cmd, capture_output=True, cwd=ROOT, env={**os.environ, "KEEPGUI_HOME": _HOME})
     return time.perf_counter() - start
+
+
+def _first_line(cmd: list[str]) -> float:
+    """Seconds until a command's first line of output arrives (what ``| head -1`` waits for)."""
+    start = time.perf_counter()
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "KEEPGUI_HOME": _HOME}
+    ) as proc:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        seconds = time.perf_counter() - start
+        proc.kill()
+    assert line, f"no output from {cmd}"
+    return seconds
 
 
 _HOME = tempfile.mkdtemp(prefix="keepgui-bench-home-")
@@ -228,10 +242,9 @@ def cli(memories: int, repeat: int) -> list[Result]:
             )
         )
     head = statistics.median(
-        _wall(" ".join(keepgui + ["--data-dir", data_dir, "memories", "bank", "--json", "|", "head", "-1"]), shell=True)
-        for _ in range(repeat)
+        _first_line(keepgui + ["--data-dir", data_dir, "memories", "bank", "--json"]) for _ in range(repeat)
     )
-    tail = statistics.median(_wall(f"tail -1 {folder}/memories.jsonl", shell=True) for _ in range(repeat))
+    tail = statistics.median(_wall(["tail", "-1", f"{folder}/memories.jsonl"]) for _ in range(repeat))
     out.append(
         Result(
             f"memories --json | head -1, {memories:,}",

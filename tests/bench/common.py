@@ -16,8 +16,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 CACHE = os.environ.get("KEEPGUI_BENCH_CACHE", os.path.join(tempfile.gettempdir(), "keepgui-bench-cache"))
 
@@ -135,11 +135,11 @@ def print_table(results: list[Result], out=sys.stdout) -> None:
         met = "—" if r.met is None else ("yes" if r.met else "NO")
         rows.append((r.name, fmt(r.figure, r.unit), base, ratio, r.target or "—", met))
     widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
     print(line, file=out)
     print("  ".join("-" * w for w in widths), file=out)
     for row in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)), file=out)
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)), file=out)
     for r in results:
         if r.note:
             print(f"  · {r.name}: {r.note}", file=out)

@@ -26,7 +26,8 @@ from PySide6.QtCore import QTimer
 
 def _frames(frame, depth: int) -> tuple[str, ...]:
     return tuple(
-        f"{s.filename.rsplit('/', 1)[-1]}:{s.lineno}:{s.name}" for s in traceback.extract_stack(frame, limit=depth)[::-1]
+        f"{s.filename.rsplit('/', 1)[-1]}:{s.lineno}:{s.name}"
+        for s in traceback.extract_stack(frame, limit=depth)[::-1]
     )
 
 

@@ -128,7 +128,7 @@ def first_request(
         def log_message(self, *args) -> None:  # keep the test output clean
             return
 
-        def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             if self.path.startswith("/v1/messages"):
                 bodies.append(body)

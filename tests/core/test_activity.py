@@ -48,15 +48,14 @@ def record(first_text: str, revision: int, at: int, **fields) -> Memory:
 
 def write_log(path, *lines: bytes | Memory, mode: str = "wb") -> None:
     with open(path, mode) as fh:
-        for line in lines:
-            fh.write(line.to_line() if isinstance(line, Memory) else line)
+        fh.writelines(line.to_line() if isinstance(line, Memory) else line for line in lines)
 
 
 def events(activity: Activity) -> list[tuple[int, str, str]]:
     """Every event as (time, kind, key), in time order."""
     out = []
     for kind in activity.times:
-        out += [(t, kind, activity.keys[r]) for t, r in zip(activity.times[kind], activity.rows[kind])]
+        out += [(t, kind, activity.keys[r]) for t, r in zip(activity.times[kind], activity.rows[kind], strict=True)]
     return sorted(out)
 
 

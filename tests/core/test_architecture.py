@@ -16,8 +16,8 @@
 from __future__ import annotations
 
 import ast
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys

@@ -30,6 +30,7 @@ from tests.core import claude_cli
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to make the project trees")
 
 _TIMES: list[tuple[str, float]] = []
+_BYTES: list[int] = []
 
 
 def _say(request, text: str) -> None:
@@ -53,8 +54,8 @@ def cli(request):
         times = sorted(t for _name, t in _TIMES)
         _say(
             request,
-            f"\nclaude CLI: {len(times)} trees compared byte for byte in {sum(times):.1f} s "
-            f"(median {times[len(times) // 2]:.2f} s per run)",
+            f"\nclaude CLI: {len(times)} trees compared byte for byte, {len(_BYTES)} equal "
+            f"({sum(_BYTES):,} bytes of reminder), in {sum(times):.1f} s (median {times[len(times) // 2]:.2f} s per run)",
         )
 
 
@@ -100,12 +101,13 @@ def compare(cli, name: str, cwd, home, env: dict[str, str] | None = None):
     if context.reminder != expected:
         # a readable failure: the first differing line
         got, want = (context.reminder or "").split("\n"), (expected or "").split("\n")
-        line = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        line = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
         pytest.fail(
             f"{name}: keepgui differs from the CLI at reminder line {line + 1}:\n"
             f"  CLI:     {want[line] if line < len(want) else '<end>'!r}\n"
             f"  keepgui: {got[line] if line < len(got) else '<end>'!r}"
         )
+    _BYTES.append(len((expected or "").encode("utf-8")))
     return context
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from keepgui.core.claude.backend import ClaudeSource
 from keepgui.core.claude.context import PREAMBLE, session_context
+from keepgui.core.claude.documents import index_meter
 from keepgui.core.claude.layout import ClaudeEnv, git_roots, memory_location, project_folder_name
-from keepgui.core.claude.project import ClaudeSource, discover_homes, index_budget, project_path_for
+from keepgui.core.claude.project import discover_homes, project_path_for
 from keepgui.core.errors import ReadOnly
 from keepgui.core.history import History
 from tests.conftest import run_cli
@@ -48,74 +51,97 @@ def world(tmp_path):
 
 
 def test_the_source_lists_projects_and_finds_their_folder_from_a_transcript(world):
-    env, proj, mem, history = world
-    source = ClaudeSource(env, history)
+    env, proj, _mem, history = world
+    source = ClaudeSource(env.config_dir, env=env, history=history)
     name = project_folder_name(str(proj))
-    assert source.scan() == [name]  # the transcript-only folder has no memory folder
+    assert source.is_home and source.scan().names == (name,)  # the transcript-only folder has no memory folder
     assert project_path_for(env, name) == str(proj)  # found through the session started in app/sub
     bank = source.bank(name)
-    assert bank.project == str(proj) and bank.summary() == "2 memories · index 2 lines"
+    assert bank.project is None  # found on the first load, off the GUI thread
+    bank.load()
+    assert bank.project == str(proj) and bank.summary().detail == "2 memories · index 2 lines"
     assert discover_homes({"HOME": str(env.home)})[0].config_dir == env.config_dir
 
 
+def _project_bank(env, proj, history):
+    source = ClaudeSource(str(proj), env=env, history=history)
+    assert not source.is_home and source.also_watched == (memory_location(env, str(proj)).path,)
+    return source.bank(source.scan().names[0])
+
+
 def test_rows_flag_orphans_both_ways_and_what_loads(world):
-    env, proj, mem, history = world
-    bank = ClaudeSource(env, history).open_project(str(proj))
-    rows = {r.id: r for r in bank.load()}
-    assert set(rows) == {"build.md", "lonely.md", "index:2"}
-    assert rows["build.md"].loaded and rows["build.md"].tags == ("project",) and rows["build.md"].position == 1
-    assert rows["lonely.md"].orphan == "no index line points at this file" and not rows["lonely.md"].loaded
-    assert rows["index:2"].kind == "dangling" and rows["index:2"].orphan == "gone.md does not exist"
+    env, proj, _mem, history = world
+    bank = _project_bank(env, proj, history)
+    rows = {r.id: r for r in bank.load().rows.rows}
+    assert set(rows) == {"build.md", "lonely.md", "index:gone.md"}
+    assert rows["build.md"].tags == ("project",) and rows["build.md"].position == 1
+    assert rows["build.md"].text == "Run make test."
+    assert rows["lonely.md"].tags == ("unindexed",) and rows["lonely.md"].position is None
+    assert rows["index:gone.md"].tags == ("missing-file",)
+    assert dict(rows["index:gone.md"].fields)["gone.md"].startswith("missing")
 
 
 def test_operations_through_the_bank_are_undoable_and_not_reviewed_as_the_agents(world):
     env, proj, mem, history = world
-    bank = ClaudeSource(env, history).open_project(str(proj))
+    bank = _project_bank(env, proj, history)
     bank.load()
-    change = bank.keep("The staging database resets every Sunday.", kind="project")
-    assert os.path.exists(os.path.join(mem, change.result))
-    assert not bank.plan("review").operations  # keepgui's own write is the new baseline
-    forgot = bank.forget("build.md")
-    assert not os.path.exists(os.path.join(mem, "build.md")) and bank.forgotten()
+    change = bank.keep("#reference The staging database resets every Sunday.")
+    kept = Path(mem, change.result)
+    assert kept.exists() and "type: reference" in kept.read_text(encoding="utf-8")
+    assert not bank.plan("memory folder").operations  # keepgui's own write is the new baseline
+    forgot = bank.set_live(["build.md"], False)
+    assert not os.path.exists(os.path.join(mem, "build.md"))
+    assert any(r.id.startswith("forgotten:") and r.invalid_at for r in forgot.rows.rows)
     forgot.undo()
-    assert os.path.exists(os.path.join(mem, "build.md")) and not bank.forgotten()
-    bank.load()
+    assert os.path.exists(os.path.join(mem, "build.md"))
+    assert not any(r.id.startswith("forgotten:") for r in bank.load(full=True).rows.rows)
     bank.edit("build.md", "description", "make test runs the whole suite")
-    assert "description: make test runs the whole suite" in open(os.path.join(mem, "build.md")).read()
+    assert "description: make test runs the whole suite" in Path(mem, "build.md").read_text(encoding="utf-8")
     os.remove(os.path.join(mem, "lonely.md"))  # the agent deletes one
-    assert bank.plan("review").describe() == "1 memory deleted"
+    assert bank.plan("memory folder").describe() == "1 memory deleted"
 
 
 def test_documents_in_load_order_with_read_only_and_warnings(world, tmp_path):
     env, proj, mem, history = world
-    bank = ClaudeSource(env, history).open_project(str(proj))
+    bank = _project_bank(env, proj, history)
+    bank.load()
     docs = bank.documents()
-    assert [os.path.basename(d.path) for d in docs] == ["CLAUDE.md", "CLAUDE.md", "style.md", "MEMORY.md"]
-    style = docs[2]
-    assert "imported by" in style.warning and docs[1].warning.startswith("checked into the repository")
-    change = bank.save_document(style, "Style guide, edited.\n")
-    assert open(style.path).read() == "Style guide, edited.\n"
+    names = [name for name, _title in docs.list()]
+    assert [os.path.basename(n) for n in names] == ["CLAUDE.md", "CLAUDE.md", "style.md", "MEMORY.md"]
+    style = docs.read(names[2])
+    assert any(n.startswith("Imported by") for n in style.notices)
+    assert any(n.startswith("Checked into the repository") for n in docs.read(names[1]).notices)
+    change = docs.save(style, "Style guide, edited.\n")
+    assert Path(style.path).read_text(encoding="utf-8") == "Style guide, edited.\n"
     change.undo()
-    assert open(style.path).read() == "Style guide.\n"
-    index = docs[-1]
-    assert index.limit and not index.read_only
+    assert Path(style.path).read_text(encoding="utf-8") == "Style guide.\n"
+    index = docs.read(names[-1])
+    assert index.managed_by and not index.read_only
+    with open(os.path.join(mem, ".consolidate-lock"), "w") as fh:
+        fh.write(str(os.getpid()))
+    locked = docs.read(names[-1])
+    assert "consolidating" in locked.read_only
     with pytest.raises(ReadOnly):
-        bank.save_document(type(index)(**{**index.__dict__, "read_only": "managed"}), "x")
+        docs.save(locked, "x")
 
 
 def test_the_index_budget_points_at_the_first_character_not_loaded():
     text = "---\nname: x\n---\n" + "".join(f"- [N{i}](n{i}.md)\n" for i in range(205))
-    budget = index_budget(text)
-    assert budget.lines == 205 and text[budget.cut_char :].startswith("\n- [N200](n200.md)")
-    assert index_budget("- one\n").cut_char is None
+    budget = index_meter("MEMORY.md", text)
+    assert budget.warn and text[budget.cut_char :].startswith("\n- [N200](n200.md)")
+    assert "5 entries are invisible" in budget.sentence
+    assert index_meter("MEMORY.md", "- one\n").cut_char is None
 
 
 def test_git_worktree_roots(tmp_path):
     main = tmp_path / "main"
     main.mkdir()
-    run = lambda *a: subprocess.run(
-        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=main, check=True, capture_output=True
-    )
+
+    def run(*a):
+        return subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=main, check=True, capture_output=True
+        )
+
     run("init", "-q")
     put(main / "f", "x")
     run("add", "f")
@@ -127,7 +153,7 @@ def test_git_worktree_roots(tmp_path):
 
 
 def test_context_command_json_and_human_output(world, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, mem, _history = world
     monkeypatch.setenv("HOME", env.home)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     code, out, err = run_cli(["context", "--agent", "claude", "--project", str(proj), "--json"])
@@ -147,7 +173,7 @@ def test_context_command_json_and_human_output(world, monkeypatch):
 
 
 def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(world, tmp_path, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, _mem, _history = world
     config = tmp_path / "elsewhere"
     put(config / "CLAUDE.md", "from CLAUDE_CONFIG_DIR\n")
     monkeypatch.setenv("HOME", env.home)
@@ -161,7 +187,7 @@ def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(
 
 
 def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
-    env, proj, mem, history = world
+    env, proj, mem, _history = world
     os.remove(proj / "CLAUDE.md")
     os.mkfifo(proj / "CLAUDE.md")
     os.remove(os.path.join(mem, "MEMORY.md"))
@@ -170,7 +196,7 @@ def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
     put(proj / ".claude" / "settings.json", "{not json")
     monkeypatch.setenv("HOME", env.home)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    code, out, err = run_cli(["context", "--project", str(proj), "--json"])
+    code, out, _err = run_cli(["context", "--project", str(proj), "--json"])
     assert code == 0
     obj = json.loads(out)
     problems = " | ".join(obj["problems"])

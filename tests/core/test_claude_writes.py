@@ -173,7 +173,7 @@ def test_writes_wait_for_a_live_consolidation_lock(mem, history):
 def test_refusals_name_the_file(mem, tmp_path, history):
     with pytest.raises(ReadOnly, match="team memory"):
         writes.writable_path(mem, os.path.join(mem, "team", "MEMORY.md"))
-    with pytest.raises(ReadOnly, match=".md files"):
+    with pytest.raises(ReadOnly, match=r"\.md files"):
         writes.writable_path(mem, os.path.join(mem, ".consolidate-lock"))
     with pytest.raises(ReadOnly, match="not inside the memory folder"):
         writes.writable_path(mem, str(tmp_path / "elsewhere.md"))

@@ -12,7 +12,6 @@ import pytest
 from keepgui.core.iii.record import fingerprint, parse_line
 from tests.conftest import ROOT, run_cli, tree_digest
 
-
 run = run_cli
 
 
@@ -110,7 +109,7 @@ def test_errors_are_one_line_and_nonzero(dd):
         (["save", "Bad Name", "some text", *dd], "must match"),
         (["edit", "main", "fp0", *dd], "nothing to change"),
     ):
-        code, out, err = run(argv)
+        code, _out, err = run(argv)
         assert code == 1 and needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
@@ -124,7 +123,7 @@ def test_doctor_reports_and_exits_1(dd, data_dir):
     report = json.loads(out)
     kinds = {p["kind"] for p in report["problems"]}
     assert code == 1 and {"corrupt-line", "torn-tail", "bank-name"} <= kinds
-    corrupt = [p for p in report["problems"] if p["kind"] == "corrupt-line"][0]
+    corrupt = next(p for p in report["problems"] if p["kind"] == "corrupt-line")
     lines = (data_dir / "main" / "memories.jsonl").read_bytes().split(b"\n")
     assert corrupt["line"] == lines.index(b'{"id":"fp-broken", "text": 5}') + 1 and corrupt["bank"] == "main"
 

@@ -10,12 +10,11 @@ import sys
 
 import pytest
 
-from tests.conftest import run_cli
-
 from keepgui.core.iii.record import Memory, fingerprint
 from keepgui.core.iii.store import DataDir
 from keepgui.core.nanobot.keep import KeepStore
 from keepgui.core.nanobot.workspace import Workspace
+from tests.conftest import run_cli
 from tests.core.nanobot_helpers import make_workspace, read, write
 
 KEEP = """- Prefers metric units, including in recipes
@@ -118,23 +117,23 @@ def test_compact_bank(data_dir):
     datadir = DataDir(data_dir)
     bank, _ = datadir.ensure_bank("main")
     with open(os.path.join(bank.path, "memories.jsonl"), "ab") as fh:
-        for i, text in enumerate(
-            ("The API port is 3000", "the api port is 3000!", "Alice manages Bob", "Bob manages Alice")
-        ):
-            fh.write(
-                Memory(
-                    id=fingerprint(text),
-                    text=text,
-                    entities=(),
-                    tags=(),
-                    confidence="stated",
-                    corroboration=0,
-                    pinned=False,
-                    created_at=100 + i,
-                    updated_at=100 + i,
-                    revision=0,
-                ).to_line()
+        fh.writelines(
+            Memory(
+                id=fingerprint(text),
+                text=text,
+                entities=(),
+                tags=(),
+                confidence="stated",
+                corroboration=0,
+                pinned=False,
+                created_at=100 + i,
+                updated_at=100 + i,
+                revision=0,
+            ).to_line()
+            for i, text in enumerate(
+                ("The API port is 3000", "the api port is 3000!", "Alice manages Bob", "Bob manages Alice")
             )
+        )
     base = ["compact", "--bank", "main", "--data-dir", str(data_dir), "--reload-command", ""]
     code, out, _ = run(base)
     assert code == 0 and "1 of 2 operations selected · 4 → 3 memories" in out

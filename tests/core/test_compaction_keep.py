@@ -12,12 +12,12 @@ import pytest
 from keepgui.core.compaction import ChangedSince, StalePlan, UndoJournal, load_applied
 from keepgui.core.history import History
 from keepgui.core.nanobot.compact import (
+    Edit,
     FileApplied,
     compose,
     plan_keep,
     strip_dates,
     strip_stamps,
-    Edit,
 )
 from keepgui.core.nanobot.keep import KeepStore
 from keepgui.core.nanobot.keepmd import KeepDoc, contains, normalise
@@ -191,7 +191,7 @@ def test_compose_keeps_endings_bom_and_missing_final_newline():
     assert compose(doc, [Edit(drops=(2,))]) == b"\xef\xbb\xbf- a\r\n- b"
     assert compose(doc, [Edit(inserts=((-1, 1, 0, "- d"),))]) == b"\xef\xbb\xbf- a\r\n- b\r\n- c\r\n- d"
     assert compose(doc, [Edit(drops=(0,)), Edit(rewrites=((0, "- x"),))]) == b"\xef\xbb\xbf- b\r\n- c"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="two operations rewrite line 2 differently"):
         compose(doc, [Edit(rewrites=((1, "- x"),)), Edit(rewrites=((1, "- y"),))])
     assert compose(KeepDoc.parse(None), [Edit(inserts=((-1, 1, 0, "- a"),))]) == b"- a\n"
 
@@ -342,7 +342,7 @@ def test_a_plan_is_stale_when_memory_md_changed(small):
     ws, plan = small
     write(ws.memory_md, MEMORY + "- Prefers tea\n")
     assert plan.is_stale()
-    with pytest.raises(StalePlan, match="memory/MEMORY.md changed"):
+    with pytest.raises(StalePlan, match=r"memory/MEMORY\.md changed"):
         plan.apply()
 
 

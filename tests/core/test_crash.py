@@ -8,6 +8,9 @@ point of fsio's write path) both run; the stress run does 300+ random kills.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+import pytest
 
 from keepgui.core.iii.doctor import diagnose
 from keepgui.core.iii.log import MemoryLog
@@ -67,14 +70,13 @@ def test_a_torn_tail_cut_inside_a_character_is_not_completed(tmp_path):
     bank, _ = DataDir(tmp_path / "memory").ensure_bank("main")
     bank.save("complete record", now=1)
     with open(bank.log_path, "ab") as fh:
-        fh.write('{"id":"fp00000000000000aa","text":"caf'.encode() + "é".encode()[:1])
-    before = open(bank.log_path, "rb").read()
-    try:
+        fh.write(b'{"id":"fp00000000000000aa","text":"caf' + "é".encode()[:1])
+    before = Path(bank.log_path).read_bytes()
+    with pytest.raises(ReadOnly) as refused:  # the save must not go through and make the log unreadable
         DataDir(tmp_path / "memory").bank("main").save("must not complete it", now=2)
-    except ReadOnly as exc:
-        lines = open(bank.log_path, "rb").read().count(b"\n") + 1
-        assert "UTF-8" in str(exc) and bank.log_path in str(exc) and f"line {lines}" in str(exc)
-    else:
-        raise AssertionError("the save went through and made the log unreadable")
-    assert open(bank.log_path, "rb").read() == before
+    lines = Path(bank.log_path).read_bytes().count(b"\n") + 1
+    assert (
+        "UTF-8" in str(refused.value) and bank.log_path in str(refused.value) and f"line {lines}" in str(refused.value)
+    )
+    assert Path(bank.log_path).read_bytes() == before
     assert os.path.getsize(bank.log_path) == len(before)

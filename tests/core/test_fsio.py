@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from keepgui.core import fsio
-from keepgui.core.errors import WriteFailed, Conflict, KeepguiError, ReadOnly
+from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 
 
 def test_atomic_write_creates_and_replaces_keeping_mode(tmp_path):
@@ -36,7 +36,7 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(fsio.os, "replace", boom)
-    with pytest.raises(WriteFailed, match="keep.md: No space left on device; nothing was saved"):
+    with pytest.raises(WriteFailed, match=r"keep\.md: No space left on device; nothing was saved"):
         fsio.atomic_write(path, b"new content")
     assert path.read_bytes() == b"original"
     assert os.listdir(tmp_path) == ["keep.md"]
@@ -94,7 +94,7 @@ def test_append_repairs_a_torn_tail_in_the_same_write(tmp_path):
 def test_append_refuses_anything_but_whole_lines(tmp_path):
     path = tmp_path / "m.jsonl"
     for bad in (b"no newline", b"two\nlines\n"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="exactly one \\\\n-terminated line"):
             fsio.append_lines(path, [bad])
     assert not path.exists() or path.read_bytes() == b""
 

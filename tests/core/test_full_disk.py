@@ -12,6 +12,7 @@ import errno
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +55,8 @@ def _fill(folder: str, leave: int) -> str:
                 if os.write(fd, b"f" * 4096) < 4096:
                     break
             except OSError as exc:
-                assert exc.errno == errno.ENOSPC
+                if exc.errno != errno.ENOSPC:
+                    raise
                 break
     finally:
         os.close(fd)
@@ -77,14 +79,14 @@ def test_a_save_on_a_full_disk_fails_cleanly_and_names_the_file(small_tmpfs):
         bank.save(f"padding {n} " + "p" * size, now=2)
         n += 1
     filler = _fill(small_tmpfs, 0)
-    before = open(bank.log_path, "rb").read()
+    before = Path(bank.log_path).read_bytes()
     assert 0 < _room_in_last_page(bank.log_path) < 2000
 
     result = run_cli(data_dir, "save", "main", BIG_TEXT)
     assert result.rc == 1 and result.stderr.count("\n") == 1, result.stderr
     assert bank.log_path in result.stderr and "No space left on device" in result.stderr
     assert "nothing was saved" in result.stderr and "Traceback" not in result.stderr
-    assert open(bank.log_path, "rb").read() == before
+    assert Path(bank.log_path).read_bytes() == before
 
     # Without the reservation (a filesystem lacking fallocate) the write is cut short,
     # and the partial bytes are taken back.
@@ -95,7 +97,7 @@ def test_a_save_on_a_full_disk_fails_cleanly_and_names_the_file(small_tmpfs):
             DataDir(data_dir).bank("main").save(BIG_TEXT, now=3)
     finally:
         fsio._fallocate = saved
-    assert open(bank.log_path, "rb").read() == before
+    assert Path(bank.log_path).read_bytes() == before
 
     result = run_cli(data_dir, "bank", "create", "newbank")
     assert result.rc == 1 and "nothing was created" in result.stderr and "Traceback" not in result.stderr
@@ -112,7 +114,7 @@ def test_a_save_on_a_full_disk_fails_cleanly_and_names_the_file(small_tmpfs):
     log = MemoryLog(bank.log_path)
     log.refresh()
     assert log.problems == [] and len(log.live()) == 2 + n
-    assert open(bank.log_path, "rb").read().endswith(b"\n")
+    assert Path(bank.log_path).read_bytes().endswith(b"\n")
 
 
 # ---------------------------------------------------------------------- ENOSPC at every write call
@@ -146,7 +148,7 @@ def _operations():
         with bank.batch(now=50) as batch:
             for i in range(4):
                 batch.save(f"batched record {i} " + "é" * 40)
-            batch.pin(bank.log.records and sorted(bank.log.records)[0])
+            batch.pin(bank.log.records and min(bank.log.records))
 
     def single_save(datadir):
         datadir.bank("main").save("one more memory", now=51)
@@ -176,8 +178,8 @@ def test_a_fault_at_every_write_call_leaves_every_file_whole(tmp_path, monkeypat
         data_dir = str(work / "memory")
         log_path = os.path.join(data_dir, "main", "memories.jsonl")
         rule_path = os.path.join(data_dir, "main", "rules", "style.md")
-        log_before = open(log_path, "rb").read()
-        rule_before = open(rule_path, "rb").read()
+        log_before = Path(log_path).read_bytes()
+        rule_before = Path(rule_path).read_bytes()
         faults = _Faults(at, short)
         monkeypatch.setattr(fsio, "_os_write", faults)
         try:
@@ -188,7 +190,7 @@ def test_a_fault_at_every_write_call_leaves_every_file_whole(tmp_path, monkeypat
         finally:
             monkeypatch.setattr(fsio, "_os_write", os.write)
         where = f"{name}, fault at write call {at}"
-        log_after = open(log_path, "rb").read()
+        log_after = Path(log_path).read_bytes()
         assert log_after == log_before or (error is None and log_after.startswith(log_before)), where
         assert log_after.endswith(b"\n"), where
         fresh = MemoryLog(log_path)
@@ -201,7 +203,7 @@ def test_a_fault_at_every_write_call_leaves_every_file_whole(tmp_path, monkeypat
             assert faults.hit and "nothing was" in error, where
             assert os.path.abspath(data_dir) in error, where
             assert not os.path.exists(os.path.join(data_dir, "fresh")), where
-            assert open(rule_path, "rb").read() == rule_before, where
+            assert Path(rule_path).read_bytes() == rule_before, where
         if not faults.hit:
             break  # the operation made fewer write calls than `at`: every call has had its fault
         at += 1
@@ -211,7 +213,7 @@ def test_a_fault_at_every_write_call_leaves_every_file_whole(tmp_path, monkeypat
 def test_no_space_for_the_reservation_writes_nothing(tmp_path, monkeypatch):
     bank, _ = DataDir(tmp_path / "memory").ensure_bank("main")
     bank.save("already there", now=1)
-    before = open(bank.log_path, "rb").read()
+    before = Path(bank.log_path).read_bytes()
 
     def full(fd, mode, offset, length):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -224,7 +226,7 @@ def test_no_space_for_the_reservation_writes_nothing(tmp_path, monkeypatch):
     with pytest.raises(WriteFailed) as info:
         bank.save("never written", now=2)
     assert str(info.value) == f"{bank.log_path}: No space left on device; nothing was saved"
-    assert open(bank.log_path, "rb").read() == before
+    assert Path(bank.log_path).read_bytes() == before
 
 
 def test_a_partial_write_followed_by_another_writer_is_not_cut(tmp_path, monkeypatch):
@@ -253,7 +255,7 @@ def test_a_partial_write_followed_by_another_writer_is_not_cut(tmp_path, monkeyp
     with pytest.raises(WriteFailed, match="another program appended"):
         bank.save("cut short by a full disk", now=2)
     monkeypatch.setattr(fsio, "_os_write", os.write)
-    data = open(bank.log_path, "rb").read()
+    data = Path(bank.log_path).read_bytes()
     assert data.endswith(b"\n") and worker_line in data
 
 

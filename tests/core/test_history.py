@@ -153,4 +153,4 @@ def test_default_root_is_keepguis_data_dir():
 
 
 def test_json_lines_are_written_compact_and_in_utf_8():
-    assert dump_line({"text": "café ☕", "n": [1, 2]}) == '{"text":"café ☕","n":[1,2]}\n'.encode("utf-8")
+    assert dump_line({"text": "café ☕", "n": [1, 2]}) == '{"text":"café ☕","n":[1,2]}\n'.encode()

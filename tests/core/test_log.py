@@ -31,8 +31,7 @@ def rec(text, revision=0, **kw):
 
 def write(path, *chunks):
     with open(path, "ab") as fh:
-        for chunk in chunks:
-            fh.write(chunk if isinstance(chunk, bytes) else chunk.to_line())
+        fh.writelines(chunk if isinstance(chunk, bytes) else chunk.to_line() for chunk in chunks)
 
 
 @pytest.fixture

@@ -69,7 +69,7 @@ def test_retired_resave_resurrects():
 
 @pytest.mark.parametrize("text", ["ab", "  ab  ", "x" * 2001, "é" * 1001])
 def test_text_limits_are_bytes(text):
-    with pytest.raises(InvalidInput, match="3..2000"):
+    with pytest.raises(InvalidInput, match=r"3\.\.2000"):
         mut.save_transition(None, text)
 
 

@@ -49,7 +49,7 @@ def test_each_document_says_what_it_adds_to_every_turns_prompt(ws, history):
     doc = docs.open_document(ws, "MEMORY.md", history)
     assert "over-dream-window" not in codes(doc.notices)
     [notice] = [n for n in doc.notices if n.code == "prompt-size"]
-    injected = len("# Memory\n\n## Long-term Memory\n".encode()) + 8400
+    injected = len(b"# Memory\n\n## Long-term Memory\n") + 8400
     assert f"adds {injected:,} bytes" in notice.message and "sees it whole" in notice.message
     assert "8,000" not in " ".join(n.message for n in doc.notices)
     write(ws.path("USER.md"), "")
@@ -93,7 +93,7 @@ def test_after_save_warnings_with_dream_git(ws, history):
 def test_a_change_on_disk_since_opening_is_refused(ws, history):
     doc = docs.open_document(ws, "USER.md", history)
     write(ws.user_md, "# Rewritten by Dream\n")
-    with pytest.raises(Conflict, match="USER.md was changed by someone else"):
+    with pytest.raises(Conflict, match=r"USER\.md was changed by someone else"):
         docs.save_document(ws, doc, "mine\n", confirm_dream=True, history=history)
     assert read(ws.user_md) == b"# Rewritten by Dream\n"
 

@@ -153,7 +153,7 @@ def test_a_write_must_say_what_it_read(tmp_path):
 def test_reading_a_folder_as_a_file_is_unreadable(tmp_path):
     ws = Workspace(make_workspace(tmp_path / "ws"))
     os.makedirs(ws.path("AGENTS.md"))
-    with pytest.raises(Unreadable, match="AGENTS.md"):
+    with pytest.raises(Unreadable, match=r"AGENTS\.md"):
         ws.read("AGENTS.md")
 
 

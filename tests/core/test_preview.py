@@ -20,8 +20,8 @@ from keepgui.core.iii.preview import (
     preview_bank,
     render_rules,
 )
-from keepgui.core.iii.record import fingerprint, new_memory
 from keepgui.core.iii.recall import Hit
+from keepgui.core.iii.record import fingerprint, new_memory
 from keepgui.core.iii.store import DataDir
 from keepgui.core.iii.worker import WorkerLink
 from tests.conftest import tree_digest
@@ -80,7 +80,7 @@ SCENARIO = (M1, M2, M3, M4)
 
 @pytest.fixture
 def scenario(data_dir):
-    dd, bank = make_bank(data_dir, records=SCENARIO)
+    _dd, bank = make_bank(data_dir, records=SCENARIO)
     return BankEngine(bank)
 
 
@@ -140,7 +140,7 @@ def test_omitted_when_too_little_budget_is_left():
 
 def test_after_a_truncation_every_later_rule_is_omitted_but_an_empty_one_still_fits():
     rules = [("a", "x" * 700), ("b", "tiny"), ("c", "  \n\t"), ("d", "more")]
-    part, truncated, outcomes = render_rules(rules, 500)
+    part, _truncated, outcomes = render_rules(rules, 500)
     assert [o.status for o in outcomes] == ["truncated", "omitted", "fit", "omitted"]
     assert part.endswith(
         "\n## b [omitted: over the injection budget]\n\n## c\n\n\n## d [omitted: over the injection budget]\n"
@@ -282,7 +282,7 @@ def test_unicode_and_pronoun_queries(data_dir):
 
 
 def test_engine_follows_log_deltas_and_notices_missed_ones(data_dir):
-    dd, bank = make_bank(data_dir, records=SCENARIO)
+    _dd, bank = make_bank(data_dir, records=SCENARIO)
     engine = BankEngine(bank)
     engine.refresh()
     bank.save("User publishes podcasts on Fridays", entities=["user"], now=NOW)

@@ -20,8 +20,7 @@ import os
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from keepgui.core.iii.log import MemoryLog
 from tests.reliability.model import (
@@ -38,7 +37,9 @@ from tests.reliability.model import (
 
 # Text the model's str-based rules treat exactly as Rust does: no lone surrogates, and not
 # U+001C..U+001F (whitespace to Python, not to Rust; keepgui's textrules handles those).
-_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x1c\x1d\x1e\x1f")
+# Cn: unassigned in Python 3.11's Unicode 14, some are letters the worker lowercases by newer tables,
+# which the model (str.lower) does not know; test_tokenize checks those letters against the regex module.
+_chars = st.characters(blacklist_categories=("Cs", "Cn"), blacklist_characters="\x1c\x1d\x1e\x1f")
 
 
 def _variants(text: str):

@@ -6,14 +6,12 @@ import math
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from keepgui.core.iii import recall as recall_module
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.index import BankIndex
 from keepgui.core.iii.log import MemoryLog
-from keepgui.core.iii.record import fingerprint, new_memory
 from keepgui.core.iii.recall import (
     RECALL_LIMIT_CAP,
     f32,
@@ -26,6 +24,7 @@ from keepgui.core.iii.recall import (
     recency,
     top_memories,
 )
+from keepgui.core.iii.record import fingerprint, new_memory
 from keepgui.core.iii.tokenize import entity_tokens, tokenize
 
 NOW = 1_750_000_000_000
@@ -224,7 +223,7 @@ def test_score_parts_explain_the_final_score():
 def test_entity_hits_count_each_entity_token_once_per_membership():
     m = mem("text", ["user", "user", "blog post"])
     assert fused_parts(0.0, m, {"user", "post"}, NOW, 30).entity_hits == 3
-    assert fused_parts(0.0, m, {"user", "user"}, NOW, 30).entity_hits == 2
+    assert fused_parts(0.0, m, {"user"}, NOW, 30).entity_hits == 2
 
 
 # ---------------------------------------------------------------------- ranking

@@ -9,15 +9,21 @@ import pytest
 from keepgui.core.iii.record import Memory, RecordError, Source, fingerprint, new_memory, parse_line
 
 SPEC_LINES = [
-    '{"id":"fp37dab55090b26303","text":"User prefers short names","entities":["user"],"tags":["style"],'
-    '"confidence":"stated","corroboration":0,"pinned":false,"source":{"session_id":"s_1"},'
-    '"created_at":1750000000000,"updated_at":1750000000000,"revision":0}',
-    '{"id":"fp37dab55090b26303","text":"User prefers short names","entities":["user"],"tags":["style"],'
-    '"confidence":"stated","corroboration":1,"pinned":false,"source":{"session_id":"s_1"},'
-    '"created_at":1750000000000,"updated_at":1750000100000,"revision":1}',
-    '{"id":"fp37dab55090b26303","text":"User prefers short names","entities":["user"],"tags":["style"],'
-    '"confidence":"stated","corroboration":1,"pinned":false,"source":{"session_id":"s_1"},'
-    '"created_at":1750000000000,"updated_at":1750000200000,"invalid_at":1750000200000,"revision":2}',
+    (
+        '{"id":"fp37dab55090b26303","text":"User prefers short names","entities":["user"],"tags":["style"],'
+        '"confidence":"stated","corroboration":0,"pinned":false,"source":{"session_id":"s_1"},'
+        '"created_at":1750000000000,"updated_at":1750000000000,"revision":0}'
+    ),
+    (
+        '{"id":"fp37dab55090b26303","text":"User prefers short names","entities":["user"],"tags":["style"],'
+        '"confidence":"stated","corroboration":1,"pinned":false,"source":{"session_id":"s_1"},'
+        '"created_at":1750000000000,"updated_at":1750000100000,"revision":1}'
+    ),
+    (
+        '{"id":"fp37dab55090b26303","text":"User prefers short names","entities":["user"],"tags":["style"],'
+        '"confidence":"stated","corroboration":1,"pinned":false,"source":{"session_id":"s_1"},'
+        '"created_at":1750000000000,"updated_at":1750000200000,"invalid_at":1750000200000,"revision":2}'
+    ),
 ]
 
 

@@ -17,7 +17,9 @@ def _rows(n, seed=3, long_texts=False):
     return [
         FileRow(
             id=f"r{rng.randrange(10**6):06d}-{i}",
-            text=common + rng.choice(["Text", "text", "Ünïcode", "émoji 🙂", "ß", "", "a\x00b", "a"]) + f" {rng.randrange(60)}",
+            text=common
+            + rng.choice(["Text", "text", "Ünïcode", "émoji 🙂", "ß", "", "a\x00b", "a"])
+            + f" {rng.randrange(60)}",
             tags=tuple(rng.sample(["a", "b", "c", "d", "ö"], rng.randrange(3))),
             entities=tuple(rng.sample(["mike", "ana", "lisbon"], rng.randrange(2))),
             invalid_at=None if rng.random() < 0.8 else 5,

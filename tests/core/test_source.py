@@ -42,8 +42,7 @@ def iii(data_dir):
     bank = DataDir(str(data_dir)).ensure_bank("main")[0]
     for text in ("Prefers metric units in recipes", "Lives in Lisbon with Sam", "Allergic to penicillin"):
         bank.save(text)
-    source = registry.open_source("iii", str(data_dir))
-    return source
+    return registry.open_source("iii", str(data_dir))
 
 
 @pytest.fixture
@@ -357,8 +356,8 @@ def test_what_a_bank_lacks_is_refused_with_the_reason_its_capabilities_give(nano
     bank = nanobot.bank("keep.md")
     with pytest.raises(InvalidInput, match="there is no recall ranking"):
         bank.rank("tea", 3)
-    with pytest.raises(InvalidInput, match="keep.md entries have no pin"):
+    with pytest.raises(InvalidInput, match=r"keep\.md entries have no pin"):
         bank.set_pinned(["x"], True)
-    with pytest.raises(InvalidInput, match="has one keep.md"):
+    with pytest.raises(InvalidInput, match=r"has one keep\.md"):
         nanobot.create_bank("more")
     assert bank.revisions("x") == []

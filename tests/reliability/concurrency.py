@@ -184,7 +184,6 @@ def racing_appends(
     append landed while a worker line lacked its newline: proof of a race).
     """
     import random
-    import subprocess
 
     from keepgui.core.iii.log import MemoryLog
     from keepgui.core.iii.record import RecordError, parse_line

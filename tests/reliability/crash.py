@@ -22,7 +22,7 @@ from tests.reliability.common import send_go, spawn, wait_ready
 _HEADER = re.compile(rb"v(\d+)\.(\d+)\n")
 
 
-def _start(role: str, *args) -> "object":
+def _start(role: str, *args) -> object:
     proc = spawn(role, *args)
     wait_ready(proc, role)
     send_go(proc)
@@ -294,7 +294,7 @@ def sigkill_at_points(folder: str) -> dict:
             proc = spawn("crash-at", data_dir, "main", what, point)
             wait_ready(proc, "crash-at")
             send_go(proc)
-            out, err = proc.communicate(timeout=60)
+            _out, err = proc.communicate(timeout=60)
             where = f"{what} killed at {point}"
             if proc.returncode != -signal.SIGKILL:
                 failures.append(f"{where}: the child was not killed (exit {proc.returncode}) {err[-500:]!r}")

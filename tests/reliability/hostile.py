@@ -23,9 +23,10 @@ import random
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from functools import partial
 
 from tests.reliability.common import Hang, deadline, disk_state, run_cli, state_diff
 from tests.reliability.model import model_fingerprint, worker_line
@@ -217,7 +218,7 @@ def make_read_only(path: str) -> str | None:
     Returns the mechanism used, or None when neither stops this process.
     """
     if chmod_protects():
-        for folder, dirs, files in os.walk(path, topdown=False):
+        for folder, _dirs, files in os.walk(path, topdown=False):
             for name in files:
                 os.chmod(os.path.join(folder, name), 0o444)
             os.chmod(folder, 0o555)
@@ -417,7 +418,7 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     f, d = case("bank-yaml-garbage")
     rng = random.Random(seed)
     laughs = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for i, c in enumerate("bcdefghi"):
+    for c in "bcdefghi":
         laughs.append(f"{c}: &{c} [" + ",".join([f"*{chr(ord(c) - 1)}"] * 9) + "]")
     laughs.append("description: *i")
     merge = ["l0: &l0 {" + ", ".join(f"k{i}: {i}" for i in range(10)) + "}"]
@@ -449,7 +450,7 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
     }
     for name, content in yamls.items():
         _bank(d, name, yaml=content)
-    descriptions = {name: "" for name in yamls}
+    descriptions = dict.fromkeys(yamls, "")
     descriptions.update(
         {
             "merge-bomb": "fine after a merge bomb",
@@ -770,11 +771,11 @@ def check_output(result, json_out: bool, must_fail: bool = False) -> list[str]:
         out.append(f"`{what}` exited {result.rc}")
     if "Traceback" in result.stderr:
         out.append(f"`{what}` printed a traceback: {result.stderr[-1500:]}")
-    lines = [l for l in result.stderr.splitlines() if l.strip()]
-    stray = [l for l in lines if not l.startswith("keepgui: ")]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    stray = [line for line in lines if not line.startswith("keepgui: ")]
     if stray and "Traceback" not in result.stderr:
         out.append(f"`{what}` printed lines that are not keepgui messages: {stray[:3]}")
-    errors = [l for l in lines if l.startswith("keepgui: error: ")]
+    errors = [line for line in lines if line.startswith("keepgui: error: ")]
     if result.rc == 1 and what.split()[0] != "doctor" and len(errors) != 1:
         out.append(f"`{what}` failed with {len(errors)} error lines: {lines[-3:]}")
     if must_fail and result.rc != 1:
@@ -810,17 +811,17 @@ def probe_library(case: HostileCase, seconds: float = 60.0) -> list[str]:
     datadir = DataDir(case.data_dir)
     names = guarded("bank_names()", datadir.bank_names) or []
     for name in sorted(set(names) | set(case.banks)):
-        bank = guarded(f"bank({name!r})", lambda: datadir.bank(name))
+        bank = guarded(f"bank({name!r})", partial(datadir.bank, name))
         if bank is None:
             continue
         guarded(f"{name}: info()", bank.info)
         guarded(f"{name}: description()", bank.description)
-        rows = guarded(f"{name}: memories(history=True)", lambda: bank.memories(history=True)) or []
+        rows = guarded(f"{name}: memories(history=True)", partial(bank.memories, history=True)) or []
         guarded(f"{name}: tags()", bank.tags)
         guarded(f"{name}: rules()", bank.rules)
         for memory in rows[:10]:
-            guarded(f"{name}: history()", lambda: bank.log.history(memory.id))
-            guarded(f"{name}: raw_line()", lambda: bank.log.raw_line(memory.id))
+            guarded(f"{name}: history()", partial(bank.log.history, memory.id))
+            guarded(f"{name}: raw_line()", partial(bank.log.raw_line, memory.id))
     guarded("iter_temp_files()", lambda: list(datadir.iter_temp_files()))
     guarded("trashed()", datadir.trashed)
     guarded("diagnose()", lambda: diagnose(DataDir(case.data_dir)))
@@ -877,7 +878,7 @@ def run_hostile(
     crashes = changed = 0
     failures: list[str] = []
     for case in cases:
-        diff = [p for old, new in zip(before[case.name], snapshot(case)) for p in state_diff(old, new)]
+        diff = [p for old, new in zip(before[case.name], snapshot(case), strict=True) for p in state_diff(old, new)]
         if diff:
             changed += 1
             problems[case.name].append(f"reading changed {diff[:5]}")

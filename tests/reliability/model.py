@@ -66,7 +66,7 @@ def model_fingerprint(text: str) -> str:
     h = 0xCBF29CE484222325
     for byte in " ".join(text.split()).lower().encode("utf-8"):
         h = ((h ^ byte) * 0x100000001B3) % (1 << 64)
-    return "fp%016x" % h
+    return f"fp{h:016x}"
 
 
 def model_labels(values) -> list[str]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from tests.reliability import (
     concurrent_writers,
-    racing_appends,
     hostile_corpus,
+    racing_appends,
     random_mutation_run,
     release_corpus,
     run_hostile,
@@ -191,8 +191,7 @@ def run_mutations(root: str, size: dict, seed: int) -> Row:
 
 def _hypothesis_sequences(examples: int, root: str) -> dict:
     """Run the property test's strategy for ``examples`` examples, counting sequences and steps."""
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
+    from hypothesis import HealthCheck, given, settings, strategies as st
 
     from tests.core.test_property import ops
     from tests.reliability.model import MutationHarness
@@ -246,7 +245,7 @@ def print_table(rows: list[Row], seconds: float) -> None:
                 )
             )
             first = False
-    widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
     widths[1] = min(widths[1], 90)
 
     def fmt(cells):
@@ -255,7 +254,7 @@ def print_table(rows: list[Row], seconds: float) -> None:
         chunks = textwrap.wrap(desc, widths[1]) or [""]
         for n, chunk in enumerate(chunks):
             row = (cells[0] if n == 0 else "", chunk, *(cells[2:] if n == 0 else ("", "", "")))
-            out.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+            out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         return out
 
     rule = "  ".join("-" * w for w in widths)

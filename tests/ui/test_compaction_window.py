@@ -29,7 +29,7 @@ def wait_dialog(window, qtbot) -> CompactionDialog:
 
 
 def test_compaction_due_badge_and_dialog_apply_exactly_the_checked_operations(make_window, demo_copy, qtbot):
-    window, key = open_keep(make_window, demo_copy, qtbot)
+    window, _key = open_keep(make_window, demo_copy, qtbot)
     assert window.banner.isVisible() and "compaction is due" in window.banner.label.text()
     original = read(keep_path(demo_copy))
     window.banner.buttons[0].click()  # "Review compaction"
@@ -64,7 +64,7 @@ def test_each_operation_shows_its_own_diff(make_window, demo_copy, qtbot):
 
 
 def test_rewrite_banner_appears_and_restore_brings_entries_back(make_window, demo_copy, qtbot):
-    window, key = open_keep(make_window, demo_copy, qtbot)
+    window, _key = open_keep(make_window, demo_copy, qtbot)
     window.banner.dismiss()
     doc = window.hub.sources[demo_copy.nanobot].doc
     kept = [e.text for e in doc.entries[:40]]

@@ -7,9 +7,9 @@ import contextlib
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QPlainTextEdit
 
+from keepgui.ui.adapters.iii import SectionHighlighter
 from keepgui.ui.diffview import DiffHighlighter
 from keepgui.ui.markdown import MarkdownHighlighter
-from keepgui.ui.adapters.iii import SectionHighlighter
 
 
 @contextlib.contextmanager
@@ -49,5 +49,5 @@ def test_highlighters_follow_a_palette_switch(qtbot):
 
     light = colours()
     with dark_palette():
-        qtbot.waitUntil(lambda: all(a != b for a, b in zip(light, colours())))
+        qtbot.waitUntil(lambda: all(a != b for a, b in zip(light, colours(), strict=True)))
     qtbot.waitUntil(lambda: colours() == light)

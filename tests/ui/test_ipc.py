@@ -23,10 +23,10 @@ import pytest
 from PySide6.QtNetwork import QLocalSocket
 from PySide6.QtWidgets import QApplication
 
-from keepgui.ui import ipc
-from keepgui.ui.desktop import install
 from keepgui.core.nanobot.backend import KEEP_BANK
 from keepgui.core.source import BankKey
+from keepgui.ui import ipc
+from keepgui.ui.desktop import install
 from tests.conftest import ROOT
 from tests.core.nanobot_helpers import make_workspace
 

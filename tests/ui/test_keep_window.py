@@ -6,8 +6,8 @@ import os
 
 from PySide6.QtCore import Qt
 
-from tests.ui.conftest import open_keep as open_shown_keep
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
+from tests.ui.conftest import open_keep as open_shown_keep
 
 
 def keep_bytes(copy) -> bytes:
@@ -70,9 +70,11 @@ def test_undo_refuses_when_the_agent_rewrote_keep_md(make_window, demo_copy, qtb
 
 def test_external_rewrite_shows_up(make_window, demo_copy, qtbot):
     window = open_keep(make_window, demo_copy, qtbot)
-    with qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.reviews)):
-        with open(os.path.join(demo_copy.nanobot, "keep.md"), "wb") as fh:
-            fh.write(b"# Kept facts\n- Only this fact survived the rewrite\n")
+    with (
+        qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.reviews)),
+        open(os.path.join(demo_copy.nanobot, "keep.md"), "wb") as fh,
+    ):
+        fh.write(b"# Kept facts\n- Only this fact survived the rewrite\n")
     qtbot.waitUntil(lambda: window.memories.proxy.rowCount() == 1, timeout=10_000)
     assert window.memories.proxy.index(0, COLUMN_INDEX["text"]).data() == "Only this fact survived the rewrite"
 
@@ -90,3 +92,20 @@ def test_edit_entry_in_place(make_window, demo_copy, qtbot):
             and proxy.index(0, COLUMN_INDEX["text"]).data() == "Name is Mike; never Michael"
         )
     )
+
+
+def test_keeping_a_fact_from_the_memories_panel_says_what_the_keep_did(make_window, demo_copy, qtbot, monkeypatch):
+    """Edit → New memory on keep.md asks for a fact, keeps it as one undo step of the window, and
+    reports the keep's own message (the window's perform hands back an Outcome, not the Change)."""
+    window = open_keep(make_window, demo_copy, qtbot)
+    original = keep_bytes(demo_copy)
+    fact = "The car is due for its inspection every March"
+    notes: list[str] = []
+    window.memories.note.connect(notes.append)
+    window.memories.warning.connect(notes.append)
+    monkeypatch.setattr("keepgui.ui.memorypanel.QInputDialog.getText", lambda *_args, **_kw: (fact, True))
+    window.memories.keep_fact_dialog()
+    assert fact.encode() in keep_bytes(demo_copy)
+    assert len(notes) == 1 and fact in notes[0]
+    window.undo_stack.undo()
+    assert keep_bytes(demo_copy) == original

@@ -86,7 +86,7 @@ def test_the_trash_node_follows_trash_and_restore(make_window, demo_copy, qtbot,
 
 
 def test_a_rule_file_added_on_disk_updates_the_rule_count(make_window, demo_copy, qtbot):
-    window, path = loaded_window(make_window, demo_copy, qtbot)
+    window, _path = loaded_window(make_window, demo_copy, qtbot)
     rules = DataDir(demo_copy.iii).bank("main").info().rules
     index = window.tree_model.index_of_bank(BankKey(demo_copy.iii, "main"))
     assert index.data(DetailRole).endswith(f"· {rules} rules")

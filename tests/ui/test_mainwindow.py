@@ -159,9 +159,11 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
         updated_at=2_000_000_000_000,
         revision=0,
     )
-    with qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.rows)):
-        with open(os.path.join(str(demo_copy.iii), "main", "memories.jsonl"), "ab") as fh:
-            fh.write(record.to_line())
+    with (
+        qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.rows)),
+        open(os.path.join(str(demo_copy.iii), "main", "memories.jsonl"), "ab") as fh,
+    ):
+        fh.write(record.to_line())
     qtbot.waitUntil(lambda: proxy_row_of(window, record.id) is not None, timeout=10_000)
     assert window.memories.selected_records()[0].id == selected
     qtbot.waitUntil(lambda: "1 memory added" in window.statusBar().currentMessage(), timeout=5_000)
@@ -170,11 +172,13 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
 def test_external_rule_change_and_new_bank_show_up(make_window, demo_copy, qtbot):
     window = make_window(demo_copy.iii)
     key = window.current
-    with qtbot.waitSignal(
-        window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.documents)
-    ) as blocker:
-        with open(os.path.join(str(demo_copy.iii), "main", "rules", "added.md"), "w") as fh:
-            fh.write("# Added by hand\n")
+    with (
+        qtbot.waitSignal(
+            window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.documents)
+        ) as blocker,
+        open(os.path.join(str(demo_copy.iii), "main", "rules", "added.md"), "w") as fh,
+    ):
+        fh.write("# Added by hand\n")
     assert blocker.args[0].key == key and blocker.args[0].documents == {"added"}
     os.makedirs(os.path.join(str(demo_copy.iii), "research", "rules"))
     qtbot.waitUntil(

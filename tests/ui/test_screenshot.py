@@ -6,7 +6,6 @@ an empty or missing data dir, ``--bank`` naming nothing.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
@@ -25,9 +26,9 @@ from keepgui.core.source import (
     COMPACT,
     CREATE,
     CREATE_BANK,
+    DISK,
     EDIT,
     ENTITIES,
-    DISK,
     HISTORY,
     PIN,
     QUERY,
@@ -149,7 +150,7 @@ class NotesBank(BankDefaults):
     """The notes of a folder: one ``*.txt`` file per row; forgotten notes wait in ``.forgotten/``
     (what it cannot do, BankDefaults refuses with the reason its Capabilities give)."""
 
-    def __init__(self, source: "NotesSource") -> None:
+    def __init__(self, source: NotesSource) -> None:
         self.source = source
         self.key = BankKey(source.path, "notes")
         self.capabilities = NOTES
@@ -192,7 +193,7 @@ class NotesBank(BankDefaults):
         live = sum(1 for r in self._rows or [] if r.invalid_at is None)
         return BankSummary(f"{NOTES.count(live)}")
 
-    def documents(self) -> "NoteDocs":
+    def documents(self) -> NoteDocs:
         return NoteDocs(self.source)
 
     def preview(self, query: str, pending=None, now_ms=None) -> object:
@@ -265,7 +266,7 @@ class NoteDocs:
     previews_drafts = False
     names = None
 
-    def __init__(self, source: "NotesSource") -> None:
+    def __init__(self, source: NotesSource) -> None:
         self.path = os.path.join(source.path, "README.md")
         self.source = source
 
@@ -363,7 +364,7 @@ def notes_backend(monkeypatch):
     """The notes backend registered through the registry, for this test only."""
     known = registry._backends()
     monkeypatch.setitem(known, "notes", NOTES_BACKEND)
-    yield NOTES_BACKEND
+    return NOTES_BACKEND
 
 
 @pytest.fixture

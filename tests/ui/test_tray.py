@@ -19,9 +19,9 @@ import time
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from keepgui.ui.desktop import KEEP_RUNNING_SETTING, Desktop, install
 from keepgui.core.nanobot.backend import KEEP_BANK
 from keepgui.core.source import BankKey
+from keepgui.ui.desktop import KEEP_RUNNING_SETTING, Desktop, install
 from keepgui.ui.quickkeep import popup_for
 from keepgui.ui.tray import tray_available
 from tests.conftest import ROOT

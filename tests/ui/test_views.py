@@ -177,7 +177,7 @@ def test_hovering_a_day_tells_its_counts_by_kind(make_window, demo_copy, qtbot):
 def test_the_strip_of_keep_md_counts_versions_keepgui_saw(make_window, demo_copy, qtbot):
     from tests.ui.conftest import open_keep
 
-    window, key = open_keep(make_window, demo_copy, qtbot)
+    window, _key = open_keep(make_window, demo_copy, qtbot)
     strip = window.memories.strip
     qtbot.waitUntil(lambda: strip.activity is not None, timeout=10_000)
     assert len(strip.activity) == 0 and "recorded since" in strip.summary()

@@ -22,8 +22,10 @@ if anything changed since). No topic file is ever deleted.
 
 from __future__ import annotations
 
+import hashlib
 import os
-from typing import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.claude.jstext import utf16_len, utf16_slice
@@ -38,7 +40,19 @@ from keepgui.core.claude.memory import (
     read_folder,
 )
 from keepgui.core.claude.writes import FileSwap, MemoryChange, newline_of, split_lines, writable_path
-from keepgui.core.compaction import REVIEW_KINDS, Applied, Counts, Plan, make_operation, register_kinds, words_only_in
+from keepgui.core.compaction import (
+    REVIEW_KINDS,
+    Applied,
+    Counts,
+    Operation,
+    Plan,
+    Selection,
+    make_operation,
+    register_applied_kind,
+    register_kinds,
+    words_only_in,
+)
+from keepgui.core.errors import InvalidInput
 from keepgui.core.history import History
 from keepgui.core.textdiff import unified
 
@@ -63,7 +77,8 @@ NOTES_FILE = "index-notes.md"
 """The topic file prose moved out of the index goes to."""
 
 
-def _short_hook(hook: str, budget: int) -> str:
+def short_hook(hook: str, budget: int) -> str:
+    """``hook`` cut at a word near ``budget`` UTF-16 units, with ``…`` (as it is when it fits)."""
     if utf16_len(hook) <= budget:
         return hook
     cut = utf16_slice(hook, budget)
@@ -89,6 +104,39 @@ class FolderApplied(Applied):
     def _redo(self) -> None:
         self.change = self.swap.redo()
 
+    def to_obj(self) -> dict[str, Any]:
+        """For the command line's ``--undo`` in a later process: each file's bytes before and after by
+        their SHA-256 (keepgui's history holds both: every write records what it replaced and wrote)."""
+
+        def sha(data: bytes | None) -> str | None:
+            return None if data is None else hashlib.sha256(data).hexdigest()
+
+        return {
+            **super().to_obj(),
+            "memory_dir": self.swap.memory_dir,
+            "files": [[path, sha(before), sha(after)] for path, before, after in self.swap.files],
+        }
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any], history: History) -> FolderApplied:
+        """An applied plan of a folder back from :meth:`to_obj`."""
+
+        def data(path: str, sha: str | None) -> bytes | None:
+            return None if sha is None else history.read(history.find(path, sha))
+
+        try:
+            files = [(path, data(path, before), data(path, after)) for path, before, after in obj["files"]]
+            swap = FileSwap(obj["memory_dir"], history, files, obj["description"])
+            applied = cls(swap, obj.get("lines", ()), bool(obj.get("changed", True)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"keepgui's compaction journal has an unusable entry ({exc})") from None
+        applied.state = obj.get("state", "applied")
+        applied.at = obj.get("at", applied.at)
+        return applied
+
+
+register_applied_kind(FolderApplied.kind, FolderApplied.from_obj)
+
 
 DROP = "\x00keepgui-drop\x00"
 """An index line an edit marks for removal (line numbers stay stable until every edit ran)."""
@@ -97,7 +145,7 @@ DROP = "\x00keepgui-drop\x00"
 class Texts:
     """The files' texts while a plan's edits run: what an edit set, else what the plan read."""
 
-    def __init__(self, plan: "FolderPlan") -> None:
+    def __init__(self, plan: FolderPlan) -> None:
         self.plan = plan
         self.changed: dict[str, str | None] = {}
 
@@ -112,6 +160,13 @@ class Texts:
         return self[rel]
 
 
+Edit = Callable[[Texts], None]
+"""One operation's edit of the files' texts."""
+
+_IndexLine = tuple[int, str, str, str, str]
+"""A linking index line: (physical line number 0-based, title, target, hook, line text)."""
+
+
 class FolderPlan(Plan):
     """A plan over a memory folder's files: each operation's edit is a function of the files' texts.
 
@@ -122,7 +177,14 @@ class FolderPlan(Plan):
 
     KINDS = INDEX_KINDS + REVIEW_KINDS
 
-    def __init__(self, folder: MemoryFolder, history: History | None, operations, edits, subject: str) -> None:
+    def __init__(
+        self,
+        folder: MemoryFolder,
+        history: History | None,
+        operations: Sequence[Operation],
+        edits: Sequence[Edit],
+        subject: str,
+    ) -> None:
         super().__init__(operations, (), subject)
         self.folder = folder
         self.history = history or History()
@@ -142,12 +204,12 @@ class FolderPlan(Plan):
             self._originals[rel] = (data, None if data is None else data.decode("utf-8", errors="surrogateescape"))
         return self._originals[rel][1]
 
-    def texts_after(self, selection=None) -> dict[str, str | None]:
+    def texts_after(self, selection: Selection = None) -> dict[str, str | None]:
         """``rel -> text`` of every file the selection changes (None: the file is absent)."""
         texts = Texts(self)
         for op in self.selected(selection):
             self._edits[self.origin[op.id]](texts)
-        out = {}
+        out: dict[str, str | None] = {}
         for rel, text in texts.changed.items():
             if rel == INDEX_NAME and text is not None:
                 text = "".join(line for line in split_lines(text) if line.rstrip("\r\n") != DROP)
@@ -155,7 +217,7 @@ class FolderPlan(Plan):
                 out[rel] = text
         return out
 
-    def render(self, selection=None, context: int = 3) -> str:
+    def render(self, selection: Selection = None, context: int = 3) -> str:
         """A unified diff of every file the selection changes."""
         out = []
         for rel, text in sorted(self.texts_after(selection).items(), key=lambda kv: (kv[0] != INDEX_NAME, kv[0])):
@@ -168,7 +230,7 @@ class FolderPlan(Plan):
             if not fsio.current_stamp(os.path.join(self.folder.path, rel)).same_content(stamp):
                 raise self.stale(f"{rel} changed")
 
-    def apply(self, selection=None) -> FolderApplied:
+    def apply(self, selection: Selection = None) -> FolderApplied:
         """Write the selection as one change (after the freshness check)."""
         self.check_fresh()
         ops = self.selected(selection)
@@ -190,7 +252,7 @@ class FolderPlan(Plan):
             applied.change = swap.apply()
         return applied
 
-    def _description(self, ops) -> str:
+    def _description(self, ops: Sequence[Operation]) -> str:
         return f"Compact MEMORY.md ({len(ops)} change{'s' if len(ops) != 1 else ''})"
 
 
@@ -221,11 +283,11 @@ class IndexPlan(FolderPlan):
         operations, edits = _plan(folder)
         super().__init__(folder, history, operations, edits, folder.index.path)
 
-    def replan(self) -> "IndexPlan":
+    def replan(self) -> IndexPlan:
         """The plan computed again from the folder as it is now."""
         return IndexPlan(read_folder(self.folder.path), self.history)
 
-    def counts(self, selection=None) -> Counts:
+    def counts(self, selection: Selection = None) -> Counts:
         """Index lines before → after (target 200), with the units and the entries past the cut."""
         before = self.folder.index.prepared.text if self.folder.index.prepared else ""
         after_text = self.texts_after(selection).get(INDEX_NAME, self.original(INDEX_NAME))
@@ -246,15 +308,16 @@ class IndexPlan(FolderPlan):
         )
 
 
-def _plan(folder: MemoryFolder):
+def _plan(folder: MemoryFolder) -> tuple[list[Operation], list[Edit]]:
     """The operations and their edits (by position) for a folder's index."""
     index = folder.index
-    operations, edits = [], []
+    operations: list[Operation] = []
+    edits: list[Edit] = []
     if not index.exists:
         return operations, edits
     raw_lines = split_lines(index.text)
-    entries = []  # (physical line number 0-based, title, target, hook, line text)
-    prose = []
+    entries: list[_IndexLine] = []
+    prose: list[tuple[int, str]] = []
     for number, line in enumerate(raw_lines):
         bare = line.rstrip("\r\n")
         parsed = parse_link_line(bare)
@@ -265,7 +328,7 @@ def _plan(folder: MemoryFolder):
     mtimes = {t.rel: t.mtime_ms for t in folder.topics}
     topics = {t.rel for t in folder.topics}
     # duplicates: every later line linking a file an earlier line links
-    first_of: dict[str, tuple] = {}
+    first_of: dict[str, _IndexLine] = {}
     dropped: set[int] = set()
     for entry in entries:
         number, title, target, hook, bare = entry
@@ -277,8 +340,10 @@ def _plan(folder: MemoryFolder):
         identical = bare.strip() == keeper[4].strip()
         dropped.add(number)
 
-        def edit(texts, number=number, target=target, hook=hook, missing=missing):
-            texts[INDEX_NAME] = _replace_line(texts[INDEX_NAME], number, DROP)
+        def drop_line(
+            texts: Texts, number: int = number, target: str = target, hook: str = hook, missing: list[str] = missing
+        ) -> None:
+            texts[INDEX_NAME] = _replace_line(texts[INDEX_NAME] or "", number, DROP)
             if missing and target in topics:
                 texts[target] = _topic_with(texts.get(target), hook)
 
@@ -299,16 +364,18 @@ def _plan(folder: MemoryFolder):
                 evidence=[keeper[4]],
             )
         )
-        edits.append(edit)
+        edits.append(drop_line)
     # long lines: shorten the hook, its whole text goes into the topic file
     for number, title, target, hook, bare in entries:
         if number in dropped or utf16_len(bare) <= LONG_LINE or not hook:
             continue
         head = bare[: bare.find(hook)] if hook in bare else f"- [{title}]({target}) — "
-        short = head + _short_hook(hook, max(20, SHORT_HOOK - utf16_len(head)))
+        short = head + short_hook(hook, max(20, SHORT_HOOK - utf16_len(head)))
 
-        def edit(texts, number=number, short=short, target=target, hook=hook):
-            texts[INDEX_NAME] = _replace_line(texts[INDEX_NAME], number, short)
+        def shorten(
+            texts: Texts, number: int = number, short: str = short, target: str = target, hook: str = hook
+        ) -> None:
+            texts[INDEX_NAME] = _replace_line(texts[INDEX_NAME] or "", number, short)
             texts[target] = _topic_with(texts.get(target), hook)
 
         exists = target in topics
@@ -328,7 +395,7 @@ def _plan(folder: MemoryFolder):
                 applicable=exists,
             )
         )
-        edits.append(edit)
+        edits.append(shorten)
     # prose: move it into a notes topic file
     if prose:
         notes = [bare for _n, bare in prose]
@@ -338,9 +405,11 @@ def _plan(folder: MemoryFolder):
             "of detail moved out of MEMORY.md"
         )
 
-        def edit(texts, numbers=numbers, notes=notes, pointer=pointer):
+        def move_detail(
+            texts: Texts, numbers: list[int] = numbers, notes: list[str] = notes, pointer: str = pointer
+        ) -> None:
             # the pointer takes the first prose line's place (near the top: it is loaded), the rest go
-            index_text = _replace_line(texts[INDEX_NAME], numbers[0], pointer)
+            index_text = _replace_line(texts[INDEX_NAME] or "", numbers[0], pointer)
             for n in numbers[1:]:
                 index_text = _replace_line(index_text, n, DROP)
             texts[INDEX_NAME] = index_text
@@ -364,7 +433,7 @@ def _plan(folder: MemoryFolder):
                 selected=index.cut is not None and index.cut.cut,
             )
         )
-        edits.append(edit)
+        edits.append(move_detail)
     # reorder newest first when entries are cut
     if index.cut is not None and index.cut.cut and len(entries) > 1:
         order = sorted(entries, key=lambda e: (-mtimes.get(e[2], 0), e[0]))
@@ -373,10 +442,10 @@ def _plan(folder: MemoryFolder):
             hidden = {e.target for e in index.entries if not e.loaded}
             rising = [e for e in order[: len(entries) - len(hidden)] if e[2] in hidden]
 
-            def edit(texts, slots=slots, order=order):
-                lines = split_lines(texts[INDEX_NAME])
+            def reorder(texts: Texts, slots: list[int] = slots, order: list[_IndexLine] = order) -> None:
+                lines = split_lines(texts[INDEX_NAME] or "")
                 current = {slot: lines[slot].rstrip("\r\n") for slot in slots if slot < len(lines)}
-                for slot, entry in zip(slots, order):
+                for slot, entry in zip(slots, order, strict=True):
                     if slot < len(lines) and entry[0] in current:
                         ending = lines[slot][len(lines[slot].rstrip("\r\n")) :]
                         lines[slot] = current[entry[0]] + ending
@@ -393,7 +462,7 @@ def _plan(folder: MemoryFolder):
                     selected=True,
                 )
             )
-            edits.append(edit)
+            edits.append(reorder)
     return operations, edits
 
 

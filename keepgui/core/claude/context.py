@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from keepgui.core.claude import CHECKED_VERSION
 from keepgui.core.claude.instructions import AUTO_MEMORY, LABELS, InstructionFile, collect, nested_files
@@ -97,14 +98,14 @@ class SessionContext:
             return ()
         return tuple(e for e in self.folder.index.entries if not e.loaded or e.partial)
 
-    def _file_obj(self, item: InstructionFile) -> dict:
+    def _file_obj(self, item: InstructionFile) -> dict[str, Any]:
         obj = item.to_obj()
         if item.role == "memory-index" and self.folder is not None and self.folder.index.cut is not None:
             cut = self.folder.index.cut
             obj["cut"] = {**cut.to_obj(), "file_line": self.folder.index.cut_file_line} if cut.cut else None
         return obj
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``keepgui context --json``."""
         index = self.folder.index if self.folder is not None else None
         return {

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -113,7 +114,7 @@ class InstructionFile:
         """The CLI's label for the file's kind."""
         return LABELS[self.kind]
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
         obj = {
             "path": self.path,
@@ -136,7 +137,13 @@ class InstructionFile:
 # ---------------------------------------------------------------------- rule front matter
 
 
-class _Yaml12Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+if TYPE_CHECKING:
+    _SafeLoader = yaml.SafeLoader
+else:  # libyaml's parser where PyYAML has it
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Yaml12Loader(_SafeLoader):
     """PyYAML's safe loader (libyaml's parser where there is one) with YAML 1.2 booleans
     (``yes``/``on`` stay strings, as the CLI's parser reads them)."""
 
@@ -152,7 +159,7 @@ _Yaml12Loader.add_implicit_resolver(
 _PATHS_LINE = re.compile(r"^[ \t]*paths:[ \t]*(.*)$", re.MULTILINE)
 
 
-def _paths_value(front: str):
+def _paths_value(front: str) -> Any:  # a YAML value, or the line as written
     """The ``paths`` value of a front-matter block; when the YAML does not parse, the CLI still
     honours a ``paths:`` line (observed: ``paths: [`` and a tab-indented ``paths:`` make a rule
     conditional), so its value is taken as written."""
@@ -173,7 +180,9 @@ def _paths_value(front: str):
 
 def _split_commas(value: str) -> list[str]:
     """Split on commas that are not inside ``{…}``."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in value:
         if ch == "{":
             depth += 1
@@ -221,8 +230,7 @@ def rule_globs(front: str | None) -> tuple[str, ...]:
     for item in raw:
         for pattern in _expand_braces(item.strip()):
             pattern = pattern.strip()
-            if pattern.endswith("/**"):
-                pattern = pattern[:-3]
+            pattern = pattern.removesuffix("/**")
             if pattern:
                 globs.append(pattern)
     if not globs or all(g == "**" for g in globs):
@@ -233,7 +241,7 @@ def rule_globs(front: str | None) -> tuple[str, ...]:
 # ---------------------------------------------------------------------- exclusions
 
 
-def glob_regex(pattern: str) -> re.Pattern:
+def glob_regex(pattern: str) -> re.Pattern[str]:
     """A ``claudeMdExcludes`` glob as a regular expression over an absolute path
     (``**`` crosses folders, ``*`` and ``?`` do not, ``[...]`` and ``{a,b}`` as in shells)."""
     out, i = [], 0
@@ -532,7 +540,13 @@ def collect(env: ClaudeEnv, cwd: str, settings: Settings, roots: GitRoots, *, ap
         and roots.root != roots.canonical
     )
     for folder in ancestors(cwd):
-        skip_project = nested_main and _inside(folder, roots.canonical) and not _inside(folder, roots.root)
+        skip_project = (
+            nested_main
+            and roots.canonical is not None
+            and roots.root is not None
+            and _inside(folder, roots.canonical)
+            and not _inside(folder, roots.root)
+        )
         if not skip_project:
             _load(state, os.path.join(folder, "CLAUDE.md"), PROJECT, "claude-md", listed_missing=folder == cwd)
             _load(state, os.path.join(folder, ".claude", "CLAUDE.md"), PROJECT, "claude-md")

@@ -40,7 +40,10 @@ def is_js_blank(text: str) -> bool:
 
 def utf16_len(text: str) -> int:
     """A JS string's ``length``: code points above U+FFFF count two."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    # the UTF-16 encoder counts in C (a lone surrogate, as a file's undecodable bytes become, is one unit)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf16_index(text: str, units: int) -> int:
@@ -72,6 +75,5 @@ def format_kb(units: int) -> str:
     (``29.3KB``, ``26KB``)."""
     # units / 1024 is exact in decimal, so Decimal rounds it exactly as JS's toFixed(1) does (half up)
     text = str((Decimal(units) / 1024).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
-    if text.endswith(".0"):
-        text = text[:-2]
+    text = text.removesuffix(".0")
     return f"{text}KB"

@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
@@ -78,7 +79,7 @@ class ClaudeEnv:
     environ: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None, *, managed_dir: str | None = None) -> "ClaudeEnv":
+    def from_environ(cls, environ: Mapping[str, str] | None = None, *, managed_dir: str | None = None) -> ClaudeEnv:
         """The environment of this process (or ``environ``), as the CLI would see it."""
         environ = dict(os.environ if environ is None else environ)
         home = environ.get("HOME") or environ.get("USERPROFILE") or os.path.expanduser("~")
@@ -122,7 +123,7 @@ def expand_home(path: str, home: str) -> str:
     """``~`` and ``~/x`` against ``home``."""
     if path == "~":
         return home
-    if path.startswith("~/") or path.startswith("~" + os.sep):
+    if path.startswith(("~/", "~" + os.sep)):
         return os.path.join(home, path[2:])
     return path
 
@@ -158,7 +159,7 @@ def djb2_base36(path: str) -> str:
             return out
 
 
-def _utf16_units(text: str):
+def _utf16_units(text: str) -> Iterator[int]:
     for ch in text:
         code = ord(ch)
         if code > 0xFFFF:
@@ -251,7 +252,7 @@ def git_roots(cwd: str) -> GitRoots:
 # ---------------------------------------------------------------------- settings
 
 
-def read_json(path: str) -> tuple[dict, str]:
+def read_json(path: str) -> tuple[dict[str, Any], str]:
     """A JSON object file: ``(object, "")``, ``({}, "")`` when missing, ``({}, why)`` when unreadable."""
     try:
         data, _stamp = fsio.read_stamped(path, limit=SETTINGS_LIMIT)
@@ -278,10 +279,10 @@ class Settings:
     the highest (managed); ``problems`` name files that could not be read.
     """
 
-    layers: tuple[tuple[str, str, dict], ...]
+    layers: tuple[tuple[str, str, dict[str, Any]], ...]
     problems: tuple[str, ...] = ()
 
-    def get(self, key: str):
+    def get(self, key: str) -> Any:  # a JSON value
         """The value of the highest-priority layer that sets ``key`` (None when none does)."""
         for _scope, _path, obj in reversed(self.layers):
             if key in obj:
@@ -290,9 +291,9 @@ class Settings:
 
     def where(self, key: str) -> str | None:
         """The file the value of ``key`` comes from."""
-        for _scope, path, obj in reversed(self.layers):
+        for _scope, file, obj in self.layers[::-1]:
             if key in obj:
-                return path
+                return file
         return None
 
     def merged_list(self, key: str) -> list[str]:
@@ -369,7 +370,7 @@ def auto_memory_enabled(env: ClaudeEnv, settings: Settings) -> tuple[bool, str]:
     return True, ""
 
 
-def _valid_memory_setting(value, home: str) -> str | None:
+def _valid_memory_setting(value: object, home: str) -> str | None:
     if not isinstance(value, str) or "\x00" in value:
         return None
     value = value.strip()

@@ -30,10 +30,16 @@ tests cover each one.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from keepgui.core.claude.jstext import JS_WS_CLASS, is_js_blank
+
+if TYPE_CHECKING:  # markdown-it is imported when first needed
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 FRONT_MATTER = re.compile(r"---" + JS_WS_CLASS + r"*\n([\s\S]*?)---" + JS_WS_CLASS + r"*\n?")
 """The CLI's front-matter pattern, anchored at the start of the text (``re.match``)."""
@@ -46,7 +52,7 @@ _IMPORT_START = re.compile(r"(?:\./|~/|/(?!$)|[A-Za-z0-9._-])")
 def decode(data: bytes) -> str:
     """File bytes as the CLI reads them: UTF-8, a leading BOM dropped, bad bytes as U+FFFD."""
     text = data.decode("utf-8", errors="replace")
-    return text[1:] if text.startswith("\ufeff") else text
+    return text.removeprefix("\ufeff")
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,7 @@ def split_front_matter(text: str) -> FrontMatter:
 
 
 @lru_cache(maxsize=1)
-def _markdown():
+def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark")
@@ -109,7 +115,7 @@ def comment_deletions(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _gaps(begin: int, end: int, cuts: list[tuple[int, int]]):
+def _gaps(begin: int, end: int, cuts: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
     pos = begin
     for a, b in cuts:
         yield pos, a
@@ -152,7 +158,7 @@ class ImportRef:
     line: int
 
 
-def _text_runs(children, first_line: int) -> list[tuple[str, int]]:
+def _text_runs(children: Sequence[Token], first_line: int) -> list[tuple[str, int]]:
     """The text runs of an inline token's children as the CLI's lexer sees them, each with its line.
 
     An entity such as ``&amp;`` stays part of its run (as written) and a soft
@@ -194,7 +200,7 @@ def find_imports(text: str) -> list[ImportRef]:
     for token in _markdown().parse(text):
         if token.type != "inline" or not token.children:
             continue
-        for run, line in _text_runs(token.children, token.map[0] + 1 if token.map else 1):
+        for run, line in _text_runs(token.children or (), token.map[0] + 1 if token.map else 1):
             for match in _IMPORT.finditer(run):
                 raw = match.group(1)
                 if not _IMPORT_START.match(raw) or raw.startswith("@"):

@@ -28,7 +28,9 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote
 
 import regex
@@ -152,7 +154,7 @@ class IndexCut:
             return None
         return self.kept_lines + 1
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
         return {
             "lines": self.lines,
@@ -229,7 +231,8 @@ class TopicFile:
     ``metadata.type`` or a flat ``type``); ``body`` is the text after the front
     matter; ``front`` the parsed front matter (``{}`` when none or
     unreadable); ``problem`` why the front matter could not be read; ``stamp``
-    what was read; ``mtime_ms`` when it last changed.
+    what was read; ``mtime_ms`` when it last changed; ``text`` the whole file
+    as read (front matter included).
     """
 
     rel: str
@@ -238,12 +241,13 @@ class TopicFile:
     description: str
     type: str
     body: str
-    front: dict
+    front: dict[str, Any]
     stamp: fsio.Stamp
     mtime_ms: int
     problem: str = ""
     has_front: bool = False
     links: tuple[str, ...] = ()
+    text: str = ""
 
     @property
     def title(self) -> str:
@@ -258,7 +262,7 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
     """A topic file from its bytes (front matter read leniently: a problem is reported, not raised)."""
     text = decode(data)
     front = split_front_matter(text)
-    obj: dict = {}
+    obj: dict[str, Any] = {}
     problem = ""
     if front.yaml is not None:
         try:
@@ -289,18 +293,30 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
         problem,
         front.yaml is not None,
         tuple(dict.fromkeys(m.group(1).strip() for m in _WIKI_LINK.finditer(front.body))),
+        text,
     )
 
 
-def _scalar(value) -> str:
+def _scalar(value: object) -> str:
     if value is None or isinstance(value, (dict, list)):
         return ""
     return str(value).strip()
 
 
-def topic_files(folder: str) -> tuple[list[TopicFile], list[str]]:
+SETTLED_NS = 3_000_000_000
+"""A file whose time is this much older than when it was read cannot have changed since without its
+time (or size) changing too, even where a file system keeps times to the second or two."""
+
+
+def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list[TopicFile], list[str]]:
     """Every topic file of a memory folder (recursively, as recall reads them; ``team/`` and the
-    index excluded), sorted by path, and the files that could not be read."""
+    index excluded), sorted by path, and the files that could not be read.
+
+    With ``previous`` (the folder read earlier), a file whose size and time are what they were then,
+    and whose time was settled when it was read (:data:`SETTLED_NS`), is taken from it unread.
+    """
+    known = {t.rel: t for t in previous.topics} if previous is not None else {}
+    settled = previous.read_at_ns - SETTLED_NS if previous is not None else 0
     out: list[TopicFile] = []
     problems: list[str] = []
     if not os.path.isdir(folder):
@@ -313,6 +329,15 @@ def topic_files(folder: str) -> tuple[list[TopicFile], list[str]]:
                 continue
             path = os.path.join(base, name)
             rel = os.path.normpath(os.path.join(rel_base, name)).replace(os.sep, "/")
+            seen = known.get(rel)
+            if seen is not None and seen.stamp.mtime_ns < settled:
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    st = None
+                if st is not None and (st.st_size, st.st_mtime_ns) == (seen.stamp.size, seen.stamp.mtime_ns):
+                    out.append(seen)
+                    continue
             try:
                 data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
             except KeepguiError as exc:  # a FIFO, a device, too big: named, never read
@@ -350,7 +375,7 @@ class IndexEntry:
     exists: bool
     partial: bool = False
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """For ``--json``."""
         return {
             "line": self.line,
@@ -436,6 +461,7 @@ def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
     cut = cut_index(prepared.text) if prepared.text else None
     entries = []
     lines = prepared.text.split("\n") if prepared.text else []
+    raw_lines: list[str] | None = None
     offset = 0
     for number, line in enumerate(lines):
         parsed = parse_link_line(line)
@@ -447,18 +473,22 @@ def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
                 (target in topic_names) if topic_names is not None else os.path.isfile(os.path.join(folder, target))
             )
             raw_line = prepared.raw_line(offset)
+            if raw_lines is None:
+                raw_lines = text.split("\n")  # once: an index has hundreds of entries
             entries.append(
                 IndexEntry(
-                    raw_line, _raw_line_text(text, raw_line), title, target, hook, loaded or partial, exists, partial
+                    raw_line,
+                    raw_lines[raw_line - 1].rstrip("\r") if 0 < raw_line <= len(raw_lines) else "",
+                    title,
+                    target,
+                    hook,
+                    loaded or partial,
+                    exists,
+                    partial,
                 )
             )
         offset += len(line) + 1
     return MemoryIndex(path, True, stamp, text, prepared, cut, tuple(entries), len(data))
-
-
-def _raw_line_text(text: str, line: int) -> str:
-    lines = text.split("\n")
-    return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
 
 
 @dataclass(frozen=True)
@@ -489,7 +519,8 @@ class MemoryFolder:
     orphans: Orphans
     problems: tuple[str, ...] = ()
     has_team: bool = False
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    read_at_ns: int = 0
 
     def topic(self, rel: str) -> TopicFile | None:
         """The topic file at ``rel``, or None."""
@@ -510,9 +541,11 @@ class MemoryFolder:
         return " · ".join(parts)
 
 
-def read_folder(folder: str) -> MemoryFolder:
-    """Read a memory folder (index, topics, orphans); never raises for a missing folder."""
-    topics, problems = topic_files(folder)
+def read_folder(folder: str, previous: MemoryFolder | None = None) -> MemoryFolder:
+    """Read a memory folder (index, topics, orphans); never raises for a missing folder. With
+    ``previous``, topic files unchanged since it was read are not read again (see :func:`topic_files`)."""
+    read_at = time.time_ns()
+    topics, problems = topic_files(folder, previous if previous is not None and previous.path == folder else None)
     index = read_index(folder, {t.rel for t in topics})
     problems.extend(t.problem for t in topics if t.problem)
     if index.problem:
@@ -524,4 +557,5 @@ def read_folder(folder: str) -> MemoryFolder:
         orphans(index, topics),
         tuple(problems),
         os.path.isdir(os.path.join(folder, TEAM_DIR)),
+        read_at_ns=read_at,
     )

@@ -1,12 +1,27 @@
-"""The face of the Claude Code backend: a source (one config folder) whose banks are its projects.
+"""One Claude Code project's memory as a bank of the seam (:mod:`keepgui.core.source`).
 
-Shaped like the seam's protocol (``keepgui.core.source``): a :class:`ClaudeSource`
-lists :class:`ClaudeProject` banks (``scan``, ``bank``, ``open_project``); a
-bank has rows (topic files, and index lines whose file is missing), documents
-(the instruction files and ``MEMORY.md``), a preview (the exact reminder of
-:mod:`.context`), :data:`CAPABILITIES` with the reason for each thing it
-cannot do, and operations that return a :class:`~.writes.MemoryChange` that
-can take itself back.
+A :class:`ClaudeProject` is the memory folder of one project
+(``<config>/projects/<folder>/memory/``) and, when it is known, the project
+folder its sessions start in:
+
+* its **rows** are :class:`~keepgui.core.source.FileRow`\\ s: one per topic file
+  (its body as the text, its type as a tag, its ``[[name]]`` links as
+  entities, its index line as the position), one per index line whose file is
+  missing, and one, retired, per memory keepgui forgot (restorable). Tags also
+  say where a memory stands for the next session: ``not-loaded`` (its index
+  line is past the cut), ``unindexed`` (no index line points at it),
+  ``missing-file`` (an index line whose file is gone) — so the type chips
+  filter by them too;
+* its **documents** are the instruction files a session there loads and
+  ``MEMORY.md`` (:mod:`.documents`);
+* its **preview** is the exact reminder of :mod:`.context`, with what loads
+  later and what never loads (:mod:`.preview`);
+* its **plans** are the index compaction (:mod:`.compact`) and the review of
+  what the agent changed in the folder (:mod:`.review`);
+* every write goes through :mod:`.writes` (the stamp read presented, refused
+  while a consolidation holds the folder) and returns a
+  :class:`~keepgui.core.source.Change` that undoes itself. keepgui's own
+  writes become the review's baseline, so they are never offered for review.
 
 Which project a ``projects/<folder>`` belongs to is read from the ``cwd`` its
 session transcripts record (read only, the first lines of the newest few
@@ -19,18 +34,62 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core import fsio
-from keepgui.core.claude.context import SessionContext, render_reminder, session_context
-from keepgui.core.claude.instructions import AUTO_MEMORY, LABELS, MANAGED
-from keepgui.core.claude.layout import ClaudeEnv, git_roots, memory_location, project_folder_name
-from keepgui.core.claude.memory import INDEX_NAME, MEMORY_TYPES, MemoryFolder, Prepared, cut_index, read_folder
 from keepgui.core.claude import writes
-from keepgui.core.claude.compact import IndexPlan
-from keepgui.core.claude.review import FolderReview, accept_current, remember, review
-from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
-from keepgui.core.history import History
+from keepgui.core.claude.activity import FolderActivity, row_names
+from keepgui.core.claude.compact import FolderPlan, IndexPlan, short_hook
+from keepgui.core.claude.documents import ClaudeDocuments, Entry, refresh_listing
+from keepgui.core.claude.jstext import utf16_len
+from keepgui.core.claude.layout import ClaudeEnv, git_roots, project_folder_name
+from keepgui.core.claude.memory import (
+    INDEX_NAME,
+    LINE_LIMIT,
+    MEMORY_TYPES,
+    SIZE_LIMIT,
+    IndexEntry,
+    MemoryFolder,
+    Prepared,
+    TopicFile,
+    cut_index,
+    parse_topic,
+    read_folder,
+)
+from keepgui.core.claude.preview import build_preview
+from keepgui.core.claude.review import Baselines, FolderReview, accept_current, remember, review
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
+from keepgui.core.paths import short_path
+from keepgui.core.source import (
+    COMPACT,
+    DISK,
+    ENTITIES,
+    HISTORY,
+    PIN,
+    QUERY,
+    RANKED,
+    WHAT_IF,
+    Activity,
+    BankDefaults,
+    BankKey,
+    BankSummary,
+    Capabilities,
+    Change,
+    FileRow,
+    Hint,
+    Pending,
+    Progress,
+    RowDelta,
+    Written,
+    nothing_written,
+)
+
+if TYPE_CHECKING:
+    from keepgui.core.claude.backend import ClaudeSource
 
 TRANSCRIPT_READ = 256 * 1024
 """At most this much of a session transcript is read to find its ``cwd``."""
@@ -38,19 +97,51 @@ TRANSCRIPT_READ = 256 * 1024
 TRANSCRIPTS_TRIED = 5
 """At most this many transcripts (the newest) are read per project folder."""
 
-CAPABILITIES = {
-    "pin": "Claude Code memories have no pin: the first 200 lines of MEMORY.md load at the start of a "
-    "session, the topic files when Claude reads them",
-    "ranked": "Claude Code has no recall ranking keepgui can reproduce: Claude opens topic files itself",
-    "query": "what a Claude Code session is given at its start does not depend on a question",
-    "what-if": "the preview shows the files as they are saved",
-    "create-bank": "a project's memory folder is made by Claude Code when a session starts there",
-    "trash-bank": "keepgui does not delete Claude Code's project folders",
-}
-"""What a Claude Code project cannot do, with the reason a greyed control shows."""
+REVIEW = "memory folder"
+"""The name under which the review of what the agent changed in the folder is planned."""
+
+FORGOTTEN = "forgotten:"
+"""The key prefix of a retired row: a memory keepgui forgot (its file and index lines kept in its history)."""
+
+DANGLING = "index:"
+"""The key prefix of an index line whose topic file is missing (then its target)."""
+
+NOT_LOADED, UNINDEXED, MISSING_FILE = "not-loaded", "unindexed", "missing-file"
+STATUS_TAGS = (NOT_LOADED, UNINDEXED, MISSING_FILE)
+"""Tags that say where a memory stands for the next session (not written anywhere)."""
+
+FILE_SHOWN = 20_000
+"""The detail pane shows at most this much of a topic file (the table row keeps no more)."""
+
+TITLE_CHARS = 32
+"""A project's folder longer than this is named by its last part in the sidebar (the tooltip has it whole)."""
+
+HOOK_UNITS = 150
+"""A kept fact's description and index hook are cut at a word near this many UTF-16 units."""
+
+CAPABILITIES = Capabilities(
+    missing={
+        PIN: "Claude Code memories have no pin: the first 200 lines of MEMORY.md load at the start of a "
+        "session, a topic file when Claude reads it",
+        RANKED: "Claude Code has no recall ranking keepgui can reproduce: Claude opens topic files itself",
+        QUERY: "what a Claude Code session is given at its start does not depend on a question",
+        WHAT_IF: "the preview shows the files as they are saved",
+        HISTORY: "keepgui keeps every version of the memory folder instead: the review shows what changed",
+        ENTITIES: "a memory's links are the [[name]] links in its text: edit the text",
+    },
+    fields=frozenset({"pinned", "live", "text", "tags", "entities", "updated"}),
+    noun="memory",
+    nouns="memories",
+    retire="Forget",
+    reviews=(REVIEW,),
+)
+"""What a Claude Code project's memory can do in the window, and why not."""
 
 
-def discover_homes(environ: dict | None = None) -> list[ClaudeEnv]:
+# ---------------------------------------------------------------------- which project a folder is
+
+
+def discover_homes(environ: Mapping[str, str] | None = None) -> list[ClaudeEnv]:
     """The Claude Code config folders of this environment that exist: ``$CLAUDE_CONFIG_DIR`` and ``~/.claude``."""
     environ = dict(os.environ if environ is None else environ)
     envs = [ClaudeEnv.from_environ(environ)]
@@ -66,7 +157,7 @@ def discover_homes(environ: dict | None = None) -> list[ClaudeEnv]:
     return out
 
 
-def _transcript_cwds(folder: str) -> list[str]:
+def transcript_cwds(folder: str) -> list[str]:
     """The ``cwd`` values recorded in a project folder's newest transcripts (bounded reads)."""
     try:
         names = [n for n in os.listdir(folder) if n.endswith(".jsonl")]
@@ -110,21 +201,22 @@ def _head(path: str, limit: int = TRANSCRIPT_READ) -> bytes:
         os.close(fd)
 
 
-def project_path_for(env: ClaudeEnv, name: str) -> str | None:
+def project_path_for(env: ClaudeEnv, name: str, cwds_of: Callable[[str], list[str]] = transcript_cwds) -> str | None:
     """The project a ``projects/<name>`` folder holds memory for, from session transcripts, or None.
 
     A recorded ``cwd`` counts when its canonical git root (or itself, outside
     git) sanitizes to ``name``; transcripts are filed by the launch folder, so
     the other folders' newest transcripts are tried too (a session started in
     ``repo/sub`` files its transcript under ``-…-repo-sub`` and its memory
-    under ``-…-repo``).
+    under ``-…-repo``). ``cwds_of(folder)`` reads a folder's recorded ``cwd``
+    values (a source passes one that reads each folder once).
     """
-    own = _transcript_cwds(os.path.join(env.projects_dir, name))
+    own = cwds_of(os.path.join(env.projects_dir, name))
     try:
         others = [n for n in os.listdir(env.projects_dir) if n != name]
     except OSError:
         others = []
-    for cwd in own + [c for other in others for c in _transcript_cwds(os.path.join(env.projects_dir, other))[:1]]:
+    for cwd in own + [c for other in others for c in cwds_of(os.path.join(env.projects_dir, other))[:1]]:
         if not os.path.isdir(cwd):
             continue
         roots = git_roots(cwd)
@@ -134,408 +226,578 @@ def project_path_for(env: ClaudeEnv, name: str) -> str | None:
     return None
 
 
+def short(path: str, home: str) -> str:
+    """``path`` with ``home`` written as ``~``."""
+    return "~" + path[len(home) :] if path.startswith(home.rstrip(os.sep) + os.sep) else path
+
+
 # ---------------------------------------------------------------------- rows
 
 
-@dataclass(frozen=True)
-class MemoryRow:
-    """One row of the memory table: a topic file, or an index line whose file is missing (``dangling``).
-
-    The fields follow the seam's ``Row``: ``id`` (the file's path in the
-    folder, or ``index:<line>``), ``text`` (the description, else the body's
-    first line), ``tags`` (the type), ``entities`` (``[[name]]`` links),
-    ``position`` (the index line), ``updated_at`` (the file's time, ms),
-    ``fields`` for the detail pane; ``loaded`` says whether its index line is
-    in what the next session loads, ``orphan`` why it lines up with nothing.
-    """
-
-    id: str
-    text: str
-    name: str = ""
-    kind: str = "memory"
-    position: int | None = None
-    tags: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    updated_at: int | None = None
-    loaded: bool | None = None
-    orphan: str = ""
-    index_line: str = ""
-    stamp: fsio.Stamp | None = None
-    fields: tuple[tuple[str, str], ...] = ()
-    pinned: bool = False
-    invalid_at: int | None = None
-    superseded_by: str | None = None
-    corroboration: int | None = None
-    confidence: str | None = None
-    created_at: int | None = None
-    revision: int | None = None
-    source: str | None = None
+def _file_text(topic: TopicFile) -> str:
+    text = topic.text
+    return text if len(text) <= FILE_SHOWN else text[:FILE_SHOWN] + "\n…"
 
 
-def rows_of(folder: MemoryFolder) -> list[MemoryRow]:
-    """The rows of a memory folder: every topic file, then every dangling index line."""
-    by_target: dict[str, object] = {}
-    for entry in folder.index.entries:
-        by_target.setdefault(entry.target, entry)
+def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict[str, Any], TopicFile | None]] = ()) -> list[FileRow]:
+    """The rows of a memory folder: every topic file, every index line whose file is missing, and the
+    memories keepgui forgot (``forgotten``: each pending forget with its topic file as it was)."""
+    by_target: dict[str, IndexEntry] = {}
+    for indexed in folder.index.entries:
+        by_target.setdefault(indexed.target, indexed)
     rows = []
     for topic in folder.topics:
         entry = by_target.get(topic.rel)
-        first = next((line.strip() for line in topic.body.splitlines() if line.strip()), "")
+        status: tuple[str, ...] = ()
         if entry is None:
-            state, orphan = "not in the index: not visible at session start", "no index line points at this file"
+            state, status = (
+                "not in MEMORY.md: not visible at session start (Claude finds it only by searching)",
+                (UNINDEXED,),
+            )
         elif entry.partial:
-            state, orphan = "only the start of its index line loads (cut)", ""
+            state, status = "only the start of its index line loads (cut mid-line)", (NOT_LOADED,)
         elif entry.loaded:
-            state, orphan = "its index line loads", ""
+            state = "its index line loads at the start of every session"
         else:
-            state, orphan = "past the cut: Claude does not see its index line", ""
-        fields = (
-            ("file", topic.rel),
-            ("name", topic.name),
+            state, status = "past the cut: Claude does not see its index line", (NOT_LOADED,)
+        fields = [
+            ("description", topic.description or "—"),
+            ("name", topic.name or "—"),
             ("type", topic.type or "—"),
-            ("index line", entry.text if entry else "—"),
             ("at session start", state),
-        )
+            (f"MEMORY.md, line {entry.line}", entry.text)
+            if entry is not None
+            else ("MEMORY.md", "no line points at this file (an orphan)"),
+            (topic.rel, _file_text(topic)),
+        ]
         if topic.problem:
-            fields += (("problem", topic.problem),)
+            fields.append(("problem", topic.problem))
+        kind = (topic.type,) if topic.type else ()
         rows.append(
-            MemoryRow(
-                topic.rel,
-                topic.description or first,
-                topic.title,
-                "memory",
-                entry.line if entry else None,
-                (topic.type,) if topic.type else (),
-                topic.links,
-                topic.mtime_ms,
-                bool(entry and entry.loaded),
-                orphan,
-                entry.text if entry else "",
-                topic.stamp,
-                fields,
+            FileRow(
+                id=topic.rel,
+                text=topic.body.strip() or topic.description or topic.title,
+                position=entry.line if entry is not None else None,
+                tags=kind + status,
+                entities=topic.links,
+                updated_at=topic.mtime_ms,
+                fields=tuple(fields),
             )
         )
+    seen: set[str] = set()
     for entry in folder.orphans.dangling:
+        if entry.target in seen:
+            continue
+        seen.add(entry.target)
         rows.append(
-            MemoryRow(
-                f"index:{entry.line}",
-                f"{entry.title} — {entry.hook}".strip(" —"),
-                entry.title,
-                "dangling",
-                entry.line,
-                loaded=entry.loaded,
-                orphan=f"{entry.target} does not exist",
-                index_line=entry.text,
-                fields=(("index line", entry.text), ("file", f"{entry.target} (missing)")),
+            FileRow(
+                id=DANGLING + entry.target,
+                text=f"{entry.title} — {entry.hook}".strip(" —"),
+                position=entry.line,
+                tags=(MISSING_FILE,) + (() if entry.loaded else (NOT_LOADED,)),
+                fields=(
+                    (f"MEMORY.md, line {entry.line}", entry.text),
+                    (entry.target, "missing: this index line points at a file that does not exist"),
+                    (
+                        "at session start",
+                        "loads, but Claude finds no file behind it" if entry.loaded else "past the cut",
+                    ),
+                ),
+            )
+        )
+    present = {t.rel for t in folder.topics}
+    for record, was in forgotten:
+        rel = str(record.get("rel", ""))
+        if rel in present:
+            continue
+        at = int(record.get("at") or 0) or None
+        lines = [str(line).rstrip("\r\n") for _n, line in record.get("lines", [])]
+        rows.append(
+            FileRow(
+                id=FORGOTTEN + str(record.get("id")),
+                text=(was.body.strip() or was.description) if was is not None else rel,
+                tags=((was.type,) if was is not None and was.type else ()),
+                invalid_at=at,
+                updated_at=at,
+                fields=(
+                    ("file", f"{rel} (forgotten by keepgui; restore puts it and its index line back)"),
+                    ("index lines removed", "\n".join(lines) or "—"),
+                ),
             )
         )
     return rows
 
 
-# ---------------------------------------------------------------------- documents
+def one_line(text: str, limit: int = HOOK_UNITS) -> str:
+    """``text`` on one line, cut at a word near ``limit`` UTF-16 units (with ``…``) when longer."""
+    return short_hook(" ".join(text.split()), limit)
 
 
-@dataclass(frozen=True)
-class InstructionDocument:
-    """A file of the documents editor: an instruction file or ``MEMORY.md``.
-
-    ``read_only`` says why it cannot be saved ("" when it can); ``warning``
-    what to know before saving (shared with the team, imported elsewhere...).
-    """
-
-    name: str
-    title: str
-    path: str
-    text: str
-    stamp: fsio.Stamp
-    kind: str
-    role: str
-    loaded: bool
-    read_only: str = ""
-    warning: str = ""
-    limit: str = ""
+def title_of(words: str) -> str:
+    """A memory's title from its first words (at most eight, 60 characters)."""
+    title = " ".join(words.split()[:8])
+    return title if len(title) <= 60 else title[:59].rstrip() + "…"
 
 
-@dataclass(frozen=True)
-class IndexBudget:
-    """Where an edited ``MEMORY.md`` is cut: ``cut_char`` (offset in the edited text, None when all of
-    it loads), the counts, and the sentence for the meter."""
-
-    cut_char: int | None
-    lines: int
-    units: int
-    sentence: str
+_TYPE_PREFIX = re.compile(r"^#(user|feedback|project|reference)\b[\s:]*", re.IGNORECASE)
 
 
-def index_budget(text: str) -> IndexBudget:
-    """The budget meter of ``MEMORY.md`` for an edited text (200 lines / 25,000 UTF-16 units)."""
-    prepared = Prepared(text)
-    if not prepared.text:
-        return IndexBudget(None, 0, 0, "empty: nothing loads")
-    cut = cut_index(prepared.text)
-    if not cut.cut:
-        return IndexBudget(
-            None, cut.lines, cut.units, f"{cut.lines} / 200 lines · {cut.units:,} / 25,000 characters: all of it loads"
-        )
-    offset = len("\n".join(prepared.text.split("\n")[: cut.kept_lines]))
-    if cut.partial:
-        offset = len(prepared.text.split("\n")[0][: cut.kept_units])
-    return IndexBudget(prepared.raw_offset(offset), cut.lines, cut.units, cut.warning[2:])
+def split_type(text: str, default: str = "project") -> tuple[str, str]:
+    """``(type, fact)`` of a fact to keep: a leading ``#user``, ``#feedback``, ``#project`` or
+    ``#reference`` names its type (else ``default``)."""
+    match = _TYPE_PREFIX.match(text.strip())
+    if match is None:
+        return default, text.strip()
+    return match.group(1).lower(), text.strip()[match.end() :].strip()
+
+
+def _normal(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def index_budget_lines(text: str) -> tuple[int, int]:
+    """``(lines, units)`` of an index text as the CLI measures it (front matter and comments removed)."""
+    prepared = Prepared(text).text
+    if not prepared:
+        return 0, 0
+    cut = cut_index(prepared)
+    return cut.lines, cut.units
 
 
 # ---------------------------------------------------------------------- the bank
 
 
-@dataclass
-class ClaudeProject:
-    """One project's memory: the folder, and the project folder when known (for the exact preview)."""
+class ClaudeProject(BankDefaults):
+    """One project's memory as a bank (see the module docstring); what it lacks, BankDefaults refuses."""
 
-    env: ClaudeEnv
-    name: str
-    memory_dir: str
-    project: str | None = None
-    history: History = field(default_factory=History)
-    folder: MemoryFolder | None = None
+    def __init__(self, source: ClaudeSource, name: str, memory_dir: str, project: str | None) -> None:
+        self.source = source
+        self.env: ClaudeEnv = source.env
+        self.history = source.history
+        self.name = name
+        self.key = BankKey(source.path, name)
+        self.memory_dir = memory_dir
+        self.project = project
+        self.capabilities = CAPABILITIES
+        self.folder: MemoryFolder | None = None
+        self.delivered: list[FileRow] = []
+        self.problem = ""
+        self._manifest: str | None = None  # the folder's manifest as last seen (sha256)
+        self.resolve_project: Callable[[], str | None] | None = None  # finds ``project`` on the first load
+        self._activity: FolderActivity | None = None
+        self.documents_cache: list[Entry] | None = None  # the documents listing, refreshed by each load (documents.py)
 
-    capabilities = CAPABILITIES
+    @property
+    def lock(self) -> threading.RLock:
+        """One lock per source: the bank's reads and writes never interleave."""
+        return self.source.lock
+
+    @property
+    def index_path(self) -> str:
+        """``MEMORY.md`` of the folder."""
+        return os.path.join(self.memory_dir, INDEX_NAME)
+
+    @property
+    def title(self) -> str:
+        """How the sidebar names the project: its folder (``~/work/app``; its name alone when that is
+        long), else the memory folder's name."""
+        if not self.project:
+            return self.name
+        shown = short_path(self.project)
+        return shown if len(shown) <= TITLE_CHARS else os.path.basename(self.project)
 
     # ------------------------------------------------------------ reading
 
-    def load(self) -> list[MemoryRow]:
-        """Read the folder (and keep its version in keepgui's history, for the review); the rows."""
-        self.folder = read_folder(self.memory_dir)
-        if self.folder.index.exists or self.folder.topics:
-            remember(self.folder, self.history)
-        return rows_of(self.folder)
+    def is_loaded(self) -> bool:
+        """True once the folder was read."""
+        return self.folder is not None
 
-    def rows(self) -> list[MemoryRow]:
-        """The rows as last loaded (loads first when needed)."""
-        return rows_of(self.folder) if self.folder is not None else self.load()
-
-    def summary(self) -> str:
-        """The sidebar's line: ``41 memories · index 230 lines · 30 not loaded``."""
-        if self.folder is None:
-            self.load()
-        return self.folder.counts()
-
-    def preview(self) -> SessionContext | str:
-        """What the next session is given (exact when the project folder is known; else the index alone)."""
-        if self.project and os.path.isdir(self.project):
-            return session_context(self.project, self.env)
-        folder = self.folder or read_folder(self.memory_dir)
-        text = folder.index.injected
-        blocks = [] if text is None else [(os.path.join(self.memory_dir, INDEX_NAME), LABELS[AUTO_MEMORY], text)]
-        reminder = render_reminder(blocks) or ""
-        return (
-            "(the project folder of this memory is not known, so its CLAUDE.md files are not shown: open "
-            "the project folder for the exact reminder)\n\n" + reminder
-        )
-
-    def documents(self) -> list[InstructionDocument]:
-        """The instruction files of the project's sessions, in load order, then ``MEMORY.md``."""
-        out: list[InstructionDocument] = []
-        if self.project and os.path.isdir(self.project):
-            context = session_context(self.project, self.env)
-            for item in list(context.files) + list(context.later):
-                if item.role == "memory-index" or item.path.startswith("<") or not os.path.isfile(item.path):
-                    continue
-                out.append(self._document(item.path, item.kind, item.role, item.loaded, item.parent))
-        index = os.path.join(self.memory_dir, INDEX_NAME)
-        out.append(self._document(index, AUTO_MEMORY, "memory-index", True, None))
+    def _forgotten(self) -> list[tuple[dict[str, Any], TopicFile | None]]:
+        out: list[tuple[dict[str, Any], TopicFile | None]] = []
+        for record in writes.pending_forgets(self.memory_dir, self.history):
+            topic: TopicFile | None = None
+            try:
+                path = os.path.join(self.memory_dir, str(record["rel"]))
+                data = self.history.read(self.history.find(path, str(record["topic_sha256"])))
+                topic = parse_topic(str(record["rel"]), path, data, fsio.Stamp.missing())
+            except (KeyError, KeepguiError, OSError):
+                pass
+            out.append((record, topic))
         return out
 
-    def _document(self, path: str, kind: str, role: str, loaded: bool, parent: str | None) -> InstructionDocument:
-        data, stamp = fsio.read_stamped(path, limit=16 * 1024 * 1024)
-        text = (data or b"").decode("utf-8", errors="replace")
-        read_only = warning = limit = ""
-        if kind == MANAGED:
-            read_only = "managed by your organisation's policy; keepgui does not change it"
-        elif role == "memory-index":
-            limit = "the first 200 lines or 25,000 characters load at the start of a session"
-            reason = writes.lock_holder(self.memory_dir)
-            read_only = reason or ""
-        elif kind == "Project":
-            warning = "checked into the repository: your edit is shared with everyone who works on it"
-        if parent:
-            warning = f"imported by {parent}: an edit changes every file that imports it"
-        if os.path.islink(path):
-            warning = (warning + "; " if warning else "") + f"a link to {os.path.realpath(path)}: the target is saved"
-        title = f"{_short(path, self.env.home)} · {LABELS[kind].split(',')[0]}"
-        return InstructionDocument(path, title, path, text, stamp, kind, role, loaded, read_only, warning, limit)
+    def _read(self, previous: MemoryFolder | None = None) -> tuple[MemoryFolder, list[FileRow]]:
+        folder = read_folder(self.memory_dir, previous)
+        return folder, rows_of(folder, self._forgotten())
 
-    def save_document(self, doc: InstructionDocument, text: str) -> writes.MemoryChange:
-        """Save an edited document over exactly the version that was loaded (refused when it changed)."""
-        if doc.read_only:
-            raise ReadOnly(f"{doc.path}: {doc.read_only}")
-        data = text.encode("utf-8")
-        if doc.role == "memory-index":
-            return self._ours(
-                lambda: writes.save_file(
-                    self.memory_dir, doc.path, data, doc.stamp, history=self.history, text="Edit MEMORY.md"
-                )
-            )
-        return writes.save_instruction(
-            doc.path, data, doc.stamp, managed_dir=self.env.managed_dir, history=self.history
+    def load(self, progress: Progress | None = None, *, full: bool = False) -> Change:
+        """Read the folder and keep its version in keepgui's history; every row when anything changed.
+
+        The Change asks for a review (``reviews``) when the folder differs from
+        the version a person last accepted, on the first load and whenever it
+        changed since the last one. ``full`` reads every file again; otherwise
+        a topic file whose size and time did not change is not read again.
+        """
+        with self.lock:
+            if self.resolve_project is not None:
+                resolve, self.resolve_project = self.resolve_project, None
+                self.project = resolve()
+            before, before_manifest = self.folder, self._manifest
+            try:
+                folder, rows = self._read(None if full else before)
+                sha = remember(folder, self.history)
+                baseline = Baselines(self.history).latest(self.memory_dir)
+                if baseline is None:
+                    baseline = accept_current(folder, self.history)
+            except (KeepguiError, OSError) as exc:
+                self.problem = str(exc)
+                raise
+            changed = before is None or rows != self.delivered
+            self.folder, self.delivered, self.problem, self._manifest = folder, rows, "", sha
+            documents = refresh_listing(self)
+        change = Change(
+            self.source.path,
+            self.name,
+            origin=DISK,
+            rows=RowDelta(rows, (), True) if changed or full else RowDelta(),
+            documents=documents,
         )
-
-    # ------------------------------------------------------------ writing memories
-
-    def _ours(self, write) -> writes.MemoryChange:
-        """Run a keepgui write; when nobody else's change was waiting for review, what it leaves becomes
-        the baseline (our own changes are not something to review)."""
-        before = review(self.memory_dir, self.history)
-        change = write()
-        folder = read_folder(self.memory_dir)
-        if before.pending:
-            remember(folder, self.history, source="keepgui")
-        else:
-            accept_current(folder, self.history, source="keepgui")
-        self.folder = folder
-        reverse = getattr(change, "reverse", None)
-        if reverse is not None:  # its undo (and that undo's redo) is keepgui's own write too
-            change.reverse = lambda: self._ours(reverse)
+        if baseline != sha and (before is None or before_manifest != sha):
+            change.reviews = (REVIEW,)
+        if before is not None and before_manifest != sha and not full:
+            change.notes = (f"{self.title}: the memory folder changed on disk ({folder.counts()})",)
         return change
 
-    def keep(
-        self,
-        text: str,
-        *,
-        title: str | None = None,
-        kind: str = "project",
-        description: str | None = None,
-        hook: str | None = None,
-    ) -> writes.MemoryChange:
-        """Quick keep: a new topic file and its index line (one undoable change)."""
-        words = " ".join(text.split())
+    def rows(self) -> Sequence[FileRow]:
+        """The rows as last read."""
+        return list(self.delivered)
+
+    def activity(self) -> Activity:
+        """When the memories were written: their files' times and the folder's versions keepgui saw."""
+        with self.lock:
+            folder = self.folder or read_folder(self.memory_dir)
+            if self._activity is None:
+                self._activity = FolderActivity(self.memory_dir, self.history)
+            forgotten = {
+                str(r.get("rel")): FORGOTTEN + str(r.get("id"))
+                for r in writes.pending_forgets(self.memory_dir, self.history)
+            }
+            return self._activity.update(folder, forgotten)
+
+    def row_names(self) -> Mapping[str, str]:
+        """``[[name]]`` -> topic file (a memory links to another by its front-matter name or file name)."""
+        folder = self.folder
+        return row_names(folder) if folder is not None else {}
+
+    def summary(self) -> BankSummary:
+        """``41 memories · index 230 lines · 30 not loaded``, and the compaction the cut calls for."""
+        description = (
+            f"project {self.project}" if self.project else "project folder unknown (no session transcript names it)"
+        ) + f"\nmemory {self.memory_dir}"
+        if self.problem:
+            return BankSummary(f"unreadable: {self.problem}", problem=self.problem, title=self.title)
+        folder = self.folder
+        if folder is None:
+            return BankSummary("loading…", description=description, title=self.title)
+        due = ""
+        cut = folder.index.cut
+        if cut is not None and cut.cut:
+            hidden = sum(1 for e in folder.index.entries if not e.loaded or e.partial)
+            due = (
+                f"{self.title}: MEMORY.md is {cut.warning.split(' is ', 1)[1].split('. ')[0]}: "
+                f"{hidden} {'memory is' if hidden == 1 else 'memories are'} invisible to Claude at the start of "
+                "a session. Review a plan that keeps every fact loaded; nothing is written before you apply it."
+            )
+        return BankSummary(
+            folder.counts(),
+            description=description,
+            compaction_due=due,
+            size=f"{folder.index.lines} lines",
+            title=self.title,
+        )
+
+    def documents(self) -> ClaudeDocuments:
+        """The instruction files of the project's sessions, in load order, then ``MEMORY.md``."""
+        return ClaudeDocuments(self)
+
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+        """What the next session there is given at its start, exactly (see :mod:`.preview`)."""
+        return build_preview(self)
+
+    # ------------------------------------------------------------ writes
+
+    def write(self, action: Callable[[], writes.MemoryChange], text: str | None = None) -> Change:
+        """Run one of :mod:`.writes`'s operations under the lock and turn it into the seam's Change.
+
+        keepgui's own write becomes the review's baseline, unless the agent's
+        changes were waiting for review (they stay waiting). Its undo (and that
+        undo's redo) goes through here too.
+        """
+        with self.lock:
+            before = read_folder(self.memory_dir, self.folder)
+            sha = remember(before, self.history)
+            waiting = Baselines(self.history).latest(self.memory_dir) not in (None, sha)
+            done = action()
+            folder, rows = self._read(before)
+            if waiting:
+                self._manifest = remember(folder, self.history, source="keepgui")
+            else:
+                self._manifest = accept_current(folder, self.history, source="keepgui")
+            self.folder, self.delivered = folder, rows
+        return self._change_of(done, rows, text)
+
+    def _change_of(self, done: writes.MemoryChange, rows: list[FileRow], text: str | None) -> Change:
+        index = os.path.normpath(self.index_path)
+        touched = {os.path.normpath(path) for path, _stamp in done.files}
+        change = Change(
+            self.source.path,
+            self.name,
+            text or done.text,
+            rows=RowDelta(rows, (), True),
+            documents=frozenset({self.index_path}) if index in touched else frozenset(),
+            files=tuple(Written(path, stamp) for path, stamp in done.files),
+            written=done.written,
+            result=done.result,
+            message=done.message,
+            notes=done.notes,
+        )
+        if done.reverse is not None:
+            change.reverse = lambda: self.write(done.undo, text)
+        return change
+
+    def _topic(self, key: str) -> TopicFile:
+        if key.startswith(FORGOTTEN):
+            raise InvalidInput("this memory was forgotten: restore it first")
+        if key.startswith(DANGLING):
+            raise InvalidInput(
+                f"{key[len(DANGLING) :]} does not exist: this row is only an index line; edit MEMORY.md to change it"
+            )
+        topic = self.folder.topic(key) if self.folder is not None else None
+        if topic is None:
+            raise NotFound(f"{self.memory_dir} has no memory {key}")
+        return topic
+
+    def set_live(self, keys: Sequence[str], live: bool) -> Change:
+        """Forget memories (file and index lines together, kept in keepgui's history; an index line whose
+        file is missing is removed from the index) or put forgotten ones back where they were."""
+        keys = list(keys)
+        history = self.history
+        steps: list[Callable[[], writes.MemoryChange]] = []
+        if live:
+            ids = [k[len(FORGOTTEN) :] for k in keys if k.startswith(FORGOTTEN)]
+            steps = [partial(writes.restore, self.memory_dir, i, history=history) for i in ids]
+            text = CAPABILITIES.describe("Restore", len(steps))
+        else:
+            for key in keys:
+                if key.startswith(FORGOTTEN):
+                    continue
+                if key.startswith(DANGLING):
+                    steps.append(partial(self._drop_index_lines, key[len(DANGLING) :]))
+                else:
+                    self._topic(key)
+                    steps.append(partial(writes.forget, self.memory_dir, key, history=history))
+            text = f"Forget {CAPABILITIES.count(len(steps))}"
+        if not steps:
+            return nothing_written(self.source.path, self.name, text)
+        return self.write(lambda: writes.chain(self.memory_dir, text, steps), text)
+
+    def _drop_index_lines(self, target: str) -> writes.MemoryChange:
+        data, stamp = fsio.read_stamped(writes.writable_path(self.memory_dir, self.index_path))
+        if data is None:
+            raise NotFound(f"{self.index_path}: no such file")
+        kept, removed = writes.without_links(data, target, self.index_path)
+        if not removed:
+            raise NotFound(f"{self.index_path} has no line linking {target} any more")
+        return writes.save_file(
+            self.memory_dir,
+            self.index_path,
+            kept,
+            stamp,
+            history=self.history,
+            text=f"Remove the index line of {target}",
+        )
+
+    def edit(self, key: str, field: str, value: str | list[str]) -> Change:
+        """Edit a memory's ``text`` (its body) or its ``tags`` (its type: one of user, feedback, project,
+        reference; the tags that say where it stands are not written); ``name`` and ``description``
+        set those front-matter values."""
+        topic = self._topic(key)
+        if field in ("name", "description"):
+            if not isinstance(value, str):
+                raise InvalidInput(f"a memory's {field} is one line of text")
+            values = {field: value}
+            return self.write(
+                lambda: writes.edit_memory(self.memory_dir, key, topic.stamp, history=self.history, **values)
+            )
+        if field == "text":
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInput("a memory's text cannot be empty: forget it instead")
+            body = value
+            return self.write(
+                lambda: writes.edit_memory(self.memory_dir, key, topic.stamp, body=body, history=self.history)
+            )
+        if field == "tags":
+            given = [value] if isinstance(value, str) else list(value)
+            types = [t for t in given if t in MEMORY_TYPES]
+            unknown = [t for t in given if t not in MEMORY_TYPES and t not in STATUS_TAGS]
+            if unknown or len(types) != 1:
+                raise InvalidInput(
+                    f"a Claude Code memory has one type, one of {', '.join(MEMORY_TYPES)}"
+                    + (f"; `{unknown[0]}` is none of them" if unknown else "")
+                    + f" (the tags {', '.join(STATUS_TAGS)} say where it stands and are not written)"
+                )
+            if types[0] == topic.type:
+                return nothing_written(self.source.path, self.name, f"Set type of {key}")
+            kind = types[0]
+            return self.write(
+                lambda: writes.edit_memory(self.memory_dir, key, topic.stamp, history=self.history, type=kind),
+                f"Set type of {key} to {kind}",
+            )
+        raise InvalidInput(CAPABILITIES.why_not(ENTITIES) if field == "entities" else f"no field {field!r}")
+
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
+        """A new memory (New memory): a topic file of the type given as a tag, and its index line."""
+        types = [t for t in tags if t in MEMORY_TYPES]
+        others = [t for t in tags if t not in MEMORY_TYPES]
+        if others or len(types) > 1:
+            raise InvalidInput(f"give the memory one type as its tag: one of {', '.join(MEMORY_TYPES)}")
+        return self.keep(f"#{types[0]} {text}" if types else text, force=True)
+
+    def _same_as(self, fact: str) -> list[TopicFile]:
+        wanted = _normal(fact)
+        if not wanted or self.folder is None:
+            return []
+        return [
+            t
+            for t in self.folder.topics
+            if wanted in (_normal(t.body), _normal(t.description)) or (len(wanted) > 24 and wanted in _normal(t.body))
+        ]
+
+    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
+        """Quick keep: a new topic file in the format the CLI instructs and its index line, one undoable
+        change (a leading ``#feedback``... names the type; a fact already kept is not kept twice unless
+        ``force``)."""
+        kind, fact = split_type(text)
+        words = " ".join(fact.split())
         if not words:
             raise InvalidInput("there is nothing to keep: the text is empty")
-        title = title or _title_of(words)
-        return self._ours(
+        same = self._same_as(fact)
+        if same and not force:
+            return nothing_written(
+                self.source.path,
+                self.name,
+                f"Keep {title_of(words)}",
+                f"already kept in {same[0].rel}",
+                (
+                    Hint("warning", f"Already kept: {same[0].rel} says “{one_line(same[0].body, 70)}”"),
+                    Hint("info", "Ctrl+Enter keeps it as a separate memory anyway."),
+                ),
+            )
+        title = title_of(words)
+        summary = one_line(words)
+        change = self.write(
             lambda: writes.keep(
-                self.memory_dir,
-                title=title,
-                description=description or words,
-                body=text,
-                kind=kind,
-                hook=hook,
-                history=self.history,
-            )
+                self.memory_dir, title=title, description=summary, body=fact, kind=kind, history=self.history
+            ),
+            f"Keep memory {title}",
         )
+        entry = next((e for e in (self.folder.index.entries if self.folder else ()) if e.target == change.result), None)
+        where = f"{self.title}"
+        change.message = f"Kept: {change.result} and its index line — {where}"
+        if entry is not None and not entry.loaded:
+            change.message += f" (its index line is line {entry.line}, past the cut: review a compaction)"
+        return change
 
-    def edit(self, key: str, field_name: str, value: str) -> writes.MemoryChange:
-        """Edit a memory's ``text`` (its body), ``name``, ``description`` or ``type``."""
-        row = self._row(key)
-        if field_name == "text":
-            return self._ours(
-                lambda: writes.edit_memory(self.memory_dir, key, row.stamp, body=value, history=self.history)
+    def check_keep(self, text: str) -> tuple[Hint, ...]:
+        """What keeping ``text`` would do: the file and index line it writes, whether that line would be
+        past the cut, a memory that already says it, a consolidation in progress."""
+        locked = writes.lock_holder(self.memory_dir)
+        if locked:
+            return (Hint("error", locked),)
+        kind, fact = split_type(text)
+        if not fact.strip():
+            return ()
+        hints: list[Hint] = []
+        folder = self.folder or read_folder(self.memory_dir)
+        name = writes.free_file_name(self.memory_dir, writes.slug(title_of(fact)))
+        lines, units = index_budget_lines(folder.index.text)
+        line = f"- [{title_of(fact)}]({name}) — {one_line(fact)}"
+        after_lines, after_units = lines + 1, units + utf16_len(line) + (1 if lines else 0)
+        if after_lines > LINE_LIMIT or after_units > SIZE_LIMIT:
+            hints.append(
+                Hint(
+                    "warning",
+                    f"MEMORY.md has {lines} lines ({units:,} characters): the new index line would be past the "
+                    f"{LINE_LIMIT} lines / {SIZE_LIMIT:,} characters a session loads, so Claude would not see it "
+                    "at the start of a session. Review a compaction first (Bank → Review compaction)",
+                )
             )
-        if field_name not in ("name", "description", "type"):
-            raise InvalidInput(f"a Claude Code memory has no field {field_name!r}")
-        if field_name == "type" and value not in MEMORY_TYPES:
-            raise InvalidInput(f"the type must be one of {', '.join(MEMORY_TYPES)}")
-        return self._ours(
-            lambda: writes.edit_memory(self.memory_dir, key, row.stamp, history=self.history, **{field_name: value})
-        )
+        else:
+            hints.append(
+                Hint(
+                    "ok",
+                    f"A new {kind} memory, {name}, and its index line (line {after_lines} of MEMORY.md): "
+                    "loaded at the start of the next session",
+                )
+            )
+        for topic in self._same_as(fact)[:2]:
+            hints.append(Hint("warning", f"Already kept: {topic.rel} says “{one_line(topic.body, 70)}”"))
+        if not text.strip().startswith("#"):
+            hints.append(Hint("info", "Start with #user, #feedback or #reference for another type than project"))
+        return tuple(hints)
 
-    def forget(self, key: str) -> writes.MemoryChange:
-        """Remove a memory's file and its index lines together; keepgui keeps both (restore takes them back)."""
-        self._row(key)
-        return self._ours(lambda: writes.forget(self.memory_dir, key, history=self.history))
-
-    def restore(self, entry_id: str) -> writes.MemoryChange:
-        """Put a forgotten memory back (its file and index lines)."""
-        return self._ours(lambda: writes.restore(self.memory_dir, entry_id, history=self.history))
-
-    def forgotten(self) -> list[dict]:
-        """The forgotten memories keepgui can restore, oldest first."""
-        return writes.pending_forgets(self.memory_dir, self.history)
-
-    def _row(self, key: str) -> MemoryRow:
-        for row in self.rows():
-            if row.id == key:
-                if row.kind != "memory":
-                    raise InvalidInput(f"{row.orphan}: edit MEMORY.md to change this line")
-                return row
-        raise NotFound(f"{self.memory_dir} has no memory {key}")
+    def text_problem(self, text: str) -> tuple[str, bool]:
+        """The length of a memory's text as typed (UTF-16 units, as the CLI counts) and its type."""
+        kind, fact = split_type(text)
+        return f"{utf16_len(fact):,} characters · type {kind}", bool(fact.strip())
 
     # ------------------------------------------------------------ plans
 
-    def plan(self, what: str = "compact") -> IndexPlan | FolderReview:
-        """``compact``: the index compaction plan; ``review``: what changed since the last review."""
-        if what == "compact":
+    def plan(self, what: str, **options: Any) -> object:
+        """``compact``: the index compaction plan; ``memory folder``: what changed since the last review."""
+        if what == COMPACT:
+            return self.compaction_plan()
+        if what == REVIEW:
+            return self.folder_review()
+        raise InvalidInput(f"no plan {what!r} for a Claude Code project ({COMPACT} or {REVIEW})")
+
+    def compaction_plan(self) -> IndexPlan:
+        """The plan for an index over its limits, from the folder as it is now."""
+        with self.lock:
             return IndexPlan(read_folder(self.memory_dir), self.history)
-        if what == "review":
+
+    def folder_review(self) -> FolderReview:
+        """What changed in the folder since the version a person last accepted."""
+        with self.lock:
             return review(self.memory_dir, self.history)
-        raise InvalidInput(f"no plan {what!r} for a Claude Code project (compact or review)")
 
-    def apply_plan(self, plan: IndexPlan | FolderReview, selection=None):
-        """Apply a plan's selection as one undoable change (a compaction becomes the new baseline)."""
-        if isinstance(plan, FolderReview):
-            return plan.apply(selection)
-        return self._ours(lambda: plan.apply(selection))
+    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
+        """Apply a compaction's (or a review's) selection as one undoable change; its ``result`` is the
+        :class:`~keepgui.core.claude.compact.FolderApplied` (the command line journals it for ``--undo``)."""
+        if not isinstance(plan, FolderPlan):
+            raise InvalidInput(f"{self.title}: not a plan of a Claude Code memory folder")
 
+        def run() -> writes.MemoryChange:
+            result = plan.apply(selection)
+            if result.change is None:
+                return writes.MemoryChange(self.memory_dir, text, written=False, result=result)
+            result.change.result = result
+            return result.change
 
-def _title_of(words: str) -> str:
-    title = " ".join(words.split()[:8])
-    return title if len(title) <= 60 else title[:59].rstrip() + "…"
+        change = self.write(run, text)
+        if isinstance(plan, FolderReview) and change.written:
+            change.message = f"restored {len(selection)} change{'s' if len(selection) != 1 else ''} of {self.title}"
+        return change
 
-
-def _short(path: str, home: str) -> str:
-    return "~" + path[len(home) :] if path.startswith(home.rstrip(os.sep) + os.sep) else path
-
-
-class ClaudeSource:
-    """One Claude Code config folder (``~/.claude`` or ``$CLAUDE_CONFIG_DIR``); its banks are the projects
-    with a memory folder under ``projects/``."""
-
-    kind = "claude"
-
-    def __init__(self, env: ClaudeEnv | None = None, history: History | None = None) -> None:
-        self.env = env or ClaudeEnv.from_environ()
-        self.history = history or History()
-        self.path = self.env.config_dir
-        self.label = f"Claude Code · {_short(self.path, self.env.home)}"
-        self._banks: dict[str, ClaudeProject] = {}
-
-    def scan(self) -> list[str]:
-        """The project folders that have a memory folder, sorted."""
-        try:
-            names = os.listdir(self.env.projects_dir)
-        except OSError:
-            return []
-        return sorted(n for n in names if os.path.isdir(os.path.join(self.env.projects_dir, n, "memory")))
-
-    def bank(self, name: str) -> ClaudeProject:
-        """The project bank of a ``projects/<name>`` folder (the same object while it exists)."""
-        if name not in self._banks:
-            folder = os.path.join(self.env.projects_dir, name, "memory")
-            if not os.path.isdir(folder):
-                raise NotFound(f"{folder}: no such memory folder")
-            self._banks[name] = ClaudeProject(self.env, name, folder, project_path_for(self.env, name), self.history)
-        return self._banks[name]
-
-    def open_project(self, project: str) -> ClaudeProject:
-        """The bank of a project folder (its memory folder as a session there would use it)."""
-        if not os.path.isdir(project):
-            raise NotFound(f"{project}: no such folder")
-        cwd = os.path.realpath(project)
-        location = memory_location(self.env, cwd)
-        if location.candidates and not os.path.isdir(location.path):
-            raise InvalidInput(
-                f"{cwd}: its memory folder name is long and hashed, and {location.path} does not "
-                f"exist; these folders share its prefix: {', '.join(location.candidates)}"
-            )
-        name = os.path.basename(os.path.dirname(location.path)) if location.how == "default" else location.path
-        bank = ClaudeProject(self.env, name, location.path, cwd, self.history)
-        self._banks[name] = bank
-        return bank
-
-    def counts(self) -> dict[str, str]:
-        """``bank -> sidebar line`` for every project (reads every folder)."""
-        out = {}
-        for name in self.scan():
-            try:
-                out[name] = self.bank(name).summary()
-            except KeepguiError as exc:
-                out[name] = f"unreadable: {exc}"
-        return out
+    def accept_review(self, plan: object) -> Change:
+        """Take the folder as the review saw it as the new baseline (nothing written in the folder)."""
+        if not isinstance(plan, FolderReview):
+            raise InvalidInput(f"{self.title}: not a review of a Claude Code memory folder")
+        with self.lock:
+            plan.accept()
+        return Change(
+            self.source.path,
+            self.name,
+            "Accept the memory folder as it is",
+            written=False,
+            message="accepted: keepgui compares later changes with the folder as it is now",
+        )

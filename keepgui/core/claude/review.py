@@ -25,16 +25,17 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Sequence
 
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
 from keepgui.core import fsio
-from keepgui.core.claude.compact import FolderPlan
+from keepgui.core.claude.compact import Edit, FolderPlan, Texts
 from keepgui.core.claude.markdown import decode, split_front_matter
 from keepgui.core.claude.memory import INDEX_NAME, MemoryFolder, parse_link_line, read_folder
 from keepgui.core.claude.writes import links_to, split_lines
-from keepgui.core.compaction import Counts, make_operation
+from keepgui.core.compaction import Counts, Operation, Selection, make_operation
 from keepgui.core.errors import KeepguiError
 from keepgui.core.history import History, Journal
 from keepgui.core.timefmt import now_ms
@@ -55,13 +56,21 @@ def manifest_path(memory_dir: str) -> str:
     return os.path.join(memory_dir, MANIFEST_NAME)
 
 
-def _manifest_of(folder: MemoryFolder) -> tuple[dict[str, str], dict[str, bytes]]:
+def _manifest_of(
+    folder: MemoryFolder, compare: dict[str, str] | None = None
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """``(rel -> sha256, rel -> bytes)`` of the folder's files. A file whose stamp (as the folder was
+    read) matches ``compare`` is taken from the stamp and not read again; the others are read, and
+    their bytes returned (every file's when ``compare`` is None)."""
     files: dict[str, str] = {}
     data: dict[str, bytes] = {}
-    paths = [(t.rel, t.path) for t in folder.topics]
+    paths = [(t.rel, t.path, t.stamp) for t in folder.topics]
     if folder.index.exists:
-        paths.append((INDEX_NAME, folder.index.path))
-    for rel, path in paths:
+        paths.append((INDEX_NAME, folder.index.path, folder.index.stamp))
+    for rel, path, stamp in paths:
+        if compare is not None and stamp.sha256 and compare.get(rel) == stamp.sha256:
+            files[rel] = stamp.sha256
+            continue
         try:
             content, _stamp = fsio.read_stamped(path)
         except (OSError, KeepguiError):
@@ -79,8 +88,8 @@ def _encode(files: dict[str, str]) -> bytes:
 def remember(folder: MemoryFolder, history: History | None = None, *, source: str = "seen") -> str:
     """Store the folder's files and its manifest in keepgui's history; returns the manifest's sha256."""
     history = history or History()
-    files, data = _manifest_of(folder)
     previous = load_manifest(history, folder.path)
+    files, data = _manifest_of(folder, previous)
     for rel, sha in files.items():
         if previous.get(rel) != sha:
             history.record(os.path.join(folder.path, rel), data[rel], source=source)
@@ -137,6 +146,13 @@ def accept_current(folder: MemoryFolder, history: History | None = None, source:
     return sha
 
 
+def _label(rel: str, data: bytes) -> str:
+    """How a review lists a memory: its file and the first line of its text (the diff shows it whole)."""
+    body = split_front_matter(decode(data)).body
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    return f"{rel}: {first}" if first else rel
+
+
 def _body_words(data: bytes) -> str:
     """A topic file's body (front matter left out) as rapidfuzz compares it."""
     return default_process(split_front_matter(decode(data)).body)
@@ -147,10 +163,12 @@ class FolderReview(FolderPlan):
 
     kind = "claude-review"
 
-    def __init__(self, folder: MemoryFolder, history: History, baseline: dict[str, str], baseline_sha: str | None):
+    def __init__(
+        self, folder: MemoryFolder, history: History, baseline: dict[str, str], baseline_sha: str | None
+    ) -> None:
         self.baseline = baseline
         self.baseline_sha = baseline_sha
-        self.current, self._data = _manifest_of(folder)
+        self.current, self._data = _manifest_of(folder, baseline)
         operations, edits, self.summary_parts = _review(folder, history, baseline, self.current, self._data)
         super().__init__(folder, history, operations, edits, folder.path)
 
@@ -163,13 +181,13 @@ class FolderReview(FolderPlan):
         """``3 memories deleted, 2 merged, index shortened (230 → 140 lines)`` ("no changes" when none)."""
         return ", ".join(self.summary_parts) or "no changes since the last review"
 
-    def replan(self) -> "FolderReview":
+    def replan(self) -> FolderReview:
         """The review computed again from the folder as it is now."""
         return review(self.folder.path, self.history)
 
-    def counts(self, selection=None) -> Counts:
+    def counts(self, selection: Selection = None) -> Counts:
         """Memories now → after restoring the selection."""
-        after = dict(self.current)
+        after: dict[str, str | None] = dict(self.current)
         for rel, text in self.texts_after(selection).items():
             if rel != INDEX_NAME:
                 after[rel] = "restored" if text is not None else None
@@ -186,12 +204,16 @@ class FolderReview(FolderPlan):
         Baselines(self.history).accept(self.folder.path, sha)
         return sha
 
-    def _description(self, ops) -> str:
+    def _description(self, ops: Sequence[Operation]) -> str:
         return f"Restore {len(ops)} change{'s' if len(ops) != 1 else ''} to the memory folder"
 
 
-def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: dict[str, str], data: dict[str, bytes]):
-    operations, edits, summary = [], [], []
+def _review(
+    folder: MemoryFolder, history: History, base: dict[str, str], now: dict[str, str], data: dict[str, bytes]
+) -> tuple[list[Operation], list[Edit], list[str]]:
+    operations: list[Operation] = []
+    edits: list[Edit] = []
+    summary: list[str] = []
     if not base or base == now:
         return operations, edits, summary
 
@@ -207,7 +229,7 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
     def index_lines_for(rel: str) -> list[tuple[int, str]]:
         return [(n, line) for n, line in enumerate(old_index_lines) if links_to(line, rel)]
 
-    def restore_lines(texts, lines: list[tuple[int, str]], rel: str) -> None:
+    def restore_lines(texts: Texts, lines: list[tuple[int, str]], rel: str) -> None:
         index = texts[INDEX_NAME] or ""
         current = split_lines(index)
         if any(links_to(line, rel) for line in current):
@@ -234,7 +256,9 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
                     break
         lines = index_lines_for(rel)
 
-        def edit(texts, rel=rel, before=before, lines=lines):
+        def restore_deleted(
+            texts: Texts, rel: str = rel, before: bytes = before, lines: list[tuple[int, str]] = lines
+        ) -> None:
             texts[rel] = before.decode("utf-8", errors="surrogateescape")
             if lines:
                 restore_lines(texts, lines, rel)
@@ -252,32 +276,32 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
             make_operation(
                 "merged" if into else "removed",
                 [rel],
-                [before.decode("utf-8", errors="replace")],
+                [_label(rel, before)],
                 [],
                 reason,
                 evidence=[into] if into else [],
             )
         )
-        edits.append(edit)
+        edits.append(restore_deleted)
     for rel in sorted(r for r in now if r != INDEX_NAME and r in base and base[r] != now[r]):
         before = old_bytes(rel)
         if before is None:
             continue
         rewritten += 1
 
-        def edit(texts, rel=rel, before=before):
+        def restore_rewritten(texts: Texts, rel: str = rel, before: bytes = before) -> None:
             texts[rel] = before.decode("utf-8", errors="surrogateescape")
 
         operations.append(
             make_operation(
                 "reworded",
                 [rel],
-                [before.decode("utf-8", errors="replace")],
-                [data[rel].decode("utf-8", errors="replace")],
+                [_label(rel, before)],
+                [_label(rel, data[rel])],
                 f"{rel} was rewritten. Restore puts the earlier version back",
             )
         )
-        edits.append(edit)
+        edits.append(restore_rewritten)
     for rel in sorted(r for r in now if r != INDEX_NAME and r not in base):
         new += 1
         operations.append(
@@ -285,17 +309,17 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
                 "new",
                 [rel],
                 [],
-                [data[rel].decode("utf-8", errors="replace")],
+                [_label(rel, data[rel])],
                 f"{rel} is new (reported only: keepgui never deletes a memory unasked)",
                 applicable=False,
             )
         )
-        edits.append(lambda texts: None)
+        edits.append(_reported_only)
     if INDEX_NAME in base and base.get(INDEX_NAME) != now.get(INDEX_NAME) and old_index is not None:
         now_lines = (
             split_lines(data[INDEX_NAME].decode("utf-8", errors="surrogateescape")) if INDEX_NAME in data else []
         )
-        dropped = []
+        dropped: list[tuple[int, str]] = []
         now_targets = {p[1] for p in (parse_link_line(line.rstrip("\r\n")) for line in now_lines) if p}
         for n, line in enumerate(old_index_lines):
             parsed = parse_link_line(line.rstrip("\r\n"))
@@ -305,10 +329,11 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
         summary_index = f"index {word} ({len(old_index_lines)} → {len(now_lines)} lines)"
         if dropped:
 
-            def edit(texts, dropped=dropped):
+            def restore_index_lines(texts: Texts, dropped: list[tuple[int, str]] = dropped) -> None:
                 for n, line in dropped:
                     parsed = parse_link_line(line.rstrip("\r\n"))
-                    restore_lines(texts, [(n, line)], parsed[1])
+                    if parsed is not None:  # every dropped line links a memory (it was chosen for that)
+                        restore_lines(texts, [(n, line)], parsed[1])
 
             operations.append(
                 make_operation(
@@ -321,7 +346,7 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
                     " Restore puts them back",
                 )
             )
-            edits.append(edit)
+            edits.append(restore_index_lines)
     else:
         summary_index = ""
     for count, what in ((deleted, "deleted"), (merged, "merged"), (rewritten, "rewritten"), (new, "new")):
@@ -332,6 +357,10 @@ def _review(folder: MemoryFolder, history: History, base: dict[str, str], now: d
     if summary_index:
         summary.append(summary_index)
     return operations, edits, summary
+
+
+def _reported_only(texts: Texts) -> None:
+    """The edit of an operation that is only reported: it changes nothing."""
 
 
 def review(memory_dir: str, history: History | None = None) -> FolderReview:

@@ -45,8 +45,9 @@ import re
 import secrets
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.claude.markdown import split_front_matter
@@ -83,14 +84,14 @@ class MemoryChange:
     result: object = None
     message: str = ""
     notes: tuple[str, ...] = ()
-    reverse: Callable[[], "MemoryChange"] | None = field(default=None, repr=False)
+    reverse: Callable[[], MemoryChange] | None = field(default=None, repr=False)
 
     @property
     def can_undo(self) -> bool:
         """True when :meth:`undo` can be tried (it still refuses when the files changed since)."""
         return self.written and self.reverse is not None
 
-    def undo(self) -> "MemoryChange":
+    def undo(self) -> MemoryChange:
         """Take the change back; :class:`Conflict` when a file it wrote changed since."""
         if self.reverse is None:
             raise InvalidInput(f"{self.text}: nothing to undo")
@@ -207,12 +208,13 @@ def _expect(path: str, data: bytes | None, doing: str) -> fsio.Stamp:
 
 
 def put(
-    memory_dir: str, path: str, data: bytes | None, expect: fsio.Stamp, history: History, source: str
+    memory_dir: str, path: str, data: bytes | None, expect: fsio.Stamp | None, history: History, source: str
 ) -> fsio.Stamp | None:
-    """Write ``data`` to ``path`` (None: remove it) if it still has ``expect``; the old bytes go to history."""
+    """Write ``data`` to ``path`` (None: remove it) if it still has ``expect`` (None: if it is absent, as
+    a removal left it); the old bytes go to history."""
     target = writable_path(memory_dir, path)
     old, stamp = fsio.read_stamped(target)
-    if not expect.same_content(stamp):
+    if not (expect or fsio.Stamp.missing()).same_content(stamp):
         raise Conflict(target, expect, stamp)
     if old is not None:
         history.record(target, old, source=f"before-{source}")
@@ -286,7 +288,7 @@ def without_links(data: bytes, rel: str, path: str) -> tuple[bytes, list[tuple[i
 
 def with_lines(data: bytes | None, lines: list[tuple[int, str]], path: str) -> bytes:
     """The index with ``lines`` put back at their positions (clamped to the end; endings fixed)."""
-    bom = bool(data) and data.startswith(b"\xef\xbb\xbf")
+    bom = data is not None and data.startswith(b"\xef\xbb\xbf")
     text = _decode_strict((data or b"")[3 if bom else 0 :], path)
     current = split_lines(text)
     newline = newline_of(text) if text else "\n"
@@ -356,7 +358,7 @@ class ChangeLog(Journal):
     def __init__(self, history: History | None = None) -> None:
         super().__init__(history, "claude-forgotten.jsonl")
 
-    def forgot(self, obj: dict) -> None:
+    def forgot(self, obj: dict[str, Any]) -> None:
         """Record a forget (before it is written, so the log has it even if that write is the last)."""
         self._append({"event": "forgot", **obj})
 
@@ -364,13 +366,13 @@ class ChangeLog(Journal):
         """Record that a forgotten memory was put back (or that its forget was refused)."""
         self._append({"event": "restored", "id": entry_id, "at": now_ms()})
 
-    def pending(self, memory_dir: str | None = None) -> list[dict]:
+    def pending(self, memory_dir: str | None = None) -> list[dict[str, Any]]:
         """Forgotten memories not restored yet, oldest first (of one folder when given)."""
         found = self.standing("forgot", "restored")
         key = None if memory_dir is None else os.path.realpath(memory_dir)
         return [e for e in found if key is None or e.get("memory_dir") == key]
 
-    def get(self, entry_id: str) -> dict:
+    def get(self, entry_id: str) -> dict[str, Any]:
         """A pending forget by id (or a unique prefix)."""
         matches = [e for e in self.pending() if str(e.get("id", "")).startswith(entry_id)]
         if len(matches) != 1:
@@ -394,8 +396,8 @@ class FileSwap:
     files: list[tuple[str, bytes | None, bytes | None]]
     text: str
 
-    def _order(self, to_after: bool):
-        def rank(item):
+    def _order(self, to_after: bool) -> list[tuple[str, bytes | None, bytes | None]]:
+        def rank(item: tuple[str, bytes | None, bytes | None]) -> int:
             path, before, after = item
             want = after if to_after else before
             if want is None:
@@ -410,7 +412,7 @@ class FileSwap:
         for path, before, after in self.files:
             have = before if to_after else after
             stamps[path] = _expect(writable_path(self.memory_dir, path), have, doing)
-        written = []
+        written: list[tuple[str, fsio.Stamp | None]] = []
         for path, before, after in self._order(to_after):
             have, want = (before, after) if to_after else (after, before)
             if have == want:
@@ -675,7 +677,7 @@ def set_front_matter(text: str, values: dict[str, str]) -> str:
 def edit_memory(
     memory_dir: str,
     rel: str,
-    expect: fsio.Stamp,
+    expect: fsio.Stamp | None,
     *,
     body: str | None = None,
     history: History | None = None,
@@ -686,7 +688,7 @@ def edit_memory(
     data, stamp = fsio.read_stamped(writable_path(memory_dir, path))
     if data is None:
         raise NotFound(f"{path}: no such memory file")
-    if not expect.same_content(stamp):
+    if expect is None or not expect.same_content(stamp):  # None: the file was not there when it was shown
         raise Conflict(path, expect, stamp)
     if "type" in values and values["type"] not in MEMORY_TYPES:
         raise InvalidInput(f"the type must be one of {', '.join(MEMORY_TYPES)}, not {values['type']!r}")
@@ -701,7 +703,7 @@ def edit_memory(
     return save_file(memory_dir, path, text.encode("utf-8"), stamp, history=history, text=f"Edit memory {rel}")
 
 
-def pending_forgets(memory_dir: str, history: History | None = None) -> list[dict]:
+def pending_forgets(memory_dir: str, history: History | None = None) -> list[dict[str, Any]]:
     """The forgotten memories of a folder keepgui can still restore, oldest first."""
     return ChangeLog(history).pending(memory_dir)
 
@@ -759,3 +761,34 @@ def save_instruction(
     change = MemoryChange(os.path.dirname(path), label, ((path, written),), result=path, notes=(AFTER_SAVE,))
     change.reverse = undo
     return change
+
+
+def chain(memory_dir: str, text: str, steps: list[Callable[[], MemoryChange]]) -> MemoryChange:
+    """Several writes as one change (forget three memories): each step runs in turn; when one is
+    refused, the ones done are taken back (newest first) before the refusal is raised, so it is all
+    or nothing. The change's undo takes every step back, newest first, the same way."""
+    done: list[MemoryChange] = []
+    try:
+        for step in steps:
+            done.append(step())
+    except BaseException:
+        for change in reversed(done):
+            if change.can_undo:
+                change.undo()
+        raise
+    files: dict[str, fsio.Stamp | None] = {}
+    for change in done:
+        files.update(change.files)
+    joined = MemoryChange(
+        memory_dir,
+        text,
+        tuple(files.items()),
+        written=any(c.written for c in done),
+        result=[c.result for c in done] if len(done) != 1 else done[0].result,
+        message="; ".join(c.message for c in done if c.message),
+        notes=(AFTER_SAVE,),
+    )
+    undos = [c.undo for c in reversed(done) if c.can_undo]
+    if undos:
+        joined.reverse = lambda: chain(memory_dir, text, undos)
+    return joined

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from typing import BinaryIO
 
 from keepgui.core.iii.record import read_record
 from keepgui.core.source import CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity
@@ -86,7 +87,7 @@ class ActivityIndex:
             return 0
         return len(self) - before
 
-    def _read(self, fh) -> None:
+    def _read(self, fh: BinaryIO) -> None:
         """Consume complete lines from the current offset to the end of ``fh``."""
         fh.seek(self._offset)
         carry = b""

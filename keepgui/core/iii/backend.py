@@ -20,16 +20,19 @@ the opposite move.
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.log import LOG_NAME
+from keepgui.core.iii.mutations import Transition
 from keepgui.core.iii.record import Memory
 from keepgui.core.iii.store import (
     BANK_YAML,
@@ -48,10 +51,10 @@ from keepgui.core.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
     COMPACT,
-    Activity,
     DISK,
     FORCE,
     REVIEW,
+    Activity,
     BankDefaults,
     BankKey,
     BankSummary,
@@ -70,6 +73,10 @@ from keepgui.core.source import (
     WatchPlan,
     stamps_of,
 )
+
+if TYPE_CHECKING:  # the preview and the activity index are imported when first used; their types only here
+    from keepgui.core.iii.activity import ActivityIndex
+    from keepgui.core.iii.preview import RuleOutcome
 
 KIND = "iii"
 
@@ -156,7 +163,7 @@ class RulePlace:
     """Where one rule lands in the shared ``max_rule_chars`` budget: its outcome, first byte, and
     the character offset in the editor text where cutting or omission begins."""
 
-    outcome: Any
+    outcome: RuleOutcome
     start: int
     budget: int
     cut_char: int | None
@@ -243,11 +250,11 @@ class RuleDocs:
     previews_drafts = True
     names = NAMES
 
-    def __init__(self, bank: "IiiBank") -> None:
+    def __init__(self, bank: IiiBank) -> None:
         self.bank = bank
 
     @property
-    def _source(self) -> "IiiSource":
+    def _source(self) -> IiiSource:
         return self.bank.source
 
     def _core(self) -> CoreBank:
@@ -257,7 +264,7 @@ class RuleDocs:
         """``(name, title)`` in injection order."""
         return [(name, f"{name}.md") for name in self._core().rule_names()]
 
-    def texts(self) -> list[tuple[str, str]]:
+    def texts(self) -> builtins.list[tuple[str, str]]:
         """``(name, content)`` of every readable rule, in injection order."""
         rules, _ = self._core().rules()
         return [(r.name, r.content) for r in rules]
@@ -279,7 +286,7 @@ class RuleDocs:
         data, stamp = fsio.read_stamped(doc.path)
         return (None if data is None else data.decode("utf-8", errors="replace")), stamp
 
-    def pre_save_warnings(self, doc: Document) -> list[str]:
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """Rules are nobody else's: nothing to warn about."""
         return []
 
@@ -441,7 +448,7 @@ Targets = dict[str, "Memory | None"]
 class IiiBank(BankDefaults):
     """One bank of a data dir (see the module docstring)."""
 
-    def __init__(self, source: "IiiSource", name: str) -> None:
+    def __init__(self, source: IiiSource, name: str) -> None:
         self.source = source
         self.name = name
         self.key = source.key(name)
@@ -450,7 +457,7 @@ class IiiBank(BankDefaults):
         self._engine: Any = None
         self._loaded = False
         self._info: BankInfo | None = None
-        self._activity: Any = None  # the ActivityIndex, made when the activity is first asked for
+        self._activity: ActivityIndex | None = None  # made when the activity is first asked for
 
     # ------------------------------------------------------------------ reading
 
@@ -583,9 +590,11 @@ class IiiBank(BankDefaults):
 
     def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
         """Apply the selected supersedes as one batch; the Change undoes it with the apply's own undo."""
+        from keepgui.core.iii.consolidate import BankApplied
+
         change = self._locked(text, lambda: plan.apply(selection))
         applied = change.result
-        if applied is None or not applied.changed:
+        if not isinstance(applied, BankApplied) or not applied.changed:
             change.written = False
             return change
         self._chain(change, applied)
@@ -726,7 +735,9 @@ class IiiBank(BankDefaults):
 
         change = self._write(f"Keep “{excerpt(text, 40)}”", lambda b: b.save(text))
         transition = change.result
-        record = transition.record
+        if not isinstance(transition, Transition):
+            raise TypeError(f"a save returned {transition!r}")
+        record = transition.written
         if transition.created:
             how = "a new memory"
         elif transition.previous is not None and transition.previous.invalid_at is not None:
@@ -796,6 +807,11 @@ class IiiSource:
         from keepgui.core.paths import short_path
 
         return f"iii · {short_path(self.path)}"
+
+    @property
+    def also_watched(self) -> tuple[str, ...]:
+        """None: a data dir's banks, settings and worker state are all inside it."""
+        return ()
 
     def key(self, name: str) -> BankKey:
         """The BankKey of one of its banks."""

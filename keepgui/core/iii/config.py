@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError
@@ -60,7 +61,7 @@ class MemoryConfig:
     """The settings that change what a turn is given (the window's settings page)."""
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], where: str = "config") -> "MemoryConfig":
+    def from_mapping(cls, values: Mapping[str, Any], where: str = "config") -> MemoryConfig:
         """Build from a JSON object; unknown keys and wrong types are errors naming the key."""
         if not isinstance(values, Mapping):
             raise InvalidInput(f"{where}: the config must be a JSON object")
@@ -73,7 +74,7 @@ class MemoryConfig:
         return cls(**kwargs)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "MemoryConfig":
+    def load(cls, path: str | os.PathLike[str]) -> MemoryConfig:
         """Read a worker config JSON file (a regular file; see the module docstring)."""
         where = os.fspath(path)
         try:
@@ -87,7 +88,7 @@ class MemoryConfig:
         return cls.from_json(data, where)
 
     @classmethod
-    def from_json(cls, data: bytes, where: str = "config") -> "MemoryConfig":
+    def from_json(cls, data: bytes, where: str = "config") -> MemoryConfig:
         """Parse a config's bytes as serde would: see the module docstring."""
         try:
             top = serde_view(data.decode("utf-8"))
@@ -111,7 +112,7 @@ class MemoryConfig:
         """All fields as a JSON object."""
         return dataclasses.asdict(self)
 
-    def replace(self, **changes: Any) -> "MemoryConfig":
+    def replace(self, **changes: Any) -> MemoryConfig:
         """A copy with some settings changed (checked like a loaded file)."""
         checked = self.from_mapping(changes, "settings")
         return dataclasses.replace(self, **{k: getattr(checked, k) for k in changes})
@@ -129,9 +130,8 @@ def _check_type(key: str, value: Any, annotation: Any, where: str) -> Any:
             raise InvalidInput(f"{where}: `{key}` must be a non-negative integer")
         if value > U64_MAX:
             raise InvalidInput(f"{where}: `{key}` is {value}, larger than the worker's 64-bit integer ({U64_MAX})")
-    elif expected == "str":
-        if type(value) is not str:
-            raise InvalidInput(f"{where}: `{key}` must be a string")
+    elif expected == "str" and type(value) is not str:
+        raise InvalidInput(f"{where}: `{key}` must be a string")
     return value
 
 

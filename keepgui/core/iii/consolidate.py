@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Any
 
 import regex
 
@@ -60,6 +61,7 @@ from keepgui.core.compaction import (
     Counts,
     Operation,
     Plan,
+    Selection,
     excerpt,
     make_operation,
     near_duplicates,
@@ -72,8 +74,9 @@ from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
 from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
-from keepgui.core.iii.store import Bank, DataDir
+from keepgui.core.iii.store import Bank, Batch, DataDir
 from keepgui.core.iii.textrules import rust_lower
+from keepgui.core.iii.worker import ReloadOutcome
 
 BANK_KINDS = register_kinds(
     {
@@ -104,7 +107,7 @@ def token_key(text: str) -> str:
     return " ".join(sorted(set(normalize(text).split())))
 
 
-def _winner_order(m: Memory) -> tuple:
+def _winner_order(m: Memory) -> tuple[bool, int, int, str]:
     # pinned first, then highest corroboration, then OLDEST, then smallest id (byte order = code point order)
     return (not m.pinned, -m.corroboration, m.created_at, m.id)
 
@@ -133,10 +136,10 @@ class Group:
         """Every id in the group: winner, losers, pinned losers."""
         return (self.winner_id, *self.loser_ids, *self.skipped_pinned)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{winner_id, winner_text, loser_ids, loser_texts, skipped_pinned?, report_only?}`` as
         upstream serialises it (empty/false fields omitted), plus ``fuzzy``/``score`` for keepgui's groups."""
-        obj = {
+        obj: dict[str, Any] = {
             "winner_id": self.winner_id,
             "winner_text": self.winner_text,
             "loser_ids": list(self.loser_ids),
@@ -184,7 +187,7 @@ def plan_groups(rows: Iterable[Memory]) -> list[Group]:
         by_norm.setdefault(key, []).append(row)
     planned = [_group(by_norm[key], key, False) for key in sorted(k for k, m in by_norm.items() if len(m) >= 2)]
     by_tokens: dict[str, list[Memory]] = {}
-    for row, key in zip(rows, norms):
+    for row, key in zip(rows, norms, strict=True):
         if len(by_norm[key]) < 2:  # only memories the normalised pass left alone
             by_tokens.setdefault(" ".join(sorted(set(key.split()))), []).append(row)
     planned += [_group(by_tokens[key], key, True) for key in sorted(k for k, m in by_tokens.items() if len(m) >= 2)]
@@ -276,7 +279,7 @@ class BankPlan(Plan):
         self.threshold = threshold
         ops = [self._operation(group) for group in groups]
         # groups are disjoint, so no two operations are identical and the ids stay as made here
-        self._group_of: dict[str, Group] = {op.id: group for op, group in zip(ops, groups)}
+        self._group_of: dict[str, Group] = {op.id: group for op, group in zip(ops, groups, strict=True)}
         super().__init__(ops, (), f"bank `{bank.name}`")
         self.touched = frozenset(mid for g in groups for mid in g.members)
         self.keys = frozenset(g.key for g in groups if not g.report_only and not g.fuzzy)
@@ -338,7 +341,7 @@ class BankPlan(Plan):
 
     # ---------------------------------------------------------------- reviewing
 
-    def counts(self, selection=None) -> Counts:
+    def counts(self, selection: Selection = None) -> Counts:
         """Live memories before and after the selected supersedes (no target for a bank)."""
         ops = self.selected(selection)
         gone = sum(len(self._group_of[op.id].loser_ids) for op in ops)
@@ -351,12 +354,12 @@ class BankPlan(Plan):
             "memories", self.scanned, self.scanned - gone, None, {"superseded": gone, "reinforced": reinforced}
         )
 
-    def render(self, selection=None, context: int = 3) -> str:
+    def render(self, selection: Selection = None, context: int = 3) -> str:
         """A table of the supersedes of a selection, then each winner's reinforcement."""
         rows, winners = [], []
         for op in self.selected(selection):
             group = self._group_of[op.id]
-            for loser_id, loser_text in zip(group.loser_ids, group.loser_texts):
+            for loser_id, loser_text in zip(group.loser_ids, group.loser_texts, strict=True):
                 rows.append(
                     (
                         str(op.number),
@@ -382,10 +385,10 @@ class BankPlan(Plan):
         out = table(("op", "supersede", "text", "by", "winner text"), rows)
         return out + "".join(line + "\n" for line in winners)
 
-    def report(self, selection=None, applied: "BankApplied | None" = None) -> dict:
+    def report(self, selection: Selection = None, applied: BankApplied | None = None) -> dict[str, Any]:
         """upstream's ``BankReport``: ``{bank, scanned, groups, superseded, reinforced, errors?}``
         (``capped`` never: keepgui applies no per-run budget); the counts are those of ``applied``."""
-        obj = {
+        obj: dict[str, Any] = {
             "bank": self.bank.name,
             "scanned": self.scanned,
             "groups": [g.to_obj() for g in self.groups_planned],
@@ -396,7 +399,7 @@ class BankPlan(Plan):
             obj["errors"] = list(applied.errors)
         return obj
 
-    def to_obj(self, selection=None, *, diff: bool = True) -> dict:
+    def to_obj(self, selection: Selection = None, *, diff: bool = True) -> dict[str, Any]:
         """The plan for ``--json``, with upstream's report under ``report``."""
         obj = super().to_obj(selection, diff=diff)
         obj["report"] = self.report(selection)
@@ -406,7 +409,7 @@ class BankPlan(Plan):
 
     # ---------------------------------------------------------------- freshness
 
-    def replan(self) -> "BankPlan":
+    def replan(self) -> BankPlan:
         """The plan again, from the log as it is now (plan_bank refreshes the bank)."""
         return plan_bank(self.bank, fuzzy=self.fuzzy, threshold=self.threshold)
 
@@ -436,7 +439,7 @@ class BankPlan(Plan):
 
     # ---------------------------------------------------------------- applying
 
-    def apply(self, selection=None, now: int | None = None, reinforce_by_id: bool = False) -> "BankApplied":
+    def apply(self, selection: Selection = None, now: int | None = None, reinforce_by_id: bool = False) -> BankApplied:
         """Supersede the selected groups' losers and save each winner's text after each, in one Batch.
 
         That save is memory-consolidate's (see the module docstring);
@@ -450,7 +453,6 @@ class BankPlan(Plan):
         groups.sort(key=lambda g: (g.report_only, g.fuzzy, g.key, g.winner_id))  # upstream's processing order
         if not groups:
             return BankApplied(self.bank.datadir.path, self.bank.name, [], [], [], "nothing selected")
-        why = None
         touched: dict[str, Memory] = {}
         created: dict[str, Memory] = {}
         merges: list[tuple[str, str, str]] = []
@@ -459,25 +461,25 @@ class BankPlan(Plan):
             with self.bank.batch(now) as batch:
                 why = self._staleness()
                 if why:
-                    raise _Stale()
+                    raise _Stale(why)
                 for group in groups:
                     for loser in group.loser_ids:
                         for mid in (loser, group.winner_id):
                             if mid not in touched:
-                                touched[mid] = batch.current(mid)
+                                touched[mid] = _record(batch, mid)
                         batch.supersede(loser, group.winner_id)
                         outcome = _reinforce(batch, group.winner_id, group.winner_text, reinforce_by_id)
                         outcomes.append(outcome)
                         if outcome.saved is not None and outcome.saved not in touched and outcome.saved not in created:
                             if outcome.created_new:
-                                created.setdefault(outcome.saved, outcome.record)
-                            else:
+                                created.setdefault(outcome.saved, _record(batch, outcome.saved))
+                            elif outcome.previous is not None:
                                 touched[outcome.saved] = outcome.previous
                         merges.append((loser, group.winner_id, group.winner_text))
-                after = {mid: batch.current(mid) for mid in touched}
-                created = {mid: batch.current(mid) for mid in created}
-        except _Stale:
-            raise self.stale(why) from None
+                after = {mid: _record(batch, mid) for mid in touched}
+                created = {mid: _record(batch, mid) for mid in created}
+        except _Stale as stale:
+            raise self.stale(str(stale)) from None
         pairs = [(touched[mid], after[mid]) for mid in touched]
         lines = [f"superseded {loser} by {winner}" for loser, winner, _text in merges]
         lines += [o.line for o in outcomes if o.line]
@@ -500,7 +502,15 @@ class BankPlan(Plan):
 
 
 class _Stale(Exception):
-    """Raised inside the batch so it writes nothing."""
+    """Raised inside the batch so it writes nothing; its message says why the plan is stale."""
+
+
+def _record(batch: Batch, memory_id: str) -> Memory:
+    """The record of an id the plan names, as the batch has it (the plan was found fresh, so it exists)."""
+    record = batch.current(memory_id)
+    if record is None:
+        raise NotFound(f"memory `{memory_id}` not found")
+    return record
 
 
 def winner_save_effect(group: Group) -> tuple[str, str]:
@@ -531,10 +541,10 @@ class _SaveOutcome:
     error: str = ""
 
 
-def _reinforce(batch, winner_id: str, winner_text: str, by_id: bool) -> _SaveOutcome:
+def _reinforce(batch: Batch, winner_id: str, winner_text: str, by_id: bool) -> _SaveOutcome:
     """After a supersede: ``memory::save {text: winner_text}`` as memory-consolidate calls it, or
     (``by_id``) a reinforcement of the winner by id."""
-    winner = batch.current(winner_id)
+    winner = _record(batch, winner_id)
     if by_id:
         step = batch.reinforce(winner_id)
         return _SaveOutcome(
@@ -544,7 +554,7 @@ def _reinforce(batch, winner_id: str, winner_text: str, by_id: bool) -> _SaveOut
             False,
             True,
             f"reinforced {winner_id} by id (corroboration {winner.corroboration} → "
-            f"{step.record.corroboration}; keepgui's option, not memory-consolidate's save)",
+            f"{step.written.corroboration}; keepgui's option, not memory-consolidate's save)",
         )
     try:
         mid = fingerprint(mut.clean_text(winner_text))
@@ -560,7 +570,7 @@ def _reinforce(batch, winner_id: str, winner_text: str, by_id: bool) -> _SaveOut
             previous,
             False,
             True,
-            f"reinforced {mid} (corroboration {previous.corroboration} → {step.record.corroboration})",
+            f"reinforced {mid} (corroboration {winner.corroboration} → {step.written.corroboration})",
         )
     what = "created" if previous is None else ("resurrected" if previous.invalid_at is not None else "reinforced")
     return _SaveOutcome(
@@ -641,8 +651,8 @@ class BankApplied(Applied):
         self.reinforce_by_id = reinforce_by_id
         self.reinforced = 0
         self.errors: list[str] = []
-        self.reload = None
-        self.report: dict = {}
+        self.reload: ReloadOutcome | None = None
+        self.report: dict[str, Any] = {}
         self.bank: Bank | None = None  # the Bank applied to, when in this process (its view stays current)
         self._where: tuple[DataDir | None, int | None] = (None, None)  # for the next undo/redo
 
@@ -658,7 +668,7 @@ class BankApplied(Applied):
             return self.bank
         return DataDir(self.datadir).bank(self.bank_name)
 
-    def _check(self, batch, expected: Iterable[Memory], doing: str) -> None:
+    def _check(self, batch: Batch, expected: Iterable[Memory], doing: str) -> None:
         for record in expected:
             if batch.current(record.id) != record:
                 raise ChangedSince(
@@ -690,12 +700,12 @@ class BankApplied(Applied):
             for before, after in self.pairs:
                 if after.invalid_at is not None and before.invalid_at is None:
                     batch.restore(before.id)
-                    if _content(batch.current(before.id)) != _content(before):
+                    if _content(_record(batch, before.id)) != _content(before):
                         batch.revert(before)  # something besides the supersede moved: put it back too
                 else:
                     batch.revert(before)
-            undone = [batch.current(before.id) for before, _after in self.pairs]
-        self.pairs = [(u, after) for u, (_before, after) in zip(undone, self.pairs)]
+            undone = [_record(batch, before.id) for before, _after in self.pairs]
+        self.pairs = [(u, after) for u, (_before, after) in zip(undone, self.pairs, strict=True)]
         self.reload = batch.report.reload
 
     def _redo(self) -> None:
@@ -705,11 +715,11 @@ class BankApplied(Applied):
             for loser, winner, text in self.merges:
                 batch.supersede(loser, winner)
                 _reinforce(batch, winner, text, self.reinforce_by_id)
-            self.pairs = [(before, batch.current(before.id)) for before, _after in self.pairs]
-            self.created = [batch.current(record.id) for record in self.created]
+            self.pairs = [(before, _record(batch, before.id)) for before, _after in self.pairs]
+            self.created = [_record(batch, record.id) for record in self.created]
         self.reload = batch.report.reload
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """Everything undo needs: the data dir, the bank, the merges and the records before/after."""
         obj = super().to_obj()
         obj.update(
@@ -725,7 +735,7 @@ class BankApplied(Applied):
         return obj
 
     @classmethod
-    def from_obj(cls, obj: dict, history: History | None = None) -> "BankApplied":
+    def from_obj(cls, obj: dict[str, Any], history: History | None = None) -> BankApplied:
         """Rebuild from :meth:`to_obj` (another process's ``--undo``)."""
         try:
             pairs = [(memory_from_obj(b), memory_from_obj(a)) for b, a in obj["pairs"]]
@@ -752,7 +762,7 @@ class BankApplied(Applied):
         return applied
 
 
-def _content(m: Memory) -> tuple:
+def _content(m: Memory) -> tuple[object, ...]:
     return (
         m.text,
         m.entities,

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from keepgui.core.iii.store import BANK_YAML, NAME_PATTERN, DataDir, is_valid_name
+from keepgui.core.iii.store import BANK_YAML, NAME_PATTERN, Bank, DataDir, is_valid_name
 from keepgui.core.iii.vectors import VECTORS_NAME, read_vectors
 
 
@@ -32,7 +33,7 @@ class Finding:
     message: str
     note: bool = False
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """JSON form for ``doctor --json``."""
         return {
             "kind": self.kind,
@@ -70,7 +71,7 @@ def diagnose(datadir: DataDir) -> list[Finding]:
     return findings
 
 
-def _diagnose_bank(bank) -> list[Finding]:
+def _diagnose_bank(bank: Bank) -> list[Finding]:
     out: list[Finding] = []
     name = bank.name
     if not is_valid_name(name):
@@ -95,11 +96,15 @@ def _diagnose_bank(bank) -> list[Finding]:
                 "load it (it skips bank folders that are symbolic links)",
             )
         )
-    problem = bank.description_problem()
-    if problem:
+    yaml_problem = bank.description_problem()
+    if yaml_problem:
         out.append(
             Finding(
-                "bank-yaml", name, os.path.join(bank.path, BANK_YAML), 0, f"{problem}; the description reads as empty"
+                "bank-yaml",
+                name,
+                os.path.join(bank.path, BANK_YAML),
+                0,
+                f"{yaml_problem}; the description reads as empty",
             )
         )
     bank.refresh()  # never raises: an unreadable log is reported in log.unreadable
@@ -193,12 +198,12 @@ def _diagnose_bank(bank) -> list[Finding]:
             )
         )
     _, rule_problems = bank.rules(rule_names)
-    for problem in rule_problems:
-        out.append(Finding("rule", name, problem.where, 0, problem.what))
+    for rule_problem in rule_problems:
+        out.append(Finding("rule", name, rule_problem.where, 0, rule_problem.what))
     return out
 
 
-def _duplicate_revisions(bank) -> list[Finding]:
+def _duplicate_revisions(bank: Bank) -> list[Finding]:
     """Ids with two lines carrying the same revision number (the later one won on replay)."""
     log = bank.log
     if log.valid_lines == len(log.records):

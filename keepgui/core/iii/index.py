@@ -29,16 +29,17 @@ can still reach the top. The index also keeps the head of the
 from __future__ import annotations
 
 import bisect
+import builtins
 import heapq
 import math
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from operator import add, mul
-from typing import Iterable, Iterator, Mapping
 
 from keepgui.core.iii.log import LogDelta, MemoryLog
-from keepgui.core.iii.record import Memory, read_record
 from keepgui.core.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_bonus
+from keepgui.core.iii.record import Memory, read_record
 from keepgui.core.iii.tokenize import entity_tokens, tokenize
 
 K1 = 1.2
@@ -50,20 +51,20 @@ Bounds = dict[int, float]
 """Candidate slot -> BM25 + entity bonus (float rounding aside); never reported, only used to prune."""
 
 
-def top_key(memory: Memory) -> tuple:
+def top_key(memory: Memory) -> tuple[bool, int, int, str]:
     """Sort key of ``top_memories``: pinned first, corroboration, newest, then id."""
     return (not memory.pinned, -memory.corroboration, -memory.updated_at, memory.id)
 
 
 def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
     """``acc += {keys: values}`` with C-level dict and set operations only."""
-    part = dict(zip(keys, values))
+    part = dict(zip(keys, values, strict=True))
     if not acc:
         return part
     if len(part) > len(acc):
         acc, part = part, acc
     common = part.keys() & acc.keys()
-    summed = dict(zip(common, map(add, map(acc.__getitem__, common), map(part.__getitem__, common))))
+    summed = dict(zip(common, map(add, map(acc.__getitem__, common), map(part.__getitem__, common)), strict=True))
     acc.update(part)
     acc.update(summed)
     return acc
@@ -84,7 +85,7 @@ class BankIndex:
     def __init__(self, log: MemoryLog | None = None) -> None:
         self.log = log
         self._reset()
-        self._synced_records: dict | None = None  # the log's records dict when the index last caught up
+        self._synced_records: dict[str, Memory] | None = None  # the log's records dict when the index last caught up
         self._synced_offset = 0
         self._synced_tail: Memory | None = None  # the log's provisional last-line record then
 
@@ -110,7 +111,7 @@ class BankIndex:
         self._w1: list[float] = []
         self._w1_version = -1
         self._docs_version = 0  # bumped whenever a document's length can have changed
-        self._top: list[tuple] = []  # the exact head of the top_memories order (keys)
+        self._top: list[tuple[bool, int, int, str]] = []  # the exact head of the top_memories order (keys)
         self._top_all = True  # the head holds every live doc
 
     # ------------------------------------------------------------------ following a log
@@ -162,17 +163,18 @@ class BankIndex:
         return self.log
 
     def _rebuild_from_log(self) -> None:
-        self.rebuild(self.log.records.values())
-        self._synced_records = self.log.records
-        self._synced_offset = self.log.offset
-        self._synced_tail = self.log.tail_record
+        log = self._require_log()
+        self.rebuild(log.records.values())
+        self._synced_records = log.records
+        self._synced_offset = log.offset
+        self._synced_tail = log.tail_record
 
     def _ids_between(self, start: int, end: int) -> list[str] | None:
         """The ids of the valid lines in ``[start, end)`` of the log file (None if it cannot be read)."""
         if start > end:
             return None
         try:
-            with open(self.log.path, "rb") as fh:
+            with open(self._require_log().path, "rb") as fh:
                 fh.seek(start)
                 data = fh.read(end - start)
         except OSError:
@@ -201,19 +203,24 @@ class BankIndex:
         old = self.records.get(memory_id)
         if old is memory:
             return
-        old_live = old is not None and old.invalid_at is None
-        new_live = memory is not None and memory.invalid_at is None
-        same_doc = old_live and new_live and old.text == memory.text and old.entities == memory.entities
-        if old_live:
-            self._top_discard(old)
+        old_live = old if old is not None and old.invalid_at is None else None
+        new_live = memory if memory is not None and memory.invalid_at is None else None
+        same_doc = (
+            old_live is not None
+            and new_live is not None
+            and old_live.text == new_live.text
+            and old_live.entities == new_live.entities
+        )
+        if old_live is not None:
+            self._top_discard(old_live)
             if same_doc:
-                self._day_discard(self._slot[memory_id], old.updated_at)
+                self._day_discard(self._slot[memory_id], old_live.updated_at)
             else:
-                self._remove_doc(memory_id, old)
-        if new_live:
-            slot = self._slot[memory_id] if same_doc else self._add_doc(memory_id, memory)
-            self._set_signals(slot, memory)
-            self._top_insert(memory)
+                self._remove_doc(memory_id, old_live)
+        if new_live is not None:
+            slot = self._slot[memory_id] if same_doc else self._add_doc(memory_id, new_live)
+            self._set_signals(slot, new_live)
+            self._top_insert(new_live)
         if memory is None:
             self.records.pop(memory_id, None)
             self._retired.discard(memory_id)
@@ -285,11 +292,11 @@ class BankIndex:
                 else:
                     tfs[slot] = tf
         for term, count in Counter(ents).items():
-            docs = self._ent.get(term)
-            if docs is None:
+            holders = self._ent.get(term)
+            if holders is None:
                 self._ent[term] = {slot: count}
             else:
-                docs[slot] = count
+                holders[slot] = count
         dl = len(text_tokens) + len(ents)
         self._dl[slot] = dl
         self._dl_counts[dl] = self._dl_counts.get(dl, 0) + 1
@@ -303,18 +310,20 @@ class BankIndex:
         counts = Counter(tokenize(memory.text))
         counts.update(ents)
         for term, tf in counts.items():
-            table = self._ones if tf == 1 else self._multi
-            docs = table[term]
             if tf == 1:
-                docs.discard(slot)
+                once = self._ones[term]
+                once.discard(slot)
+                if not once:
+                    del self._ones[term]
             else:
-                del docs[slot]
-            if not docs:
-                del table[term]
-        for term in set(ents):
-            docs = self._ent[term]
-            del docs[slot]
-            if not docs:
+                tfs = self._multi[term]
+                del tfs[slot]
+                if not tfs:
+                    del self._multi[term]
+        for term in builtins.set(ents):
+            holders = self._ent[term]
+            del holders[slot]
+            if not holders:
                 del self._ent[term]
         dl = self._dl[slot]
         left = self._dl_counts[dl] - 1
@@ -332,7 +341,7 @@ class BankIndex:
         self._free.append(slot)
 
     @contextmanager
-    def overlay(self, changes: Mapping[str, Memory | None]) -> Iterator["BankIndex"]:
+    def overlay(self, changes: Mapping[str, Memory | None]) -> Iterator[BankIndex]:
         """Apply hypothetical records inside the block, then put the real ones back."""
         previous = {mid: self.records.get(mid) for mid in changes}
         try:
@@ -392,7 +401,10 @@ class BankIndex:
 
     def memory_at(self, slot: int) -> Memory:
         """The live record in a slot."""
-        return self.records[self._ids[slot]]
+        mid = self._ids[slot]
+        if mid is None:
+            raise KeyError(f"slot {slot} holds no memory")
+        return self.records[mid]
 
     # ------------------------------------------------------------------ scoring
 
@@ -440,15 +452,15 @@ class BankIndex:
             self._w1_version = self._docs_version
         return self._w1
 
-    def postings(self, terms: Iterable[tuple[str, int]]) -> set[int]:
+    def postings(self, terms: Iterable[tuple[str, int]]) -> builtins.set[int]:
         """Every live slot holding at least one of these terms."""
         groups: list[Iterable[int]] = []
         for term, _times in terms:
             groups.append(self._ones.get(term, ()))
             groups.append(self._multi.get(term, {}).keys())
-        return set().union(*groups)
+        return builtins.set[int]().union(*groups)
 
-    def add_docs(self, group: set[int], terms: list[tuple[str, int]]) -> Bounds:
+    def add_docs(self, group: builtins.set[int], terms: list[tuple[str, int]]) -> Bounds:
         """The bounds of the documents of ``group`` that hold a query term: BM25 + entity bonus.
 
         Only ``group`` is touched (each posting is intersected with it, iterating
@@ -486,9 +498,9 @@ class BankIndex:
         """How many live documents were last updated on that day."""
         return len(self._days[day])
 
-    def day_docs(self, days: Iterable[int]) -> set[int]:
+    def day_docs(self, days: Iterable[int]) -> builtins.set[int]:
         """The live slots last updated on any of these days."""
-        return set().union(*(self._days[day] for day in days))
+        return builtins.set[int]().union(*(self._days[day] for day in days))
 
     def recency_bounds(self, now_ms: int, half_life_days: int) -> list[float]:
         """Per slot, a recency factor no smaller than the true one at ``now_ms``.

@@ -29,11 +29,13 @@ import operator
 import os
 import stat
 from array import array
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 import msgspec
 
+from keepgui.core import pace
 from keepgui.core.iii.record import (
     MAX_LINE_BYTES,
     Memory,
@@ -45,7 +47,6 @@ from keepgui.core.iii.record import (
     parse_line,
     read_record,
 )
-from keepgui.core import pace
 from keepgui.core.iii.textrules import rust_trim
 
 LOG_NAME = "memories.jsonl"
@@ -161,7 +162,7 @@ def _is_dev_null(st: os.stat_result) -> bool:
 
 
 @contextlib.contextmanager
-def _gc_paused():
+def _gc_paused() -> Iterator[None]:
     """Pause the cyclic GC while a long replay allocates (it finds no cycles there)."""
     was_enabled = gc.isenabled()
     gc.disable()
@@ -224,7 +225,7 @@ class MemoryLog:
         # its prefix, and its text is its record's own encoding.
         self._odd_lines: dict[int, str] = {}
         self._odd_current: dict[str, int] = {}
-        self._shared: dict = {}  # equal label tuples and sources, one object each (interned)
+        self._shared: dict[Any, Any] = {}  # equal label tuples and sources, one object each (interned)
         self._identity: tuple[int, int] | None = None
         self._guard = b""
         self._head = b""
@@ -331,7 +332,7 @@ class MemoryLog:
             return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
         return delta
 
-    def _stream(self, fh, delta: LogDelta, progress: Progress | None, total: int) -> None:
+    def _stream(self, fh: BinaryIO, delta: LogDelta, progress: Progress | None, total: int) -> None:
         """Replay what ``fh`` holds from :attr:`offset` on, block by block (never all of it at once)."""
         base = self.offset
         parts: list[bytes] = []  # a line longer than a block, gathered until its newline comes
@@ -385,7 +386,7 @@ class MemoryLog:
         else:
             self._guard = (self._guard + data[:end])[-_GUARD:]
 
-    def _fail_into(self, delta: LogDelta, exc: "_Unreadable") -> None:
+    def _fail_into(self, delta: LogDelta, exc: _Unreadable) -> None:
         """Make the state unreadable and ``delta`` say so (a reset carrying the one problem)."""
         bad = self._fail(exc.reason, exc.lineno, exc.offset)
         delta.reset = True
@@ -446,7 +447,7 @@ class MemoryLog:
         odd_current = self._odd_current
         track = not delta.reset
         changed = delta.changed
-        seen = set(changed) if track else None
+        seen: set[str] = set(changed) if track else set()
         placed = []
         for i, memory in enumerate(memories):
             mid = memory.id
@@ -474,9 +475,9 @@ class MemoryLog:
         revision (true unless revisions go backwards, when the caller replays line by line);
         it replaces the record replayed before the block when its revision is not lower.
         """
-        last = dict(zip(ids, memories))
+        last = dict(zip(ids, memories, strict=True))
         if len(last) != len(ids):
-            revisions = dict(zip(ids, map(_REVISION, memories)))
+            revisions = dict(zip(ids, map(_REVISION, memories), strict=True))
             if not all(map(operator.le, map(_REVISION, memories), map(revisions.__getitem__, ids))):
                 return False
         records = self.records

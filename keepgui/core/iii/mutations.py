@@ -7,8 +7,9 @@ append, exactly as the worker would compute it; nothing here touches a file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any
 
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.iii.record import (
@@ -46,6 +47,13 @@ class Transition:
     created: bool = False
     event: str | None = None
     previous: Memory | None = None
+
+    @property
+    def written(self) -> Memory:
+        """The record appended, for the transitions that always append one (save, update, reinforce…)."""
+        if self.record is None:
+            raise NotFound(f"nothing is written for {self.previous.id if self.previous else 'this change'}")
+        return self.record
 
 
 def save_transition(
@@ -119,7 +127,7 @@ def update_transition(
     """
     if existing is None:
         raise NotFound(f"memory `{memory_id}` not found")
-    changes: dict = {"updated_at": now_ms() if now is None else now, "revision": existing.revision + 1}
+    changes: dict[str, Any] = {"updated_at": now_ms() if now is None else now, "revision": existing.revision + 1}
     if text is not None:
         changes["text"] = clean_text(text)
     if entities is not None:

@@ -24,15 +24,15 @@ import dataclasses
 import math
 import os
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from keepgui.core.errors import KeepguiError, NotFound
 from keepgui.core.iii import mutations as mut
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.index import BankIndex
 from keepgui.core.iii.log import LogDelta
-from keepgui.core.iii.record import U64_MAX, Memory
 from keepgui.core.iii.recall import (
     RETRIEVAL_LEXICAL,
     Hit,
@@ -42,9 +42,11 @@ from keepgui.core.iii.recall import (
     recall,
     recall_request,
 )
-from keepgui.core.iii.store import Bank
+from keepgui.core.iii.record import U64_MAX, Memory
+from keepgui.core.iii.store import Bank, DataDir
 from keepgui.core.iii.textrules import byte_len, cut_at_char_boundary, rust_trim
 from keepgui.core.iii.vectors import VECTORS_NAME, LexicalNotice, count_current_vectors
+from keepgui.core.iii.worker import WorkerLink
 from keepgui.core.timefmt import now_ms
 
 AMBIENT_FLOOR = 3
@@ -203,11 +205,13 @@ class WhatIf:
         changed: dict[str, Memory] = {}
         for mid in list(self.live) + [m for m in self.pins if m not in self.live]:
             record = current.get(mid)
+            if record is None:
+                raise NotFound(f"memory `{mid}` not found")
             if mid in self.live:
                 step = (mut.restore_transition if self.live[mid] else mut.delete_transition)(record, mid, now)
                 record = step.record or record
             if mid in self.pins:
-                record = mut.update_transition(record, mid, pinned=self.pins[mid], now=now).record
+                record = mut.update_transition(record, mid, pinned=self.pins[mid], now=now).record or record
             changed[mid] = record
         return changed
 
@@ -313,7 +317,7 @@ class BankEngine:
         self.config = config or MemoryConfig()
         self.index = BankIndex(bank.log)
         self._lock = threading.RLock()
-        self._vectors: tuple[tuple, int] | None = None  # (what it was counted from, current vectors)
+        self._vectors: tuple[tuple[object, ...], int] | None = None  # (what it was counted from, current vectors)
 
     def sync(self, delta: LogDelta) -> None:
         """Apply a refresh of the bank's log (a reset rebuilds; otherwise only changed ids move)."""
@@ -436,7 +440,7 @@ def _now(now_ms_given: int | None) -> int:
 
 
 def preview_bank(
-    datadir,
+    datadir: DataDir,
     bank: str | None,
     query: str,
     config: MemoryConfig | None = None,
@@ -496,11 +500,11 @@ def compare_previews(ours: Mapping[str, Any], theirs: Any) -> list[Difference]:
     return diffs
 
 
-def _compare_memories(ours: list, theirs: list) -> list[Difference]:
+def _compare_memories(ours: list[Any], theirs: list[Any]) -> list[Difference]:
     diffs: list[Difference] = []
     if len(ours) != len(theirs):
         diffs.append(Difference("memories.length", len(ours), len(theirs)))
-    for i, (a, b) in enumerate(zip(ours, theirs)):
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=False)):  # a length mismatch is reported above
         if not isinstance(b, Mapping):
             diffs.append(Difference(f"memories[{i}]", a, b))
             continue
@@ -526,7 +530,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def check_against_worker(preview: Preview, query: str, link) -> list[Difference]:
+def check_against_worker(preview: Preview, query: str, link: WorkerLink) -> list[Difference]:
     """Ask the running worker (``iii trigger memory::preview``) and compare with ``preview``.
 
     ``link`` is a :class:`~keepgui.core.iii.worker.WorkerLink`. Raises

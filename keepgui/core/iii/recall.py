@@ -29,10 +29,11 @@ import heapq
 import json
 import math
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import compress
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core.iii.record import Memory
 from keepgui.core.iii.tokenize import entity_tokens, tokenize
@@ -69,7 +70,8 @@ def query_tokens(query: str) -> list[str]:
 def recency(updated_at: int, now_ms: int, half_life_days: int) -> float:
     """``max(0.5 ^ (age_days / max(half_life, 1)), 0.35)``; a future ``updated_at`` counts as age 0."""
     age_days = max(0, now_ms - updated_at) / DAY_MS
-    return max(0.5 ** (age_days / max(half_life_days, 1)), RECENCY_FLOOR)
+    decay: float = 0.5 ** (age_days / max(half_life_days, 1))  # typeshed: a float power may be complex
+    return max(decay, RECENCY_FLOOR)
 
 
 def static_bonus(memory: Memory) -> float:
@@ -147,7 +149,8 @@ def fused_parts(
 def f32(value: float) -> float:
     """``value`` rounded to the nearest ``f32`` (as Rust's ``as f32`` does, saturating to infinity)."""
     try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
+        rounded: float = struct.unpack("<f", struct.pack("<f", value))[0]
+        return rounded
     except OverflowError:
         return math.copysign(math.inf, value)
 
@@ -190,7 +193,7 @@ def _ryu_layout(digits: str, exponent: int) -> str:
     """ryu's ``format32`` layout of ``digits × 10^exponent``."""
     length = len(digits)
     kk = length + exponent
-    if 0 <= exponent and kk <= 13:
+    if exponent >= 0 and kk <= 13:
         return digits + "0" * exponent + ".0"
     if 0 < kk <= 13:
         return digits[:kk] + "." + digits[kk:]
@@ -239,7 +242,7 @@ class Hit:
         return text + "}"
 
 
-def order_key(hit: Hit) -> tuple:
+def order_key(hit: Hit) -> tuple[float, int, str]:
     """Score descending, then ``updated_at`` descending, then ``id`` ascending."""
     return (-hit.score, -hit.memory.updated_at, hit.memory.id)
 
@@ -249,13 +252,13 @@ def _scored(parts: ScoreParts, memory: Memory) -> Hit:
 
 
 def _exact(
-    index: "BankIndex", tokens: list[str], query_set: set[str], memory: Memory, now_ms: int, half_life_days: int
+    index: BankIndex, tokens: list[str], query_set: set[str], memory: Memory, now_ms: int, half_life_days: int
 ) -> Hit:
     return _scored(fused_parts(index.bm25(tokens, memory.id), memory, query_set, now_ms, half_life_days), memory)
 
 
 def _best_live(
-    index: "BankIndex", tokens: list[str], query_set: set[str], limit: int, now_ms: int, half_life_days: int
+    index: BankIndex, tokens: list[str], query_set: set[str], limit: int, now_ms: int, half_life_days: int
 ) -> list[Hit]:
     """The ``limit`` best lexical candidates, exactly as if every candidate had been scored.
 
@@ -324,7 +327,7 @@ def _best_live(
 def _window_start(
     days: list[int],
     end: int,
-    index: "BankIndex",
+    index: BankIndex,
     threshold: float,
     ceiling: float,
     seed: int,
@@ -352,7 +355,7 @@ def _window_start(
 
 
 def recall(
-    index: "BankIndex",
+    index: BankIndex,
     query: str,
     limit: int,
     *,
@@ -380,7 +383,7 @@ def recall(
     return hits
 
 
-def top_memories(index: "BankIndex", limit: int) -> list[Memory]:
+def top_memories(index: BankIndex, limit: int) -> list[Memory]:
     """``top_memories(limit)`` (spec §2.7): pinned, corroboration, newest, then id."""
     return index.top(limit)
 
@@ -421,7 +424,7 @@ class RecallResult:
         return text + "}"
 
 
-def recall_limit(requested: int | None, config: "MemoryConfig") -> int:
+def recall_limit(requested: int | None, config: MemoryConfig) -> int:
     """``min(limit or recall_limit, 100)``: an absent (None) limit means the configured one.
 
     An explicit 0 stays 0 (no hits), as Rust's ``limit.unwrap_or(recall_limit)`` does.
@@ -430,10 +433,10 @@ def recall_limit(requested: int | None, config: "MemoryConfig") -> int:
 
 
 def recall_request(
-    index: "BankIndex",
+    index: BankIndex,
     bank: str,
     query: str,
-    config: "MemoryConfig",
+    config: MemoryConfig,
     *,
     now_ms: int,
     limit: int | None = None,

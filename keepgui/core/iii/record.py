@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import operator
-from typing import Annotated, Any, Iterable, Literal, Optional
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -79,9 +80,9 @@ _U32 = Annotated[int, msgspec.Meta(ge=0, le=U32_MAX)]
 class Source(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """Provenance of a memory: ``{session_id?, entry_id?, agent?}``; unset keys are omitted."""
 
-    session_id: Optional[str] = None
-    entry_id: Optional[str] = None
-    agent: Optional[str] = None
+    session_id: str | None = None
+    entry_id: str | None = None
+    agent: str | None = None
 
 
 class Memory(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
@@ -101,11 +102,11 @@ class Memory(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=
     confidence: Literal["extracted", "inferred", "stated"]
     corroboration: _U32
     pinned: bool
-    source: Optional[Source] = None
+    source: Source | None = None
     created_at: _U64
     updated_at: _U64
-    invalid_at: Optional[_U64] = None
-    superseded_by: Optional[str] = None
+    invalid_at: _U64 | None = None
+    superseded_by: str | None = None
     revision: _U64
 
     @property
@@ -124,11 +125,11 @@ class Memory(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=
         return None
 
     @property
-    def fields(self) -> tuple:
+    def fields(self) -> tuple[tuple[str, str], ...]:
         """No extra labelled fields: the detail pane shows a memory's own (the row protocol)."""
         return ()
 
-    def replace(self, **changes: Any) -> "Memory":
+    def replace(self, **changes: Any) -> Memory:
         """A copy with some fields changed (lists are stored as tuples)."""
         for key in ("entities", "tags"):
             if key in changes:
@@ -137,7 +138,8 @@ class Memory(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=
 
     def to_obj(self) -> dict[str, Any]:
         """The JSON object in the worker's key order, with its omission rules."""
-        return msgspec.json.decode(self.to_json())
+        obj: dict[str, Any] = msgspec.json.decode(self.to_json())
+        return obj
 
     def to_json(self) -> str:
         """Compact JSON, raw UTF-8, exactly as serde_json writes this record."""
@@ -162,11 +164,11 @@ class _LenientMemory(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     confidence: Literal["extracted", "inferred", "stated"]
     corroboration: _U32 = 0
     pinned: bool = False
-    source: Optional[Source] = None
+    source: Source | None = None
     created_at: _U64
     updated_at: _U64
-    invalid_at: Optional[_U64] = None
-    superseded_by: Optional[str] = None
+    invalid_at: _U64 | None = None
+    superseded_by: str | None = None
     revision: _U64 = 0
 
 
@@ -250,7 +252,7 @@ def canonical_line_prefix(memory_id: str) -> bytes:
     return b'{"id":' + _ENCODE(memory_id) + b","
 
 
-class ObjectPairs(list):
+class ObjectPairs(list[tuple[str, Any]]):
     """A JSON object as the list of its ``(key, value)`` pairs, repeats kept (serde sees them all)."""
 
 

@@ -18,17 +18,21 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from types import TracebackType
+from typing import Any
 
 import yaml
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.iii import mutations as mut
-from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog
+from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog, Progress
 from keepgui.core.iii.record import Memory, fingerprint
 from keepgui.core.iii.textrules import rust_trim
+from keepgui.core.iii.worker import Reloader, ReloadOutcome
+from keepgui.core.timefmt import now_ms
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
 _NAME_RE = re.compile(NAME_PATTERN)
@@ -39,7 +43,7 @@ _BANK_YAML_LIMIT = 64 * 1024
 _RULE_LIMIT = 16 * 1024 * 1024
 
 
-def validate_name(name: str) -> str:
+def validate_name(name: object) -> str:
     """Return ``name`` if it is a valid bank or rule name, else raise InvalidInput (spec §1.3)."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidInput(f"name `{name}` must match {NAME_PATTERN}")
@@ -61,7 +65,7 @@ def suggest_slug(name: str) -> str:
     return slug.rstrip("-_")
 
 
-def _plain_folder_name(name: str, what: str) -> str:
+def _plain_folder_name(name: object, what: str) -> str:
     """Refuse names that could leave the folder they belong in (``../x``, ``a/b``, ``.trash``)."""
     # A backslash is an ordinary character in a POSIX file name (the worker loads a bank
     # folder `back\\slash`); only where it separates folders can it leave the data dir.
@@ -155,7 +159,7 @@ class Rule:
     path: str
     stamp: fsio.Stamp
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The worker's rule JSON: ``{name, content, updated_at}``."""
         return {"name": self.name, "content": self.content, "updated_at": self.updated_at}
 
@@ -172,9 +176,9 @@ class BankInfo:
     readable: bool = True
     reason: str = ""
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{name, description, memories, pinned, rules}`` plus ``readable``/``reason``."""
-        obj = {
+        obj: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "memories": self.memories,
@@ -192,7 +196,7 @@ class WriteReport:
     """What a write did: the records appended, and whether a running worker was told."""
 
     records: list[Memory] = field(default_factory=list)
-    reload: "object | None" = None
+    reload: ReloadOutcome | None = None
 
 
 class Bank:
@@ -205,7 +209,7 @@ class Bank:
         log: the :class:`MemoryLog` of its ``memories.jsonl``.
     """
 
-    def __init__(self, datadir: "DataDir", name: str) -> None:
+    def __init__(self, datadir: DataDir, name: str) -> None:
         self.datadir = datadir
         self.name = name
         self.path = os.path.join(datadir.path, name)
@@ -242,7 +246,7 @@ class Bank:
             "symbolic links), so keepgui neither previews it nor writes through it"
         )
 
-    def refresh(self, progress=None) -> LogDelta:
+    def refresh(self, progress: Progress | None = None) -> LogDelta:
         """Bring the memories up to date (incrementally when the log only grew).
 
         A bank folder that is a link reads as unloadable, as the worker sees it.
@@ -373,7 +377,7 @@ class Bank:
         """The file of rule ``name``: ``rules/<name>.md`` in this bank."""
         return os.path.join(self.rules_path, name + ".md")
 
-    def read_rule(self, name: str) -> Rule:
+    def read_rule(self, name: object) -> Rule:
         """Read one rule with the stamp a later save must present."""
         # Any name rule_names() lists must be readable: the worker injects `.foo.md` as
         # rule `.foo` (spec §1.8), so only what could leave rules/ is refused here
@@ -466,7 +470,7 @@ class Bank:
 
     # ------------------------------------------------------------------ writing memories
 
-    def batch(self, now: int | None = None) -> "Batch":
+    def batch(self, now: int | None = None) -> Batch:
         """Mutations appended together, under the log's lock, in one write (see :class:`Batch`)."""
         return Batch(self, now)
 
@@ -536,9 +540,9 @@ class Batch:
         self._overlay: dict[str, Memory] = {}
         self._lock: fsio.LockedLog | None = None
         self.report = WriteReport()
-        self.deltas: list = []
+        self.deltas: list[LogDelta] = []
 
-    def __enter__(self) -> "Batch":
+    def __enter__(self) -> Batch:
         bank = self.bank
         if not bank.exists():
             raise NotFound(f"bank `{bank.name}` not found in {bank.datadir.path}")
@@ -558,8 +562,12 @@ class Batch:
             raise
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         lock, self._lock = self._lock, None
+        if lock is None:  # __enter__ failed, so there is nothing to write or release
+            return
         try:
             if exc_type is None and self.pending:
                 lock.write_lines([m.to_line() for m in self.pending])
@@ -575,7 +583,7 @@ class Batch:
         return self._overlay.get(memory_id) or self.bank.log.get(memory_id)
 
     def _time(self) -> int:
-        return mut.now_ms() if self.now is None else self.now
+        return now_ms() if self.now is None else self.now
 
     def _apply(self, transition: mut.Transition) -> mut.Transition:
         if transition.record is not None:
@@ -583,38 +591,52 @@ class Batch:
             self._overlay[transition.record.id] = transition.record
         return transition
 
-    def save(self, text, entities=(), tags=(), pinned=False, session_id=None) -> mut.Transition:
+    def save(
+        self,
+        text: str,
+        entities: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        pinned: bool = False,
+        session_id: str | None = None,
+    ) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.save_transition`."""
         mid = fingerprint(mut.clean_text(text))
         return self._apply(
             mut.save_transition(self.current(mid), text, entities, tags, pinned, session_id, self._time())
         )
 
-    def update(self, memory_id, text=None, entities=None, tags=None, pinned=None) -> mut.Transition:
+    def update(
+        self,
+        memory_id: str,
+        text: str | None = None,
+        entities: Iterable[str] | None = None,
+        tags: Iterable[str] | None = None,
+        pinned: bool | None = None,
+    ) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.update_transition`."""
         return self._apply(
             mut.update_transition(self.current(memory_id), memory_id, text, entities, tags, pinned, self._time())
         )
 
-    def pin(self, memory_id, pinned=True) -> mut.Transition:
+    def pin(self, memory_id: str, pinned: bool = True) -> mut.Transition:
         """``memory::pin``: exactly an update of ``pinned``."""
         return self.update(memory_id, pinned=pinned)
 
-    def delete(self, memory_id) -> mut.Transition:
+    def delete(self, memory_id: str) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.delete_transition`."""
         return self._apply(mut.delete_transition(self.current(memory_id), memory_id, self._time()))
 
-    def supersede(self, memory_id, by) -> mut.Transition:
+    def supersede(self, memory_id: str, by: str) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.supersede_transition`."""
         return self._apply(
             mut.supersede_transition(self.current(memory_id), memory_id, self.current(by), by, self._time())
         )
 
-    def restore(self, memory_id) -> mut.Transition:
+    def restore(self, memory_id: str) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.restore_transition`."""
         return self._apply(mut.restore_transition(self.current(memory_id), memory_id, self._time()))
 
-    def reinforce(self, memory_id) -> mut.Transition:
+    def reinforce(self, memory_id: str) -> mut.Transition:
         """See :func:`keepgui.core.iii.mutations.reinforce_transition`."""
         return self._apply(mut.reinforce_transition(self.current(memory_id), memory_id, self._time()))
 
@@ -633,14 +655,14 @@ class TrashedBank:
     path: str
 
 
-def default_data_dir(environ: dict[str, str] | None = None, cwd: str | None = None) -> str:
+def default_data_dir(environ: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
     """The worker's own default data dir (spec §1.1): ``data/memory`` under
     ``$III_COMPOSE_DIR`` when set, else under the current directory."""
     env = os.environ if environ is None else environ
     return resolve_data_dir("data/memory", env, cwd)
 
 
-def resolve_data_dir(value: str, environ: dict[str, str] | None = None, cwd: str | None = None) -> str:
+def resolve_data_dir(value: str, environ: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
     """Resolve a configured ``data_dir`` exactly as the worker does (spec §1.1)."""
     env = os.environ if environ is None else environ
     home = env.get("HOME") or env.get("USERPROFILE") or os.path.expanduser("~")
@@ -662,13 +684,13 @@ class DataDir:
     never notify); :meth:`after_write` is called after every write.
     """
 
-    def __init__(self, path: str | os.PathLike[str], worker=None) -> None:
+    def __init__(self, path: str | os.PathLike[str], worker: Reloader | None = None) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self.worker = worker
-        self.last_reload = None
+        self.last_reload: ReloadOutcome | None = None
         self._banks: dict[str, Bank] = {}
 
-    def after_write(self):
+    def after_write(self) -> ReloadOutcome | None:
         """Tell a running worker to reload; returns (and keeps in ``last_reload``) its
         :class:`~keepgui.core.iii.worker.ReloadOutcome`, or None when no worker link is set."""
         self.last_reload = None if self.worker is None else self.worker.reload()
@@ -752,7 +774,7 @@ class DataDir:
         bank.refuse_writes_through_links()
         trash = self._trash_folder()
         fsio.make_dirs(trash)
-        ms = mut.now_ms() if now is None else now
+        ms = now_ms() if now is None else now
         while os.path.lexists(os.path.join(trash, f"{name}-{ms}")):
             ms += 1
         dest = os.path.join(trash, f"{name}-{ms}")

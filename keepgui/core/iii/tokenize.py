@@ -45,7 +45,7 @@ def is_cjk(ch: str) -> bool:
     return _CJK_CHAR.match(ch) is not None
 
 
-class _FoldTable(dict):
+class _FoldTable(dict[int, str]):
     """codepoint -> the first char of its lowercase mapping for word chars, else a space.
 
     Filled lazily (``str.translate`` calls ``__missing__`` for unseen chars), so

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -135,7 +136,7 @@ class LexicalNotice:
             "so its memories and order can differ"
         )
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The ``keepgui`` key of ``preview --json`` and ``recall --json`` (beside the worker's fields)."""
         return {
             "lexical_only": True,

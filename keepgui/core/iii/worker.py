@@ -20,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Protocol
 
 NOT_SEEN = "a running worker will not see this change until memory::reload"
 
@@ -30,6 +31,13 @@ class ReloadOutcome:
 
     ok: bool
     message: str
+
+
+class Reloader(Protocol):
+    """What a data dir tells after each write: a :class:`WorkerLink`, or one that reloads later."""
+
+    def reload(self) -> ReloadOutcome:
+        """Ask a running worker to reload."""
 
 
 class WorkerLink:

@@ -54,10 +54,10 @@ class ProjectMatcher:
     """Finds the projects an entry names (see the module docstring)."""
 
     slugs: tuple[str, ...] = ()
-    _patterns: tuple[tuple[str, regex.Pattern], ...] = field(default=(), repr=False, compare=False)
+    _patterns: tuple[tuple[str, regex.Pattern[str]], ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
-    def of(cls, slugs: tuple[str, ...]) -> "ProjectMatcher":
+    def of(cls, slugs: tuple[str, ...]) -> ProjectMatcher:
         """A matcher for these slugs."""
         patterns = []
         for slug in slugs:

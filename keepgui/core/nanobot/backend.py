@@ -15,10 +15,12 @@ and nothing is overwritten.
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
@@ -41,7 +43,6 @@ from keepgui.core.paths import short_path
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
 from keepgui.core.source import (
     COMPACT,
-    Activity,
     CREATE,
     CREATE_BANK,
     DISK,
@@ -53,6 +54,7 @@ from keepgui.core.source import (
     TAGS,
     TRASH_BANK,
     WHAT_IF,
+    Activity,
     BankDefaults,
     BankKey,
     BankSummary,
@@ -215,6 +217,13 @@ def check_keep_md(store: KeepStore, text: str, doc: KeepDoc | None = None) -> tu
 # ---------------------------------------------------------------------- documents
 
 
+def _own(doc: Document) -> nb.Document:
+    """The workspace document behind an editor's ``doc`` (every Document this backend hands out carries one)."""
+    if not isinstance(doc.raw, nb.Document):
+        raise InvalidInput(f"{doc.title} is not a document of a nanobot workspace")
+    return doc.raw
+
+
 class WorkspaceDocs:
     """AGENTS.md, USER.md, SOUL.md and MEMORY.md of a workspace, as the document editor sees them."""
 
@@ -225,14 +234,14 @@ class WorkspaceDocs:
     names = None
     NAMES = ("AGENTS.md", "USER.md", "SOUL.md", "MEMORY.md")
 
-    def __init__(self, source: "NanobotSource") -> None:
+    def __init__(self, source: NanobotSource) -> None:
         self.source = source
 
     def list(self) -> list[tuple[str, str]]:
         """``(name, title)``: the four documents (Dream-managed ones say so)."""
         return [(name, name + ("  · Dream" if nb.document_kind(name).managed_by_dream else "")) for name in self.NAMES]
 
-    def texts(self) -> list[tuple[str, str]]:
+    def texts(self) -> builtins.list[tuple[str, str]]:
         """``(name, text)`` of the four documents."""
         return [(name, self.read(name).text) for name in self.NAMES]
 
@@ -261,21 +270,25 @@ class WorkspaceDocs:
         data, stamp = fsio.read_stamped(doc.path)
         return (None if data is None else data.decode("utf-8-sig", errors="replace")), stamp
 
-    def pre_save_warnings(self, doc: Document) -> list[str]:
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
         """What to say before saving a Dream-managed file (what Dream does with it, Dream possibly running…)."""
         if not doc.managed_by:
             return []
         warnings = [
-            f"{doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
-            "Dream's, and /dream-restore of an older commit overwrites it."
+            (
+                f"{doc.title} is managed by Dream: the next Dream commit folds your edit in and labels it "
+                "Dream's, and /dream-restore of an older commit overwrites it."
+            )
         ]
-        return warnings + [n.message for n in nb.pre_save_notices(self.source.workspace, doc.raw)]
+        return warnings + [n.message for n in nb.pre_save_notices(self.source.workspace, _own(doc))]
 
     def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
         """Write ``text`` (a Dream-managed file only when ``confirmed``); ``result`` is the document read back."""
         source = self.source
         with source.lock:
-            result = nb.save_document(source.workspace, doc.raw, text, confirm_dream=confirmed, history=source.history)
+            result = nb.save_document(
+                source.workspace, _own(doc), text, confirm_dream=confirmed, history=source.history
+            )
         saved = self._wrap(result.document)
         change = Change(
             source.path,
@@ -299,7 +312,7 @@ class WorkspaceDocs:
             with source.lock:
                 if previous is not None:
                     result = nb.restore_version(
-                        source.workspace, saved.raw, previous, confirm_dream=True, history=source.history
+                        source.workspace, _own(saved), previous, confirm_dream=True, history=source.history
                     )
                     restored, again = self._wrap(result.document), result.previous
                 else:
@@ -326,7 +339,7 @@ class WorkspaceDocs:
             source = self.source
             with source.lock:
                 result = nb.restore_version(
-                    source.workspace, restored.raw, version, confirm_dream=True, history=source.history
+                    source.workspace, _own(restored), version, confirm_dream=True, history=source.history
                 )
             saved = self._wrap(result.document)
             change = Change(
@@ -361,7 +374,7 @@ class WorkspaceDocs:
 
     def budget(self, name: str, text: str, texts: Sequence[tuple[str, str]] | None = None) -> None:
         """nanobot puts no byte budget on these files."""
-        return None
+        return
 
     def documents_of(self, paths: Iterable[str]) -> set[str]:
         """The names of the documents among the changed paths."""
@@ -382,7 +395,7 @@ class WorkspaceDocs:
 class KeepBank(BankDefaults):
     """keep.md of a workspace as a bank (see the module docstring); what it lacks, BankDefaults refuses."""
 
-    def __init__(self, source: "NanobotSource") -> None:
+    def __init__(self, source: NanobotSource) -> None:
         self.source = source
         self.name = KEEP_BANK
         self.key = BankKey(source.path, KEEP_BANK)
@@ -489,10 +502,12 @@ class KeepBank(BankDefaults):
 
     def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
         """Apply a compaction's (or a review's) selection; undo puts back exactly what was there."""
+        from keepgui.core.compaction import Applied
+
         change = self._change(text, lambda store: plan.apply(selection))
         applied = change.result
-        change.written = applied is not None and applied.changed
-        if change.written:
+        change.written = isinstance(applied, Applied) and applied.changed
+        if isinstance(applied, Applied) and change.written:
 
             def back() -> Change:
                 undone = self._change(text, lambda store: applied.undo())

@@ -67,24 +67,26 @@ import shlex
 import signal
 import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
+    REVIEW_KINDS,
     Applied,
     ChangedSince,
     Counts,
     Operation,
     Plan,
+    Selection,
     StalePlan,
     excerpt,
     make_operation,
     near_duplicates,
-    REVIEW_KINDS,
     register_applied_kind,
     register_kinds,
     words_only_in,
@@ -96,8 +98,8 @@ from keepgui.core.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, RE
 from keepgui.core.nanobot.keepmd import (
     BOM,
     COMPACTION_TARGET,
-    ContainmentIndex,
     SOFT_CAP,
+    ContainmentIndex,
     KeepDoc,
     canonical_line,
     contains,
@@ -200,8 +202,7 @@ def _tidy(text: str) -> str:
     text = re.sub(r"([,;:])(?=[,;:])", "", text)
     text = re.sub(r"\s{2,}", " ", text).strip()
     text = re.sub(r"^[\s,;:|–—-]+", "", text)
-    text = re.sub(r"[\s,;:|–—-]+$", "", text)
-    return text
+    return re.sub(r"[\s,;:|–—-]+$", "", text)
 
 
 def _usable(before: str, after: str) -> str | None:
@@ -401,15 +402,15 @@ class DocPlan(Plan):
 
     # ---------------------------------------------------------------- results of a selection
 
-    def edits(self, selection=None) -> list[Edit]:
+    def edits(self, selection: Selection = None) -> list[Edit]:
         """The edits of a selection, in plan order."""
         return [self._edits[op.id] for op in self.selected(selection)]
 
-    def after_bytes(self, selection=None) -> bytes:
+    def after_bytes(self, selection: Selection = None) -> bytes:
         """The file's bytes once the selection is applied."""
         return compose(self.doc, self.edits(selection))
 
-    def after_text(self, selection=None) -> str:
+    def after_text(self, selection: Selection = None) -> str:
         """The file's text once the selection is applied (BOM left out)."""
         return _decode(self.after_bytes(selection))
 
@@ -418,7 +419,7 @@ class DocPlan(Plan):
         """The file's text as planned from."""
         return _decode(self.data)
 
-    def agents_after(self, selection=None) -> bytes | None:
+    def agents_after(self, selection: Selection = None) -> bytes | None:
         """AGENTS.md's bytes once the selection is applied, or None when it moves nothing there."""
         lines = [text for edit in self.edits(selection) for text in edit.agents]
         if not lines:
@@ -426,7 +427,7 @@ class DocPlan(Plan):
         # Only a keep.md plan moves rules, and it always reads AGENTS.md as evidence.
         return append_lines(self.evidence[AGENTS_MD][0], self.workspace.path(AGENTS_MD), lines)
 
-    def counts(self, selection=None) -> Counts:
+    def counts(self, selection: Selection = None) -> Counts:
         """Physical lines before → after → target (entries as detail), as ``compaction_due`` counts."""
         after = KeepDoc.parse(self.after_bytes(selection))
         return Counts(
@@ -437,7 +438,7 @@ class DocPlan(Plan):
             {"entries_before": self.doc.entry_count, "entries_after": after.entry_count},
         )
 
-    def render(self, selection=None, context: int = 3) -> str:
+    def render(self, selection: Selection = None, context: int = 3) -> str:
         """The unified diff of the whole file for a selection (and of AGENTS.md when rules move)."""
         name = self.rel
         out = textdiff.unified(self.before_text, self.after_text(selection), f"a/{name}", f"b/{name}", context)
@@ -473,7 +474,7 @@ class DocPlan(Plan):
         """True when the file is one of Dream's (writing it needs the person's confirmation)."""
         return any(kind.rel == self.rel and kind.managed_by_dream for kind in DOCUMENTS.values())
 
-    def apply(self, selection=None, *, confirm_dream: bool = False) -> "FileApplied":
+    def apply(self, selection: Selection = None, *, confirm_dream: bool = False) -> FileApplied:
         """Write the selection: freshness check, AGENTS.md first when rules move, then one atomic
         replace of the file with the stamp it was planned from; history and removed-entry log kept."""
         ids = self.normalise_selection(selection)
@@ -510,7 +511,7 @@ class DocPlan(Plan):
         self._after_apply(applied)
         return applied
 
-    def _write(self, rel: str, old: bytes | None, stamp: fsio.Stamp, new: bytes) -> "FileChange":
+    def _write(self, rel: str, old: bytes | None, stamp: fsio.Stamp, new: bytes) -> FileChange:
         path = self.workspace.path(rel)
         if old is not None:
             self.history.record(path, old, source="seen")
@@ -553,7 +554,7 @@ class DocPlan(Plan):
     def _description(self, ops: Sequence[Operation]) -> str:
         return f"compact {self.rel} ({len(ops)} operations)"
 
-    def _after_apply(self, applied: "FileApplied") -> None:
+    def _after_apply(self, applied: FileApplied) -> None:
         """Hook for subclasses (a review records the acceptance)."""
 
 
@@ -575,7 +576,7 @@ class FileChange:
         stamp = _expect(workspace, self.rel, self.after, "undone")
         _swap(workspace, history, self.rel, stamp, self.before, "undone")
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The hashes that find the bytes again in keepgui's history."""
         return {
             "rel": self.rel,
@@ -648,7 +649,7 @@ class FileApplied(Applied):
     def _undo(self) -> None:
         ws = Workspace(self.workspace)
         stamps = self._check_all(ws, True, "undone")
-        for change, stamp in reversed(list(zip(self.files, stamps))):
+        for change, stamp in reversed(list(zip(self.files, stamps, strict=True))):
             _swap(ws, self.history, change.rel, stamp, change.before, "undone")
         for record in self.removed:
             self.history.mark_restored(record)
@@ -658,7 +659,7 @@ class FileApplied(Applied):
     def _redo(self) -> None:
         ws = Workspace(self.workspace)
         stamps = self._check_all(ws, False, "redone")
-        for change, stamp in zip(self.files, stamps):
+        for change, stamp in zip(self.files, stamps, strict=True):
             _swap(ws, self.history, change.rel, stamp, change.after, "redone")
         self.removed = [
             self.history.log_removed(
@@ -680,7 +681,7 @@ class FileApplied(Applied):
             if version is not None:
                 self.review_marker = ReviewLog(self.history).accept(path, version)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The workspace, the files (by hash) and the removed-entry ids."""
         obj = super().to_obj()
         obj.update(
@@ -694,7 +695,7 @@ class FileApplied(Applied):
         return obj
 
     @classmethod
-    def from_obj(cls, obj: dict, history: History) -> "FileApplied":
+    def from_obj(cls, obj: dict[str, Any], history: History) -> FileApplied:
         """Rebuild from :meth:`to_obj`, reading the bytes back from keepgui's history."""
         try:
             ws = Workspace(obj["workspace"])
@@ -791,7 +792,7 @@ def statements(name: str, text: str) -> list[Statement]:
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        if not stripped or stripped.startswith("#") or stripped.startswith("<!--"):
+        if not stripped or stripped.startswith(("#", "<!--")):
             continue
         key = line_key(stripped)
         if key:
@@ -804,11 +805,11 @@ class KeepPlan(DocPlan):
 
     kind = "keep.md"
 
-    def __init__(self, *args, settings: dict, **kwargs) -> None:
+    def __init__(self, *args: Any, settings: dict[str, Any], **kwargs: Any) -> None:
         self.settings = dict(settings)
         super().__init__(*args, **kwargs)
 
-    def replan(self) -> "KeepPlan":
+    def replan(self) -> KeepPlan:
         """The plan again with the same settings, from the files as they are now."""
         return plan_keep(self.workspace, history=self.history, **self.settings)
 
@@ -1174,19 +1175,19 @@ def _plan_operations(
             planned.append((op, edit))
 
     # headings: keep.md is a flat list
-    for line in doc.lines:
-        if line.kind == "heading":
+    for heading in doc.lines:
+        if heading.kind == "heading":
             planned.append(
                 (
                     make_operation(
                         "heading",
-                        [f"line {line.number}"],
-                        [line.text],
+                        [f"line {heading.number}"],
+                        [heading.text],
                         [],
                         "a heading: keep.md is a flat list without headings (the entries under it stay)",
                         selected=False,
                     ),
-                    Edit(drops=(line.index,)),
+                    Edit(drops=(heading.index,)),
                 )
             )
 
@@ -1225,7 +1226,12 @@ def _plan_operations(
 
 
 def _keep_notices(
-    doc: KeepDoc, data: bytes | None, planned, target: int, workspace: Workspace, history: History
+    doc: KeepDoc,
+    data: bytes | None,
+    planned: Sequence[tuple[Operation, Edit]],
+    target: int,
+    workspace: Workspace,
+    history: History,
 ) -> list[Notice]:
     notices = []
     if not doc.stamp.exists:
@@ -1390,13 +1396,13 @@ class RewritePlan(DocPlan):
 
     kind = "rewrite"
 
-    def __init__(self, *args, proposed: str, source: str, threshold: float, **kwargs) -> None:
+    def __init__(self, *args: Any, proposed: str, source: str, threshold: float, **kwargs: Any) -> None:
         self.proposed = proposed
         self.source = source
         self.threshold = threshold
         super().__init__(*args, **kwargs)
 
-    def replan(self) -> "RewritePlan":
+    def replan(self) -> RewritePlan:
         """The same proposal compared with keep.md as it is now (the command is not run again)."""
         return plan_from_text(
             self.workspace,
@@ -1407,7 +1413,7 @@ class RewritePlan(DocPlan):
             target=self.target,
         )
 
-    def _description(self, ops) -> str:
+    def _description(self, ops: Sequence[Operation]) -> str:
         return f"apply {len(ops)} changes of {self.source} to {self.rel}"
 
 
@@ -1502,7 +1508,7 @@ def _forward_operations(doc: KeepDoc, cmp: Comparison, source: str) -> list[tupl
             )
         elif change.kind in ("removed", "deduplicated"):
             item = old[0]
-            if change.kind == "removed":
+            if change.kind == "removed" or change.cover is None:
                 reason = f"{source} drops it and nothing in it says it any more"
                 selected = False
             else:
@@ -1623,7 +1629,7 @@ def run_command(
     return out
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Kill the command and everything it started (its own process group), then reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):  # it may have exited just now
         if os.name != "nt":
@@ -1714,7 +1720,7 @@ class ReviewLog(Journal):
         """The most recent acceptance of ``path`` still standing, or None."""
         key = file_key(path)
 
-        def acceptance(obj: dict) -> Acceptance | None:
+        def acceptance(obj: dict[str, Any]) -> Acceptance | None:
             if obj.get("path") != key:
                 return None
             try:
@@ -1779,18 +1785,18 @@ class ReviewPlan(DocPlan):
     removal_reason = "review"
 
     def __init__(
-        self, *args, baseline: Version | None, comparison: Comparison | None, threshold: float, **kwargs
+        self, *args: Any, baseline: Version | None, comparison: Comparison | None, threshold: float, **kwargs: Any
     ) -> None:
         self.baseline = baseline
         self.comparison = comparison
         self.threshold = threshold
         super().__init__(*args, **kwargs)
 
-    def replan(self) -> "ReviewPlan":
+    def replan(self) -> ReviewPlan:
         """The review again, from the file as it is now."""
         return review(self.workspace, self.rel, threshold=self.threshold, history=self.history)
 
-    def _description(self, ops) -> str:
+    def _description(self, ops: Sequence[Operation]) -> str:
         return f"restore {len(ops)} changes of {self.rel}"
 
     def _after_apply(self, applied: FileApplied) -> None:
@@ -1945,7 +1951,7 @@ def _restore_operations(
                     before=(),
                 )
             )
-        elif change.kind == "deduplicated":
+        elif change.kind == "deduplicated" and change.cover is not None:
             planned.append(
                 _op(
                     "deduplicated",

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any
 
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
@@ -57,7 +58,7 @@ from keepgui.core.nanobot.keep import (
     triage,
 )
 from keepgui.core.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text
-from keepgui.core.nanobot.prompt import bundled_templates, render_parts
+from keepgui.core.nanobot.prompt import Templates, bundled_templates, render_parts
 from keepgui.core.nanobot.workspace import AGENTS_MD, MEMORY_MD, SOUL_MD, USER_MD, Notice, Workspace
 
 DREAM_ACTIVITY_SECONDS = 600
@@ -132,7 +133,7 @@ class Document:
         """Length in characters."""
         return len(self.text)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The document for ``--json``."""
         return {
             "name": self.kind.name,
@@ -154,7 +155,7 @@ def _decode(data: bytes, path: str) -> tuple[str, bool, str]:
     return text, bom, "\r\n" if lf and crlf == lf else "\n"
 
 
-def prompt_size_notice(kind: DocumentKind, text: str | None, templates) -> Notice | None:
+def prompt_size_notice(kind: DocumentKind, text: str | None, templates: Templates | None) -> Notice | None:
     """How much ``kind`` adds to every turn's system prompt, rendered as nanobot renders it (or why
     it is left out); None for a document nanobot does not put in the prompt."""
     parts, _prompt = render_parts({kind.rel: text}, templates)
@@ -283,7 +284,7 @@ class SaveResult:
     notices: tuple[Notice, ...] = ()
     written: bool = True
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {
             "document": self.document.to_obj(),
@@ -422,7 +423,7 @@ class PointerCheck:
     lines: tuple[int, ...] = ()
     user_md_exists: bool = True
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{present, lines, user_md_exists}``."""
         return {"present": self.present, "lines": list(self.lines), "user_md_exists": self.user_md_exists}
 
@@ -469,7 +470,7 @@ class Overlap:
     kind: str
     score: float = 100.0
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The overlap for ``--json``."""
         return {
             "entry": self.entry.to_obj(),
@@ -527,7 +528,7 @@ class Misplaced:
     entry: Entry
     triage: Triage
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The entry plus its triage."""
         return {"entry": self.entry.to_obj(), "triage": self.triage.to_obj()}
 
@@ -561,7 +562,7 @@ class MoveResult:
     agents: SaveResult
     removal: RemoveResult
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {"agents": self.agents.to_obj(), "removal": self.removal.to_obj()}
 
@@ -596,7 +597,7 @@ class CrossCheck:
     misplaced: tuple[Misplaced, ...] = ()
     notices: tuple[Notice, ...] = field(default=())
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The checks for ``--json``."""
         return {
             "pointer": self.pointer.to_obj(),

@@ -34,7 +34,9 @@ back where it was.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
@@ -76,7 +78,7 @@ class KeepTraits:
     soft_cap: int = SOFT_CAP
     compaction_target: int = COMPACTION_TARGET
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """Every field, for ``--json``."""
         return dict(self.__dict__)
 
@@ -132,7 +134,7 @@ class Triage:
     destination: str = "keep.md"
     project: str | None = None
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{verdict, reason, destination, project}``."""
         return {
             "verdict": self.verdict,
@@ -371,7 +373,7 @@ class MemoryMatch:
     kind: str
     score: float = 100.0
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{line, text, kind, score}``."""
         return {"line": self.line, "text": self.text, "kind": self.kind, "score": round(self.score, 1)}
 
@@ -383,7 +385,7 @@ class NearDuplicate:
     entry: Entry
     score: float
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The entry plus ``score``."""
         return {**self.entry.to_obj(), "score": round(self.score, 1)}
 
@@ -449,7 +451,12 @@ class KeepCheck:
 
 
 def check_fact(
-    fact: str, doc: KeepDoc, memory_text: str = "", *, known_projects=(), threshold: float = FUZZY_THRESHOLD
+    fact: str,
+    doc: KeepDoc,
+    memory_text: str = "",
+    *,
+    known_projects: tuple[str, ...] | list[str] = (),
+    threshold: float = FUZZY_THRESHOLD,
 ) -> KeepCheck:
     """Triage and deduplicate a cleaned fact against keep.md and MEMORY.md (pure)."""
     key = normalise(fact)
@@ -517,10 +524,10 @@ class KeepResult:
     near_duplicates: tuple[NearDuplicate, ...] = ()
     memory_matches: tuple[MemoryMatch, ...] = ()
     notices: tuple[Notice, ...] = ()
-    counts: dict = field(default_factory=dict)
+    counts: dict[str, Any] = field(default_factory=dict)
     doc: KeepDoc | None = field(default=None, compare=False, repr=False)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {
             "outcome": self.outcome,
@@ -546,7 +553,7 @@ class RemoveResult:
     entry: Entry
     removed: RemovedEntry
     path: str
-    counts: dict
+    counts: dict[str, Any]
     doc: KeepDoc = field(compare=False, repr=False)
 
     @property
@@ -554,7 +561,7 @@ class RemoveResult:
         """One sentence for a person."""
         return f"forgot entry {self.entry.number}: {self.entry.text}"
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {
             "removed": self.removed.to_obj(),
@@ -573,10 +580,10 @@ class RestoreResult:
     entry: Entry | None
     path: str
     message: str
-    counts: dict
+    counts: dict[str, Any]
     doc: KeepDoc = field(compare=False, repr=False)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The result for ``--json``."""
         return {
             "restored": self.restored.to_obj(),
@@ -682,7 +689,9 @@ class KeepStore:
             reason=reason,
         )
 
-    def _write_with_removals(self, before: KeepDoc, after: KeepDoc, removals: list[tuple[Entry, str]]):
+    def _write_with_removals(
+        self, before: KeepDoc, after: KeepDoc, removals: list[tuple[Entry, str]]
+    ) -> tuple[KeepDoc, tuple[RemovedEntry, ...]]:
         logged = [self._log_removal(before, entry, reason) for entry, reason in removals]
         try:
             return self._write(before, after), tuple(logged)
@@ -706,7 +715,15 @@ class KeepStore:
         found = self._check(fact, doc)
         notices = self._notices(found)
 
-        def result(outcome, written, message, entry=None, new_doc=None, replaced=(), extra=()):
+        def result(
+            outcome: str,
+            written: bool,
+            message: str,
+            entry: Entry | None = None,
+            new_doc: KeepDoc | None = None,
+            replaced: Iterable[RemovedEntry] = (),
+            extra: Iterable[Notice] = (),
+        ) -> KeepResult:
             """The KeepResult of this call, with the compaction warning after a write."""
             final = new_doc or doc
             if written and final.compaction_due:

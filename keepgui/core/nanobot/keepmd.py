@@ -28,8 +28,10 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, NotFound, Unreadable
@@ -118,6 +120,7 @@ class ContainmentIndex:
     def containing(self, needle: str) -> list[int]:
         """Positions of the keys that contain ``needle`` (:func:`contains`), ascending."""
         runs = set(_ALNUM_RUN.findall(needle))
+        candidates: Sequence[int]
         if runs:
             candidates = min((self._postings.get(run, ()) for run in runs), key=len)
         else:
@@ -162,7 +165,7 @@ class Line:
         """The 1-based line number, as editors show it."""
         return self.index + 1
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{line, text, kind, issue}`` (1-based line number)."""
         return {"line": self.number, "text": self.text, "kind": self.kind, "issue": self.issue}
 
@@ -184,7 +187,7 @@ class Entry:
     key: str
     canonical: bool
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """``{id, number, line (1-based), text, canonical}``."""
         return {
             "id": self.id,
@@ -243,7 +246,7 @@ class KeepDoc:
     # ---------------------------------------------------------------- reading
 
     @classmethod
-    def parse(cls, data: bytes | None, path: str = "", stamp: fsio.Stamp | None = None) -> "KeepDoc":
+    def parse(cls, data: bytes | None, path: str = "", stamp: fsio.Stamp | None = None) -> KeepDoc:
         """Parse keep.md bytes (``None``: the file does not exist).
 
         Raises :class:`Unreadable` for bytes that are not UTF-8, naming the line:
@@ -257,7 +260,7 @@ class KeepDoc:
         return cls(lines, bom, path, stamp)
 
     @classmethod
-    def from_text(cls, text: str) -> "KeepDoc":
+    def from_text(cls, text: str) -> KeepDoc:
         """Parse keep.md text (for tests and previews)."""
         return cls.parse(text.encode("utf-8"))
 
@@ -270,7 +273,7 @@ class KeepDoc:
     def entries(self) -> tuple[Entry, ...]:
         """The entries in file order, with stable ids."""
         seen: Counter[str] = Counter()
-        out = []
+        out: list[Entry] = []
         for line in self.lines:
             if line.kind != "entry":
                 continue
@@ -328,7 +331,7 @@ class KeepDoc:
         best = max(counts.values())
         return "\n" if counts.get("\n") == best else next(e for e, c in counts.most_common() if c == best)
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, Any]:
         """``{entries, lines, soft_cap, target, compaction_due}``."""
         return {
             "entries": self.entry_count,
@@ -354,7 +357,7 @@ class KeepDoc:
         """
         entries = self.entries
         where = self.path or "keep.md"
-        if isinstance(target, int) or (isinstance(target, str) and target.strip().isdigit()):
+        if isinstance(target, int) or target.strip().isdigit():
             number = int(target)
             if 1 <= number <= len(entries):
                 return entries[number - 1]
@@ -388,14 +391,14 @@ class KeepDoc:
 
     # ---------------------------------------------------------------- editing
 
-    def _with_lines(self, items: list[tuple[str, str]]) -> "KeepDoc":
+    def _with_lines(self, items: list[tuple[str, str]]) -> KeepDoc:
         lines = tuple(_classify(i, t, e) for i, (t, e) in enumerate(items))
         return KeepDoc(lines, self.bom, self.path, fsio.Stamp.missing())
 
     def _items(self) -> list[tuple[str, str]]:
         return [(line.text, line.ending) for line in self.lines]
 
-    def insert_line(self, index: int, text: str) -> "KeepDoc":
+    def insert_line(self, index: int, text: str) -> KeepDoc:
         """A copy with ``text`` inserted as physical line ``index`` (clamped), touching no other line
         except, at the very end, giving the old last line an ending so the new one starts a line.
 
@@ -416,30 +419,30 @@ class KeepDoc:
             items.insert(index, (text, newline))
         return self._with_lines(items)
 
-    def append_line(self, text: str) -> "KeepDoc":
+    def append_line(self, text: str) -> KeepDoc:
         """A copy with ``text`` added after the last non-blank line (trailing blank lines stay last)."""
         index = len(self.lines)
         while index > 0 and self.lines[index - 1].kind == "blank" and self.lines[index - 1].ending:
             index -= 1
         return self.insert_line(index, text)
 
-    def append(self, fact: str) -> "KeepDoc":
+    def append(self, fact: str) -> KeepDoc:
         """A copy with ``fact`` added as a canonical ``- <fact>`` entry."""
         return self.append_line(canonical_line(fact))
 
-    def replace_entry(self, target: str | int, fact: str) -> "KeepDoc":
+    def replace_entry(self, target: str | int, fact: str) -> KeepDoc:
         """A copy with one entry's line rewritten as ``- <fact>``, in place, keeping its line ending."""
         entry = self.find(target)
         items = self._items()
         items[entry.line] = (canonical_line(fact), items[entry.line][1])
         return self._with_lines(items)
 
-    def remove_entry(self, target: str | int) -> "KeepDoc":
+    def remove_entry(self, target: str | int) -> KeepDoc:
         """A copy without one entry's line. Removing the last line of a file without a
         final newline leaves the new last line without one too."""
         return self.remove_line(self.find(target).line)
 
-    def remove_line(self, index: int) -> "KeepDoc":
+    def remove_line(self, index: int) -> KeepDoc:
         """A copy without physical line ``index`` (0-based), keeping "no final newline" as it was."""
         items = self._items()
         if not 0 <= index < len(items):
@@ -449,11 +452,11 @@ class KeepDoc:
             items[-1] = (items[-1][0], "")
         return self._with_lines(items)
 
-    def with_stamp(self, path: str, stamp: fsio.Stamp) -> "KeepDoc":
+    def with_stamp(self, path: str, stamp: fsio.Stamp) -> KeepDoc:
         """This document labelled as what ``path`` holds with ``stamp`` (after a write)."""
         return replace(self, path=path, stamp=stamp)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """Entries, flagged lines and counts, for ``--json`` and the window."""
         return {
             "path": self.path,

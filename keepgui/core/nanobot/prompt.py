@@ -41,21 +41,22 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
+from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError, NotFound, Unreadable
 from keepgui.core.nanobot.workspace import (
     AGENTS_MD,
+    CURSOR,
     DREAM_CURSORS,
     HISTORY_JSONL,
     KEEP_MD,
     MEMORY_MD,
     SOUL_MD,
     USER_MD,
-    CURSOR,
     Workspace,
 )
 
@@ -74,8 +75,10 @@ NOT_REPRODUCED = (
     "tool contract",
     "active skills and the skills summary",
     "recent history and the archived context summary (they depend on the session)",
-    "template detection (an AGENTS.md, USER.md or MEMORY.md still equal to nanobot's bundled template is "
-    "left out by nanobot but counted here)",
+    (
+        "template detection (an AGENTS.md, USER.md or MEMORY.md still equal to nanobot's bundled template is "
+        "left out by nanobot but counted here)"
+    ),
 )
 """What the built-in rendering cannot reproduce without the nanobot package."""
 
@@ -139,7 +142,7 @@ def nanobot_version() -> str | None:
     """
     try:
         importlib.import_module("nanobot")
-    except Exception:  # any failure to import means: no exact mode
+    except Exception:  # noqa: BLE001 - any failure to import (not only ImportError) means: no exact mode
         return None
     try:
         return importlib.metadata.version("nanobot-ai")
@@ -200,7 +203,7 @@ class PromptPart:
         """Estimated tokens of ``text`` (chars/4)."""
         return estimate_tokens(self.text)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The part for ``--json``."""
         return {
             "key": self.key,
@@ -251,7 +254,7 @@ class PromptPreview:
         """Estimated tokens of the memory-bearing prompt text."""
         return estimate_tokens(self.memory_prompt)
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The preview for ``--json``."""
         return {
             "workspace": self.workspace,
@@ -456,7 +459,7 @@ def nanobot_system_prompt(workspace: Workspace, read: Mapping[str, bytes | None]
         logger = _quiet_nanobot()
         try:
             builder = context.ContextBuilder(Path(copy))
-            prompt = builder.build_system_prompt()
+            prompt: str = builder.build_system_prompt()
         finally:
             if logger is not None:
                 logger.enable("nanobot")
@@ -486,7 +489,7 @@ def _copy_tree(src: str, dst: str) -> None:
                 fsio.atomic_write(os.path.join(target_folder, name), data)
 
 
-def _quiet_nanobot():
+def _quiet_nanobot() -> Any:  # loguru's logger, when nanobot brought loguru along
     # nanobot logs through loguru; its chatter (migrations, warnings) is not ours to print
     try:
         from loguru import logger

@@ -32,13 +32,14 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Any
 
 from keepgui.core import fsio
-from keepgui.core.jsonl import json_objects
 from keepgui.core.errors import InvalidInput, KeepguiError, ReadOnly, Unreadable
-from keepgui.core.source import Notice  # noqa: F401 - a remark about a file; the workspace modules use it from here
+from keepgui.core.jsonl import json_objects
+from keepgui.core.source import Notice as Notice  # a remark about a file; the workspace modules use it from here
 
 KEEP_MD = "keep.md"
 AGENTS_MD = "AGENTS.md"
@@ -86,7 +87,7 @@ def _home(environ: Mapping[str, str]) -> str:
 def expand_user(path: str, environ: Mapping[str, str] | None = None) -> str:
     """``~`` and ``~/x`` expanded against ``environ``'s HOME (``os.environ`` by default)."""
     environ = os.environ if environ is None else environ
-    if path == "~" or path.startswith("~/") or path.startswith("~" + os.sep):
+    if path == "~" or path.startswith(("~/", "~" + os.sep)):
         return _home(environ) + path[1:]
     return os.path.expanduser(path)
 
@@ -180,7 +181,7 @@ class HistoryRecord:
     session_key: str | None
     line: int
 
-    def to_obj(self) -> dict:
+    def to_obj(self) -> dict[str, Any]:
         """The record as nanobot writes it, plus ``line``."""
         obj = {"cursor": self.cursor, "timestamp": self.timestamp, "content": self.content}
         if self.session_key is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QPainter, QTextCharFormat
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QStyle,
     QStyledItemDelegate,
+    QStyleOptionViewItem,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -67,18 +68,20 @@ class SectionHighlighter(PaletteHighlighter):
             text.startswith("## ") and text.endswith("[omitted: over the injection budget]")
         ):
             self.setFormat(0, len(text), self.warn)
-        elif text.startswith("## ") or text.startswith("# Memory"):
+        elif text.startswith(("## ", "# Memory")):
             self.setFormat(0, len(text), self.heading)
 
 
 class HitDelegate(QStyledItemDelegate):
     """A recalled memory: a score bar (relative to the top score), the score or "ambient", the text."""
 
-    def sizeHint(self, option, index) -> QSize:  # noqa: N802 - Qt override
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:  # noqa: N802 - Qt override
         base = super().sizeHint(option, index)
         return QSize(base.width(), max(base.height(), option.fontMetrics.height() + 10))
 
-    def paint(self, painter: QPainter, option, index) -> None:
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         hit = index.data(HitRole)
         if hit is None:
             super().paint(painter, option, index)
@@ -319,8 +322,8 @@ class IiiPreviewView(PreviewView):
 
     def injected_text(self, preview: Any, what: str) -> str:
         """The system-prompt section, the memory message, or both."""
-        section = preview.system_prompt_section
-        message = preview.message or ""
+        section: str = preview.system_prompt_section
+        message: str = preview.message or ""
         return {"section": section, "message": message}.get(what, section + ("\n\n" + message if message else ""))
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
-
 from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
 
 
 class NanobotPreviewView(PreviewView):
