@@ -13,8 +13,10 @@ The window says when its GUI thread is busy (it woke to handle events) and when 
 to wait for events again) through :func:`set_foreground`; a process with no window (the CLI, the
 tests) installs nothing and :func:`checkpoint` costs one attribute read.
 
-A background thread never waits more than :data:`MAX_WAIT` at one checkpoint, so a foreground
-that is busy without pause (a long resize) slows background work but never stops it.
+A background thread never waits more than :data:`MAX_WAIT` at one checkpoint, and once one wait
+ran out, no checkpoint waits again until the foreground was idle: a foreground that is busy without
+pause (a long resize, or waiting for a lock the background holds) costs background work one
+:data:`MAX_WAIT` at most, never one per checkpoint.
 """
 
 from __future__ import annotations
@@ -37,10 +39,14 @@ class Foreground:
         self._idle.set()
         self.thread = threading.get_ident()
         self.waits = 0  # how many times a background thread gave way (for tests and benchmarks)
+        self._period = 0  # counts the foreground's busy periods
+        self._given_up = -1  # the busy period a wait ran out in: no more waits in it
 
     def busy(self) -> None:
         """The foreground woke to handle events."""
-        self._idle.clear()
+        if self._idle.is_set():
+            self._period += 1
+            self._idle.clear()
 
     def idle(self) -> None:
         """The foreground is about to wait for events: background work may run."""
@@ -48,9 +54,14 @@ class Foreground:
 
     def wait(self, timeout: float = MAX_WAIT) -> None:
         """Wait (holding no lock) until the foreground is idle, at most ``timeout`` seconds."""
-        if not self._idle.is_set() and threading.get_ident() != self.thread:
-            self.waits += 1
-            self._idle.wait(timeout)
+        if self._idle.is_set() or threading.get_ident() == self.thread:
+            return
+        period = self._period
+        if period == self._given_up:
+            return  # busy for long: background work goes on (see the module)
+        self.waits += 1
+        if not self._idle.wait(timeout):
+            self._given_up = period
 
 
 _foreground: Foreground | None = None

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from keepgui.core import pace
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import QUERY, BankKey, Change, Pending
 from keepgui.ui import theme
@@ -54,10 +55,14 @@ _SUGGEST_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kee
 
 def suggestions_for(records: Any) -> list[str]:
     """The preview's suggested questions for these rows: their two commonest tags, two entities."""
-    counts = Counter(t for m in records if m.invalid_at is None for t in set(m.tags))
+    counts: Counter[str] = Counter()
+    rows = records if isinstance(records, list) else list(records)
+    for lo in range(0, len(rows), 4096):
+        counts.update(t for m in rows[lo : lo + 4096] if m.invalid_at is None for t in set(m.tags))
+        pace.checkpoint()  # off the GUI thread: give way to it between slices
     tags = sorted(counts, key=lambda t: (-counts[t], t))
     entities: list[str] = []
-    for m in records:
+    for m in rows:
         for e in m.entities:
             if e != "user" and e not in entities:
                 entities.append(e)

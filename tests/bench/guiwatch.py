@@ -17,18 +17,21 @@ from __future__ import annotations
 import sys
 import threading
 import time
-import traceback
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from PySide6.QtCore import QTimer
 
 
-def _frames(frame, depth: int) -> tuple[str, ...]:
-    return tuple(
-        f"{s.filename.rsplit('/', 1)[-1]}:{s.lineno}:{s.name}"
-        for s in traceback.extract_stack(frame, limit=depth)[::-1]
-    )
+def _frames(frame: Any, depth: int) -> tuple[str, ...]:
+    """The innermost ``depth`` frames, innermost first (no source lines read: cheap while sampling)."""
+    out = []
+    while frame is not None and len(out) < depth:
+        code = frame.f_code
+        out.append(f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}:{code.co_name}")
+        frame = frame.f_back
+    return tuple(out)
 
 
 @dataclass
@@ -87,20 +90,21 @@ class GuiWatch:
             if time.perf_counter() - began < self.threshold:
                 continue
             frames = sys._current_frames()
-            with self._lock:
+            gui = frames.get(self._gui)
+            sample = _frames(gui, self.depth) if gui is not None else None
+            others = [_frames(frame, 2) for ident, frame in frames.items() if ident not in (self._gui, me)]
+            del frames, gui
+            with self._lock:  # held only to attach the sample: the GUI thread's tick takes it too
                 if self._last != began:
                     continue
                 if self._current is None:
                     self._current = Block(began - self.t0)
                 block = self._current
-                gui = frames.get(self._gui)
-                if gui is not None:
-                    block.samples[_frames(gui, self.depth)] += 1
-                for ident, frame in frames.items():
-                    if ident not in (self._gui, me):
-                        stack = _frames(frame, 2)
-                        if stack and not stack[0].endswith(("_worker", ":wait", ":get")):
-                            block.others[stack] += 1
+                if sample is not None:
+                    block.samples[sample] += 1
+                for stack in others:
+                    if stack and not stack[0].endswith(("_worker", ":wait", ":get")):
+                        block.others[stack] += 1
 
     def stop(self) -> None:
         """Stop the timer and the watching thread."""
