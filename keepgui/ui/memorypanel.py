@@ -93,7 +93,8 @@ from keepgui.ui.memorymodel import (
 )
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
-_INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
+_INDEX_IN_PLACE = 256  # more changed rows than this are indexed in the background, from scratch (each row
+# indexed on the GUI thread costs ~40 µs: 256 of them fit a frame)
 BUILD_OFF_THREAD = 5000
 """A load (or a part of one) of more rows than this is built into a RowTable off the GUI thread
 and swapped in whole; fewer are handed to the model directly."""
@@ -816,10 +817,8 @@ class MemoryPanel(QWidget):
             )
             self._count_tags(rows, +1)
         self.model.upsert(rows)
-        if final and (len(rows) > _INDEX_IN_PLACE or not self.index.is_ready):
+        if len(rows) > _INDEX_IN_PLACE or (final and not self.index.is_ready):
             self.index.rebuild(self.model.rows())  # off the GUI thread
-        elif len(rows) > _INDEX_IN_PLACE:
-            self.index.invalidate()  # a chunk of a long load; indexed once it is complete
         else:
             self.index.update(rows)
         current = self.detail.record
