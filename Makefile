@@ -5,6 +5,8 @@
 #                and the import-linter contracts; .ci/run runs it before make test
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
+#   make nanobot-compare  install nanobot-ai into build/nanobot-venv and compare the prompt preview
+#                with nanobot's own ContextBuilder (the default suite skips those tests without it)
 #   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
 #                into build/claude-cli/ with npm; the comparison tests install it there when missing
 PYTHON ?= python3
@@ -12,7 +14,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench stress venv clean claude-cli
+.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +48,14 @@ stress: $(STAMP)
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.core.claude_cli
+
+# nanobot-ai (~800 MB with its dependencies) is not a test dependency: this target puts it and
+# keepgui in their own venv and runs the comparisons with nanobot's own ContextBuilder.
+NB_VENV := build/nanobot-venv
+nanobot-compare:
+	@test -x $(NB_VENV)/bin/python || $(PYTHON) -m venv $(NB_VENV)
+	$(NB_VENV)/bin/python -m pip install --quiet nanobot-ai -e '.[test]'
+	QT_QPA_PLATFORM=offscreen $(NB_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/core/test_nanobot_prompt.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -15,6 +15,7 @@ from keepgui.core.compaction import (
     near_duplicates,
     near_duplicates_pairwise,
     operation_id,
+    register_kinds,
     words_only_in,
 )
 from keepgui.core.errors import InvalidInput, NotFound
@@ -74,6 +75,16 @@ def test_operation_ids_follow_the_content():
 
 class ToyPlan(Plan):
     """A plan whose result is the list of selected operation numbers."""
+
+    # its own kinds and labels, as a backend registers them (the labels equal the backends', and
+    # the first label registered for a kind stays, so the order tests import modules in is moot)
+    KINDS = register_kinds(
+        {
+            "duplicate": "Exact duplicates",
+            "near-duplicate": "Near-duplicates (judgement call)",
+            "report-only": "Same words, different order (report only)",
+        }
+    )
 
     def counts(self, selection=None):
         return Counts("things", len(self.operations), len(self.operations) - len(self.selected(selection)), 1)

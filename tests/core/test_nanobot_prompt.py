@@ -183,3 +183,46 @@ def test_exact_mode_detects_untouched_templates(tmp_path):
     preview = build_preview(ws, exact=True)
     assert not preview.part("USER.md").injected and not preview.part("memory").injected
     assert "## USER.md" not in preview.system_prompt and "## Long-term Memory" not in preview.system_prompt
+
+
+# Workspaces whose reading is easy to get wrong: each injected part keepgui renders must be a
+# whole section of the prompt nanobot's own ContextBuilder builds (byte for byte), and each part
+# keepgui says is skipped must be absent from it. `make nanobot-compare` installs nanobot-ai
+# into build/nanobot-venv and runs these.
+def _edge_workspaces() -> dict[str, dict[str, str | None]]:
+    t = prompt_module.bundled_templates()
+    cases: dict[str, dict[str, str | None]] = {
+        "plain": {"soul": "Be calm.\n", "agents": "# Rules\n- Use gofmt\n"},
+        "no final newline": {"soul": "S", "agents": "A", "user": "U", "memory": "M"},
+        "CRLF": {"soul": "a\r\nb\r\n", "memory": "x\r\n"},
+        "BOM": {"agents": "\ufeffA\n"},
+        "empty and blank": {"soul": "", "agents": "  \n", "user": ""},
+        "blank memory": {"memory": "\n\n  \n"},
+        "spaces around": {"memory": "  M  \n\n\n", "soul": "\n\nS\n"},
+        "non-ASCII": {"agents": "café ☕ 𝔘\n", "memory": "e\u0301\n"},
+        "missing": {"user": None, "memory": None},
+        "big memory": {"memory": "line\n" * 20_000},
+    }
+    if t is not None:
+        cases["untouched templates"] = {"user": t.user, "memory": t.memory, "soul": t.soul}
+        if t.legacy_soul is not None:
+            cases["legacy SOUL.md"] = {"soul": t.legacy_soul}
+    return cases
+
+
+@needs_nanobot
+@pytest.mark.parametrize("case", sorted(_edge_workspaces()) if HAVE_NANOBOT else [])
+def test_every_part_is_a_section_of_nanobots_own_prompt(tmp_path, case):
+    ws = Workspace(make_workspace(tmp_path / "ws", **_edge_workspaces()[case]))
+    preview = build_preview(ws, exact=True)
+    prompt = preview.system_prompt
+    assert preview.mode == "exact" and preview.notes == ()
+    for part in preview.parts:
+        if part.injected:
+            at = prompt.find(part.text)
+            assert at >= 0, part.key
+            assert at == 0 or prompt[:at].endswith("\n\n"), part.key  # a section starts on its own
+        elif part.key in ("AGENTS.md", "SOUL.md", "USER.md"):
+            assert f"## {part.key}\n" not in prompt, part.key
+        elif part.key == "memory":
+            assert "## Long-term Memory" not in prompt
