@@ -18,6 +18,8 @@ from typing import Generic, TypeVar
 import regex
 from rapidfuzz import fuzz, process
 
+from keepgui.core import pace
+
 _WORD = regex.compile(r"[\p{Alphabetic}\p{N}]+")
 
 
@@ -72,7 +74,9 @@ class TextSearch(Generic[Key]):
 
     def set_many(self, items: Iterable[tuple[Key, tuple[str, ...]]]) -> None:
         """Index many keys at once (the initial load)."""
-        for key, texts in items:
+        for n, (key, texts) in enumerate(items):
+            if not n & 255:
+                pace.checkpoint()  # built in the background beside a window: give way between slices
             self.set(key, *texts)
 
     def remove(self, key: Key) -> None:

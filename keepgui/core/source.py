@@ -694,7 +694,7 @@ class Activity:
 
 Progress = Callable[[int, int, Callable[[], Sequence[Row]]], None]
 """``progress(done, total, rows_so_far)`` during a long load: bytes read of ``total``, and a
-function that returns the rows read since it was last called (to show them while the load runs)."""
+function that returns every row read so far (to show them while the load runs)."""
 
 
 class Bank(Protocol):

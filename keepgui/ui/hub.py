@@ -68,8 +68,12 @@ from keepgui.core.source import (
 )
 from keepgui.core.watch import ChangeSet, Watcher
 
-# Seconds between progressive row deliveries while a bank loads.
-_PROGRESSIVE_ROWS_INTERVAL = 0.5
+# A long load shows its rows as they come: the first at once, then each time their number has
+# at least doubled, up to this many (each delivery is every row so far, and the table sorts what it
+# gets); past it, only the progress moves until the load is complete.
+_PROGRESSIVE_ROWS_MAX = 100_000
+# Seconds between progress reports (a load reports after every block it reads).
+_PROGRESS_INTERVAL = 0.05
 
 RANKED_LIMIT = 100
 """Ranked search shows the recall API's maximum: the top 100 by fused score."""
@@ -376,19 +380,21 @@ class Hub(QObject):
 
     def _load(self, opened: _Opened, key: BankKey, full: bool) -> None:
         """Bring one bank up to date on the source's thread; every change found is delivered."""
-        next_rows = 0.0
+        next_report = 0.0
+        shown = 0
 
         def progress(done: int, total: int, since: Callable[[], Any]) -> None:
-            nonlocal next_rows
-            self.bankProgress.emit(key, done, total)
+            nonlocal next_report, shown
             now = time.monotonic()
-            if now < next_rows:
+            if now < next_report:
                 return
-            # The first chunk at once, then at most a few times a second:
-            # every delivery costs the table a layout pass on the GUI thread.
-            next_rows = now + _PROGRESSIVE_ROWS_INTERVAL
+            next_report = now + _PROGRESS_INTERVAL
+            self.bankProgress.emit(key, done, total)
+            if shown >= _PROGRESSIVE_ROWS_MAX:
+                return
             rows = since()
-            if rows:
+            if len(rows) >= 2 * shown and rows:
+                shown = len(rows)
                 self.changed.emit(Change(key.source, key.bank, origin=DISK, rows=RowDelta(rows), partial=True))
 
         try:

@@ -12,37 +12,36 @@ The model never writes: a click on a pin or live checkbox emits
 ``toggleRequested``; the window turns it into an undoable command that appends
 a record, and the change comes back through the normal reload path.
 
-:class:`MemoryProxyModel` does its filtering and sorting in bulk, in Python
-lists and sets, instead of a per-row ``filterAcceptsRow`` callback, which would
-cost a Python call per row per keystroke at 100,000 rows. Sort keys are unique
-(the id breaks ties), so the proxy row of a source row is found by bisection.
+:class:`MemoryProxyModel` does its filtering and sorting in bulk, in numpy arrays over the
+source rows, instead of a per-row ``filterAcceptsRow`` callback, which would cost a Python call per
+row per keystroke at a million rows. Sort keys are unique (the id breaks ties).
+
+A paint asks every visible cell for all its roles at once (``multiData``): one entry into Python
+per cell, with no source index made, and the proxy's ``index()`` is Qt's own.
 
 Signals:
     MemoryTableModel.toggleRequested(list keys, str field, bool value)
     MemoryTableModel.editRequested(str key, str field, str text): an in-place edit of
         ``text``, ``tags`` (space or comma separated) or ``entities`` (comma separated).
+    MemoryTableModel.rowsChanged(list rows): source rows changed in place by one upsert, all of
+        them at once, before their ``dataChanged``.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+import itertools
+import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress
 from types import EllipsisType
 from typing import Any
 
-from PySide6.QtCore import (
-    QAbstractItemModel,
-    QAbstractProxyModel,
-    QAbstractTableModel,
-    QModelIndex,
-    QPersistentModelIndex,
-    Qt,
-    Signal,
-)
+import numpy as np
+from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 
+from keepgui.core.rowtable import RowTable, inverse, live_mask, sort_key, sort_order
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
 from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
@@ -66,6 +65,16 @@ ScoreRole = Qt.ItemDataRole.UserRole + 5
 """float | None: the search or recall score of the row in the current query."""
 SortRole = Qt.ItemDataRole.UserRole + 6
 """The value a column sorts by."""
+
+# Plain ints: a paint compares them hundreds of times.
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_CHECK = int(Qt.ItemDataRole.CheckStateRole)
+_FONT = int(Qt.ItemDataRole.FontRole)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_NOTHING = frozenset({int(Qt.ItemDataRole.DecorationRole), int(Qt.ItemDataRole.BackgroundRole)})
+"""Roles a delegate asks for on every paint that the table never answers."""
 
 _BULK = 200  # beyond this many changed rows, re-sorting everything is cheaper than moving rows one by one
 
@@ -102,23 +111,8 @@ def _key(row: Any) -> str:
     return row.id
 
 
-def sort_key(field: str) -> Callable[[Any], tuple]:
-    """The unique, total sort key of a column (ties broken by id)."""
-    keys: dict[str, Callable[[Any], Any]] = {
-        "pinned": lambda r: bool(r.pinned),
-        "live": lambda r: r.invalid_at is None,
-        "text": lambda r: r.text.casefold(),
-        "tags": lambda r: " ".join(r.tags),
-        "entities": lambda r: " ".join(r.entities),
-        "seen": lambda r: r.corroboration or 0,
-        "confidence": lambda r: r.confidence or "",
-        "created": lambda r: r.created_at or 0,
-        "updated": lambda r: r.updated_at or 0,
-        "revision": lambda r: r.revision or 0,
-        "position": lambda r: r.position,  # keep.md: file order (not a column)
-    }
-    primary = keys[field]
-    return lambda r: (primary(r), r.id)
+_EMPTY = np.empty(0, dtype=np.int64)
+_TAGS = operator.attrgetter("tags")
 
 
 class MemoryTableModel(QAbstractTableModel):
@@ -126,6 +120,7 @@ class MemoryTableModel(QAbstractTableModel):
 
     toggleRequested = Signal(list, str, bool)
     editRequested = Signal(str, str, str)
+    rowsChanged = Signal(list)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -137,8 +132,27 @@ class MemoryTableModel(QAbstractTableModel):
         self.now = now_ms()
         self._strike = QFont()
         self._strike.setStrikeOut(True)
+        self._table: RowTable | None = None  # adopted, for the proxy to take at the reset
 
     # ------------------------------------------------------------------ feeding
+
+    def adopt(self, table: RowTable, capabilities: Capabilities) -> None:
+        """Show every row of a :class:`~keepgui.core.rowtable.RowTable` built off the GUI thread:
+        one reset, no pass over the rows here (the proxy takes the table's sort order)."""
+        self.beginResetModel()
+        self._rows = table.rows
+        self._row_of = table.row_of
+        self.live_count = table.live_count
+        self._scores = {}
+        self.capabilities = capabilities
+        self.now = now_ms()
+        self._table = table
+        self.endResetModel()
+        self._table = None
+
+    def adopted_table(self) -> RowTable | None:
+        """During the reset of :meth:`adopt`, the table adopted (else None)."""
+        return self._table
 
     def reset_rows(self, rows: Iterable[Row], capabilities: Capabilities = NO_CAPABILITIES) -> None:
         """Replace everything (a bank was opened)."""
@@ -171,6 +185,8 @@ class MemoryTableModel(QAbstractTableModel):
                 self.live_count += (row.invalid_at is None) - (old.invalid_at is None)
                 self._rows[i] = row
                 changed.append(i)
+        if changed:
+            self.rowsChanged.emit(changed)
         if len(changed) > _BULK:
             self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(COLUMNS) - 1))
         else:
@@ -251,7 +267,11 @@ class MemoryTableModel(QAbstractTableModel):
     def flags(self, index):
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
-        column = COLUMNS[index.column()]
+        return self.row_flags(self._rows[index.row()], index.column())
+
+    def row_flags(self, row: Any, column_number: int) -> Qt.ItemFlag:
+        """The flags of a row object's cell in a column (the proxy asks without a source index)."""
+        column = COLUMNS[column_number]
         flags = Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
         if column.field in EDITABLE and self.capabilities.can(EDITABLE[column.field]):
             flags |= Qt.ItemFlag.ItemIsEditable
@@ -259,7 +279,6 @@ class MemoryTableModel(QAbstractTableModel):
             capability = PIN if column.field == "pinned" else TOMBSTONE
             if not self.capabilities.can(capability):
                 return Qt.ItemFlag.ItemIsSelectable  # greyed: the tooltip says why
-            row = self._rows[index.row()]
             if column.field == "pinned" and row.invalid_at is not None:
                 return Qt.ItemFlag.ItemIsSelectable  # a retired memory cannot be pinned
             flags |= Qt.ItemFlag.ItemIsUserCheckable
@@ -268,10 +287,40 @@ class MemoryTableModel(QAbstractTableModel):
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
-        row = self._rows[index.row()]
-        field = COLUMNS[index.column()].field
-        if role == Qt.ItemDataRole.DisplayRole:
+        return self.value(self._rows[index.row()], index.column(), role)
+
+    def multiData(self, index, roles) -> None:  # noqa: N802 - Qt override
+        # A delegate asks for all the roles of a cell at once: one call into Python per cell,
+        # not one per role (a table paints hundreds of cells).
+        if index.isValid():
+            self.fill(self._rows[index.row()], index.column(), roles)
+
+    def fill(self, row: Any, column: int, roles) -> None:
+        """Answer every role of a ``QModelRoleDataSpan`` for a row object's cell."""
+        value = self.value
+        for item in roles:
+            item.setData(value(row, column, item.role()))
+
+    def value(self, row: Any, column: int, role: int) -> Any:
+        """What a row object's cell shows in one role (``data()`` without an index)."""
+        field = COLUMNS[column].field
+        if role == _DISPLAY:
             return self._display(row, field)
+        if role in _NOTHING:
+            return None
+        if role == _CHECK:
+            # Shown even when the backend cannot toggle it: the box is drawn greyed (see flags).
+            if field == "pinned":
+                return Qt.CheckState.Checked if row.pinned else Qt.CheckState.Unchecked
+            if field == "live":
+                return Qt.CheckState.Checked if row.invalid_at is None else Qt.CheckState.Unchecked
+            return None
+        if role == _FONT:
+            return self._strike if row.invalid_at is not None and field == "text" else None
+        if role == _FOREGROUND:
+            return theme.muted_text() if row.invalid_at is not None else None
+        if role == _ALIGNMENT:
+            return _RIGHT if field in ("seen", "revision") else None
         if role == Qt.ItemDataRole.EditRole:
             if field == "text":
                 return row.text
@@ -279,13 +328,6 @@ class MemoryTableModel(QAbstractTableModel):
                 return " ".join(row.tags)
             if field == "entities":
                 return ", ".join(row.entities)
-            return None
-        if role == Qt.ItemDataRole.CheckStateRole:
-            # Shown even when the backend cannot toggle it: the box is drawn greyed (see flags).
-            if field == "pinned":
-                return Qt.CheckState.Checked if row.pinned else Qt.CheckState.Unchecked
-            if field == "live":
-                return Qt.CheckState.Checked if row.invalid_at is None else Qt.CheckState.Unchecked
             return None
         if role == RecordRole:
             return row
@@ -299,16 +341,10 @@ class MemoryTableModel(QAbstractTableModel):
             return self._scores.get(row.id)
         if role == SortRole:
             return sort_key(field)(row)[0]
-        if role == Qt.ItemDataRole.FontRole:
-            return self._strike if row.invalid_at is not None and field == "text" else None
-        if role == Qt.ItemDataRole.ForegroundRole:
-            return theme.muted_text() if row.invalid_at is not None else None
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(row, field)
         if role == Qt.ItemDataRole.AccessibleTextRole:
             return self._accessible(row, field)
-        if role == Qt.ItemDataRole.TextAlignmentRole and field in ("seen", "revision"):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
     def setData(self, index, value, role=Qt.ItemDataRole.EditRole):  # noqa: N802 - Qt override
@@ -399,62 +435,77 @@ def _runs(rows: list[int]) -> Iterable[tuple[int, int]]:
         yield start, prev
 
 
-class MemoryProxyModel(QAbstractProxyModel):
-    """Filtered and sorted view of a :class:`MemoryTableModel`.
+class MemoryProxyModel(QAbstractTableModel):
+    """Filtered and sorted view of a :class:`MemoryTableModel`: the table's own model.
 
-    Filters: retired rows (hidden unless ``show_history``), a tag, and a set of
-    keys matched by the search box (``None`` = no query). Ranked mode orders the
-    given scores instead of a column.
+    Filters: retired rows (hidden unless ``show_history``), a tag, a set of keys or of source rows
+    matched by the search box (``None`` = no query); ranked mode orders the given scores instead of
+    a column. Public surface (the window, the views and the tests build on it): :meth:`set_filters`,
+    :meth:`sort` / :meth:`sort_by_field` / :attr:`sort_field`, :meth:`mapFromSource` /
+    :meth:`mapToSource`, and the Qt model API (``index``, ``data``, ``setData``, ``rowCount``).
 
-    The sort key of every source row and the order of all rows are kept for
-    the current column, so a filter change (each keystroke) is one linear pass
-    over an already sorted list, not a sort. Visible rows are kept ascending by
-    key; a descending sort only reverses the mapping. Keys are unique (ids break
-    ties), so rows are found and placed by bisection when sources change.
+    It is a table model of its own rather than a QAbstractProxyModel so that a paint costs one
+    entry into Python per cell (``multiData``) and none for the view's ``index()`` calls.
+
+    The order of every source row by the current field is kept in numpy (``_order``, and
+    ``_rank``: where each row stands in it), so a filter change (each keystroke) is a few
+    vectorised passes, never a sort: the visible rows are ``_order`` masked by the filters,
+    ascending by key; a descending sort only reverses the mapping. A source row is found by
+    ``searchsorted`` of its rank. A big delivery is sorted off the GUI thread
+    (:func:`keepgui.core.rowtable.build_table`) and adopted whole; a few new or changed rows are
+    placed by bisection.
     """
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self._model: MemoryTableModel | None = None
         self.show_history = False
         self.tag: str | None = None
         self.match_keys: set[str] | None = None
+        self.match_rows: np.ndarray | None = None
         self.ranked_scores: dict[str, float] | None = None
         self._sort_field = "updated"
         self._descending = True
         self._key_fn = sort_key(self._sort_field)
-        self._keys_by_row: list[tuple] = []  # sort key of each source row
-        self._live: list[bool] = []  # whether each source row is live
-        self._all: list[int] = []  # every source row, ascending by key (not in ranked mode)
-        self._rank: list[int] | None = None  # position of each source row in _all (rebuilt on demand)
-        self._order: list[int] = []  # visible source rows, ascending by key
-        self._table: MemoryTableModel | None = None  # the source model (set by setSourceModel)
-        self._keys: list[tuple] = []  # their keys, same order
+        self._order = _EMPTY  # every source row, ascending by key
+        self._rank = _EMPTY  # _rank[source row] = its place in _order
+        self._live = np.empty(0, dtype=np.bool_)  # whether each source row is live
+        self._tag_masks: dict[str, np.ndarray] = {}  # tag -> rows holding it (until rows change)
+        self._visible = _EMPTY  # visible source rows, ascending by key (ranked: by ranked key)
+        self._visible_rank = _EMPTY  # their places in _order (ascending; not in ranked mode)
+        self._ranked_at: dict[int, int] = {}  # ranked mode: source row -> position in _visible
 
     # ------------------------------------------------------------------ setup
 
-    def setSourceModel(self, model: QAbstractItemModel) -> None:  # noqa: N802 - Qt override
+    def setSourceModel(self, model: QAbstractItemModel) -> None:  # noqa: N802 - Qt API
+        """Show ``model`` (the rows of one bank at a time)."""
         if not isinstance(model, MemoryTableModel):
             raise TypeError("the memory proxy sorts and filters a MemoryTableModel")
-        self._table = model
-        old = self.sourceModel()
+        old = self._model
         if old is not None:
             for signal, slot in self._connections(old):
                 signal.disconnect(slot)
         self.beginResetModel()
-        super().setSourceModel(model)
+        self._model = model
         for signal, slot in self._connections(model):
             signal.connect(slot)
         self._rebuild(resort=True)
         self.endResetModel()
 
+    def sourceModel(self) -> MemoryTableModel | None:  # noqa: N802 - Qt API
+        """The model of every row."""
+        return self._model
+
+    @property
     def _source(self) -> MemoryTableModel:
-        if self._table is None:
+        if self._model is None:
             raise RuntimeError("the memory proxy has no table yet")
-        return self._table
+        return self._model
 
     def _connections(self, model):
         return (
             (model.modelReset, self._on_reset),
+            (model.rowsChanged, self._on_rows_changed),
             (model.dataChanged, self._on_data_changed),
             (model.rowsInserted, self._on_rows_inserted),
             (model.rowsRemoved, self._on_reset),
@@ -468,19 +519,33 @@ class MemoryProxyModel(QAbstractProxyModel):
         show_history: bool | None = None,
         tag: str | EllipsisType | None = ...,
         match_keys: set[str] | EllipsisType | None = ...,
+        match_rows: np.ndarray | EllipsisType | None = ...,
         ranked_scores: dict[str, float] | EllipsisType | None = ...,
     ) -> None:
-        """Change any filter; the view keeps the selection of rows that stay visible."""
-        was_ranked = self.ranked_scores is not None
+        """Change any filter; the view keeps the selection of rows that stay visible.
+
+        ``match_keys`` (a set of keys) and ``match_rows`` (a numpy bool per source row, or an array
+        of source rows) both narrow the rows to those matched; setting one clears the other.
+        """
+        before = (self.show_history, self.tag, self.match_keys, self.match_rows, self.ranked_scores)
         if show_history is not None:
             self.show_history = show_history
         if tag is not ...:
             self.tag = tag
         if match_keys is not ...:
             self.match_keys = match_keys
+            if match_rows is ...:
+                self.match_rows = None
+        if match_rows is not ...:
+            self.match_rows = match_rows
+            if match_keys is ...:
+                self.match_keys = None
         if ranked_scores is not ...:
             self.ranked_scores = ranked_scores
-        self._relayout(resort=self.ranked_scores is not None or was_ranked)
+        after = (self.show_history, self.tag, self.match_keys, self.match_rows, self.ranked_scores)
+        if all(a is b or (type(a) is not np.ndarray and a == b) for a, b in zip(before, after, strict=True)):
+            return  # the same filters (a search index that became ready, a query typed again): nothing moves
+        self._relayout()
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
         """Sort by a column (Qt calls this from the header)."""
@@ -489,12 +554,22 @@ class MemoryProxyModel(QAbstractProxyModel):
 
     def sort_by_field(self, field: str, descending: bool = False) -> None:
         """Sort by a field that may not be a column (``position``: file order of keep.md)."""
+        if field == self._sort_field and descending == self._descending and len(self._order):
+            return  # the header restored after a reset sorts again by what is shown: nothing moves
         resort = field != self._sort_field
         self._sort_field = field
         self._descending = descending
         self._relayout(resort=resort)
 
+    @property
+    def sort_field(self) -> str:
+        """The field rows are sorted by (``position``: file order)."""
+        return self._sort_field
+
     # ------------------------------------------------------------------ building the order
+
+    def _rows(self) -> list[Any]:
+        return self._model.rows() if self._model is not None else []
 
     def _descending_now(self) -> bool:
         return True if self.ranked_scores is not None else self._descending
@@ -506,65 +581,104 @@ class MemoryProxyModel(QAbstractProxyModel):
             return False
         if self.ranked_scores is not None:
             return row.id in self.ranked_scores
-        return self.match_keys is None or row.id in self.match_keys
+        if self.match_keys is not None and row.id not in self.match_keys:
+            return False
+        if self.match_rows is not None:
+            i = self._source.row_of(row.id)
+            return i is not None and bool(self._match_mask()[i])
+        return True
 
     def _rebuild(self, resort: bool) -> None:
-        source = self._table
-        rows = source.rows() if source is not None else []
-        if self.ranked_scores is not None:
-            # Only the candidates are ranked: a small set, sorted directly.
-            scores = self.ranked_scores
-            self._key_fn = lambda r: (scores.get(r.id, 0.0), r.updated_at or 0, r.id)
-            pairs = (
-                sorted((self._key_fn(r), i) for i, r in enumerate(rows) if self._accepts(r))
-                if len(scores) * 4 > len(rows) or source is None
-                else sorted(
-                    (self._key_fn(rows[i]), i)
-                    for i in (source.row_of(k) for k in scores)
-                    if i is not None and self._accepts(rows[i])
-                )
-            )
-            self._keys = [k for k, _ in pairs]
-            self._order = [i for _, i in pairs]
-            return
-        if resort or len(self._keys_by_row) != len(rows):
+        rows = self._rows()
+        if resort or len(self._order) != len(rows):
             self._key_fn = sort_key(self._sort_field)
-            self._keys_by_row = list(map(self._key_fn, rows))
-            self._live = [r.invalid_at is None for r in rows]
-            self._all = sorted(range(len(rows)), key=self._keys_by_row.__getitem__)
-            self._rank = None
-        self._order = self._filtered(rows)
-        keys = self._keys_by_row
-        self._keys = [keys[i] for i in self._order]
+            self._set_order(sort_order(rows, self._sort_field), live_mask(rows))
+        self._filter()
 
-    def _ranks(self) -> list[int]:
-        if self._rank is None:
-            rank = [0] * len(self._all)
-            for position, source_row in enumerate(self._all):
-                rank[source_row] = position
-            self._rank = rank
-        return self._rank
+    def _set_order(self, order: np.ndarray, live: np.ndarray) -> None:
+        self._order = order
+        self._rank = inverse(order)
+        self._live = live
+        self._tag_masks = {}
 
-    def _filtered(self, rows: list[Any]) -> list[int]:
-        # Per keystroke at 100,000 rows: touch as few row objects as possible.
-        history, tag, match = self.show_history, self.tag, self.match_keys
-        order = self._all
-        live = self._live
-        if match is not None and tag is None:
-            found = [i for i in map(self._source().row_of, match) if i is not None]
-            if not history:
-                found = list(compress(found, map(live.__getitem__, found)))
-            found.sort(key=self._ranks().__getitem__)
-            return found
-        if tag is None:
-            return list(order) if history else list(compress(order, map(live.__getitem__, order)))
-        accepts = self._accepts
-        return [i for i in order if accepts(rows[i])]
+    def _tag_mask(self, tag: str) -> np.ndarray:
+        mask = self._tag_masks.get(tag)
+        if mask is None:
+            rows = self._rows()
+            mask = np.fromiter(
+                map(operator.contains, map(_TAGS, rows), itertools.repeat(tag)), dtype=np.bool_, count=len(rows)
+            )
+            self._tag_masks[tag] = mask
+        return mask
+
+    def _match_mask(self) -> np.ndarray:
+        """``match_rows`` as a bool per source row."""
+        match = self.match_rows
+        if match is None:
+            return np.ones(len(self._order), dtype=np.bool_)
+        if match.dtype == np.bool_:
+            return match
+        mask = np.zeros(len(self._order), dtype=np.bool_)
+        mask[match] = True
+        return mask
+
+    def _filter(self) -> None:
+        """Work out the visible rows from the order and the filters."""
+        n = len(self._order)
+        self._ranked_at = {}
+        if self.ranked_scores is not None:
+            self._rank_visible()
+            return
+        source = self._source
+        chosen: np.ndarray | None = None  # the few rows a filter names, when it names few
+        mask: np.ndarray | None = None if self.show_history else self._live
+        if self.match_keys is not None:
+            found = [i for i in map(source.row_of, self.match_keys) if i is not None]
+            chosen = np.asarray(found, dtype=np.int64)
+        elif self.match_rows is not None:
+            match = self.match_rows
+            if match.dtype == np.bool_ and int(np.count_nonzero(match)) * 16 >= n:
+                mask = match if mask is None else mask & match
+            else:
+                chosen = np.flatnonzero(match) if match.dtype == np.bool_ else np.asarray(match, dtype=np.int64)
+        if self.tag is not None:
+            tagged = self._tag_mask(self.tag)
+            mask = tagged if mask is None else mask & tagged
+        if chosen is not None:
+            if mask is not None:
+                chosen = chosen[mask[chosen]]
+            ranks = np.sort(self._rank[chosen])
+            self._visible_rank = ranks
+            self._visible = self._order[ranks]
+            return
+        if mask is None:
+            self._visible = self._order
+            self._visible_rank = np.arange(n, dtype=np.int64)
+            return
+        keep = mask[self._order]
+        self._visible = self._order[keep]
+        self._visible_rank = np.flatnonzero(keep)
+
+    def _rank_visible(self) -> None:
+        """Ranked mode: only the candidates, sorted directly (a small set)."""
+        scores = self.ranked_scores
+        if scores is None:
+            return
+        source = self._source
+        rows = self._rows()
+        self._key_fn = lambda r: (scores.get(r.id, 0.0), r.updated_at or 0, r.id)
+        found = (source.row_of(k) for k in scores)
+        pairs = sorted((self._key_fn(rows[i]), i) for i in found if i is not None and self._accepts(rows[i]))
+        self._visible = np.asarray([i for _, i in pairs], dtype=np.int64)
+        self._visible_rank = _EMPTY
+        self._ranked_at = {i: p for p, (_, i) in enumerate(pairs)}
 
     def _relayout(self, resort: bool = False) -> None:
         self.layoutAboutToBeChanged.emit()
         persistent = self.persistentIndexList()
         sources = [self.mapToSource(i) for i in persistent]
+        if self.ranked_scores is None:
+            self._key_fn = sort_key(self._sort_field)
         self._rebuild(resort)
         self.changePersistentIndexList(persistent, [self.mapFromSource(s) for s in sources])
         self.layoutChanged.emit()
@@ -572,159 +686,160 @@ class MemoryProxyModel(QAbstractProxyModel):
     # ------------------------------------------------------------------ mapping
 
     def _pos_to_row(self, pos: int) -> int:
-        return len(self._order) - 1 - pos if self._descending_now() else pos
+        return len(self._visible) - 1 - pos if self._descending_now() else pos
+
+    def _source_row(self, row: int) -> int:
+        return int(self._visible[len(self._visible) - 1 - row if self._descending_now() else row])
 
     def _position_of(self, source_row: int) -> int | None:
-        key = self._row_key(source_row)
-        pos = bisect.bisect_left(self._keys, key)
-        if pos < len(self._order) and self._order[pos] == source_row:
+        if self.ranked_scores is not None:
+            return self._ranked_at.get(source_row)
+        if not 0 <= source_row < len(self._rank):
+            return None
+        rank = self._rank[source_row]
+        pos = int(np.searchsorted(self._visible_rank, rank))
+        if pos < len(self._visible_rank) and self._visible_rank[pos] == rank:
             return pos
         return None
 
-    def _row_key(self, source_row: int) -> tuple:
-        if self.ranked_scores is None and source_row < len(self._keys_by_row):
-            return self._keys_by_row[source_row]
-        return self._key_fn(self._source().row_object(source_row))
-
-    def mapToSource(self, proxy_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt override
-        if not proxy_index.isValid() or not 0 <= proxy_index.row() < len(self._order):
+    def mapToSource(self, proxy_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt API
+        """The source model's index of a cell shown here."""
+        if not proxy_index.isValid() or not 0 <= proxy_index.row() < len(self._visible):
             return QModelIndex()
-        return self.sourceModel().index(self._order[self._pos_to_row(proxy_index.row())], proxy_index.column())
+        return self._source.index(self._source_row(proxy_index.row()), proxy_index.column())
 
-    def mapFromSource(self, source_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt override
+    def mapFromSource(self, source_index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt API
+        """Where a source model's cell is shown here (invalid when it is filtered out)."""
         if not source_index.isValid():
             return QModelIndex()
         pos = self._position_of(source_index.row())
         if pos is None:
             return QModelIndex()
-        return self.createIndex(self._pos_to_row(pos), source_index.column())
+        return self.index(self._pos_to_row(pos), source_index.column())
 
-    def index(self, row: int, column: int, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> QModelIndex:
-        if parent.isValid() or not (0 <= row < len(self._order) and 0 <= column < len(COLUMNS)):
-            return QModelIndex()
-        return self.createIndex(row, column)
-
-    def parent(self, index: QModelIndex | QPersistentModelIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # a flat table: no parents
-        return QModelIndex()
+    def source_row(self, row: int) -> int:
+        """The source row shown at ``row``."""
+        return self._source_row(row)
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
-        return 0 if parent.isValid() else len(self._order)
+        return 0 if parent.isValid() else len(self._visible)
 
     def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def hasChildren(self, parent=QModelIndex()) -> bool:  # noqa: N802 - Qt override
-        return not parent.isValid()
-
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        if orientation == Qt.Orientation.Vertical:
+        if orientation == Qt.Orientation.Vertical or self._model is None:
             return None
-        return self._table.headerData(section, orientation, role) if self._table is not None else None
+        return self._source.headerData(section, orientation, role)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        # Straight to the row object: no source index is made for a cell the view paints.
+        if not index.isValid() or not 0 <= index.row() < len(self._visible):
+            return None
+        source = self._source
+        return source.value(source.row_object(self._source_row(index.row())), index.column(), role)
+
+    def multiData(self, index, roles) -> None:  # noqa: N802 - Qt override
+        if index.isValid() and 0 <= index.row() < len(self._visible):
+            source = self._source
+            source.fill(source.row_object(self._source_row(index.row())), index.column(), roles)
+
+    def flags(self, index):
+        if not index.isValid() or not 0 <= index.row() < len(self._visible):
+            return Qt.ItemFlag.NoItemFlags
+        source = self._source
+        return source.row_flags(source.row_object(self._source_row(index.row())), index.column())
+
+    def setData(self, index, value, role=Qt.ItemDataRole.EditRole):  # noqa: N802 - Qt override
+        source_index = self.mapToSource(index)
+        return source_index.isValid() and self._source.setData(source_index, value, role)
 
     # ------------------------------------------------------------------ source changes
 
     def _on_reset(self, *args) -> None:
         self.beginResetModel()
-        self._rebuild(resort=True)
+        table = self._source.adopted_table()
+        if table is not None and table.sort_field == self._sort_field:
+            self._key_fn = sort_key(self._sort_field)
+            self._order, self._rank, self._live = table.order, table.rank, table.live
+            self._tag_masks = {}
+            self._filter()
+        else:
+            self._rebuild(resort=True)
         self.endResetModel()
 
     def _on_rows_inserted(self, parent, first: int, last: int) -> None:
-        source = self._source()
-        if last - first + 1 > _BULK or self.ranked_scores is not None:
-            self._relayout(resort=True)  # a chunk of a long load: one pass beats many inserts
-            return
-        for source_row in range(first, last + 1):
-            row = source.row_object(source_row)
-            key = self._key_fn(row)
-            self._keys_by_row.append(key)
-            self._live.append(row.invalid_at is None)
-            bisect.insort(self._all, source_row, key=self._keys_by_row.__getitem__)
-            self._rank = None
-            if self._accepts(row):
-                self._insert_visible(source_row, key)
+        new = range(first, last + 1)
+        rows = self._rows()
+        self._tag_masks = {}
+        self._live = np.concatenate((self._live, np.fromiter((rows[i].invalid_at is None for i in new), np.bool_)))
+        self._place(new, appended=True)
+        if len(new) > 1 or self.ranked_scores is not None:
+            self._relayout()  # a chunk of rows: one pass beats many inserts
+        elif self._accepts(rows[first]):
+            self._insert_visible(first)
 
-    def _insert_visible(self, source_row: int, key: tuple) -> None:
-        pos = bisect.bisect_left(self._keys, key)
+    def _place(self, source_rows: Sequence[int], appended: bool) -> bool:
+        """Put rows (new ones at the end of the source, or changed ones) where their keys go in the
+        order; True when any of them moved. Costs a bisection per row and a copy of the order."""
+        rows = self._rows()
+        key_fn = self._key_fn
+        if appended:
+            order, old = self._order, None
+            rank = np.concatenate((self._rank, np.zeros(len(source_rows), dtype=np.int64)))
+        else:
+            old = self._rank[list(source_rows)]
+            order, rank = np.delete(self._order, old), self._rank
+        by_key = sorted((key_fn(rows[i]), i) for i in source_rows)
+        positions = [bisect.bisect_left(order, k, key=lambda i: key_fn(rows[i])) for k, _ in by_key]
+        self._order = np.insert(order, positions, [i for _, i in by_key]).astype(np.int64, copy=False)
+        if not len(positions):
+            return False
+        # Only the stretch between the first and the last place touched moved.
+        lo = min(positions) if old is None else min(*positions, int(old.min()))
+        hi = len(self._order) if old is None else max(max(positions) + len(positions), int(old.max()) + 1)
+        hi = min(hi, len(self._order))
+        rank[self._order[lo:hi]] = np.arange(lo, hi, dtype=np.int64)
+        self._rank = rank
+        return old is None or bool((rank[list(source_rows)] != old).any())
+
+    def _insert_visible(self, source_row: int) -> None:
+        if self.ranked_scores is not None:
+            self._relayout()
+            return
+        self._visible_rank = self._rank[self._visible] if len(self._visible) else _EMPTY
+        rank = self._rank[source_row]
+        pos = int(np.searchsorted(self._visible_rank, rank))
         proxy_row = self._pos_to_row(pos) + (1 if self._descending_now() else 0)
         self.beginInsertRows(QModelIndex(), proxy_row, proxy_row)
-        self._keys.insert(pos, key)
-        self._order.insert(pos, source_row)
+        self._visible = np.insert(self._visible, pos, source_row)
+        self._visible_rank = np.insert(self._visible_rank, pos, rank)
         self.endInsertRows()
 
+    def _on_rows_changed(self, source_rows: list[int]) -> None:
+        """Rows of the source changed in place (every one of them at once, before its dataChanged)."""
+        if not source_rows:
+            return
+        rows = self._rows()
+        self._tag_masks = {}
+        shown_before = [self._position_of(i) is not None for i in source_rows]
+        self._live[source_rows] = [rows[i].invalid_at is None for i in source_rows]
+        moved = self._place(source_rows, appended=False)
+        shown_now = [self._accepts(rows[i]) for i in source_rows]
+        if moved or shown_before != shown_now or self.ranked_scores is not None:
+            self._relayout()
+
     def _on_data_changed(self, top_left, bottom_right, roles=()) -> None:
-        if (
-            roles
-            and len(roles) == 1
-            and Qt.ItemDataRole.DisplayRole in roles
-            and top_left.column() in TIME_COLUMNS
-            and bottom_right.column() == top_left.column()
-        ):
-            if self._order:  # a clock tick: forward as is, nothing moves
+        first, last = top_left.row(), bottom_right.row()
+        if len(self._visible) and (last - first + 1 > _BULK or self.ranked_scores is not None):
+            self.dataChanged.emit(
+                self.index(0, top_left.column()), self.index(len(self._visible) - 1, bottom_right.column()), roles
+            )
+            return
+        for source_row in range(first, last + 1):
+            pos = self._position_of(source_row)
+            if pos is not None:
+                proxy_row = self._pos_to_row(pos)
                 self.dataChanged.emit(
-                    self.index(0, top_left.column()), self.index(len(self._order) - 1, top_left.column()), roles
+                    self.index(proxy_row, top_left.column()), self.index(proxy_row, bottom_right.column()), roles
                 )
-            return
-        if bottom_right.row() - top_left.row() + 1 > _BULK or self.ranked_scores is not None:
-            self._relayout(resort=True)
-            if self._order:
-                self.dataChanged.emit(self.index(0, 0), self.index(len(self._order) - 1, len(COLUMNS) - 1))
-            return
-        for source_row in range(top_left.row(), bottom_right.row() + 1):
-            self._row_changed(source_row)
-
-    def _row_changed(self, source_row: int) -> None:
-        row = self._source().row_object(source_row)
-        old_key = self._keys_by_row[source_row]
-        new_key = self._key_fn(row)
-        self._live[source_row] = row.invalid_at is None
-        if new_key != old_key:
-            del self._all[bisect.bisect_left(self._all, old_key, key=self._keys_by_row.__getitem__)]
-            self._keys_by_row[source_row] = new_key
-            bisect.insort(self._all, source_row, key=self._keys_by_row.__getitem__)
-            self._rank = None
-        pos = bisect.bisect_left(self._keys, old_key)
-        visible_before = pos < len(self._order) and self._order[pos] == source_row
-        visible_now = self._accepts(row)
-        if not visible_before:
-            if visible_now:
-                self._insert_visible(source_row, new_key)
-            return
-        if not visible_now:
-            proxy_row = self._pos_to_row(pos)
-            self.beginRemoveRows(QModelIndex(), proxy_row, proxy_row)
-            del self._keys[pos]
-            del self._order[pos]
-            self.endRemoveRows()
-            return
-        if new_key != old_key:
-            self._move(pos, new_key)
-            pos = bisect.bisect_left(self._keys, new_key)
-        proxy_row = self._pos_to_row(pos)
-        self.dataChanged.emit(self.index(proxy_row, 0), self.index(proxy_row, len(COLUMNS) - 1))
-
-    def _move(self, old_pos: int, new_key: tuple) -> None:
-        source_row = self._order[old_pos]
-        del self._keys[old_pos]
-        del self._order[old_pos]
-        new_pos = bisect.bisect_left(self._keys, new_key)
-        self._keys.insert(new_pos, new_key)
-        self._order.insert(new_pos, source_row)
-        if new_pos == old_pos:
-            return
-        # Tell the views with a layout change so persistent indexes (the selection) follow the row.
-        self.layoutAboutToBeChanged.emit()
-        persistent = self.persistentIndexList()
-        self.changePersistentIndexList(persistent, [self._remap(i, old_pos, new_pos) for i in persistent])
-        self.layoutChanged.emit()
-
-    def _remap(self, index: QModelIndex, old_pos: int, new_pos: int) -> QModelIndex:
-        n = len(self._order)
-        desc = self._descending_now()
-        pos = n - 1 - index.row() if desc else index.row()
-        if pos == old_pos:
-            pos = new_pos
-        elif old_pos < pos <= new_pos:
-            pos -= 1
-        elif new_pos <= pos < old_pos:
-            pos += 1
-        return self.createIndex(n - 1 - pos if desc else pos, index.column())

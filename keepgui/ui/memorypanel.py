@@ -28,6 +28,7 @@ Signals:
 from __future__ import annotations
 
 import concurrent.futures
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
@@ -62,6 +63,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from keepgui.core.rowtable import build_table
 from keepgui.core.search import TextSearch
 from keepgui.core.source import (
     CREATE,
@@ -95,8 +97,12 @@ from keepgui.ui.memorymodel import (
 from keepgui.ui.scores import ScoreDelegate
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
-_INDEX_IN_PLACE = 2000  # more changed rows than this are indexed in the background, from scratch
+_INDEX_IN_PLACE = 256  # more changed rows than this are indexed in the background, from scratch (each row
+# indexed on the GUI thread costs ~40 µs: 256 of them fit a frame)
 _FOLLOW_LIMIT = 2000  # a person's change of more rows than this (a compaction) leaves the selection alone
+BUILD_OFF_THREAD = 5000
+"""A load (or a part of one) of more rows than this is built into a RowTable off the GUI thread
+and swapped in whole; fewer are handed to the model directly."""
 RANKED_TIP = (
     "Rank by the recall scorer — the worker's own ranking of what a turn would be given — "
     "instead of matching words (top 100)"
@@ -345,6 +351,12 @@ class MemoryPanel(QWidget):
         self.proxy.setSourceModel(self.model)
         self.index = SearchIndex(self)
         self.index.ready.connect(self._apply_query)
+        self._built = _Delivery(self)
+        self._built.done.connect(self._on_built)
+        self._build_token = 0
+        self._building: int | None = None  # the token of a RowTable being built
+        self._building_after: list[Change] = []
+        self._tag_counter: Counter[str] = Counter()
         self.ranking_available = False
         self._ranking_token = 0
         self._tag_counts: list[tuple[str, int]] | None = None  # what the chips show
@@ -640,6 +652,12 @@ class MemoryPanel(QWidget):
         if self.key is None or change.key != self.key or not change.rows:
             return
         delta = change.rows
+        if (delta.complete or change.partial) and len(delta.rows) > BUILD_OFF_THREAD:
+            self.build_rows(delta.rows, final=delta.complete)
+            return
+        if self._building is not None:
+            self._building_after.append(change)  # applied once the table being built is shown
+            return
         follow = change.origin == OURS and len(delta.rows) <= _FOLLOW_LIMIT
         shown_before = {r.id for r in delta.rows if self._is_shown(r.id)} if follow else set()
         if delta.removed:
@@ -680,13 +698,55 @@ class MemoryPanel(QWidget):
                 QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
             )
 
+    def build_rows(self, rows: Any, final: bool = True) -> None:
+        """Show these rows (every row of the bank, or of a load so far) once they are built into a
+        RowTable off the GUI thread; the table stays as it is until then."""
+        self._build_token += 1
+        token, field = self._build_token, self.proxy.sort_field
+        self._building = token
+        self._building_after = []
+        rows = rows if isinstance(rows, list) else list(rows)
+        future = _POOL.submit(build_table, rows, field)
+        future.add_done_callback(lambda f: self._built.done.emit((token, field, final), f))
+        self._update_status()
+
+    def _on_built(self, what: Any, future: Any) -> None:
+        token, field, final = what
+        if token != self._build_token or future.exception() is not None:
+            return
+        table = future.result()
+        if field != self.proxy.sort_field:  # the person sorted by another column meanwhile
+            self.build_rows(table.rows, final)
+            return
+        self._building = None
+        current = self.current_key()
+        self.model.adopt(table, self.capabilities)
+        self._fit_columns(final)
+        if final:
+            self.index.rebuild(table.rows)  # off the GUI thread
+        else:
+            self.index.invalidate()
+        self._tag_counter = Counter(dict(table.tag_counts))
+        self._show_tags()
+        self.detail.show_empty()
+        if current is not None:
+            self.select_key(current)
+        later, self._building_after = self._building_after, []
+        for change in later:
+            self._on_change(change)
+        if self.search.text().strip():
+            self._apply_query()
+        else:
+            self._update_status()
+
     def remove_rows(self, keys: Any) -> None:
         """Rows that are gone."""
         keys = [k for k in keys if self.model.row_of(k) is not None]
         if keys:
+            self._count_tags([self.model.row_object(i) for i in map(self.model.row_of, keys) if i is not None], -1)
             self.model.remove_keys(keys)
             self.index.remove(keys)
-            self._refresh_tags()
+            self._show_tags()
             self._update_status()
 
     # ------------------------------------------------------------------ writes
@@ -827,6 +887,10 @@ class MemoryPanel(QWidget):
 
     def reset_rows(self, rows: list[Any], capabilities: Capabilities) -> None:
         """A bank was opened: show its rows (possibly the first part of a long load)."""
+        self._build_token += 1  # a table still being built for the bank shown before is not shown
+        self._building = None
+        self._building_after = []
+        self._tag_counter = Counter()
         self.model.reset_rows(rows, capabilities)
         self.index.rebuild(rows)
         self.ranking_available = capabilities.can(RANKED)
@@ -847,16 +911,21 @@ class MemoryPanel(QWidget):
             keys = {r.id for r in rows}
             gone = [r.id for r in self.model.rows() if r.id not in keys]
             if gone:
+                self._count_tags([self.model.row_object(i) for i in map(self.model.row_of, gone) if i is not None], -1)
                 self.model.remove_keys(gone)
                 self.index.remove(gone)
                 tags_moved = True
+        if tags_moved:
+            model = self.model
+            self._count_tags(
+                [model.row_object(i) for i in map(model.row_of, (r.id for r in rows)) if i is not None], -1
+            )
+            self._count_tags(rows, +1)
         changed, inserted = self.model.upsert(rows)
         touched = [self.model.row_object(r).id for r in (*inserted, *changed)]
         self._fit_columns(final)
-        if final and (len(rows) > _INDEX_IN_PLACE or not self.index.is_ready):
+        if len(rows) > _INDEX_IN_PLACE or (final and not self.index.is_ready):
             self.index.rebuild(self.model.rows())  # off the GUI thread
-        elif len(rows) > _INDEX_IN_PLACE:
-            self.index.invalidate()  # a chunk of a long load; indexed once it is complete
         else:
             self.index.update(rows)
         current = self.detail.record
@@ -866,7 +935,7 @@ class MemoryPanel(QWidget):
                 self.detail.show_record(self.model.row_object(row))
                 self.selectionChangedTo.emit(self.selected_records())
         if tags_moved:
-            self._refresh_tags()
+            self._show_tags()
         if self.search.text().strip():
             self._apply_query()
         else:
@@ -895,12 +964,21 @@ class MemoryPanel(QWidget):
                 return True
         return False
 
-    def _refresh_tags(self) -> None:
-        counts: dict[str, int] = {}
-        for row in self.model.rows():
+    def _count_tags(self, rows: Any, sign: int) -> None:
+        """Add (``sign`` +1) or take away (-1) the tags of the live ones of ``rows`` in the chips' counts."""
+        for row in rows:
             if row.invalid_at is None:
                 for tag in row.tags:
-                    counts[tag] = counts.get(tag, 0) + 1
+                    self._tag_counter[tag] += sign
+
+    def _refresh_tags(self) -> None:
+        """Count the tags of every live row again (a bank was opened or rows were removed)."""
+        self._tag_counter = Counter()
+        self._count_tags(self.model.rows(), +1)
+        self._show_tags()
+
+    def _show_tags(self) -> None:
+        counts = {tag: n for tag, n in self._tag_counter.items() if n > 0}
         ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         if ordered != self._tag_counts:  # recreating every chip is the costly part
             self._tag_counts = ordered
@@ -974,7 +1052,9 @@ class MemoryPanel(QWidget):
         total = self.model.rowCount()
         self.search.setPlaceholderText(f"search {live:,} {self.capabilities.nouns} (fuzzy, as you type)…")
         self.search.setAccessibleName(f"Search {self.capabilities.nouns}")
-        if self.search.text().strip() and not self.index.is_ready and not self.ranked.isChecked():
+        if self._building is not None:
+            self.status.setText("loading…")
+        elif self.search.text().strip() and not self.index.is_ready and not self.ranked.isChecked():
             self.status.setText("indexing…")
         elif self.ranked.isChecked() and self.search.text().strip():
             self.status.setText(f"{shown:,} ranked")

@@ -19,12 +19,13 @@ Signals:
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
@@ -38,6 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from keepgui.core import pace
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import QUERY, BankKey, Change, Pending
 from keepgui.ui import theme
@@ -46,6 +48,34 @@ from keepgui.ui.adapters.base import PreviewView
 
 DEBOUNCE_MS = 10
 """Short enough to follow typing, long enough to skip the keystrokes of a fast typist."""
+
+
+_SUGGEST_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-suggest")
+
+
+def suggestions_for(records: Any) -> list[str]:
+    """The preview's suggested questions for these rows: their two commonest tags, two entities."""
+    counts: Counter[str] = Counter()
+    rows = records if isinstance(records, list) else list(records)
+    for lo in range(0, len(rows), 4096):
+        counts.update(t for m in rows[lo : lo + 4096] if m.invalid_at is None for t in set(m.tags))
+        pace.checkpoint()  # off the GUI thread: give way to it between slices
+    tags = sorted(counts, key=lambda t: (-counts[t], t))
+    entities: list[str] = []
+    for m in rows:
+        for e in m.entities:
+            if e != "user" and e not in entities:
+                entities.append(e)
+        if len(entities) >= 2:
+            break
+    suggestions = [f"what do we know about {t}?" for t in tags[:2]]
+    suggestions += [f"tell me about {e}" for e in entities[:2]]
+    suggestions.append("who is the user?")
+    return suggestions
+
+
+class _Suggested(QObject):
+    done = Signal(object, object)
 
 
 class PreviewPane(QWidget):
@@ -66,6 +96,8 @@ class PreviewPane(QWidget):
         self.pending_live: dict[str, bool] = {}
         self._token = 0
         self._shown_token = 0
+        self._suggested = _Suggested(self)
+        self._suggested.done.connect(self._show_suggestions)
         self.last_result: Any = None
         self.now_ms: int | None = None  # a fixed "now" makes the preview reproducible (tests, comparisons)
         self._views: dict[str, PreviewView] = {}
@@ -224,28 +256,29 @@ class PreviewPane(QWidget):
         self.whatif_label.setVisible(bool(parts))
 
     def _suggest(self) -> None:
-        """Questions from the bank's tags and entities (as the iii worker's console offers them)."""
+        """Questions from the bank's tags and entities (as the iii worker's console offers them),
+        found off the GUI thread: a big bank has a million rows to count."""
+        key = self.key
+        if key is None or not self.hub.capabilities(key).can(QUERY):
+            self._show_suggestions(key, [])
+            return
+        hub = self.hub
+
+        def work() -> list[str]:
+            try:
+                return suggestions_for(hub.rows(key))  # the rows as loaded: never starts a load
+            except (KeepguiError, OSError, KeyError):
+                return ["who is the user?"]
+
+        future = _SUGGEST_POOL.submit(work)
+        future.add_done_callback(lambda f: self._suggested.done.emit(key, f.result() if f.exception() is None else []))
+
+    def _show_suggestions(self, key: BankKey | None, suggestions: list[str]) -> None:
+        if key != self.key:
+            return
         current = self.query.currentText()
         self.query.blockSignals(True)
         self.query.clear()
-        suggestions: list[str] = []
-        if self.key is not None and self.hub.capabilities(self.key).can(QUERY):
-            try:
-                records = self.hub.rows(self.key)  # the rows as loaded: never starts a load
-                counts = Counter(t for m in records if m.invalid_at is None for t in set(m.tags))
-                tags = sorted(counts, key=lambda t: (-counts[t], t))
-                entities: list[str] = []
-                for m in records:
-                    for e in m.entities:
-                        if e != "user" and e not in entities:
-                            entities.append(e)
-                    if len(entities) >= 2:
-                        break
-                suggestions += [f"what do we know about {t}?" for t in tags[:2]]
-                suggestions += [f"tell me about {e}" for e in entities[:2]]
-                suggestions.append("who is the user?")
-            except (KeepguiError, OSError):
-                suggestions = ["who is the user?"]
         for text in dict.fromkeys(suggestions):
             self.query.addItem(text)
         self.query.setEditText(current)

@@ -12,11 +12,11 @@ import os
 import sys
 from typing import Any
 
-from PySide6.QtCore import qInstallMessageHandler
+from PySide6.QtCore import QAbstractEventDispatcher, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from keepgui import __version__
-from keepgui.core import registry
+from keepgui.core import pace, registry
 from keepgui.ui import theme
 from keepgui.ui.settings import Settings
 
@@ -43,7 +43,7 @@ def make_app() -> QApplication:
     # Qt may log while it shuts down, after Python is gone: hand logging back to Qt first.
     atexit.register(qInstallMessageHandler, None)
     running = QApplication.instance()
-    app = QApplication(sys.argv[:1]) if running is None else running
+    app = Application(sys.argv[:1]) if running is None else running
     if not isinstance(app, QApplication):
         raise RuntimeError("a Qt application without widgets is already running in this process")
     app.setApplicationName("keepgui")
@@ -53,6 +53,37 @@ def make_app() -> QApplication:
     app.setDesktopFileName(DESKTOP_ID)
     app.setWindowIcon(theme.app_icon())
     return app
+
+
+class Application(QApplication):
+    """keepgui's QApplication: background work gives way while the GUI thread handles an event.
+
+    Every event the GUI thread handles (a paint, a timer, a queued signal, a key) passes through
+    :meth:`notify`; while one is being handled, :mod:`keepgui.core.pace` tells background threads
+    to wait at their next checkpoint, so the hundreds of entries into Python a paint makes never
+    queue behind them for the interpreter lock. A nested event loop (a modal dialog) that waits for
+    events lets them run again.
+    """
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__(argv)
+        self._depth = 0
+        self._foreground = pace.Foreground()
+        self._foreground.busy()  # building the window is GUI work too: idle once the event loop waits
+        dispatcher = QAbstractEventDispatcher.instance(self.thread())
+        if dispatcher is not None:
+            dispatcher.aboutToBlock.connect(self._foreground.idle)
+        pace.set_foreground(self._foreground)
+
+    def notify(self, receiver: Any, event: Any) -> bool:
+        self._depth += 1
+        self._foreground.busy()
+        try:
+            return super().notify(receiver, event)
+        finally:
+            self._depth -= 1
+            if not self._depth:
+                self._foreground.idle()
 
 
 def explicit_sources(args: Any) -> list[tuple[str, str]]:

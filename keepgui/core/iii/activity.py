@@ -24,10 +24,11 @@ import os
 from array import array
 from typing import BinaryIO
 
+from keepgui.core import pace
 from keepgui.core.iii.record import read_record
 from keepgui.core.source import CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity
 
-_CHUNK = 8 << 20  # bytes read at a time on a full pass
+_CHUNK = 1 << 18  # bytes read at a time: each split of a chunk is one short C call (a window shares the GIL)
 _GUARD = 256  # bytes before the read offset and at the start (below), compared on every read to
 _HEAD = 4096  # notice a log rewritten in place
 
@@ -108,7 +109,9 @@ class ActivityIndex:
     def _consume(self, lines: list[bytes]) -> None:
         index, revision, corroboration, live = self._index, self._revision, self._corroboration, self._live
         times, rows = self._times, self._rows
-        for line in lines:
+        for n, line in enumerate(lines):
+            if not n & 255:
+                pace.checkpoint()  # give way to a busy window between slices of lines
             memory = read_record(line)
             if memory is None:
                 continue

@@ -21,7 +21,6 @@ the opposite move.
 from __future__ import annotations
 
 import builtins
-import itertools
 import os
 import threading
 from collections import defaultdict
@@ -493,14 +492,9 @@ class IiiBank(BankDefaults):
         bank = self.core()  # before the bank lock: locks are taken source first
         with self.lock:
             first = not self._loaded
-            shown = 0
 
             def since() -> Sequence[Row]:
-                nonlocal shown
-                records = bank.log.records
-                rows = list(itertools.islice(records.values(), shown, None))  # new ids come last
-                shown = len(records)
-                return rows
+                return list(bank.log.records.values())  # every row so far
 
             on_progress = None if progress is None else (lambda done, total: progress(done, total, since))
             delta = bank.refresh(on_progress)

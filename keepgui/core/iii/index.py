@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from operator import add, mul
 
+from keepgui.core import pace
 from keepgui.core.iii.log import LogDelta, MemoryLog
 from keepgui.core.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_bonus
 from keepgui.core.iii.record import Memory, read_record
@@ -192,7 +193,9 @@ class BankIndex:
         """Index these records from scratch (the current revision of each id)."""
         self._reset()
         self._top_all = False  # the head is computed on first use, not kept sorted while filling
-        for memory in records:
+        for n, memory in enumerate(records):
+            if not n & 255:
+                pace.checkpoint()  # a rebuild runs in the background beside a window: give way between slices
             self.set(memory.id, memory)
         self._top_all = not self._slot
 

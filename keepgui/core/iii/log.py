@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from keepgui.core import pace
 from keepgui.core.iii.record import (
     MAX_LINE_BYTES,
     Memory,
@@ -357,6 +358,7 @@ class MemoryLog:
             carry = data[end:]
             if progress is not None:
                 progress(delta.bytes_read, total)
+            pace.checkpoint()
         tail = b"".join([carry, *parts]) if parts else carry
         self._tail_len = len(tail)
         self._tail_raw = tail

@@ -1,0 +1,85 @@
+"""Background work that gives way to a window's GUI thread.
+
+Every thread of a Python process shares one interpreter lock. A window's GUI thread enters Python
+hundreds of times a frame (each ``data()`` call of a table model, each slot), and lets the lock go
+between them; a busy background thread takes it back at once each time and keeps it until the
+interpreter makes it switch (``sys.getswitchinterval()``, 1 ms in keepgui) or until its current C
+call returns. A frame of 400 entries into Python then waits 400 times: a load running beside a
+table that paints makes each paint take hundreds of milliseconds, though neither does much.
+
+So long background work calls :func:`checkpoint` between steps of bounded length (a block of a
+log, a slice of rows): while the foreground is busy, the background waits there, holding nothing.
+The window says when its GUI thread is busy (it woke to handle events) and when it is idle (about
+to wait for events again) through :func:`set_foreground`; a process with no window (the CLI, the
+tests) installs nothing and :func:`checkpoint` costs one attribute read.
+
+A background thread never waits more than :data:`MAX_WAIT` at one checkpoint, and once one wait
+ran out, no checkpoint waits again until the foreground was idle: a foreground that is busy without
+pause (a long resize, or waiting for a lock the background holds) costs background work one
+:data:`MAX_WAIT` at most, never one per checkpoint.
+"""
+
+from __future__ import annotations
+
+import threading
+
+MAX_WAIT = 0.05
+"""The longest one checkpoint waits for a busy foreground (seconds)."""
+
+
+class Foreground:
+    """Whether the foreground (a GUI thread) is busy now; background threads wait while it is.
+
+    :meth:`busy` and :meth:`idle` are called by the foreground thread itself; :meth:`wait` by
+    background threads. The foreground thread's own calls to :func:`checkpoint` never wait.
+    """
+
+    def __init__(self) -> None:
+        self._idle = threading.Event()
+        self._idle.set()
+        self.thread = threading.get_ident()
+        self.waits = 0  # how many times a background thread gave way (for tests and benchmarks)
+        self._period = 0  # counts the foreground's busy periods
+        self._given_up = -1  # the busy period a wait ran out in: no more waits in it
+
+    def busy(self) -> None:
+        """The foreground woke to handle events."""
+        if self._idle.is_set():
+            self._period += 1
+            self._idle.clear()
+
+    def idle(self) -> None:
+        """The foreground is about to wait for events: background work may run."""
+        self._idle.set()
+
+    def wait(self, timeout: float = MAX_WAIT) -> None:
+        """Wait (holding no lock) until the foreground is idle, at most ``timeout`` seconds."""
+        if self._idle.is_set() or threading.get_ident() == self.thread:
+            return
+        period = self._period
+        if period == self._given_up:
+            return  # busy for long: background work goes on (see the module)
+        self.waits += 1
+        if not self._idle.wait(timeout):
+            self._given_up = period
+
+
+_foreground: Foreground | None = None
+
+
+def set_foreground(foreground: Foreground | None) -> None:
+    """Install the process's foreground (a window's GUI thread), or None for none."""
+    global _foreground
+    _foreground = foreground
+
+
+def foreground() -> Foreground | None:
+    """The installed foreground, if any."""
+    return _foreground
+
+
+def checkpoint() -> None:
+    """Between two bounded steps of background work: give way while the foreground is busy."""
+    fg = _foreground
+    if fg is not None:
+        fg.wait()

@@ -1,0 +1,120 @@
+"""A watchdog on a window's GUI thread: the longest time it went without answering a 1 ms timer,
+and what it was doing meanwhile.
+
+:class:`GuiWatch` runs a 1 ms timer on the GUI thread and keeps every gap between two of its
+ticks (a gap is how long the GUI thread could not have answered anything: a block). A thread of
+its own looks every 2 ms; while the gap under way is longer than ``threshold`` it records the GUI
+thread's innermost Python frames and what the other Python threads are doing, so a long block is
+explained by where the time went, not guessed at.
+
+A GUI thread that waits for the interpreter lock still shows the frame it waits in: a long block
+whose samples spread over many small frames while another thread works is lock contention; one
+whose samples sit in one call is that call.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QTimer
+
+
+def _frames(frame: Any, depth: int) -> tuple[str, ...]:
+    """The innermost ``depth`` frames, innermost first (no source lines read: cheap while sampling)."""
+    out = []
+    while frame is not None and len(out) < depth:
+        code = frame.f_code
+        out.append(f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}:{code.co_name}")
+        frame = frame.f_back
+    return tuple(out)
+
+
+@dataclass
+class Block:
+    """One gap between two ticks longer than the threshold, and the stacks sampled during it."""
+
+    start: float
+    seconds: float = 0.0
+    samples: Counter = field(default_factory=Counter)
+    others: Counter = field(default_factory=Counter)
+
+    def describe(self, top: int = 3) -> str:
+        """Where the GUI thread was during the gap (innermost frames first), most samples first."""
+        total = sum(self.samples.values()) or 1
+        parts = [f"{100 * n // total}% {' < '.join(stack[:4])}" for stack, n in self.samples.most_common(top)]
+        busy = [stack[0] for stack, _ in self.others.most_common(2)]
+        text = f"{self.seconds * 1000:.0f} ms at {self.start:.2f} s: " + (" | ".join(parts) or "no sample")
+        return text + (f" [other threads: {', '.join(busy)}]" if busy else "")
+
+
+class GuiWatch:
+    """Gaps of a 1 ms timer on the GUI thread, and stacks sampled during long ones (see the module)."""
+
+    def __init__(self, threshold: float = 0.016, depth: int = 8, t0: float | None = None) -> None:
+        self.threshold = threshold
+        self.depth = depth
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.gaps: list[tuple[float, float]] = []  # (seconds, when it began, since t0)
+        self.blocks: list[Block] = []
+        self._gui = threading.get_ident()
+        self._last = time.perf_counter()
+        self._current: Block | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._timer = QTimer()
+        self._timer.setInterval(1)
+        self._timer.timeout.connect(self._tick)
+        self._timer.start()
+        self._thread = threading.Thread(target=self._watch, name="guiwatch", daemon=True)
+        self._thread.start()
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            began, self._last = self._last, now
+            block, self._current = self._current, None
+        self.gaps.append((now - began, began - self.t0))
+        if block is not None:
+            block.seconds = now - began
+            self.blocks.append(block)
+
+    def _watch(self) -> None:
+        me = threading.get_ident()
+        while not self._stop.wait(0.002):
+            began = self._last
+            if time.perf_counter() - began < self.threshold:
+                continue
+            frames = sys._current_frames()
+            gui = frames.get(self._gui)
+            sample = _frames(gui, self.depth) if gui is not None else None
+            others = [_frames(frame, 2) for ident, frame in frames.items() if ident not in (self._gui, me)]
+            del frames, gui
+            with self._lock:  # held only to attach the sample: the GUI thread's tick takes it too
+                if self._last != began:
+                    continue
+                if self._current is None:
+                    self._current = Block(began - self.t0)
+                block = self._current
+                if sample is not None:
+                    block.samples[sample] += 1
+                for stack in others:
+                    if stack and not stack[0].endswith(("_worker", ":wait", ":get")):
+                        block.others[stack] += 1
+
+    def stop(self) -> None:
+        """Stop the timer and the watching thread."""
+        self._timer.stop()
+        self._stop.set()
+
+    def longest(self) -> float:
+        """The longest gap so far (seconds)."""
+        return max((g for g, _ in self.gaps), default=0.0)
+
+    def report(self, top: int = 5) -> list[str]:
+        """The ``top`` longest blocks, explained."""
+        return [b.describe() for b in sorted(self.blocks, key=lambda b: -b.seconds)[:top]]

@@ -1,0 +1,69 @@
+"""Background work gives way to a busy foreground, but is never stopped by one."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from keepgui.core import pace
+
+
+@pytest.fixture
+def foreground():
+    fg = pace.Foreground()
+    pace.set_foreground(fg)
+    yield fg
+    pace.set_foreground(None)
+
+
+def _in_thread(fn) -> float:
+    """Seconds ``fn`` took on another thread."""
+    took: list[float] = []
+
+    def run() -> None:
+        start = time.perf_counter()
+        fn()
+        took.append(time.perf_counter() - start)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(5)
+    return took[0]
+
+
+def test_no_foreground_installed_means_no_wait():
+    pace.set_foreground(None)
+    assert _in_thread(pace.checkpoint) < 0.01
+
+
+def test_a_background_checkpoint_waits_while_the_foreground_is_busy_and_goes_on_when_it_is_idle(foreground):
+    foreground.busy()
+    threading.Timer(0.02, foreground.idle).start()
+    took = _in_thread(pace.checkpoint)
+    assert 0.015 <= took < pace.MAX_WAIT
+    assert foreground.waits == 1
+    assert _in_thread(pace.checkpoint) < 0.01  # idle: no wait
+    assert foreground.waits == 1
+
+
+def test_the_foregrounds_own_checkpoints_never_wait(foreground):
+    foreground.busy()
+    start = time.perf_counter()
+    pace.checkpoint()
+    assert time.perf_counter() - start < 0.01
+    assert foreground.waits == 0
+
+
+def test_a_foreground_busy_for_long_costs_background_work_one_wait_not_one_per_checkpoint(foreground):
+    # e.g. the GUI thread waiting for a lock the background thread holds while it loads
+    foreground.busy()
+    took = _in_thread(lambda: [pace.checkpoint() for _ in range(20)])
+    assert pace.MAX_WAIT * 0.9 <= took < pace.MAX_WAIT * 3
+    assert foreground.waits == 1
+    foreground.idle()
+    foreground.busy()  # a new busy period: background gives way again
+    threading.Timer(0.01, foreground.idle).start()
+    assert _in_thread(pace.checkpoint) < pace.MAX_WAIT
+    assert foreground.waits == 2
