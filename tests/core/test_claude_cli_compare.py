@@ -397,6 +397,50 @@ def test_symlinked_memory_folder_and_project(cli, tmp_path):
     compare(cli, "symlinks", tmp_path / "link", home)
 
 
+def test_hostile_memory_folders(cli, tmp_path):
+    """Topic files the CLI never opens at start (a FIFO, a link out, bad UTF-8, bad YAML, 5 MiB) leave the
+    index injected as it is; an index with bad bytes is sent with U+FFFD for each; an index that is a
+    FIFO or over 4 MiB is skipped (no hang: the run is bounded by first_request's timeout); a linked
+    index is followed."""
+    home = tmp_path / "home"
+    trees = {name: repo(tmp_path / name) for name in ("topics", "bad-index", "fifo-index", "link-index", "huge-index")}
+    mem = memory_dir(home, str(trees["topics"].resolve()))
+    put(mem, "ok.md", "---\nname: ok\n---\nfine\n")
+    put(mem, "badutf8.md", b"---\nname: caf\xe9\n---\nbody \xff\xfe end\n")
+    put(mem, "badyaml.md", "---\nname: [unclosed\n---\nbody\n")
+    put(mem, "onlyfence.md", "---\n")
+    put(mem, "huge.md", b"x" * (5 * 1024 * 1024))
+    os.mkfifo(os.path.join(mem, "fifo.md"))
+    os.symlink("/etc/passwd", os.path.join(mem, "outside.md"))
+    os.makedirs(os.path.join(mem, "deep", "a"))
+    os.symlink("..", os.path.join(mem, "deep", "a", "loop"))
+    put(
+        mem,
+        "MEMORY.md",
+        "- [ok](ok.md) — fine\n- [gone](missing.md)\n- [fifo](fifo.md)\n- [out](outside.md)\n"
+        "- [esc](../../../../etc/passwd)\n",
+    )
+    context = compare(cli, "hostile-topics", trees["topics"], home)
+    assert {str(p.path).rsplit("/", 1)[-1] for p in context.folder.problems} >= {"fifo.md", "outside.md", "huge.md"}
+    put(memory_dir(home, str(trees["bad-index"].resolve())), "MEMORY.md", b"- [a](a.md) caf\xe9 \xff\xfe end\n")
+    assert "caf\ufffd \ufffd\ufffd end" in compare(cli, "bad-utf8-index", trees["bad-index"], home).reminder
+    os.makedirs(memory_dir(home, str(trees["fifo-index"].resolve())))
+    os.mkfifo(os.path.join(memory_dir(home, str(trees["fifo-index"].resolve())), "MEMORY.md"))
+    assert compare(cli, "fifo-index", trees["fifo-index"], home).reminder is None
+    put(tmp_path, "elsewhere/MEMORY.md", "- [linked](l.md) — an index that is a link out of the folder\n")
+    os.makedirs(memory_dir(home, str(trees["link-index"].resolve())))
+    os.symlink(
+        tmp_path / "elsewhere" / "MEMORY.md", os.path.join(memory_dir(home, str(trees["link-index"].resolve())), "MEMORY.md")
+    )
+    assert "linked" in compare(cli, "link-index", trees["link-index"], home).reminder
+    put(
+        memory_dir(home, str(trees["huge-index"].resolve())),
+        "MEMORY.md",
+        ("- [x](x.md) " + "y" * 100 + "\n") * (5 * 1024 * 1024 // 113),
+    )
+    assert compare(cli, "huge-index", trees["huge-index"], home).reminder is None
+
+
 def test_the_demo_home(cli, tmp_path):
     from keepgui.core.demo import make_demo_copy
 
