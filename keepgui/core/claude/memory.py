@@ -261,6 +261,21 @@ TOO_BIG = "too-big"
 UNREADABLE = "unreadable"
 INDEX_LINK_OUT = "index-link-out"
 INDEX_NOT_A_FILE = "index-not-a-file"
+BAD_NAME = "bad-name"
+
+
+def utf8_name(path: str) -> bool:
+    """True when ``path`` is text (a name with bytes that are not UTF-8 comes from os as surrogates)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(path: str) -> str:
+    """``path`` as printable text: bytes that are not UTF-8 as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def file_kind(mode: int) -> str:
@@ -480,6 +495,16 @@ def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list
                 continue
             path = os.path.join(base, name)
             rel = os.path.normpath(os.path.join(rel_base, name)).replace(os.sep, "/")
+            if not utf8_name(path):  # keepgui's history, JSON and the window all need text names
+                problems.append(
+                    FolderProblem(
+                        shown_name(path),
+                        0,
+                        "its name is not valid UTF-8 (bad bytes shown as \\x..): skipped unread; rename it",
+                        BAD_NAME,
+                    )
+                )
+                continue
             readable, refused = check_entry(folder, path)
             if refused is not None:  # named, never read: nothing blocks, nothing outside is shown
                 problems.append(refused)
@@ -723,6 +748,8 @@ class MemoryFolder:
                 parts.append(f"{hidden or cut.lines - cut.kept_lines} not loaded")
         else:
             parts.append("no index")
+        if self.problems:
+            parts.append(f"{len(self.problems)} {'problem' if len(self.problems) == 1 else 'problems'}")
         return " · ".join(parts)
 
 
