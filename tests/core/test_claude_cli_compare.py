@@ -430,7 +430,8 @@ def test_hostile_memory_folders(cli, tmp_path):
     put(tmp_path, "elsewhere/MEMORY.md", "- [linked](l.md) — an index that is a link out of the folder\n")
     os.makedirs(memory_dir(home, str(trees["link-index"].resolve())))
     os.symlink(
-        tmp_path / "elsewhere" / "MEMORY.md", os.path.join(memory_dir(home, str(trees["link-index"].resolve())), "MEMORY.md")
+        tmp_path / "elsewhere" / "MEMORY.md",
+        os.path.join(memory_dir(home, str(trees["link-index"].resolve())), "MEMORY.md"),
     )
     assert "linked" in compare(cli, "link-index", trees["link-index"], home).reminder
     put(
