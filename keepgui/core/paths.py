@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 
 import platformdirs
@@ -46,7 +47,15 @@ def app_config_dir() -> str:
 
 
 def app_runtime_dir() -> str:
-    """Where the single-instance socket lives (private to the user)."""
+    """Where the single-instance socket lives (private to the user).
+
+    Without ``$XDG_RUNTIME_DIR`` (a login without a session manager, a container, cron),
+    platformdirs falls back to a folder under ``/tmp`` and warns on stderr on every call; keepgui's
+    cache folder, under the person's home, is private without a warning.
+    """
+    unix = os.name == "posix" and sys.platform != "darwin"
+    if unix and not os.environ.get("KEEPGUI_HOME") and not os.environ.get("XDG_RUNTIME_DIR"):
+        return os.path.join(platformdirs.user_cache_dir(APP_NAME, appauthor=False), "run")
     return _app_dir("run", platformdirs.user_runtime_dir)
 
 
