@@ -411,14 +411,19 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
             loaded = yaml.load(front.yaml, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            line = mark.line + 2 if mark is not None else 0
+            line = mark.line + 2 if mark is not None else 0  # the block starts on the file's line 2
             where = f" (line {line})" if line else ""
             problem = f"{path}: the front matter is not valid YAML{where}"
+            started = getattr(exc, "context_mark", None)
+            what = str(getattr(exc, "problem", "") or "")
+            context = str(getattr(exc, "context", "") or "")
+            if started is not None and context:
+                what += f", {context} from line {started.line + 2}"
             issues.append(
                 FolderProblem(
                     path,
                     line,
-                    "the front matter is not valid YAML: name, description and type unread",
+                    f"the front matter is not valid YAML{': ' + what if what else ''}; name, description and type unread",
                     BAD_FRONT_MATTER,
                 )
             )
