@@ -47,7 +47,7 @@ fi
 STAGE="$(mktemp -d "${TMPDIR:-/tmp}/keepgui-pkg-src.XXXXXX")"
 trap 'rm -rf "$STAGE"' EXIT
 # Exactly what the wheel is built from (see pyproject.toml), without caches.
-tar -C "$ROOT" --exclude='__pycache__' --exclude='*.pyc' -cf - pyproject.toml README.md keepgui resources \
+tar -C "$ROOT" --exclude='__pycache__' --exclude='*.pyc' -cf - pyproject.toml setup.py README.md keepgui resources \
     | tar -C "$STAGE" -xf -
 say "installing keepgui and pyinstaller into the venv"
 # (pip always reinstalls a local source folder, so a reused venv gets the current code.)

@@ -1,13 +1,18 @@
 """The Graph panel: memories and what they name, drawn with QGraphicsView.
 
-The graph is built and laid out off the GUI thread (:func:`keepgui.core.graph.build_graph`,
-networkx's force-directed layout) from the bank's rows, and handed to the
-view in one piece. One :class:`GraphCanvas` item draws it all with level of
-detail, so 100,000 rows cost what the visible part costs: zoomed out, the hubs,
-the groups' discs and one bundled edge per group and hub; zoomed in, every row
-in view as a dot with its edges (found through the graph's grid, never by
-looking at every row). Pinned rows use the accent colour; retired ones (under
-View → Show history) are faded; selected ones are ringed.
+The graph is built off the GUI thread (:func:`keepgui.core.graph.build_graph`)
+from the bank's rows; a big one (:data:`PROCESS_FROM` rows or more) is laid out
+in a child process (:class:`~keepgui.core.graph.LayoutWorker`), so neither the
+layout's work nor its garbage holds up the GUI thread; the graph is handed to the
+view in one piece, and the one it replaces is freed off the GUI thread too. One
+:class:`GraphCanvas` item draws it all with level of detail, so 100,000 rows cost
+what the visible part costs: zoomed out, the hubs, the groups' discs and one
+bundled edge per group and hub; zoomed in, every row in view as a dot with its
+edges (found group by group, never by looking at every row). Dots are copies of
+one small antialiased pixmap per style and lines come from numpy arrays, each
+kind drawn by one QPainter call (:mod:`keepgui.ui.arrays`): no Python call per
+row. Pinned rows use the accent colour; retired ones (under View → Show history)
+are faded; selected ones are ringed.
 
 A click on a row selects it in the memory table and shows it in this panel's
 detail pane; a click on a hub selects every row that names it; rows selected
@@ -28,14 +33,17 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QLineF, QObject, QPointF, QRectF, Qt, QTimer, Signal
+import numpy as np
+from PySide6.QtCore import QCoreApplication, QObject, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
+    QColor,
     QFont,
     QFontMetricsF,
     QMouseEvent,
     QPainter,
     QPalette,
     QPen,
+    QPixmap,
     QResizeEvent,
     QShowEvent,
     QWheelEvent,
@@ -57,9 +65,23 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import KeepguiError
-from keepgui.core.graph import NO_ENTITIES, OTHER_ENTITIES, GraphOptions, MemoryGraph, build_graph
+from keepgui.core.graph import (
+    NO_ENTITIES,
+    OTHER_ENTITIES,
+    PAUSE,
+    GraphOptions,
+    LayoutCancelled,
+    LayoutWorker,
+    MemoryGraph,
+    accepts,
+    build_graph,
+    child_layout_unavailable,
+    layout_worker,
+    made_old,
+)
 from keepgui.core.source import BankKey
 from keepgui.ui import theme
+from keepgui.ui.arrays import dot_pixmap, draw_lines, draw_sprites
 from keepgui.ui.detail import DetailPanel
 
 _POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-graph")
@@ -67,16 +89,32 @@ DOT = 3.5
 """A row's radius in scene units."""
 ROW_LOD = 0.25
 """Below this zoom rows are not drawn one by one (their groups' discs are)."""
-ROW_BUDGET = 3_000
+ROW_BUDGET = 12_000
 """More rows than this in view are drawn as their groups' discs (a frame's worth of drawing)."""
 EDGE_BUDGET = 800
 """More rows than this in view have their edges drawn as one bundle per group and hub."""
+SELECTION_EDGE_BUDGET = 3_000
+"""More rows selected than this have no edges of their own drawn (their rings are)."""
 LIVE_UPDATE_LIMIT = 500
 """More changed rows than this at once are laid out again instead of placed one by one."""
+PROCESS_FROM = 5_000
+"""Graphs of this many rows or more are laid out in the layout process (smaller ones take less
+than the process's start, and hold the interpreter lock for little)."""
+SEAT_MARGIN = 4.0
+STYLES = ("retired", "normal", "pinned")
 
 
 class _Delivery(QObject):
     done = Signal(int, object)
+
+
+def worker_for(rows: int) -> LayoutWorker | None:
+    """The layout process that lays out a graph of this many rows, or None to lay it out in this
+    process: a small graph (under :data:`PROCESS_FROM` rows), or a program that cannot start one
+    (the frozen one-folder app: :func:`~keepgui.core.graph.child_layout_unavailable`)."""
+    if rows < PROCESS_FROM or child_layout_unavailable() is not None:
+        return None
+    return layout_worker()
 
 
 class GraphCanvas(QGraphicsItem):
@@ -85,20 +123,32 @@ class GraphCanvas(QGraphicsItem):
     def __init__(self) -> None:
         super().__init__()
         self.graph: MemoryGraph | None = None
-        self.selected: set[int] = set()
+        self._selected: set[int] = set()
+        self._selected_rows = np.zeros(0, np.int64)
         self.hover_hub: str | None = None
         self._rect = QRectF(-100, -100, 200, 200)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.last_paint_rows = 0
-        self._cache: dict[int, tuple[dict[str, list[QPointF]], list[QLineF]]] = {}
-        self._exposed = (0.0, 0.0, 0.0, 0.0)
+        self.last_paint_lines = 0
+        self._sprites: dict[tuple[int, int, float, float], QPixmap] = {}
+        self._bundles: list[tuple[float, np.ndarray]] | None = None
+
+    @property
+    def selected(self) -> set[int]:
+        """The rows ringed (indexes in the graph)."""
+        return self._selected
+
+    @selected.setter
+    def selected(self, rows: set[int]) -> None:
+        self._selected = set(rows)
+        self._selected_rows = np.fromiter(sorted(self._selected), np.int64, len(self._selected))
 
     def set_graph(self, graph: MemoryGraph | None) -> None:
         """Show another graph."""
         self.prepareGeometryChange()
         self.graph = graph
         self.selected = set()
-        self._cache.clear()
+        self._bundles = None
         self.refresh_bounds()
 
     def _shown(self) -> MemoryGraph:
@@ -118,6 +168,13 @@ class GraphCanvas(QGraphicsItem):
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
         return self._rect
 
+    def invalidate(self, parts: Any = None) -> None:
+        """Rows of some groups (all with None) changed: what is drawn of them is made again."""
+        self._bundles = None
+        self.update()
+
+    # ------------------------------------------------------------------ painting
+
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: Any = None) -> None:
         graph = self.graph
         if graph is None:
@@ -130,62 +187,127 @@ class GraphCanvas(QGraphicsItem):
         accent = theme.accent()
         edge = theme.mix(text, base, 0.78)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod > 0.15)
-        self.last_paint_rows = 0
+        self.last_paint_rows = self.last_paint_lines = 0
         hubs = graph.hubs
-        parts = self._parts_in(rect) if lod >= ROW_LOD or graph.mode == "full" else []
-        in_view = len(graph) if graph.mode == "full" else sum(graph.groups[g].size for g in parts)
+        hub_x = np.fromiter((h.x for h in hubs), np.float64, len(hubs))
+        hub_y = np.fromiter((h.y for h in hubs), np.float64, len(hubs))
         # Level of detail by what is in view, not only by zoom: rows one by one while there are few
         # enough to draw within a frame, their edges while there are fewer still.
-        rows_drawn = graph.mode == "full" or (lod >= ROW_LOD and in_view <= ROW_BUDGET)
-        edges_drawn = graph.mode == "full" or (rows_drawn and in_view <= EDGE_BUDGET)
-        if graph.mode == "grouped" and rows_drawn:
-            self._exposed = (rect.left(), rect.top(), rect.right(), rect.bottom())
-            parts = [-2]  # only the rows in view, not their whole groups
-        # Edges first, under everything.
-        if not edges_drawn:
-            for group in graph.groups:
-                for h in group.hubs:
-                    hub = hubs[h]
-                    width = max(0.5, math.log2(1 + group.size) * 0.6)
-                    painter.setPen(QPen(edge, width / max(lod, 0.05) * 0.3))
-                    painter.drawLine(QPointF(group.x, group.y), QPointF(hub.x, hub.y))
-        else:
-            painter.setRenderHint(
-                QPainter.RenderHint.Antialiasing, False
-            )  # thin lines: aliasing is invisible, and it is cheap
+        in_view = np.zeros(0, np.int64)
+        if graph.mode == "full" or lod >= ROW_LOD:
+            reach = DOT * 2 + (6 / lod if graph.mode == "full" else 0)
+            in_view = graph.rows_in(
+                rect.left() - reach, rect.top() - reach, rect.right() + reach, rect.bottom() + reach
+            )
+        rows_drawn = graph.mode == "full" or (lod >= ROW_LOD and len(in_view) <= ROW_BUDGET)
+        edges_drawn = graph.mode == "full" or (rows_drawn and len(in_view) <= EDGE_BUDGET)
+        # Edges first, under everything: a row's as thin lines without antialiasing (invisible there,
+        # and costly), a group's bundles antialiased (a few hundred lines of many widths).
+        if edges_drawn:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(QPen(edge, 0))
-            for part in parts:
-                lines = self._cached(part)[1]
-                if lines:
-                    painter.drawLines(lines)
+            self.last_paint_lines += draw_lines(painter, self._edge_lines(in_view, hub_x, hub_y))
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod > 0.15)
-        if self.selected:
+        else:
+            for width, lines in self._bundled_edges():
+                pen = QPen(edge, width)
+                pen.setCosmetic(True)
+                painter.setPen(pen)
+                self.last_paint_lines += draw_lines(painter, lines)
+        if len(self._selected_rows) and len(self._selected_rows) <= SELECTION_EDGE_BUDGET:
             painter.setPen(QPen(accent, 1.5 / max(lod, 0.05)))
-            sel_lines: list[QLineF] = []
-            for i in self.selected:
-                if i < len(graph.keys) and i not in graph._gone:
-                    x, y = graph.xs[i], graph.ys[i]
-                    sel_lines.extend(QLineF(x, y, hubs[h].x, hubs[h].y) for h in graph.links[i])
-            if sel_lines:
-                painter.drawLines(sel_lines)
+            shown = self._selected_rows[self._selected_rows < len(graph.keys)]
+            shown = shown[graph.arrays()[2][shown] == 0]
+            self.last_paint_lines += draw_lines(painter, self._edge_lines(shown, hub_x, hub_y))
         # Groups' discs when rows are too small to tell apart.
         if not rows_drawn:
-            fill = theme.mix(base, accent, 0.35)
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(fill)
+            painter.setBrush(theme.mix(base, accent, 0.35))
             for group in graph.groups:
                 r = group.radius - SEAT_MARGIN
-                painter.drawEllipse(QPointF(group.x, group.y), r, r)
-        # Rows.
-        if rows_drawn:
-            self._paint_rows(painter, parts, lod)
-        # Hubs on top, with their labels.
+                if group.size and rect.intersects(QRectF(group.x - r, group.y - r, 2 * r, 2 * r)):
+                    painter.drawEllipse(QPointF(group.x, group.y), r, r)
+        else:
+            self._paint_rows(painter, in_view, lod, text, base, accent)
+        self._paint_hubs(painter, rect, lod, text, base, accent)
+
+    def _edge_lines(self, rows: np.ndarray, hub_x: np.ndarray, hub_y: np.ndarray) -> np.ndarray:
+        """The edges of these rows, as rows of x1, y1, x2, y2."""
+        graph = self._shown()
+        row_of_edge, hub_of_edge = graph.edges_of(rows)
+        xs, ys, _gone = graph.arrays()
+        lines = np.empty((len(row_of_edge), 4), np.float64)
+        lines[:, 0] = xs[row_of_edge]
+        lines[:, 1] = ys[row_of_edge]
+        lines[:, 2] = hub_x[hub_of_edge]
+        lines[:, 3] = hub_y[hub_of_edge]
+        return lines
+
+    def _bundled_edges(self) -> list[tuple[float, np.ndarray]]:
+        """One line per group and hub it links to, as wide as the group is big (in pixels, a few
+        widths: one QPainter call each); made again after a live update."""
+        if self._bundles is None:
+            graph = self._shown()
+            by_width: dict[float, list[tuple[float, float, float, float]]] = {}
+            for group in graph.groups:
+                if not group.size:
+                    continue
+                width = round(max(0.15, math.log2(1 + group.size) * 0.18) * 4) / 4 or 0.15
+                for h in group.hubs:
+                    hub = graph.hubs[h]
+                    by_width.setdefault(width, []).append((group.x, group.y, hub.x, hub.y))
+            self._bundles = [(w, np.array(lines, np.float64)) for w, lines in sorted(by_width.items())]
+        return self._bundles
+
+    def _sprite(self, colour: QColor, diameter: float, ratio: float, ring: float = 0.0) -> QPixmap:
+        key = (colour.rgba(), round(diameter * 8), ratio, ring)
+        found = self._sprites.get(key)
+        if found is None:
+            if len(self._sprites) > 64:  # the zoom went through many sizes: keep only the current ones
+                self._sprites.clear()
+            found = self._sprites[key] = dot_pixmap(colour, round(diameter * 8) / 8, ratio, ring)
+        return found
+
+    def _paint_rows(
+        self, painter: QPainter, rows: np.ndarray, lod: float, text: QColor, base: QColor, accent: QColor
+    ) -> None:
+        graph = self._shown()
+        colours = {"retired": theme.mix(text, base, 0.75), "normal": theme.mix(text, base, 0.35), "pinned": accent}
+        # A small graph's rows stay at least 6 pixels wide; a grouped one's keep their seats.
+        diameter = max(2 * DOT * lod, 6) if graph.mode == "full" else 2 * DOT * lod
+        ratio = painter.device().devicePixelRatioF() if painter.device() is not None else 1.0
+        transform = painter.worldTransform()
+        xs, ys, _gone = graph.arrays()
+        x, y = xs[rows], ys[rows]
+        # In device pixels: with no scaling left, each dot is a plain copy of its pixmap.
+        dx = transform.m11() * x + transform.m21() * y + transform.dx()
+        dy = transform.m12() * x + transform.m22() * y + transform.dy()
+        pinned = np.frombuffer(graph.pinned, np.uint8)[rows].astype(bool)
+        retired = np.frombuffer(graph.retired, np.uint8)[rows].astype(bool)
+        masks = {"retired": retired, "pinned": pinned & ~retired, "normal": ~pinned & ~retired}
+        drawn = 0
+        painter.save()
+        painter.resetTransform()
+        for style in STYLES:
+            mask = masks[style]
+            drawn += draw_sprites(painter, self._sprite(colours[style], diameter, ratio), dx[mask], dy[mask])
+        if len(self._selected_rows):
+            ring = self._sprite(accent, 2 * (DOT + 2.5) * lod, ratio, ring=1.6)
+            chosen = np.isin(rows, self._selected_rows)
+            draw_sprites(painter, ring, dx[chosen], dy[chosen])
+        painter.restore()
+        self.last_paint_rows = drawn
+
+    def _paint_hubs(
+        self, painter: QPainter, rect: QRectF, lod: float, text: QColor, base: QColor, accent: QColor
+    ) -> None:
+        """Hubs on top, with their labels."""
         hub_fill = theme.mix(base, text, 0.12)
         font = QFont(painter.font())
         font.setPointSizeF(max(1.0, 9.0 / max(lod, 0.35)))
         painter.setFont(font)
         metrics = QFontMetricsF(font)
-        for hub in hubs:
+        for hub in self._shown().hubs:
             r = hub.radius
             if not rect.adjusted(-r - 200, -r - 40, r + 200, r + 40).contains(QPointF(hub.x, hub.y)):
                 continue
@@ -203,96 +325,6 @@ class GraphCanvas(QGraphicsItem):
                 label = hub.name if special else hub.name.lower()
                 width = metrics.horizontalAdvance(label)
                 painter.drawText(QPointF(hub.x - width / 2, hub.y - r - metrics.descent() - 2 / lod), label)
-
-    def _parts_in(self, rect: QRectF) -> list[int]:
-        """The parts (groups; the one part of a small graph, -1) with rows inside ``rect``."""
-        graph = self._shown()
-        if graph.mode != "grouped":
-            return [-1]
-        out = []
-        for g, group in enumerate(graph.groups):
-            r = group.radius
-            if group.size and rect.intersects(QRectF(group.x - r, group.y - r, 2 * r, 2 * r)):
-                out.append(g)
-        return out
-
-    def _cached(self, part: int) -> tuple[dict[str, list[QPointF]], list[QLineF]]:
-        """A part's rows as points by style and its edges as lines, made once (a live update drops
-        the parts it touched); part -2 is the rows inside the rectangle being painted (a zoomed-in
-        view of big groups draws only what is in view, found through the grid)."""
-        if part == -2:
-            return self._drawing(self._shown().rows_in(*self._exposed))
-        found = self._cache.get(part)
-        if found is not None:
-            return found
-        graph = self._shown()
-        found = self._drawing(range(len(graph.keys)) if part < 0 else graph.rows_of_group(part))
-        self._cache[part] = found
-        return found
-
-    def _drawing(self, rows: Any) -> tuple[dict[str, list[QPointF]], list[QLineF]]:
-        graph = self._shown()
-        xs, ys, pinned, retired, gone, links, hubs = (
-            graph.xs,
-            graph.ys,
-            graph.pinned,
-            graph.retired,
-            graph._gone,
-            graph.links,
-            graph.hubs,
-        )
-        points: dict[str, list[QPointF]] = {"normal": [], "pinned": [], "retired": []}
-        lines: list[QLineF] = []
-        for i in rows:
-            if i in gone:
-                continue
-            x, y = xs[i], ys[i]
-            points["retired" if retired[i] else ("pinned" if pinned[i] else "normal")].append(QPointF(x, y))
-            lines.extend(QLineF(x, y, hubs[h].x, hubs[h].y) for h in links[i])
-        return ({kind: p for kind, p in points.items() if p}, lines)
-
-    def invalidate(self, parts: Any = None) -> None:
-        """Drop the cached drawing of some parts (all of them with None) and repaint."""
-        if parts is None:
-            self._cache.clear()
-        else:
-            for part in parts:
-                self._cache.pop(part, None)
-            self._cache.pop(-1, None)
-        self.update()
-
-    def _paint_rows(self, painter: QPainter, parts: list[int], lod: float) -> None:
-        graph = self._shown()
-        accent = theme.accent()
-        text = theme.palette().color(QPalette.ColorRole.Text)
-        base = theme.palette().color(QPalette.ColorRole.Base)
-        colours = {"retired": theme.mix(text, base, 0.75), "normal": theme.mix(text, base, 0.35), "pinned": accent}
-        # A small graph's rows stay at least 6 pixels wide; a grouped one's keep their seats.
-        width = max(2 * DOT, 6 / lod) if graph.mode == "full" else 2 * DOT
-        drawn = 0
-        radius = width / 2
-        painter.setPen(Qt.PenStyle.NoPen)
-        for kind in ("retired", "normal", "pinned"):
-            # Filled circles: the raster engine's fast path (wide round-capped points are stroked
-            # as paths, several times slower when zoomed in).
-            painter.setBrush(colours[kind])
-            for part in parts:
-                points = self._cached(part)[0].get(kind)
-                if points:
-                    for point in points:
-                        painter.drawEllipse(point, radius, radius)
-                    drawn += len(points)
-        self.last_paint_rows = drawn
-        if self.selected:
-            painter.setPen(QPen(accent, 1.6 / max(lod, 0.05)))
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            xs, ys, gone = graph.xs, graph.ys, graph._gone
-            for i in self.selected:
-                if i < len(graph.keys) and i not in gone:
-                    painter.drawEllipse(QPointF(xs[i], ys[i]), DOT + 2.5, DOT + 2.5)
-
-
-SEAT_MARGIN = 4.0
 
 
 class GraphView(QGraphicsView):
@@ -447,7 +479,6 @@ class GraphPanel(QWidget):
         super().__init__(parent)
         self.hub = hub
         self.key: BankKey | None = None
-        self.rows: dict[str, Any] = {}  # the rows the graph was built from, by key (for the detail pane)
         self.show_history = False
         self.selected_keys: set[str] = set()
         self._token = 0
@@ -512,14 +543,32 @@ class GraphPanel(QWidget):
             hub.historyReady.connect(
                 lambda key, row, revisions: self.detail.set_history(row, revisions) if key == self.key else None
             )
+        app = QCoreApplication.instance()
+        if app is not None:
+            # A layout under way would keep the program from exiting until it is done (the build
+            # thread is joined at exit): it is stopped as the program quits.
+            app.aboutToQuit.connect(self.stop_layout)
         self._update_status()
 
     # ------------------------------------------------------------------ the bank shown
 
+    def stop_layout(self) -> None:
+        """End the layout process now, without waiting (the graph drawn stays)."""
+        if self._building:
+            self._token += 1  # what the stopped layout would have delivered is dropped
+            self._building = False
+            self._dirty = True
+        if child_layout_unavailable() is None:
+            layout_worker().cancel()
+        self._update_status()
+
     def set_bank(self, key: BankKey | None) -> None:
-        """Follow a bank (built when the panel is shown and the bank has loaded)."""
+        """Follow a bank (built when the panel is shown and the bank has loaded); another bank than
+        the one shown ends the layout process (a layout under way for the old bank is stopped, and
+        the memory the process holds goes back to the system)."""
+        if key != self.key:
+            self.stop_layout()
         self.key = key
-        self.rows = {}
         self.selected_keys = set()
         self._token += 1
         self._building = False
@@ -564,9 +613,13 @@ class GraphPanel(QWidget):
         self._building = True
         self._update_status()
 
-        def build() -> tuple[MemoryGraph, dict[str, Any]]:
-            rows = list(bank.rows())
-            return build_graph(rows, bank.row_names(), options), {r.id: r for r in rows}
+        def build() -> MemoryGraph | None:
+            if token != self._token:
+                return None  # a newer build was asked for while this one waited: skip it
+            rows = made_old(bank.rows)
+            worker = worker_for(len(rows))
+            pause = PAUSE if len(rows) >= PROCESS_FROM else 0.0
+            return build_graph(rows, bank.row_names(), options, worker, pause, lambda: token != self._token)
 
         future = _POOL.submit(build)
         future.add_done_callback(lambda f: self._delivery.done.emit(token, f))
@@ -576,18 +629,53 @@ class GraphPanel(QWidget):
             return
         self._building = False
         error = future.exception()
+        if isinstance(error, LayoutCancelled):
+            self._dirty = True  # built again when asked (shown, or a change)
+            self._update_status()
+            return
         if error is not None:
             self.status.setText(f"the graph could not be built: {error}")
             if not isinstance(error, (KeepguiError, OSError)):
                 raise error
             return
-        graph, rows = future.result()
+        graph = future.result()
+        if graph is None:
+            return
         old = self.view.graph
-        self.rows = rows
-        self.view.set_graph(graph, fit=old is None or old.options != graph.options)
+        fit = old is None or old.options != graph.options
+        self.view.set_graph(graph, fit=fit)
+        # The graph replaced is freed on the build thread, in steps: at a million rows its key index
+        # alone takes tens of milliseconds to take apart.
+        if old is not None:
+            _POOL.submit(old.release, PAUSE)
+            del old
         self._set_tags(graph.tags)
         self._highlight_keys()
         self._update_status()
+
+    def row(self, key: str) -> Any:
+        """The row the graph draws for a key (None when it draws none)."""
+        graph = self.view.graph
+        return None if graph is None else graph.row(key)
+
+    def _unchanged(self, delta: Any) -> bool:
+        """Whether a delta of the whole bank (or a big one) changes nothing the graph draws (a bank
+        shown again); big deltas are not compared here, on the GUI thread, but built again."""
+        graph = self.view.graph
+        if graph is None:
+            return False
+        options = graph.options
+        if delta.removed or len(delta.rows) > LIVE_UPDATE_LIMIT or options.focus or options.around is not None:
+            return False
+        drawn = 0
+        for row in delta.rows:
+            if accepts(row, options):
+                if graph.row(row.id) != row:
+                    return False
+                drawn += 1
+            elif graph.index_of(row.id) is not None:
+                return False
+        return not delta.complete or drawn == len(graph)
 
     def _on_change(self, change: Any) -> None:
         if self.key is None or change.key != self.key or not change.rows or change.partial:
@@ -601,12 +689,9 @@ class GraphPanel(QWidget):
                 self._dirty = True
             return
         if delta.complete or delta.removed or len(delta.rows) > LIVE_UPDATE_LIMIT:
-            if all(self.rows.get(r.id) == r for r in delta.rows) and not delta.removed:
-                return  # a bank shown again, its rows unchanged
-            self.rebuild()
+            if not self._unchanged(delta):
+                self.rebuild()
             return
-        for row in delta.rows:
-            self.rows[row.id] = row
         if self.options().focus or self.options().around is not None:
             self.rebuild()  # which rows a focus or a neighbourhood holds can change: build it again
             return
@@ -617,8 +702,9 @@ class GraphPanel(QWidget):
         self._highlight_keys()
         self._update_status()
         current = self.detail.record
-        if current is not None and current.id in self.rows and self.rows[current.id] is not current:
-            self.detail.show_record(self.rows[current.id])
+        now = None if current is None else graph.row(current.id)
+        if now is not None and now is not current:
+            self.detail.show_record(now)
 
     # ------------------------------------------------------------------ selection
 
@@ -631,8 +717,9 @@ class GraphPanel(QWidget):
         self._highlight_keys()
         if len(self.selected_keys) == 1:
             key = next(iter(self.selected_keys))
-            if key in self.rows:
-                self.detail.show_record(self.rows[key])
+            row = self.row(key)
+            if row is not None:
+                self.detail.show_record(row)
 
     def _highlight_keys(self) -> None:
         graph = self.view.graph
@@ -655,7 +742,7 @@ class GraphPanel(QWidget):
         keys = (self.selected_keys | {key}) if add else {key}
         self.selected_keys = keys
         self._highlight_keys()
-        row = self.rows.get(key)
+        row = self.row(key)
         if row is not None:
             self.detail.show_record(row)
             if self.key is not None and self.hub is not None and len(keys) == 1:
@@ -667,7 +754,7 @@ class GraphPanel(QWidget):
         if graph is None:
             return
         hub = graph.hub_of(name)
-        if hub is not None and hub.row is not None and hub.row in self.rows:
+        if hub is not None and hub.row is not None and self.row(hub.row) is not None:
             keys = {hub.row}  # the hub is a row (others link to it): select that row
         else:
             keys = set(graph.rows_of_hub(name))
@@ -678,7 +765,7 @@ class GraphPanel(QWidget):
         self.rowsChosen.emit(sorted(keys))
 
     def _row_text(self, key: str) -> str:
-        row = self.rows.get(key)
+        row = self.row(key)
         if row is None:
             return key
         text = row.text if len(row.text) <= 160 else row.text[:159] + "…"
@@ -714,6 +801,8 @@ class GraphPanel(QWidget):
                 text += " · grouped by the names they share"
             if graph.hidden_hubs:
                 text += f" · {graph.hidden_hubs:,} rarer names not drawn (focus one to see it)"
+            if graph.note:
+                text += f" · {graph.note}"
         self.status.setText(text)
 
     def busy(self) -> bool:

@@ -828,7 +828,9 @@ class MemoryPanel(QWidget):
 
     def set_day_filter(self, keys: set[str] | None, label: str = "") -> None:
         """Show only these rows (those that changed on the days chosen on the strip); None: every row."""
-        self.day_keys = None if keys is None else set(keys)
+        # Kept as given, not copied (the strip's is a set of its own; a million keys take tens of
+        # milliseconds to copy on the GUI thread); the panel never changes it.
+        self.day_keys = keys
         self.day_label = label if keys is not None else ""
         self._apply_query()
 

@@ -211,6 +211,7 @@ def test_at_ten_thousand_rows_the_zoomed_out_graph_draws_groups_not_rows(qtbot):
     assert view.zoom() < ROW_LOD and view.canvas.last_paint_rows == 0
     view.center_on_row(0)
     view.scale(2, 2)
+    view.centerOn(graph.xs[0], graph.ys[0])  # offscreen, scale() anchors at a stale mouse point
     qtbot.wait(50)
     view.viewport().repaint()
     assert 0 < view.canvas.last_paint_rows < len(graph) / 4  # only the rows in view
@@ -249,3 +250,94 @@ def test_a_day_shown_on_the_strip_starts_at_local_midnight():
     day = QDate(2025, 3, 30)  # a daylight-saving change in much of Europe
     assert QDateTime.fromMSecsSinceEpoch(local_midnight(day)).time().hour() == 0
     assert BankKey("s", "b").bank == "b"
+
+
+def test_the_panel_lays_out_in_a_child_process_ended_when_the_bank_changes(make_window, demo_copy, qtbot, monkeypatch):
+    import keepgui.ui.graph as graph_ui
+    from keepgui.core.graph import layout_worker
+
+    monkeypatch.setattr(graph_ui, "PROCESS_FROM", 0)  # the demo's banks are small: every one goes there
+    window = graph_window(make_window, demo_copy, qtbot)
+    graph = window.graph.view.graph
+    child = layout_worker().pid
+    assert child is not None and graph.laid_out_by == child != os.getpid()
+    assert set(graph.keys) == live_keys(window) and not graph.note
+    window.graph.set_bank(None)  # another bank: the process and what it holds are let go at once
+    qtbot.waitUntil(lambda: not os.path.exists(f"/proc/{child}"), timeout=3_000)
+    assert layout_worker().pid is None
+
+
+def test_a_layout_stopped_under_way_is_dropped_without_an_error(make_window, demo_copy, qtbot, monkeypatch):
+    import signal
+
+    import keepgui.ui.graph as graph_ui
+    from keepgui.core.graph import layout_worker
+
+    monkeypatch.setattr(graph_ui, "PROCESS_FROM", 0)
+    window = graph_window(make_window, demo_copy, qtbot)
+    panel = window.graph
+    child = layout_worker().pid
+    os.kill(child, signal.SIGSTOP)  # the next layout waits for it
+    panel.rebuild()
+    qtbot.wait(200)
+    assert panel.busy()
+    panel.stop_layout()  # what quitting does (aboutToQuit)
+    assert not panel.busy() and panel.view.graph is not None  # the graph drawn stays
+    qtbot.waitUntil(lambda: not os.path.exists(f"/proc/{child}"), timeout=3_000)
+    qtbot.wait(200)  # the cancelled build's delivery arrives and is dropped
+    assert "could not" not in panel.status.text() and not panel.busy()
+    panel.rebuild()  # and the next build starts a new process
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=15_000)
+    assert panel.view.graph.laid_out_by not in (child, os.getpid())
+
+
+def test_a_frozen_app_and_a_small_graph_lay_out_in_this_process(monkeypatch):
+    import sys
+
+    from keepgui.core.graph import layout_worker
+    from keepgui.ui.graph import PROCESS_FROM, worker_for
+
+    assert worker_for(PROCESS_FROM - 1) is None
+    assert worker_for(PROCESS_FROM) is layout_worker()
+    monkeypatch.setattr(sys, "frozen", True, raising=False)  # PyInstaller's one-folder app
+    assert worker_for(1_000_000) is None
+
+
+def test_a_frame_draws_its_dots_with_no_python_call_per_dot(qtbot):
+    import sys
+
+    from keepgui.ui.graph import EDGE_BUDGET, GraphView
+    from tests.bench.synth import make_records
+
+    current = {r.id: r for r in make_records(10_000, 25_000)}
+    graph = build_graph(list(current.values()), {}, GraphOptions())
+    view = GraphView()
+    qtbot.addWidget(view)
+    view.show()
+    view.set_graph(graph)
+    big = max(graph.groups, key=lambda g: g.size)
+
+    def calls_in_a_frame(side: int) -> tuple[int, int]:
+        view.resize(side, side)
+        view.resetTransform()
+        view.scale(1.5, 1.5)
+        view.centerOn(big.x, big.y)
+        qtbot.wait(20)
+        calls = [0]
+
+        def count(_frame, event, _arg) -> None:
+            if event in ("call", "c_call"):
+                calls[0] += 1
+
+        sys.setprofile(count)
+        try:
+            view.viewport().repaint()
+        finally:
+            sys.setprofile(None)
+        return view.canvas.last_paint_rows, calls[0]
+
+    few, few_calls = calls_in_a_frame(150)
+    many, many_calls = calls_in_a_frame(330)
+    assert 0 < few < many / 3 and many <= EDGE_BUDGET  # both frames draw rows and their edges
+    # Drawing four times the dots costs a few calls more (a hub or two come into view), not one per dot.
+    assert many_calls - few_calls < (many - few) / 4, (few, few_calls, many, many_calls)
