@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -196,7 +197,7 @@ def test_refusals_name_the_file(mem, tmp_path, history):
 
 
 def test_a_linked_memory_file_is_saved_through_its_link(mem, tmp_path, history):
-    target = tmp_path / "repo" / "shared.md"
+    target = Path(mem) / "linked" / "shared.md"  # a link inside the folder: written through
     write(str(target), b"---\nname: shared\ndescription: old\n---\nbody\n")
     link = os.path.join(mem, "shared.md")
     os.symlink(target, link)
@@ -210,6 +211,10 @@ def test_a_linked_memory_file_is_saved_through_its_link(mem, tmp_path, history):
     os.symlink(tmp_path / "missing.md", os.path.join(mem, "dangling.md"))
     with pytest.raises(ReadOnly, match="does not exist"):
         writes.writable_path(mem, os.path.join(mem, "dangling.md"))
+    write(str(tmp_path / "repo" / "out.md"), b"outside\n")
+    os.symlink(tmp_path / "repo" / "out.md", os.path.join(mem, "out.md"))
+    with pytest.raises(ReadOnly, match="outside the memory folder; keepgui never writes through it"):
+        writes.writable_path(mem, os.path.join(mem, "out.md"))
 
 
 def test_front_matter_edits_keep_every_other_byte(mem, history):
