@@ -203,9 +203,14 @@ def test_a_fifo_index_a_linked_index_and_a_huge_index(tmp_path):
     folder = read_folder(mem)
     assert not folder.index.exists and [p.code for p in folder.problems] == [TOO_BIG]
     os.remove(os.path.join(mem, "MEMORY.md"))
-    put(tmp_path / "elsewhere.md", "- [a](a.md) — linked index\n")
-    os.symlink(tmp_path / "elsewhere.md", os.path.join(mem, "MEMORY.md"))
-    folder = read_folder(mem)
+    put(tmp_path / "repo" / "MEMORY.md", "- [a](a.md) — linked index\n")
+    os.symlink(tmp_path / "repo" / "MEMORY.md", os.path.join(mem, "MEMORY.md"))
+    folder = read_folder(mem)  # an index linked into a repository (spec §5.3): loaded, written through
+    assert folder.index.exists and not folder.index.read_only and not folder.problems
+    os.remove(os.path.join(mem, "MEMORY.md"))
+    put(tmp_path / "elsewhere", "- [a](a.md) — linked index\n")
+    os.symlink(tmp_path / "elsewhere", os.path.join(mem, "MEMORY.md"))
+    folder = read_folder(mem)  # a link to something that is not a .md file: the CLI loads it, keepgui never writes it
     assert folder.index.exists and folder.index.read_only and [p.code for p in folder.problems] == [LINK_OUT]
 
 
@@ -263,8 +268,8 @@ def test_keep_refuses_when_the_index_is_hostile(tmp_path, monkeypatch, kind):
     if kind == "fifo":
         os.mkfifo(index)
     elif kind == "link-out":
-        put(tmp_path / "out" / "MEMORY.md", "- [ok](ok.md)\n")
-        os.symlink(tmp_path / "out" / "MEMORY.md", index)
+        put(tmp_path / "out" / "index", "- [ok](ok.md)\n")
+        os.symlink(tmp_path / "out" / "index", index)
     else:
         put(index, b"- [ok](ok.md) caf\xe9\n")
     before = digest(str(tmp_path))
@@ -298,13 +303,25 @@ def test_a_real_process_never_hangs_and_prints_no_traceback(hostile):
 # ---------------------------------------------------------------------- a generated corpus
 
 
-HOSTILE_KINDS = ("valid", "badutf8", "fifo", "link-out", "link-in", "badyaml", "onlyfence", "huge", "folder.md", "loop")
+HOSTILE_KINDS = (
+    "valid",
+    "badutf8",
+    "fifo",
+    "link-out",
+    "link-repo",
+    "link-in",
+    "badyaml",
+    "onlyfence",
+    "huge",
+    "folder.md",
+    "loop",
+)
 
 
 def make_folder(rng: random.Random, root: str) -> tuple[str, set[str]]:
     """A random memory folder and the topic files in it that keepgui must list."""
     mem = os.path.join(root, "mem")
-    outside = os.path.join(root, "outside.md")
+    outside = os.path.join(root, "outside")  # not a .md file: a link to it is never a memory
     put(outside, SECRET + "\n")
     os.makedirs(mem)
     valid: set[str] = set()
@@ -325,6 +342,10 @@ def make_folder(rng: random.Random, root: str) -> tuple[str, set[str]]:
             os.mkfifo(path)
         elif kind == "link-out":
             os.symlink(outside, path)
+        elif kind == "link-repo":  # a memory file linked into a repository (spec §5.3): a memory
+            put(os.path.join(root, "repo", f"memory-{i}.md"), f"---\nname: r{i}\n---\nin the repo {i}\n")
+            os.symlink(os.path.join(root, "repo", f"memory-{i}.md"), path)
+            valid.add(rel)
         elif kind == "link-in":
             put(os.path.join(mem, f"target-{i}.txt"), "---\nname: t\n---\nlinked in\n")
             os.symlink(os.path.join(mem, f"target-{i}.txt"), path)

@@ -211,10 +211,21 @@ def test_a_linked_memory_file_is_saved_through_its_link(mem, tmp_path, history):
     os.symlink(tmp_path / "missing.md", os.path.join(mem, "dangling.md"))
     with pytest.raises(ReadOnly, match="does not exist"):
         writes.writable_path(mem, os.path.join(mem, "dangling.md"))
-    write(str(tmp_path / "repo" / "out.md"), b"outside\n")
-    os.symlink(tmp_path / "repo" / "out.md", os.path.join(mem, "out.md"))
-    with pytest.raises(ReadOnly, match="outside the memory folder; keepgui never writes through it"):
-        writes.writable_path(mem, os.path.join(mem, "out.md"))
+    # a memory file linked into a repository (spec §5.3: people do) is written through, the link kept
+    repo_file = tmp_path / "repo" / "out.md"
+    write(str(repo_file), b"---\nname: out\ndescription: old\n---\nin the repo\n")
+    os.symlink(repo_file, os.path.join(mem, "out.md"))
+    assert writes.writable_path(mem, os.path.join(mem, "out.md")) == str(repo_file)
+    topic = read_folder(mem).topic("out.md")
+    writes.edit_memory(mem, "out.md", topic.stamp, description="new", history=history)
+    assert read(str(repo_file)) == b"---\nname: out\ndescription: new\n---\nin the repo\n"
+    assert os.path.islink(os.path.join(mem, "out.md"))
+    # a link out of the folder to anything but a .md file is never written through
+    write(str(tmp_path / "repo" / "secrets"), b"outside\n")
+    os.symlink(tmp_path / "repo" / "secrets", os.path.join(mem, "secrets.md"))
+    with pytest.raises(ReadOnly, match=r"outside the memory folder and not a \.md file; keepgui never writes through"):
+        writes.writable_path(mem, os.path.join(mem, "secrets.md"))
+    assert read(str(tmp_path / "repo" / "secrets")) == b"outside\n"
 
 
 def test_front_matter_edits_keep_every_other_byte(mem, history):

@@ -296,6 +296,15 @@ def inside(folder: str, path: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def linked_memory_file(path: str) -> bool:
+    """True when ``path`` (a link in a memory folder) resolves to a regular ``*.md`` file: a memory
+    file linked into a repository, as people do (spec §5.3), which the CLI reads and keepgui reads and
+    writes through. A link to anything else outside the folder (``/etc/passwd``, a folder, a FIFO) is
+    refused."""
+    target = os.path.realpath(path)
+    return target.endswith(".md") and os.path.isfile(target)
+
+
 def utf8_error(data: bytes) -> tuple[int, int] | None:
     """``(byte offset, 1-based line)`` of the first byte that is not UTF-8, or None when all of it is."""
     try:
@@ -326,12 +335,12 @@ def check_entry(folder: str, path: str) -> tuple[str, FolderProblem | None]:
         return "", FolderProblem(path, 0, f"cannot be read: {exc.strerror or exc}", UNREADABLE)
     if stat.S_ISLNK(st.st_mode):
         target = os.path.realpath(path)
-        if not inside(os.path.realpath(folder), target):
+        if not inside(os.path.realpath(folder), target) and not linked_memory_file(path):
             return "", FolderProblem(
                 path,
                 0,
-                f"a link to {target}, outside the memory folder: not shown as a memory, and keepgui never "
-                "writes through it",
+                f"a link to {target}, outside the memory folder and not a .md file: not shown as a memory, "
+                "and keepgui never writes through it",
                 LINK_OUT,
             )
         try:
@@ -660,7 +669,11 @@ def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
         return MemoryIndex(path, False, stamp, "", None, None, ())
     issues: list[FolderProblem] = []
     read_only = ""
-    if os.path.islink(path) and not inside(os.path.realpath(folder), os.path.realpath(path)):
+    if (
+        os.path.islink(path)
+        and not inside(os.path.realpath(folder), os.path.realpath(path))
+        and not linked_memory_file(path)
+    ):
         # the CLI follows it and loads it, so the preview shows it; keepgui never writes through it
         read_only = f"a link to {os.path.realpath(path)}, outside the memory folder: keepgui never writes through it"
         issues.append(FolderProblem(path, 0, read_only + " (the CLI loads it, so it is shown)", LINK_OUT))
@@ -796,7 +809,8 @@ def index_problems(folder: str, index: MemoryIndex, refused: Mapping[str, Folder
             if not target or "://" in target or target.startswith(("mailto:", "#")):
                 continue
             path = os.path.normpath(os.path.join(folder, target))
-            if not inside(os.path.normpath(folder), path) or not inside(real, os.path.realpath(path)):
+            linked_out = not inside(real, os.path.realpath(path)) and not linked_memory_file(path)
+            if not inside(os.path.normpath(folder), path) or linked_out:
                 out.append(
                     FolderProblem(
                         index.path,

@@ -62,6 +62,7 @@ from keepgui.core.claude.memory import (
     TEAM_DIR,
     file_kind,
     inside,
+    linked_memory_file,
     parse_link_line,
 )
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, ReadOnly, Unreadable
@@ -183,10 +184,10 @@ def writable_path(memory_dir: str, path: str) -> str:
         target = os.path.realpath(path)
         if not os.path.exists(target):
             raise ReadOnly(f"{path}: a link to {target}, which does not exist; nothing was written")
-        if not inside(os.path.realpath(folder), target):
+        if not inside(os.path.realpath(folder), target) and not linked_memory_file(path):
             raise ReadOnly(
-                f"{path}: a link to {target}, outside the memory folder; keepgui never writes through it, "
-                "nothing was written"
+                f"{path}: a link to {target}, outside the memory folder and not a .md file; keepgui never "
+                "writes through it, nothing was written"
             )
         path = target
     try:
