@@ -194,7 +194,12 @@ def cmd_banks(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui memories BANK``."""
+    from keepgui.core.iii.cache import LogCache
+
     bank = _open_bank(ctx, args.bank)
+    cache = LogCache(bank.log)
+    if cache.load():
+        bank.refresh()  # what was appended since the cached state (or all of it, if the file changed)
     if bank.unreadable:
         raise InvalidInput(f"bank `{bank.name}` cannot be read: {bank.unreadable}")
     rows = bank.memories(history=args.history, tag=args.tag)
@@ -203,13 +208,15 @@ def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
         for memory in rows:
             raw = stored.get(memory.id)
             print(raw if raw is not None else memory.to_json(), file=ctx.stdout)
-        return 0
-    for memory in rows:
-        ctx.out(memory_line(memory))
-    if not rows:
-        ctx.out("no memories" + (f" tagged #{args.tag}" if args.tag else ""))
-    for problem in bank.log.problems:
-        ctx.note(problem.describe(bank.log_path))
+    else:
+        for memory in rows:
+            ctx.out(memory_line(memory))
+        if not rows:
+            ctx.out("no memories" + (f" tagged #{args.tag}" if args.tag else ""))
+        for problem in bank.log.problems:
+            ctx.note(problem.describe(bank.log_path))
+    ctx.stdout.flush()
+    cache.save()
     return 0
 
 
