@@ -117,6 +117,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
 
 # ---------------------------------------------------------------------- helpers
 
+_JSON_SLICE = 512  # records encoded and written at a time by `memories --json`
+
 
 def memory_line(memory: Memory) -> str:
     """One human line for a memory."""
@@ -204,10 +206,14 @@ def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
         raise InvalidInput(f"bank `{bank.name}` cannot be read: {bank.unreadable}")
     rows = bank.memories(history=args.history, tag=args.tag)
     if ctx.json_mode:
-        stored = bank.log.raw_lines()
-        for memory in rows:
-            raw = stored.get(memory.id)
-            print(raw if raw is not None else memory.to_json(), file=ctx.stdout)
+        # In slices, the first flushed at once: `memories --json | head -1` gets its line before
+        # the rest are encoded.
+        raw_line = bank.log.raw_line
+        for start in range(0, len(rows), _JSON_SLICE):
+            lines = [raw_line(m.id) or m.to_json() for m in rows[start : start + _JSON_SLICE]]
+            ctx.stdout.write("\n".join(lines) + "\n")
+            if not start:
+                ctx.stdout.flush()
     else:
         for memory in rows:
             ctx.out(memory_line(memory))
