@@ -136,7 +136,7 @@ class LogCache:
             state = _LOG_DECODER.decode(body)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return False
-        if state.path != self.log.path:
+        if state.path != os.fsencode(self.log.path):
             return False
         hasher = _hash_prefix(self.log.path, state.dev, state.ino, state.offset)
         if hasher is None or hasher.digest() != state.digest:
@@ -179,14 +179,18 @@ class LogCache:
         if not (write_log or write_index):
             return False
         try:
-            fsio.make_dirs(self.folder)
-            if write_log:
-                fsio.atomic_write(self.log_file, _MAGIC + _ENCODER.encode(state), mode=0o600)
-                self._loaded = fresh
+            log_bytes = _MAGIC + _ENCODER.encode(state) if write_log else b""
+            index_bytes = b""
             if index_state is not None and write_index:
                 index_file = _IndexFile(offset=state.offset, digest=state.digest, index=index_state)
-                fsio.atomic_write(self.index_file, _MAGIC + _ENCODER.encode(index_file), mode=0o600)
+                index_bytes = _MAGIC + _ENCODER.encode(index_file)
+            fsio.make_dirs(self.folder)
+            if write_log:
+                fsio.atomic_write(self.log_file, log_bytes, mode=0o600)
+                self._loaded = fresh
+            if index_bytes:
+                fsio.atomic_write(self.index_file, index_bytes, mode=0o600)
                 self._index_loaded = True
-        except (OSError, KeepguiError):
-            return False
+        except (OSError, KeepguiError, msgspec.EncodeError, UnicodeError):
+            return False  # a path or text msgspec cannot encode: no cache this time, the answer stands
         return True

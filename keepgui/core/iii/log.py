@@ -198,7 +198,7 @@ class LogState(msgspec.Struct, array_like=True, gc=False):
     so a restoring process translates the lines' hashes into its own.
     """
 
-    path: str
+    path: bytes  # os.fsencode: a folder name that is not UTF-8 is kept as it is
     dev: int
     ino: int
     mtime_ns: int
@@ -605,7 +605,7 @@ class MemoryLog:
         if self.resume_point() is None or self._identity is None:
             return None
         return LogState(
-            path=self.path,
+            path=os.fsencode(self.path),
             dev=self._identity[0],
             ino=self._identity[1],
             mtime_ns=self._mtime_ns,
