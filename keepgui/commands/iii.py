@@ -117,6 +117,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
 
 # ---------------------------------------------------------------------- helpers
 
+_JSON_SLICE = 512  # records encoded and written at a time by `memories --json`
+
 
 def memory_line(memory: Memory) -> str:
     """One human line for a memory."""
@@ -194,22 +196,33 @@ def cmd_banks(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui memories BANK``."""
+    from keepgui.core.iii.cache import LogCache
+
     bank = _open_bank(ctx, args.bank)
+    cache = LogCache(bank.log)
+    if cache.load():
+        bank.refresh()  # what was appended since the cached state (or all of it, if the file changed)
     if bank.unreadable:
         raise InvalidInput(f"bank `{bank.name}` cannot be read: {bank.unreadable}")
     rows = bank.memories(history=args.history, tag=args.tag)
     if ctx.json_mode:
-        stored = bank.log.raw_lines()
+        # In slices, the first flushed at once: `memories --json | head -1` gets its line before
+        # the rest are encoded.
+        raw_line = bank.log.raw_line
+        for start in range(0, len(rows), _JSON_SLICE):
+            lines = [raw_line(m.id) or m.to_json() for m in rows[start : start + _JSON_SLICE]]
+            ctx.stdout.write("\n".join(lines) + "\n")
+            if not start:
+                ctx.stdout.flush()
+    else:
         for memory in rows:
-            raw = stored.get(memory.id)
-            print(raw if raw is not None else memory.to_json(), file=ctx.stdout)
-        return 0
-    for memory in rows:
-        ctx.out(memory_line(memory))
-    if not rows:
-        ctx.out("no memories" + (f" tagged #{args.tag}" if args.tag else ""))
-    for problem in bank.log.problems:
-        ctx.note(problem.describe(bank.log_path))
+            ctx.out(memory_line(memory))
+        if not rows:
+            ctx.out("no memories" + (f" tagged #{args.tag}" if args.tag else ""))
+        for problem in bank.log.problems:
+            ctx.note(problem.describe(bank.log_path))
+    ctx.stdout.flush()
+    cache.save()
     return 0
 
 

@@ -12,6 +12,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from keepgui.core.errors import InvalidInput
+from keepgui.core.iii.cache import LogCache
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.preview import BankEngine, Preview, check_against_worker
 from keepgui.core.iii.recall import Hit, f32, f32_text
@@ -52,14 +53,23 @@ def _add_shared(p: argparse.ArgumentParser, json_help: str) -> None:
     p.add_argument("--json", action="store_true", help=json_help)
 
 
-def _engine(args: argparse.Namespace, ctx: Context) -> BankEngine:
+def _engine(args: argparse.Namespace, ctx: Context) -> tuple[BankEngine, LogCache]:
+    """The bank's engine, its log and index taken from the verified cache when they can be."""
     config = MemoryConfig.load(args.config) if args.config else MemoryConfig()
     if args.now is not None and args.now < 0:
         raise InvalidInput("--now must be a non-negative epoch-ms time")
     bank = ctx.datadir().bank(args.bank or config.default_bank)
     engine = BankEngine(bank, config)
+    cache = LogCache(bank.log, engine.index)
+    cache.load()
     engine.refresh()
-    return engine
+    return engine, cache
+
+
+def _save_cache(ctx: Context, cache: LogCache) -> None:
+    """Keep the replayed state for the next command, once the answer is out."""
+    ctx.stdout.flush()
+    cache.save()
 
 
 def _score(hit: Hit) -> str:
@@ -74,12 +84,13 @@ def _explain(hit: Hit) -> str:
 
 def cmd_preview(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui preview QUERY``."""
-    engine = _engine(args, ctx)
+    engine, cache = _engine(args, ctx)
     preview = engine.preview(args.query, now_ms=args.now)
     if ctx.json_mode:
         print(preview.to_json(notice=True), file=ctx.stdout)
     else:
         _print_preview(ctx, engine, preview)
+    _save_cache(ctx, cache)
     if not args.check_worker:
         return 0
     diffs = check_against_worker(preview, args.query, WorkerLink())
@@ -143,10 +154,11 @@ def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui recall QUERY``."""
     if args.limit is not None and args.limit < 0:
         raise InvalidInput("--limit must be a non-negative integer")
-    engine = _engine(args, ctx)
+    engine, cache = _engine(args, ctx)
     result = engine.recall(args.query, limit=args.limit, tag=args.tag, include_superseded=args.history, now_ms=args.now)
     if ctx.json_mode:
         print(result.to_json(parts=True, notice=True), file=ctx.stdout)
+        _save_cache(ctx, cache)
         return 0
     ctx.out(
         f"query tokens: {' '.join(result.query_tokens) or '(none)'} · limit {result.limit} · "
@@ -159,4 +171,5 @@ def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out(f"                {_explain(hit)}")
     if not result.hits:
         ctx.out("nothing matched" + (f" with tag #{args.tag}" if args.tag else ""))
+    _save_cache(ctx, cache)
     return 0

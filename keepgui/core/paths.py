@@ -5,6 +5,8 @@
 * ``app_data_dir()``: keepgui's own history of memory files (snapshots of
   keep.md and the Dream-managed files, removed entries), from platformdirs;
   ``$KEEPGUI_HOME`` moves it, which the tests use.
+* ``app_cache_dir()``: what keepgui can always compute again (replayed logs and their
+  indexes, so the CLI answers at once); losing it costs only a slower start.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def _app_dir(subfolder: str, platform_dir: Callable[..., str]) -> str:
 def app_data_dir() -> str:
     """keepgui's own data folder (history snapshots); created on first use by the writer."""
     return _app_dir("data", platformdirs.user_data_dir)
+
+
+def app_cache_dir() -> str:
+    """keepgui's cache folder (never the source of truth: everything in it can be recomputed)."""
+    return _app_dir("cache", platformdirs.user_cache_dir)
 
 
 def app_config_dir() -> str:

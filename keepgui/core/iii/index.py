@@ -36,6 +36,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from operator import add, mul
+from typing import Any, cast
+
+import msgspec
 
 from keepgui.core import pace
 from keepgui.core.iii.log import LogDelta, MemoryLog
@@ -69,6 +72,47 @@ def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
     acc.update(part)
     acc.update(summed)
     return acc
+
+
+class _RestoredPostings(dict[str, Any]):
+    """Postings restored from a cache: each term's slots stay the decoded list until the term is
+    looked up (a query touches a handful of terms; making a set of every one costs more than the query)."""
+
+    def __getitem__(self, term: str) -> set[int]:
+        slots = dict.__getitem__(self, term)
+        if type(slots) is not set:
+            slots = set(slots)
+            dict.__setitem__(self, term, slots)
+        return slots
+
+    def get(self, term: str, default: Any = None) -> Any:
+        """``dict.get``, converting the slots as :meth:`__getitem__` does."""
+        return self[term] if dict.__contains__(self, term) else default
+
+
+class IndexState(msgspec.Struct, array_like=True, gc=False):
+    """What :meth:`BankIndex.snapshot` keeps: the index of a log at ``offset`` (its postings by slot,
+    the per-slot signals, the head of the top order). The recency bounds and weights are left out:
+    they depend on the query's time and are recomputed on first use."""
+
+    offset: int
+    retired: list[str]
+    ids: list[str | None]
+    free: list[int]
+    dl: list[int]
+    upd: list[int]
+    static: list[float]
+    static_max: float | None
+    dl_counts: dict[int, int]
+    total: int
+    ones: dict[str, list[int]]
+    multi: dict[str, dict[int, int]]
+    ent: dict[str, dict[int, int]]
+    days: dict[int, list[int]]
+    top: list[tuple[bool, int, int, str]]
+    top_all: bool
+    rb: list[float]
+    rb_at: tuple[int, int] | None
 
 
 class BankIndex:
@@ -157,6 +201,70 @@ class BankIndex:
             self._synced_offset = log.offset
             self._synced_tail = tail
         return False
+
+    def snapshot(self) -> IndexState | None:
+        """The state to cache, or None unless the index is exactly current with its log's complete lines."""
+        log = self.log
+        if log is None or self._synced_records is not log.records or self._synced_offset != log.offset:
+            return None
+        if self._synced_tail is not None or log.tail_record is not None:
+            return None
+        return IndexState(
+            offset=self._synced_offset,
+            retired=list(self._retired),
+            ids=self._ids,
+            free=self._free,
+            dl=self._dl,
+            upd=self._upd,
+            static=self._static,
+            static_max=self._static_max,
+            dl_counts=self._dl_counts,
+            total=self._total,
+            ones={term: list(slots) for term, slots in self._ones.items()},
+            multi=self._multi,
+            ent=self._ent,
+            days={day: list(slots) for day, slots in self._days.items()},
+            top=self._top,
+            top_all=self._top_all,
+            rb=self._rb,
+            rb_at=self._rb_at,
+        )
+
+    def restore(self, state: IndexState) -> bool:
+        """Take ``state`` as the index of the followed log as it was at ``state.offset`` (the log must
+        hold that state now, restored from the same cache); lines appended since are caught up by
+        :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log."""
+        log = self._require_log()
+        self._reset()
+        slot = {mid: n for n, mid in enumerate(state.ids) if mid is not None}
+        lengths = {len(state.dl), len(state.upd), len(state.static), len(state.rb) if state.rb_at else len(state.ids)}
+        if state.offset != log.offset or lengths != {len(state.ids)} or not slot.keys() <= log.records.keys():
+            self._synced_records = None
+            return False
+        self.records = dict(log.records)
+        self._retired = set(state.retired)
+        self._slot = slot
+        self._ids = state.ids
+        self._free = state.free
+        self._dl = state.dl
+        self._upd = state.upd
+        self._static = state.static
+        self._static_max = state.static_max
+        self._dl_counts = state.dl_counts
+        self._total = state.total
+        self._ones = cast(dict[str, set[int]], _RestoredPostings(state.ones))
+        self._multi = state.multi
+        self._ent = state.ent
+        self._days = {day: set(slots) for day, slots in state.days.items()}
+        self._day_order = sorted(self._days)
+        self._top = state.top
+        self._top_all = state.top_all
+        if state.rb_at is not None:  # bounds taken at a past instant stay valid bounds (recency_bounds says when not)
+            self._rb, self._rb_at = state.rb, state.rb_at
+        self._synced_records = log.records
+        self._synced_offset = log.offset
+        self._synced_tail = None
+        return True
 
     def _require_log(self) -> MemoryLog:
         if self.log is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import hashlib
 import itertools
 import operator
 import os
@@ -162,7 +163,7 @@ def _is_dev_null(st: os.stat_result) -> bool:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic GC while a long replay allocates (it finds no cycles there)."""
     was_enabled = gc.isenabled()
     gc.disable()
@@ -178,6 +179,42 @@ _REVISION = operator.attrgetter("revision")
 _SHARED_FIELDS = tuple((operator.attrgetter(name), name) for name in ("entities", "tags"))
 _SHARED_MAX = 1 << 16  # distinct label tuples shared per log; past that, records keep their own
 _force_setattr = msgspec.structs.force_setattr
+
+
+def prefix_hasher() -> Any:
+    """A fresh hash of a log's replayed prefix: SHA-1 in C (the fastest of hashlib's here, ~1.5 GB/s),
+    used to notice a changed file, not for security."""
+    return hashlib.sha1(usedforsecurity=False)
+
+
+class LogState(msgspec.Struct, array_like=True, gc=False):
+    """What :meth:`MemoryLog.snapshot` keeps of a replayed log: enough to go on from its offset.
+
+    ``records`` are in the log's dict order (first appearance), ``problems`` as
+    ``(kind, line, offset, reason, excerpt)``; the arrays are their raw bytes.
+    ``digest`` hashes the bytes ``[0, offset)`` the state was replayed from. A line's id is kept
+    as its ``hash()``, which differs between processes (string hashing is salted per process):
+    ``record_hashes`` holds the hash of each record's id as the snapshot's process computed it,
+    so a restoring process translates the lines' hashes into its own.
+    """
+
+    path: bytes  # os.fsencode: a folder name that is not UTF-8 is kept as it is
+    dev: int
+    ino: int
+    mtime_ns: int
+    offset: int
+    lines: int
+    digest: bytes
+    records: list[Memory]
+    problems: list[tuple[str, int, int, str, str]]
+    line_hashes: bytes
+    record_hashes: bytes
+    block_first: bytes
+    block_start: bytes
+    odd_lines: dict[int, str]
+    odd_current: dict[str, int]
+    head: bytes
+    guard: bytes
 
 
 class _Unreadable(Exception):
@@ -236,6 +273,8 @@ class MemoryLog:
         # (None: the id was new): taken back before each refresh, as the line may grow.
         self._tail_record: Memory | None = None
         self._tail_shadowed: Memory | None = None
+        self._prefix_hash = prefix_hasher()  # of the bytes [0, offset): what a cached state is checked against
+        self._foreign: tuple[int, array[int]] | None = None  # lines whose hashes came from a cache's process
 
     # ------------------------------------------------------------------ reading
 
@@ -326,7 +365,7 @@ class MemoryLog:
                 st = os.fstat(fh.fileno())
                 self._identity = (st.st_dev, st.st_ino)
                 self._mtime_ns = st.st_mtime_ns
-                with _gc_paused():
+                with gc_paused():
                     self._stream(fh, delta, progress, st.st_size)
         except OSError as exc:
             return self._fail(f"cannot read {LOG_NAME}: {exc.strerror or exc}")
@@ -379,6 +418,7 @@ class MemoryLog:
         """Count the complete lines ``data[:end]`` replayed; keep the head and the guard before the offset."""
         self.lines += data.count(b"\n", 0, end)
         self.offset += end
+        self._prefix_hash.update(memoryview(data)[:end])
         if len(self._head) < _GUARD:
             self._head = (self._head + data[: min(end, _GUARD)])[:_GUARD]
         if end >= _GUARD:
@@ -550,6 +590,78 @@ class MemoryLog:
             delta.new_problems.append(problem)
             return None
 
+    # ------------------------------------------------------------------ a cached state
+
+    def resume_point(self) -> tuple[int, bytes] | None:
+        """``(offset, digest of the bytes before it)`` of the state a :meth:`snapshot` would hold, or None
+        when it cannot be resumed from (not loaded, unreadable, or a last line without its newline,
+        whose record is provisional)."""
+        if not self.loaded or self.unreadable or self._identity is None or self._tail_len or self.torn_tail:
+            return None
+        return self.offset, self._prefix_hash.digest()
+
+    def snapshot(self) -> LogState | None:
+        """The state to cache (see :meth:`resume_point`), or None."""
+        if self.resume_point() is None or self._identity is None:
+            return None
+        return LogState(
+            path=os.fsencode(self.path),
+            dev=self._identity[0],
+            ino=self._identity[1],
+            mtime_ns=self._mtime_ns,
+            offset=self.offset,
+            lines=self.lines,
+            digest=self._prefix_hash.digest(),
+            records=list(self.records.values()),
+            problems=[(p.kind, p.line, p.offset, p.reason, p.excerpt) for p in self.problems],
+            line_hashes=self._own_line_hashes().tobytes(),
+            record_hashes=array("q", map(hash, self.records)).tobytes(),
+            block_first=self._block_first.tobytes(),
+            block_start=self._block_start.tobytes(),
+            odd_lines=self._odd_lines,
+            odd_current=self._odd_current,
+            head=self._head,
+            guard=self._guard,
+        )
+
+    def restore(self, state: LogState, prefix_hash: Any) -> bool:
+        """Take ``state`` as if it had been replayed here; ``prefix_hash`` has hashed the file's bytes
+        ``[0, state.offset)`` (the caller checked them against ``state.digest``). The next
+        :meth:`refresh` replays only what was appended since, or everything if the file changed.
+
+        Returns False, leaving the log unloaded, when the state does not hang together (its arrays
+        disagree, or two ids shared a hash in the snapshot's process)."""
+        self._clear()
+        records = dict(zip(map(_ID, state.records), state.records, strict=True))
+        old_hashes = array("q")
+        try:
+            old_hashes.frombytes(state.record_hashes)
+            self._line_hashes.frombytes(state.line_hashes)
+            self._block_first.frombytes(state.block_first)
+            self._block_start.frombytes(state.block_start)
+        except ValueError:
+            self._clear()
+            return False
+        if len(old_hashes) != len(records) or len(self._block_first) != len(self._block_start):
+            self._clear()
+            return False
+        # The lines' hashes are translated into this process's on first use (a history lookup):
+        # most commands never need them.
+        self._foreign = (len(self._line_hashes), old_hashes)
+        self.loaded = True
+        self.records = records
+        self.problems = [LogProblem(*p) for p in state.problems]
+        self.lines = state.lines
+        self.offset = state.offset
+        self._odd_lines = dict(state.odd_lines)
+        self._odd_current = dict(state.odd_current)
+        self._identity = (state.dev, state.ino)
+        self._mtime_ns = state.mtime_ns
+        self._head = state.head
+        self._guard = state.guard
+        self._prefix_hash = prefix_hash
+        return True
+
     # ------------------------------------------------------------------ queries
 
     @property
@@ -570,6 +682,27 @@ class MemoryLog:
         """How many lines hold a valid record (every revision of every id, the last line included)."""
         return len(self._line_hashes) + (self.torn_tail is not None and self.torn_tail.kind == "unterminated")
 
+    def _own_line_hashes(self) -> array[int]:
+        """The lines' id hashes, those restored from a cache translated into this process's first.
+
+        Falls back to a full replay on the next refresh when they cannot be (two ids shared a hash
+        in the process that cached them); until then, history lookups go without those lines.
+        """
+        if self._foreign is not None:
+            count, old_hashes = self._foreign
+            self._foreign = None
+            # The cached records come first in the dict (appended ids follow), in the cache's order.
+            ours = dict(zip(old_hashes, map(hash, itertools.islice(self.records, len(old_hashes))), strict=True))
+            translated = None
+            if len(ours) == len(old_hashes):
+                with contextlib.suppress(KeyError):
+                    translated = array("q", map(ours.__getitem__, self._line_hashes[:count]))
+            if translated is None:
+                self._identity = None  # distrust this state: the next refresh replays it all
+                translated = array("q", bytes(8 * count))
+            self._line_hashes[:count] = translated
+        return self._line_hashes
+
     def _offsets_of(self, memory_id: str) -> list[int]:
         """File offsets of the valid lines that may hold ``memory_id``, in file order.
 
@@ -577,7 +710,7 @@ class MemoryLog:
         lines; the lines that are not canonical were noted when they were read.
         """
         target = hash(memory_id)
-        hashes = self._line_hashes
+        hashes = self._own_line_hashes()
         blocks: set[int] = set()
         at = -1
         while True:
