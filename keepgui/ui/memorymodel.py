@@ -41,7 +41,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 
-from keepgui.core.rowtable import RowTable, inverse, live_mask, sort_key, sort_order
+from keepgui.core.rowtable import RowTable, fit_mask, inverse, live_mask, sort_key, sort_order
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
 from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
@@ -216,8 +216,11 @@ class MemoryTableModel(QAbstractTableModel):
         self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
 
     def set_scores(self, scores: dict[str, float]) -> None:
-        """Attach search or recall scores to rows (shown in tooltips, available as ScoreRole)."""
-        self._scores = dict(scores)
+        """Attach search or recall scores to rows (shown in tooltips, available as ScoreRole).
+
+        Kept as given, not copied (a million scores take tens of milliseconds to copy on the GUI
+        thread): the caller hands over a dict of its own and does not change it afterwards."""
+        self._scores = scores
 
     def tick(self) -> None:
         """Refresh relative times ("5m ago") without touching anything else."""
@@ -241,6 +244,11 @@ class MemoryTableModel(QAbstractTableModel):
     def row_of(self, key: str) -> int | None:
         """The source row of a key."""
         return self._row_of.get(key)
+
+    def rows_by_key(self) -> dict[str, int]:
+        """Key -> source row of every row (do not mutate). New rows are added to this dict; a reset
+        or a removal replaces it by another, so holding it tells whether row numbers still hold."""
+        return self._row_of
 
     def score(self, key: str) -> float | None:
         """The current query's score of a key."""
@@ -419,6 +427,21 @@ class MemoryTableModel(QAbstractTableModel):
         return self._display(row, field)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two filter values filter alike (numpy arrays compared whole, in C)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b))
+        )
+    return bool(a == b)
+
+
 def _runs(rows: list[int]) -> Iterable[tuple[int, int]]:
     """Consecutive runs ``(first, last)`` of sorted row numbers."""
     start: int | None = None
@@ -543,7 +566,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if ranked_scores is not ...:
             self.ranked_scores = ranked_scores
         after = (self.show_history, self.tag, self.match_keys, self.match_rows, self.ranked_scores)
-        if all(a is b or (type(a) is not np.ndarray and a == b) for a, b in zip(before, after, strict=True)):
+        if all(_same(a, b) for a, b in zip(before, after, strict=True)):
             return  # the same filters (a search index that became ready, a query typed again): nothing moves
         self._relayout()
 
@@ -617,7 +640,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if match is None:
             return np.ones(len(self._order), dtype=np.bool_)
         if match.dtype == np.bool_:
-            return match
+            return fit_mask(match, len(self._order))
         mask = np.zeros(len(self._order), dtype=np.bool_)
         mask[match] = True
         return mask
@@ -637,6 +660,8 @@ class MemoryProxyModel(QAbstractTableModel):
             chosen = np.asarray(found, dtype=np.int64)
         elif self.match_rows is not None:
             match = self.match_rows
+            if match.dtype == np.bool_:
+                match = fit_mask(match, n)  # made before rows were appended: those are not in it
             if match.dtype == np.bool_ and int(np.count_nonzero(match)) * 16 >= n:
                 mask = match if mask is None else mask & match
             else:
