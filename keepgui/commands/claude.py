@@ -9,7 +9,9 @@ write is refused while Claude Code consolidates the folder, presents what it
 read, and keeps what it replaces in keepgui's history:
 
 * ``memories`` — every memory with its type, its index line and whether the
-  next session sees it; the ones keepgui forgot (restorable);
+  next session sees it; the ones keepgui forgot (restorable); every file
+  keepgui could not take as a memory, and why (a line each on stderr; a
+  ``problems`` list in ``--json``; the exit status stays 0);
 * ``keep TEXT [--type T] [--force]`` — a new topic file and its index line;
 * ``forget FILE…`` / ``restore ID…`` — the file and its index lines, reversibly;
 * ``review [--restore N,…|all] [--accept]`` — what the agent changed since the
@@ -28,7 +30,7 @@ import os
 import shlex
 from typing import TYPE_CHECKING
 
-from keepgui.core.errors import InvalidInput, NotFound
+from keepgui.core.errors import InvalidInput, NotFound, ReadOnly
 
 if TYPE_CHECKING:  # the cli imports the commands, and a command line imports only its command's module
     from keepgui.cli import Context
@@ -108,17 +110,24 @@ def _one_line(text: str, limit: int = 80) -> str:
     return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
+def _shown(name: str) -> str:
+    """A file name on one line: control characters (a newline in a name) as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
 def _memories(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     from keepgui.core.claude.project import FORGOTTEN
 
     rows = sorted(bank.rows(), key=lambda r: (r.invalid_at is not None, r.position or 10**9, r.id))
     summary = bank.summary()
+    problems = bank.problems()
     if ctx.json_mode:
         ctx.emit_json(
             {
                 "project": bank.project,
                 "memory_dir": bank.memory_dir,
                 "summary": summary.detail,
+                "problems": [p.to_obj() for p in problems],
                 "memories": [
                     {
                         "id": r.id,
@@ -141,7 +150,9 @@ def _memories(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> in
         if row.invalid_at is not None:
             ctx.out(f"  forgotten  {row.id[len(FORGOTTEN) :]}  {_one_line(row.text)}  (restore it with `restore`)")
             continue
-        ctx.out(f"  {' '.join('#' + t for t in row.tags):<28} {row.id:<36} {line:<9} {_one_line(row.text)}")
+        ctx.out(f"  {' '.join('#' + t for t in row.tags):<28} {_shown(row.id):<36} {line:<9} {_one_line(row.text)}")
+    for problem in problems:  # on stderr, one line each: the table stays what it was
+        ctx.note(str(problem))
     if summary.compaction_due:
         ctx.note(summary.compaction_due)
     return 0
@@ -166,8 +177,14 @@ def _forget(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
     from keepgui.core.claude.project import FORGOTTEN
 
     known = {r.id for r in bank.rows() if r.invalid_at is None}
+    refused = {p.path: p for p in bank.problems() if not p.line}
     for name in args.files:
         if name not in known:
+            problem = refused.get(os.path.join(bank.memory_dir, name))
+            if problem is not None:  # a FIFO, a link out, too big: named with why, nothing touched
+                raise ReadOnly(
+                    f"{problem.path}: {problem.message}; not a memory keepgui can forget, nothing was written"
+                )
             raise NotFound(f"{bank.memory_dir} has no memory {name} (see `keepgui claude memories`)")
     before = {r.id for r in bank.rows() if r.invalid_at is not None}
     change = bank.set_live(args.files, False)

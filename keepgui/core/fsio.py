@@ -293,7 +293,10 @@ def atomic_write(
         if expect is not None:
             # Narrow the window between the check and the replace as far as we can.
             check_unchanged(path, expect)
-        _replace(tmp, path)
+        if expect is None or not expect.exists or not _exchange(tmp, path):
+            _replace(tmp, path)
+        else:
+            _settle_exchange(tmp, path, expect, data)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -304,6 +307,72 @@ def atomic_write(
         raise
     fsync_dir(folder)
     return Stamp.of(data, st)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+_renameat2: Callable[..., int] | bool | None = None  # None: not looked up yet; False: not here
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the files at ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False
+    where the system or the filesystem cannot, so the caller replaces instead."""
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = False
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                func = libc.renameat2
+            except (OSError, AttributeError):  # a libc without it (glibc < 2.28, some musl)
+                func = None
+            if func is not None:
+                func.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+                func.restype = ctypes.c_int
+                _renameat2 = func
+    if not _renameat2 or not callable(_renameat2):
+        return False
+    import ctypes
+
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False  # this filesystem cannot exchange (e.g. some FUSE and network filesystems)
+    raise OSError(err, os.strerror(err), b)
+
+
+def _settle_exchange(tmp: str, path: str, expect: Stamp, ours: bytes) -> None:
+    """After ``tmp`` and ``path`` were swapped: ``tmp`` holds what ``path`` held at that instant.
+
+    When that is what the caller read, it is removed and the write stands. When it is not, a writer
+    that takes no lock (an agent) wrote in the moment between the last check and the swap: its file
+    is put back (swapped again), and the write is refused as any other conflict. Nothing anyone
+    wrote is lost: only a replace would have dropped it.
+    """
+    try:
+        displaced = current_stamp(tmp)
+    except BaseException:
+        # tmp holds the file as it was (perhaps someone else's newest): never let the caller's clean-up
+        # remove it; swap it back, and where even that fails keep it under a name of its own
+        try:
+            if not _exchange(tmp, path):
+                _replace(tmp, path)
+        except OSError:
+            os.rename(tmp, tmp + ".displaced")
+        raise
+    if expect.same_content(displaced):
+        os.unlink(tmp)
+        return
+    if not _exchange(tmp, path):  # cannot happen on the filesystem that just exchanged; be safe
+        _replace(tmp, path)
+    elif current_stamp(tmp).same_content(Stamp.of(ours, os.stat(tmp))):
+        os.unlink(tmp)
+    else:  # the writer wrote yet again in between: its newest file is in tmp
+        _replace(tmp, path)
+    raise Conflict(path, expect, displaced)
 
 
 def _replace(tmp: str, path: str) -> None:

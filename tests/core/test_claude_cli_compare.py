@@ -25,6 +25,7 @@ import pytest
 from keepgui.core.claude import CHECKED_VERSION
 from keepgui.core.claude.context import PREAMBLE, session_context
 from keepgui.core.claude.layout import ClaudeEnv, project_folder_name
+from keepgui.core.claude.memory import TOPIC_LIMIT
 from tests.core import claude_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to make the project trees")
@@ -395,6 +396,54 @@ def test_symlinked_memory_folder_and_project(cli, tmp_path):
     os.makedirs(os.path.dirname(folder))
     os.symlink(tmp_path / "store", folder)
     compare(cli, "symlinks", tmp_path / "link", home)
+
+
+def test_hostile_memory_folders(cli, tmp_path):
+    """Topic files the CLI never opens at start (a FIFO, a link out, bad UTF-8, bad YAML, over 4 MiB)
+    leave the index injected as it is; an index with bad bytes is sent with U+FFFD for each; an index
+    that is a FIFO or over 4 MiB (4,194,305 bytes) is skipped while one of exactly 4 MiB loads (no hang:
+    each run is bounded by first_request's timeout); a linked index is followed."""
+    home = tmp_path / "home"
+    trees = {
+        name: repo(tmp_path / name)
+        for name in ("topics", "bad-index", "fifo-index", "link-index", "huge-index", "limit-index")
+    }
+    mem = memory_dir(home, str(trees["topics"].resolve()))
+    put(mem, "ok.md", "---\nname: ok\n---\nfine\n")
+    put(mem, "badutf8.md", b"---\nname: caf\xe9\n---\nbody \xff\xfe end\n")
+    put(mem, "badyaml.md", "---\nname: [unclosed\n---\nbody\n")
+    put(mem, "onlyfence.md", "---\n")
+    put(mem, "huge.md", b"x" * (TOPIC_LIMIT + 1))
+    os.mkfifo(os.path.join(mem, "fifo.md"))
+    os.symlink("/etc/passwd", os.path.join(mem, "outside.md"))
+    os.makedirs(os.path.join(mem, "deep", "a"))
+    os.symlink("..", os.path.join(mem, "deep", "a", "loop"))
+    put(
+        mem,
+        "MEMORY.md",
+        "- [ok](ok.md) — fine\n- [gone](missing.md)\n- [fifo](fifo.md)\n- [out](outside.md)\n"
+        "- [esc](../../../../etc/passwd)\n",
+    )
+    context = compare(cli, "hostile-topics", trees["topics"], home)
+    assert {str(p.path).rsplit("/", 1)[-1] for p in context.folder.problems} >= {"fifo.md", "outside.md", "huge.md"}
+    put(memory_dir(home, str(trees["bad-index"].resolve())), "MEMORY.md", b"- [a](a.md) caf\xe9 \xff\xfe end\n")
+    assert "caf\ufffd \ufffd\ufffd end" in compare(cli, "bad-utf8-index", trees["bad-index"], home).reminder
+    os.makedirs(memory_dir(home, str(trees["fifo-index"].resolve())))
+    os.mkfifo(os.path.join(memory_dir(home, str(trees["fifo-index"].resolve())), "MEMORY.md"))
+    assert compare(cli, "fifo-index", trees["fifo-index"], home).reminder is None
+    put(tmp_path, "elsewhere/MEMORY.md", "- [linked](l.md) — an index that is a link out of the folder\n")
+    os.makedirs(memory_dir(home, str(trees["link-index"].resolve())))
+    os.symlink(
+        tmp_path / "elsewhere" / "MEMORY.md",
+        os.path.join(memory_dir(home, str(trees["link-index"].resolve())), "MEMORY.md"),
+    )
+    assert "linked" in compare(cli, "link-index", trees["link-index"], home).reminder
+    line = b"- [x](x.md) " + b"y" * 100 + b"\n"
+    for name, size in (("huge-index", TOPIC_LIMIT + 1), ("limit-index", TOPIC_LIMIT)):
+        # the CLI's limit is exactly 4 MiB: 4,194,304 bytes load (cut at 200 lines), one more and it is skipped
+        put(memory_dir(home, str(trees[name].resolve())), "MEMORY.md", (line * (size // len(line) + 1))[:size])
+        reminder = compare(cli, name, trees[name], home).reminder
+        assert (reminder is None) == (size > TOPIC_LIMIT)
 
 
 def test_the_demo_home(cli, tmp_path):

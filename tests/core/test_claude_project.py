@@ -200,8 +200,8 @@ def test_hostile_files_are_named_never_read_and_never_hang(world, monkeypatch):
     assert code == 0
     obj = json.loads(out)
     problems = " | ".join(obj["problems"])
-    assert "settings.json: not valid JSON" in problems and "MEMORY.md is not a regular file" in problems
-    assert "pipe.md is not a regular file" in problems
+    assert "settings.json: not valid JSON" in problems and "MEMORY.md: a FIFO (named pipe), not a file" in problems
+    assert "pipe.md: a FIFO (named pipe), not a memory file: skipped unread" in problems
     claude_md = next(f for f in obj["files"] if f["path"] == str(proj / "CLAUDE.md"))
     assert not claude_md["loaded"] and "not a regular file" in claude_md["reason"]
 

@@ -24,8 +24,12 @@ from keepgui.core.claude.markdown import decode, find_imports, split_front_matte
         (25198, "24.6KB"),
         (25000, "24.4KB"),
         (25856, "25.3KB"),
+        (1048476, "1023.9KB"),
+        (1048576, "1MB"),
+        (1572941, "1.5MB"),
+        (4194303, "4MB"),
     ],
-)  # the last is an exact half: JS rounds it up
+)  # 25856 is an exact half: JS rounds it up; from 1024 KB on, MB (seen on the real CLI at 1.5 and 4 MiB)
 def test_sizes_are_written_like_the_cli_warning(units, text):
     assert format_kb(units) == text
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -196,7 +197,7 @@ def test_refusals_name_the_file(mem, tmp_path, history):
 
 
 def test_a_linked_memory_file_is_saved_through_its_link(mem, tmp_path, history):
-    target = tmp_path / "repo" / "shared.md"
+    target = Path(mem) / "linked" / "shared.md"  # a link inside the folder: written through
     write(str(target), b"---\nname: shared\ndescription: old\n---\nbody\n")
     link = os.path.join(mem, "shared.md")
     os.symlink(target, link)
@@ -210,6 +211,21 @@ def test_a_linked_memory_file_is_saved_through_its_link(mem, tmp_path, history):
     os.symlink(tmp_path / "missing.md", os.path.join(mem, "dangling.md"))
     with pytest.raises(ReadOnly, match="does not exist"):
         writes.writable_path(mem, os.path.join(mem, "dangling.md"))
+    # a memory file linked into a repository (spec §5.3: people do) is written through, the link kept
+    repo_file = tmp_path / "repo" / "out.md"
+    write(str(repo_file), b"---\nname: out\ndescription: old\n---\nin the repo\n")
+    os.symlink(repo_file, os.path.join(mem, "out.md"))
+    assert writes.writable_path(mem, os.path.join(mem, "out.md")) == str(repo_file)
+    topic = read_folder(mem).topic("out.md")
+    writes.edit_memory(mem, "out.md", topic.stamp, description="new", history=history)
+    assert read(str(repo_file)) == b"---\nname: out\ndescription: new\n---\nin the repo\n"
+    assert os.path.islink(os.path.join(mem, "out.md"))
+    # a link out of the folder to anything but a .md file is never written through
+    write(str(tmp_path / "repo" / "secrets"), b"outside\n")
+    os.symlink(tmp_path / "repo" / "secrets", os.path.join(mem, "secrets.md"))
+    with pytest.raises(ReadOnly, match=r"outside the memory folder and not a \.md file; keepgui never writes through"):
+        writes.writable_path(mem, os.path.join(mem, "secrets.md"))
+    assert read(str(tmp_path / "repo" / "secrets")) == b"outside\n"
 
 
 def test_front_matter_edits_keep_every_other_byte(mem, history):

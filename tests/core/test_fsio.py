@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 
 import pytest
 
@@ -166,3 +167,45 @@ def test_lines_around_reads_only_what_it_shows(tmp_path):
     path.write_bytes(b"a\n" + b"x" * 5_000_000 + b"\n\xff\xfeb\n")
     lines = lines_around(path, 2, 1, width=100)
     assert [(n, len(t)) for n, t in lines] == [(1, 1), (2, 100), (3, 3)] and lines[2][1] == "\ufffd\ufffdb"
+
+
+def _write_in_the_window(monkeypatch, path, theirs: bytes):
+    """Make another writer replace ``path`` (as an agent's Edit tool does: temp file, rename, no lock)
+    right after atomic_write's last check, in the moment before its own rename."""
+    real = fsio.check_unchanged
+    calls = []
+
+    def check_then_someone_writes(p, expect):
+        result = real(p, expect)
+        calls.append(p)
+        if len(calls) == 2:  # the check just before the rename
+            other = str(path) + ".agent"
+            with open(other, "wb") as fh:
+                fh.write(theirs)
+            os.replace(other, path)
+        return result
+
+    monkeypatch.setattr(fsio, "check_unchanged", check_then_someone_writes)
+    return calls
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2(RENAME_EXCHANGE) is Linux's")
+def test_a_write_landing_between_the_last_check_and_the_rename_is_kept_and_ours_refused(tmp_path, monkeypatch):
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes(b"as read\n")
+    _data, stamp = fsio.read_stamped(path)
+    calls = _write_in_the_window(monkeypatch, path, b"as read\nthe agent's new line\n")
+    with pytest.raises(Conflict):
+        fsio.atomic_write(path, b"as read\nkeepgui's line\n", expect=stamp)
+    assert len(calls) == 2
+    assert path.read_bytes() == b"as read\nthe agent's new line\n"  # the agent's write stands
+    assert [p.name for p in tmp_path.iterdir()] == ["MEMORY.md"]  # no temporary file left
+
+
+def test_an_exchange_the_filesystem_refuses_falls_back_to_a_replace(tmp_path, monkeypatch):
+    path = tmp_path / "f.md"
+    path.write_bytes(b"old\n")
+    _data, stamp = fsio.read_stamped(path)
+    monkeypatch.setattr(fsio, "_exchange", lambda a, b: False, raising=False)
+    fsio.atomic_write(path, b"new\n", expect=stamp)
+    assert path.read_bytes() == b"new\n" and [p.name for p in tmp_path.iterdir()] == ["f.md"]

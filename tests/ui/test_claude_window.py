@@ -93,11 +93,15 @@ def test_the_home_and_its_project_in_the_sidebar_and_a_project_folder_opened(
     claude_window, demo_copy, qtbot, monkeypatch
 ):
     window, key, memory = claude_window()
-    index = window.tree_model.index_of_bank(key)
-    assert index.data(Qt.ItemDataRole.DisplayRole) == "slow-bytes"  # the project, not `-tmp-…-slow-bytes`
     from keepgui.ui.sidebar import DetailRole
 
-    assert index.data(DetailRole) == "215 memories · index 220 lines · 20 not loaded"
+    def shown() -> tuple[str, str]:  # the title and counts come from the background scan: wait for them
+        index = window.tree_model.index_of_bank(key)
+        return index.data(Qt.ItemDataRole.DisplayRole), index.data(DetailRole)
+
+    # the project, not `-tmp-…-slow-bytes`
+    qtbot.waitUntil(lambda: shown() == ("slow-bytes", "215 memories · index 220 lines · 20 not loaded"), timeout=10_000)
+    index = window.tree_model.index_of_bank(key)
     assert key.bank in index.data(Qt.ItemDataRole.ToolTipRole)
     source = window.tree_model.index_of_source(key.source)
     assert source.data(Qt.ItemDataRole.DisplayRole).startswith("Claude Code · ")

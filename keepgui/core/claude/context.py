@@ -134,7 +134,7 @@ class SessionContext:
             },
             "hidden": [e.to_obj() for e in self.hidden],
             "notes": list(self.notes),
-            "problems": list(self.settings.problems) + (list(self.folder.problems) if self.folder else []),
+            "problems": list(self.settings.problems) + ([str(p) for p in self.folder.problems] if self.folder else []),
         }
 
 

@@ -72,8 +72,9 @@ def utf16_slice(text: str, units: int) -> str:
 
 def format_kb(units: int) -> str:
     """A size as the CLI's MEMORY.md warning writes it: 1024-based, one decimal, ``.0`` dropped
-    (``29.3KB``, ``26KB``)."""
-    # units / 1024 is exact in decimal, so Decimal rounds it exactly as JS's toFixed(1) does (half up)
-    text = str((Decimal(units) / 1024).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    (``29.3KB``, ``26KB``; from 1024 KB on in MB: ``4MB``, ``1.5MB``, seen on a 4 MiB index)."""
+    # the quotient is exact in decimal, so Decimal rounds it exactly as JS's toFixed(1) does (half up)
+    unit, divisor = ("MB", 1024 * 1024) if units >= 1024 * 1024 else ("KB", 1024)
+    text = str((Decimal(units) / divisor).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
     text = text.removesuffix(".0")
-    return f"{text}KB"
+    return f"{text}{unit}"

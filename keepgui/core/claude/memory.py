@@ -28,7 +28,9 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import stat
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -219,6 +221,141 @@ def cut_index(text: str) -> IndexCut:
     )
 
 
+# ---------------------------------------------------------------------- problems
+
+
+@dataclass(frozen=True)
+class FolderProblem:
+    """One thing wrong with a file of the memory folder: what keepgui could not take as it is, and why.
+
+    ``path`` is the file, ``line`` its 1-based line (0: the whole file), ``message`` what is wrong and
+    what keepgui does about it, ``code`` a stable word (tests and the window match on it). The fields
+    are those of the seam's doctor-like problems (path, line, message, code, level), so a bank hands
+    these out as they are.
+    """
+
+    path: str
+    line: int
+    message: str
+    code: str
+    level: str = "warning"
+
+    @property
+    def where(self) -> str:
+        """``file:line`` (or the file)."""
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+    def to_obj(self) -> dict[str, Any]:
+        """For ``--json``: ``{path, line, code, message}`` (``line`` None when it is the whole file)."""
+        return {"path": self.path, "line": self.line or None, "code": self.code, "message": self.message}
+
+
+NOT_A_FILE = "not-a-file"
+LINK_OUT = "link-out"
+NOT_UTF8 = "not-utf8"
+BAD_FRONT_MATTER = "front-matter"
+TOO_BIG = "too-big"
+UNREADABLE = "unreadable"
+INDEX_LINK_OUT = "index-link-out"
+INDEX_NOT_A_FILE = "index-not-a-file"
+BAD_NAME = "bad-name"
+
+
+def utf8_name(path: str) -> bool:
+    """True when ``path`` is text (a name with bytes that are not UTF-8 comes from os as surrogates)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(path: str) -> str:
+    """``path`` as printable text: bytes that are not UTF-8 as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (``a FIFO``, ``a folder``...)."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def inside(folder: str, path: str) -> bool:
+    """True when ``path`` (already resolved) is ``folder`` (already resolved) or below it."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def linked_memory_file(path: str) -> bool:
+    """True when ``path`` (a link in a memory folder) resolves to a regular ``*.md`` file: a memory
+    file linked into a repository, as people do (spec §5.3), which the CLI reads and keepgui reads and
+    writes through. A link to anything else outside the folder (``/etc/passwd``, a folder, a FIFO) is
+    refused."""
+    target = os.path.realpath(path)
+    return target.endswith(".md") and os.path.isfile(target)
+
+
+def utf8_error(data: bytes) -> tuple[int, int] | None:
+    """``(byte offset, 1-based line)`` of the first byte that is not UTF-8, or None when all of it is."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start, data.count(b"\n", 0, exc.start) + 1
+    return None
+
+
+def _too_big(path: str, size: int) -> FolderProblem:
+    return FolderProblem(
+        path,
+        0,
+        f"{size:,} bytes, over the {TOPIC_LIMIT:,}-byte limit (4 MiB, the most the Claude Code CLI loads of a "
+        "memory or instruction file: it skips a bigger one whole); skipped unread",
+        TOO_BIG,
+    )
+
+
+def check_entry(folder: str, path: str) -> tuple[str, FolderProblem | None]:
+    """Whether ``path`` (in ``folder``) can be read as a memory file without following it out of the
+    folder or blocking: ``(path to read, None)`` or ``("", the problem)``; a missing file is ``(path, None)``."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path, None
+    except OSError as exc:
+        return "", FolderProblem(path, 0, f"cannot be read: {exc.strerror or exc}", UNREADABLE)
+    if stat.S_ISLNK(st.st_mode):
+        target = os.path.realpath(path)
+        if not inside(os.path.realpath(folder), target) and not linked_memory_file(path):
+            return "", FolderProblem(
+                path,
+                0,
+                f"a link to {target}, outside the memory folder and not a .md file: not shown as a memory, "
+                "and keepgui never writes through it",
+                LINK_OUT,
+            )
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            return "", FolderProblem(
+                path, 0, f"a link to {target}, which cannot be read: {exc.strerror or exc}", UNREADABLE
+            )
+    if not stat.S_ISREG(st.st_mode):
+        return "", FolderProblem(path, 0, f"{file_kind(st.st_mode)}, not a memory file: skipped unread", NOT_A_FILE)
+    if st.st_size > TOPIC_LIMIT:
+        return "", _too_big(path, st.st_size)
+    return path, None
+
+
 # ---------------------------------------------------------------------- topic files
 
 
@@ -232,7 +369,9 @@ class TopicFile:
     matter; ``front`` the parsed front matter (``{}`` when none or
     unreadable); ``problem`` why the front matter could not be read; ``stamp``
     what was read; ``mtime_ms`` when it last changed; ``text`` the whole file
-    as read (front matter included).
+    as read (front matter included); ``issues`` every problem found in it
+    (front matter, bytes that are not UTF-8); ``read_only`` why keepgui will
+    not rewrite it ("" when it may).
     """
 
     rel: str
@@ -248,6 +387,8 @@ class TopicFile:
     has_front: bool = False
     links: tuple[str, ...] = ()
     text: str = ""
+    issues: tuple[FolderProblem, ...] = ()
+    read_only: str = ""
 
     @property
     def title(self) -> str:
@@ -264,18 +405,53 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
     front = split_front_matter(text)
     obj: dict[str, Any] = {}
     problem = ""
+    issues: list[FolderProblem] = []
+    read_only = ""
+    bad = utf8_error(data)
+    if bad is not None:
+        offset, line = bad
+        read_only = (
+            f"not valid UTF-8 (byte {offset:,}, line {line}): shown with replacement characters; keepgui does "
+            "not rewrite it, so no byte is lost"
+        )
+        issues.append(FolderProblem(path, line, read_only, NOT_UTF8))
     if front.yaml is not None:
         try:
             loaded = yaml.load(front.yaml, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 2})" if mark is not None else ""
+            line = mark.line + 2 if mark is not None else 0  # the block starts on the file's line 2
+            where = f" (line {line})" if line else ""
             problem = f"{path}: the front matter is not valid YAML{where}"
+            started = getattr(exc, "context_mark", None)
+            what = str(getattr(exc, "problem", "") or "")
+            context = str(getattr(exc, "context", "") or "")
+            if started is not None and context:
+                what += f", {context} from line {started.line + 2}"
+            issues.append(
+                FolderProblem(
+                    path,
+                    line,
+                    f"the front matter is not valid YAML{': ' + what if what else ''}; name, description and type unread",
+                    BAD_FRONT_MATTER,
+                )
+            )
         else:
             if isinstance(loaded, dict):
                 obj = loaded
             elif loaded is not None:
                 problem = f"{path}: the front matter is not a mapping of keys"
+                issues.append(FolderProblem(path, 2, "the front matter is not a mapping of keys", BAD_FRONT_MATTER))
+    elif text.split("\n", 1)[0].rstrip(JS_WHITESPACE) == "---":
+        problem = f"{path}: the front matter opened on line 1 is never closed"
+        issues.append(
+            FolderProblem(
+                path,
+                1,
+                "the front matter opened here is never closed (no second ---): read as body text",
+                BAD_FRONT_MATTER,
+            )
+        )
     metadata = obj.get("metadata")
     kind = metadata.get("type") if isinstance(metadata, dict) else None
     if kind is None:
@@ -294,6 +470,8 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
         front.yaml is not None,
         tuple(dict.fromkeys(m.group(1).strip() for m in _WIKI_LINK.finditer(front.body))),
         text,
+        tuple(issues),
+        read_only,
     )
 
 
@@ -308,17 +486,19 @@ SETTLED_NS = 3_000_000_000
 time (or size) changing too, even where a file system keeps times to the second or two."""
 
 
-def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list[TopicFile], list[str]]:
+def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list[TopicFile], list[FolderProblem]]:
     """Every topic file of a memory folder (recursively, as recall reads them; ``team/`` and the
-    index excluded), sorted by path, and the files that could not be read.
+    index excluded), sorted by path, and the ``*.md`` files that could not be taken as topic files
+    (a FIFO or device, a link out of the folder, one over :data:`TOPIC_LIMIT`...), each with why.
 
-    With ``previous`` (the folder read earlier), a file whose size and time are what they were then,
-    and whose time was settled when it was read (:data:`SETTLED_NS`), is taken from it unread.
+    Folders are not followed through links (a link loop ends nowhere). With ``previous`` (the folder
+    read earlier), a file whose size and time are what they were then, and whose time was settled
+    when it was read (:data:`SETTLED_NS`), is taken from it unread.
     """
     known = {t.rel: t for t in previous.topics} if previous is not None else {}
     settled = previous.read_at_ns - SETTLED_NS if previous is not None else 0
     out: list[TopicFile] = []
-    problems: list[str] = []
+    problems: list[FolderProblem] = []
     if not os.path.isdir(folder):
         return out, problems
     for base, dirs, files in os.walk(folder):
@@ -329,6 +509,20 @@ def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list
                 continue
             path = os.path.join(base, name)
             rel = os.path.normpath(os.path.join(rel_base, name)).replace(os.sep, "/")
+            if not utf8_name(path):  # keepgui's history, JSON and the window all need text names
+                problems.append(
+                    FolderProblem(
+                        shown_name(path),
+                        0,
+                        "its name is not valid UTF-8 (bad bytes shown as \\x..): skipped unread; rename it",
+                        BAD_NAME,
+                    )
+                )
+                continue
+            readable, refused = check_entry(folder, path)
+            if refused is not None:  # named, never read: nothing blocks, nothing outside is shown
+                problems.append(refused)
+                continue
             seen = known.get(rel)
             if seen is not None and seen.stamp.mtime_ns < settled:
                 try:
@@ -339,12 +533,14 @@ def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list
                     out.append(seen)
                     continue
             try:
-                data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
-            except KeepguiError as exc:  # a FIFO, a device, too big: named, never read
-                problems.append(str(exc))
+                data, stamp = fsio.read_stamped(readable, limit=TOPIC_LIMIT)
+            except KeepguiError as exc:  # it changed into a FIFO or grew past the limit since the check
+                problems.append(
+                    FolderProblem(path, 0, str(exc).removeprefix(path + " ").removeprefix(path + ": "), UNREADABLE)
+                )
                 continue
             except OSError as exc:
-                problems.append(f"{path}: {exc.strerror or exc}")
+                problems.append(FolderProblem(path, 0, f"cannot be read: {exc.strerror or exc}", UNREADABLE))
                 continue
             if data is None:
                 continue
@@ -407,7 +603,8 @@ class MemoryIndex:
     """A read ``MEMORY.md``: its bytes' stamp, its text, the prepared text, the cut and the entries.
 
     ``exists`` is False for a folder without a readable index (``cut`` is then None; ``problem``
-    says why when it is there but cannot be read).
+    says why when it is there but cannot be read). ``issues`` are its problems (unreadable, a link
+    out of the folder, bytes that are not UTF-8); ``read_only`` why keepgui will not rewrite it.
     """
 
     path: str
@@ -419,6 +616,8 @@ class MemoryIndex:
     entries: tuple[IndexEntry, ...]
     size: int = 0
     problem: str = ""
+    issues: tuple[FolderProblem, ...] = ()
+    read_only: str = ""
 
     @property
     def injected(self) -> str | None:
@@ -451,11 +650,40 @@ def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
     try:
         data, stamp = fsio.read_stamped(path, limit=TOPIC_LIMIT)
     except (OSError, KeepguiError) as exc:
-        # the CLI skips an index it cannot read (a folder, a FIFO...); so does the preview, saying why
+        # the CLI skips an index it cannot read (a FIFO, over 4 MiB...); so does the preview, saying why
         why = str(exc) if isinstance(exc, KeepguiError) else f"{path}: {exc.strerror or exc}"
-        return MemoryIndex(path, False, fsio.Stamp.missing(), "", None, None, (), problem=why)
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is not None and st.st_size > TOPIC_LIMIT and stat.S_ISREG(st.st_mode):
+            issue = _too_big(path, st.st_size)
+        elif st is not None and not stat.S_ISREG(st.st_mode):
+            issue = FolderProblem(
+                path, 0, f"{file_kind(st.st_mode)}, not a file: the CLI skips it, so does keepgui", NOT_A_FILE
+            )
+        else:
+            issue = FolderProblem(path, 0, why.removeprefix(path + ": "), UNREADABLE)
+        return MemoryIndex(path, False, fsio.Stamp.missing(), "", None, None, (), problem=why, issues=(issue,))
     if data is None:
         return MemoryIndex(path, False, stamp, "", None, None, ())
+    issues: list[FolderProblem] = []
+    read_only = ""
+    if (
+        os.path.islink(path)
+        and not inside(os.path.realpath(folder), os.path.realpath(path))
+        and not linked_memory_file(path)
+    ):
+        # the CLI follows it and loads it, so the preview shows it; keepgui never writes through it
+        read_only = f"a link to {os.path.realpath(path)}, outside the memory folder: keepgui never writes through it"
+        issues.append(FolderProblem(path, 0, read_only + " (the CLI loads it, so it is shown)", LINK_OUT))
+    bad = utf8_error(data)
+    if bad is not None:
+        read_only = (
+            f"not valid UTF-8 (byte {bad[0]:,}, line {bad[1]}): the CLI reads each bad byte as U+FFFD, as shown; "
+            "keepgui does not rewrite it, so no byte is lost"
+        )
+        issues.append(FolderProblem(path, bad[1], read_only, NOT_UTF8))
     text = decode(data)
     prepared = Prepared(text)
     cut = cut_index(prepared.text) if prepared.text else None
@@ -488,7 +716,7 @@ def read_index(folder: str, topic_names: set[str] | None = None) -> MemoryIndex:
                 )
             )
         offset += len(line) + 1
-    return MemoryIndex(path, True, stamp, text, prepared, cut, tuple(entries), len(data))
+    return MemoryIndex(path, True, stamp, text, prepared, cut, tuple(entries), len(data), "", tuple(issues), read_only)
 
 
 @dataclass(frozen=True)
@@ -517,7 +745,7 @@ class MemoryFolder:
     index: MemoryIndex
     topics: tuple[TopicFile, ...]
     orphans: Orphans
-    problems: tuple[str, ...] = ()
+    problems: tuple[FolderProblem, ...] = ()
     has_team: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     read_at_ns: int = 0
@@ -538,18 +766,22 @@ class MemoryFolder:
                 parts.append(f"{hidden or cut.lines - cut.kept_lines} not loaded")
         else:
             parts.append("no index")
+        if self.problems:
+            parts.append(f"{len(self.problems)} {'problem' if len(self.problems) == 1 else 'problems'}")
         return " · ".join(parts)
 
 
 def read_folder(folder: str, previous: MemoryFolder | None = None) -> MemoryFolder:
-    """Read a memory folder (index, topics, orphans); never raises for a missing folder. With
+    """Read a memory folder (index, topics, orphans, problems); never raises for a missing folder. With
     ``previous``, topic files unchanged since it was read are not read again (see :func:`topic_files`)."""
     read_at = time.time_ns()
     topics, problems = topic_files(folder, previous if previous is not None and previous.path == folder else None)
     index = read_index(folder, {t.rel for t in topics})
-    problems.extend(t.problem for t in topics if t.problem)
-    if index.problem:
-        problems.append(index.problem)
+    refused = {p.path: p for p in problems}
+    for topic in topics:
+        problems.extend(topic.issues)
+    problems.extend(index.issues)
+    problems.extend(index_problems(folder, index, refused))
     return MemoryFolder(
         folder,
         index,
@@ -559,3 +791,49 @@ def read_folder(folder: str, previous: MemoryFolder | None = None) -> MemoryFold
         os.path.isdir(os.path.join(folder, TEAM_DIR)),
         read_at_ns=read_at,
     )
+
+
+_ANY_LINK = re.compile(r"\[(?:[^\[\]\\]|\\.)*\]\(\s*<?([^()<>\s]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def index_problems(folder: str, index: MemoryIndex, refused: Mapping[str, FolderProblem]) -> list[FolderProblem]:
+    """The index lines that point outside the memory folder or at a file keepgui could not take
+    (``refused``: path -> why), flagged (the line stays: the CLI injects the index as it is)."""
+    out: list[FolderProblem] = []
+    if not index.text:
+        return out
+    real = os.path.realpath(folder)
+    for number, line in enumerate(index.text.split("\n"), 1):
+        for match in _ANY_LINK.finditer(line):
+            target = unquote(match.group(1)).split("#", 1)[0]
+            if not target or "://" in target or target.startswith(("mailto:", "#")):
+                continue
+            path = os.path.normpath(os.path.join(folder, target))
+            linked_out = not inside(real, os.path.realpath(path)) and not linked_memory_file(path)
+            if not inside(os.path.normpath(folder), path) or linked_out:
+                out.append(
+                    FolderProblem(
+                        index.path,
+                        number,
+                        f"links to {target}, outside the memory folder (resolves to {os.path.realpath(path)}): "
+                        "not a memory; the line is kept as it is",
+                        INDEX_LINK_OUT,
+                    )
+                )
+            elif path in refused:
+                why = refused[path]
+                out.append(
+                    FolderProblem(
+                        index.path,
+                        number,
+                        f"links to {target}, which keepgui cannot take as a memory: {why.message}",
+                        INDEX_NOT_A_FILE,
+                    )
+                )
+            elif os.path.isdir(path):
+                out.append(
+                    FolderProblem(
+                        index.path, number, f"links to {target}, a folder, not a memory file", INDEX_NOT_A_FILE
+                    )
+                )
+    return out

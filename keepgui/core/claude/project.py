@@ -48,10 +48,16 @@ from keepgui.core.claude.documents import ClaudeDocuments, Entry, refresh_listin
 from keepgui.core.claude.jstext import utf16_len
 from keepgui.core.claude.layout import ClaudeEnv, git_roots, project_folder_name
 from keepgui.core.claude.memory import (
+    INDEX_LINK_OUT,
     INDEX_NAME,
     LINE_LIMIT,
+    LINK_OUT,
     MEMORY_TYPES,
+    NOT_A_FILE,
     SIZE_LIMIT,
+    TOO_BIG,
+    UNREADABLE,
+    FolderProblem,
     IndexEntry,
     MemoryFolder,
     Prepared,
@@ -62,7 +68,7 @@ from keepgui.core.claude.memory import (
 )
 from keepgui.core.claude.preview import build_preview
 from keepgui.core.claude.review import Baselines, FolderReview, accept_current, remember, review
-from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
     COMPACT,
@@ -107,7 +113,10 @@ DANGLING = "index:"
 """The key prefix of an index line whose topic file is missing (then its target)."""
 
 NOT_LOADED, UNINDEXED, MISSING_FILE = "not-loaded", "unindexed", "missing-file"
-STATUS_TAGS = (NOT_LOADED, UNINDEXED, MISSING_FILE)
+NOT_A_MEMORY, READ_ONLY = "not-a-memory", "read-only"
+STATUS_TAGS = (NOT_LOADED, UNINDEXED, MISSING_FILE, NOT_A_MEMORY, READ_ONLY)
+REFUSED_CODES = (NOT_A_FILE, LINK_OUT, TOO_BIG, UNREADABLE)
+"""The problems that keep a file from being a memory at all (it is not read, not shown, not written)."""
 """Tags that say where a memory stands for the next session (not written anywhere)."""
 
 FILE_SHOWN = 20_000
@@ -243,6 +252,7 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict[str, Any], Topi
     """The rows of a memory folder: every topic file, every index line whose file is missing, and the
     memories keepgui forgot (``forgotten``: each pending forget with its topic file as it was)."""
     by_target: dict[str, IndexEntry] = {}
+    refused = {p.path: p for p in folder.problems if p.code in REFUSED_CODES}
     for indexed in folder.index.entries:
         by_target.setdefault(indexed.target, indexed)
     rows = []
@@ -270,8 +280,9 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict[str, Any], Topi
             else ("MEMORY.md", "no line points at this file (an orphan)"),
             (topic.rel, _file_text(topic)),
         ]
-        if topic.problem:
-            fields.append(("problem", topic.problem))
+        fields.extend(("problem", f"{p.where}: {p.message}") for p in topic.issues)
+        if topic.read_only:
+            status += (READ_ONLY,)
         kind = (topic.type,) if topic.type else ()
         rows.append(
             FileRow(
@@ -289,20 +300,40 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict[str, Any], Topi
         if entry.target in seen:
             continue
         seen.add(entry.target)
+        why = refused.get(os.path.join(folder.path, entry.target))
         rows.append(
             FileRow(
                 id=DANGLING + entry.target,
                 text=f"{entry.title} — {entry.hook}".strip(" —"),
                 position=entry.line,
-                tags=(MISSING_FILE,) + (() if entry.loaded else (NOT_LOADED,)),
+                tags=(NOT_A_MEMORY if why is not None else MISSING_FILE,) + (() if entry.loaded else (NOT_LOADED,)),
                 fields=(
                     (f"MEMORY.md, line {entry.line}", entry.text),
-                    (entry.target, "missing: this index line points at a file that does not exist"),
+                    (entry.target, why.message)
+                    if why is not None
+                    else (entry.target, "missing: this index line points at a file that does not exist"),
                     (
                         "at session start",
                         "loads, but Claude finds no file behind it" if entry.loaded else "past the cut",
                     ),
                 ),
+            )
+        )
+    shown = {row.position for row in rows if row.id.startswith(DANGLING)}
+    index_lines = folder.index.text.split("\n") if folder.index.text else []
+    for problem in folder.problems:
+        # an index line that links out of the folder at no .md file: flagged as a row too, never dropped
+        if problem.code != INDEX_LINK_OUT or problem.line in shown or not 0 < problem.line <= len(index_lines):
+            continue
+        shown.add(problem.line)
+        text = index_lines[problem.line - 1].rstrip("\r")
+        rows.append(
+            FileRow(
+                id=f"{DANGLING}line-{problem.line}",
+                text=text.strip(),
+                position=problem.line,
+                tags=(NOT_A_MEMORY,),
+                fields=((f"MEMORY.md, line {problem.line}", text), ("problem", problem.message)),
             )
         )
     present = {t.rel for t in folder.topics}
@@ -463,13 +494,23 @@ class ClaudeProject(BankDefaults):
         )
         if baseline != sha and (before is None or before_manifest != sha):
             change.reviews = (REVIEW,)
+        notes: list[str] = []
         if before is not None and before_manifest != sha and not full:
-            change.notes = (f"{self.title}: the memory folder changed on disk ({folder.counts()})",)
+            notes.append(f"{self.title}: the memory folder changed on disk ({folder.counts()})")
+        known = set(before.problems) if before is not None else set()
+        notes += [f"{self.title}: {p}" for p in folder.problems if p not in known]
+        change.notes = tuple(notes)
         return change
 
     def rows(self) -> Sequence[FileRow]:
         """The rows as last read."""
         return list(self.delivered)
+
+    def problems(self) -> list[FolderProblem]:
+        """Everything wrong with the memory folder's files as last read (``path``, ``line``, ``message``,
+        ``code``, ``level``: the seam's doctor-like problems), in the order they were found."""
+        folder = self.folder
+        return list(folder.problems) if folder is not None else []
 
     def activity(self) -> Activity:
         """When the memories were written: their files' times and the folder's versions keepgui saw."""
@@ -591,6 +632,15 @@ class ClaudeProject(BankDefaults):
                 if key.startswith(FORGOTTEN):
                     continue
                 if key.startswith(DANGLING):
+                    row = next((r for r in self.delivered if r.id == key), None)
+                    if row is not None and NOT_A_MEMORY in row.tags:
+                        why = dict(row.fields).get("problem") or next(
+                            (value for _label, value in row.fields[1:2]), "not a memory"
+                        )
+                        raise ReadOnly(
+                            f"{os.path.join(self.memory_dir, INDEX_NAME)}, line {row.position}: {why}; keepgui does "
+                            "not forget it, edit MEMORY.md to remove the line; nothing was written"
+                        )
                     steps.append(partial(self._drop_index_lines, key[len(DANGLING) :]))
                 else:
                     self._topic(key)

@@ -13,11 +13,14 @@ with plain file tools and no lock. So every write here:
 * never touches ``team/`` (synced from a server), the lock itself, session
   transcripts, ``.claude.json``, settings or managed files (only ``*.md``
   inside the memory folder are written);
-* writes **through** a symbolic link to its target, keeping the link (spec
-  §5.3; people link memory files into a repository, and the agent's own Write
-  tool follows links too). fsio refuses to *replace* a link, so the link is
-  resolved here and the target is replaced atomically in its own folder; a
-  dangling link is refused;
+* writes **through** a symbolic link to its target, keeping the link, when the
+  target is inside the memory folder (the agent's own Write tool follows links
+  too). fsio refuses to *replace* a link, so the link is resolved here and the
+  target is replaced atomically in its own folder; a dangling link, and a link
+  out of the memory folder (spec §5.3: it may point anywhere, ``/etc/passwd``
+  included), are refused: keepgui never writes outside the folder;
+* refuses to rewrite a file that is not valid UTF-8 (it would lose the bytes
+  it shows as U+FFFD) or is not a regular file (a FIFO would block);
 * keeps what it replaces or removes in keepgui's own history
   (:class:`~keepgui.core.history.History`, outside the memory folder), so a
   forget is reversible and every change has an exact undo that is itself
@@ -43,6 +46,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 import time
 import unicodedata
 from collections.abc import Callable
@@ -51,7 +55,16 @@ from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.claude.markdown import split_front_matter
-from keepgui.core.claude.memory import INDEX_NAME, LOCK_NAME, MEMORY_TYPES, TEAM_DIR, parse_link_line
+from keepgui.core.claude.memory import (
+    INDEX_NAME,
+    LOCK_NAME,
+    MEMORY_TYPES,
+    TEAM_DIR,
+    file_kind,
+    inside,
+    linked_memory_file,
+    parse_link_line,
+)
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, ReadOnly, Unreadable
 from keepgui.core.history import History, Journal
 from keepgui.core.timefmt import now_ms
@@ -171,7 +184,18 @@ def writable_path(memory_dir: str, path: str) -> str:
         target = os.path.realpath(path)
         if not os.path.exists(target):
             raise ReadOnly(f"{path}: a link to {target}, which does not exist; nothing was written")
-        return target
+        if not inside(os.path.realpath(folder), target) and not linked_memory_file(path):
+            raise ReadOnly(
+                f"{path}: a link to {target}, outside the memory folder and not a .md file; keepgui never "
+                "writes through it, nothing was written"
+            )
+        path = target
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path  # absent: a new file
+    if not stat.S_ISREG(st.st_mode):
+        raise ReadOnly(f"{path}: {file_kind(st.st_mode)}, not a memory file; nothing was written")
     return path
 
 
@@ -508,6 +532,7 @@ def forget(memory_dir: str, rel: str, *, history: History | None = None) -> Memo
     topic, topic_stamp = fsio.read_stamped(target)
     if topic is None:
         raise NotFound(f"{topic_path}: no such memory file")
+    _decode_strict(topic, topic_path)
     index_path = os.path.join(memory_dir, INDEX_NAME)
     index_target = writable_path(memory_dir, index_path)
     index, index_stamp = fsio.read_stamped(index_target)
