@@ -427,6 +427,48 @@ class MemoryTableModel(QAbstractTableModel):
         return self._display(row, field)
 
 
+def visible_rows(
+    order: np.ndarray, rank: np.ndarray, live: np.ndarray | None, tagged: np.ndarray | None, match: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The source rows shown, ascending by key, and their places in ``order``: ``order`` (every
+    source row ascending by key; ``rank`` where each stands in it) narrowed to the rows that are
+    ``live`` (None: history shown), ``tagged`` (None: no tag chosen) and in ``match`` (a bool per
+    source row, or an array of source rows; None: no query). Numpy passes only: it may run on any
+    thread over arrays nobody changes meanwhile."""
+    n = len(order)
+    chosen: np.ndarray | None = None  # the few rows a filter names, when it names few
+    mask = live
+    if match is not None:
+        if match.dtype == np.bool_:
+            match = fit_mask(match, n)  # made before rows were appended: those are not in it
+        if match.dtype == np.bool_ and int(np.count_nonzero(match)) * 16 >= n:
+            mask = match if mask is None else mask & match
+        else:
+            chosen = np.flatnonzero(match) if match.dtype == np.bool_ else np.asarray(match, dtype=np.int64)
+    if tagged is not None:
+        mask = tagged if mask is None else mask & tagged
+    if chosen is not None:
+        if mask is not None:
+            chosen = chosen[mask[chosen]]
+        ranks = np.sort(rank[chosen])
+        return order[ranks], ranks
+    if mask is None:
+        return order, np.arange(n, dtype=np.int64)
+    keep = mask[order]
+    return order[keep], np.flatnonzero(keep)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What :func:`visible_rows` needs of a proxy, at one ``version`` of it (arrays held, not copied)."""
+
+    version: int
+    order: np.ndarray
+    rank: np.ndarray
+    live: np.ndarray | None
+    tagged: np.ndarray | None
+
+
 def _same(a: Any, b: Any) -> bool:
     """Whether two filter values filter alike (numpy arrays compared whole, in C)."""
     if a is b:
@@ -497,6 +539,7 @@ class MemoryProxyModel(QAbstractTableModel):
         self._visible = _EMPTY  # visible source rows, ascending by key (ranked: by ranked key)
         self._visible_rank = _EMPTY  # their places in _order (ascending; not in ranked mode)
         self._ranked_at: dict[int, int] = {}  # ranked mode: source row -> position in _visible
+        self._version = 0  # one more at every change of the order, the rows or the visible rows
 
     # ------------------------------------------------------------------ setup
 
@@ -508,6 +551,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if old is not None:
             for signal, slot in self._connections(old):
                 signal.disconnect(slot)
+        self._version += 1
         self.beginResetModel()
         self._model = model
         for signal, slot in self._connections(model):
@@ -647,42 +691,19 @@ class MemoryProxyModel(QAbstractTableModel):
 
     def _filter(self) -> None:
         """Work out the visible rows from the order and the filters."""
-        n = len(self._order)
         self._ranked_at = {}
         if self.ranked_scores is not None:
             self._rank_visible()
             return
-        source = self._source
-        chosen: np.ndarray | None = None  # the few rows a filter names, when it names few
-        mask: np.ndarray | None = None if self.show_history else self._live
         if self.match_keys is not None:
-            found = [i for i in map(source.row_of, self.match_keys) if i is not None]
-            chosen = np.asarray(found, dtype=np.int64)
-        elif self.match_rows is not None:
+            found = [i for i in map(self._source.row_of, self.match_keys) if i is not None]
+            match: np.ndarray | None = np.asarray(found, dtype=np.int64)
+        else:
             match = self.match_rows
-            if match.dtype == np.bool_:
-                match = fit_mask(match, n)  # made before rows were appended: those are not in it
-            if match.dtype == np.bool_ and int(np.count_nonzero(match)) * 16 >= n:
-                mask = match if mask is None else mask & match
-            else:
-                chosen = np.flatnonzero(match) if match.dtype == np.bool_ else np.asarray(match, dtype=np.int64)
-        if self.tag is not None:
-            tagged = self._tag_mask(self.tag)
-            mask = tagged if mask is None else mask & tagged
-        if chosen is not None:
-            if mask is not None:
-                chosen = chosen[mask[chosen]]
-            ranks = np.sort(self._rank[chosen])
-            self._visible_rank = ranks
-            self._visible = self._order[ranks]
+        layout = self.layout()
+        if layout is None:
             return
-        if mask is None:
-            self._visible = self._order
-            self._visible_rank = np.arange(n, dtype=np.int64)
-            return
-        keep = mask[self._order]
-        self._visible = self._order[keep]
-        self._visible_rank = np.flatnonzero(keep)
+        self._visible, self._visible_rank = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match)
 
     def _rank_visible(self) -> None:
         """Ranked mode: only the candidates, sorted directly (a small set)."""
@@ -698,15 +719,43 @@ class MemoryProxyModel(QAbstractTableModel):
         self._visible_rank = _EMPTY
         self._ranked_at = {i: p for p, (_, i) in enumerate(pairs)}
 
-    def _relayout(self, resort: bool = False) -> None:
+    def _relayout(self, resort: bool = False, visible: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.layoutAboutToBeChanged.emit()
         persistent = self.persistentIndexList()
         sources = [self.mapToSource(i) for i in persistent]
-        if self.ranked_scores is None:
-            self._key_fn = sort_key(self._sort_field)
-        self._rebuild(resort)
+        if visible is not None:  # worked out already (off the GUI thread)
+            self._visible, self._visible_rank = visible
+            self._ranked_at = {}
+        else:
+            if self.ranked_scores is None:
+                self._key_fn = sort_key(self._sort_field)
+            self._rebuild(resort)
+        self._version += 1
         self.changePersistentIndexList(persistent, [self.mapFromSource(s) for s in sources])
         self.layoutChanged.emit()
+
+    def layout(self) -> Layout | None:
+        """What :func:`visible_rows` needs to work out the rows shown for another match elsewhere
+        (None in ranked mode)."""
+        if self.ranked_scores is not None:
+            return None
+        tagged = None if self.tag is None else self._tag_mask(self.tag)
+        return Layout(self._version, self._order, self._rank, None if self.show_history else self._live, tagged)
+
+    def show_prepared(
+        self, match_rows: np.ndarray | None, layout: Layout, visible: tuple[np.ndarray, np.ndarray]
+    ) -> bool:
+        """Show ``match_rows`` (as :meth:`set_filters` would) with its rows ``visible`` worked out
+        already by :func:`visible_rows` of ``layout``: one swap, no pass over the rows. False (and
+        nothing done) when the proxy changed since ``layout`` was taken."""
+        if layout.version != self._version:
+            return False
+        if self.match_keys is None and _same(self.match_rows, match_rows):
+            return True
+        self.match_keys = None
+        self.match_rows = match_rows
+        self._relayout(visible=visible)
+        return True
 
     # ------------------------------------------------------------------ mapping
 
@@ -782,6 +831,7 @@ class MemoryProxyModel(QAbstractTableModel):
     # ------------------------------------------------------------------ source changes
 
     def _on_reset(self, *args) -> None:
+        self._version += 1
         self.beginResetModel()
         table = self._source.adopted_table()
         if table is not None and table.sort_field == self._sort_field:
@@ -794,6 +844,7 @@ class MemoryProxyModel(QAbstractTableModel):
         self.endResetModel()
 
     def _on_rows_inserted(self, parent, first: int, last: int) -> None:
+        self._version += 1
         new = range(first, last + 1)
         rows = self._rows()
         self._tag_masks = {}
@@ -845,6 +896,7 @@ class MemoryProxyModel(QAbstractTableModel):
         """Rows of the source changed in place (every one of them at once, before its dataChanged)."""
         if not source_rows:
             return
+        self._version += 1
         rows = self._rows()
         self._tag_masks = {}
         shown_before = [self._position_of(i) is not None for i in source_rows]

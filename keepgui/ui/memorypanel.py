@@ -2,7 +2,10 @@
 
 Search follows typing: each keystroke asks the word index
 (:class:`~keepgui.core.search.TextSearch`) for the matching keys and hands
-them to the proxy as one bulk filter. The index for a big bank is built on a
+them to the proxy as one bulk filter, a numpy bool per row. For a bank of more
+than :data:`ASK_IN_BACKGROUND` rows the question goes to the search thread
+(the newest one wins), which also works out the rows shown from the proxy's
+sort order, so the GUI thread only swaps the answer in. The index for a big bank is built on a
 background thread the first time; changes that arrive meanwhile are applied
 when it is ready. The "Ranked" switch replaces the word filter by the recall
 scorer's ranking (when the bank has one).
@@ -92,9 +95,11 @@ from keepgui.ui.memorymodel import (
     COLUMNS,
     NO_CAPABILITIES,
     KeyRole,
+    Layout,
     MemoryProxyModel,
     MemoryTableModel,
     RecordRole,
+    visible_rows,
 )
 from keepgui.ui.scores import ScoreDelegate
 
@@ -142,6 +147,10 @@ class Match:
     scores: dict[str, float]
     rows: np.ndarray | None
     row_of: dict[str, int]
+    layout: Layout | None = None
+    """The proxy's layout the rows shown were worked out against (:meth:`SearchIndex.ask`)."""
+    visible: tuple[np.ndarray, np.ndarray] | None = None
+    """:func:`~keepgui.ui.memorymodel.visible_rows` of ``layout`` for ``rows``."""
 
 
 class SearchIndex(QObject):
@@ -250,14 +259,28 @@ class SearchIndex(QObject):
         self._days = (day_keys, row_of, n, mask)
         return mask
 
-    def ask(self, token: int, query: str, row_of: dict[str, int], n: int, day_keys: set[str] | None) -> None:
-        """:meth:`match` on the search thread; ``answered(token, match)`` follows unless a newer
-        question was asked before this one's turn came."""
+    def ask(
+        self,
+        token: int,
+        query: str,
+        row_of: dict[str, int],
+        n: int,
+        day_keys: set[str] | None,
+        layout: Layout | None = None,
+    ) -> None:
+        """:meth:`match` on the search thread, and the rows it shows in the proxy's ``layout``;
+        ``answered(token, match)`` follows unless a newer question was asked before this one's turn
+        came."""
         self._latest = token
 
         def run() -> None:
-            if token == self._latest:
-                self.answered.emit(token, self.match(query, row_of, n, day_keys))
+            if token != self._latest:
+                return
+            match = self.match(query, row_of, n, day_keys)
+            if layout is not None and len(layout.order) == n:
+                shown = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match.rows)
+                match = Match(match.scores, match.rows, row_of, layout, shown)
+            self.answered.emit(token, match)
 
         _ASK.submit(run)
 
@@ -1078,7 +1101,9 @@ class MemoryPanel(QWidget):
             # Off the GUI thread: the words looked up and the keys found turned into rows there;
             # the answer is handed to the proxy whole (a few numpy passes here).
             self._asking = self._ask_token
-            self.index.ask(self._ask_token, query, model.rows_by_key(), model.rowCount(), self.day_keys)
+            self.index.ask(
+                self._ask_token, query, model.rows_by_key(), model.rowCount(), self.day_keys, self.proxy.layout()
+            )
         else:
             self._show_match(self.index.match(query, model.rows_by_key(), model.rowCount(), self.day_keys))
 
@@ -1093,7 +1118,11 @@ class MemoryPanel(QWidget):
 
     def _show_match(self, match: Match) -> None:
         self.model.set_scores(match.scores)
-        self.proxy.set_filters(ranked_scores=None, match_rows=match.rows)
+        # Rows shown worked out on the search thread too: one swap here, unless the table changed
+        # meanwhile (then the mask is applied here, a few numpy passes).
+        layout, visible = match.layout, match.visible
+        if layout is None or visible is None or not self.proxy.show_prepared(match.rows, layout, visible):
+            self.proxy.set_filters(ranked_scores=None, match_rows=match.rows)
         self._show_sort_arrow()
         self._update_status()
 

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+import msgspec
 import pytest
 from PySide6.QtCore import Qt
 
@@ -17,8 +18,8 @@ from keepgui.core.rowtable import sort_key
 from keepgui.core.search import TextSearch
 from keepgui.core.source import Capabilities
 from keepgui.ui import memorypanel
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole
-from keepgui.ui.memorypanel import MemoryPanel, search_texts
+from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, visible_rows
+from keepgui.ui.memorypanel import Match, MemoryPanel, search_texts
 from tests.bench.synth import make_records
 
 
@@ -122,7 +123,18 @@ def test_the_swap_makes_no_python_call_per_row(bank_panel, qtbot, monkeypatch):
             sys.setprofile(None)
         return calls[0]
 
+    def prepared(match: Match) -> Match:  # as the search thread hands it over
+        layout = proxy.layout()
+        assert layout is not None
+        shown = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match.rows)
+        return Match(match.scores, match.rows, match.row_of, layout, shown)
+
     calls_in_a_swap(narrow)
+    to_all_prepared = calls_in_a_swap(prepared(everything))
+    assert proxy.rowCount() == len(rows)
+    to_narrow_prepared = calls_in_a_swap(prepared(narrow))
+    assert proxy.rowCount() == int(narrow.rows.sum())
+    assert abs(to_all_prepared - to_narrow_prepared) < len(rows) / 10, (to_all_prepared, to_narrow_prepared)
     to_all = calls_in_a_swap(everything)
     assert proxy.rowCount() == len(rows)
     to_narrow = calls_in_a_swap(narrow)
@@ -161,3 +173,20 @@ def test_a_single_appended_line_reaches_the_table_at_once(make_window, demo_copy
         qtbot.wait(400)  # quiet again before the next one
     # The watcher's quiet period (250 ms) alone made every one of them wait longer than this.
     assert min(took) < 0.2, [f"{t * 1000:.0f} ms" for t in took]
+
+
+def test_rows_worked_out_before_the_table_changed_are_not_swapped_in(bank_panel, qtbot):
+    panel, rows = bank_panel
+    proxy = panel.proxy
+    match = panel.index.match("mike", panel.model.rows_by_key(), len(rows), None)
+    layout = proxy.layout()
+    assert layout is not None
+    shown = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match.rows)
+    text = "Mike appended this one after the question was asked"
+    appended = msgspec.structs.replace(rows[0], id=fingerprint(text), text=text, updated_at=rows[0].updated_at + 1)
+    panel.upsert_rows([appended])
+    assert not proxy.show_prepared(match.rows, layout, shown)  # the order moved: refused, nothing done
+    panel._show_match(match)  # what the panel does then: the same mask applied to the table as it is now
+    found = set(match.scores)  # the question was asked before the row came: it is not among them
+    want = [k for k in expected_keys(panel.model.rows(), "mike", False, None, None, "updated", True) if k in found]
+    assert shown_keys(panel) == want and appended.id not in want
