@@ -193,13 +193,18 @@ def check_unchanged(path: str | os.PathLike[str], expect: Stamp | None) -> os.st
     is not regular is refused (KeepguiError, as :func:`read_stamped` refuses it).
     Returns the file's ``os.stat``, or None when it does not exist.
     """
+    # The stat is taken before the content is read and hashed: a file replaced in between then fails
+    # the hash, and the stat returned always describes a file whose content was checked (a replace
+    # after the check is then seen by the inode, as atomic_write's exchange looks for it).
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
     if expect is not None:
         now = current_stamp(path)
         if not expect.same_content(now):
             raise Conflict(path, expect, now)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
+    if st is None:
         return None
     _refuse_non_file(path, st)
     return st
@@ -290,13 +295,14 @@ def atomic_write(
             st = os.fstat(fd)
         finally:
             os.close(fd)
+        checked = None
         if expect is not None:
             # Narrow the window between the check and the replace as far as we can.
-            check_unchanged(path, expect)
+            checked = check_unchanged(path, expect)
         if expect is None or not expect.exists or not _exchange(tmp, path):
             _replace(tmp, path)
         else:
-            _settle_exchange(tmp, path, expect, data)
+            _settle_exchange(tmp, path, expect, checked, st)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -344,35 +350,35 @@ def _exchange(a: str, b: str) -> bool:
     raise OSError(err, os.strerror(err), b)
 
 
-def _settle_exchange(tmp: str, path: str, expect: Stamp, ours: bytes) -> None:
-    """After ``tmp`` and ``path`` were swapped: ``tmp`` holds what ``path`` held at that instant.
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_dev, b.st_ino, b.st_size, b.st_mtime_ns)
 
-    When that is what the caller read, it is removed and the write stands. When it is not, a writer
-    that takes no lock (an agent) wrote in the moment between the last check and the swap: its file
-    is put back (swapped again), and the write is refused as any other conflict. Nothing anyone
-    wrote is lost: only a replace would have dropped it.
+
+def _settle_exchange(tmp: str, path: str, expect: Stamp, checked: os.stat_result | None, ours: os.stat_result) -> None:
+    """After ``tmp`` and ``path`` were swapped: ``tmp`` names what ``path`` held at that instant.
+
+    When that is the very file the last check read (same inode, size and mtime: no hashing, so the
+    moment stays short), it is removed and the write stands. When it is not, a writer that takes no
+    lock (an agent) replaced or wrote the file between the last check and the swap: its file is put
+    back at once (swapped again) and the write refused as any other conflict. A plain replace would
+    have dropped it.
     """
     try:
-        displaced = current_stamp(tmp)
-    except BaseException:
-        # tmp holds the file as it was (perhaps someone else's newest): never let the caller's clean-up
-        # remove it; swap it back, and where even that fails keep it under a name of its own
-        try:
-            if not _exchange(tmp, path):
-                _replace(tmp, path)
-        except OSError:
+        displaced = os.stat(tmp)
+        if checked is not None and _same_file(displaced, checked):
+            os.unlink(tmp)
+            return
+        if not _exchange(tmp, path):  # cannot happen on the filesystem that just exchanged; be safe
+            _replace(tmp, path)
+        elif (os.stat(tmp).st_dev, os.stat(tmp).st_ino) == (ours.st_dev, ours.st_ino):
+            os.unlink(tmp)
+        else:  # the writer wrote yet again in between: its newest file is in tmp
+            _replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):  # never let the caller's clean-up remove what may be someone's file
             os.rename(tmp, tmp + ".displaced")
         raise
-    if expect.same_content(displaced):
-        os.unlink(tmp)
-        return
-    if not _exchange(tmp, path):  # cannot happen on the filesystem that just exchanged; be safe
-        _replace(tmp, path)
-    elif current_stamp(tmp).same_content(Stamp.of(ours, os.stat(tmp))):
-        os.unlink(tmp)
-    else:  # the writer wrote yet again in between: its newest file is in tmp
-        _replace(tmp, path)
-    raise Conflict(path, expect, displaced)
+    raise Conflict(path, expect, current_stamp(path))
 
 
 def _replace(tmp: str, path: str) -> None:
