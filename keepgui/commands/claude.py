@@ -120,7 +120,7 @@ def _memories(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> in
 
     rows = sorted(bank.rows(), key=lambda r: (r.invalid_at is not None, r.position or 10**9, r.id))
     summary = bank.summary()
-    problems = bank.problems()
+    problems = list(bank.folder.problems) if bank.folder is not None else []  # with their --json form
     if ctx.json_mode:
         ctx.emit_json(
             {

@@ -186,7 +186,8 @@ def test_the_seam_carries_the_problems(hostile):
     problems = bank.problems()
     assert {p.code for p in problems} >= {NOT_A_FILE, LINK_OUT, NOT_UTF8, BAD_FRONT_MATTER, TOO_BIG, INDEX_LINK_OUT}
     assert all(p.path and p.message and p.level == "warning" for p in problems)
-    assert len(change.notes) == len(problems) and all(str(p) in " ".join(change.notes) for p in problems)
+    notes = " ".join(change.notes)
+    assert len(change.notes) == len(problems) and all(f"{p.where}: {p.message}" in notes for p in problems)
     assert f"· {len(problems)} problems" in bank.summary().detail
     assert not bank.load().notes  # known problems are not announced again
 

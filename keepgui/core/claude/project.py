@@ -57,7 +57,6 @@ from keepgui.core.claude.memory import (
     SIZE_LIMIT,
     TOO_BIG,
     UNREADABLE,
-    FolderProblem,
     IndexEntry,
     MemoryFolder,
     Prepared,
@@ -88,6 +87,7 @@ from keepgui.core.source import (
     FileRow,
     Hint,
     Pending,
+    Problem,
     Progress,
     RowDelta,
     Written,
@@ -506,11 +506,13 @@ class ClaudeProject(BankDefaults):
         """The rows as last read."""
         return list(self.delivered)
 
-    def problems(self) -> list[FolderProblem]:
-        """Everything wrong with the memory folder's files as last read (``path``, ``line``, ``message``,
-        ``code``, ``level``: the seam's doctor-like problems), in the order they were found."""
+    def problems(self) -> list[Problem]:
+        """Everything wrong with the memory folder's files as last read, as the seam's doctor-like
+        problems (the window's problems badge and view), in the order they were found."""
         folder = self.folder
-        return list(folder.problems) if folder is not None else []
+        if folder is None:
+            return []
+        return [Problem(p.path, p.line, p.message, p.code, p.level) for p in folder.problems]
 
     def activity(self) -> Activity:
         """When the memories were written: their files' times and the folder's versions keepgui saw."""
