@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,3 +232,27 @@ def build_table(rows: Sequence[Any], sort_field: str, step: int = SLICE) -> RowT
         order,
         inverse(order),
     )
+
+
+def rows_mask(keys: Iterable[str], row_of: Mapping[str, int], n: int, within: np.ndarray | None = None) -> np.ndarray:
+    """A numpy bool per row of a table of ``n`` rows: True for the rows of ``keys`` (keys not in
+    ``row_of``, or at rows past ``n``, are left out), and'ed with ``within`` when it is given.
+
+    Costs a dictionary look-up per key: call it off the GUI thread for many keys."""
+    get = row_of.get
+    found = np.fromiter((get(k, -1) for k in keys), dtype=np.int64)
+    found = found[(found >= 0) & (found < n)]
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[found] = True
+    if within is not None:
+        mask &= fit_mask(within, n)
+    return mask
+
+
+def fit_mask(mask: np.ndarray, n: int) -> np.ndarray:
+    """``mask`` made ``n`` long: cut, or padded with False (rows added since it was made are not in it)."""
+    if len(mask) == n:
+        return mask
+    if len(mask) > n:
+        return mask[:n]
+    return np.concatenate((mask, np.zeros(n - len(mask), dtype=np.bool_)))

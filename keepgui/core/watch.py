@@ -3,7 +3,9 @@
 Editors and agents write in bursts (a temp file, a rename, a close; or an
 append, an fsync, a second append). :class:`Watcher` collects the paths that
 changed and hands them over once, after ``quiet_ms`` without a new event (but
-never later than ``max_delay_ms`` after the first one), as a :class:`ChangeSet`
+never later than ``max_delay_ms`` after the first one), as a :class:`ChangeSet`; a change that
+is over within ``lead_ms`` (one appended line, one file renamed into place) goes out after only
+``lead_ms`` of silence, so a single write shows at once while a burst is still coalesced. It is
 delivered on the watcher's own thread. The caller bridges to its GUI thread
 (the window does it with a queued Qt signal) and re-reads what changed; every
 re-read is incremental, so coalescing only saves work, it never loses a change.
@@ -103,10 +105,12 @@ class Watcher:
         on_changes: Callable[[ChangeSet], None],
         quiet_ms: int = 250,
         max_delay_ms: int = 1000,
+        lead_ms: int = 30,
         observer_factory: Callable[[], BaseObserver] = Observer,
     ) -> None:
         self._on_changes = on_changes
         self._quiet = quiet_ms / 1000
+        self._lead = min(lead_ms, quiet_ms) / 1000
         self._max_delay = max_delay_ms / 1000
         self._observer = observer_factory()
         self._observer.daemon = True
@@ -184,7 +188,11 @@ class Watcher:
             while True:
                 with self._lock:
                     now = time.monotonic()
-                    due_quiet = self._last_at + self._quiet
+                    # A change that is over within the lead (one appended line, one file renamed into
+                    # place) goes out after the lead's silence, at once; one that goes on longer is a
+                    # burst, coalesced until the quiet period passes without a new event.
+                    short = self._last_at - self._first_at < self._lead
+                    due_quiet = self._last_at + (self._lead if short else self._quiet)
                     due_max = self._first_at + self._max_delay
                     due = min(due_quiet, due_max)
                     if now >= due:

@@ -41,7 +41,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QFont
 
-from keepgui.core.rowtable import RowTable, inverse, live_mask, sort_key, sort_order
+from keepgui.core.rowtable import RowTable, fit_mask, inverse, live_mask, sort_key, sort_order
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
 from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
@@ -216,8 +216,11 @@ class MemoryTableModel(QAbstractTableModel):
         self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
 
     def set_scores(self, scores: dict[str, float]) -> None:
-        """Attach search or recall scores to rows (shown in tooltips, available as ScoreRole)."""
-        self._scores = dict(scores)
+        """Attach search or recall scores to rows (shown in tooltips, available as ScoreRole).
+
+        Kept as given, not copied (a million scores take tens of milliseconds to copy on the GUI
+        thread): the caller hands over a dict of its own and does not change it afterwards."""
+        self._scores = scores
 
     def tick(self) -> None:
         """Refresh relative times ("5m ago") without touching anything else."""
@@ -241,6 +244,11 @@ class MemoryTableModel(QAbstractTableModel):
     def row_of(self, key: str) -> int | None:
         """The source row of a key."""
         return self._row_of.get(key)
+
+    def rows_by_key(self) -> dict[str, int]:
+        """Key -> source row of every row (do not mutate). New rows are added to this dict; a reset
+        or a removal replaces it by another, so holding it tells whether row numbers still hold."""
+        return self._row_of
 
     def score(self, key: str) -> float | None:
         """The current query's score of a key."""
@@ -419,6 +427,63 @@ class MemoryTableModel(QAbstractTableModel):
         return self._display(row, field)
 
 
+def visible_rows(
+    order: np.ndarray, rank: np.ndarray, live: np.ndarray | None, tagged: np.ndarray | None, match: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The source rows shown, ascending by key, and their places in ``order``: ``order`` (every
+    source row ascending by key; ``rank`` where each stands in it) narrowed to the rows that are
+    ``live`` (None: history shown), ``tagged`` (None: no tag chosen) and in ``match`` (a bool per
+    source row, or an array of source rows; None: no query). Numpy passes only: it may run on any
+    thread over arrays nobody changes meanwhile."""
+    n = len(order)
+    chosen: np.ndarray | None = None  # the few rows a filter names, when it names few
+    mask = live
+    if match is not None:
+        if match.dtype == np.bool_:
+            match = fit_mask(match, n)  # made before rows were appended: those are not in it
+        if match.dtype == np.bool_ and int(np.count_nonzero(match)) * 16 >= n:
+            mask = match if mask is None else mask & match
+        else:
+            chosen = np.flatnonzero(match) if match.dtype == np.bool_ else np.asarray(match, dtype=np.int64)
+    if tagged is not None:
+        mask = tagged if mask is None else mask & tagged
+    if chosen is not None:
+        if mask is not None:
+            chosen = chosen[mask[chosen]]
+        ranks = np.sort(rank[chosen])
+        return order[ranks], ranks
+    if mask is None:
+        return order, np.arange(n, dtype=np.int64)
+    keep = mask[order]
+    return order[keep], np.flatnonzero(keep)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What :func:`visible_rows` needs of a proxy, at one ``version`` of it (arrays held, not copied)."""
+
+    version: int
+    order: np.ndarray
+    rank: np.ndarray
+    live: np.ndarray | None
+    tagged: np.ndarray | None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two filter values filter alike (numpy arrays compared whole, in C)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b))
+        )
+    return bool(a == b)
+
+
 def _runs(rows: list[int]) -> Iterable[tuple[int, int]]:
     """Consecutive runs ``(first, last)`` of sorted row numbers."""
     start: int | None = None
@@ -474,6 +539,7 @@ class MemoryProxyModel(QAbstractTableModel):
         self._visible = _EMPTY  # visible source rows, ascending by key (ranked: by ranked key)
         self._visible_rank = _EMPTY  # their places in _order (ascending; not in ranked mode)
         self._ranked_at: dict[int, int] = {}  # ranked mode: source row -> position in _visible
+        self._version = 0  # one more at every change of the order, the rows or the visible rows
 
     # ------------------------------------------------------------------ setup
 
@@ -485,6 +551,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if old is not None:
             for signal, slot in self._connections(old):
                 signal.disconnect(slot)
+        self._version += 1
         self.beginResetModel()
         self._model = model
         for signal, slot in self._connections(model):
@@ -543,7 +610,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if ranked_scores is not ...:
             self.ranked_scores = ranked_scores
         after = (self.show_history, self.tag, self.match_keys, self.match_rows, self.ranked_scores)
-        if all(a is b or (type(a) is not np.ndarray and a == b) for a, b in zip(before, after, strict=True)):
+        if all(_same(a, b) for a, b in zip(before, after, strict=True)):
             return  # the same filters (a search index that became ready, a query typed again): nothing moves
         self._relayout()
 
@@ -617,47 +684,26 @@ class MemoryProxyModel(QAbstractTableModel):
         if match is None:
             return np.ones(len(self._order), dtype=np.bool_)
         if match.dtype == np.bool_:
-            return match
+            return fit_mask(match, len(self._order))
         mask = np.zeros(len(self._order), dtype=np.bool_)
         mask[match] = True
         return mask
 
     def _filter(self) -> None:
         """Work out the visible rows from the order and the filters."""
-        n = len(self._order)
         self._ranked_at = {}
         if self.ranked_scores is not None:
             self._rank_visible()
             return
-        source = self._source
-        chosen: np.ndarray | None = None  # the few rows a filter names, when it names few
-        mask: np.ndarray | None = None if self.show_history else self._live
         if self.match_keys is not None:
-            found = [i for i in map(source.row_of, self.match_keys) if i is not None]
-            chosen = np.asarray(found, dtype=np.int64)
-        elif self.match_rows is not None:
+            found = [i for i in map(self._source.row_of, self.match_keys) if i is not None]
+            match: np.ndarray | None = np.asarray(found, dtype=np.int64)
+        else:
             match = self.match_rows
-            if match.dtype == np.bool_ and int(np.count_nonzero(match)) * 16 >= n:
-                mask = match if mask is None else mask & match
-            else:
-                chosen = np.flatnonzero(match) if match.dtype == np.bool_ else np.asarray(match, dtype=np.int64)
-        if self.tag is not None:
-            tagged = self._tag_mask(self.tag)
-            mask = tagged if mask is None else mask & tagged
-        if chosen is not None:
-            if mask is not None:
-                chosen = chosen[mask[chosen]]
-            ranks = np.sort(self._rank[chosen])
-            self._visible_rank = ranks
-            self._visible = self._order[ranks]
+        layout = self.layout()
+        if layout is None:
             return
-        if mask is None:
-            self._visible = self._order
-            self._visible_rank = np.arange(n, dtype=np.int64)
-            return
-        keep = mask[self._order]
-        self._visible = self._order[keep]
-        self._visible_rank = np.flatnonzero(keep)
+        self._visible, self._visible_rank = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match)
 
     def _rank_visible(self) -> None:
         """Ranked mode: only the candidates, sorted directly (a small set)."""
@@ -673,15 +719,43 @@ class MemoryProxyModel(QAbstractTableModel):
         self._visible_rank = _EMPTY
         self._ranked_at = {i: p for p, (_, i) in enumerate(pairs)}
 
-    def _relayout(self, resort: bool = False) -> None:
+    def _relayout(self, resort: bool = False, visible: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.layoutAboutToBeChanged.emit()
         persistent = self.persistentIndexList()
         sources = [self.mapToSource(i) for i in persistent]
-        if self.ranked_scores is None:
-            self._key_fn = sort_key(self._sort_field)
-        self._rebuild(resort)
+        if visible is not None:  # worked out already (off the GUI thread)
+            self._visible, self._visible_rank = visible
+            self._ranked_at = {}
+        else:
+            if self.ranked_scores is None:
+                self._key_fn = sort_key(self._sort_field)
+            self._rebuild(resort)
+        self._version += 1
         self.changePersistentIndexList(persistent, [self.mapFromSource(s) for s in sources])
         self.layoutChanged.emit()
+
+    def layout(self) -> Layout | None:
+        """What :func:`visible_rows` needs to work out the rows shown for another match elsewhere
+        (None in ranked mode)."""
+        if self.ranked_scores is not None:
+            return None
+        tagged = None if self.tag is None else self._tag_mask(self.tag)
+        return Layout(self._version, self._order, self._rank, None if self.show_history else self._live, tagged)
+
+    def show_prepared(
+        self, match_rows: np.ndarray | None, layout: Layout, visible: tuple[np.ndarray, np.ndarray]
+    ) -> bool:
+        """Show ``match_rows`` (as :meth:`set_filters` would) with its rows ``visible`` worked out
+        already by :func:`visible_rows` of ``layout``: one swap, no pass over the rows. False (and
+        nothing done) when the proxy changed since ``layout`` was taken."""
+        if layout.version != self._version:
+            return False
+        if self.match_keys is None and _same(self.match_rows, match_rows):
+            return True
+        self.match_keys = None
+        self.match_rows = match_rows
+        self._relayout(visible=visible)
+        return True
 
     # ------------------------------------------------------------------ mapping
 
@@ -757,6 +831,7 @@ class MemoryProxyModel(QAbstractTableModel):
     # ------------------------------------------------------------------ source changes
 
     def _on_reset(self, *args) -> None:
+        self._version += 1
         self.beginResetModel()
         table = self._source.adopted_table()
         if table is not None and table.sort_field == self._sort_field:
@@ -769,6 +844,7 @@ class MemoryProxyModel(QAbstractTableModel):
         self.endResetModel()
 
     def _on_rows_inserted(self, parent, first: int, last: int) -> None:
+        self._version += 1
         new = range(first, last + 1)
         rows = self._rows()
         self._tag_masks = {}
@@ -820,6 +896,7 @@ class MemoryProxyModel(QAbstractTableModel):
         """Rows of the source changed in place (every one of them at once, before its dataChanged)."""
         if not source_rows:
             return
+        self._version += 1
         rows = self._rows()
         self._tag_masks = {}
         shown_before = [self._position_of(i) is not None for i in source_rows]

@@ -2,7 +2,10 @@
 
 Search follows typing: each keystroke asks the word index
 (:class:`~keepgui.core.search.TextSearch`) for the matching keys and hands
-them to the proxy as one bulk filter. The index for a big bank is built on a
+them to the proxy as one bulk filter, a numpy bool per row. For a bank of more
+than :data:`ASK_IN_BACKGROUND` rows the question goes to the search thread
+(the newest one wins), which also works out the rows shown from the proxy's
+sort order, so the GUI thread only swaps the answer in. The index for a big bank is built on a
 background thread the first time; changes that arrive meanwhile are applied
 when it is ready. The "Ranked" switch replaces the word filter by the recall
 scorer's ranking (when the bank has one).
@@ -31,8 +34,10 @@ import concurrent.futures
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import (
     QAbstractItemModel,
     QByteArray,
@@ -63,7 +68,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from keepgui.core.rowtable import build_table
+from keepgui.core.rowtable import build_table, rows_mask
 from keepgui.core.search import TextSearch
 from keepgui.core.source import (
     CREATE,
@@ -90,15 +95,21 @@ from keepgui.ui.memorymodel import (
     COLUMNS,
     NO_CAPABILITIES,
     KeyRole,
+    Layout,
     MemoryProxyModel,
     MemoryTableModel,
     RecordRole,
+    visible_rows,
 )
 from keepgui.ui.scores import ScoreDelegate
 
 _POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
 _INDEX_IN_PLACE = 256  # more changed rows than this are indexed in the background, from scratch (each row
 # indexed on the GUI thread costs ~40 µs: 256 of them fit a frame)
+_ASK = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-search")
+ASK_IN_BACKGROUND = 20_000
+"""A bank of more rows than this is searched off the GUI thread (the newest query wins); a smaller
+one on it, at once (a few milliseconds at 10,000 rows)."""
 _FOLLOW_LIMIT = 2000  # a person's change of more rows than this (a compaction) leaves the selection alone
 BUILD_OFF_THREAD = 5000
 """A load (or a part of one) of more rows than this is built into a RowTable off the GUI thread
@@ -125,14 +136,34 @@ class _Delivery(QObject):
     done = Signal(object, object)
 
 
+@dataclass(frozen=True)
+class Match:
+    """What the search box and the day range leave shown, as the proxy takes it.
+
+    ``scores`` the search's score per key (empty without a query); ``rows`` a numpy bool per
+    source row of ``row_of`` as it was when asked (None: every row); ``row_of`` the model's
+    key -> row dict it was worked out against (a reset or removal since makes it stale)."""
+
+    scores: dict[str, float]
+    rows: np.ndarray | None
+    row_of: dict[str, int]
+    layout: Layout | None = None
+    """The proxy's layout the rows shown were worked out against (:meth:`SearchIndex.ask`)."""
+    visible: tuple[np.ndarray, np.ndarray] | None = None
+    """:func:`~keepgui.ui.memorymodel.visible_rows` of ``layout`` for ``rows``."""
+
+
 class SearchIndex(QObject):
-    """A TextSearch kept in step with the table model, built off the GUI thread.
+    """A TextSearch kept in step with the table model, built off the GUI thread, and asked either
+    on the GUI thread (:meth:`match`) or on its own thread (:meth:`ask`, the newest question wins).
 
     Signals:
         ready(): the index can answer queries.
+        answered(int token, Match match): the answer to :meth:`ask`'s question ``token``.
     """
 
     ready = Signal()
+    answered = Signal(int, object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -141,6 +172,9 @@ class SearchIndex(QObject):
         self._generation = 0
         self._delivery = _Delivery(self)
         self._delivery.done.connect(self._on_built)
+        self._latest = 0  # the newest question asked
+        # (day keys, row_of, n, their mask): the last day range's rows
+        self._days: tuple[set[str], dict[str, int], int, np.ndarray] | None = None
 
     @property
     def is_ready(self) -> bool:
@@ -196,6 +230,59 @@ class SearchIndex(QObject):
     def search(self, query: str) -> dict[str, float] | None:
         """Matching keys with scores; None while the index is being built."""
         return None if self._index is None else self._index.search(query)
+
+    def match(self, query: str, row_of: dict[str, int], n: int, day_keys: set[str] | None) -> Match:
+        """The rows of a table of ``n`` rows (``row_of`` its key -> row) that the search box's
+        ``query`` (blank: no query) and the day range's keys (None: no range) leave shown.
+
+        Every key the index finds and the range holds (all of them while the index is being
+        built); a dictionary look-up per key found, so ask many off the GUI thread."""
+        days = self._day_mask(day_keys, row_of, n)
+        index = self._index
+        if not query.strip() or index is None:
+            return Match({}, days, row_of)
+        while True:
+            try:
+                scores = index.search(query)
+                break
+            except RuntimeError:  # a word's key set grew under the search (rows indexed meanwhile): again
+                continue
+        return Match(scores, rows_mask(scores, row_of, n, days), row_of)
+
+    def _day_mask(self, day_keys: set[str] | None, row_of: dict[str, int], n: int) -> np.ndarray | None:
+        if day_keys is None:
+            return None
+        last = self._days
+        if last is not None and last[0] is day_keys and last[1] is row_of and last[2] == n:
+            return last[3]  # the same range of the same rows: typing on within a range
+        mask = rows_mask(day_keys, row_of, n)
+        self._days = (day_keys, row_of, n, mask)
+        return mask
+
+    def ask(
+        self,
+        token: int,
+        query: str,
+        row_of: dict[str, int],
+        n: int,
+        day_keys: set[str] | None,
+        layout: Layout | None = None,
+    ) -> None:
+        """:meth:`match` on the search thread, and the rows it shows in the proxy's ``layout``;
+        ``answered(token, match)`` follows unless a newer question was asked before this one's turn
+        came."""
+        self._latest = token
+
+        def run() -> None:
+            if token != self._latest:
+                return
+            match = self.match(query, row_of, n, day_keys)
+            if layout is not None and len(layout.order) == n:
+                shown = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match.rows)
+                match = Match(match.scores, match.rows, row_of, layout, shown)
+            self.answered.emit(token, match)
+
+        _ASK.submit(run)
 
 
 class TagChips(QScrollArea):
@@ -351,6 +438,9 @@ class MemoryPanel(QWidget):
         self.proxy.setSourceModel(self.model)
         self.index = SearchIndex(self)
         self.index.ready.connect(self._apply_query)
+        self.index.answered.connect(self._on_answer)
+        self._asking: int | None = None  # the token of the search being answered off the GUI thread
+        self._ask_token = 0
         self._built = _Delivery(self)
         self._built.done.connect(self._on_built)
         self._build_token = 0
@@ -997,19 +1087,42 @@ class MemoryPanel(QWidget):
 
     def _apply_query(self) -> None:
         query = self.search.text()
+        self._ask_token += 1  # an answer still on its way is for an older question
+        self._asking = None
         if self.ranked.isChecked() and self.ranking_available and query.strip():
             self._ranking_token += 1
             self.rankingRequested.emit(query, self._ranking_token)
             self.status.setText("ranking…")
             return
-        if query.strip():
-            matches = self.index.search(query)
-            self.model.set_scores(matches or {})
-            found = None if matches is None else set(matches)
-            self.proxy.set_filters(ranked_scores=None, match_keys=self._within_days(found))
+        model = self.model
+        if not query.strip() and self.day_keys is None:
+            self._show_match(Match({}, None, model.rows_by_key()))
+        elif model.rowCount() > ASK_IN_BACKGROUND:
+            # Off the GUI thread: the words looked up and the keys found turned into rows there;
+            # the answer is handed to the proxy whole (a few numpy passes here).
+            self._asking = self._ask_token
+            self.index.ask(
+                self._ask_token, query, model.rows_by_key(), model.rowCount(), self.day_keys, self.proxy.layout()
+            )
         else:
-            self.model.set_scores({})
-            self.proxy.set_filters(ranked_scores=None, match_keys=self.day_keys)
+            self._show_match(self.index.match(query, model.rows_by_key(), model.rowCount(), self.day_keys))
+
+    def _on_answer(self, token: int, match: Match) -> None:
+        if token != self._asking:
+            return  # the person typed on (or the filters changed) meanwhile
+        if match.row_of is not self.model.rows_by_key():
+            self._apply_query()  # rows were replaced or removed meanwhile: their numbers moved
+            return
+        self._asking = None
+        self._show_match(match)
+
+    def _show_match(self, match: Match) -> None:
+        self.model.set_scores(match.scores)
+        # Rows shown worked out on the search thread too: one swap here, unless the table changed
+        # meanwhile (then the mask is applied here, a few numpy passes).
+        layout, visible = match.layout, match.visible
+        if layout is None or visible is None or not self.proxy.show_prepared(match.rows, layout, visible):
+            self.proxy.set_filters(ranked_scores=None, match_rows=match.rows)
         self._show_sort_arrow()
         self._update_status()
 

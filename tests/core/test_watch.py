@@ -115,3 +115,20 @@ def test_stopping_while_files_change_logs_no_error(tmp_path, caplog):
         stop.set()
         writer.join()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_single_append_is_delivered_at_once_not_after_the_quiet_period(tmp_path):
+    watcher, got = collect(tmp_path, quiet_ms=1000, max_delay_ms=3000)
+    try:
+        log = tmp_path / "memories.jsonl"
+        log.write_bytes(b"")
+        drain(got, settle=0.3)  # the file's creation
+        time.sleep(0.2)
+        start = time.monotonic()
+        fsio.append_lines(log, [b'{"n":1}\n'])
+        batch = got.get(timeout=5)
+        took = time.monotonic() - start
+        assert str(log) in batch.paths
+        assert took < 0.5, f"one appended line waited {took * 1000:.0f} ms (the quiet period is 1000 ms)"
+    finally:
+        watcher.stop()

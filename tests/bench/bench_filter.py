@@ -1,0 +1,165 @@
+"""Issue 15's filter figure: the GUI thread per keystroke of the search box, this tree beside a
+baseline tree in the same run.
+
+A child process per tree (``PYTHONPATH`` = the tree) loads a generated bank (the core replay), shows
+a :class:`~keepgui.ui.memorypanel.MemoryPanel` of its rows (sorted, search index built), then types
+realistic queries one character at a time, with history off and on and within a day range. For
+each keystroke it records the longest gap of a 1 ms timer on the GUI thread from the text set until
+the table shows the query's rows (and a paint), how long that took, the time the GUI thread spent
+in the panel's filter slots (``_apply_query``, and the lane's ``_on_answer``); and a digest of the
+rows shown, in order, which must be the same for both trees.
+
+    KEEPGUI_BENCH_BASELINE=/tmp/mainsnap KEEPGUI_BENCH_SIZES=100000,1000000 python -m tests.bench.bench_filter
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from tests.bench.common import cached_bank
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+QUERIES = ["grafana dashboards", "mike prefers", "postgres 16", "the lisbon office", "kubernetes"]
+
+_CHILD = r"""
+import sys, time, json, os, hashlib
+import keepgui
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from keepgui.core.iii.log import MemoryLog
+from keepgui.core.source import Capabilities
+from keepgui.ui.memorypanel import MemoryPanel
+path, queries = sys.argv[1], json.loads(sys.argv[2])
+work = [0.0]  # seconds the GUI thread spent in the panel's filter slots (not nested calls twice)
+depth = [0]
+def timed(fn):
+    def wrapper(*args, **kwargs):
+        depth[0] += 1
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                work[0] += time.perf_counter() - start
+    return wrapper
+for name in ("_apply_query", "_on_answer"):  # before the panel connects them
+    if hasattr(MemoryPanel, name):
+        setattr(MemoryPanel, name, timed(getattr(MemoryPanel, name)))
+log = MemoryLog(path)
+log.refresh()
+rows = list(log.records.values())
+app = QApplication([])
+panel = MemoryPanel()
+panel.resize(1200, 800)
+panel.show()
+
+def spin(until, limit=600.0):
+    deadline = time.perf_counter() + limit
+    while not until() and time.perf_counter() < deadline:
+        app.processEvents()
+        time.sleep(0.0005)
+
+panel.build_rows(rows)
+spin(lambda: panel._building is None and panel.model.rowCount() == len(rows))
+spin(lambda: panel.index.is_ready)
+spin(lambda: False, 1.0)
+gaps = []
+last = [time.perf_counter()]
+def tick():
+    now = time.perf_counter()
+    gaps.append(now - last[0])
+    last[0] = now
+timer = QTimer(); timer.setInterval(1); timer.timeout.connect(tick); timer.start()
+
+def settled():
+    return not panel._debounce.isActive() and not getattr(panel, "_asking", None)
+
+def digest():
+    proxy = panel.proxy
+    n = proxy.rowCount()
+    keys = [panel.model.row_object(proxy.source_row(r)).id for r in range(n)]
+    return n, hashlib.sha1("\n".join(keys).encode()).hexdigest()[:12]
+
+def keystroke(text):
+    spin(lambda: False, 0.02)
+    del gaps[:]
+    work[0] = 0.0
+    last[0] = start = time.perf_counter()
+    panel.search.setText(text)
+    spin(settled)
+    done = time.perf_counter() - start
+    spin(lambda: False, 0.02)  # the paint that follows
+    return max(gaps + [time.perf_counter() - last[0]]), done, work[0]
+
+out = {"tree": os.path.dirname(os.path.dirname(keepgui.__file__)), "steps": []}
+day_keys = {r.id for r in rows[::7]}  # a day range's key set, as the strip hands it over
+for mode in ("live", "history", "days"):
+    panel.history.setChecked(mode == "history")
+    panel.set_day_filter(day_keys if mode == "days" else None, "some days")
+    spin(lambda: not getattr(panel, "_asking", None))
+    for query in queries:
+        for n in range(1, len(query) + 1):
+            block, latency, spent = keystroke(query[:n])
+            shown, dig = digest()
+            out["steps"].append([mode, query[:n], block, latency, shown, dig, spent])
+        keystroke("")
+print(json.dumps(out), flush=True)
+"""
+
+
+def run_tree(tree: str, log_path: str) -> dict:
+    """One child process of ``tree`` typing the queries: its steps (see the module)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, log_path, json.dumps(QUERIES)],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": tree},
+        timeout=3600,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"child of {tree} failed: {done.stderr[-1500:]}")
+    marks = json.loads(lines[-1])
+    if os.path.realpath(marks["tree"]) != os.path.realpath(tree):
+        raise RuntimeError(f"the child imported keepgui from {marks['tree']}, not {tree}")
+    return marks
+
+
+def main() -> None:
+    """Print each tree's median and longest GUI-thread block per keystroke, per size."""
+    baseline = os.environ.get("KEEPGUI_BENCH_BASELINE")
+    sizes = [int(s) for s in os.environ.get("KEEPGUI_BENCH_SIZES", "100000").split(",")]
+    trees = [("lane", ROOT)] + ([("baseline", baseline)] if baseline else [])
+    for memories in sizes:
+        log_path = os.path.join(cached_bank(memories, int(memories * 2.5)), "memories.jsonl")
+        results = {name: run_tree(tree, log_path) for name, tree in trees}
+        for name, _ in trees:
+            steps = results[name]["steps"]
+            for mode in ("live", "history", "days"):
+                mine = [s for s in steps if s[0] == mode]
+                blocks = [s[2] * 1000 for s in mine]
+                waits = [s[3] * 1000 for s in mine]
+                spent = [s[6] * 1000 for s in mine]
+                print(
+                    f"{memories:>9,} {name:8} {mode:7}: filter on the GUI thread per keystroke median "
+                    f"{statistics.median(spent):6.1f} ms, max {max(spent):7.1f} ms; longest GUI block (with the "
+                    f"paint) median {statistics.median(blocks):6.1f} ms, max {max(blocks):7.1f} ms; text → rows "
+                    f"median {statistics.median(waits):6.1f} ms, max {max(waits):7.1f} ms ({len(mine)} keystrokes)",
+                    flush=True,
+                )
+        if baseline:
+            lane = [(s[0], s[1], s[4], s[5]) for s in results["lane"]["steps"]]
+            base = [(s[0], s[1], s[4], s[5]) for s in results["baseline"]["steps"]]
+            differ = [(a, b) for a, b in zip(lane, base, strict=True) if a != b]
+            print(f"{memories:>9,} rows shown identical at every keystroke: {not differ} {differ[:3]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
