@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QSyntaxHighlighter
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit
@@ -21,9 +23,9 @@ class PaletteHighlighter(QSyntaxHighlighter):
         self.set_formats()
         widget.installEventFilter(self)
 
+    @abstractmethod
     def set_formats(self) -> None:
         """Build the text formats from the theme (each subclass has its own)."""
-        raise NotImplementedError
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange:

@@ -15,16 +15,12 @@ big one (the longest block while only the load runs).
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 
-from tests.bench.common import bank_in_data_dir, cached_bank
+from tests.bench.common import ROOT, bank_in_data_dir, cached_bank, run_in_tree
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WATCH = os.path.join(ROOT, "tests", "bench", "guiwatch.py")
 
 _WINDOW = r"""
@@ -78,21 +74,7 @@ app.exec()
 def load_window(tree: str, data_dir: str, memories: int, first: str = "bank") -> dict:
     """One window process of ``tree`` loading the bank (opened first, or after the bank ``first``
     was shown and the window idled a second): its marks (see the module)."""
-    done = subprocess.run(
-        [sys.executable, "-c", _WINDOW, data_dir, str(memories), WATCH, first],
-        capture_output=True,
-        text=True,
-        cwd=tree,
-        env={**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": tree},
-        timeout=1800,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"window of {tree} failed: {done.stderr[-1500:]}")
-    marks = json.loads(lines[-1])
-    if os.path.realpath(marks["tree"]) != os.path.realpath(tree):
-        raise RuntimeError(f"the child imported keepgui from {marks['tree']}, not {tree}")
-    return marks
+    return run_in_tree(tree, _WINDOW, [data_dir, str(memories), WATCH, first], timeout=1800)
 
 
 def main() -> None:

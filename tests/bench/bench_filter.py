@@ -17,12 +17,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
-import sys
 
-from tests.bench.common import cached_bank
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.bench.common import ROOT, cached_bank, run_in_tree
 
 QUERIES = ["grafana dashboards", "mike prefers", "postgres 16", "the lisbon office", "kubernetes"]
 
@@ -115,21 +111,7 @@ print(json.dumps(out), flush=True)
 
 def run_tree(tree: str, log_path: str) -> dict:
     """One child process of ``tree`` typing the queries: its steps (see the module)."""
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, log_path, json.dumps(QUERIES)],
-        capture_output=True,
-        text=True,
-        cwd=tree,
-        env={**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": tree},
-        timeout=3600,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"child of {tree} failed: {done.stderr[-1500:]}")
-    marks = json.loads(lines[-1])
-    if os.path.realpath(marks["tree"]) != os.path.realpath(tree):
-        raise RuntimeError(f"the child imported keepgui from {marks['tree']}, not {tree}")
-    return marks
+    return run_in_tree(tree, _CHILD, [log_path, json.dumps(QUERIES)], timeout=3600)
 
 
 def main() -> None:

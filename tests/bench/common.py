@@ -9,10 +9,12 @@ printed after the number ("×", "× faster", "%").
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +38,31 @@ class Result:
     target: str = ""
     met: bool | None = None
     note: str = ""
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The checkout these benchmarks belong to (a baseline tree is another checkout beside it)."""
+
+
+def run_in_tree(tree: str, script: str, args: list[str], timeout: float) -> dict:
+    """Run ``python -c script *args`` with keepgui imported from checkout ``tree`` (offscreen) and
+    return the JSON object it printed last; refuses a child that imported keepgui from elsewhere
+    (the script prints ``keepgui``'s folder as ``tree``)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": tree},
+        timeout=timeout,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"the child of {tree} failed: {done.stderr[-1500:]}")
+    marks: dict = json.loads(lines[-1])
+    if os.path.realpath(marks["tree"]) != os.path.realpath(tree):
+        raise RuntimeError(f"the child imported keepgui from {marks['tree']}, not {tree}")
+    return marks
 
 
 def median_time(fn: Callable[[], object], repeat: int = 5, setup: Callable[[], object] | None = None) -> float:

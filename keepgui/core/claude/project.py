@@ -452,7 +452,9 @@ class ClaudeProject(BankDefaults):
                 data = self.history.read(self.history.find(path, str(record["topic_sha256"])))
                 topic = parse_topic(str(record["rel"]), path, data, fsio.Stamp.missing())
             except (KeyError, KeepguiError, OSError):
-                pass
+                # the removed file's copy is not in keepgui's history (or unreadable): the row still
+                # shows what the forget record says, and restore reports what it cannot put back
+                topic = None
             out.append((record, topic))
         return out
 

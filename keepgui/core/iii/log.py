@@ -735,6 +735,8 @@ class MemoryLog:
                                 offsets.add(start + found)
                             found = data.find(prefix, found + 1)
             except OSError:
+                # the log went away or cannot be read now: the lines found so far are what can be
+                # shown (a history is a view; the next refresh reports the log as unreadable)
                 pass
         if self.torn_tail is not None and self.torn_tail.kind == "unterminated":
             offsets.add(self.offset)  # the unterminated last line is read back and checked like the others

@@ -835,7 +835,7 @@ class DataDir:
             for entry in os.scandir(self.path):
                 if fsio.is_temp_name(entry.name):
                     yield entry.path
-        except OSError:
+        except OSError:  # a data dir that cannot be listed holds no leftovers keepgui could remove
             pass
         for bank in self.bank_names():
             for folder in (os.path.join(self.path, bank), os.path.join(self.path, bank, RULES_DIR)):
