@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import secrets
@@ -317,33 +318,34 @@ def atomic_write(
 
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _AT_FDCWD = -100
-_renameat2: Callable[..., int] | bool | None = None  # None: not looked up yet; False: not here
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    """libc's ``renameat2``, or None where there is none (not Linux, glibc < 2.28, some musl)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        func = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    func.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    func.restype = ctypes.c_int
+    return func
 
 
 def _exchange(a: str, b: str) -> bool:
     """Swap the files at ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False
     where the system or the filesystem cannot, so the caller replaces instead."""
-    global _renameat2
-    if _renameat2 is None:
-        _renameat2 = False
-        if sys.platform.startswith("linux"):
-            import ctypes
-
-            try:
-                libc = ctypes.CDLL(None, use_errno=True)
-                func = libc.renameat2
-            except (OSError, AttributeError):  # a libc without it (glibc < 2.28, some musl)
-                func = None
-            if func is not None:
-                func.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-                func.restype = ctypes.c_int
-                _renameat2 = func
-    if not _renameat2 or not callable(_renameat2):
+    func = _renameat2()
+    if func is None:
         return False
+    if func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
     import ctypes
 
-    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
     err = ctypes.get_errno()
     if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
         return False  # this filesystem cannot exchange (e.g. some FUSE and network filesystems)
@@ -370,7 +372,7 @@ def _settle_exchange(tmp: str, path: str, expect: Stamp, checked: os.stat_result
             return
         if not _exchange(tmp, path):  # cannot happen on the filesystem that just exchanged; be safe
             _replace(tmp, path)
-        elif (os.stat(tmp).st_dev, os.stat(tmp).st_ino) == (ours.st_dev, ours.st_ino):
+        elif os.path.samestat(os.stat(tmp), ours):
             os.unlink(tmp)
         else:  # the writer wrote yet again in between: its newest file is in tmp
             _replace(tmp, path)
