@@ -110,6 +110,7 @@ class LogCache:
 
     def __init__(self, log: MemoryLog, index: BankIndex | None = None, folder: str | None = None) -> None:
         self.log = log
+        log.keep_digest = True  # its replays keep the digest a saved state is checked against
         self.index = index
         self.folder = folder or cache_folder()
         key = _key(log.path)

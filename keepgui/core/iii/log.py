@@ -241,6 +241,9 @@ class MemoryLog:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        # Whether a replay keeps the digest of what it read (a cache attached: LogCache sets it before
+        # the first refresh); a window, which caches nothing, does not pay for hashing every byte.
+        self.keep_digest = False
         self._clear()
 
     def _clear(self) -> None:
@@ -273,7 +276,8 @@ class MemoryLog:
         # (None: the id was new): taken back before each refresh, as the line may grow.
         self._tail_record: Memory | None = None
         self._tail_shadowed: Memory | None = None
-        self._prefix_hash = prefix_hasher()  # of the bytes [0, offset): what a cached state is checked against
+        # of the bytes [0, offset): what a cached state is checked against (None: no cache wants it)
+        self._prefix_hash: Any = prefix_hasher() if self.keep_digest else None
         self._foreign: tuple[int, array[int]] | None = None  # lines whose hashes came from a cache's process
 
     # ------------------------------------------------------------------ reading
@@ -418,7 +422,8 @@ class MemoryLog:
         """Count the complete lines ``data[:end]`` replayed; keep the head and the guard before the offset."""
         self.lines += data.count(b"\n", 0, end)
         self.offset += end
-        self._prefix_hash.update(memoryview(data)[:end])
+        if self._prefix_hash is not None:
+            self._prefix_hash.update(memoryview(data)[:end])
         if len(self._head) < _GUARD:
             self._head = (self._head + data[: min(end, _GUARD)])[:_GUARD]
         if end >= _GUARD:
@@ -597,6 +602,8 @@ class MemoryLog:
         when it cannot be resumed from (not loaded, unreadable, or a last line without its newline,
         whose record is provisional)."""
         if not self.loaded or self.unreadable or self._identity is None or self._tail_len or self.torn_tail:
+            return None
+        if self._prefix_hash is None:  # read without a cache attached
             return None
         return self.offset, self._prefix_hash.digest()
 
