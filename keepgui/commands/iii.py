@@ -362,14 +362,24 @@ def cmd_bank_trashed(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui doctor``: exit 1 when any problem is found."""
+    """``keepgui doctor``: exit 1 when any problem is found. It also says how big keepgui's log cache is
+    (never a problem: it is swept as it is written)."""
+    from keepgui.core.iii.cache import cache_folder, cache_size
     from keepgui.core.iii.doctor import diagnose
 
     datadir = ctx.datadir()
     findings = diagnose(datadir)
     problems = [f for f in findings if not f.note]
+    entries, size = cache_size()
     if ctx.json_mode:
-        ctx.emit_json({"data_dir": datadir.path, "ok": not problems, "problems": [f.to_obj() for f in findings]})
+        ctx.emit_json(
+            {
+                "data_dir": datadir.path,
+                "ok": not problems,
+                "problems": [f.to_obj() for f in findings],
+                "cache": {"folder": cache_folder(), "entries": entries, "bytes": size},
+            }
+        )
     else:
         for finding in findings:
             ctx.out(str(finding))
@@ -378,4 +388,6 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out(
             (f"{len(problems)} problem(s) in {datadir.path}" if problems else f"no problems in {datadir.path}") + tail
         )
+        plural = "" if entries == 1 else "s"
+        ctx.out(f"log cache: {entries} bank{plural}, {size / 2**20:.1f} MiB in {cache_folder()}")
     return 1 if problems else 0

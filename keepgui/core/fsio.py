@@ -407,6 +407,14 @@ def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) ->
     fsync_dir(os.path.dirname(os.fspath(path)) or ".")
 
 
+def mark_used(path: str | os.PathLike[str]) -> None:
+    """Set ``path``'s modification time to now: when a cache entry was last used (a missing file stays missing)."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        return
+
+
 def make_dirs(path: str | os.PathLike[str]) -> None:
     """``mkdir -p`` that makes each new folder's entry durable."""
     path = os.path.abspath(os.fspath(path))

@@ -32,6 +32,7 @@ import bisect
 import builtins
 import heapq
 import math
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -75,19 +76,63 @@ def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
 
 
 class _RestoredPostings(dict[str, Any]):
-    """Postings restored from a cache: each term's slots stay the decoded list until the term is
-    looked up (a query touches a handful of terms; making a set of every one costs more than the query)."""
+    """Postings restored from a cache, packed: every term's slots are one run of ``slots`` (the runs end
+    at ``ends``), and a term maps to its run's number until it is first looked up, when the run becomes
+    its set (a query touches a handful of terms; a set or list of every one costs more than the query)."""
+
+    def __init__(self, terms: list[str], ends: array[int], slots: array[int]) -> None:
+        super().__init__(zip(terms, range(len(terms)), strict=True))
+        self._ends = ends
+        self._slots = slots
+
+    def _run(self, run: int) -> array[int]:
+        return self._slots[self._ends[run - 1] if run else 0 : self._ends[run]]
 
     def __getitem__(self, term: str) -> set[int]:
         slots = dict.__getitem__(self, term)
-        if type(slots) is not set:
-            slots = set(slots)
+        if type(slots) is int:
+            slots = set(self._run(slots))
             dict.__setitem__(self, term, slots)
-        return slots
+        return cast(set[int], slots)
 
     def get(self, term: str, default: Any = None) -> Any:
         """``dict.get``, converting the slots as :meth:`__getitem__` does."""
         return self[term] if dict.__contains__(self, term) else default
+
+    def slot_items(self) -> Iterator[tuple[str, Iterable[int]]]:
+        """Every ``(term, its slots)``, without making a set of the runs not looked up."""
+        for term, slots in dict.items(self):
+            yield term, self._run(slots) if type(slots) is int else slots
+
+
+def pack_postings(postings: Mapping[str, Iterable[int]]) -> tuple[list[str], bytes, bytes]:
+    """``(terms, ends, slots)``: each term's slots as one run of a native int32 array (``slots``'s raw
+    bytes), the runs' ends as native int64 (see :class:`_RestoredPostings`)."""
+    items = postings.slot_items() if isinstance(postings, _RestoredPostings) else postings.items()
+    terms: list[str] = []
+    ends = array("q")
+    slots = array("i")
+    for term, held in items:
+        terms.append(term)
+        slots.extend(held)
+        ends.append(len(slots))
+    return terms, ends.tobytes(), slots.tobytes()
+
+
+def unpack_postings(terms: list[str], ends: bytes, slots: bytes) -> dict[str, set[int]] | None:
+    """The postings :func:`pack_postings` packed (looked up lazily), or None when the parts disagree."""
+    end_array, slot_array = array("q"), array("i")
+    try:
+        end_array.frombytes(ends)
+        slot_array.frombytes(slots)
+    except ValueError:
+        return None
+    if len(end_array) != len(terms) or (end_array[-1] if terms else 0) != len(slot_array):
+        return None
+    postings = _RestoredPostings(terms, end_array, slot_array)
+    if len(postings) != len(terms):  # a term twice
+        return None
+    return cast(dict[str, set[int]], postings)
 
 
 class IndexState(msgspec.Struct, array_like=True, gc=False):
@@ -105,7 +150,9 @@ class IndexState(msgspec.Struct, array_like=True, gc=False):
     static_max: float | None
     dl_counts: dict[int, int]
     total: int
-    ones: dict[str, list[int]]
+    ones_terms: list[str]  # the postings of terms held once per document, packed (pack_postings)
+    ones_ends: bytes
+    ones_slots: bytes
     multi: dict[str, dict[int, int]]
     ent: dict[str, dict[int, int]]
     days: dict[int, list[int]]
@@ -209,6 +256,7 @@ class BankIndex:
             return None
         if self._synced_tail is not None or log.tail_record is not None:
             return None
+        ones_terms, ones_ends, ones_slots = pack_postings(self._ones)
         return IndexState(
             offset=self._synced_offset,
             retired=list(self._retired),
@@ -220,7 +268,9 @@ class BankIndex:
             static_max=self._static_max,
             dl_counts=self._dl_counts,
             total=self._total,
-            ones={term: list(slots) for term, slots in self._ones.items()},
+            ones_terms=ones_terms,
+            ones_ends=ones_ends,
+            ones_slots=ones_slots,
             multi=self._multi,
             ent=self._ent,
             days={day: list(slots) for day, slots in self._days.items()},
@@ -236,14 +286,23 @@ class BankIndex:
         :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log."""
         log = self._require_log()
         self._reset()
-        slot = {mid: n for n, mid in enumerate(state.ids) if mid is not None}
+        slot: dict[str | None, int] = dict(
+            zip(state.ids, range(len(state.ids)), strict=True)
+        )  # in C, not a comprehension
+        slot.pop(None, None)  # free slots
+        ones = unpack_postings(state.ones_terms, state.ones_ends, state.ones_slots)
         lengths = {len(state.dl), len(state.upd), len(state.static), len(state.rb) if state.rb_at else len(state.ids)}
-        if state.offset != log.offset or lengths != {len(state.ids)} or not slot.keys() <= log.records.keys():
+        if (
+            ones is None
+            or state.offset != log.offset
+            or lengths != {len(state.ids)}
+            or not slot.keys() <= log.records.keys()
+        ):
             self._synced_records = None
             return False
         self.records = dict(log.records)
         self._retired = set(state.retired)
-        self._slot = slot
+        self._slot = cast(dict[str, int], slot)
         self._ids = state.ids
         self._free = state.free
         self._dl = state.dl
@@ -252,7 +311,7 @@ class BankIndex:
         self._static_max = state.static_max
         self._dl_counts = state.dl_counts
         self._total = state.total
-        self._ones = cast(dict[str, set[int]], _RestoredPostings(state.ones))
+        self._ones = ones
         self._multi = state.multi
         self._ent = state.ent
         self._days = {day: set(slots) for day, slots in state.days.items()}
