@@ -204,17 +204,20 @@ def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
         bank.refresh()  # what was appended since the cached state (or all of it, if the file changed)
     if bank.unreadable:
         raise InvalidInput(f"bank `{bank.name}` cannot be read: {bank.unreadable}")
-    rows = bank.memories(history=args.history, tag=args.tag)
     if ctx.json_mode:
-        # In slices, the first flushed at once: `memories --json | head -1` gets its line before
-        # the rest are encoded.
+        # In slices, the first picked from the unsorted records and flushed at once:
+        # `memories --json | head -1` gets its line before the rest are sorted and encoded.
         raw_line = bank.log.raw_line
-        for start in range(0, len(rows), _JSON_SLICE):
+        first = bank.first_memories(_JSON_SLICE, history=args.history, tag=args.tag)
+        if first:
+            ctx.stdout.write("\n".join([raw_line(m.id) or m.to_json() for m in first]) + "\n")
+            ctx.stdout.flush()
+        rows = bank.memories(history=args.history, tag=args.tag) if len(first) == _JSON_SLICE else first
+        for start in range(len(first), len(rows), _JSON_SLICE):
             lines = [raw_line(m.id) or m.to_json() for m in rows[start : start + _JSON_SLICE]]
             ctx.stdout.write("\n".join(lines) + "\n")
-            if not start:
-                ctx.stdout.flush()
     else:
+        rows = bank.memories(history=args.history, tag=args.tag)
         for memory in rows:
             ctx.out(memory_line(memory))
         if not rows:

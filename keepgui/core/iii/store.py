@@ -16,6 +16,8 @@ worker to reload, because the worker keeps its own copy in RAM.
 
 from __future__ import annotations
 
+import heapq
+import operator
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,6 +35,15 @@ from keepgui.core.iii.record import Memory, fingerprint
 from keepgui.core.iii.textrules import rust_trim
 from keepgui.core.iii.worker import Reloader, ReloadOutcome
 from keepgui.core.timefmt import now_ms
+
+_ID = operator.attrgetter("id")
+_UPDATED_AT = operator.attrgetter("updated_at")
+
+
+def _newest_first(memory: Memory) -> tuple[int, str]:
+    """The listing's order as one key: ``updated_at`` descending, then ``id`` ascending."""
+    return (-memory.updated_at, memory.id)
+
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
 _NAME_RE = re.compile(NAME_PATTERN)
@@ -310,12 +321,22 @@ class Bank:
 
         ``history`` includes retired records; ``tag`` keeps records carrying that exact tag.
         """
+        rows = self._listed(history, tag)
+        rows.sort(key=_ID)
+        rows.sort(key=_UPDATED_AT, reverse=True)
+        return rows
+
+    def first_memories(self, limit: int, history: bool = False, tag: str | None = None) -> list[Memory]:
+        """``memories(history, tag)[:limit]`` without sorting them all (ids are unique: the order is total),
+        so a listing's first lines go out before the rest are sorted."""
+        return heapq.nsmallest(limit, self._listed(history, tag), key=_newest_first)
+
+    def _listed(self, history: bool, tag: str | None) -> list[Memory]:
         self.ensure_loaded()
         records = self.log.records.values()
-        rows = [m for m in records if (history or m.invalid_at is None) and (tag is None or tag in m.tags)]
-        rows.sort(key=lambda m: m.id)
-        rows.sort(key=lambda m: m.updated_at, reverse=True)
-        return rows
+        if history and tag is None:
+            return list(records)
+        return [m for m in records if (history or m.invalid_at is None) and (tag is None or tag in m.tags)]
 
     def tags(self) -> list[tuple[str, int]]:
         """``memory::tags``: tags of live memories with counts, count descending then tag."""
