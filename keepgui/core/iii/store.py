@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import yaml
-
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.iii import mutations as mut
@@ -107,6 +105,8 @@ def _description_of(text: str) -> tuple[str, str]:
     nodes, so an alias bomb costs no more than its bytes. Only a plain string
     ``description`` counts, as for the worker (anything else reads as "").
     """
+    import yaml  # only a bank.yaml read needs it (~20 ms of a command's start-up)
+
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -870,6 +870,8 @@ class DataDir:
 
 def bank_yaml(description: str) -> bytes:
     """``bank.yaml`` for a description: one line, ``description: <yaml scalar>``."""
+    import yaml
+
     text = yaml.safe_dump(
         {"description": rust_trim(description)},
         allow_unicode=True,
