@@ -36,12 +36,14 @@ from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
 from keepgui.core.iii.index import BankIndex, IndexState
 from keepgui.core.iii.log import LogState, MemoryLog, gc_paused, prefix_hasher
+from keepgui.core.iii.record import Memory
 from keepgui.core.paths import app_cache_dir
 
-FORMAT = 2
+FORMAT = 3
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
 
-_READ = 1 << 20  # the prefix is hashed in reads of this size
+_READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)
+_SLICE = 4096  # records are cached in msgpack slices of this many, decoded one by one (see _LogFile)
 _MAGIC = (
     f"keepgui-log-cache {FORMAT} {__version__} {sys.implementation.cache_tag} {sys.byteorder}\n".encode()
 )  # arrays are cached as native machine words: another interpreter or byte order starts afresh
@@ -53,7 +55,18 @@ SWEEP_MAX_BYTES = 2 << 30
 _STALE_TEMP_S = 3600  # a temporary file of a write this much older than now was left by a crashed process
 _SUFFIXES = (".log", ".index")
 
-_LOG_DECODER = msgspec.msgpack.Decoder(LogState)
+
+class _LogFile(msgspec.Struct, array_like=True, gc=False):
+    """The log cache after its check: the state without its records, and the records in msgpack slices
+    of :data:`_SLICE`. Decoded slice by slice, the decode gives the interpreter lock up between slices,
+    so the prefix's hash (on its own thread) goes on while the records decode."""
+
+    state: LogState
+    slices: list[bytes]
+
+
+_LOG_DECODER = msgspec.msgpack.Decoder(_LogFile)
+_RECORDS_DECODER = msgspec.msgpack.Decoder(list[Memory])
 _INDEX_DECODER = msgspec.msgpack.Decoder(IndexState)
 _ENCODER = msgspec.msgpack.Encoder()
 
@@ -118,6 +131,22 @@ def _split_check(body: bytes) -> tuple[_Check, memoryview] | None:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return check, view[start + length :]
+
+
+def _encode_state(state: LogState) -> bytes:
+    records = state.records
+    slices = [_ENCODER.encode(records[start : start + _SLICE]) for start in range(0, len(records), _SLICE)]
+    return _ENCODER.encode(_LogFile(msgspec.structs.replace(state, records=[]), slices))
+
+
+def _decode_state(body: memoryview) -> LogState:
+    """The state :func:`_encode_state` encoded (raises msgspec's errors for anything else)."""
+    cached = _LOG_DECODER.decode(body)
+    records: list[Memory] = []
+    for part in cached.slices:
+        records += _RECORDS_DECODER.decode(part)
+    cached.state.records = records
+    return cached.state
 
 
 class _PrefixHash(threading.Thread):
@@ -279,13 +308,14 @@ def _hash_prefix(path: str, dev: int, ino: int, length: int) -> Any | None:
             st = os.fstat(fh.fileno())
             if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < length:
                 return None
+            buffer = memoryview(bytearray(min(_READ, length)))
             left = length
             while left:
-                chunk = fh.read(min(_READ, left))
-                if not chunk:
+                got = fh.readinto(buffer[: min(_READ, left)])
+                if not got:
                     return None
-                hasher.update(chunk)
-                left -= len(chunk)
+                hasher.update(buffer[:got])
+                left -= got
     except OSError:
         return None
     return hasher
@@ -337,7 +367,7 @@ class LogCache:
             return False
         hashing = _PrefixHash(self.log.path, check)
         try:
-            state = _LOG_DECODER.decode(rest)
+            state = _decode_state(rest)
             cached_index = self._read_index() if self.index is not None else None
         except (msgspec.DecodeError, msgspec.ValidationError):
             hashing.result()
@@ -400,7 +430,7 @@ class LogCache:
             log_bytes = b""
             if write_log:
                 check = _ENCODER.encode(_Check(state.path, state.dev, state.ino, state.offset, state.digest))
-                log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + _ENCODER.encode(state)
+                log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + _encode_state(state)
             index_bytes = b""
             if index_state is not None and write_index:
                 index_file = _IndexFile(offset=state.offset, digest=state.digest, index=index_state)
