@@ -32,15 +32,28 @@ def test_packed_postings_round_trip_and_refuse_parts_that_disagree():
     postings = {"alpha": {3, 1, 2}, "beta": {7}, "gamma": set(range(40, 90))}
     packed = pack_postings(postings)
     restored = unpack_postings(*packed)
-    assert restored is not None and restored.keys() == postings.keys()
-    assert {term: restored[term] for term in postings} == postings
+    assert restored is not None and {term: restored[term] for term in postings} == postings
+    assert "delta" not in restored and restored.get("delta", ()) == () and packed[0] == ["alpha", "beta", "gamma"]
+    with pytest.raises(KeyError):
+        restored["delta"]
     again = unpack_postings(*pack_postings(restored))  # packed again, some terms unpacked and some not
     assert again is not None and {term: again[term] for term in postings} == postings
+    # what the index does to postings as records change: delete a packed term, add a new one
+    lazy = unpack_postings(*packed)
+    assert lazy is not None
+    del lazy["beta"]
+    lazy["delta"] = {5}
+    lazy["gamma"].add(91)
+    assert "beta" not in lazy and lazy.get("beta") is None and lazy["delta"] == {5}
+    assert dict(lazy.items()).keys() == {"alpha", "gamma", "delta"}
+    with pytest.raises(KeyError):
+        del lazy["beta"]
     terms, ends, slots = packed
     assert unpack_postings(terms[:-1], ends, slots) is None  # a term missing
     assert unpack_postings(terms, ends, slots[:-4]) is None  # slots cut short
     assert unpack_postings(terms, ends[:-1], slots) is None  # not whole int64s
     assert unpack_postings(["alpha", "alpha", "gamma"], ends, slots) is None  # a term twice
+    assert unpack_postings(["gamma", "beta", "alpha"], ends, slots) is None  # not sorted
 
 
 def test_a_restored_index_unpacks_only_the_terms_a_query_touches(tmp_path, data_dir):
@@ -56,10 +69,9 @@ def test_a_restored_index_unpacks_only_the_terms_a_query_touches(tmp_path, data_
     assert LogCache(again.log, warm.index, folder=str(tmp_path / "cache")).load()
     warm.refresh()
     ones = warm.index._ones
-    assert all(type(dict.__getitem__(ones, term)) is int for term in ones)  # nothing unpacked yet
+    assert ones.looked_up() == 0  # nothing unpacked yet
     assert warm.preview("deploy the staging database", now_ms=NOW).to_json(notice=True) == expected
-    unpacked = [term for term in ones if type(dict.__getitem__(ones, term)) is not int]
-    assert 0 < len(unpacked) <= 4 < len(ones)
+    assert 0 < ones.looked_up() <= 4 < len(list(ones.items()))
     # A restored index written out again (after an append) keeps every posting, unpacked or not.
     state = warm.index.snapshot()
     assert state is not None

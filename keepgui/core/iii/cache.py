@@ -39,7 +39,7 @@ from keepgui.core.iii.log import LogState, MemoryLog, gc_paused, prefix_hasher
 from keepgui.core.iii.record import Memory
 from keepgui.core.paths import app_cache_dir
 
-FORMAT = 3
+FORMAT = 4
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
 
 _READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)

@@ -31,7 +31,9 @@ from __future__ import annotations
 import bisect
 import builtins
 import heapq
+import itertools
 import math
+import operator
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -56,6 +58,9 @@ Bounds = dict[int, float]
 """Candidate slot -> BM25 + entity bonus (float rounding aside); never reported, only used to prune."""
 
 
+_TERM = operator.itemgetter(0)
+
+
 def top_key(memory: Memory) -> tuple[bool, int, int, str]:
     """Sort key of ``top_memories``: pinned first, corroboration, newest, then id."""
     return (not memory.pinned, -memory.corroboration, -memory.updated_at, memory.id)
@@ -75,44 +80,78 @@ def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
     return acc
 
 
-class _RestoredPostings(dict[str, Any]):
-    """Postings restored from a cache, packed: every term's slots are one run of ``slots`` (the runs end
-    at ``ends``), and a term maps to its run's number until it is first looked up, when the run becomes
-    its set (a query touches a handful of terms; a set or list of every one costs more than the query)."""
+class _RestoredPostings:
+    """Postings restored from a cache, packed and looked up lazily: the terms sorted, every term's slots
+    one run of ``slots`` (the runs end at ``ends``). A term is found by bisection and its run becomes
+    its set when it is first looked up: a query touches a handful of terms, and a dict or set of every
+    one costs more than the query. Offers exactly the operations the index uses on its postings."""
 
     def __init__(self, terms: list[str], ends: array[int], slots: array[int]) -> None:
-        super().__init__(zip(terms, range(len(terms)), strict=True))
+        self._terms = terms
         self._ends = ends
         self._slots = slots
+        self._looked_up: dict[str, set[int]] = {}  # terms taken out of the packed runs (and new ones)
+        self._gone: set[str] = set()  # packed terms deleted since
 
     def _run(self, run: int) -> array[int]:
         return self._slots[self._ends[run - 1] if run else 0 : self._ends[run]]
 
+    def _packed(self, term: str) -> int | None:
+        """The run of a packed term not deleted, or None."""
+        terms = self._terms
+        run = bisect.bisect_left(terms, term)
+        if run < len(terms) and terms[run] == term and term not in self._gone:
+            return run
+        return None
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._looked_up or (type(term) is str and self._packed(term) is not None)
+
     def __getitem__(self, term: str) -> set[int]:
-        slots = dict.__getitem__(self, term)
-        if type(slots) is int:
-            slots = set(self._run(slots))
-            dict.__setitem__(self, term, slots)
-        return cast(set[int], slots)
+        slots: set[int] | None = self.get(term)
+        if slots is None:
+            raise KeyError(term)
+        return slots
 
     def get(self, term: str, default: Any = None) -> Any:
-        """``dict.get``, converting the slots as :meth:`__getitem__` does."""
-        return self[term] if dict.__contains__(self, term) else default
+        """``dict.get``: the term's slots (made a set on first use), else ``default``."""
+        slots = self._looked_up.get(term)
+        if slots is None:
+            run = self._packed(term)
+            if run is None:
+                return default
+            slots = self._looked_up[term] = set(self._run(run))
+        return slots
 
-    def slot_items(self) -> Iterator[tuple[str, Iterable[int]]]:
+    def __setitem__(self, term: str, slots: set[int]) -> None:
+        self._looked_up[term] = slots
+
+    def __delitem__(self, term: str) -> None:
+        if self.get(term) is None:
+            raise KeyError(term)
+        del self._looked_up[term]
+        self._gone.add(term)
+
+    def looked_up(self) -> int:
+        """How many terms are held as sets (looked up, or added since the restore)."""
+        return len(self._looked_up)
+
+    def items(self) -> Iterator[tuple[str, Iterable[int]]]:
         """Every ``(term, its slots)``, without making a set of the runs not looked up."""
-        for term, slots in dict.items(self):
-            yield term, self._run(slots) if type(slots) is int else slots
+        looked_up = self._looked_up
+        yield from looked_up.items()
+        for run, term in enumerate(self._terms):
+            if term not in looked_up and term not in self._gone:
+                yield term, self._run(run)
 
 
-def pack_postings(postings: Mapping[str, Iterable[int]]) -> tuple[list[str], bytes, bytes]:
-    """``(terms, ends, slots)``: each term's slots as one run of a native int32 array (``slots``'s raw
-    bytes), the runs' ends as native int64 (see :class:`_RestoredPostings`)."""
-    items = postings.slot_items() if isinstance(postings, _RestoredPostings) else postings.items()
+def pack_postings(postings: Mapping[str, Iterable[int]] | _RestoredPostings) -> tuple[list[str], bytes, bytes]:
+    """``(terms, ends, slots)``, the terms sorted: each term's slots as one run of a native int32 array
+    (``slots``'s raw bytes), the runs' ends as native int64 (see :class:`_RestoredPostings`)."""
     terms: list[str] = []
     ends = array("q")
     slots = array("i")
-    for term, held in items:
+    for term, held in sorted(postings.items(), key=_TERM):
         terms.append(term)
         slots.extend(held)
         ends.append(len(slots))
@@ -129,10 +168,9 @@ def unpack_postings(terms: list[str], ends: bytes, slots: bytes) -> dict[str, se
         return None
     if len(end_array) != len(terms) or (end_array[-1] if terms else 0) != len(slot_array):
         return None
-    postings = _RestoredPostings(terms, end_array, slot_array)
-    if len(postings) != len(terms):  # a term twice
+    if not all(map(operator.lt, terms, itertools.islice(terms, 1, None))):  # sorted, no term twice
         return None
-    return cast(dict[str, set[int]], postings)
+    return cast(dict[str, set[int]], _RestoredPostings(terms, end_array, slot_array))
 
 
 class IndexState(msgspec.Struct, array_like=True, gc=False):
