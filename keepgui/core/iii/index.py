@@ -668,6 +668,14 @@ class BankIndex:
             groups.append(self._multi.get(term, {}).keys())
         return builtins.set[int]().union(*groups)
 
+    def holders_in(self, group: builtins.set[int], term: str) -> builtins.set[int]:
+        """The slots of ``group`` holding ``term`` (each side intersected iterates the smaller one)."""
+        ones, multi = self._ones.get(term), self._multi.get(term)
+        held = group & ones if ones else builtins.set[int]()
+        if multi:
+            held |= multi.keys() & group
+        return held
+
     def add_docs(self, group: builtins.set[int], terms: list[tuple[str, int]]) -> Bounds:
         """The bounds of the documents of ``group`` that hold a query term: BM25 + entity bonus.
 

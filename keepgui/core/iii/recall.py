@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import json
 import math
 import struct
@@ -310,6 +311,8 @@ def _best_live(
         while end:
             start = _window_start(days, end, index, threshold, ceiling, seed, now_ms, half_life_days)
             newest = recency((days[end - 1] + 1) * DAY_MS - 1, now_ms, half_life_days)
+            if not threshold and start:
+                threshold = evaluate(_probe(index, index.day_docs(days[start:end]) - gathered, terms[split:], limit))
             essential = _essential_terms(index, terms[split:], threshold, newest)
             if not start:  # every day left: the documents holding an essential term, less those seen
                 group = index.postings(essential) - gathered - index.day_docs(days[end:])
@@ -330,6 +333,21 @@ def _best_live(
     floor = threshold * (1 - _SLACK)
     evaluate(compress(all_slots, map(floor.__le__, all_upper)))
     return heapq.nsmallest(limit, hits.values(), key=order_key)
+
+
+def _probe(index: BankIndex, group: set[int], common: list[tuple[str, int]], limit: int) -> list[int]:
+    """A few documents of ``group`` likely to score high, scored first so that MaxScore has a threshold
+    in the first window (any exact scores make a valid threshold): those holding the most of the terms
+    with the largest bounds, at most ``8 × limit``; none when the group is small enough to bound whole."""
+    if len(group) <= 4 * _SEED:
+        return []
+    probe = group
+    for _bound, term, _times in sorted(((index.term_bound(t, n), t, n) for t, n in common), reverse=True):
+        narrower = index.holders_in(probe, term)
+        if len(narrower) < limit:
+            break
+        probe = narrower
+    return list(itertools.islice(probe, 8 * limit)) if probe is not group else []
 
 
 def _essential_terms(
