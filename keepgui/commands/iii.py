@@ -200,22 +200,30 @@ def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
 
     bank = _open_bank(ctx, args.bank)
     cache = LogCache(bank.log)
-    if cache.load():
+    head = cache.verified_listing_head() if ctx.json_mode and not args.history and args.tag is None else None
+    if head:
+        # The log is byte for byte the cached state: the listing's first lines, kept with it, go out
+        # before the state is decoded; the rest come from that same state (not refreshed since).
+        ctx.stdout.write(head)
+        ctx.stdout.flush()
+        if not cache.load():
+            bank.refresh()
+    elif cache.load():
         bank.refresh()  # what was appended since the cached state (or all of it, if the file changed)
     if bank.unreadable:
         raise InvalidInput(f"bank `{bank.name}` cannot be read: {bank.unreadable}")
     if ctx.json_mode:
         # In slices, the first picked from the unsorted records and flushed at once:
         # `memories --json | head -1` gets its line before the rest are sorted and encoded.
-        raw_line = bank.log.raw_line
-        first = bank.first_memories(_JSON_SLICE, history=args.history, tag=args.tag)
+        json_lines = bank.log.json_lines
+        first = [] if head else bank.first_memories(_JSON_SLICE, history=args.history, tag=args.tag)
         if first:
-            ctx.stdout.write("\n".join([raw_line(m.id) or m.to_json() for m in first]) + "\n")
+            ctx.stdout.write(json_lines(first))
             ctx.stdout.flush()
-        rows = bank.memories(history=args.history, tag=args.tag) if len(first) == _JSON_SLICE else first
-        for start in range(len(first), len(rows), _JSON_SLICE):
-            lines = [raw_line(m.id) or m.to_json() for m in rows[start : start + _JSON_SLICE]]
-            ctx.stdout.write("\n".join(lines) + "\n")
+        done = head.count("\n") if head else len(first)
+        rows = bank.memories(history=args.history, tag=args.tag) if head or len(first) == _JSON_SLICE else first
+        for start in range(done, len(rows), _JSON_SLICE):
+            ctx.stdout.write(json_lines(rows[start : start + _JSON_SLICE]))
     else:
         rows = bank.memories(history=args.history, tag=args.tag)
         for memory in rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 
 import pytest
 
@@ -148,3 +149,52 @@ def test_memories_json_writes_its_first_slice_before_sorting_everything(tmp_path
     lines = out.getvalue().splitlines()
     bank = DataDir(str(data_dir)).bank("bank")
     assert lines == [bank.log.raw_line(m.id) or m.to_json() for m in real(bank, True)]
+
+
+def test_a_verified_cache_writes_the_listing_head_before_decoding_the_state(tmp_path, data_dir, monkeypatch):
+    from keepgui.cli import Context
+    from keepgui.core.iii import cache as cache_module
+
+    monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "home"))
+    args = argparse.Namespace(data_dir=str(data_dir), bank="bank", history=False, tag=None, json=True)
+    cold = io.StringIO()
+    assert iii_commands.cmd_memories(args, Context(args, stdout=cold, stderr=io.StringIO())) == 0  # writes it
+
+    written: list[str] = []
+
+    class Out(io.StringIO):
+        def flush(self) -> None:
+            written.append(self.getvalue())
+
+    decoded_after: list[int] = []
+    real = cache_module._decode_state
+
+    def decode_state(body):
+        decoded_after.append(len(written))
+        return real(body)
+
+    monkeypatch.setattr(cache_module, "_decode_state", decode_state)
+    warm = Out()
+    assert iii_commands.cmd_memories(args, Context(args, stdout=warm, stderr=io.StringIO())) == 0
+    assert decoded_after == [1] and written[0].count("\n") == cache_module.LISTING_HEAD
+    assert warm.getvalue() == cold.getvalue()
+
+
+def test_the_listing_head_is_not_used_once_anything_was_appended(tmp_path, data_dir, monkeypatch):
+    from keepgui.cli import Context
+
+    monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "home"))
+    args = argparse.Namespace(data_dir=str(data_dir), bank="bank", history=False, tag=None, json=True)
+    assert iii_commands.cmd_memories(args, Context(args, stdout=io.StringIO(), stderr=io.StringIO())) == 0
+    bank = DataDir(str(data_dir)).bank("bank")
+    newest = bank.memories()[0]
+    newer = Memory(**{**newest.to_obj(), "id": "fpnewest", "updated_at": newest.updated_at + 1, "revision": 1})
+    log = os.path.join(str(data_dir), "bank", "memories.jsonl")
+    with open(log, "ab") as fh:
+        fh.write(newer.to_line().rstrip(b"\n"))  # a last line without its newline: the worker reads it
+    assert LogCache(MemoryLog(log)).verified_listing_head() is None
+    out = io.StringIO()
+    assert iii_commands.cmd_memories(args, Context(args, stdout=out, stderr=io.StringIO())) == 0
+    fresh = DataDir(str(data_dir)).bank("bank")
+    assert out.getvalue().split("\n", 1)[0] == newer.to_json()
+    assert out.getvalue() == fresh.log.json_lines(fresh.memories())

@@ -23,23 +23,26 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import heapq
 import os
 import struct
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
 from keepgui import __version__
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
-from keepgui.core.iii.index import BankIndex, IndexState
-from keepgui.core.iii.log import LogState, MemoryLog, gc_paused, prefix_hasher
+from keepgui.core.iii.log import LogState, MemoryLog, gc_paused, newest_first, prefix_hasher
 from keepgui.core.iii.record import Memory
 from keepgui.core.paths import app_cache_dir
 
-FORMAT = 4
+if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
+    from keepgui.core.iii.index import BankIndex, CachedIndex
+
+FORMAT = 5
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
 
 _READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)
@@ -67,7 +70,6 @@ class _LogFile(msgspec.Struct, array_like=True, gc=False):
 
 _LOG_DECODER = msgspec.msgpack.Decoder(_LogFile)
 _RECORDS_DECODER = msgspec.msgpack.Decoder(list[Memory])
-_INDEX_DECODER = msgspec.msgpack.Decoder(IndexState)
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -80,21 +82,14 @@ class _Check(msgspec.Struct, array_like=True, gc=False):
     ino: int
     offset: int
     digest: bytes
+    listing_head: str  # the first LISTING_HEAD lines of `memories --json` of this state (live, newest first)
 
+
+LISTING_HEAD = 512
+"""How many lines of the default ``memories --json`` listing a log cache keeps ahead of its state."""
 
 _CHECK_DECODER = msgspec.msgpack.Decoder(_Check)
 _CHECK_LENGTH = struct.Struct("<I")  # the check's encoded length, between the magic line and the check
-
-
-class _IndexFile(msgspec.Struct, array_like=True, gc=False):
-    """The index cache: which log state it belongs to (the log cache's offset and digest) and the index."""
-
-    offset: int
-    digest: bytes
-    index: IndexState
-
-
-_INDEX_FILE_DECODER = msgspec.msgpack.Decoder(_IndexFile)
 
 
 def cache_folder() -> str:
@@ -149,6 +144,17 @@ def _decode_state(body: memoryview) -> LogState:
     return cached.state
 
 
+class _Hashed:
+    """A prefix already hashed (by :meth:`LogCache.verified_listing_head`), as :class:`_PrefixHash` answers."""
+
+    def __init__(self, hasher: Any) -> None:
+        self.hasher = hasher
+
+    def result(self) -> Any | None:
+        """The hasher fed the whole prefix."""
+        return self.hasher
+
+
 class _PrefixHash(threading.Thread):
     """:func:`_hash_prefix` on a thread of its own: hashlib and file reads let go of the interpreter lock,
     so the prefix is hashed on the other core while the cached state decodes (both are needed)."""
@@ -184,12 +190,13 @@ def _cached_log_path(path: str) -> str | None:
     """The log a ``.log`` cache file caches, read from its check (None: not one of this format)."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(len(_MAGIC) + _CHECK_LENGTH.size + 4096)
+            head = fh.read(len(_MAGIC) + _CHECK_LENGTH.size)
+            if len(head) != len(_MAGIC) + _CHECK_LENGTH.size or not head.startswith(_MAGIC):
+                return None
+            (length,) = _CHECK_LENGTH.unpack_from(head, len(_MAGIC))
+            split = _split_check(head[len(_MAGIC) :] + fh.read(length))
     except OSError:
         return None
-    if not head.startswith(_MAGIC):
-        return None
-    split = _split_check(head[len(_MAGIC) :])
     return None if split is None else os.fsdecode(split[0].path)
 
 
@@ -338,6 +345,7 @@ class LogCache:
         self.log_file = os.path.join(self.folder, key + ".log")
         self.index_file = os.path.join(self.folder, key + ".index")
         self._loaded: tuple[int, bytes] | None = None  # (offset, digest) of the log state restored
+        self._verified: tuple[_Check, BinaryIO, Any] | None = None  # see verified_listing_head
         self._index_loaded = False
 
     def load(self) -> bool:
@@ -355,17 +363,71 @@ class LogCache:
             gc.freeze()
         return restored
 
+    def _listing_head(self) -> str:
+        live = [m for m in self.log.records.values() if m.invalid_at is None]
+        return self.log.json_lines(heapq.nsmallest(LISTING_HEAD, live, key=newest_first))
+
+    def _open(self) -> tuple[_Check, BinaryIO] | None:
+        """The log cache file's check, and the file open just after it (the encoded state follows),
+        when it is this log's; else None. Only the check is read: a listing head needs no more."""
+        try:
+            fh = open(self.log_file, "rb")  # noqa: SIM115 - handed to the caller, who closes it
+        except OSError:
+            return None
+        try:
+            head = fh.read(len(_MAGIC) + _CHECK_LENGTH.size)
+            if len(head) == len(_MAGIC) + _CHECK_LENGTH.size and head.startswith(_MAGIC):
+                (length,) = _CHECK_LENGTH.unpack_from(head, len(_MAGIC))
+                split = _split_check(head[len(_MAGIC) :] + fh.read(length))
+                if split is not None and split[0].path == os.fsencode(self.log.path):
+                    return split[0], fh
+        except OSError:
+            pass
+        fh.close()
+        return None
+
+    def verified_listing_head(self) -> str | None:
+        """The first lines of ``memories --json`` (no history, no tag) when the log is byte for byte the
+        cached state — the same file, as long as the replayed prefix (nothing appended, not even part of
+        a line), and that prefix hashes to the cached digest — else None. A :meth:`load` after it
+        restores that state without hashing the prefix again."""
+        if self.log.loaded:
+            return None
+        opened = self._open()
+        if opened is None:
+            return None
+        check, fh = opened
+        try:
+            st = os.stat(self.log.path)
+        except OSError:
+            st = None
+        hasher = None
+        if st is not None and (st.st_dev, st.st_ino, st.st_size) == (check.dev, check.ino, check.offset):
+            hasher = _hash_prefix(self.log.path, check.dev, check.ino, check.offset)
+        if hasher is None or hasher.digest() != check.digest:
+            fh.close()
+            return None
+        self._verified = (check, fh, hasher)
+        return check.listing_head
+
     def _load(self) -> bool:
-        body = _read(self.log_file)
-        if body is None:
+        verified, self._verified = self._verified, None
+        if verified is not None:
+            check, fh, done = verified
+            hashing: _PrefixHash | _Hashed = _Hashed(done)
+        else:
+            opened = self._open()
+            if opened is None:
+                return False
+            check, fh = opened
+            hashing = _PrefixHash(self.log.path, check)
+        try:
+            with fh:
+                body = fh.read()
+        except OSError:
+            hashing.result()
             return False
-        split = _split_check(body)
-        if split is None:
-            return False
-        check, rest = split
-        if check.path != os.fsencode(self.log.path):
-            return False
-        hashing = _PrefixHash(self.log.path, check)
+        rest = memoryview(body)
         try:
             state = _decode_state(rest)
             cached_index = self._read_index() if self.index is not None else None
@@ -393,17 +455,19 @@ class LogCache:
         _mark_used(self.log_file)
         return True
 
-    def _read_index(self) -> _IndexFile | None:
+    def _read_index(self) -> CachedIndex | None:
         """The index cache file decoded (checked against the log state by :meth:`_restore_index`), or None."""
         body = _read(self.index_file)
         if body is None:
             return None
         try:
-            return _INDEX_FILE_DECODER.decode(body)
+            from keepgui.core.iii.index import CACHED_INDEX_DECODER
+
+            return CACHED_INDEX_DECODER.decode(body)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
 
-    def _restore_index(self, cached: _IndexFile, state: LogState) -> bool:
+    def _restore_index(self, cached: CachedIndex, state: LogState) -> bool:
         if self.index is None or (cached.offset, cached.digest) != (state.offset, state.digest):
             return False
         return self.index.restore(cached.index)
@@ -429,11 +493,15 @@ class LogCache:
         try:
             log_bytes = b""
             if write_log:
-                check = _ENCODER.encode(_Check(state.path, state.dev, state.ino, state.offset, state.digest))
+                check = _ENCODER.encode(
+                    _Check(state.path, state.dev, state.ino, state.offset, state.digest, self._listing_head())
+                )
                 log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + _encode_state(state)
             index_bytes = b""
             if index_state is not None and write_index:
-                index_file = _IndexFile(offset=state.offset, digest=state.digest, index=index_state)
+                from keepgui.core.iii.index import CachedIndex
+
+                index_file = CachedIndex(offset=state.offset, digest=state.digest, index=index_state)
                 index_bytes = _MAGIC + _ENCODER.encode(index_file)
             fsio.make_dirs(self.folder)
             if write_log:

@@ -200,6 +200,18 @@ class IndexState(msgspec.Struct, array_like=True, gc=False):
     rb_at: tuple[int, int] | None
 
 
+class CachedIndex(msgspec.Struct, array_like=True, gc=False):
+    """The index cache file (:mod:`keepgui.core.iii.cache`): which log state it belongs to (the log
+    cache's offset and digest) and the index."""
+
+    offset: int
+    digest: bytes
+    index: IndexState
+
+
+CACHED_INDEX_DECODER = msgspec.msgpack.Decoder(CachedIndex)
+
+
 class BankIndex:
     """The BM25 index, entity postings and ranking bounds of one bank.
 

@@ -28,7 +28,7 @@ from typing import Any
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.iii import mutations as mut
-from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog, Progress
+from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog, Progress, newest_first
 from keepgui.core.iii.record import Memory, fingerprint
 from keepgui.core.iii.textrules import rust_trim
 from keepgui.core.iii.worker import Reloader, ReloadOutcome
@@ -36,11 +36,6 @@ from keepgui.core.timefmt import now_ms
 
 _ID = operator.attrgetter("id")
 _UPDATED_AT = operator.attrgetter("updated_at")
-
-
-def _newest_first(memory: Memory) -> tuple[int, str]:
-    """The listing's order as one key: ``updated_at`` descending, then ``id`` ascending."""
-    return (-memory.updated_at, memory.id)
 
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
@@ -329,7 +324,7 @@ class Bank:
     def first_memories(self, limit: int, history: bool = False, tag: str | None = None) -> list[Memory]:
         """``memories(history, tag)[:limit]`` without sorting them all (ids are unique: the order is total),
         so a listing's first lines go out before the rest are sorted."""
-        return heapq.nsmallest(limit, self._listed(history, tag), key=_newest_first)
+        return heapq.nsmallest(limit, self._listed(history, tag), key=newest_first)
 
     def _listed(self, history: bool, tag: str | None) -> list[Memory]:
         self.ensure_loaded()
