@@ -216,9 +216,10 @@ class SearchIndex(QObject):
             and index.changed_since_freeze > max(self.REFREEZE, len(index) // 64)
         )
 
-    def rebuild(self, rows: list[Any], keep_answering: bool = False) -> None:
+    def rebuild(self, rows: list[Any], keep_answering: bool = False, row_of: dict[str, int] | None = None) -> None:
         """Index these rows from scratch in the background; until it is ready the index answers
-        nothing, or (``keep_answering``: the same rows, changed in place) as it did."""
+        nothing, or (``keep_answering``: the same rows, changed in place) as it did. ``row_of``, the
+        model's key -> row dict, has each key's row looked up there too (not at the first query)."""
         self._generation += 1
         generation = self._generation
         if not keep_answering:
@@ -227,22 +228,32 @@ class SearchIndex(QObject):
         self._building = True
         snapshot = list(rows)
 
-        def build() -> TextSearch[str]:
+        def build() -> tuple[TextSearch[str], tuple[int, np.ndarray] | None]:
             index: TextSearch[str] = TextSearch()
             index.set_many((r.id, search_texts(r)) for r in snapshot)
             index.freeze()
-            return index
+            if row_of is None:
+                return index, None
+            known = len(row_of)  # before the look-ups: rows appended meanwhile are looked up later
+            return index, (known, _rows_of_keys(index.slot_keys(), row_of))
 
         future = _POOL.submit(build)
-        future.add_done_callback(lambda f: self._delivery.done.emit(generation, f))
+        future.add_done_callback(lambda f: self._delivery.done.emit((generation, row_of), f))
 
-    def _on_built(self, generation: int, future: Future[TextSearch[str]]) -> None:
+    def _on_built(
+        self,
+        asked: tuple[int, dict[str, int] | None],
+        future: Future[tuple[TextSearch[str], tuple[int, np.ndarray] | None]],
+    ) -> None:
+        generation, row_of_built = asked
         if generation != self._generation:
             return
         self._building = False
         if future.exception() is not None:
             return
-        index = future.result()
+        index, looked_up = future.result()
+        if looked_up is not None and row_of_built is not None:
+            self._slot_rows = (index, row_of_built, *looked_up)
         for row in self._pending:
             index.set(row.id, *search_texts(row))
         self._pending = []
@@ -881,7 +892,7 @@ class MemoryPanel(QWidget):
         self.model.adopt(table, self.capabilities)
         self._fit_columns(final)
         if final:
-            self.index.rebuild(table.rows)  # off the GUI thread
+            self.index.rebuild(table.rows, row_of=self.model.rows_by_key())  # off the GUI thread
         else:
             self.index.invalidate()
         self._tag_counter = Counter(dict(table.tag_counts))
@@ -1050,7 +1061,7 @@ class MemoryPanel(QWidget):
         self._building_after = []
         self._tag_counter = Counter()
         self.model.reset_rows(rows, capabilities)
-        self.index.rebuild(rows)
+        self.index.rebuild(rows, row_of=self.model.rows_by_key())
         self.ranking_available = capabilities.can(RANKED)
         self.ranked.setEnabled(self.ranking_available)
         self.act_ranked.setEnabled(self.ranking_available)
@@ -1083,11 +1094,11 @@ class MemoryPanel(QWidget):
         touched = [self.model.row_object(r).id for r in (*inserted, *changed)]
         self._fit_columns(final)
         if len(rows) > _INDEX_IN_PLACE or (final and not self.index.is_ready):
-            self.index.rebuild(self.model.rows())  # off the GUI thread
+            self.index.rebuild(self.model.rows(), row_of=self.model.rows_by_key())  # off the GUI thread
         else:
             self.index.update(rows)
             if self.index.stale:  # many single changes since it was built: lay it out again
-                self.index.rebuild(self.model.rows(), keep_answering=True)
+                self.index.rebuild(self.model.rows(), keep_answering=True, row_of=self.model.rows_by_key())
         current = self.detail.record
         if current is not None:
             row = self.model.row_of(current.id)

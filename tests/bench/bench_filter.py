@@ -3,8 +3,8 @@ baseline tree in the same run.
 
 A child process per tree (``PYTHONPATH`` = the tree) loads a generated bank (the core replay), shows
 a :class:`~keepgui.ui.memorypanel.MemoryPanel` of its rows (sorted, search index built), then types
-realistic queries one character at a time, with history off and on and within a day range. For
-each keystroke it records the longest gap of a 1 ms timer on the GUI thread from the text set until
+realistic queries one character at a time and clears the box after each ("cleared"), with history
+off and on and within a day range. For each keystroke it records the longest gap of a 1 ms timer on the GUI thread from the text set until
 the table shows the query's rows (and a paint), how long that took, the time the GUI thread spent
 in the panel's filter slots (``_apply_query``, and the lane's ``_on_answer``), each also less the
 GUI thread's run-queue wait in it (``/proc/self/task/<tid>/schedstat``: machine contention, not our
@@ -123,7 +123,9 @@ for mode in ("live", "history", "days"):
             block, latency, spent, paint = keystroke(query[:n])
             shown, dig = digest()
             out["steps"].append([mode, query[:n], block[0], latency, shown, dig, spent[0], block[1], spent[1], paint])
-        keystroke("")
+        block, latency, spent, paint = keystroke("")  # the box cleared: every row of the mode again
+        shown, dig = digest()
+        out["steps"].append([mode + " cleared", "", block[0], latency, shown, dig, spent[0], block[1], spent[1], paint])
 print(json.dumps(out), flush=True)
 """
 
@@ -154,9 +156,9 @@ def main() -> None:
         results = {name: run_tree(tree, log_path) for name, tree in trees}
         for name, _ in trees:
             steps = results[name]["steps"]
-            for mode in ("live", "history", "days"):
+            for mode in ("live", "history", "days", "live cleared", "history cleared", "days cleared"):
                 mine = [s for s in steps if s[0] == mode]
-                print(f"{memories:>9,} {name:8} {mode:7}: {len(mine)} keystrokes, median / max:", flush=True)
+                print(f"{memories:>9,} {name:8} {mode}: {len(mine)} keystrokes, median / max:", flush=True)
                 for label, at in _FIGURES:
                     values = [s[at] * 1000 for s in mine]
                     print(f"{'':29}{label:58} {statistics.median(values):7.1f} / {max(values):7.1f} ms", flush=True)
