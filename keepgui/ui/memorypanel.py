@@ -1176,15 +1176,16 @@ class MemoryPanel(QWidget):
             self.status.setText("ranking…")
             return
         model = self.model
-        if not query.strip() and self.day_keys is None:
-            self._show_match(Match({}, None, model.rows_by_key()))
-        elif model.rowCount() > ASK_IN_BACKGROUND:
-            # Off the GUI thread: the words looked up and the keys found turned into rows there;
-            # the answer is handed to the proxy whole (a few numpy passes here).
+        if model.rowCount() > ASK_IN_BACKGROUND:
+            # Off the GUI thread: the words looked up and the keys found turned into rows there, and
+            # the rows shown in the proxy's order (for a cleared box too: every row, a pass over a
+            # million); the answer is handed to the proxy whole.
             self._asking = self._ask_token
             self.index.ask(
                 self._ask_token, query, model.rows_by_key(), model.rowCount(), self.day_keys, self.proxy.layout()
             )
+        elif not query.strip() and self.day_keys is None:
+            self._show_match(Match({}, None, model.rows_by_key()))
         else:
             self._show_match(self.index.match(query, model.rows_by_key(), model.rowCount(), self.day_keys))
 
