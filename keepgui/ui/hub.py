@@ -52,6 +52,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 
 from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
+from keepgui.core.pace import made_old
 from keepgui.core.registry import Backend, OpenOptions
 from keepgui.core.source import (
     DISK,
@@ -400,7 +401,8 @@ class Hub(QObject):
         try:
             bank = opened.source.bank(key.bank)
             first = key.bank not in opened.loaded
-            change = bank.load(progress if full else None, full=full)
+            # A load allocates a bank's rows: made old at once, so no young collection walks them.
+            change = made_old(lambda: bank.load(progress if full else None, full=full))
             summary = bank.summary()
         except (KeepguiError, OSError) as exc:
             opened.summaries.pop(key.bank, None)
@@ -468,7 +470,7 @@ class Hub(QObject):
             if self._query_latest.get(kind) != token:
                 return  # the person typed on: only the newest question is worth answering
             try:
-                result = work()
+                result = made_old(work)  # a first question builds an index of every row: made old at once
             except Exception as exc:  # noqa: BLE001 - shown in the pane, never raised into Qt
                 result = exc
             done.emit(key, token, result)

@@ -571,9 +571,14 @@ class MainWindow(QMainWindow):
     def _on_bank_progress(self, key: BankKey, done: int, total: int) -> None:
         if key != self.current or total <= 0:
             return
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(int(1000 * done / total))
-        self.progress.setFormat(f"loading {100 * done // total}%")
+        # A value that moved repaints the bar at once (QProgressBar repaints, it does not update): only
+        # a new whole percent is worth that (a load reports every 50 ms).
+        percent = min(100, 100 * done // total)
+        if self.progress.maximum() != 100:
+            self.progress.setFormat("loading %p%")
+            self.progress.setRange(0, 100)
+        if percent != self.progress.value():
+            self.progress.setValue(percent)
 
     def _on_bank_failed(self, key: BankKey, reason: str) -> None:
         if key == self.current:

@@ -68,6 +68,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from keepgui.core.pace import made_old
 from keepgui.core.rowtable import build_table, rows_mask
 from keepgui.core.search import TextSearch
 from keepgui.core.source import (
@@ -194,7 +195,7 @@ class SearchIndex(QObject):
             index.set_many((r.id, search_texts(r)) for r in snapshot)
             return index
 
-        future = _POOL.submit(build)
+        future = _POOL.submit(made_old, build)  # a set per row: made old at once
         future.add_done_callback(lambda f: self._delivery.done.emit(generation, f))
 
     def _on_built(self, generation: int, future: Future[TextSearch[str]]) -> None:
@@ -796,7 +797,7 @@ class MemoryPanel(QWidget):
         self._building = token
         self._building_after = []
         rows = rows if isinstance(rows, list) else list(rows)
-        future = _POOL.submit(build_table, rows, field)
+        future = _POOL.submit(made_old, lambda: build_table(rows, field))  # its dict and lists made old at once
         future.add_done_callback(lambda f: self._built.done.emit((token, field, final), f))
         self._update_status()
 
