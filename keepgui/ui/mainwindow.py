@@ -571,14 +571,19 @@ class MainWindow(QMainWindow):
     def _on_bank_progress(self, key: BankKey, done: int, total: int) -> None:
         if key != self.current or total <= 0:
             return
-        # A value that moved repaints the bar at once (QProgressBar repaints, it does not update): only
-        # a new whole percent is worth that (a load reports every 50 ms).
+        # QProgressBar repaints at once when its value moves (a whole synchronous paint inside this
+        # slot, while the load holds the interpreter lock between its checkpoints): with updates off
+        # while it is set, the bar is only marked for the next paint of the window, merged with the rest.
         percent = min(100, 100 * done // total)
-        if self.progress.maximum() != 100:
-            self.progress.setFormat("loading %p%")
-            self.progress.setRange(0, 100)
-        if percent != self.progress.value():
-            self.progress.setValue(percent)
+        bar = self.progress
+        if percent == bar.value() and bar.maximum() == 100:
+            return
+        bar.setUpdatesEnabled(False)
+        if bar.maximum() != 100:
+            bar.setFormat("loading %p%")
+            bar.setRange(0, 100)
+        bar.setValue(percent)
+        bar.setUpdatesEnabled(True)  # schedules an update (not a repaint)
 
     def _on_bank_failed(self, key: BankKey, reason: str) -> None:
         if key == self.current:
