@@ -31,6 +31,7 @@ Signals:
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -68,7 +69,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from keepgui.core.pace import made_old
+from keepgui.core.pace import made_old, unless_obsolete
 from keepgui.core.rowtable import build_table, rows_mask
 from keepgui.core.search import TextSearch
 from keepgui.core.source import (
@@ -445,6 +446,7 @@ class MemoryPanel(QWidget):
         self._built = _Delivery(self)
         self._built.done.connect(self._on_built)
         self._build_token = 0
+        self._build_replaced = threading.Event()  # set once the table being built is no longer wanted
         self._building: int | None = None  # the token of a RowTable being built
         self._building_after: list[Change] = []
         self._parts_shown = False  # the bank shown arrives in parts (a long load) and is not complete yet
@@ -810,7 +812,11 @@ class MemoryPanel(QWidget):
         self._building = token
         self._building_after = []
         rows = rows if isinstance(rows, list) else list(rows)
-        future = _POOL.submit(made_old, lambda: build_table(rows, field))  # its dict and lists made old at once
+        # Its dict and lists made old at once; stopped when a newer delivery (or another bank) replaces
+        # it (an Event, not this widget, is what the background thread looks at).
+        self._build_replaced.set()
+        replaced = self._build_replaced = threading.Event()
+        future = _POOL.submit(made_old, lambda: unless_obsolete(lambda: build_table(rows, field), replaced.is_set))
         future.add_done_callback(lambda f: self._built.done.emit((token, field, final), f))
         self._update_status()
 
@@ -992,6 +998,7 @@ class MemoryPanel(QWidget):
     def reset_rows(self, rows: list[Any], capabilities: Capabilities) -> None:
         """A bank was opened: show its rows (possibly the first part of a long load)."""
         self._build_token += 1  # a table still being built for the bank shown before is not shown
+        self._build_replaced.set()
         self._parts_shown = False
         self._building = None
         self._building_after = []

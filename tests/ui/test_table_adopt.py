@@ -93,3 +93,14 @@ def test_the_search_index_is_built_once_when_every_part_is_in(qtbot, monkeypatch
     panel._on_change(_delivery(rows, complete=True))
     qtbot.waitUntil(lambda: panel.index.is_ready, timeout=10_000)
     assert builds == [len(rows)]
+
+
+def test_a_table_build_replaced_by_a_newer_delivery_stops_and_the_newer_is_shown(qtbot):
+    panel = _parts_panel(qtbot)
+    old, new = _rows(60_000), _rows(BUILD_OFF_THREAD + 10)
+    panel.build_rows(old, final=False)
+    first = panel._build_replaced
+    panel.build_rows(new)
+    assert first.is_set() and not panel._build_replaced.is_set()  # the first build stops at its next checkpoint
+    qtbot.waitUntil(lambda: panel._building is None, timeout=10_000)
+    assert panel.model.rowCount() == len(new)
