@@ -41,9 +41,43 @@ def every_bank_listed(window) -> bool:
     )
 
 
+def welcome_shots(app, out: str) -> None:
+    """The first start: the welcome page of a window with no source, light and dark, on a machine where
+    discovery finds nothing (an empty home for the run)."""
+    from keepgui.ui.appearance import apply_theme
+
+    saved = {k: os.environ.get(k) for k in ("HOME", "KEEPGUI_DATA_DIR", "CLAUDE_CONFIG_DIR")}
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="keepgui-shots-empty-home-")
+    os.environ.pop("KEEPGUI_DATA_DIR", None)
+    os.environ.pop("CLAUDE_CONFIG_DIR", None)
+    try:
+        args = build_parser().parse_args(["--reload-command", ""])
+        settings = Settings(os.path.join(os.environ["HOME"], "s.json"))
+        window = build_window(args, settings, watch=False)
+        window.resize(1440, 900)
+        window.show()
+        settle(app, 1.0, lambda: window.welcome.found_status.text().startswith("Nothing found"))
+        for theme_name in ("light", "dark"):
+            apply_theme(theme_name)
+            settle(app, 0.5)
+            name = "welcome" if theme_name == "light" else "welcome-dark"
+            window.grab().save(os.path.join(out, name + ".png"), "PNG")
+            print("wrote", os.path.join(out, name + ".png"))
+        apply_theme("system")
+        window.close()
+        window.hub.shutdown()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def main(out: str) -> None:
     os.makedirs(out, exist_ok=True)
     app = make_app()
+    welcome_shots(app, out)
     args = build_parser().parse_args(["--demo", "--reload-command", ""])
     window = build_window(args, Settings(os.path.join(os.environ["KEEPGUI_HOME"], "s.json")), watch=False)
     window.resize(1440, 900)

@@ -200,21 +200,32 @@ def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
 
     bank = _open_bank(ctx, args.bank)
     cache = LogCache(bank.log)
-    if cache.load():
+    head = cache.verified_listing_head() if ctx.json_mode and not args.history and args.tag is None else None
+    if head:
+        # The log is byte for byte the cached state: the listing's first lines, kept with it, go out
+        # before the state is decoded; the rest come from that same state (not refreshed since).
+        ctx.stdout.write(head)
+        ctx.stdout.flush()
+        if not cache.load():
+            bank.refresh()
+    elif cache.load():
         bank.refresh()  # what was appended since the cached state (or all of it, if the file changed)
     if bank.unreadable:
         raise InvalidInput(f"bank `{bank.name}` cannot be read: {bank.unreadable}")
-    rows = bank.memories(history=args.history, tag=args.tag)
     if ctx.json_mode:
-        # In slices, the first flushed at once: `memories --json | head -1` gets its line before
-        # the rest are encoded.
-        raw_line = bank.log.raw_line
-        for start in range(0, len(rows), _JSON_SLICE):
-            lines = [raw_line(m.id) or m.to_json() for m in rows[start : start + _JSON_SLICE]]
-            ctx.stdout.write("\n".join(lines) + "\n")
-            if not start:
-                ctx.stdout.flush()
+        # In slices, the first picked from the unsorted records and flushed at once:
+        # `memories --json | head -1` gets its line before the rest are sorted and encoded.
+        json_lines = bank.log.json_lines
+        first = [] if head else bank.first_memories(_JSON_SLICE, history=args.history, tag=args.tag)
+        if first:
+            ctx.stdout.write(json_lines(first))
+            ctx.stdout.flush()
+        done = head.count("\n") if head else len(first)
+        rows = bank.memories(history=args.history, tag=args.tag) if head or len(first) == _JSON_SLICE else first
+        for start in range(done, len(rows), _JSON_SLICE):
+            ctx.stdout.write(json_lines(rows[start : start + _JSON_SLICE]))
     else:
+        rows = bank.memories(history=args.history, tag=args.tag)
         for memory in rows:
             ctx.out(memory_line(memory))
         if not rows:
@@ -362,14 +373,24 @@ def cmd_bank_trashed(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui doctor``: exit 1 when any problem is found."""
+    """``keepgui doctor``: exit 1 when any problem is found. It also says how big keepgui's log cache is
+    (never a problem: it is swept as it is written)."""
+    from keepgui.core.iii.cache import cache_folder, cache_size
     from keepgui.core.iii.doctor import diagnose
 
     datadir = ctx.datadir()
     findings = diagnose(datadir)
     problems = [f for f in findings if not f.note]
+    entries, size = cache_size()
     if ctx.json_mode:
-        ctx.emit_json({"data_dir": datadir.path, "ok": not problems, "problems": [f.to_obj() for f in findings]})
+        ctx.emit_json(
+            {
+                "data_dir": datadir.path,
+                "ok": not problems,
+                "problems": [f.to_obj() for f in findings],
+                "cache": {"folder": cache_folder(), "entries": entries, "bytes": size},
+            }
+        )
     else:
         for finding in findings:
             ctx.out(str(finding))
@@ -378,4 +399,6 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out(
             (f"{len(problems)} problem(s) in {datadir.path}" if problems else f"no problems in {datadir.path}") + tail
         )
+        plural = "" if entries == 1 else "s"
+        ctx.out(f"log cache: {entries} bank{plural}, {size / 2**20:.1f} MiB in {cache_folder()}")
     return 1 if problems else 0

@@ -36,7 +36,6 @@ import errno
 import functools
 import hashlib
 import os
-import secrets
 import stat
 import sys
 import time
@@ -228,7 +227,7 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 def temp_name_for(path: str | os.PathLike[str]) -> str:
     """A fresh temporary path beside ``path``, hidden, never ending in ``.md``."""
     folder, name = os.path.split(os.fspath(path))
-    return os.path.join(folder, f".{name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    return os.path.join(folder, f".{name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}.tmp")
 
 
 def is_temp_name(name: str) -> bool:
@@ -405,6 +404,14 @@ def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) ->
     except FileNotFoundError:
         return
     fsync_dir(os.path.dirname(os.fspath(path)) or ".")
+
+
+def mark_used(path: str | os.PathLike[str]) -> None:
+    """Set ``path``'s modification time to now: when a cache entry was last used (a missing file stays missing)."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        return
 
 
 def make_dirs(path: str | os.PathLike[str]) -> None:

@@ -117,13 +117,15 @@ def take_screenshot(window: MainWindow, path: str, timeout_ms: int = 60_000) -> 
         table = window.memories.table
         if not table.selectionModel().hasSelection() and table.model().rowCount():
             table.selectRow(0)  # show a memory's fields and history in the detail pane
-        QTimer.singleShot(600, shoot)  # let the sidebar counts and the detail pane settle
+        result["idle"] = 0  # the other banks' counts go on loading: shoot once the hub idles too
 
     def poll_idle() -> None:
         # Background work hands results to the GUI thread by queued signals, which may start
         # more work (the bank the window opens): idle only counts when it lasts a few polls.
+        # With a bank shown, the sidebar's counts of the other banks must have arrived too (a
+        # screenshot with "loading…" beside a bank is not the window a person sees).
         result["idle"] = 0 if window.hub.busy() else result["idle"] + 1
-        if result["idle"] >= IDLE_POLLS and not result["loaded"]:
+        if result["idle"] >= IDLE_POLLS:
             idle.stop()
             shoot()
 

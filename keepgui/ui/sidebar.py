@@ -246,7 +246,13 @@ class TwoLineDelegate(QStyledItemDelegate):
         painter.drawText(
             bottom,
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
-            painter.fontMetrics().elidedText(str(detail), Qt.TextElideMode.ElideMiddle, bottom.width()),
+            # a source's detail is its folder (the ends of a path say most); a bank's is a sentence
+            # of counts, read from the left ("index 2… lines" hid the number)
+            painter.fontMetrics().elidedText(
+                str(detail),
+                Qt.TextElideMode.ElideMiddle if index.data(KindRole) == "source" else Qt.TextElideMode.ElideRight,
+                bottom.width(),
+            ),
         )
         painter.restore()
 

@@ -20,6 +20,7 @@ import os
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -34,7 +35,7 @@ from PySide6.QtWidgets import (
 from keepgui.core import registry
 from keepgui.core.paths import short_path
 from keepgui.core.registry import Found
-from keepgui.ui import theme
+from keepgui.ui import shortcuts, theme
 from keepgui.ui.opening import a
 
 _POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-discover")
@@ -64,11 +65,14 @@ class WelcomePage(QScrollArea):
         centre = QHBoxLayout(page)
         inner = QWidget(page)
         inner.setMaximumWidth(960)  # lines a person reads, buttons near what they open
-        centre.addWidget(inner, 1)
-        centre.addStretch(0)
+        # the column sits in the middle of a wide window, a little above its centre
+        centre.addStretch(1)
+        centre.addWidget(inner, 10)
+        centre.addStretch(1)
         outer = QVBoxLayout(inner)
         outer.setContentsMargins(32, 24, 32, 24)
-        title = QLabel("<h2>Welcome to keepgui</h2>", inner)
+        outer.addStretch(1)
+        self.title_label = title = QLabel("<h2>Welcome to keepgui</h2>", inner)
         intro = QLabel(
             "See and control what your AI agents remember: open the folder where an agent keeps its "
             "memory, or look around in the demo first (a throw-away copy: nothing of yours is touched).",
@@ -77,6 +81,17 @@ class WelcomePage(QScrollArea):
         intro.setWordWrap(True)
         outer.addWidget(title)
         outer.addWidget(intro)
+        self.what = QLabel(
+            "<ul style='margin-left:-16px'>"
+            "<li><b>Browse</b> what each agent remembers, search it as you type, and edit it by hand.</li>"
+            "<li><b>Pin</b> what must stay; <b>remove</b> what must go — every change can be undone.</li>"
+            "<li><b>Preview</b> byte for byte what the agent is given next, and review each rewrite of its "
+            "memory as a diff.</li></ul>",
+            inner,
+        )
+        self.what.setWordWrap(True)
+        self.what.setTextFormat(Qt.TextFormat.RichText)
+        outer.addWidget(self.what)
 
         outer.addWidget(_heading("Found on this machine", inner))
         self.found_box = QWidget(inner)
@@ -102,6 +117,20 @@ class WelcomePage(QScrollArea):
             self.open_buttons.append(button)
         buttons.addStretch(1)
         outer.addLayout(buttons)
+        keys = (
+            [
+                f"{QKeySequence(k).toString(QKeySequence.SequenceFormat.NativeText)} {what}"
+                for k, what in (
+                    (shortcuts.OPEN_SOURCE[0], f"opens {a(registry.backends()[0].label)}"),
+                    (shortcuts.PALETTE, "finds any bank, memory or command"),
+                )
+            ]
+            if registry.backends()
+            else []
+        )
+        self.keys_hint = QLabel(" · ".join(keys), inner)
+        self.keys_hint.setStyleSheet(f"color: {theme.muted_text().name()}")
+        outer.addWidget(self.keys_hint)
 
         self.recent_heading = _heading("Recent", inner)
         outer.addWidget(self.recent_heading)
@@ -109,7 +138,7 @@ class WelcomePage(QScrollArea):
         self.recent_layout = QGridLayout(self.recent_box)
         self.recent_layout.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(self.recent_box)
-        outer.addStretch(1)
+        outer.addStretch(3)
         self.found: list[Found] = []
         self._discovered.connect(self._show_found)
         self.set_recent([])
@@ -119,6 +148,7 @@ class WelcomePage(QScrollArea):
             self.demo_button.setIcon(theme.icon("keep"))
             for button in self.open_buttons:
                 button.setIcon(theme.icon("folder"))
+            self.keys_hint.setStyleSheet(f"color: {theme.muted_text().name()}")
         super().changeEvent(event)
 
     # ------------------------------------------------------------------ found

@@ -15,7 +15,9 @@ committed). Each figure is measured in fresh processes beside its baseline from 
   the whole log);
 * the in-process preview, median and p90 over realistic questions.
 
-``--quick`` runs the 10,000 size only. ``KEEPGUI_BENCH_SIZES=10000,100000`` picks sizes.
+``--quick`` runs the 10,000 size only. ``KEEPGUI_BENCH_SIZES=10000,100000`` picks sizes,
+``KEEPGUI_BENCH_PARTS=cli,preview`` the parts; ``KEEPGUI_BENCH_BASELINE=<a checkout of main>`` adds the
+cached CLI figures of that tree beside ours, alternating runs, outputs compared byte for byte.
 """
 
 from __future__ import annotations
@@ -143,25 +145,31 @@ def _home(home: str | None) -> Iterator[str]:
         shutil.rmtree(fresh, ignore_errors=True)
 
 
-def _wall(cmd: list[str], home: str | None = None) -> float:
-    """Seconds a command takes as a whole process; ``home`` is its $KEEPGUI_HOME (default: a fresh one)."""
+def _env(where: str, tree: str) -> dict[str, str]:
+    return {**os.environ, "KEEPGUI_HOME": where, "PYTHONPATH": tree}
+
+
+def _wall(cmd: list[str], home: str | None = None, tree: str = ROOT) -> float:
+    """Seconds a command takes as a whole process; ``home`` is its $KEEPGUI_HOME (default: a fresh one);
+    ``tree`` the checkout whose keepgui it runs (``-m keepgui`` from there)."""
     with _home(home) as where:
         start = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, cwd=ROOT, env={**os.environ, "KEEPGUI_HOME": where})
+        subprocess.run(cmd, capture_output=True, cwd=tree, env=_env(where, tree))
         return time.perf_counter() - start
 
 
-def _output(cmd: list[str], home: str | None = None) -> bytes:
+def _output(cmd: list[str], home: str | None = None, tree: str = ROOT) -> bytes:
     with _home(home) as where:
-        return subprocess.run(cmd, capture_output=True, cwd=ROOT, env={**os.environ, "KEEPGUI_HOME": where}).stdout
+        return subprocess.run(cmd, capture_output=True, cwd=tree, env=_env(where, tree)).stdout
 
 
-def _first_line(cmd: list[str], home: str | None = None) -> float:
+def _first_line(cmd: list[str], home: str | None = None, tree: str = ROOT) -> float:
     """Seconds until a command's first line of output arrives (what ``| head -1`` waits for)."""
     with _home(home) as where:
         start = time.perf_counter()
-        env = {**os.environ, "KEEPGUI_HOME": where}
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env) as proc:
+        with subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tree, env=_env(where, tree)
+        ) as proc:
             assert proc.stdout is not None
             line = proc.stdout.readline()
             seconds = time.perf_counter() - start
@@ -326,7 +334,7 @@ def _cached_cli(
                 hasher.update(chunk)
 
     verify_s = median_time(verify, repeat=repeat)
-    return [
+    return _against_baseline(memories, repeat, listing, preview_cmd) + [
         Result(
             f"memories --json | head -1, {memories:,}, cached",
             cached_head,
@@ -359,6 +367,46 @@ def _cached_cli(
             "×",
         ),
     ]
+
+
+def _against_baseline(memories: int, repeat: int, listing: list[str], preview_cmd: list[str]) -> list[Result]:
+    """With ``KEEPGUI_BENCH_BASELINE`` (a checkout of main), the cached CLI figures of both trees in
+    alternating runs, each from its own warm cache; their outputs must be byte for byte equal."""
+    tree = os.environ.get("KEEPGUI_BENCH_BASELINE")
+    if not tree:
+        return []
+    ours: dict[str, list[float]] = {"head": [], "preview": []}
+    base: dict[str, list[float]] = {"head": [], "preview": []}
+    with _home(None) as home, _home(None) as base_home:
+        for cmd in (preview_cmd, listing):
+            assert _output(cmd, home) == _output(cmd, base_home, tree), f"output differs from the baseline's: {cmd}"
+        for _ in range(repeat):
+            for where, tree_of, into in ((home, ROOT, ours), (base_home, tree, base)):
+                into["head"].append(_first_line(listing, where, tree_of))
+                into["preview"].append(_wall(preview_cmd, where, tree_of))
+        for cmd in (preview_cmd, listing):
+            assert _output(cmd, home) == _output(cmd, base_home, tree), f"output differs from the baseline's: {cmd}"
+    out = []
+    for key, name, goal in (
+        ("head", "memories --json | head -1", {100_000: 0.3}.get(memories)),
+        ("preview", "keepgui preview --json whole process", {100_000: 0.3, 1_000_000: 1.0}.get(memories)),
+    ):
+        o, b = statistics.median(ours[key]), statistics.median(base[key])
+        out.append(
+            Result(
+                f"{name}, {memories:,}, cached, vs main",
+                o,
+                "s",
+                b,
+                "main, cached, same run",
+                o / b,
+                "×",
+                "≤ 0.3 s at 100k" + (", ≤ 1 s at 1M" if key == "preview" else ""),
+                None if goal is None else o <= goal,
+                note="outputs byte-identical to main's",
+            )
+        )
+    return out
 
 
 def in_process_preview(memories: int) -> Result:
@@ -397,14 +445,20 @@ def _sizes(quick: bool) -> list[int]:
 
 
 def run(quick: bool = False) -> list[Result]:
+    """Every figure at every size; ``KEEPGUI_BENCH_PARTS`` (e.g. ``cli,preview``) picks among
+    core, cli, preview and window (the window needs core)."""
+    parts = set(os.environ.get("KEEPGUI_BENCH_PARTS", "core,cli,preview,window").split(","))
     results: list[Result] = []
     for memories in _sizes(quick):
         repeat = 3 if memories < 1_000_000 else 1
-        core_results = core(memories, repeat)
+        core_results = core(memories, repeat) if parts & {"core", "window"} else []
         results += core_results
-        results += cli(memories, repeat)
-        results.append(in_process_preview(memories))
-        results += window(memories, core_results[0].figure * 1.0)
+        if "cli" in parts:
+            results += cli(memories, repeat)
+        if "preview" in parts:
+            results.append(in_process_preview(memories))
+        if "window" in parts:
+            results += window(memories, core_results[0].figure * 1.0)
     return results
 
 

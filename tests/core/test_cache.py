@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from keepgui.core import fsio
-from keepgui.core.iii.cache import _MAGIC, LogCache
+from keepgui.core.iii.cache import _MAGIC, FORMAT, LogCache
 from keepgui.core.iii.config import MemoryConfig
 from keepgui.core.iii.index import BankIndex
 from keepgui.core.iii.log import MemoryLog
@@ -240,7 +240,7 @@ def test_a_bad_cache_file_costs_only_a_slower_start(tmp_path, data_dir, damage):
         new = {
             "garbage": _MAGIC + os.urandom(5000),
             "truncated": body[: len(body) // 2],
-            "foreign-version": body.replace(b"keepgui-log-cache 1 ", b"keepgui-log-cache 999 ", 1),
+            "foreign-version": body.replace(f"keepgui-log-cache {FORMAT} ".encode(), b"keepgui-log-cache 999 ", 1),
             "empty": b"",
         }[damage]
         fsio.atomic_write(target, new)

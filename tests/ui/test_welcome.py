@@ -140,3 +140,25 @@ def test_opening_a_folder_that_is_not_such_a_source_asks_first(demo_copy, qtbot,
     assert window.hub.backend(demo_copy.nanobot).kind == "nanobot"
     assert os.path.abspath(demo_copy.nanobot) in window.remembered
     window.hub.shutdown()
+
+
+def test_the_welcome_column_is_centred_and_names_the_keys_that_open_and_find(qtbot, tmp_path):
+    from PySide6.QtGui import QKeySequence
+
+    from keepgui.ui import shortcuts
+    from keepgui.ui.welcome import WelcomePage
+
+    page = WelcomePage()
+    qtbot.addWidget(page)
+    page.resize(1440, 900)
+    page.show()
+    qtbot.waitExposed(page)
+    column = page.title_label.parentWidget()
+    left = column.mapTo(page, column.rect().topLeft()).x()
+    right = page.viewport().width() - (left + column.width())
+    assert column.width() <= 960 and abs(left - right) <= 2, (left, right)  # not stuck to the left edge
+    hint = page.keys_hint.text()
+    open_key = QKeySequence(shortcuts.OPEN_SOURCE[0]).toString(QKeySequence.SequenceFormat.NativeText)
+    palette_key = QKeySequence(shortcuts.PALETTE).toString(QKeySequence.SequenceFormat.NativeText)
+    assert open_key in hint and palette_key in hint
+    assert "undone" in page.what.text()  # what keepgui does, before the first click

@@ -31,7 +31,10 @@ from __future__ import annotations
 import bisect
 import builtins
 import heapq
+import itertools
 import math
+import operator
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -55,6 +58,9 @@ Bounds = dict[int, float]
 """Candidate slot -> BM25 + entity bonus (float rounding aside); never reported, only used to prune."""
 
 
+_TERM = operator.itemgetter(0)
+
+
 def top_key(memory: Memory) -> tuple[bool, int, int, str]:
     """Sort key of ``top_memories``: pinned first, corroboration, newest, then id."""
     return (not memory.pinned, -memory.corroboration, -memory.updated_at, memory.id)
@@ -74,20 +80,97 @@ def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
     return acc
 
 
-class _RestoredPostings(dict[str, Any]):
-    """Postings restored from a cache: each term's slots stay the decoded list until the term is
-    looked up (a query touches a handful of terms; making a set of every one costs more than the query)."""
+class _RestoredPostings:
+    """Postings restored from a cache, packed and looked up lazily: the terms sorted, every term's slots
+    one run of ``slots`` (the runs end at ``ends``). A term is found by bisection and its run becomes
+    its set when it is first looked up: a query touches a handful of terms, and a dict or set of every
+    one costs more than the query. Offers exactly the operations the index uses on its postings."""
+
+    def __init__(self, terms: list[str], ends: array[int], slots: array[int]) -> None:
+        self._terms = terms
+        self._ends = ends
+        self._slots = slots
+        self._looked_up: dict[str, set[int]] = {}  # terms taken out of the packed runs (and new ones)
+        self._gone: set[str] = set()  # packed terms deleted since
+
+    def _run(self, run: int) -> array[int]:
+        return self._slots[self._ends[run - 1] if run else 0 : self._ends[run]]
+
+    def _packed(self, term: str) -> int | None:
+        """The run of a packed term not deleted, or None."""
+        terms = self._terms
+        run = bisect.bisect_left(terms, term)
+        if run < len(terms) and terms[run] == term and term not in self._gone:
+            return run
+        return None
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._looked_up or (type(term) is str and self._packed(term) is not None)
 
     def __getitem__(self, term: str) -> set[int]:
-        slots = dict.__getitem__(self, term)
-        if type(slots) is not set:
-            slots = set(slots)
-            dict.__setitem__(self, term, slots)
+        slots: set[int] | None = self.get(term)
+        if slots is None:
+            raise KeyError(term)
         return slots
 
     def get(self, term: str, default: Any = None) -> Any:
-        """``dict.get``, converting the slots as :meth:`__getitem__` does."""
-        return self[term] if dict.__contains__(self, term) else default
+        """``dict.get``: the term's slots (made a set on first use), else ``default``."""
+        slots = self._looked_up.get(term)
+        if slots is None:
+            run = self._packed(term)
+            if run is None:
+                return default
+            slots = self._looked_up[term] = set(self._run(run))
+        return slots
+
+    def __setitem__(self, term: str, slots: set[int]) -> None:
+        self._looked_up[term] = slots
+
+    def __delitem__(self, term: str) -> None:
+        if self.get(term) is None:
+            raise KeyError(term)
+        del self._looked_up[term]
+        self._gone.add(term)
+
+    def looked_up(self) -> int:
+        """How many terms are held as sets (looked up, or added since the restore)."""
+        return len(self._looked_up)
+
+    def items(self) -> Iterator[tuple[str, Iterable[int]]]:
+        """Every ``(term, its slots)``, without making a set of the runs not looked up."""
+        looked_up = self._looked_up
+        yield from looked_up.items()
+        for run, term in enumerate(self._terms):
+            if term not in looked_up and term not in self._gone:
+                yield term, self._run(run)
+
+
+def pack_postings(postings: Mapping[str, Iterable[int]] | _RestoredPostings) -> tuple[list[str], bytes, bytes]:
+    """``(terms, ends, slots)``, the terms sorted: each term's slots as one run of a native int32 array
+    (``slots``'s raw bytes), the runs' ends as native int64 (see :class:`_RestoredPostings`)."""
+    terms: list[str] = []
+    ends = array("q")
+    slots = array("i")
+    for term, held in sorted(postings.items(), key=_TERM):
+        terms.append(term)
+        slots.extend(held)
+        ends.append(len(slots))
+    return terms, ends.tobytes(), slots.tobytes()
+
+
+def unpack_postings(terms: list[str], ends: bytes, slots: bytes) -> dict[str, set[int]] | None:
+    """The postings :func:`pack_postings` packed (looked up lazily), or None when the parts disagree."""
+    end_array, slot_array = array("q"), array("i")
+    try:
+        end_array.frombytes(ends)
+        slot_array.frombytes(slots)
+    except ValueError:
+        return None
+    if len(end_array) != len(terms) or (end_array[-1] if terms else 0) != len(slot_array):
+        return None
+    if not all(map(operator.lt, terms, itertools.islice(terms, 1, None))):  # sorted, no term twice
+        return None
+    return cast(dict[str, set[int]], _RestoredPostings(terms, end_array, slot_array))
 
 
 class IndexState(msgspec.Struct, array_like=True, gc=False):
@@ -105,7 +188,9 @@ class IndexState(msgspec.Struct, array_like=True, gc=False):
     static_max: float | None
     dl_counts: dict[int, int]
     total: int
-    ones: dict[str, list[int]]
+    ones_terms: list[str]  # the postings of terms held once per document, packed (pack_postings)
+    ones_ends: bytes
+    ones_slots: bytes
     multi: dict[str, dict[int, int]]
     ent: dict[str, dict[int, int]]
     days: dict[int, list[int]]
@@ -113,6 +198,18 @@ class IndexState(msgspec.Struct, array_like=True, gc=False):
     top_all: bool
     rb: list[float]
     rb_at: tuple[int, int] | None
+
+
+class CachedIndex(msgspec.Struct, array_like=True, gc=False):
+    """The index cache file (:mod:`keepgui.core.iii.cache`): which log state it belongs to (the log
+    cache's offset and digest) and the index."""
+
+    offset: int
+    digest: bytes
+    index: IndexState
+
+
+CACHED_INDEX_DECODER = msgspec.msgpack.Decoder(CachedIndex)
 
 
 class BankIndex:
@@ -209,6 +306,7 @@ class BankIndex:
             return None
         if self._synced_tail is not None or log.tail_record is not None:
             return None
+        ones_terms, ones_ends, ones_slots = pack_postings(self._ones)
         return IndexState(
             offset=self._synced_offset,
             retired=list(self._retired),
@@ -220,7 +318,9 @@ class BankIndex:
             static_max=self._static_max,
             dl_counts=self._dl_counts,
             total=self._total,
-            ones={term: list(slots) for term, slots in self._ones.items()},
+            ones_terms=ones_terms,
+            ones_ends=ones_ends,
+            ones_slots=ones_slots,
             multi=self._multi,
             ent=self._ent,
             days={day: list(slots) for day, slots in self._days.items()},
@@ -236,14 +336,23 @@ class BankIndex:
         :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log."""
         log = self._require_log()
         self._reset()
-        slot = {mid: n for n, mid in enumerate(state.ids) if mid is not None}
+        slot: dict[str | None, int] = dict(
+            zip(state.ids, range(len(state.ids)), strict=True)
+        )  # in C, not a comprehension
+        slot.pop(None, None)  # free slots
+        ones = unpack_postings(state.ones_terms, state.ones_ends, state.ones_slots)
         lengths = {len(state.dl), len(state.upd), len(state.static), len(state.rb) if state.rb_at else len(state.ids)}
-        if state.offset != log.offset or lengths != {len(state.ids)} or not slot.keys() <= log.records.keys():
+        if (
+            ones is None
+            or state.offset != log.offset
+            or lengths != {len(state.ids)}
+            or not slot.keys() <= log.records.keys()
+        ):
             self._synced_records = None
             return False
         self.records = dict(log.records)
         self._retired = set(state.retired)
-        self._slot = slot
+        self._slot = cast(dict[str, int], slot)
         self._ids = state.ids
         self._free = state.free
         self._dl = state.dl
@@ -252,7 +361,7 @@ class BankIndex:
         self._static_max = state.static_max
         self._dl_counts = state.dl_counts
         self._total = state.total
-        self._ones = cast(dict[str, set[int]], _RestoredPostings(state.ones))
+        self._ones = ones
         self._multi = state.multi
         self._ent = state.ent
         self._days = {day: set(slots) for day, slots in state.days.items()}
@@ -570,6 +679,14 @@ class BankIndex:
             groups.append(self._ones.get(term, ()))
             groups.append(self._multi.get(term, {}).keys())
         return builtins.set[int]().union(*groups)
+
+    def holders_in(self, group: builtins.set[int], term: str) -> builtins.set[int]:
+        """The slots of ``group`` holding ``term`` (each side intersected iterates the smaller one)."""
+        ones, multi = self._ones.get(term), self._multi.get(term)
+        held = group & ones if ones else builtins.set[int]()
+        if multi:
+            held |= multi.keys() & group
+        return held
 
     def add_docs(self, group: builtins.set[int], terms: list[tuple[str, int]]) -> Bounds:
         """The bounds of the documents of ``group`` that hold a query term: BM25 + entity bonus.

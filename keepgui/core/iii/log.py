@@ -30,7 +30,7 @@ import operator
 import os
 import stat
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -181,6 +181,11 @@ _REVISION = operator.attrgetter("revision")
 _SHARED_FIELDS = tuple((operator.attrgetter(name), name) for name in ("entities", "tags"))
 _SHARED_MAX = 1 << 16  # distinct label tuples shared per log; past that, records keep their own
 _force_setattr = msgspec.structs.force_setattr
+
+
+def newest_first(memory: Memory) -> tuple[int, str]:
+    """``memory::list``'s order as one key: ``updated_at`` descending, then ``id`` ascending."""
+    return (-memory.updated_at, memory.id)
 
 
 def prefix_hasher() -> Any:
@@ -835,6 +840,12 @@ class MemoryLog:
             if found is not None and found[0] == memory_id:
                 return found[1]
         return None
+
+    def json_lines(self, rows: Iterable[Memory]) -> str:
+        """``rows`` as ``memories --json`` prints them: each its stored line (:meth:`raw_line`), else its
+        encoding, each followed by a newline."""
+        raw_line = self.raw_line
+        return "".join([(raw_line(m.id) or m.to_json()) + "\n" for m in rows])
 
     def raw_lines(self) -> dict[str, str]:
         """:meth:`raw_line` of every current record at once: id -> line.

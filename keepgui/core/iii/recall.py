@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import json
 import math
 import struct
@@ -309,7 +310,17 @@ def _best_live(
         seed = _SEED
         while end:
             start = _window_start(days, end, index, threshold, ceiling, seed, now_ms, half_life_days)
-            threshold = evaluate(promising(index.add_docs(index.day_docs(days[start:end]) - gathered, terms)))
+            newest = recency((days[end - 1] + 1) * DAY_MS - 1, now_ms, half_life_days)
+            if not threshold and start:
+                threshold = evaluate(_probe(index, index.day_docs(days[start:end]) - gathered, terms[split:], limit))
+            essential = _essential_terms(index, terms[split:], threshold, newest)
+            if not start:  # every day left: the documents holding an essential term, less those seen
+                group = index.postings(essential) - gathered - index.day_docs(days[end:])
+            else:
+                group = index.day_docs(days[start:end]) - gathered
+                if len(essential) < len(terms) - split:
+                    group &= index.postings(essential)
+            threshold = evaluate(promising(index.add_docs(group, terms)))
             end = start
             seed *= 2
             if not end or (
@@ -322,6 +333,46 @@ def _best_live(
     floor = threshold * (1 - _SLACK)
     evaluate(compress(all_slots, map(floor.__le__, all_upper)))
     return heapq.nsmallest(limit, hits.values(), key=order_key)
+
+
+def _probe(index: BankIndex, group: set[int], common: list[tuple[str, int]], limit: int) -> list[int]:
+    """A few documents of ``group`` likely to score high, scored first so that MaxScore has a threshold
+    in the first window (any exact scores make a valid threshold): those holding the most of the terms
+    with the largest bounds, at most ``8 × limit``; none when the group is small enough to bound whole."""
+    if len(group) <= 4 * _SEED:
+        return []
+    probe = group
+    for _bound, term, _times in sorted(((index.term_bound(t, n), t, n) for t, n in common), reverse=True):
+        narrower = index.holders_in(probe, term)
+        if len(narrower) < limit:
+            break
+        probe = narrower
+    return list(itertools.islice(probe, 8 * limit)) if probe is not group else []
+
+
+def _essential_terms(
+    index: BankIndex, common: list[tuple[str, int]], threshold: float, newest: float
+) -> list[tuple[str, int]]:
+    """The common terms a document of the window must hold to reach ``threshold`` (MaxScore).
+
+    The window's documents hold none of the rare (gathered) terms, so a document's score is at most
+    the bounds of the ``common`` terms it holds plus the largest static bonus, times ``newest`` (the
+    most recency any document of the window can have). The terms with the smallest bounds are left
+    out while their sum with the static bonus stays below the threshold: a document holding only
+    those cannot reach it. Every term is essential while there is no threshold yet.
+    """
+    if not threshold:
+        return common
+    cut = threshold * (1 - _SLACK)
+    by_bound = sorted((index.term_bound(term, times), term, times) for term, times in common)
+    total = index.static_max()
+    dropped = 0
+    for bound, _term, _times in by_bound:
+        if (total + bound) * newest >= cut:
+            break
+        total += bound
+        dropped += 1
+    return common if not dropped else [(term, times) for _bound, term, times in by_bound[dropped:]]
 
 
 def _window_start(

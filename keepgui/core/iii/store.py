@@ -16,6 +16,8 @@ worker to reload, because the worker keeps its own copy in RAM.
 
 from __future__ import annotations
 
+import heapq
+import operator
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,16 +25,18 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import yaml
-
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.iii import mutations as mut
-from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog, Progress
+from keepgui.core.iii.log import LOG_NAME, LogDelta, MemoryLog, Progress, newest_first
 from keepgui.core.iii.record import Memory, fingerprint
 from keepgui.core.iii.textrules import rust_trim
 from keepgui.core.iii.worker import Reloader, ReloadOutcome
 from keepgui.core.timefmt import now_ms
+
+_ID = operator.attrgetter("id")
+_UPDATED_AT = operator.attrgetter("updated_at")
+
 
 NAME_PATTERN = "[a-z0-9][a-z0-9_-]{0,63}"
 _NAME_RE = re.compile(NAME_PATTERN)
@@ -96,6 +100,8 @@ def _description_of(text: str) -> tuple[str, str]:
     nodes, so an alias bomb costs no more than its bytes. Only a plain string
     ``description`` counts, as for the worker (anything else reads as "").
     """
+    import yaml  # only a bank.yaml read needs it (~20 ms of a command's start-up)
+
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -310,12 +316,22 @@ class Bank:
 
         ``history`` includes retired records; ``tag`` keeps records carrying that exact tag.
         """
+        rows = self._listed(history, tag)
+        rows.sort(key=_ID)
+        rows.sort(key=_UPDATED_AT, reverse=True)
+        return rows
+
+    def first_memories(self, limit: int, history: bool = False, tag: str | None = None) -> list[Memory]:
+        """``memories(history, tag)[:limit]`` without sorting them all (ids are unique: the order is total),
+        so a listing's first lines go out before the rest are sorted."""
+        return heapq.nsmallest(limit, self._listed(history, tag), key=newest_first)
+
+    def _listed(self, history: bool, tag: str | None) -> list[Memory]:
         self.ensure_loaded()
         records = self.log.records.values()
-        rows = [m for m in records if (history or m.invalid_at is None) and (tag is None or tag in m.tags)]
-        rows.sort(key=lambda m: m.id)
-        rows.sort(key=lambda m: m.updated_at, reverse=True)
-        return rows
+        if history and tag is None:
+            return list(records)
+        return [m for m in records if (history or m.invalid_at is None) and (tag is None or tag in m.tags)]
 
     def tags(self) -> list[tuple[str, int]]:
         """``memory::tags``: tags of live memories with counts, count descending then tag."""
@@ -849,6 +865,8 @@ class DataDir:
 
 def bank_yaml(description: str) -> bytes:
     """``bank.yaml`` for a description: one line, ``description: <yaml scalar>``."""
+    import yaml
+
     text = yaml.safe_dump(
         {"description": rust_trim(description)},
         allow_unicode=True,
