@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any
@@ -127,7 +127,7 @@ class MemoryTableModel(QAbstractTableModel):
         self._rows: list[Any] = []
         self._row_of: dict[str, int] = {}
         self.live_count = 0
-        self._scores: dict[str, float] = {}
+        self._scores: Mapping[str, float] = {}
         self.capabilities = NO_CAPABILITIES
         self.now = now_ms()
         self._strike = QFont()
@@ -215,11 +215,12 @@ class MemoryTableModel(QAbstractTableModel):
         self._row_of = {_key(r): i for i, r in enumerate(self._rows)}
         self.live_count = sum(1 for r in self._rows if r.invalid_at is None)
 
-    def set_scores(self, scores: dict[str, float]) -> None:
+    def set_scores(self, scores: Mapping[str, float]) -> None:
         """Attach search or recall scores to rows (shown in tooltips, available as ScoreRole).
 
         Kept as given, not copied (a million scores take tens of milliseconds to copy on the GUI
-        thread): the caller hands over a dict of its own and does not change it afterwards."""
+        thread): the caller hands over a mapping of its own (a dict, or the search's numpy answer read
+        as one) and does not change it afterwards."""
         self._scores = scores
 
     def tick(self) -> None:

@@ -31,9 +31,10 @@ Signals:
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -69,8 +70,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from keepgui.core import pace
 from keepgui.core.pace import made_old, unless_obsolete
-from keepgui.core.rowtable import build_table, rows_mask
+from keepgui.core.rowtable import build_table, fit_mask, rows_mask
 from keepgui.core.search import TextSearch
 from keepgui.core.source import (
     CREATE,
@@ -142,11 +144,12 @@ class _Delivery(QObject):
 class Match:
     """What the search box and the day range leave shown, as the proxy takes it.
 
-    ``scores`` the search's score per key (empty without a query); ``rows`` a numpy bool per
-    source row of ``row_of`` as it was when asked (None: every row); ``row_of`` the model's
-    key -> row dict it was worked out against (a reset or removal since makes it stale)."""
+    ``scores`` the search's score per key (empty without a query: a dict, or the index's
+    :class:`~keepgui.core.search.Found` read as one); ``rows`` a numpy bool per source row of
+    ``row_of`` as it was when asked (None: every row); ``row_of`` the model's key -> row dict it was
+    worked out against (a reset or removal since makes it stale)."""
 
-    scores: dict[str, float]
+    scores: Mapping[str, float]
     rows: np.ndarray | None
     row_of: dict[str, int]
     layout: Layout | None = None
@@ -155,9 +158,24 @@ class Match:
     """:func:`~keepgui.ui.memorymodel.visible_rows` of ``layout`` for ``rows``."""
 
 
+_LOOKUP_STEP = 16_384
+"""Keys looked up in the model's row dict between two pace checkpoints (about a millisecond)."""
+
+
+def _rows_of_keys(keys: Sequence[str], row_of: dict[str, int]) -> np.ndarray:
+    """The source row of each key (-1: not a row), int64, with pace checkpoints between slices."""
+    parts = []
+    for lo in range(0, len(keys), _LOOKUP_STEP):
+        pace.checkpoint()
+        piece = keys[lo : lo + _LOOKUP_STEP]
+        parts.append(np.fromiter(map(row_of.get, piece, itertools.repeat(-1)), dtype=np.int64, count=len(piece)))
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
 class SearchIndex(QObject):
-    """A TextSearch kept in step with the table model, built off the GUI thread, and asked either
-    on the GUI thread (:meth:`match`) or on its own thread (:meth:`ask`, the newest question wins).
+    """A TextSearch kept in step with the table model, built (and frozen for numpy answers) off the
+    GUI thread, and asked either on the GUI thread (:meth:`match`) or on its own thread (:meth:`ask`,
+    the newest question wins).
 
     Signals:
         ready(): the index can answer queries.
@@ -167,42 +185,77 @@ class SearchIndex(QObject):
     ready = Signal()
     answered = Signal(int, object)
 
+    REFREEZE = 4096
+    """Keys changed since the index was frozen past which it is built again (off the GUI thread,
+    the old one answering meanwhile): each costs every query a few Python steps."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._index: TextSearch[str] | None = None
         self._pending: list[Any] = []
+        self._building = False  # a build is on its way: changes go to _pending too
         self._generation = 0
         self._delivery = _Delivery(self)
         self._delivery.done.connect(self._on_built)
         self._latest = 0  # the newest question asked
         # (day keys, row_of, n, their mask): the last day range's rows
         self._days: tuple[set[str], dict[str, int], int, np.ndarray] | None = None
+        # (index, row_of, len(row_of) when looked up, the source row of each slot of the index)
+        self._slot_rows: tuple[TextSearch[str], dict[str, int], int, np.ndarray] | None = None
 
     @property
     def is_ready(self) -> bool:
         """True once queries can be answered."""
         return self._index is not None
 
-    def rebuild(self, rows: list[Any]) -> None:
-        """Index these rows from scratch in the background."""
+    @property
+    def stale(self) -> bool:
+        """Enough rows changed since the index was built that building it again pays."""
+        index = self._index
+        return (
+            index is not None
+            and not self._building
+            and index.changed_since_freeze > max(self.REFREEZE, len(index) // 64)
+        )
+
+    def rebuild(self, rows: list[Any], keep_answering: bool = False, row_of: dict[str, int] | None = None) -> None:
+        """Index these rows from scratch in the background; until it is ready the index answers
+        nothing, or (``keep_answering``: the same rows, changed in place) as it did. ``row_of``, the
+        model's key -> row dict, has each key's row looked up there too (not at the first query)."""
         self._generation += 1
         generation = self._generation
-        self._index = None
+        if not keep_answering:
+            self._index = None
         self._pending = []
+        self._building = True
         snapshot = list(rows)
 
-        def build() -> TextSearch[str]:
+        def build() -> tuple[TextSearch[str], tuple[int, np.ndarray] | None]:
             index: TextSearch[str] = TextSearch()
             index.set_many((r.id, search_texts(r)) for r in snapshot)
-            return index
+            index.freeze()
+            if row_of is None:
+                return index, None
+            known = len(row_of)  # before the look-ups: rows appended meanwhile are looked up later
+            return index, (known, _rows_of_keys(index.slot_keys(), row_of))
 
         future = _POOL.submit(made_old, build)  # a set per row: made old at once
-        future.add_done_callback(lambda f: self._delivery.done.emit(generation, f))
+        future.add_done_callback(lambda f: self._delivery.done.emit((generation, row_of), f))
 
-    def _on_built(self, generation: int, future: Future[TextSearch[str]]) -> None:
-        if generation != self._generation or future.exception() is not None:
+    def _on_built(
+        self,
+        asked: tuple[int, dict[str, int] | None],
+        future: Future[tuple[TextSearch[str], tuple[int, np.ndarray] | None]],
+    ) -> None:
+        generation, row_of_built = asked
+        if generation != self._generation:
             return
-        index = future.result()
+        self._building = False
+        if future.exception() is not None:
+            return
+        index, looked_up = future.result()
+        if looked_up is not None and row_of_built is not None:
+            self._slot_rows = (index, row_of_built, *looked_up)
         for row in self._pending:
             index.set(row.id, *search_texts(row))
         self._pending = []
@@ -214,14 +267,15 @@ class SearchIndex(QObject):
         self._generation += 1
         self._index = None
         self._pending = []
+        self._building = False
 
     def update(self, rows: list[Any]) -> None:
         """Rows changed or were added (a handful: indexed in place)."""
-        if self._index is None:
+        if self._index is None or self._building:
             self._pending.extend(rows)
-            return
-        for row in rows:
-            self._index.set(row.id, *search_texts(row))
+        if self._index is not None:
+            for row in rows:
+                self._index.set(row.id, *search_texts(row))
 
     def remove(self, keys: Iterable[str]) -> None:
         """Rows disappeared (entries of a file read again whole)."""
@@ -238,18 +292,41 @@ class SearchIndex(QObject):
         ``query`` (blank: no query) and the day range's keys (None: no range) leave shown.
 
         Every key the index finds and the range holds (all of them while the index is being
-        built); a dictionary look-up per key found, so ask many off the GUI thread."""
+        built). Numpy passes over the index's slots, no Python step per key found; the first
+        question about a new ``row_of`` looks every key up once, so ask big ones off the GUI thread."""
         days = self._day_mask(day_keys, row_of, n)
         index = self._index
         if not query.strip() or index is None:
             return Match({}, days, row_of)
-        while True:
-            try:
-                scores = index.search(query)
-                break
-            except RuntimeError:  # a word's key set grew under the search (rows indexed meanwhile): again
-                continue
-        return Match(scores, rows_mask(scores, row_of, n, days), row_of)
+        found = index.find(query)
+        rows = self._rows_of_slots(index, row_of)[found.slots]
+        mask = np.zeros(n, dtype=np.bool_)
+        mask[rows[(rows >= 0) & (rows < n)]] = True
+        if days is not None:
+            mask &= fit_mask(days, n)
+        return Match(found, mask, row_of)
+
+    def _rows_of_slots(self, index: TextSearch[str], row_of: dict[str, int]) -> np.ndarray:
+        """The model's source row of each slot of ``index`` (-1: none), kept while ``row_of`` is the
+        same dict: it only grows then (rows appended), so only new slots and keys that had no row
+        are looked up again."""
+        keys = index.slot_keys()
+        size, known = len(keys), len(row_of)
+        cached = self._slot_rows
+        if cached is None or cached[0] is not index or cached[1] is not row_of:
+            slot_rows = _rows_of_keys(keys[:size], row_of)
+        else:
+            slot_rows = cached[3]
+            if len(slot_rows) == size and cached[2] == known:
+                return slot_rows
+            if cached[2] != known:  # keys without a row then may have one now
+                slot_rows = slot_rows.copy()
+                missing = np.flatnonzero(slot_rows < 0)
+                slot_rows[missing] = _rows_of_keys([keys[i] for i in missing.tolist()], row_of)
+            if len(slot_rows) < size:
+                slot_rows = np.concatenate((slot_rows, _rows_of_keys(keys[len(slot_rows) : size], row_of)))
+        self._slot_rows = (index, row_of, known, slot_rows)
+        return slot_rows
 
     def _day_mask(self, day_keys: set[str] | None, row_of: dict[str, int], n: int) -> np.ndarray | None:
         if day_keys is None:
@@ -279,6 +356,8 @@ class SearchIndex(QObject):
             if token != self._latest:
                 return
             match = self.match(query, row_of, n, day_keys)
+            if token != self._latest:
+                return  # asked again meanwhile: the rows shown would not be looked at
             if layout is not None and len(layout.order) == n:
                 shown = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match.rows)
                 match = Match(match.scores, match.rows, row_of, layout, shown)
@@ -833,7 +912,7 @@ class MemoryPanel(QWidget):
         self.model.adopt(table, self.capabilities)
         self._fit_columns(final)
         if final:
-            self.index.rebuild(table.rows)  # off the GUI thread
+            self.index.rebuild(table.rows, row_of=self.model.rows_by_key())  # off the GUI thread
         else:
             self.index.invalidate()
         self._tag_counter = Counter(dict(table.tag_counts))
@@ -1004,7 +1083,7 @@ class MemoryPanel(QWidget):
         self._building_after = []
         self._tag_counter = Counter()
         self.model.reset_rows(rows, capabilities)
-        self.index.rebuild(rows)
+        self.index.rebuild(rows, row_of=self.model.rows_by_key())
         self.ranking_available = capabilities.can(RANKED)
         self.ranked.setEnabled(self.ranking_available)
         self.act_ranked.setEnabled(self.ranking_available)
@@ -1042,9 +1121,11 @@ class MemoryPanel(QWidget):
             # again for every part (each rebuild beside the load and the first show held the lock).
             self.index.invalidate()
         elif len(rows) > _INDEX_IN_PLACE or (final and not self.index.is_ready):
-            self.index.rebuild(self.model.rows())  # off the GUI thread
+            self.index.rebuild(self.model.rows(), row_of=self.model.rows_by_key())  # off the GUI thread
         else:
             self.index.update(rows)
+            if self.index.stale:  # many single changes since it was built: lay it out again
+                self.index.rebuild(self.model.rows(), keep_answering=True, row_of=self.model.rows_by_key())
         current = self.detail.record
         if current is not None:
             row = self.model.row_of(current.id)
@@ -1122,15 +1203,16 @@ class MemoryPanel(QWidget):
             self.status.setText("ranking…")
             return
         model = self.model
-        if not query.strip() and self.day_keys is None:
-            self._show_match(Match({}, None, model.rows_by_key()))
-        elif model.rowCount() > ASK_IN_BACKGROUND:
-            # Off the GUI thread: the words looked up and the keys found turned into rows there;
-            # the answer is handed to the proxy whole (a few numpy passes here).
+        if model.rowCount() > ASK_IN_BACKGROUND:
+            # Off the GUI thread: the words looked up and the keys found turned into rows there, and
+            # the rows shown in the proxy's order (for a cleared box too: every row, a pass over a
+            # million); the answer is handed to the proxy whole.
             self._asking = self._ask_token
             self.index.ask(
                 self._ask_token, query, model.rows_by_key(), model.rowCount(), self.day_keys, self.proxy.layout()
             )
+        elif not query.strip() and self.day_keys is None:
+            self._show_match(Match({}, None, model.rows_by_key()))
         else:
             self._show_match(self.index.match(query, model.rows_by_key(), model.rowCount(), self.day_keys))
 

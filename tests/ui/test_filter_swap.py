@@ -190,3 +190,49 @@ def test_rows_worked_out_before_the_table_changed_are_not_swapped_in(bank_panel,
     found = set(match.scores)  # the question was asked before the row came: it is not among them
     want = [k for k in expected_keys(panel.model.rows(), "mike", False, None, None, "updated", True) if k in found]
     assert shown_keys(panel) == want and appended.id not in want
+
+
+def test_working_out_a_querys_rows_makes_no_python_call_per_row_found(bank_panel):
+    panel, rows = bank_panel
+    index, row_of, n = panel.index, panel.model.rows_by_key(), len(rows)
+    index.match("warm", row_of, n, None)  # the first question about these rows looks each key up once
+
+    def calls(query: str) -> tuple[int, int]:
+        count = [0]
+
+        def profile(_frame, event, _arg) -> None:
+            if event in ("call", "c_call"):
+                count[0] += 1
+
+        sys.setprofile(profile)
+        try:
+            match = index.match(query, row_of, n, None)
+        finally:
+            sys.setprofile(None)
+        assert match.rows is not None
+        return count[0], int(match.rows.sum())
+
+    many_calls, many = calls("t")
+    few_calls, few = calls("lisbon office")
+    assert many > 1000 and few < many / 4, (many, few)
+    # The same few dozen calls for a thousand rows found as for a hundred: none per row (a dict
+    # look-up per key found, as before, made one call per key).
+    assert abs(many_calls - few_calls) < 200, (many_calls, few_calls, many, few)
+
+
+def test_many_changes_since_the_index_was_built_build_it_again_while_it_answers(bank_panel, qtbot, monkeypatch):
+    panel, rows = bank_panel
+    monkeypatch.setattr(memorypanel.SearchIndex, "REFREEZE", 20)
+    monkeypatch.setattr(memorypanel, "ASK_IN_BACKGROUND", 0)
+    old = panel.index._index
+    for n in range(60):  # single changes, each indexed in place on the GUI thread
+        row = msgspec.structs.replace(rows[n], text=f"zebracorn number {n} lives in lisbon")
+        panel.upsert_rows([row])
+        rows[n] = row
+    assert panel.index.is_ready  # the old index answered all along
+    qtbot.waitUntil(lambda: panel.index._index is not old, timeout=20_000)
+    assert panel.index._index is not None and panel.index._index.changed_since_freeze < 60
+    panel.search.setText("zebracorn lisb")
+    qtbot.waitUntil(lambda: not panel._debounce.isActive() and panel._asking is None, timeout=10_000)
+    assert shown_keys(panel) == expected_keys(rows, "zebracorn lisb", False, None, None, "updated", True)
+    assert len(shown_keys(panel)) == sum(1 for r in rows[:60] if r.invalid_at is None)

@@ -83,7 +83,9 @@ def test_the_search_index_is_built_once_when_every_part_is_in(qtbot, monkeypatch
     panel = _parts_panel(qtbot)
     builds = []
     rebuild = panel.index.rebuild
-    monkeypatch.setattr(panel.index, "rebuild", lambda rows: builds.append(len(rows)) or rebuild(rows))
+    monkeypatch.setattr(
+        panel.index, "rebuild", lambda rows, *args, **kwargs: builds.append(len(rows)) or rebuild(rows, *args, **kwargs)
+    )
     rows = _rows(2000)
     for n in (100, 200, 400, 800):  # a long load's parts, every row so far each time
         panel._on_change(_delivery(rows[:n], partial=True))
