@@ -38,7 +38,6 @@ in its group's next seat (or beside the hubs it names) and moves nothing else.
 from __future__ import annotations
 
 import atexit
-import gc
 import math
 import os
 import socket
@@ -53,9 +52,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import attrgetter, is_not
-from typing import Any, TypeVar
+from typing import Any
 
 from keepgui.core.errors import KeepguiError
+from keepgui.core.pace import age_young_objects
 
 NO_ENTITIES = "(no entities)"
 """The hub of rows that name nothing."""
@@ -84,36 +84,6 @@ BEAT = 1.0
 HANG_TIMEOUT = 20.0
 """Seconds without a sign of life (a piece taken, a beat) after which the layout process is taken
 for hung: it is killed and the graph laid out in the GUI's process instead."""
-
-
-T = TypeVar("T")
-
-
-def age_young_objects() -> None:
-    """Make every object the garbage collector tracks old at once (``gc.freeze`` then
-    ``gc.unfreeze``: two splices of its lists, whatever their length).
-
-    A young list of a million rows is looked at whole by the next collection of the young
-    generations, then by the next of the middle one: a reference visited per row, each a cache
-    miss, 70 to 100 ms with the interpreter lock held, in whichever thread allocated last (often
-    the GUI thread). Aged, it is looked at only by a full collection, as the bank's own rows are.
-    Nothing is kept from being collected: garbage among the objects aged goes at the next full
-    collection instead of a young one."""
-    gc.freeze()
-    gc.unfreeze()
-
-
-def made_old(make: Callable[[], T]) -> T:
-    """``make()`` (a big container, e.g. a bank's rows) made with the collector paused and aged at
-    once (:func:`age_young_objects`), so that no collection looks at it while it is young."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return make()
-    finally:
-        age_young_objects()
-        if enabled:
-            gc.enable()
 
 
 def hub_radius(count: int) -> float:

@@ -13,6 +13,22 @@ The window says when its GUI thread is busy (it woke to handle events) and when 
 to wait for events again) through :func:`set_foreground`; a process with no window (the CLI, the
 tests) installs nothing and :func:`checkpoint` costs one attribute read.
 
+The garbage collector is a long single call too: a young collection looks at every container
+allocated since the last one, a list of a million rows with it, holding the lock throughout, in
+whichever thread happened to allocate (often the GUI thread). Work that builds big containers makes
+them old at once (:func:`made_old`, :func:`age_young_objects`), so only a full collection, rare,
+looks at them.
+
+The foreground gets the lock back only when the thread holding it lets it go, and the interpreter
+hands it to one of the threads waiting for it, not to the foreground first: with five background
+threads between checkpoints (a load, a table build, a search index, the activity, the preview), the
+GUI thread waited hundreds of milliseconds just to enter its event handler and say it is busy. So
+background threads also take turns (:class:`Turns`): between two checkpoints only the thread whose
+turn it is runs; the others wait for the turn at their checkpoint, holding nothing, so the lock has
+two takers at most. A turn waited for longer than :data:`MAX_WAIT` is taken anyway (its holder may
+be waiting for a lock the waiter holds, or gone); a pool's task gives its turn back when it ends
+(:func:`gives_turn_back`).
+
 A background thread never waits more than :data:`MAX_WAIT` at one checkpoint, and once one wait
 ran out, no checkpoint waits again until the foreground was idle: a foreground that is busy without
 pause (a long resize, or waiting for a lock the background holds) costs background work one
@@ -21,7 +37,10 @@ pause (a long resize, or waiting for a lock the background holds) costs backgrou
 
 from __future__ import annotations
 
+import gc
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 MAX_WAIT = 0.05
 """The longest one checkpoint waits for a busy foreground (seconds)."""
@@ -64,13 +83,90 @@ class Foreground:
             self._given_up = period
 
 
+class Turns:
+    """Whose turn it is among background threads to run Python between two checkpoints (see the module).
+
+    At its checkpoint the thread whose turn it is hands the turn to a thread waiting for it, if any
+    (then waits for it again itself), else keeps it. A thread that waited :data:`MAX_WAIT` for the
+    turn takes it: its holder is stuck elsewhere (waiting for a lock the waiter holds) or gone.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self.owner: int | None = None
+        self._from: int | None = None  # a turn handed on, by this thread, to whoever waits for it
+        self._waiting = 0
+        self.waits = 0  # how many times a thread waited for the turn (for tests and benchmarks)
+
+    def take(self, timeout: float = MAX_WAIT) -> None:
+        """At a checkpoint: hand the turn on if it is ours and others wait, then wait for it (at most
+        ``timeout``, then take it anyway)."""
+        me = threading.get_ident()
+        with self._cond:
+            if self.owner == me:
+                if not self._waiting:
+                    return
+                self.owner, self._from = None, me
+                self._cond.notify()
+            if not self._free(me):
+                self.waits += 1
+                self._waiting += 1
+                try:
+                    self._cond.wait_for(lambda: self._free(me), timeout)
+                finally:
+                    self._waiting -= 1
+            self.owner, self._from = me, None
+
+    def _free(self, me: int) -> bool:
+        return self.owner is None and self._from != me
+
+    def give_back(self) -> None:
+        """The calling thread's turn ends (nothing happens when it is not its turn)."""
+        with self._cond:
+            if self.owner == threading.get_ident():
+                self.owner = self._from = None
+                self._cond.notify()
+
+
 _foreground: Foreground | None = None
+_turns: Turns | None = None
+
+T = TypeVar("T")
+
+
+def age_young_objects() -> None:
+    """Make every object the garbage collector tracks old at once (``gc.freeze`` then
+    ``gc.unfreeze``: two splices of its lists, whatever their length).
+
+    A young list of a million rows is looked at whole by the next collection of the young
+    generations, then by the next of the middle one: a reference visited per row, each a cache
+    miss, 70 to 100 ms with the interpreter lock held, in whichever thread allocated last (often
+    the GUI thread). Aged, it is looked at only by a full collection, as the bank's own rows are.
+    Nothing is kept from being collected: garbage among the objects aged goes at the next full
+    collection instead of a young one."""
+    gc.freeze()
+    gc.unfreeze()
+
+
+def made_old(make: Callable[[], T]) -> T:
+    """``make()`` (a big container, e.g. a bank's rows) made with the collector paused and aged at
+    once (:func:`age_young_objects`), so that no collection looks at it while it is young."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return gives_turn_back(make)
+    finally:
+        age_young_objects()
+        if enabled:
+            gc.enable()
 
 
 def set_foreground(foreground: Foreground | None) -> None:
-    """Install the process's foreground (a window's GUI thread), or None for none."""
-    global _foreground
+    """Install the process's foreground (a window's GUI thread), or None for none; background
+    threads take turns while one is installed."""
+    global _foreground, _turns
     _foreground = foreground
+    _turns = Turns() if foreground is not None else None
 
 
 def foreground() -> Foreground | None:
@@ -78,8 +174,44 @@ def foreground() -> Foreground | None:
     return _foreground
 
 
+class Cancelled(Exception):
+    """Raised at a checkpoint of work that is no longer wanted (see :func:`unless_obsolete`)."""
+
+
+_obsolete = threading.local()
+
+
+def unless_obsolete(fn: Callable[[], T], obsolete: Callable[[], bool]) -> T:
+    """``fn()``, stopped with :class:`Cancelled` at its next checkpoint once ``obsolete()`` is true
+    (a table built for rows a newer delivery replaced: it would only take turns from the new one)."""
+    outer = getattr(_obsolete, "test", None)
+    _obsolete.test = obsolete
+    try:
+        return fn()
+    finally:
+        _obsolete.test = outer
+
+
 def checkpoint() -> None:
-    """Between two bounded steps of background work: give way while the foreground is busy."""
+    """Between two bounded steps of background work: give way while the foreground is busy, and to
+    the background thread whose turn it is; stop work that is no longer wanted."""
+    obsolete = getattr(_obsolete, "test", None)
+    if obsolete is not None and obsolete():
+        raise Cancelled
     fg = _foreground
-    if fg is not None:
+    if fg is not None and threading.get_ident() != fg.thread:
         fg.wait()
+        turns = _turns
+        if turns is not None:
+            turns.take()
+
+
+def gives_turn_back(fn: Callable[[], T]) -> T:
+    """``fn()``, then the calling thread's turn (if it has one) given back: a pool's task that passed
+    checkpoints must not keep the turn while its thread waits for the next task."""
+    try:
+        return fn()
+    finally:
+        turns = _turns
+        if turns is not None:
+            turns.give_back()

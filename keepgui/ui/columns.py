@@ -47,6 +47,17 @@ def sample_rows(count: int, limit: int = SAMPLE_ROWS) -> list[int]:
     return list(range(head)) + [head + int(i * step) for i in range(limit - head)]
 
 
+def display_texts(model: QAbstractItemModel, column: int, rows: list[int]) -> list[Any]:
+    """What the cells of ``rows`` in ``column`` show (their display role), in one call into the model
+    where it answers :meth:`display_texts` itself (one entry into Python, not one per cell), else
+    through an index per cell."""
+    answer = getattr(model, "display_texts", None)
+    if answer is not None:
+        texts: list[Any] = answer(column, rows)
+        return texts
+    return [model.index(row, column).data(Qt.ItemDataRole.DisplayRole) for row in rows]
+
+
 class ColumnFitter(QObject):
     """Fits the columns of one memory table (see the module docstring)."""
 
@@ -111,8 +122,8 @@ class ColumnFitter(QObject):
         if COLUMNS[column].toggle:
             box = style.pixelMetric(QStyle.PixelMetric.PM_IndicatorWidth, None, table)
             return max(widest, box + padding + 8)
-        for row in rows:
-            text = model.index(row, column).data(Qt.ItemDataRole.DisplayRole)
+        # Each distinct text measured once (relative dates and counts repeat a lot).
+        for text in set(display_texts(model, column, rows)):
             if text:
                 widest = max(widest, metrics.horizontalAdvance(str(text)) + padding)
         cap = CAPPED.get(field)

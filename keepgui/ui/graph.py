@@ -77,8 +77,8 @@ from keepgui.core.graph import (
     build_graph,
     child_layout_unavailable,
     layout_worker,
-    made_old,
 )
+from keepgui.core.pace import made_old
 from keepgui.core.source import BankKey
 from keepgui.ui import theme
 from keepgui.ui.arrays import dot_pixmap, draw_lines, draw_sprites

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -50,8 +51,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from keepgui.core import registry
+from keepgui.core import pace, registry
 from keepgui.core.errors import KeepguiError
+from keepgui.core.pace import made_old
 from keepgui.core.registry import Backend, OpenOptions
 from keepgui.core.source import (
     DISK,
@@ -152,7 +154,7 @@ class Hub(QObject):
         if self._closed:
             return
         with contextlib.suppress(RuntimeError):  # that source was closed meanwhile: its work no longer matters
-            future = executor.submit(fn, *args)
+            future = executor.submit(pace.gives_turn_back, functools.partial(fn, *args))
             with self._pending_lock:
                 self._pending += 1
             future.add_done_callback(self._task_done)
@@ -400,7 +402,8 @@ class Hub(QObject):
         try:
             bank = opened.source.bank(key.bank)
             first = key.bank not in opened.loaded
-            change = bank.load(progress if full else None, full=full)
+            # A load allocates a bank's rows: made old at once, so no young collection walks them.
+            change = made_old(lambda: bank.load(progress if full else None, full=full))
             summary = bank.summary()
         except (KeepguiError, OSError) as exc:
             opened.summaries.pop(key.bank, None)
@@ -468,7 +471,7 @@ class Hub(QObject):
             if self._query_latest.get(kind) != token:
                 return  # the person typed on: only the newest question is worth answering
             try:
-                result = work()
+                result = made_old(work)  # a first question builds an index of every row: made old at once
             except Exception as exc:  # noqa: BLE001 - shown in the pane, never raised into Qt
                 result = exc
             done.emit(key, token, result)

@@ -571,9 +571,19 @@ class MainWindow(QMainWindow):
     def _on_bank_progress(self, key: BankKey, done: int, total: int) -> None:
         if key != self.current or total <= 0:
             return
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(int(1000 * done / total))
-        self.progress.setFormat(f"loading {100 * done // total}%")
+        # QProgressBar repaints at once when its value moves (a whole synchronous paint inside this
+        # slot, while the load holds the interpreter lock between its checkpoints): with updates off
+        # while it is set, the bar is only marked for the next paint of the window, merged with the rest.
+        percent = min(100, 100 * done // total)
+        bar = self.progress
+        if percent == bar.value() and bar.maximum() == 100:
+            return
+        bar.setUpdatesEnabled(False)
+        if bar.maximum() != 100:
+            bar.setFormat("loading %p%")
+            bar.setRange(0, 100)
+        bar.setValue(percent)
+        bar.setUpdatesEnabled(True)  # schedules an update (not a repaint)
 
     def _on_bank_failed(self, key: BankKey, reason: str) -> None:
         if key == self.current:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
@@ -70,6 +71,7 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core import pace
+from keepgui.core.pace import made_old, unless_obsolete
 from keepgui.core.rowtable import build_table, fit_mask, rows_mask
 from keepgui.core.search import TextSearch
 from keepgui.core.source import (
@@ -237,7 +239,7 @@ class SearchIndex(QObject):
             known = len(row_of)  # before the look-ups: rows appended meanwhile are looked up later
             return index, (known, _rows_of_keys(index.slot_keys(), row_of))
 
-        future = _POOL.submit(build)
+        future = _POOL.submit(made_old, build)  # a set per row: made old at once
         future.add_done_callback(lambda f: self._delivery.done.emit((generation, row_of), f))
 
     def _on_built(
@@ -523,8 +525,10 @@ class MemoryPanel(QWidget):
         self._built = _Delivery(self)
         self._built.done.connect(self._on_built)
         self._build_token = 0
+        self._build_replaced = threading.Event()  # set once the table being built is no longer wanted
         self._building: int | None = None  # the token of a RowTable being built
         self._building_after: list[Change] = []
+        self._parts_shown = False  # the bank shown arrives in parts (a long load) and is not complete yet
         self._tag_counter: Counter[str] = Counter()
         self.ranking_available = False
         self._ranking_token = 0
@@ -821,9 +825,21 @@ class MemoryPanel(QWidget):
         if self.key is None or change.key != self.key or not change.rows:
             return
         delta = change.rows
-        if (delta.complete or change.partial) and len(delta.rows) > BUILD_OFF_THREAD:
+        if change.partial:
+            self._parts_shown = True
+        # A long load's parts, and the whole bank after them, are built into a RowTable off the GUI
+        # thread past a few hundred rows: inserted into the table here, each row would cost a Python
+        # call (its place in the sort order) on the GUI thread.
+        off_thread = (
+            BUILD_OFF_THREAD if not (change.partial or (delta.complete and self._parts_shown)) else _INDEX_IN_PLACE
+        )
+        if (delta.complete or change.partial) and len(delta.rows) > off_thread:
+            if delta.complete:
+                self._parts_shown = False
             self.build_rows(delta.rows, final=delta.complete)
             return
+        if delta.complete:
+            self._parts_shown = False
         if self._building is not None:
             self._building_after.append(change)  # applied once the table being built is shown
             return
@@ -831,7 +847,7 @@ class MemoryPanel(QWidget):
         shown_before = {r.id for r in delta.rows if self._is_shown(r.id)} if follow else set()
         if delta.removed:
             self.remove_rows(delta.removed)
-        touched = self.upsert_rows(list(delta.rows), final=delta.complete)
+        touched = self.upsert_rows(list(delta.rows), final=delta.complete, partial=change.partial)
         if follow:
             self._keep_a_selection([k for k in touched if k not in shown_before])
 
@@ -875,7 +891,11 @@ class MemoryPanel(QWidget):
         self._building = token
         self._building_after = []
         rows = rows if isinstance(rows, list) else list(rows)
-        future = _POOL.submit(build_table, rows, field)
+        # Its dict and lists made old at once; stopped when a newer delivery (or another bank) replaces
+        # it (an Event, not this widget, is what the background thread looks at).
+        self._build_replaced.set()
+        replaced = self._build_replaced = threading.Event()
+        future = _POOL.submit(made_old, lambda: unless_obsolete(lambda: build_table(rows, field), replaced.is_set))
         future.add_done_callback(lambda f: self._built.done.emit((token, field, final), f))
         self._update_status()
 
@@ -1057,6 +1077,8 @@ class MemoryPanel(QWidget):
     def reset_rows(self, rows: list[Any], capabilities: Capabilities) -> None:
         """A bank was opened: show its rows (possibly the first part of a long load)."""
         self._build_token += 1  # a table still being built for the bank shown before is not shown
+        self._build_replaced.set()
+        self._parts_shown = False
         self._building = None
         self._building_after = []
         self._tag_counter = Counter()
@@ -1072,9 +1094,10 @@ class MemoryPanel(QWidget):
         self._refresh_tags()
         self._apply_query()
 
-    def upsert_rows(self, rows: list[Any], final: bool = False) -> list[str]:
-        """Rows arrived or changed; ``final`` means these are all the bank's rows. Returns the keys
-        of the rows that are new or differ from those shown."""
+    def upsert_rows(self, rows: list[Any], final: bool = False, partial: bool = False) -> list[str]:
+        """Rows arrived or changed; ``final`` means these are all the bank's rows, ``partial`` that
+        they are the first part of a long load (every row so far). Returns the keys of the rows that
+        are new or differ from those shown."""
         tags_moved = self._tags_moved(rows)
         if final:
             keys = {r.id for r in rows}
@@ -1093,7 +1116,11 @@ class MemoryPanel(QWidget):
         changed, inserted = self.model.upsert(rows)
         touched = [self.model.row_object(r).id for r in (*inserted, *changed)]
         self._fit_columns(final)
-        if len(rows) > _INDEX_IN_PLACE or (final and not self.index.is_ready):
+        if partial:
+            # More rows are on their way: the search index is built once, when they are all in, not
+            # again for every part (each rebuild beside the load and the first show held the lock).
+            self.index.invalidate()
+        elif len(rows) > _INDEX_IN_PLACE or (final and not self.index.is_ready):
             self.index.rebuild(self.model.rows(), row_of=self.model.rows_by_key())  # off the GUI thread
         else:
             self.index.update(rows)

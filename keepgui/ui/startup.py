@@ -59,15 +59,16 @@ class Application(QApplication):
     """keepgui's QApplication: background work gives way while the GUI thread handles an event.
 
     Every event the GUI thread handles (a paint, a timer, a queued signal, a key) passes through
-    :meth:`notify`; while one is being handled, :mod:`keepgui.core.pace` tells background threads
-    to wait at their next checkpoint, so the hundreds of entries into Python a paint makes never
-    queue behind them for the interpreter lock. A nested event loop (a modal dialog) that waits for
-    events lets them run again.
+    :meth:`notify`; from the first one on, :mod:`keepgui.core.pace` tells background threads to
+    wait at their next checkpoint, so the hundreds of entries into Python a paint makes never queue
+    behind them for the interpreter lock. They run again only when the event loop is about to wait
+    for events (``aboutToBlock``), not between two events of one pass: each event would otherwise
+    have to win the lock back from them before :meth:`notify` could even say it is busy. A nested
+    event loop (a modal dialog) that waits for events lets them run too.
     """
 
     def __init__(self, argv: list[str]) -> None:
         super().__init__(argv)
-        self._depth = 0
         self._foreground = pace.Foreground()
         self._foreground.busy()  # building the window is GUI work too: idle once the event loop waits
         dispatcher = QAbstractEventDispatcher.instance(self.thread())
@@ -76,14 +77,8 @@ class Application(QApplication):
         pace.set_foreground(self._foreground)
 
     def notify(self, receiver: Any, event: Any) -> bool:
-        self._depth += 1
         self._foreground.busy()
-        try:
-            return super().notify(receiver, event)
-        finally:
-            self._depth -= 1
-            if not self._depth:
-                self._foreground.idle()
+        return super().notify(receiver, event)
 
 
 def explicit_sources(args: Any) -> list[tuple[str, str]]:

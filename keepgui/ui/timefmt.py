@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QDateTime, QLocale
+import functools
+import time
+
+from PySide6.QtCore import QDate, QDateTime, QLocale
 
 from keepgui.core.timefmt import now_ms, relative_time
 
@@ -10,7 +13,15 @@ __all__ = ["absolute", "now_ms", "relative"]
 
 
 def _locale_date(ms: int) -> str:
-    return QLocale().toString(QDateTime.fromMSecsSinceEpoch(ms).date(), "d MMM yyyy")
+    # Every table cell of a time older than a week shows its day: four Qt calls each, every one a
+    # chance to wait for the interpreter lock while a load runs. One day's text is worked out once.
+    day = time.localtime(ms // 1000)
+    return _day_text(day.tm_year, day.tm_mon, day.tm_mday)
+
+
+@functools.lru_cache(maxsize=4096)
+def _day_text(year: int, month: int, day: int) -> str:
+    return QLocale().toString(QDate(year, month, day), "d MMM yyyy")
 
 
 def relative(ms: int | None, now: int | None = None) -> str:

@@ -1,11 +1,16 @@
 """The window while a bank loads, this tree beside a baseline tree, in the same run.
 
 For each size, a fresh window process loads the bank from this tree and from the baseline tree
-(``KEEPGUI_BENCH_BASELINE``: a checkout of main, e.g. ``git archive main | tar -x -C DIR``),
+(``KEEPGUI_BENCH_BASELINE``: a checkout of main, e.g. ``git archive main | tar -x -C DIR``; more
+trees to compare, each in the same alternation, as ``KEEPGUI_BENCH_EXTRA=name=DIR;name=DIR``),
 alternating, ``KEEPGUI_BENCH_REPEAT`` times (default 3); it prints the medians of the longest
 GUI-thread block (the longest gap of a 1 ms timer), the time until the table holds every row, and
 the window's peak RSS, and for this tree the longest blocks explained by the GUI thread's stacks
-sampled during them (:mod:`tests.bench.guiwatch`). Each size is measured twice: the window opened
+sampled during them (:mod:`tests.bench.guiwatch`). Beside each block it prints the block less the
+GUI thread's wait for a CPU in it (its run-queue wait, from Linux's schedstat: what a machine busy
+with other work added), and beside each table time the core load of the same bank in the same tree
+(``MemoryLog.refresh`` in a fresh process, CPU time as bench_scale measures it, and wall time),
+with the ratio table time / core load, from process start and from the switch. Each size is measured twice: the window opened
 on the bank (the window's own first show is part of it: a 100-memory bank already blocks ~60 ms
 then), and the window opened on a 100-memory bank that then, once it idled a second, opens the
 big one (the longest block while only the load runs).
@@ -58,8 +63,10 @@ def poll():
     if "loaded" in marks and panel.model.rowCount() == total and getattr(panel, "_building", None) is None:
         marks["table"] = time.perf_counter() - t0
         marks["block"] = watch.longest()
-        after = watch.gaps[marks.get("gaps_before", 0):]
-        marks["block_after_switch"] = max((g for g, _ in after), default=0.0) if "switch" in marks else None
+        marks["own_block"] = watch.longest_own()
+        since = marks.get("gaps_before", 0)
+        marks["block_after_switch"] = watch.longest(since) if "switch" in marks else None
+        marks["own_block_after_switch"] = watch.longest_own(since) if "switch" in marks else None
         marks["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         marks["blocks"] = watch.report(4)
         watch.stop()
@@ -69,6 +76,24 @@ poller = QTimer(); poller.setInterval(10); poller.timeout.connect(poll); poller.
 QTimer.singleShot(900_000, app.quit)
 app.exec()
 """
+
+
+_CORE = r"""
+import sys, time, json, os
+import keepgui
+from keepgui.core.iii.log import MemoryLog
+cpu, wall = time.process_time(), time.perf_counter()
+log = MemoryLog(sys.argv[1])
+log.refresh()
+cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+tree = os.path.dirname(os.path.dirname(keepgui.__file__))
+print(json.dumps({"tree": tree, "cpu": cpu, "wall": wall, "n": len(log.records)}))
+"""
+
+
+def core_load(tree: str, folder: str) -> dict:
+    """The core load of the bank in ``folder`` by ``tree`` in a fresh process: ``cpu`` and ``wall`` seconds."""
+    return run_in_tree(tree, _CORE, [os.path.join(folder, "memories.jsonl")], timeout=1800)
 
 
 def load_window(tree: str, data_dir: str, memories: int, first: str = "bank") -> dict:
@@ -83,6 +108,9 @@ def main() -> None:
     sizes = [int(s) for s in os.environ.get("KEEPGUI_BENCH_SIZES", "10000,100000").split(",")]
     repeat = int(os.environ.get("KEEPGUI_BENCH_REPEAT", "3"))
     trees = [("lane", ROOT)] + ([("baseline", baseline)] if baseline else [])
+    for extra in filter(None, os.environ.get("KEEPGUI_BENCH_EXTRA", "").split(";")):  # name=tree;...
+        name, _, tree = extra.partition("=")
+        trees.append((name, tree))
     for memories in sizes:
         folder = cached_bank(memories, int(memories * 2.5))
         data_dir = tempfile.mkdtemp(prefix="keepgui-bench-block-")
@@ -90,27 +118,43 @@ def main() -> None:
         bank_in_data_dir(cached_bank(100, 250), data_dir, "a-small")
         runs: dict[str, list[dict]] = {name: [] for name, _ in trees}
         switched: dict[str, list[dict]] = {name: [] for name, _ in trees}
+        cores: dict[str, list[dict]] = {name: [] for name, _ in trees}
         for _ in range(repeat):
             for name, tree in trees:
+                cores[name].append(core_load(tree, folder))
                 runs[name].append(load_window(tree, data_dir, memories))
                 switched[name].append(load_window(tree, data_dir, memories, first="a-small"))
         for name, _ in trees:
+            core_cpu = statistics.median(c["cpu"] for c in cores[name])
+            core_wall = statistics.median(c["wall"] for c in cores[name])
+            print(
+                f"{memories:>9,} {name:8}: core load (MemoryLog.refresh, fresh process) {core_cpu:6.2f} s CPU, "
+                f"{core_wall:6.2f} s wall",
+                flush=True,
+            )
             block = statistics.median(m["block"] for m in runs[name]) * 1000
+            own = statistics.median(m["own_block"] for m in runs[name]) * 1000
             table = statistics.median(m["table"] for m in runs[name])
             loaded = statistics.median(m["loaded"] for m in runs[name])
             rss = statistics.median(m["rss"] for m in runs[name])
             each = ", ".join(f"{m['block'] * 1000:.0f}" for m in runs[name])
             print(
-                f"{memories:>9,} {name:8}: longest GUI block {block:7.1f} ms (runs: {each}); "
-                f"table full {table:6.2f} s (loaded {loaded:.2f} s); peak RSS {rss:6.0f} MiB",
+                f"{memories:>9,} {name:8}: longest GUI block {block:7.1f} ms (runs: {each}; less run-queue wait "
+                f"{own:.1f} ms); table full {table:6.2f} s from process start = {table / core_cpu:.2f}x core CPU, "
+                f"{table / core_wall:.2f}x core wall (loaded {loaded:.2f} s); peak RSS {rss:6.0f} MiB",
                 flush=True,
             )
         for name, _ in trees:
+            core_cpu = statistics.median(c["cpu"] for c in cores[name])
+            core_wall = statistics.median(c["wall"] for c in cores[name])
             after = [m["block_after_switch"] * 1000 for m in switched[name]]
+            own = statistics.median(m["own_block_after_switch"] for m in switched[name]) * 1000
+            table = statistics.median(m["table"] - m["switch"] for m in switched[name])
             print(
                 f"{memories:>9,} {name:8}: opened after a small bank, longest GUI block while it loads "
-                f"{statistics.median(after):7.1f} ms (runs: {', '.join(f'{a:.0f}' for a in after)}); table full "
-                f"{statistics.median(m['table'] - m['switch'] for m in switched[name]):6.2f} s after the switch",
+                f"{statistics.median(after):7.1f} ms (runs: {', '.join(f'{a:.0f}' for a in after)}; less run-queue "
+                f"wait {own:.1f} ms); table full {table:6.2f} s after the switch = {table / core_cpu:.2f}x core CPU, "
+                f"{table / core_wall:.2f}x core wall",
                 flush=True,
             )
         worst = max(switched["lane"], key=lambda m: m["block_after_switch"])

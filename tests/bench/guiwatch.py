@@ -10,10 +10,15 @@ explained by where the time went, not guessed at.
 A GUI thread that waits for the interpreter lock still shows the frame it waits in: a long block
 whose samples spread over many small frames while another thread works is lock contention; one
 whose samples sit in one call is that call.
+
+Each gap also records how long the GUI thread waited in it, ready to run, for a CPU (Linux's
+``/proc/self/task/<tid>/schedstat``, second field): the gap less that wait is the block the window's
+own work (and its waits for the interpreter lock) made, told apart from a machine busy with others.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -60,8 +65,11 @@ class GuiWatch:
         self.depth = depth
         self.t0 = time.perf_counter() if t0 is None else t0
         self.gaps: list[tuple[float, float]] = []  # (seconds, when it began, since t0)
+        self.waits: list[float] = []  # per gap: seconds the GUI thread waited for a CPU in it
         self.blocks: list[Block] = []
         self._gui = threading.get_ident()
+        self._schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        self._queued = self._run_queue_wait()
         self._last = time.perf_counter()
         self._current: Block | None = None
         self._lock = threading.Lock()
@@ -73,12 +81,26 @@ class GuiWatch:
         self._thread = threading.Thread(target=self._watch, name="guiwatch", daemon=True)
         self._thread.start()
 
+    def _run_queue_wait(self) -> float:
+        """Seconds the GUI thread has waited, ready to run, for a CPU so far (0 where Linux does not say)."""
+        try:
+            fd = os.open(self._schedstat, os.O_RDONLY)
+            try:
+                return int(os.read(fd, 128).split()[1]) / 1e9
+            finally:
+                os.close(fd)
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
     def _tick(self) -> None:
         now = time.perf_counter()
+        queued = self._run_queue_wait()
         with self._lock:
             began, self._last = self._last, now
             block, self._current = self._current, None
         self.gaps.append((now - began, began - self.t0))
+        self.waits.append(queued - self._queued)
+        self._queued = queued
         if block is not None:
             block.seconds = now - began
             self.blocks.append(block)
@@ -111,9 +133,13 @@ class GuiWatch:
         self._timer.stop()
         self._stop.set()
 
-    def longest(self) -> float:
-        """The longest gap so far (seconds)."""
-        return max((g for g, _ in self.gaps), default=0.0)
+    def longest(self, since: int = 0) -> float:
+        """The longest gap so far (seconds), of the gaps from number ``since`` on."""
+        return max((g for g, _ in self.gaps[since:]), default=0.0)
+
+    def longest_own(self, since: int = 0) -> float:
+        """The longest gap less the GUI thread's wait for a CPU in it (seconds), from gap ``since`` on."""
+        return max((g - w for (g, _), w in zip(self.gaps[since:], self.waits[since:], strict=True)), default=0.0)
 
     def report(self, top: int = 5) -> list[str]:
         """The ``top`` longest blocks, explained."""

@@ -337,7 +337,7 @@ def test_the_key_index_finds_every_key_in_its_shards():
 def test_a_bank_s_rows_are_made_old_so_no_young_collection_walks_them():
     import gc
 
-    from keepgui.core.graph import made_old
+    from keepgui.core.pace import made_old
 
     rows = made_old(lambda: [[i] for i in range(10_000)])  # containers the collector tracks
     assert gc.isenabled()

@@ -32,3 +32,77 @@ def test_a_delivery_over_the_threshold_is_built_in_the_background_and_shown_sort
     assert panel.proxy.index(0, 0).data(KeyRole) == changed.id
     panel.set_show_history(True)
     assert panel.proxy.rowCount() == len(rows)
+
+
+def _parts_panel(qtbot):
+    from keepgui.core.source import BankKey
+
+    panel = MemoryPanel()
+    qtbot.addWidget(panel)
+    panel.key = BankKey("/nowhere", "bank")
+    panel.reset_rows([], Capabilities())
+    return panel
+
+
+def _delivery(rows, *, partial=False, complete=False):
+    from keepgui.core.source import DISK, Change, RowDelta
+
+    return Change("/nowhere", "bank", origin=DISK, rows=RowDelta(rows, complete=complete), partial=partial)
+
+
+def test_a_long_load_s_parts_are_built_off_the_gui_thread_not_inserted_row_by_row(qtbot, monkeypatch):
+    """A part of a few thousand rows inserted into the table cost the proxy a Python call per row (its
+    place in the sort order) on the GUI thread; it is built into a RowTable in the background instead."""
+    from keepgui.ui import memorymodel
+
+    panel = _parts_panel(qtbot)
+    rows = _rows(3000)
+    placed = []
+    place = memorymodel.MemoryProxyModel._place
+
+    def counted(self, source_rows, appended):
+        placed.append(len(source_rows))
+        return place(self, source_rows, appended)
+
+    monkeypatch.setattr(memorymodel.MemoryProxyModel, "_place", counted)
+    panel._on_change(_delivery(rows[:1000], partial=True))  # under BUILD_OFF_THREAD, over a few hundred
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 1000, timeout=10_000)
+    assert placed == []  # adopted whole, no row placed one by one (was a place per row inserted)
+    panel._on_change(_delivery(rows, complete=True))  # the whole bank after its parts: built too
+    qtbot.waitUntil(lambda: panel.model.rowCount() == len(rows) and panel._building is None, timeout=10_000)
+    assert placed == []
+    live = [r for r in rows if r.invalid_at is None]
+    shown = [panel.proxy.index(i, 0).data(KeyRole) for i in range(panel.proxy.rowCount())]
+    assert shown == [r.id for r in sorted(live, key=lambda r: (r.updated_at, r.id), reverse=True)]
+    # a later small change is an upsert again
+    panel._on_change(_delivery([rows[1].__class__(id="new", text="appended", updated_at=10**9)]))
+    assert panel._building is None and panel.model.rowCount() == 3001 and placed == [1]
+
+
+def test_the_search_index_is_built_once_when_every_part_is_in(qtbot, monkeypatch):
+    panel = _parts_panel(qtbot)
+    builds = []
+    rebuild = panel.index.rebuild
+    monkeypatch.setattr(
+        panel.index, "rebuild", lambda rows, *args, **kwargs: builds.append(len(rows)) or rebuild(rows, *args, **kwargs)
+    )
+    rows = _rows(2000)
+    for n in (100, 200, 400, 800):  # a long load's parts, every row so far each time
+        panel._on_change(_delivery(rows[:n], partial=True))
+        qtbot.waitUntil(lambda: panel._building is None, timeout=10_000)
+    qtbot.wait(100)
+    assert builds == [] and not panel.index.is_ready  # no index of a part (was one rebuild per part)
+    panel._on_change(_delivery(rows, complete=True))
+    qtbot.waitUntil(lambda: panel.index.is_ready, timeout=10_000)
+    assert builds == [len(rows)]
+
+
+def test_a_table_build_replaced_by_a_newer_delivery_stops_and_the_newer_is_shown(qtbot):
+    panel = _parts_panel(qtbot)
+    old, new = _rows(60_000), _rows(BUILD_OFF_THREAD + 10)
+    panel.build_rows(old, final=False)
+    first = panel._build_replaced
+    panel.build_rows(new)
+    assert first.is_set() and not panel._build_replaced.is_set()  # the first build stops at its next checkpoint
+    qtbot.waitUntil(lambda: panel._building is None, timeout=10_000)
+    assert panel.model.rowCount() == len(new)
