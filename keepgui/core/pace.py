@@ -19,15 +19,12 @@ whichever thread happened to allocate (often the GUI thread). Work that builds b
 them old at once (:func:`made_old`, :func:`age_young_objects`), so only a full collection, rare,
 looks at them.
 
-The foreground gets the lock back only when the thread holding it lets it go, and the interpreter
-hands it to one of the threads waiting for it, not to the foreground first: with five background
-threads between checkpoints (a load, a table build, a search index, the activity, the preview), the
-GUI thread waited hundreds of milliseconds just to enter its event handler and say it is busy. So
-background threads also take turns (:class:`Turns`): between two checkpoints only the thread whose
-turn it is runs; the others wait for the turn at their checkpoint, holding nothing, so the lock has
-two takers at most. A turn waited for longer than :data:`MAX_WAIT` is taken anyway (its holder may
-be waiting for a lock the waiter holds, or gone); a pool's task gives its turn back when it ends
-(:func:`gives_turn_back`).
+Tried and measured out: background threads taking turns between checkpoints (one runs Python
+at a time, so the GUI thread competes for the lock with one thread, not five). Beside no turns, in
+the same run (tests.bench.bench_block, 100k, medians of 3), the longest GUI block was about the same
+(42 vs 52 ms after a switch, 56 vs 64 ms on a first show; 21 vs 22 ms at 10k) while the table took
+1.7 times as long to fill (3.43 vs 2.05 s): the threads that waited for their turn were the ones
+building what the table needs.
 
 A background thread never waits more than :data:`MAX_WAIT` at one checkpoint, and once one wait
 ran out, no checkpoint waits again until the foreground was idle: a foreground that is busy without
@@ -83,53 +80,7 @@ class Foreground:
             self._given_up = period
 
 
-class Turns:
-    """Whose turn it is among background threads to run Python between two checkpoints (see the module).
-
-    At its checkpoint the thread whose turn it is hands the turn to a thread waiting for it, if any
-    (then waits for it again itself), else keeps it. A thread that waited :data:`MAX_WAIT` for the
-    turn takes it: its holder is stuck elsewhere (waiting for a lock the waiter holds) or gone.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self.owner: int | None = None
-        self._from: int | None = None  # a turn handed on, by this thread, to whoever waits for it
-        self._waiting = 0
-        self.waits = 0  # how many times a thread waited for the turn (for tests and benchmarks)
-
-    def take(self, timeout: float = MAX_WAIT) -> None:
-        """At a checkpoint: hand the turn on if it is ours and others wait, then wait for it (at most
-        ``timeout``, then take it anyway)."""
-        me = threading.get_ident()
-        with self._cond:
-            if self.owner == me:
-                if not self._waiting:
-                    return
-                self.owner, self._from = None, me
-                self._cond.notify()
-            if not self._free(me):
-                self.waits += 1
-                self._waiting += 1
-                try:
-                    self._cond.wait_for(lambda: self._free(me), timeout)
-                finally:
-                    self._waiting -= 1
-            self.owner, self._from = me, None
-
-    def _free(self, me: int) -> bool:
-        return self.owner is None and self._from != me
-
-    def give_back(self) -> None:
-        """The calling thread's turn ends (nothing happens when it is not its turn)."""
-        with self._cond:
-            if self.owner == threading.get_ident():
-                self.owner = self._from = None
-                self._cond.notify()
-
-
 _foreground: Foreground | None = None
-_turns: Turns | None = None
 
 T = TypeVar("T")
 
@@ -154,7 +105,7 @@ def made_old(make: Callable[[], T]) -> T:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return gives_turn_back(make)
+        return make()
     finally:
         age_young_objects()
         if enabled:
@@ -162,11 +113,9 @@ def made_old(make: Callable[[], T]) -> T:
 
 
 def set_foreground(foreground: Foreground | None) -> None:
-    """Install the process's foreground (a window's GUI thread), or None for none; background
-    threads take turns while one is installed."""
-    global _foreground, _turns
+    """Install the process's foreground (a window's GUI thread), or None for none."""
+    global _foreground
     _foreground = foreground
-    _turns = Turns() if foreground is not None else None
 
 
 def foreground() -> Foreground | None:
@@ -183,7 +132,7 @@ _obsolete = threading.local()
 
 def unless_obsolete(fn: Callable[[], T], obsolete: Callable[[], bool]) -> T:
     """``fn()``, stopped with :class:`Cancelled` at its next checkpoint once ``obsolete()`` is true
-    (a table built for rows a newer delivery replaced: it would only take turns from the new one)."""
+    (a table built for rows a newer delivery replaced: it would only take the lock from the new one)."""
     outer = getattr(_obsolete, "test", None)
     _obsolete.test = obsolete
     try:
@@ -193,25 +142,11 @@ def unless_obsolete(fn: Callable[[], T], obsolete: Callable[[], bool]) -> T:
 
 
 def checkpoint() -> None:
-    """Between two bounded steps of background work: give way while the foreground is busy, and to
-    the background thread whose turn it is; stop work that is no longer wanted."""
+    """Between two bounded steps of background work: give way while the foreground is busy; stop work
+    that is no longer wanted."""
     obsolete = getattr(_obsolete, "test", None)
     if obsolete is not None and obsolete():
         raise Cancelled
     fg = _foreground
     if fg is not None and threading.get_ident() != fg.thread:
         fg.wait()
-        turns = _turns
-        if turns is not None:
-            turns.take()
-
-
-def gives_turn_back(fn: Callable[[], T]) -> T:
-    """``fn()``, then the calling thread's turn (if it has one) given back: a pool's task that passed
-    checkpoints must not keep the turn while its thread waits for the next task."""
-    try:
-        return fn()
-    finally:
-        turns = _turns
-        if turns is not None:
-            turns.give_back()

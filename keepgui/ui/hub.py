@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import functools
 import os
 import threading
 import time
@@ -51,7 +50,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from keepgui.core import pace, registry
+from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
 from keepgui.core.pace import made_old
 from keepgui.core.registry import Backend, OpenOptions
@@ -154,7 +153,7 @@ class Hub(QObject):
         if self._closed:
             return
         with contextlib.suppress(RuntimeError):  # that source was closed meanwhile: its work no longer matters
-            future = executor.submit(pace.gives_turn_back, functools.partial(fn, *args))
+            future = executor.submit(fn, *args)
             with self._pending_lock:
                 self._pending += 1
             future.add_done_callback(self._task_done)

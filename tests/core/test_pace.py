@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 
@@ -25,7 +24,7 @@ def _in_thread(fn) -> float:
 
     def run() -> None:
         start = time.perf_counter()
-        pace.gives_turn_back(fn)  # as a pool's task runs
+        fn()
         took.append(time.perf_counter() - start)
 
     t = threading.Thread(target=run)
@@ -85,56 +84,8 @@ def test_what_a_replay_allocated_is_old_at_once_so_no_young_collection_walks_it(
     assert pace.made_old(lambda: [[1]]) == [[1]] and gc.isenabled()
 
 
-def test_background_threads_take_turns_between_checkpoints(foreground):
-    """With a window, only one background thread runs Python between two checkpoints: the GUI
-    thread then competes for the interpreter lock with one thread, not with five."""
-    spans: list[tuple[str, float, float]] = []
-
-    def work(name: str) -> None:
-        for _ in range(40):
-            pace.checkpoint()
-            start = time.perf_counter()
-            while time.perf_counter() - start < 0.002:  # Python between two checkpoints
-                pass
-            spans.append((name, start, time.perf_counter()))
-
-    threads = [threading.Thread(target=pace.gives_turn_back, args=(lambda n=n: work(n),)) for n in "ab"]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
-    assert len(spans) == 80 and {n for n, _, _ in spans} == {"a", "b"}
-    spans.sort(key=lambda s: s[1])
-    overlaps = [(x, y) for x, y in itertools.pairwise(spans) if x[0] != y[0] and y[1] < x[2]]
-    assert not overlaps  # without turns both ran at once, the lock switching between them
-    switches = sum(1 for x, y in itertools.pairwise(spans) if x[0] != y[0])
-    assert switches > 20  # handed on at each checkpoint while the other waits: neither starves
-    assert pace._turns is not None and pace._turns.owner is None  # both gave their turn back
-
-
-def test_a_turn_held_by_a_thread_stuck_on_a_lock_costs_others_one_wait_at_most(foreground):
-    held = threading.Lock()
-    held.acquire()
-    taken = threading.Event()
-
-    def stuck() -> None:
-        pace.checkpoint()  # its turn
-        taken.set()
-        with held:  # waits for a lock the other thread holds, the turn still its
-            pace.checkpoint()
-
-    t = threading.Thread(target=pace.gives_turn_back, args=(stuck,))
-    t.start()
-    taken.wait(5)
-    took = _in_thread(lambda: [pace.checkpoint() for _ in range(50)])
-    held.release()
-    t.join(5)
-    assert took < 3 * pace.MAX_WAIT  # one wait ran out, then the turn was its own (not 50 waits)
-
-
-def test_no_turns_without_a_window():
+def test_checkpoints_without_a_window_cost_next_to_nothing():
     pace.set_foreground(None)
-    assert pace._turns is None
     assert _in_thread(lambda: [pace.checkpoint() for _ in range(1000)]) < 0.05
 
 
