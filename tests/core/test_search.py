@@ -4,13 +4,12 @@ costs no Python step per key found."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
 from keepgui.core.search import Found, TextSearch, word_score, words_of
 from tests.bench.synth import make_records
+from tests.calls import counting_calls
 
 QUERIES = [
     "grafana dashboards",
@@ -112,18 +111,8 @@ def test_find_makes_no_python_call_per_key_found(bank):
     _rows, index = bank
 
     def calls(query: str) -> tuple[int, int]:
-        count = [0]
-
-        def profile(_frame, event, _arg) -> None:
-            if event in ("call", "c_call"):
-                count[0] += 1
-
-        sys.setprofile(profile)
-        try:
-            found = index.find(query)
-        finally:
-            sys.setprofile(None)
-        return count[0], len(found)
+        found, count = counting_calls(lambda: index.find(query))
+        return count, len(found)
 
     many_calls, many = calls("t")
     few_calls, few = calls("lisbon office")

@@ -6,7 +6,6 @@ at once (not after the watcher's quiet period)."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import msgspec
@@ -21,6 +20,7 @@ from keepgui.ui import memorypanel
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, visible_rows
 from keepgui.ui.memorypanel import Match, MemoryPanel, search_texts
 from tests.bench.synth import make_records
+from tests.calls import counting_calls
 
 
 def shown_keys(panel: MemoryPanel) -> list[str]:
@@ -110,18 +110,7 @@ def test_the_swap_makes_no_python_call_per_row(bank_panel, qtbot, monkeypatch):
     assert narrow.rows is not None and 0 < int(narrow.rows.sum()) < len(rows) / 10
 
     def calls_in_a_swap(match) -> int:
-        calls = [0]
-
-        def count(_frame, event, _arg) -> None:
-            if event in ("call", "c_call"):
-                calls[0] += 1
-
-        sys.setprofile(count)
-        try:
-            panel._show_match(match)
-        finally:
-            sys.setprofile(None)
-        return calls[0]
+        return counting_calls(lambda: panel._show_match(match))[1]
 
     def prepared(match: Match) -> Match:  # as the search thread hands it over
         layout = proxy.layout()
@@ -198,19 +187,9 @@ def test_working_out_a_querys_rows_makes_no_python_call_per_row_found(bank_panel
     index.match("warm", row_of, n, None)  # the first question about these rows looks each key up once
 
     def calls(query: str) -> tuple[int, int]:
-        count = [0]
-
-        def profile(_frame, event, _arg) -> None:
-            if event in ("call", "c_call"):
-                count[0] += 1
-
-        sys.setprofile(profile)
-        try:
-            match = index.match(query, row_of, n, None)
-        finally:
-            sys.setprofile(None)
+        match, count = counting_calls(lambda: index.match(query, row_of, n, None))
         assert match.rows is not None
-        return count[0], int(match.rows.sum())
+        return count, int(match.rows.sum())
 
     many_calls, many = calls("t")
     few_calls, few = calls("lisbon office")

@@ -5,13 +5,13 @@ the panel laying a big bank out in the layout process."""
 from __future__ import annotations
 
 import os
-import sys
 
 from PySide6.QtGui import QColor, QPalette
 
 from keepgui.core.graph import build_graph
 from keepgui.ui import arrays, theme
 from keepgui.ui.graph import ROW_BUDGET, GraphView
+from tests.calls import counting_calls
 from tests.core.test_graph import rows_named
 
 
@@ -62,21 +62,14 @@ def test_dots_are_drawn_at_the_rows_in_their_styles_colour(qtbot, monkeypatch):
 
 def paint_calls(view) -> tuple[int, set[str]]:
     """Python calls made while the view repaints, and the names of the QPainter methods called."""
-    calls = [0]
     painter_methods: set[str] = set()
 
-    def profile(frame, event, arg):
-        if event in ("call", "c_call"):
-            calls[0] += 1
-            if event == "c_call" and getattr(arg, "__qualname__", "").startswith("QPainter."):
-                painter_methods.add(arg.__qualname__)
+    def note(fn: object) -> None:
+        if getattr(fn, "__qualname__", "").startswith("QPainter."):
+            painter_methods.add(fn.__qualname__)
 
-    sys.setprofile(profile)
-    try:
-        view.viewport().repaint()
-    finally:
-        sys.setprofile(None)
-    return calls[0], painter_methods
+    _, calls = counting_calls(view.viewport().repaint, note)
+    return calls, painter_methods
 
 
 def test_a_frame_makes_no_python_call_per_row(qtbot):

@@ -14,6 +14,7 @@ from keepgui.core.iii.store import DataDir
 from keepgui.core.source import CAPTURE_KINDS, CREATED, BankKey
 from keepgui.ui.activity import kind_colours, local_midnight
 from keepgui.ui.graph import ROW_LOD
+from tests.calls import counting_calls
 from tests.ui.test_screenshot import _screenshot
 
 
@@ -312,7 +313,6 @@ def test_a_frozen_app_and_a_small_graph_lay_out_in_this_process(monkeypatch):
 
 
 def test_a_frame_draws_its_dots_with_no_python_call_per_dot(qtbot):
-    import sys
 
     from keepgui.ui.graph import EDGE_BUDGET, GraphView
     from tests.bench.synth import make_records
@@ -331,18 +331,8 @@ def test_a_frame_draws_its_dots_with_no_python_call_per_dot(qtbot):
         view.scale(1.5, 1.5)
         view.centerOn(big.x, big.y)
         qtbot.wait(20)
-        calls = [0]
-
-        def count(_frame, event, _arg) -> None:
-            if event in ("call", "c_call"):
-                calls[0] += 1
-
-        sys.setprofile(count)
-        try:
-            view.viewport().repaint()
-        finally:
-            sys.setprofile(None)
-        return view.canvas.last_paint_rows, calls[0]
+        _, calls = counting_calls(view.viewport().repaint)
+        return view.canvas.last_paint_rows, calls
 
     few, few_calls = calls_in_a_frame(150)
     many, many_calls = calls_in_a_frame(330)
