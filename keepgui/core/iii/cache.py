@@ -374,15 +374,13 @@ class LogCache:
             fh = open(self.log_file, "rb")  # noqa: SIM115 - handed to the caller, who closes it
         except OSError:
             return None
-        try:
+        with contextlib.suppress(OSError):  # an unreadable cache file is no cache
             head = fh.read(len(_MAGIC) + _CHECK_LENGTH.size)
             if len(head) == len(_MAGIC) + _CHECK_LENGTH.size and head.startswith(_MAGIC):
                 (length,) = _CHECK_LENGTH.unpack_from(head, len(_MAGIC))
                 split = _split_check(head[len(_MAGIC) :] + fh.read(length))
                 if split is not None and split[0].path == os.fsencode(self.log.path):
                     return split[0], fh
-        except OSError:
-            pass
         fh.close()
         return None
 

@@ -736,22 +736,19 @@ class MemoryLog:
         offsets = {off for off, mid in self._odd_lines.items() if mid == memory_id}
         prefix = canonical_line_prefix(memory_id)
         if blocks:
-            try:
-                with open(self.path, "rb") as fh:
-                    for block in sorted(blocks):
-                        start = self._block_start[block]
-                        end = self._block_start[block + 1] if block + 1 < len(self._block_start) else self.offset
-                        fh.seek(start)
-                        data = fh.read(end - start)
-                        found = data.find(prefix)
-                        while found >= 0:
-                            if found == 0 or data[found - 1] == 10:  # at the start of a line
-                                offsets.add(start + found)
-                            found = data.find(prefix, found + 1)
-            except OSError:
-                # the log went away or cannot be read now: the lines found so far are what can be
-                # shown (a history is a view; the next refresh reports the log as unreadable)
-                pass
+            # the log went away or cannot be read now: the lines found so far are what can be
+            # shown (a history is a view; the next refresh reports the log as unreadable)
+            with contextlib.suppress(OSError), open(self.path, "rb") as fh:
+                for block in sorted(blocks):
+                    start = self._block_start[block]
+                    end = self._block_start[block + 1] if block + 1 < len(self._block_start) else self.offset
+                    fh.seek(start)
+                    data = fh.read(end - start)
+                    found = data.find(prefix)
+                    while found >= 0:
+                        if found == 0 or data[found - 1] == 10:  # at the start of a line
+                            offsets.add(start + found)
+                        found = data.find(prefix, found + 1)
         if self.torn_tail is not None and self.torn_tail.kind == "unterminated":
             offsets.add(self.offset)  # the unterminated last line is read back and checked like the others
         return sorted(offsets)

@@ -16,6 +16,7 @@ worker to reload, because the worker keeps its own copy in RAM.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import operator
 import os
@@ -847,12 +848,11 @@ class DataDir:
     def iter_temp_files(self) -> Iterator[str]:
         """Leftover temporary files of interrupted writes (keepgui's or the worker's), and
         half-made bank folders of an interrupted ``bank create`` (hidden: the worker skips them)."""
-        try:
+        # a data dir that cannot be listed holds no leftovers keepgui could remove
+        with contextlib.suppress(OSError):
             for entry in os.scandir(self.path):
                 if fsio.is_temp_name(entry.name):
                     yield entry.path
-        except OSError:  # a data dir that cannot be listed holds no leftovers keepgui could remove
-            pass
         for bank in self.bank_names():
             for folder in (os.path.join(self.path, bank), os.path.join(self.path, bank, RULES_DIR)):
                 try:
