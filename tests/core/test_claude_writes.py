@@ -16,6 +16,7 @@ from keepgui.core.claude import writes
 from keepgui.core.claude.memory import read_folder
 from keepgui.core.errors import Conflict, InvalidInput, ReadOnly
 from keepgui.core.history import History
+from tests.reliability.common import rewriting_agent
 
 
 @pytest.fixture
@@ -253,27 +254,12 @@ def test_front_matter_edits_keep_every_other_byte(mem, history):
     assert read(path) == b"the agent rewrote it\n"
 
 
-AGENT = r"""
-import os, sys, time
-index, count = sys.argv[1], int(sys.argv[2])
-for i in range(count):
-    # the agent's Edit tool: read the whole file, write it back with one more line (no lock)
-    with open(index, "rb") as fh:
-        data = fh.read()
-    tmp = index + ".agent"
-    with open(tmp, "wb") as fh:
-        fh.write(data + b"- [Agent %d](agent-%d.md) - from the agent\n" % (i, i))
-    os.replace(tmp, index)
-    time.sleep(0.002)
-"""
-
-
 def test_nothing_the_agent_writes_is_lost_while_keepgui_keeps(mem, history):
     """A real process rewrites MEMORY.md in a loop while keepgui keeps memories: keepgui never overwrites
     the agent's lines (a keep is refused instead, and then leaves no topic file)."""
     index = os.path.join(mem, "MEMORY.md")
     write(index, b"# Index\n")
-    agent = subprocess.Popen([sys.executable, "-c", AGENT, index, "150"])
+    agent = rewriting_agent(index, 150, "- [Agent {i}](agent-{i}.md) - from the agent", pause=0.002)
     kept, refused = [], 0
     try:
         for i in range(60):

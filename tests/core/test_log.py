@@ -9,24 +9,11 @@ import pytest
 
 from keepgui.core import fsio
 from keepgui.core.iii.log import MemoryLog
-from keepgui.core.iii.record import fingerprint, new_memory
+from tests.memories import memory
 
 
 def rec(text, revision=0, **kw):
-    fields = dict(
-        id=fingerprint(text),
-        text=text,
-        entities=[],
-        tags=[],
-        confidence="stated",
-        corroboration=0,
-        pinned=False,
-        created_at=1,
-        updated_at=1 + revision,
-        revision=revision,
-    )
-    fields.update(kw)
-    return new_memory(**fields)
+    return memory(text, **{"updated_at": 1 + revision, "revision": revision, **kw})
 
 
 def write(path, *chunks):

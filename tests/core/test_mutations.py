@@ -6,24 +6,12 @@ import pytest
 
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.iii import mutations as mut
-from keepgui.core.iii.record import Memory, fingerprint, new_memory, normalize_labels
+from keepgui.core.iii.record import Memory, fingerprint, normalize_labels
+from tests.memories import memory
 
 
 def record(text="the api port is 3000", **kw) -> Memory:
-    fields = dict(
-        id=fingerprint(text),
-        text=text,
-        entities=[],
-        tags=[],
-        confidence="stated",
-        corroboration=0,
-        pinned=False,
-        created_at=10,
-        updated_at=10,
-        revision=0,
-    )
-    fields.update(kw)
-    return new_memory(**fields)
+    return memory(text, **{"created_at": 10, "updated_at": 10, **kw})
 
 
 def test_fresh_save_vector():

@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from keepgui.core.iii.log import MemoryLog
-from keepgui.core.iii.record import fingerprint, new_memory
+from tests.memories import memory
 
 RUSTC = shutil.which("rustc")
 pytestmark = pytest.mark.skipif(RUSTC is None, reason="rustc is not installed here (the check compiles a program)")
@@ -67,19 +67,7 @@ def rust_lines(tmp_path_factory):
 
 
 def record_line(text: str) -> bytes:
-    memory = new_memory(
-        id=fingerprint(text),
-        text=text,
-        entities=[],
-        tags=[],
-        confidence="stated",
-        corroboration=0,
-        pinned=False,
-        created_at=1,
-        updated_at=1,
-        revision=0,
-    )
-    return memory.to_line().rstrip(b"\n")
+    return memory(text).to_line().rstrip(b"\n")
 
 
 ENDINGS = (b"\n", b"\r\n", b" \t\n", b"\r\r\n", b"\n\n", b"\r")

@@ -202,3 +202,25 @@ def send_go(proc: subprocess.Popen) -> None:
     proc.stdin.write(b"go\n")
     proc.stdin.close()
     proc.stdin = None  # so communicate() does not try to flush it
+
+
+_REWRITING_AGENT = r"""
+import os, sys, time
+path, count, line, pause = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), float(sys.argv[4])
+for i in range(count):
+    # an agent's Edit tool: read the whole file, write it back with one more line (no lock)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    with open(path + ".agent", "wb") as fh:
+        fh.write(data + line.replace(b"{i}", b"%d" % i) + b"\n")
+    os.replace(path + ".agent", path)
+    if pause:
+        time.sleep(pause)
+"""
+
+
+def rewriting_agent(path: str, count: int, line: str, pause: float = 0.0) -> subprocess.Popen:
+    """A real process that rewrites ``path`` ``count`` times as an agent's edit does (read it whole, write
+    a temporary file with one more line — ``line`` with ``{i}`` the rewrite's number — and rename it over),
+    ``pause`` seconds after each."""
+    return subprocess.Popen([sys.executable, "-c", _REWRITING_AGENT, path, str(count), line, str(pause)])

@@ -15,24 +15,12 @@ that out; the exchange only makes the moment short).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict
-
-AGENT = r"""
-import os, sys
-index, count = sys.argv[1], int(sys.argv[2])
-for i in range(count):
-    with open(index, "rb") as fh:
-        data = fh.read()
-    tmp = index + ".agent"
-    with open(tmp, "wb") as fh:
-        fh.write(data + b"- agent %d\n" % i)
-    os.replace(tmp, index)
-"""
+from tests.reliability.common import rewriting_agent
 
 
 def one_run(exchange: bool, agent_writes: int) -> tuple[int, int, int]:
@@ -45,7 +33,7 @@ def one_run(exchange: bool, agent_writes: int) -> tuple[int, int, int]:
         path = os.path.join(folder, "MEMORY.md")
         with open(path, "wb") as fh:
             fh.write(b"# Index\n")
-        agent = subprocess.Popen([sys.executable, "-c", AGENT, path, str(agent_writes)])
+        agent = rewriting_agent(path, agent_writes, "- agent {i}")
         saved = refused = 0
         while agent.poll() is None:
             try:

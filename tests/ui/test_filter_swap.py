@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from PySide6.QtCore import Qt
 
-from keepgui.core.iii.record import fingerprint, new_memory
+from keepgui.core.iii.record import fingerprint
 from keepgui.core.rowtable import sort_key
 from keepgui.core.search import TextSearch
 from keepgui.core.source import Capabilities
@@ -21,6 +21,7 @@ from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, visible_rows
 from keepgui.ui.memorypanel import Match, MemoryPanel, search_texts
 from tests.bench.synth import make_records
 from tests.calls import counting_calls
+from tests.memories import memory
 
 
 def shown_keys(panel: MemoryPanel) -> list[str]:
@@ -142,18 +143,7 @@ def test_a_single_appended_line_reaches_the_table_at_once(make_window, demo_copy
     took = []
     for n in range(3):
         text = f"Appended by the agent, line {n}, while keepgui was open"
-        record = new_memory(
-            id=fingerprint(text),
-            text=text,
-            entities=["user"],
-            tags=[],
-            confidence="extracted",
-            corroboration=0,
-            pinned=False,
-            created_at=1,
-            updated_at=2_000_000_000_000,
-            revision=0,
-        )
+        record = memory(text, entities=["user"], confidence="extracted", updated_at=2_000_000_000_000)
         start = time.perf_counter()
         with open(path, "ab") as fh:  # the agent's own append, a real file write
             fh.write(record.to_line())

@@ -8,10 +8,11 @@ import pytest
 from PySide6.QtCore import QItemSelectionModel, Qt
 
 from keepgui.core.iii.log import MemoryLog
-from keepgui.core.iii.record import fingerprint, new_memory
+from keepgui.core.iii.record import fingerprint
 from keepgui.core.iii.store import DataDir
 from keepgui.core.source import Capabilities
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, MemoryProxyModel, MemoryTableModel, RecordRole
+from tests.memories import memory
 
 
 def log_lines(path) -> int:
@@ -147,18 +148,7 @@ def test_external_append_shows_up_and_keeps_the_selection(make_window, demo_copy
     selected = proxy.index(5, 0).data(KeyRole)
     select_ids(window, [selected])
     text = "Appended by the agent while keepgui was open"
-    record = new_memory(
-        id=fingerprint(text),
-        text=text,
-        entities=["user"],
-        tags=[],
-        confidence="extracted",
-        corroboration=0,
-        pinned=False,
-        created_at=1,
-        updated_at=2_000_000_000_000,
-        revision=0,
-    )
+    record = memory(text, entities=["user"], confidence="extracted", updated_at=2_000_000_000_000)
     with (
         qtbot.waitSignal(window.hub.changed, timeout=10_000, check_params_cb=lambda change: bool(change.rows)),
         open(os.path.join(str(demo_copy.iii), "main", "memories.jsonl"), "ab") as fh,
@@ -228,18 +218,7 @@ def test_detail_panel_shows_history_and_links(make_window, demo_copy, qtbot):
 def test_capabilities_grey_out_toggles(qapp):
     model = MemoryTableModel()
     text = "an entry of keep.md"
-    row = new_memory(
-        id=fingerprint(text),
-        text=text,
-        entities=[],
-        tags=[],
-        confidence="stated",
-        corroboration=0,
-        pinned=False,
-        created_at=1,
-        updated_at=1,
-        revision=0,
-    )
+    row = memory(text)
     model.reset_rows([row], Capabilities({"pin": "keep.md entries have no pin: every entry is read on every turn"}))
     index = model.index(0, COLUMN_INDEX["pinned"])
     assert not (model.flags(index) & Qt.ItemFlag.ItemIsEnabled)
@@ -253,8 +232,8 @@ def test_a_100k_row_model_filters_correctly(qapp, query):
     from tests.bench.synth import make_records
 
     records = {}
-    for memory in make_records(100_000, 100_000, seed=3):
-        records[memory.id] = memory
+    for made in make_records(100_000, 100_000, seed=3):
+        records[made.id] = made
     rows = list(records.values())
     model = MemoryTableModel()
     model.reset_rows(rows, Capabilities())
