@@ -49,7 +49,7 @@ stress: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.stress
 
 claude-cli: $(STAMP)
-	$(BIN)/python -m tests.core.claude_cli
+	$(BIN)/python -m tests.backends.claude.claude_cli
 
 # nanobot-ai (~800 MB with its dependencies) is not a test dependency: this target puts it and
 # keepgui in their own venv and runs the comparisons with nanobot's own ContextBuilder.
@@ -57,7 +57,7 @@ NB_VENV := build/nanobot-venv
 nanobot-compare:
 	@test -x $(NB_VENV)/bin/python || $(PYTHON) -m venv $(NB_VENV)
 	$(NB_VENV)/bin/python -m pip install --quiet nanobot-ai -e '.[test]'
-	QT_QPA_PLATFORM=offscreen $(NB_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/core/test_nanobot_prompt.py
+	QT_QPA_PLATFORM=offscreen $(NB_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/backends/nanobot/test_nanobot_prompt.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

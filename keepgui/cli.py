@@ -23,8 +23,8 @@ from keepgui.core.errors import KeepguiError
 
 if TYPE_CHECKING:  # each is imported when a command first needs it (start-up stays quick)
     from keepgui.core.demo import DemoCopy
-    from keepgui.core.iii.store import DataDir
-    from keepgui.core.iii.worker import ReloadOutcome
+    from keepgui.backends.iii.store import DataDir
+    from keepgui.backends.iii.worker import ReloadOutcome
 
 COMMAND_MODULES = (
     "keepgui.commands.iii",
@@ -81,7 +81,7 @@ class Context:
     def data_dir_path(self) -> str:
         """``--data-dir``, else ``$KEEPGUI_DATA_DIR``, else the demo (with ``--demo``),
         else the worker's own default resolution."""
-        from keepgui.core.iii.store import default_data_dir
+        from keepgui.backends.iii.store import default_data_dir
 
         given = getattr(self.args, "data_dir", None)
         if given:
@@ -94,10 +94,10 @@ class Context:
         return default_data_dir()
 
     def datadir(self) -> DataDir:
-        """The :class:`~keepgui.core.iii.store.DataDir` the command works on."""
+        """The :class:`~keepgui.backends.iii.store.DataDir` the command works on."""
         if self._datadir is None:
-            from keepgui.core.iii.store import DataDir
-            from keepgui.core.iii.worker import WorkerLink
+            from keepgui.backends.iii.store import DataDir
+            from keepgui.backends.iii.worker import WorkerLink
 
             self._datadir = DataDir(self.data_dir_path(), WorkerLink(self.reload_command()))
         return self._datadir
@@ -119,7 +119,7 @@ class Context:
             return os.path.abspath(os.path.expanduser(str(given)))
         if getattr(self.args, "demo", False):
             return self.demo().nanobot
-        from keepgui.core.nanobot.workspace import discover_workspace
+        from keepgui.backends.nanobot.workspace import discover_workspace
 
         return discover_workspace()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from keepgui.core.iii.record import Memory, fingerprint, new_memory
+from keepgui.backends.iii.record import Memory, fingerprint, new_memory
 
 
 def memory(text: str, **fields: Any) -> Memory:

@@ -1,4 +1,4 @@
-"""Generate keepgui/core/iii/unicode_lower.py: lowercase mappings Python's tables lack.
+"""Generate keepgui/backends/iii/unicode_lower.py: lowercase mappings Python's tables lack.
 
 The iii worker lowercases with Rust's ``char::to_lowercase`` from the Unicode
 version of its toolchain (17.0 for a current build); Python 3.11's ``str.lower``
@@ -12,9 +12,9 @@ every character that property marks but Python does not lowercase, the
 lowercase is the one lowercase letter (``\\p{Ll}``) regex matches it with under
 ``(?i)``. Run with the project's interpreter:
 
-    .venv/bin/python tools/gen_unicode_lower.py > keepgui/core/iii/unicode_lower.py
+    .venv/bin/python tools/gen_unicode_lower.py > keepgui/backends/iii/unicode_lower.py
 
-tests/core/test_tokenize.py regenerates it and checks the committed file is current.
+tests/backends/iii/test_tokenize.py regenerates it and checks the committed file is current.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import sys
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
 from keepgui.core.demo import DEMO_EPOCH
-from keepgui.core.iii import mutations as mut
-from keepgui.core.iii.record import fingerprint
+from keepgui.backends.iii import mutations as mut
+from keepgui.backends.iii.record import fingerprint
 
 MIN = 60_000
 HOUR = 3_600_000
@@ -273,7 +273,7 @@ def build(target: str) -> None:
         folder = os.path.join(target, bank)
         os.makedirs(os.path.join(folder, "rules"))
         with open(os.path.join(folder, "bank.yaml"), "wb") as fh:
-            from keepgui.core.iii.store import bank_yaml
+            from keepgui.backends.iii.store import bank_yaml
 
             fh.write(bank_yaml(spec["description"]))
         for name, content in spec["rules"].items():

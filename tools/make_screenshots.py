@@ -16,7 +16,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("KEEPGUI_HOME", tempfile.mkdtemp(prefix="keepgui-shots-home-"))
 
 from keepgui.cli import build_parser
-from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.backends.nanobot.backend import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui.application import build_window, make_app
 from keepgui.ui.settings import Settings

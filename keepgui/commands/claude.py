@@ -4,7 +4,7 @@
 Code session launched in DIR (default: the current folder) uses, found as the
 CLI finds it (HOME and ``CLAUDE_CONFIG_DIR`` honoured); with ``--demo``, on the
 project of the demo's Claude Code home. Every command goes through the same
-backend operations as the window (:mod:`keepgui.core.claude.backend`), so each
+backend operations as the window (:mod:`keepgui.backends.claude.backend`), so each
 write is refused while Claude Code consolidates the folder, presents what it
 read, and keeps what it replaces in keepgui's history:
 
@@ -34,9 +34,9 @@ from keepgui.core.errors import InvalidInput, NotFound, ReadOnly
 
 if TYPE_CHECKING:  # the cli imports the commands, and a command line imports only its command's module
     from keepgui.cli import Context
-    from keepgui.core.claude.compact import FolderApplied
-    from keepgui.core.claude.project import ClaudeProject
-    from keepgui.core.claude.writes import MemoryChange
+    from keepgui.backends.claude.compact import FolderApplied
+    from keepgui.backends.claude.project import ClaudeProject
+    from keepgui.backends.claude.writes import MemoryChange
 
 COMMANDS = ("memories", "keep", "forget", "restore", "review", "compact")
 
@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
 
 def open_bank(args: argparse.Namespace, ctx: Context) -> ClaudeProject:
     """The project's bank: the demo's with ``--demo``, else the memory of ``--project``."""
-    from keepgui.core.claude.backend import ClaudeSource
+    from keepgui.backends.claude.backend import ClaudeSource
 
     if getattr(args, "demo", False):
         source = ClaudeSource(ctx.demo().path("claude"))
@@ -116,7 +116,7 @@ def _shown(name: str) -> str:
 
 
 def _memories(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.core.claude.project import FORGOTTEN
+    from keepgui.backends.claude.project import FORGOTTEN
 
     rows = sorted(bank.rows(), key=lambda r: (r.invalid_at is not None, r.position or 10**9, r.id))
     summary = bank.summary()
@@ -174,7 +174,7 @@ def _keep(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
 
 
 def _forget(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.core.claude.project import FORGOTTEN
+    from keepgui.backends.claude.project import FORGOTTEN
 
     known = {r.id for r in bank.rows() if r.invalid_at is None}
     refused = {p.path: p for p in bank.problems() if not p.line}
@@ -199,7 +199,7 @@ def _forget(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
 
 
 def _restore(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.core.claude.project import FORGOTTEN
+    from keepgui.backends.claude.project import FORGOTTEN
 
     forgotten = [r.id for r in bank.rows() if r.invalid_at is not None]
     keys = []
@@ -267,7 +267,7 @@ def _compact(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int
 def _undo_compaction(ctx: Context, bank: ClaudeProject) -> int:
     """Take back the last compaction applied from the command line, through the bank (so the folder as
     the undo leaves it is keepgui's own write, not something to review)."""
-    from keepgui.core.claude import compact  # noqa: F401 - registers the kind of applied plan it journals
+    from keepgui.backends.claude import compact  # noqa: F401 - registers the kind of applied plan it journals
     from keepgui.core.compaction import UndoJournal, load_applied
 
     journal = UndoJournal(bank.history)
@@ -277,7 +277,7 @@ def _undo_compaction(ctx: Context, bank: ClaudeProject) -> int:
     applied = _folder_applied(load_applied(entry["applied"], bank.history))
 
     def undo() -> MemoryChange:
-        from keepgui.core.claude.writes import MemoryChange
+        from keepgui.backends.claude.writes import MemoryChange
 
         applied.undo()  # it keeps the change it wrote
         return applied.change or MemoryChange(bank.memory_dir, f"Undo: {applied.description}", written=False)
@@ -294,7 +294,7 @@ def _undo_compaction(ctx: Context, bank: ClaudeProject) -> int:
 def _folder_applied(applied: object) -> FolderApplied:
     """``applied`` as the applied plan of a memory folder it is (an apply's result, a journal entry of
     the folder); anything else is refused with a clear error, never used half-understood."""
-    from keepgui.core.claude.compact import FolderApplied
+    from keepgui.backends.claude.compact import FolderApplied
 
     if not isinstance(applied, FolderApplied):
         raise InvalidInput(f"not a compaction of a Claude Code memory folder: {type(applied).__name__}")

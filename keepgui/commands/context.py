@@ -42,7 +42,7 @@ def _size(n: int) -> str:
 
 def cmd_context(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui context --agent claude --project DIR [--json | --reminder]``."""
-    from keepgui.core.claude.context import session_context
+    from keepgui.backends.claude.context import session_context
 
     context = session_context(os.path.abspath(os.path.expanduser(args.project)))
     if ctx.json_mode:

@@ -9,14 +9,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from keepgui.core.errors import InvalidInput, NotFound
-from keepgui.core.iii.mutations import Transition
-from keepgui.core.iii.record import Memory
-from keepgui.core.iii.textrules import byte_len
+from keepgui.backends.iii.mutations import Transition
+from keepgui.backends.iii.record import Memory
+from keepgui.backends.iii.textrules import byte_len
 from keepgui.core.timefmt import relative_time
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
-    from keepgui.core.iii.store import Bank, Batch
+    from keepgui.backends.iii.store import Bank, Batch
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -196,7 +196,7 @@ def cmd_banks(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui memories BANK``."""
-    from keepgui.core.iii.cache import LogCache
+    from keepgui.backends.iii.cache import LogCache
 
     bank = _open_bank(ctx, args.bank)
     cache = LogCache(bank.log)
@@ -311,7 +311,7 @@ def cmd_rule_set(args: argparse.Namespace, ctx: Context) -> int:
     if datadir.has_bank(args.bank):
         bank = datadir.bank(args.bank)
     else:
-        from keepgui.core.iii.store import Bank, validate_name
+        from keepgui.backends.iii.store import Bank, validate_name
 
         validate_name(args.bank)
         bank = Bank(datadir, args.bank)
@@ -375,8 +375,8 @@ def cmd_bank_trashed(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui doctor``: exit 1 when any problem is found. It also says how big keepgui's log cache is
     (never a problem: it is swept as it is written)."""
-    from keepgui.core.iii.cache import cache_folder, cache_size
-    from keepgui.core.iii.doctor import diagnose
+    from keepgui.backends.iii.cache import cache_folder, cache_size
+    from keepgui.backends.iii.doctor import diagnose
 
     datadir = ctx.datadir()
     findings = diagnose(datadir)

@@ -1,7 +1,7 @@
 """Reading JSON-lines files tolerantly: each line an object, or a reason it was skipped.
 
 Used for keepgui's own history index and for nanobot's ``memory/history.jsonl``
-(read only); the iii log has its own, exact replay (:mod:`keepgui.core.iii.log`).
+(read only); the iii log has its own, exact replay (:mod:`keepgui.backends.iii.log`).
 """
 
 from __future__ import annotations

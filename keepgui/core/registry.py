@@ -30,9 +30,9 @@ from keepgui.core.errors import InvalidInput
 from keepgui.core.source import Source
 
 BUILTIN: tuple[str, ...] = (
-    "keepgui.core.iii.backend",
-    "keepgui.core.nanobot.backend",
-    "keepgui.core.claude.backend",
+    "keepgui.backends.iii.backend",
+    "keepgui.backends.nanobot.backend",
+    "keepgui.backends.claude.backend",
 )
 """The modules of the built-in backends, in the order the window lists them."""
 

@@ -81,7 +81,7 @@ app.exec()
 _CORE = r"""
 import sys, time, json, os
 import keepgui
-from keepgui.core.iii.log import MemoryLog
+from keepgui.backends.iii.log import MemoryLog
 cpu, wall = time.process_time(), time.perf_counter()
 log = MemoryLog(sys.argv[1])
 log.refresh()

@@ -100,8 +100,8 @@ def _search(quick: bool) -> list[Result]:
 
 
 def _bank_plan(quick: bool) -> list[Result]:
-    from keepgui.core.iii.consolidate import plan_bank
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.consolidate import plan_bank
+    from keepgui.backends.iii.store import DataDir
 
     memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
     folder = cached_bank(memories, lines)
@@ -141,7 +141,7 @@ def _keep_plan_seconds(entries: int) -> tuple[float, object]:
     import tempfile
 
     from keepgui.core.history import History
-    from keepgui.core.nanobot.compact import plan_keep
+    from keepgui.backends.nanobot.compact import plan_keep
     from tests.bench.synth import make_keep_md
 
     root = tempfile.mkdtemp(prefix="keepgui-bench-keep-")

@@ -29,7 +29,7 @@ import sys, time, json, os, hashlib
 import keepgui
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from keepgui.core.iii.log import MemoryLog
+from keepgui.backends.iii.log import MemoryLog
 from keepgui.core.source import Capabilities
 from keepgui.ui.memorypanel import MemoryPanel
 path, queries = sys.argv[1], json.loads(sys.argv[2])

@@ -77,7 +77,7 @@ QUERIES = [
 
 def brute_force_preview(bank, query, config, now_ms):
     """The preview computed from scratch: every live memory tokenized and scored for this query."""
-    from keepgui.core.iii.preview import (
+    from keepgui.backends.iii.preview import (
         AMBIENT_FLOOR,
         Preview,
         ambient_header,
@@ -85,8 +85,8 @@ def brute_force_preview(bank, query, config, now_ms):
         memories_message,
         render_rules,
     )
-    from keepgui.core.iii.recall import RETRIEVAL_LEXICAL, Hit, fused_parts, order_key, query_tokens
-    from keepgui.core.iii.tokenize import entity_tokens, tokenize
+    from keepgui.backends.iii.recall import RETRIEVAL_LEXICAL, Hit, fused_parts, order_key, query_tokens
+    from keepgui.backends.iii.tokenize import entity_tokens, tokenize
 
     live = [m for m in bank.log.records.values() if m.invalid_at is None]
     docs = [Counter(tokenize(m.text) + list(entity_tokens(m.entities))) for m in live]
@@ -132,10 +132,10 @@ def brute_force_preview(bank, query, config, now_ms):
 
 def run(quick: bool = False) -> list[Result]:
     """Measure preview, recall and index updates on a cached synthetic bank (``quick``: 20,000 memories)."""
-    from keepgui.core.iii.config import MemoryConfig
-    from keepgui.core.iii.preview import BankEngine
-    from keepgui.core.iii.record import fingerprint, new_memory
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.config import MemoryConfig
+    from keepgui.backends.iii.preview import BankEngine
+    from keepgui.backends.iii.record import fingerprint, new_memory
+    from keepgui.backends.iii.store import DataDir
 
     memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
     folder = fresh_copy(cached_bank(memories, lines))

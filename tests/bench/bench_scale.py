@@ -42,7 +42,7 @@ import sys, time, resource, json, msgspec
 which, path = sys.argv[1], sys.argv[2]
 T = time.process_time
 if which == "minimal":
-    from keepgui.core.iii.record import Memory
+    from keepgui.backends.iii.record import Memory
     decode = msgspec.json.Decoder(Memory).decode
     start = T()
     records = {}
@@ -55,7 +55,7 @@ if which == "minimal":
                 if c is None or m.revision >= c.revision:
                     records[m.id] = m
 else:
-    from keepgui.core.iii.log import MemoryLog
+    from keepgui.backends.iii.log import MemoryLog
     start = T()
     log = MemoryLog(path)
     log.refresh()
@@ -439,9 +439,9 @@ def _against_baseline(memories: int, repeat: int, listing: list[str], preview_cm
 
 
 def in_process_preview(memories: int) -> Result:
-    from keepgui.core.iii.config import MemoryConfig
-    from keepgui.core.iii.preview import BankEngine
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.config import MemoryConfig
+    from keepgui.backends.iii.preview import BankEngine
+    from keepgui.backends.iii.store import DataDir
     from tests.bench.synth import NOW
 
     folder = cached_bank(memories, int(memories * 2.5))

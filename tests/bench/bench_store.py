@@ -28,8 +28,8 @@ def _bare_loop(path: str) -> int:
 
 
 def run(quick: bool = False) -> list[Result]:
-    from keepgui.core.iii.log import MemoryLog
-    from keepgui.core.iii.record import fingerprint, new_memory
+    from keepgui.backends.iii.log import MemoryLog
+    from keepgui.backends.iii.record import fingerprint, new_memory
 
     memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
     folder = fresh_copy(cached_bank(memories, lines))

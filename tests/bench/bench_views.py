@@ -46,7 +46,7 @@ NOW = 1_750_000_000_000  # the synthetic banks' present
 
 def _rows(folder: str):
     """The bank of a cached bank folder, loaded (the replay: the baseline of several figures)."""
-    from keepgui.core.iii.log import MemoryLog
+    from keepgui.backends.iii.log import MemoryLog
 
     log = MemoryLog(os.path.join(folder, "memories.jsonl"))
     log.refresh()
@@ -331,8 +331,8 @@ def _panel_block(app, memories: int, lines: int, runs: int) -> list[Result]:
 
 
 def _activity_results(memories: int, lines: int, log) -> list[Result]:
-    from keepgui.core.iii.activity import ActivityIndex
-    from keepgui.core.iii.record import Memory
+    from keepgui.backends.iii.activity import ActivityIndex
+    from keepgui.backends.iii.record import Memory
     from keepgui.core.rowtable import rows_mask
     from keepgui.ui.memorymodel import MemoryProxyModel, MemoryTableModel, visible_rows
 

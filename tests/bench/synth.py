@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
-from keepgui.core.iii.record import Memory, Source, fingerprint
+from keepgui.backends.iii.record import Memory, Source, fingerprint
 
 NOW = 1_750_000_000_000
 DAY = 86_400_000

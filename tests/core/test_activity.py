@@ -9,9 +9,9 @@ import pytest
 
 from keepgui.core import registry
 from keepgui.core.errors import InvalidInput
-from keepgui.core.iii.activity import ActivityIndex
-from keepgui.core.iii.record import Memory, fingerprint
-from keepgui.core.nanobot.activity import ProjectMatcher, project_slugs
+from keepgui.backends.iii.activity import ActivityIndex
+from keepgui.backends.iii.record import Memory, fingerprint
+from keepgui.backends.nanobot.activity import ProjectMatcher, project_slugs
 from keepgui.core.source import (
     ACTIVITY,
     CREATED,
@@ -22,7 +22,7 @@ from keepgui.core.source import (
     BankDefaults,
     Capabilities,
 )
-from tests.core.nanobot_helpers import make_workspace
+from tests.backends.nanobot.nanobot_helpers import make_workspace
 
 DAY = 86_400_000
 T0 = 1_750_000_000_000
@@ -138,7 +138,7 @@ def test_out_of_order_times_are_sorted_and_days_counted(tmp_path):
 
 
 def test_an_iii_bank_answers_through_the_protocol_and_follows_its_writes(tmp_path):
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.store import DataDir
 
     DataDir(str(tmp_path)).ensure_bank("main")[0].save("Prefers metric units")
     bank = registry.open_source("iii", str(tmp_path)).bank("main")

@@ -28,6 +28,7 @@ from tests.reliability.common import ROOT, child_env
 
 PACKAGE = os.path.join(ROOT, "keepgui")
 CORE = os.path.join(PACKAGE, "core")
+BACKENDS = os.path.join(PACKAGE, "backends")
 FORBIDDEN = ("PySide6", "shiboken6", "PyQt5", "PyQt6", "qtpy", "keepgui.ui", "keepgui.app")
 WRITER = "keepgui/core/fsio.py"
 
@@ -45,11 +46,11 @@ ALLOWED = {
         "os.utime",
     ): "moves the mtimes of that fresh demo copy to 'an hour ago' so its ages read naturally",
     (
-        "keepgui/core/claude/demo.py",
+        "keepgui/backends/claude/demo.py",
         "os.utime",
     ): "gives the memories of that fresh demo copy ages in index order (the newest are the ones cut)",
     (
-        "keepgui/core/iii/backend.py",
+        "keepgui/backends/iii/backend.py",
         "os.utime",
     ): "keeps the iii logs of that fresh demo copy looking edited an hour ago after their times moved",
     ("keepgui/core/demo.py", "shutil.rmtree"): "removes keepgui's own throw-away demo copy at exit",
@@ -60,10 +61,10 @@ ALLOWED = {
     ("keepgui/core/textmerge.py", "shutil.rmtree"): "removes that private merge folder afterwards",
     ("keepgui/cli.py", "os.open"): "re-points stdout at /dev/null after a broken pipe; no file is written",
     (
-        "keepgui/core/nanobot/prompt.py",
+        "keepgui/backends/nanobot/prompt.py",
         "tempfile.mkdtemp",
     ): "a private scratch folder for nanobot's ContextBuilder (filled through fsio), never the workspace",
-    ("keepgui/core/nanobot/prompt.py", "shutil.rmtree"): "removes that private scratch folder afterwards",
+    ("keepgui/backends/nanobot/prompt.py", "shutil.rmtree"): "removes that private scratch folder afterwards",
     (
         "keepgui/ui/ipc.py",
         "os.chmod",
@@ -196,9 +197,9 @@ def _forbidden(name: str) -> bool:
     return any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
 
 
-def test_no_core_file_imports_qt_or_the_ui():
+def test_no_core_or_backend_file_imports_qt_or_the_ui():
     found = []
-    for path, rel in _py_files(CORE):
+    for path, rel in [*_py_files(CORE), *_py_files(BACKENDS)]:
         with open(path, "rb") as fh:
             tree = ast.parse(fh.read(), rel)
         module = _module_of(rel)
@@ -208,12 +209,13 @@ def test_no_core_file_imports_qt_or_the_ui():
     assert found == []
 
 
-def test_importing_all_of_core_loads_no_qt():
+def test_importing_all_of_core_and_the_backends_loads_no_qt():
     code = (
         "import importlib, pkgutil, sys\n"
-        "import keepgui.core\n"
+        "import keepgui.core, keepgui.backends\n"
         "failed = []\n"
-        "for m in pkgutil.walk_packages(keepgui.core.__path__, 'keepgui.core.'):\n"
+        "for m in [*pkgutil.walk_packages(keepgui.core.__path__, 'keepgui.core.'),\n"
+        "          *pkgutil.walk_packages(keepgui.backends.__path__, 'keepgui.backends.')]:\n"
         "    try:\n"
         "        importlib.import_module(m.name)\n"
         "    except Exception as exc:\n"
@@ -412,19 +414,18 @@ def _contracts() -> dict[str, dict]:
 
 
 def test_the_contracts_name_every_backend():
-    """Every package of keepgui.core is a backend: the independence contract lists them all, the
-    registry's built-in ones are among them, and the other contracts reach them by the wildcard
-    ``keepgui.core.*.*`` (any module inside a package of keepgui.core)."""
+    """Every package of keepgui.backends is a backend: the independence contract lists them all, the
+    registry's built-in ones are among them, and the core and the generic UI may import none."""
     from keepgui.core import registry
 
     contracts = _contracts()
+    backends = os.path.join(PACKAGE, "backends")
     packages = sorted(
-        f"keepgui.core.{name}" for name in os.listdir(CORE) if os.path.isfile(os.path.join(CORE, name, "__init__.py"))
+        f"keepgui.backends.{name}"
+        for name in os.listdir(backends)
+        if os.path.isfile(os.path.join(backends, name, "__init__.py"))
     )
     assert sorted(contracts["Backends do not import each other"]["modules"]) == packages
     assert {name.rsplit(".", 1)[0] for name in registry.BUILTIN} <= set(packages)
-    for name in (
-        "Core modules shared by the backends import none of them",
-        "Generic UI modules import no backend (only keepgui.ui.adapters may)",
-    ):
-        assert contracts[name]["forbidden_modules"] == ["keepgui.core.*.*"]
+    for name in ("The core imports no backend", "Generic UI modules import no backend (only keepgui.ui.adapters may)"):
+        assert contracts[name]["forbidden_modules"] == ["keepgui.backends"]

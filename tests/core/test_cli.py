@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from keepgui.core.iii.record import fingerprint, parse_line
+from keepgui.backends.iii.record import fingerprint, parse_line
 from tests.conftest import ROOT, run_cli, tree_digest
 
 run = run_cli
@@ -180,8 +180,8 @@ def test_demo_is_a_fresh_copy_and_the_package_is_untouched():
 
 def test_demo_data_is_healthy_and_has_history():
     from keepgui.core.demo import make_demo_copy
-    from keepgui.core.iii.doctor import diagnose
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.doctor import diagnose
+    from keepgui.backends.iii.store import DataDir
 
     copy = make_demo_copy()
     dd = DataDir(copy.iii)
@@ -214,7 +214,7 @@ def test_doctor_notes_an_unterminated_last_line_without_failing(dd, data_dir):
     run(["save", "main", "a good memory", *dd])
     line = (data_dir / "main" / "memories.jsonl").read_bytes().split(b"\n")[1]
     other = line.replace(b"a good memory", b"a good memory!").replace(b'"revision":0', b'"revision":0')
-    from keepgui.core.iii.record import fingerprint
+    from keepgui.backends.iii.record import fingerprint
 
     other = other.replace(fingerprint("a good memory").encode(), fingerprint("a good memory!").encode())
     with open(data_dir / "main" / "memories.jsonl", "ab") as fh:

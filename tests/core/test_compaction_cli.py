@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from keepgui.core.iii.record import Memory, fingerprint
-from keepgui.core.iii.store import DataDir
-from keepgui.core.nanobot.keep import KeepStore
-from keepgui.core.nanobot.workspace import Workspace
+from keepgui.backends.iii.record import Memory, fingerprint
+from keepgui.backends.iii.store import DataDir
+from keepgui.backends.nanobot.keep import KeepStore
+from keepgui.backends.nanobot.workspace import Workspace
 from tests.conftest import run_cli
-from tests.core.nanobot_helpers import make_workspace, read, write
+from tests.backends.nanobot.nanobot_helpers import make_workspace, read, write
 
 KEEP = """- Prefers metric units, including in recipes
 - Allergic to penicillin
@@ -83,7 +83,7 @@ def test_compact_json(ws):
 
 
 def test_compact_stale_between_plan_and_apply_is_refused(ws, monkeypatch):
-    from keepgui.core.nanobot import compact
+    from keepgui.backends.nanobot import compact
 
     real = compact.plan_keep
 

@@ -74,7 +74,7 @@ def test_what_a_replay_allocated_is_old_at_once_so_no_young_collection_walks_it(
     one of them holding the interpreter lock (20-25 ms at 100k rows, on whichever thread allocated)."""
     import gc
 
-    from keepgui.core.iii.log import gc_paused
+    from keepgui.backends.iii.log import gc_paused
 
     with gc_paused():
         made = [[i] for i in range(10_000)]  # containers the collector tracks

@@ -14,8 +14,8 @@ import pytest
 
 from keepgui.core import fsio, registry
 from keepgui.core.errors import Conflict, InvalidInput
-from keepgui.core.iii.record import fingerprint
-from keepgui.core.iii.store import DataDir
+from keepgui.backends.iii.record import fingerprint
+from keepgui.backends.iii.store import DataDir
 from keepgui.core.source import (
     DISK,
     PIN,
@@ -29,7 +29,7 @@ from keepgui.core.source import (
     Source,
     stamps_of,
 )
-from tests.core.nanobot_helpers import make_workspace
+from tests.backends.nanobot.nanobot_helpers import make_workspace
 
 
 def read(path) -> bytes:

@@ -134,7 +134,7 @@ def append_batch_lines(run: int, batch: int, max_batch: int) -> bytes:
 
 def keepgui_writer(data_dir, bank_name, proc, records, seed, shared_every, max_batch) -> None:
     """Role ``keepgui-writer``: distinct saves through keepgui, and reinforcements of the shared memory."""
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.store import DataDir
 
     proc, records, seed, shared_every, max_batch = map(int, (proc, records, seed, shared_every, max_batch))
     bank = DataDir(data_dir).bank(bank_name)
@@ -236,7 +236,7 @@ def two_write_worker(log, records, seed, idle_ms="0") -> None:
 
 def save_pinner(data_dir, bank_name, saves, pins, seed) -> None:
     """Role ``save-pinner``: keepgui saves and pins, each its own locked append."""
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.store import DataDir
 
     saves, pins, seed = int(saves), int(pins), int(seed)
     rng = random.Random(f"{seed}/save-pinner")
@@ -276,7 +276,7 @@ def proc_offset(seed: int) -> int:
 
 def rule_saver(data_dir, bank_name, run, pad_min, pad_max) -> None:
     """Role ``rule-saver``: saves rule ``style`` version after version until it is killed."""
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.store import DataDir
 
     run, pad_min, pad_max = map(int, (run, pad_min, pad_max))
     bank = DataDir(data_dir).bank(bank_name)
@@ -290,7 +290,7 @@ def rule_saver(data_dir, bank_name, run, pad_min, pad_max) -> None:
 
 def log_appender(data_dir, bank_name, run, max_batch) -> None:
     """Role ``log-appender``: appends batches through keepgui until it is killed."""
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.store import DataDir
 
     run, max_batch = int(run), int(max_batch)
     bank = DataDir(data_dir).bank(bank_name)
@@ -312,7 +312,7 @@ def crash_at(data_dir, bank_name, what, point) -> None:
     import signal
 
     from keepgui.core import fsio
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.store import DataDir
 
     bank = DataDir(data_dir).bank(bank_name)
     bank.refresh()

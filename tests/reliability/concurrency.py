@@ -40,9 +40,9 @@ def concurrent_writers(
     (adjacent lines from different writers: how much the writers overlapped),
     ``lines``, ``expected_lines``, ``seconds``.
     """
-    from keepgui.core.iii.log import MemoryLog
-    from keepgui.core.iii.record import RecordError, fingerprint, parse_line
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.log import MemoryLog
+    from keepgui.backends.iii.record import RecordError, fingerprint, parse_line
+    from keepgui.backends.iii.store import DataDir
 
     data_dir = os.path.join(folder, "memory")
     bank, _ = DataDir(data_dir).ensure_bank("main")
@@ -185,9 +185,9 @@ def racing_appends(
     """
     import random
 
-    from keepgui.core.iii.log import MemoryLog
-    from keepgui.core.iii.record import RecordError, parse_line
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.log import MemoryLog
+    from keepgui.backends.iii.record import RecordError, parse_line
+    from keepgui.backends.iii.store import DataDir
     from tests.reliability.child import keepgui_text, two_write_record
     from tests.reliability.common import run_cli
 

@@ -69,8 +69,8 @@ def sigkill_rule_saves(
     (kills that landed mid-write and left a temp file), ``failures`` (details).
     """
     from keepgui.core import fsio
-    from keepgui.core.iii.doctor import diagnose
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.doctor import diagnose
+    from keepgui.backends.iii.store import DataDir
 
     data_dir = os.path.join(folder, "memory")
     datadir = DataDir(data_dir)
@@ -129,8 +129,8 @@ def sigkill_log_appends(folder: str, runs: int = 20, seed: int = 0, max_batch: i
     at a line boundary, so some of its lines are there), ``unreported``
     (batches committed but killed before saying so), ``records``, ``failures``.
     """
-    from keepgui.core.iii.log import MemoryLog
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.log import MemoryLog
+    from keepgui.backends.iii.store import DataDir
 
     data_dir = os.path.join(folder, "memory")
     bank, _ = DataDir(data_dir).ensure_bank("main")
@@ -200,8 +200,8 @@ def torn_tail_then_append(folder: str) -> dict:
     Returns ``cases`` and ``failures`` (descriptions; empty when all held).
     """
     from keepgui.core.errors import KeepguiError
-    from keepgui.core.iii.log import MemoryLog
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.log import MemoryLog
+    from keepgui.backends.iii.store import DataDir
 
     failures: list[str] = []
     cases = {
@@ -274,9 +274,9 @@ def sigkill_at_points(folder: str) -> dict:
     Returns ``points`` (how many were tried), ``torn`` and ``failures``.
     """
     from keepgui.core import fsio
-    from keepgui.core.iii.doctor import diagnose
-    from keepgui.core.iii.log import MemoryLog
-    from keepgui.core.iii.store import DataDir
+    from keepgui.backends.iii.doctor import diagnose
+    from keepgui.backends.iii.log import MemoryLog
+    from keepgui.backends.iii.store import DataDir
 
     failures: list[str] = []
     tried = 0

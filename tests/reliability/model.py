@@ -1,14 +1,14 @@
 """An independent reference model of the worker's rules, and a harness that checks keepgui against it.
 
 :class:`ModelBank` re-implements spec §1.5–§1.6 and §5 on plain dicts, written
-from the spec and deliberately sharing no code with ``keepgui.core.iii``: its
+from the spec and deliberately sharing no code with ``keepgui.backends.iii``: its
 own FNV-1a fingerprint, its own label normalisation, its own merge rule, and
 its own encoder (``json.dumps`` in the worker's key order, as the worker's
 serde_json writes). Because it also keeps the exact bytes the worker would
 have appended, the harness can compare keepgui with it byte for byte.
 
 :class:`MutationHarness` runs operations (tuples, see :data:`OPS`) through
-``keepgui.core.iii.store`` on a real data dir and through the model, and
+``keepgui.backends.iii.store`` on a real data dir and through the model, and
 checks after each step that they agree; :func:`random_ops` makes a seeded
 random sequence of them, :func:`random_mutation_run` runs one.
 
@@ -242,7 +242,7 @@ def replay_lines(lines: list[bytes]) -> dict[str, dict]:
     is judged by keepgui's parse_line, since validating every serde rule again is
     not this model's job.
     """
-    from keepgui.core.iii.record import RecordError, parse_line
+    from keepgui.backends.iii.record import RecordError, parse_line
 
     out: dict[str, dict] = {}
     for line in lines:
@@ -399,7 +399,7 @@ class MutationHarness:
     """
 
     def __init__(self, data_dir: str, now: int = 1_750_000_000_000) -> None:
-        from keepgui.core.iii.store import DataDir
+        from keepgui.backends.iii.store import DataDir
 
         self.data_dir = data_dir
         self.datadir = DataDir(data_dir)
@@ -559,9 +559,9 @@ class MutationHarness:
 
     def check(self, full: bool = True) -> None:
         """Compare everything; ``full`` adds the file, a fresh replay and the per-line checks."""
-        from keepgui.core.iii.log import MemoryLog
-        from keepgui.core.iii.record import RecordError, parse_line
-        from keepgui.core.iii.store import DataDir
+        from keepgui.backends.iii.log import MemoryLog
+        from keepgui.backends.iii.record import RecordError, parse_line
+        from keepgui.backends.iii.store import DataDir
 
         self.bank.refresh()
         self.external_pending = []

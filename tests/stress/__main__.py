@@ -193,7 +193,7 @@ def _hypothesis_sequences(examples: int, root: str) -> dict:
     """Run the property test's strategy for ``examples`` examples, counting sequences and steps."""
     from hypothesis import HealthCheck, given, settings, strategies as st
 
-    from tests.core.test_property import ops
+    from tests.backends.iii.test_property import ops
     from tests.reliability.model import MutationHarness
 
     count = {"sequences": 0, "steps": 0}

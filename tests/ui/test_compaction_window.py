@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from keepgui.core.iii.record import fingerprint
-from keepgui.core.iii.store import DataDir
-from keepgui.core.nanobot.keepmd import KeepDoc
+from keepgui.backends.iii.record import fingerprint
+from keepgui.backends.iii.store import DataDir
+from keepgui.backends.nanobot.keepmd import KeepDoc
 from keepgui.ui.compaction import CompactionDialog
 from tests.ui.conftest import open_keep
 

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from PySide6.QtCore import Qt
 
-from keepgui.core.iii.record import fingerprint
+from keepgui.backends.iii.record import fingerprint
 from keepgui.core.rowtable import sort_key
 from keepgui.core.search import TextSearch
 from keepgui.core.source import Capabilities

@@ -8,7 +8,7 @@ import os
 
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
-from keepgui.core.iii.store import DataDir
+from keepgui.backends.iii.store import DataDir
 from keepgui.core.source import BankKey
 from keepgui.ui.hub import Hub
 from keepgui.ui.memorymodel import RecordRole
@@ -134,9 +134,9 @@ def test_equal_keep_rows_read_again_change_nothing(qapp, demo_copy):
     import msgspec
 
     from keepgui.core.history import History
-    from keepgui.core.nanobot.backend import CAPABILITIES, keep_rows
-    from keepgui.core.nanobot.keep import KeepStore
-    from keepgui.core.nanobot.workspace import Workspace
+    from keepgui.backends.nanobot.backend import CAPABILITIES, keep_rows
+    from keepgui.backends.nanobot.keep import KeepStore
+    from keepgui.backends.nanobot.workspace import Workspace
     from keepgui.ui.memorymodel import MemoryTableModel
 
     store = KeepStore(Workspace(demo_copy.nanobot), History())

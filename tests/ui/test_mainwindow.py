@@ -7,9 +7,9 @@ import os
 import pytest
 from PySide6.QtCore import QItemSelectionModel, Qt
 
-from keepgui.core.iii.log import MemoryLog
-from keepgui.core.iii.record import fingerprint
-from keepgui.core.iii.store import DataDir
+from keepgui.backends.iii.log import MemoryLog
+from keepgui.backends.iii.record import fingerprint
+from keepgui.backends.iii.store import DataDir
 from keepgui.core.source import Capabilities
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, MemoryProxyModel, MemoryTableModel, RecordRole
 from tests.memories import memory

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from keepgui.core.iii.doctor import diagnose
-from keepgui.core.iii.store import DataDir
+from keepgui.backends.iii.doctor import diagnose
+from keepgui.backends.iii.store import DataDir
 from keepgui.core.source import BankKey
 from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
 from keepgui.ui.sidebar import ProblemCountRole, TwoLineDelegate

@@ -20,7 +20,7 @@ import time
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.backends.nanobot.backend import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui.desktop import KEEP_RUNNING_SETTING, Desktop, install
 from keepgui.ui.quickkeep import popup_for
@@ -134,7 +134,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from keepgui.core.demo import make_demo_copy
 from keepgui.ui.application import build_window, make_app
 from keepgui.ui.desktop import KEEP_RUNNING_SETTING, install
-from keepgui.core.nanobot.backend import KEEP_BANK
+from keepgui.backends.nanobot.backend import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui.quickkeep import popup_for
 from keepgui.ui.settings import Settings

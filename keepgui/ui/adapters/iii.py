@@ -34,9 +34,9 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core.errors import KeepguiError
-from keepgui.core.iii.config import MemoryConfig
-from keepgui.core.iii.preview import BYTES_PER_TOKEN
-from keepgui.core.iii.textrules import byte_len
+from keepgui.backends.iii.config import MemoryConfig
+from keepgui.backends.iii.preview import BYTES_PER_TOKEN
+from keepgui.backends.iii.textrules import byte_len
 from keepgui.ui import theme
 from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
 from keepgui.ui.highlighting import PaletteHighlighter

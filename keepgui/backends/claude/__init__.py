@@ -1,0 +1,30 @@
+"""Claude Code's memory, read and written as the Claude Code CLI itself does (no Qt).
+
+Claude Code keeps two kinds of memory, both plain files:
+
+* **instruction files** — the managed, user and project ``CLAUDE.md`` files,
+  ``CLAUDE.local.md``, ``rules/`` folders, and the files they ``@import``
+  (:mod:`.instructions`);
+* **auto memory** — one folder per project, ``<config>/projects/<project>/memory/``,
+  with one topic file per memory and the ``MEMORY.md`` index, of which only
+  the first 200 lines / 25,000 UTF-16 units load (:mod:`.memory`).
+
+:mod:`.layout` finds the folders (HOME, ``CLAUDE_CONFIG_DIR``, settings, git
+roots, the project-folder names), :mod:`.context` renders what the next
+session sees, byte for byte, :mod:`.project` is the face the window uses (a
+source of projects, each a bank with rows, documents, a preview and undoable
+operations), :mod:`.writes` the writes, :mod:`.review` the review of what the
+agent changed, and :mod:`.compact` compaction plans for an index over its
+limits.
+
+Every rule was checked by running the real CLI (the npm package
+``@anthropic-ai/claude-code``, version :data:`CHECKED_VERSION`) against
+generated trees and comparing its first request with keepgui's rendering
+(``tests/backends/claude/test_claude_cli_compare.py``, ``make claude-cli``). The CLI was
+treated as a black box: run and observed, never read.
+
+This package imports nothing from the other backends.
+"""
+
+CHECKED_VERSION = "2.1.332"
+"""The Claude Code CLI version keepgui's rendering was compared with, byte for byte."""

@@ -1,0 +1,211 @@
+"""What the next Claude Code session launched in a folder will see: the exact memory reminder.
+
+The CLI's first request carries, as the first text block of the first user
+message, one ``<system-reminder>`` with every instruction file loaded at start
+and the auto-memory index last::
+
+    <system-reminder>
+    Codebase and user instructions are shown below. Be sure to adhere to these instructions. IMPORTANT: …
+
+    Contents of <path> (<label>):
+
+    <text>
+
+    Contents of <memory>/MEMORY.md (user's auto-memory, persists across conversations):
+
+    <index as cut, with its warning>
+    </system-reminder>
+
+When nothing loads the block is absent (the first text block is then another
+reminder: git status, the date...), so :attr:`SessionContext.reminder` is None.
+A running session keeps what it loaded until ``/compact``, ``/clear`` or a
+restart: an edit shows in the *next* session.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from keepgui.backends.claude import CHECKED_VERSION
+from keepgui.backends.claude.instructions import AUTO_MEMORY, LABELS, InstructionFile, collect, nested_files
+from keepgui.backends.claude.layout import (
+    ClaudeEnv,
+    GitRoots,
+    MemoryLocation,
+    Settings,
+    approved_external,
+    git_roots,
+    load_settings,
+    memory_location,
+)
+from keepgui.backends.claude.memory import INDEX_NAME, IndexEntry, MemoryFolder, read_folder
+from keepgui.core.errors import NotFound
+
+PREAMBLE = (
+    "Codebase and user instructions are shown below. Be sure to adhere to these instructions. "
+    "IMPORTANT: These instructions OVERRIDE any default behavior and you MUST follow them exactly as written."
+)
+"""The sentence that opens the reminder (verbatim from the CLI)."""
+
+KILL_SWITCHES = ("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE")
+"""Environment switches with which a session loads no instruction file and no memory (each seen on the CLI)."""
+
+TAKES_EFFECT = (
+    "A running Claude Code session keeps what it loaded at its start until /compact, /clear "
+    "or a restart; changes show in the next session."
+)
+
+
+def render_reminder(blocks: list[tuple[str, str, str]]) -> str | None:
+    """The reminder for ``(path, label, text)`` blocks in order (None when there are none)."""
+    if not blocks:
+        return None
+    body = "\n\n".join(f"Contents of {path} ({label}):\n\n{text}" for path, label, text in blocks)
+    return f"<system-reminder>\n{PREAMBLE}\n\n{body}\n</system-reminder>"
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """Everything about what a session launched in ``project`` would be given at start.
+
+    ``files``: the instruction files in load order (the index last), loaded or
+    not and why; ``later``: files that load later (nested ``CLAUDE.md``,
+    rules with ``paths:``); ``memory``: where the memory folder is and whether
+    auto memory is on; ``folder``: the memory folder read (None when auto memory
+    is off); ``reminder``: the exact text (None when nothing loads);
+    ``hidden``: index entries past the cut; ``notes``: what a person should know.
+    """
+
+    project: str
+    env: ClaudeEnv
+    roots: GitRoots
+    settings: Settings
+    memory: MemoryLocation
+    files: tuple[InstructionFile, ...]
+    later: tuple[InstructionFile, ...]
+    folder: MemoryFolder | None
+    reminder: str | None
+    notes: tuple[str, ...] = ()
+    approved: bool = False
+    claude_version: str = CHECKED_VERSION
+
+    @property
+    def hidden(self) -> tuple[IndexEntry, ...]:
+        """The index entries the next session will not see (cut off)."""
+        if self.folder is None:
+            return ()
+        return tuple(e for e in self.folder.index.entries if not e.loaded or e.partial)
+
+    def _file_obj(self, item: InstructionFile) -> dict[str, Any]:
+        obj = item.to_obj()
+        if item.role == "memory-index" and self.folder is not None and self.folder.index.cut is not None:
+            cut = self.folder.index.cut
+            obj["cut"] = {**cut.to_obj(), "file_line": self.folder.index.cut_file_line} if cut.cut else None
+        return obj
+
+    def to_obj(self) -> dict[str, Any]:
+        """For ``keepgui context --json``."""
+        index = self.folder.index if self.folder is not None else None
+        return {
+            "agent": "claude",
+            "claude_version": self.claude_version,
+            "project": self.project,
+            "config_dir": self.env.config_dir,
+            "git_root": self.roots.root,
+            "canonical_root": self.roots.canonical,
+            "memory_dir": self.memory.path,
+            "auto_memory": self.memory.enabled,
+            "auto_memory_off_reason": self.memory.why_off,
+            "memory_dir_candidates": list(self.memory.candidates),
+            "external_imports_approved": self.approved,
+            "reminder": self.reminder,
+            "files": [self._file_obj(f) for f in self.files],
+            "later": [f.to_obj() for f in self.later],
+            "index": None
+            if index is None or not index.exists
+            else {
+                "path": index.path,
+                "lines": index.lines,
+                "bytes": index.size,
+                "cut": index.cut.to_obj() if index.cut else None,
+                "entries": [e.to_obj() for e in index.entries],
+            },
+            "hidden": [e.to_obj() for e in self.hidden],
+            "notes": list(self.notes),
+            "problems": list(self.settings.problems) + ([str(p) for p in self.folder.problems] if self.folder else []),
+        }
+
+
+def session_context(project: str, env: ClaudeEnv | None = None, *, with_later: bool = True) -> SessionContext:
+    """What a session launched in ``project`` will see (``env``: this process's environment).
+
+    ``project`` is taken as the CLI takes its working folder: the physical path
+    (symbolic links resolved).
+    """
+    env = ClaudeEnv.from_environ() if env is None else env
+    if not os.path.isdir(project):
+        raise NotFound(f"{project}: no such folder; give the project folder Claude Code runs in with --project DIR")
+    cwd = os.path.realpath(project)
+    roots = git_roots(cwd)
+    settings = load_settings(env, cwd)
+    location = memory_location(env, cwd, settings, roots)
+    notes: list[str] = [TAKES_EFFECT]
+    switch = next((name for name in KILL_SWITCHES if env.flag(name)), None)
+    if switch is not None:
+        notes.insert(0, f"{switch} is set: no CLAUDE.md and no auto memory load")
+        return SessionContext(cwd, env, roots, settings, location, (), (), None, None, tuple(notes))
+    approved = approved_external(env, roots.root or cwd)
+    files = collect(env, cwd, settings, roots, approved=approved)
+    later = [f for f in files if f.status == "later"]
+    if with_later:
+        later.extend(nested_files(cwd))
+    folder = read_folder(location.path) if location.enabled else None
+    blocks = [(f.path, f.label, f.text) for f in files if f.loaded]
+    index_path = os.path.join(location.path, INDEX_NAME)
+    if folder is not None:
+        injected = folder.index.injected
+        cut = folder.index.cut
+        status, reason = (
+            ("loaded", "") if injected is not None else ("skipped", "missing" if not folder.index.exists else "empty")
+        )
+        files.append(
+            InstructionFile(
+                index_path,
+                AUTO_MEMORY,
+                "memory-index",
+                status,
+                reason,
+                text=injected or "",
+                size=folder.index.size,
+                units=cut.kept_units if cut else 0,
+            )
+        )
+        if injected is not None:
+            blocks.append((index_path, LABELS[AUTO_MEMORY], injected))
+        if cut is not None and cut.cut:
+            n = len([e for e in folder.index.entries if not e.loaded or e.partial])
+            notes.append(
+                f"MEMORY.md is cut at line {cut.first_cut_line}: {n} "
+                f"{'entry is' if n == 1 else 'entries are'} invisible to Claude at the start of a session"
+            )
+        if location.candidates:
+            notes.append(
+                "other memory folders share this project's long-path prefix: " + ", ".join(location.candidates)
+            )
+    else:
+        notes.append(f"auto memory is off ({location.why_off})")
+    return SessionContext(
+        cwd,
+        env,
+        roots,
+        settings,
+        location,
+        tuple(files),
+        tuple(later),
+        folder,
+        render_reminder(blocks),
+        tuple(notes),
+        approved,
+    )

@@ -1,0 +1,168 @@
+"""The capture events of an iii bank, from every line of its log (the activity strip).
+
+Every line of ``memories.jsonl`` the worker accepts is one revision of one
+memory, written at its ``updated_at``. Compared with the revision of the same
+id before it, a line is a *create* (the id is new), a *retirement* (a live
+memory gets ``invalid_at``: a delete or a supersede), a *reinforcement* (its
+corroboration went up) or an *edit* (anything else: text, entities, tags, pin,
+a memory brought back). Lines the worker skips (corrupt, or a revision lower
+than one already read, spec §1.6) are no events; :func:`read_record` decides
+what a line holds, as it does for the replay.
+
+:class:`ActivityIndex` reads the log once, in chunks (never the whole file at
+once), and afterwards only what was appended; a log that was replaced,
+truncated or rewritten in place is read again from the start. A last line
+without its newline is left for the next read (a write may still be extending
+it). The state per id is three compact columns; events are kept per kind in
+time order (sorted once when a log was written out of order), so a day's counts are two
+bisections.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from typing import BinaryIO
+
+from keepgui.core import pace
+from keepgui.backends.iii.record import read_record
+from keepgui.core.source import CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity
+
+_CHUNK = 1 << 18  # bytes read at a time: each split of a chunk is one short C call (a window shares the GIL)
+_GUARD = 256  # bytes before the read offset and at the start (below), compared on every read to
+_HEAD = 4096  # notice a log rewritten in place
+
+NOTE = "every revision in memories.jsonl, at its updated_at"
+
+
+class ActivityIndex:
+    """The capture events of one log, kept current by :meth:`sync` (call with the bank's lock held)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._reset()
+
+    def _reset(self) -> None:
+        self.keys: list[str] = []
+        self._index: dict[str, int] = {}
+        self._revision = array("Q")
+        self._corroboration = array("L")
+        self._live = bytearray()
+        self._times = {kind: array("q") for kind in CAPTURE_KINDS}
+        self._rows = {kind: array("l") for kind in CAPTURE_KINDS}
+        self._unsorted: set[str] = set()
+        self._offset = 0
+        self._identity: tuple[int, int] | None = None
+        self._guard = b""
+        self._head = b""
+
+    # ------------------------------------------------------------------ reading
+
+    def sync(self) -> int:
+        """Read what the log gained since the last call (all of it the first time, or when it was
+        rewritten); returns the number of new events."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            had = len(self)
+            self._reset()
+            return -had if had else 0
+        identity = (st.st_dev, st.st_ino)
+        if identity != self._identity or st.st_size < self._offset:
+            self._reset()
+            self._identity = identity
+        before = len(self)
+        try:
+            with open(self.path, "rb") as fh:
+                if self._offset:
+                    # Still the bytes read before, at the start and just before the offset? Else the
+                    # log was rewritten in place (as the log's own replay checks).
+                    head = fh.read(len(self._head))
+                    fh.seek(self._offset - len(self._guard))
+                    if head != self._head or fh.read(len(self._guard)) != self._guard:
+                        self._reset()
+                        self._identity = identity
+                        fh.seek(0)
+                self._read(fh)
+        except OSError:
+            return 0
+        return len(self) - before
+
+    def _read(self, fh: BinaryIO) -> None:
+        """Consume complete lines from the current offset to the end of ``fh``."""
+        fh.seek(self._offset)
+        carry = b""
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                break
+            data = carry + chunk
+            end = data.rfind(b"\n") + 1
+            if end:
+                self._consume(data[:end].split(b"\n")[:-1])
+                self._offset += end
+                self._guard = (self._guard + data[max(0, end - _GUARD) : end])[-_GUARD:]
+                if len(self._head) < _HEAD:
+                    self._head = (self._head + data[:end])[:_HEAD]
+            carry = data[end:]
+
+    def _consume(self, lines: list[bytes]) -> None:
+        index, revision, corroboration, live = self._index, self._revision, self._corroboration, self._live
+        times, rows = self._times, self._rows
+        for n, line in enumerate(lines):
+            if not n & 255:
+                pace.checkpoint()  # give way to a busy window between slices of lines
+            memory = read_record(line)
+            if memory is None:
+                continue
+            row = index.get(memory.id)
+            now_live = memory.invalid_at is None
+            if row is None:
+                row = index[memory.id] = len(self.keys)
+                self.keys.append(memory.id)
+                revision.append(memory.revision)
+                corroboration.append(memory.corroboration)
+                live.append(now_live)
+                kind = CREATED
+            else:
+                if memory.revision < revision[row]:
+                    continue  # the worker keeps the higher revision it already read
+                if live[row] and not now_live:
+                    kind = RETIRED
+                elif memory.corroboration > corroboration[row]:
+                    kind = REINFORCED
+                else:
+                    kind = EDITED
+                revision[row] = memory.revision
+                corroboration[row] = memory.corroboration
+                live[row] = now_live
+            at = memory.updated_at
+            kind_times = times[kind]
+            if kind_times and kind_times[-1] > at:
+                self._unsorted.add(kind)  # written out of time order (several writers' clocks)
+            kind_times.append(at)
+            rows[kind].append(row)
+
+    def _sort(self) -> None:
+        """Put each kind's events in time order (stable: a nearly sorted log costs one pass)."""
+        for kind in self._unsorted:
+            times, rows = self._times[kind], self._rows[kind]
+            order = sorted(range(len(times)), key=times.__getitem__)
+            self._times[kind] = array("q", map(times.__getitem__, order))
+            self._rows[kind] = array("l", map(rows.__getitem__, order))
+        self._unsorted.clear()
+
+    # ------------------------------------------------------------------ answers
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self._times.values())
+
+    def snapshot(self) -> Activity:
+        """The events as they are now, in arrays of their own (later reads do not change them)."""
+        self._sort()
+        return Activity(
+            self.keys,
+            {kind: array("q", t) for kind, t in self._times.items()},
+            {kind: array("l", r) for kind, r in self._rows.items()},
+            note=NOTE,
+        )

@@ -1,0 +1,514 @@
+"""A verified cache of replayed logs and their indexes, so the CLI answers at once.
+
+Replaying a ``memories.jsonl`` and indexing it for recall costs seconds at a
+hundred thousand memories; a command run on an unchanged bank should not pay
+that every time. :class:`LogCache` keeps, in keepgui's own cache folder
+(:func:`keepgui.core.paths.app_cache_dir`, never beside the agent's files), the
+state of a :class:`~keepgui.backends.iii.log.MemoryLog` and, in a second file, of its
+:class:`~keepgui.backends.iii.index.BankIndex`, encoded with msgspec.
+
+A cache is never the source of truth. A cached state is used only when the log
+is the same file (device and inode), at least as long as the replayed prefix,
+and that prefix still hashes (SHA-1 over every byte, read back from the file)
+to what was replayed; then the log's ``refresh`` replays only what was appended.
+Anything else — a rewritten, truncated or replaced log, a cache file that is
+corrupt, truncated, of another keepgui or format version, or unreadable — means
+a full replay, never a traceback or a different answer. Writing the cache is
+atomic (:mod:`keepgui.core.fsio`) and its failure (a read-only home, a full
+disk) is ignored: the command has already answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import heapq
+import os
+import struct
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import msgspec
+
+from keepgui import __version__
+from keepgui.core import fsio
+from keepgui.core.errors import KeepguiError
+from keepgui.backends.iii.log import LogState, MemoryLog, gc_paused, newest_first, prefix_hasher
+from keepgui.backends.iii.record import Memory
+from keepgui.core.paths import app_cache_dir
+
+if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
+    from keepgui.backends.iii.index import BankIndex, CachedIndex
+
+FORMAT = 5
+"""Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
+
+_READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)
+_SLICE = 4096  # records are cached in msgpack slices of this many, decoded one by one (see _LogFile)
+_MAGIC = (
+    f"keepgui-log-cache {FORMAT} {__version__} {sys.implementation.cache_tag} {sys.byteorder}\n".encode()
+)  # arrays are cached as native machine words: another interpreter or byte order starts afresh
+
+SWEEP_UNUSED_DAYS = 30
+"""A cache entry not used for this many days is removed when the next cache is written."""
+SWEEP_MAX_BYTES = 2 << 30
+"""The cache folder's cap: past it, the entries used longest ago are removed (never the one just written)."""
+_STALE_TEMP_S = 3600  # a temporary file of a write this much older than now was left by a crashed process
+_SUFFIXES = (".log", ".index")
+
+
+class _LogFile(msgspec.Struct, array_like=True, gc=False):
+    """The log cache after its check: the state without its records, and the records in msgpack slices
+    of :data:`_SLICE`. Decoded slice by slice, the decode gives the interpreter lock up between slices,
+    so the prefix's hash (on its own thread) goes on while the records decode."""
+
+    state: LogState
+    slices: list[bytes]
+
+
+_LOG_DECODER = msgspec.msgpack.Decoder(_LogFile)
+_RECORDS_DECODER = msgspec.msgpack.Decoder(list[Memory])
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+class _Check(msgspec.Struct, array_like=True, gc=False):
+    """What a log cache file is checked against, ahead of its state: which log, which file, and the
+    length and SHA-1 of the prefix replayed. Read first, so the prefix is hashed while the state decodes."""
+
+    path: bytes
+    dev: int
+    ino: int
+    offset: int
+    digest: bytes
+    listing_head: str  # the first LISTING_HEAD lines of `memories --json` of this state (live, newest first)
+
+
+LISTING_HEAD = 512
+"""How many lines of the default ``memories --json`` listing a log cache keeps ahead of its state."""
+
+_CHECK_DECODER = msgspec.msgpack.Decoder(_Check)
+_CHECK_LENGTH = struct.Struct("<I")  # the check's encoded length, between the magic line and the check
+
+
+def cache_folder() -> str:
+    """Where the log caches live."""
+    return os.path.join(app_cache_dir(), "iii-logs")
+
+
+def _key(log_path: str) -> str:
+    """The cache file name for a log: a hash of its absolute, resolved path."""
+    real = os.path.realpath(os.path.abspath(log_path))
+    return hashlib.sha1(real.encode("utf-8", "surrogateescape"), usedforsecurity=False).hexdigest()
+
+
+def _read(path: str) -> bytes | None:
+    """The body of a cache file after its magic line, or None (missing, unreadable, foreign)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(_MAGIC)) != _MAGIC:
+                return None
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _split_check(body: bytes) -> tuple[_Check, memoryview] | None:
+    """A log cache body's check and the state after it, or None when it is not one."""
+    if len(body) < _CHECK_LENGTH.size:
+        return None
+    (length,) = _CHECK_LENGTH.unpack_from(body)
+    view = memoryview(body)
+    start = _CHECK_LENGTH.size
+    try:
+        check = _CHECK_DECODER.decode(view[start : start + length])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return check, view[start + length :]
+
+
+def _encode_state(state: LogState) -> bytes:
+    records = state.records
+    slices = [_ENCODER.encode(records[start : start + _SLICE]) for start in range(0, len(records), _SLICE)]
+    return _ENCODER.encode(_LogFile(msgspec.structs.replace(state, records=[]), slices))
+
+
+def _decode_state(body: memoryview) -> LogState:
+    """The state :func:`_encode_state` encoded (raises msgspec's errors for anything else)."""
+    cached = _LOG_DECODER.decode(body)
+    records: list[Memory] = []
+    for part in cached.slices:
+        records += _RECORDS_DECODER.decode(part)
+    cached.state.records = records
+    return cached.state
+
+
+class _Hashed:
+    """A prefix already hashed (by :meth:`LogCache.verified_listing_head`), as :class:`_PrefixHash` answers."""
+
+    def __init__(self, hasher: Any) -> None:
+        self.hasher = hasher
+
+    def result(self) -> Any | None:
+        """The hasher fed the whole prefix."""
+        return self.hasher
+
+
+class _PrefixHash(threading.Thread):
+    """:func:`_hash_prefix` on a thread of its own: hashlib and file reads let go of the interpreter lock,
+    so the prefix is hashed on the other core while the cached state decodes (both are needed)."""
+
+    def __init__(self, path: str, check: _Check) -> None:
+        super().__init__(name="keepgui-cache-check", daemon=True)
+        self._args = (path, check.dev, check.ino, check.offset)
+        self.hasher: Any | None = None
+        self.start()
+
+    def run(self) -> None:
+        """Hash the prefix (None when the file is not the one cached, or cannot be read)."""
+        self.hasher = _hash_prefix(*self._args)
+
+    def result(self) -> Any | None:
+        """The hasher fed the whole prefix, or None (see :func:`_hash_prefix`)."""
+        self.join()
+        return self.hasher
+
+
+class CacheEntry(msgspec.Struct, frozen=True):
+    """One cached log in the cache folder: its files, their size, when it was last used (epoch ms)
+    and the log it caches (None when the entry's log file is missing or of another format)."""
+
+    key: str
+    files: tuple[str, ...]
+    size: int
+    used_ms: int
+    log_path: str | None
+
+
+def _cached_log_path(path: str) -> str | None:
+    """The log a ``.log`` cache file caches, read from its check (None: not one of this format)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_MAGIC) + _CHECK_LENGTH.size)
+            if len(head) != len(_MAGIC) + _CHECK_LENGTH.size or not head.startswith(_MAGIC):
+                return None
+            (length,) = _CHECK_LENGTH.unpack_from(head, len(_MAGIC))
+            split = _split_check(head[len(_MAGIC) :] + fh.read(length))
+    except OSError:
+        return None
+    return None if split is None else os.fsdecode(split[0].path)
+
+
+def cache_entries(folder: str | None = None) -> list[CacheEntry]:
+    """Every entry of the cache folder (default :func:`cache_folder`), oldest use first."""
+    folder = folder or cache_folder()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found: dict[str, list[tuple[str, os.stat_result]]] = {}
+    for name in names:
+        stem, suffix = os.path.splitext(name)
+        if suffix not in _SUFFIXES:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        found.setdefault(stem, []).append((path, st))
+    entries = []
+    for key, files in found.items():
+        log_file = os.path.join(folder, key + ".log")
+        entries.append(
+            CacheEntry(
+                key=key,
+                files=tuple(path for path, _ in files),
+                size=sum(st.st_size for _, st in files),
+                used_ms=max(st.st_mtime_ns for _, st in files) // 1_000_000,
+                log_path=_cached_log_path(log_file) if any(path == log_file for path, _ in files) else None,
+            )
+        )
+    entries.sort(key=lambda entry: (entry.used_ms, entry.key))
+    return entries
+
+
+def cache_size(folder: str | None = None) -> tuple[int, int]:
+    """``(entries, bytes)`` of the cache folder (default :func:`cache_folder`)."""
+    entries = cache_entries(folder)
+    return len(entries), sum(entry.size for entry in entries)
+
+
+def sweep(
+    folder: str | None = None,
+    *,
+    keep: str | None = None,
+    now_ms: int | None = None,
+    unused_days: int = SWEEP_UNUSED_DAYS,
+    max_bytes: int = SWEEP_MAX_BYTES,
+) -> list[CacheEntry]:
+    """Remove the entries whose log is gone, or not used for ``unused_days``, or the oldest used past
+    ``max_bytes`` in all, and leftover temporary files of crashed writes; never the entry ``keep``
+    (a key). Returns what was removed. Entries of another format are judged by age and size only."""
+    import time
+
+    folder = folder or cache_folder()
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    removed: list[CacheEntry] = []
+    kept: list[CacheEntry] = []
+    for entry in cache_entries(folder):
+        if entry.key == keep:
+            kept.append(entry)
+            continue
+        gone = entry.log_path is not None and not os.path.lexists(entry.log_path)
+        if gone or now_ms - entry.used_ms > unused_days * 86_400_000:
+            removed.append(entry)
+        else:
+            kept.append(entry)
+    total = sum(entry.size for entry in kept)
+    for entry in list(kept):  # oldest use first
+        if total <= max_bytes:
+            break
+        if entry.key != keep:
+            kept.remove(entry)
+            removed.append(entry)
+            total -= entry.size
+    for entry in removed:
+        for path in entry.files:
+            with contextlib.suppress(OSError, KeepguiError):
+                fsio.remove_file(path)
+    _sweep_temps(folder, now_ms)
+    return removed
+
+
+def _sweep_temps(folder: str, now_ms: int) -> None:
+    try:
+        names = [name for name in os.listdir(folder) if fsio.is_temp_name(name)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError, KeepguiError):
+            if now_ms - os.stat(path).st_mtime_ns // 1_000_000 > _STALE_TEMP_S * 1000:
+                fsio.remove_file(path)
+
+
+_USE_GRAIN_S = 86_400  # an entry's last use is kept to the day (the sweep counts days): one touch a day at most
+
+
+def _mark_used(path: str) -> None:
+    """Note that the cache file was used now (its mtime, what the sweep judges by), once a day at most."""
+    import time
+
+    with contextlib.suppress(OSError, KeepguiError):
+        if time.time() - os.stat(path).st_mtime > _USE_GRAIN_S:
+            fsio.mark_used(path)
+
+
+def _hash_prefix(path: str, dev: int, ino: int, length: int) -> Any | None:
+    """A hasher fed the first ``length`` bytes of ``path`` when it is still that file (dev, ino) and
+    at least that long; None otherwise."""
+    hasher = prefix_hasher()
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < length:
+                return None
+            buffer = memoryview(bytearray(min(_READ, length)))
+            left = length
+            while left:
+                got = fh.readinto(buffer[: min(_READ, left)])
+                if not got:
+                    return None
+                hasher.update(buffer[:got])
+                left -= got
+    except OSError:
+        return None
+    return hasher
+
+
+class LogCache:
+    """The cache of one log (and optionally its index): :meth:`load` before the first refresh,
+    :meth:`save` once the command has answered.
+
+    ``folder`` defaults to :func:`cache_folder`.
+    """
+
+    def __init__(self, log: MemoryLog, index: BankIndex | None = None, folder: str | None = None) -> None:
+        self.log = log
+        log.keep_digest = True  # its replays keep the digest a saved state is checked against
+        self.index = index
+        self.folder = folder or cache_folder()
+        key = _key(log.path)
+        self.key = key
+        self.log_file = os.path.join(self.folder, key + ".log")
+        self.index_file = os.path.join(self.folder, key + ".index")
+        self._loaded: tuple[int, bytes] | None = None  # (offset, digest) of the log state restored
+        self._verified: tuple[_Check, BinaryIO, Any] | None = None  # see verified_listing_head
+        self._index_loaded = False
+
+    def load(self) -> bool:
+        """Restore the log (and index) from the cache when it is verified against the file.
+
+        Only a log not yet read is restored. Returns True when the log state came from the cache.
+        """
+        if self.log.loaded:
+            return False
+        with gc_paused():  # decoding allocates millions of objects and no cycles: the collector only costs
+            restored = self._load()
+        if restored:
+            # The restored state lives as long as the command: later collections need not walk it again
+            # (the first full one after a 100k restore took 80 ms).
+            gc.freeze()
+        return restored
+
+    def _listing_head(self) -> str:
+        live = [m for m in self.log.records.values() if m.invalid_at is None]
+        return self.log.json_lines(heapq.nsmallest(LISTING_HEAD, live, key=newest_first))
+
+    def _open(self) -> tuple[_Check, BinaryIO] | None:
+        """The log cache file's check, and the file open just after it (the encoded state follows),
+        when it is this log's; else None. Only the check is read: a listing head needs no more."""
+        try:
+            fh = open(self.log_file, "rb")  # noqa: SIM115 - handed to the caller, who closes it
+        except OSError:
+            return None
+        with contextlib.suppress(OSError):  # an unreadable cache file is no cache
+            head = fh.read(len(_MAGIC) + _CHECK_LENGTH.size)
+            if len(head) == len(_MAGIC) + _CHECK_LENGTH.size and head.startswith(_MAGIC):
+                (length,) = _CHECK_LENGTH.unpack_from(head, len(_MAGIC))
+                split = _split_check(head[len(_MAGIC) :] + fh.read(length))
+                if split is not None and split[0].path == os.fsencode(self.log.path):
+                    return split[0], fh
+        fh.close()
+        return None
+
+    def verified_listing_head(self) -> str | None:
+        """The first lines of ``memories --json`` (no history, no tag) when the log is byte for byte the
+        cached state — the same file, as long as the replayed prefix (nothing appended, not even part of
+        a line), and that prefix hashes to the cached digest — else None. A :meth:`load` after it
+        restores that state without hashing the prefix again."""
+        if self.log.loaded:
+            return None
+        opened = self._open()
+        if opened is None:
+            return None
+        check, fh = opened
+        try:
+            st = os.stat(self.log.path)
+        except OSError:
+            st = None
+        hasher = None
+        if st is not None and (st.st_dev, st.st_ino, st.st_size) == (check.dev, check.ino, check.offset):
+            hasher = _hash_prefix(self.log.path, check.dev, check.ino, check.offset)
+        if hasher is None or hasher.digest() != check.digest:
+            fh.close()
+            return None
+        self._verified = (check, fh, hasher)
+        return check.listing_head
+
+    def _load(self) -> bool:
+        verified, self._verified = self._verified, None
+        if verified is not None:
+            check, fh, done = verified
+            hashing: _PrefixHash | _Hashed = _Hashed(done)
+        else:
+            opened = self._open()
+            if opened is None:
+                return False
+            check, fh = opened
+            hashing = _PrefixHash(self.log.path, check)
+        try:
+            with fh:
+                body = fh.read()
+        except OSError:
+            hashing.result()
+            return False
+        rest = memoryview(body)
+        try:
+            state = _decode_state(rest)
+            cached_index = self._read_index() if self.index is not None else None
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            hashing.result()
+            return False
+        finally:
+            rest.release()
+        hasher = hashing.result()
+        if hasher is None or hasher.digest() != check.digest:
+            return False
+        if (state.path, state.dev, state.ino, state.offset, state.digest) != (
+            check.path,
+            check.dev,
+            check.ino,
+            check.offset,
+            check.digest,
+        ):
+            return False
+        if not self.log.restore(state, hasher):
+            return False
+        self._loaded = (state.offset, state.digest)
+        if self.index is not None and cached_index is not None:
+            self._index_loaded = self._restore_index(cached_index, state)
+        _mark_used(self.log_file)
+        return True
+
+    def _read_index(self) -> CachedIndex | None:
+        """The index cache file decoded (checked against the log state by :meth:`_restore_index`), or None."""
+        body = _read(self.index_file)
+        if body is None:
+            return None
+        try:
+            from keepgui.backends.iii.index import CACHED_INDEX_DECODER
+
+            return CACHED_INDEX_DECODER.decode(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
+    def _restore_index(self, cached: CachedIndex, state: LogState) -> bool:
+        if self.index is None or (cached.offset, cached.digest) != (state.offset, state.digest):
+            return False
+        return self.index.restore(cached.index)
+
+    def save(self) -> bool:
+        """Write what changed since :meth:`load` (atomically); False when nothing was written.
+
+        Never raises for a cache that cannot be written: the answer does not depend on it.
+        """
+        fresh = self.log.resume_point()
+        if fresh is None:
+            return False
+        write_log = fresh != self._loaded
+        if not write_log and (self.index is None or self._index_loaded):
+            return False  # the cache already holds this state: nothing to encode
+        state = self.log.snapshot()
+        if state is None:
+            return False
+        index_state = self.index.snapshot() if self.index is not None else None
+        write_index = index_state is not None and (write_log or not self._index_loaded)
+        if not (write_log or write_index):
+            return False
+        try:
+            log_bytes = b""
+            if write_log:
+                check = _ENCODER.encode(
+                    _Check(state.path, state.dev, state.ino, state.offset, state.digest, self._listing_head())
+                )
+                log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + _encode_state(state)
+            index_bytes = b""
+            if index_state is not None and write_index:
+                from keepgui.backends.iii.index import CachedIndex
+
+                index_file = CachedIndex(offset=state.offset, digest=state.digest, index=index_state)
+                index_bytes = _MAGIC + _ENCODER.encode(index_file)
+            fsio.make_dirs(self.folder)
+            if write_log:
+                fsio.atomic_write(self.log_file, log_bytes, mode=0o600)
+                self._loaded = fresh
+            if index_bytes:
+                fsio.atomic_write(self.index_file, index_bytes, mode=0o600)
+                self._index_loaded = True
+            sweep(self.folder, keep=self.key)
+        except (OSError, KeepguiError, msgspec.EncodeError, UnicodeError):
+            return False  # a path or text msgspec cannot encode: no cache this time, the answer stands
+        return True

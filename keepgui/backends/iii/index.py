@@ -1,0 +1,776 @@
+"""BM25 over a bank's live memories, kept current one record at a time (spec §2.3).
+
+A document is the memory's text followed by each entity; because a space
+separates them, its tokens are the text's tokens plus each entity's tokens.
+``N`` counts live documents, ``avgdl = max(total_tokens / N, 1.0)``, and a
+query token contributes ``idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))``
+with ``idf = ln((N − df + 0.5)/(df + 0.5) + 1)``.
+
+:class:`BankIndex` follows a :class:`~keepgui.backends.iii.log.MemoryLog`: a log
+that replayed from scratch rebuilds it; otherwise only the ids of the lines
+the log consumed since the index last looked are updated. Adding, editing,
+tombstoning or restoring a record touches only that record's postings; N, df
+and the token total are plain counters, so an index updated step by step holds
+exactly the numbers a rebuild would, and scores computed from it are
+bit-identical.
+
+Ranking needs only a handful of exact scores, so the index also offers cheap
+*upper bounds*: per term (the most a term can add to any fused score) and per
+candidate document. Documents live in small-integer slots, so per-document
+data are plain lists and the bounds are computed with C-level ``map``, set and
+dict operations rather than Python loops: the BM25 sum plus the entity bonus,
+the query-independent bonus (corroboration, pin) and a recency bound taken at
+an earlier instant (recency only falls as time passes). The exact fused score
+(:mod:`keepgui.backends.iii.recall`) is computed only for documents whose bound
+can still reach the top. The index also keeps the head of the
+``top_memories`` order up to date, which the ambient floor needs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+import heapq
+import itertools
+import math
+import operator
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from operator import add, mul
+from typing import Any, cast
+
+import msgspec
+
+from keepgui.core import pace
+from keepgui.backends.iii.log import LogDelta, MemoryLog
+from keepgui.backends.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_bonus
+from keepgui.backends.iii.record import Memory, read_record
+from keepgui.backends.iii.tokenize import entity_tokens, tokenize
+
+K1 = 1.2
+B = 0.75
+_TOP_CACHE = 256  # head of the top_memories order kept ready; the floor asks for recall_limit of it
+_REBASE_MS = 3_600_000  # recency bounds are recomputed when they are older than this (they loosen with time)
+
+Bounds = dict[int, float]
+"""Candidate slot -> BM25 + entity bonus (float rounding aside); never reported, only used to prune."""
+
+
+_TERM = operator.itemgetter(0)
+
+
+def top_key(memory: Memory) -> tuple[bool, int, int, str]:
+    """Sort key of ``top_memories``: pinned first, corroboration, newest, then id."""
+    return (not memory.pinned, -memory.corroboration, -memory.updated_at, memory.id)
+
+
+def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
+    """``acc += {keys: values}`` with C-level dict and set operations only."""
+    part = dict(zip(keys, values, strict=True))
+    if not acc:
+        return part
+    if len(part) > len(acc):
+        acc, part = part, acc
+    common = part.keys() & acc.keys()
+    summed = dict(zip(common, map(add, map(acc.__getitem__, common), map(part.__getitem__, common)), strict=True))
+    acc.update(part)
+    acc.update(summed)
+    return acc
+
+
+class _RestoredPostings:
+    """Postings restored from a cache, packed and looked up lazily: the terms sorted, every term's slots
+    one run of ``slots`` (the runs end at ``ends``). A term is found by bisection and its run becomes
+    its set when it is first looked up: a query touches a handful of terms, and a dict or set of every
+    one costs more than the query. Offers exactly the operations the index uses on its postings."""
+
+    def __init__(self, terms: list[str], ends: array[int], slots: array[int]) -> None:
+        self._terms = terms
+        self._ends = ends
+        self._slots = slots
+        self._looked_up: dict[str, set[int]] = {}  # terms taken out of the packed runs (and new ones)
+        self._gone: set[str] = set()  # packed terms deleted since
+
+    def _run(self, run: int) -> array[int]:
+        return self._slots[self._ends[run - 1] if run else 0 : self._ends[run]]
+
+    def _packed(self, term: str) -> int | None:
+        """The run of a packed term not deleted, or None."""
+        terms = self._terms
+        run = bisect.bisect_left(terms, term)
+        if run < len(terms) and terms[run] == term and term not in self._gone:
+            return run
+        return None
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._looked_up or (type(term) is str and self._packed(term) is not None)
+
+    def __getitem__(self, term: str) -> set[int]:
+        slots: set[int] | None = self.get(term)
+        if slots is None:
+            raise KeyError(term)
+        return slots
+
+    def get(self, term: str, default: Any = None) -> Any:
+        """``dict.get``: the term's slots (made a set on first use), else ``default``."""
+        slots = self._looked_up.get(term)
+        if slots is None:
+            run = self._packed(term)
+            if run is None:
+                return default
+            slots = self._looked_up[term] = set(self._run(run))
+        return slots
+
+    def __setitem__(self, term: str, slots: set[int]) -> None:
+        self._looked_up[term] = slots
+
+    def __delitem__(self, term: str) -> None:
+        if self.get(term) is None:
+            raise KeyError(term)
+        del self._looked_up[term]
+        self._gone.add(term)
+
+    def looked_up(self) -> int:
+        """How many terms are held as sets (looked up, or added since the restore)."""
+        return len(self._looked_up)
+
+    def items(self) -> Iterator[tuple[str, Iterable[int]]]:
+        """Every ``(term, its slots)``, without making a set of the runs not looked up."""
+        looked_up = self._looked_up
+        yield from looked_up.items()
+        for run, term in enumerate(self._terms):
+            if term not in looked_up and term not in self._gone:
+                yield term, self._run(run)
+
+
+def pack_postings(postings: Mapping[str, Iterable[int]] | _RestoredPostings) -> tuple[list[str], bytes, bytes]:
+    """``(terms, ends, slots)``, the terms sorted: each term's slots as one run of a native int32 array
+    (``slots``'s raw bytes), the runs' ends as native int64 (see :class:`_RestoredPostings`)."""
+    terms: list[str] = []
+    ends = array("q")
+    slots = array("i")
+    for term, held in sorted(postings.items(), key=_TERM):
+        terms.append(term)
+        slots.extend(held)
+        ends.append(len(slots))
+    return terms, ends.tobytes(), slots.tobytes()
+
+
+def unpack_postings(terms: list[str], ends: bytes, slots: bytes) -> dict[str, set[int]] | None:
+    """The postings :func:`pack_postings` packed (looked up lazily), or None when the parts disagree."""
+    end_array, slot_array = array("q"), array("i")
+    try:
+        end_array.frombytes(ends)
+        slot_array.frombytes(slots)
+    except ValueError:
+        return None
+    if len(end_array) != len(terms) or (end_array[-1] if terms else 0) != len(slot_array):
+        return None
+    if not all(map(operator.lt, terms, itertools.islice(terms, 1, None))):  # sorted, no term twice
+        return None
+    return cast(dict[str, set[int]], _RestoredPostings(terms, end_array, slot_array))
+
+
+class IndexState(msgspec.Struct, array_like=True, gc=False):
+    """What :meth:`BankIndex.snapshot` keeps: the index of a log at ``offset`` (its postings by slot,
+    the per-slot signals, the head of the top order). The recency bounds and weights are left out:
+    they depend on the query's time and are recomputed on first use."""
+
+    offset: int
+    retired: list[str]
+    ids: list[str | None]
+    free: list[int]
+    dl: list[int]
+    upd: list[int]
+    static: list[float]
+    static_max: float | None
+    dl_counts: dict[int, int]
+    total: int
+    ones_terms: list[str]  # the postings of terms held once per document, packed (pack_postings)
+    ones_ends: bytes
+    ones_slots: bytes
+    multi: dict[str, dict[int, int]]
+    ent: dict[str, dict[int, int]]
+    days: dict[int, list[int]]
+    top: list[tuple[bool, int, int, str]]
+    top_all: bool
+    rb: list[float]
+    rb_at: tuple[int, int] | None
+
+
+class CachedIndex(msgspec.Struct, array_like=True, gc=False):
+    """The index cache file (:mod:`keepgui.backends.iii.cache`): which log state it belongs to (the log
+    cache's offset and digest) and the index."""
+
+    offset: int
+    digest: bytes
+    index: IndexState
+
+
+CACHED_INDEX_DECODER = msgspec.msgpack.Decoder(CachedIndex)
+
+
+class BankIndex:
+    """The BM25 index, entity postings and ranking bounds of one bank.
+
+    ``records`` holds every record it was given, live or retired (retired ones
+    are reachable by history recall but are not indexed). Give it the
+    :class:`~keepgui.backends.iii.log.LogDelta` of each refresh of the followed log
+    (:meth:`sync`), or let :meth:`ensure_current` catch up before a query; use
+    :meth:`set` for single records without a log, and :meth:`overlay` for
+    hypothetical records during a ``with`` block. Not thread-safe: one caller
+    at a time (:class:`~keepgui.backends.iii.preview.BankEngine` holds a lock).
+    """
+
+    def __init__(self, log: MemoryLog | None = None) -> None:
+        self.log = log
+        self._reset()
+        self._synced_records: dict[str, Memory] | None = None  # the log's records dict when the index last caught up
+        self._synced_offset = 0
+        self._synced_tail: Memory | None = None  # the log's provisional last-line record then
+
+    def _reset(self) -> None:
+        self.records: dict[str, Memory] = {}
+        self._retired: set[str] = set()
+        self._slot: dict[str, int] = {}  # live id -> slot
+        self._ids: list[str | None] = []  # slot -> id (None when free)
+        self._free: list[int] = []
+        self._dl: list[int] = []  # per slot, 0 when free
+        self._upd: list[int] = []  # updated_at per slot
+        self._static: list[float] = []  # corroboration + pin bonus per slot
+        self._static_max: float | None = 0.0  # None: recompute on demand
+        self._dl_counts: dict[int, int] = {}
+        self._total = 0
+        self._ones: dict[str, set[int]] = {}  # term -> slots holding it once (the common case)
+        self._multi: dict[str, dict[int, int]] = {}  # term -> slot -> tf, for tf >= 2
+        self._ent: dict[str, dict[int, int]] = {}  # term -> slot -> how many entity tokens equal it
+        self._days: dict[int, set[int]] = {}  # updated_at // day -> live slots (newest are ranked first)
+        self._day_order: list[int] = []  # the keys of _days, ascending
+        self._rb: list[float] = []
+        self._rb_at: tuple[int, int] | None = None  # (now_ms, half_life) the recency bounds were taken at
+        self._w1: list[float] = []
+        self._w1_version = -1
+        self._docs_version = 0  # bumped whenever a document's length can have changed
+        self._top: list[tuple[bool, int, int, str]] = []  # the exact head of the top_memories order (keys)
+        self._top_all = True  # the head holds every live doc
+
+    # ------------------------------------------------------------------ following a log
+
+    def sync(self, delta: LogDelta) -> None:
+        """Apply a refresh of the followed log: a reset rebuilds, anything else moves only what changed.
+
+        The changed ids are read from the log lines consumed since the index
+        last looked, not taken from ``delta.changed`` alone: a write batch
+        refreshes the log itself, so some deltas never reach the index, and
+        their lines must not be missed. Nor is ``delta.reset`` needed: every
+        reset gives the log a new ``records`` dict, which :meth:`ensure_current`
+        notices and rebuilds from.
+        """
+        self.ensure_current()
+
+    def ensure_current(self) -> bool:
+        """Catch up with the followed log; True when that needed a rebuild.
+
+        A log that was never read is read first. When the log replayed from
+        scratch (its ``records`` is a new dict) the index is rebuilt;
+        otherwise only the ids of the lines appended since the last look are
+        updated.
+        """
+        log = self._require_log()
+        if not log.loaded:
+            log.refresh()
+        if self._synced_records is not log.records:
+            self._rebuild_from_log()
+            return True
+        tail = log.tail_record
+        if self._synced_offset != log.offset or tail is not self._synced_tail:
+            ids = self._ids_between(self._synced_offset, log.offset)
+            if ids is None:
+                self._rebuild_from_log()
+                return True
+            # The unterminated last line's record is provisional: the ids it touched then and
+            # now are the only others that can have moved.
+            ids += [t.id for t in (self._synced_tail, tail) if t is not None]
+            for mid in ids:
+                self.set(mid, log.records.get(mid))
+            self._synced_offset = log.offset
+            self._synced_tail = tail
+        return False
+
+    def snapshot(self) -> IndexState | None:
+        """The state to cache, or None unless the index is exactly current with its log's complete lines."""
+        log = self.log
+        if log is None or self._synced_records is not log.records or self._synced_offset != log.offset:
+            return None
+        if self._synced_tail is not None or log.tail_record is not None:
+            return None
+        ones_terms, ones_ends, ones_slots = pack_postings(self._ones)
+        return IndexState(
+            offset=self._synced_offset,
+            retired=list(self._retired),
+            ids=self._ids,
+            free=self._free,
+            dl=self._dl,
+            upd=self._upd,
+            static=self._static,
+            static_max=self._static_max,
+            dl_counts=self._dl_counts,
+            total=self._total,
+            ones_terms=ones_terms,
+            ones_ends=ones_ends,
+            ones_slots=ones_slots,
+            multi=self._multi,
+            ent=self._ent,
+            days={day: list(slots) for day, slots in self._days.items()},
+            top=self._top,
+            top_all=self._top_all,
+            rb=self._rb,
+            rb_at=self._rb_at,
+        )
+
+    def restore(self, state: IndexState) -> bool:
+        """Take ``state`` as the index of the followed log as it was at ``state.offset`` (the log must
+        hold that state now, restored from the same cache); lines appended since are caught up by
+        :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log."""
+        log = self._require_log()
+        self._reset()
+        slot: dict[str | None, int] = dict(
+            zip(state.ids, range(len(state.ids)), strict=True)
+        )  # in C, not a comprehension
+        slot.pop(None, None)  # free slots
+        ones = unpack_postings(state.ones_terms, state.ones_ends, state.ones_slots)
+        lengths = {len(state.dl), len(state.upd), len(state.static), len(state.rb) if state.rb_at else len(state.ids)}
+        if (
+            ones is None
+            or state.offset != log.offset
+            or lengths != {len(state.ids)}
+            or not slot.keys() <= log.records.keys()
+        ):
+            self._synced_records = None
+            return False
+        self.records = dict(log.records)
+        self._retired = set(state.retired)
+        self._slot = cast(dict[str, int], slot)
+        self._ids = state.ids
+        self._free = state.free
+        self._dl = state.dl
+        self._upd = state.upd
+        self._static = state.static
+        self._static_max = state.static_max
+        self._dl_counts = state.dl_counts
+        self._total = state.total
+        self._ones = ones
+        self._multi = state.multi
+        self._ent = state.ent
+        self._days = {day: set(slots) for day, slots in state.days.items()}
+        self._day_order = sorted(self._days)
+        self._top = state.top
+        self._top_all = state.top_all
+        if state.rb_at is not None:  # bounds taken at a past instant stay valid bounds (recency_bounds says when not)
+            self._rb, self._rb_at = state.rb, state.rb_at
+        self._synced_records = log.records
+        self._synced_offset = log.offset
+        self._synced_tail = None
+        return True
+
+    def _require_log(self) -> MemoryLog:
+        if self.log is None:
+            raise ValueError("this index follows no log")
+        return self.log
+
+    def _rebuild_from_log(self) -> None:
+        log = self._require_log()
+        self.rebuild(log.records.values())
+        self._synced_records = log.records
+        self._synced_offset = log.offset
+        self._synced_tail = log.tail_record
+
+    def _ids_between(self, start: int, end: int) -> list[str] | None:
+        """The ids of the valid lines in ``[start, end)`` of the log file (None if it cannot be read)."""
+        if start > end:
+            return None
+        try:
+            with open(self._require_log().path, "rb") as fh:
+                fh.seek(start)
+                data = fh.read(end - start)
+        except OSError:
+            return None
+        if len(data) != end - start:
+            return None
+        ids: dict[str, None] = {}
+        for line in data.split(b"\n"):
+            memory = read_record(line)
+            if memory is not None:  # blank or corrupt: the log skipped it too
+                ids[memory.id] = None
+        return list(ids)
+
+    def rebuild(self, records: Iterable[Memory]) -> None:
+        """Index these records from scratch (the current revision of each id)."""
+        self._reset()
+        self._top_all = False  # the head is computed on first use, not kept sorted while filling
+        for n, memory in enumerate(records):
+            if not n & 255:
+                pace.checkpoint()  # a rebuild runs in the background beside a window: give way between slices
+            self.set(memory.id, memory)
+        self._top_all = not self._slot
+
+    # ------------------------------------------------------------------ one record
+
+    def set(self, memory_id: str, memory: Memory | None) -> None:
+        """Make ``memory`` the current record of ``memory_id`` (None forgets the id)."""
+        old = self.records.get(memory_id)
+        if old is memory:
+            return
+        old_live = old if old is not None and old.invalid_at is None else None
+        new_live = memory if memory is not None and memory.invalid_at is None else None
+        same_doc = (
+            old_live is not None
+            and new_live is not None
+            and old_live.text == new_live.text
+            and old_live.entities == new_live.entities
+        )
+        if old_live is not None:
+            self._top_discard(old_live)
+            if same_doc:
+                self._day_discard(self._slot[memory_id], old_live.updated_at)
+            else:
+                self._remove_doc(memory_id, old_live)
+        if new_live is not None:
+            slot = self._slot[memory_id] if same_doc else self._add_doc(memory_id, new_live)
+            self._set_signals(slot, new_live)
+            self._top_insert(new_live)
+        if memory is None:
+            self.records.pop(memory_id, None)
+            self._retired.discard(memory_id)
+            return
+        self.records[memory_id] = memory
+        if new_live:
+            self._retired.discard(memory_id)
+        else:
+            self._retired.add(memory_id)
+
+    def _set_signals(self, slot: int, memory: Memory) -> None:
+        """The per-slot data the bounds use: updated_at, static bonus, recency bound."""
+        self._upd[slot] = memory.updated_at
+        day = memory.updated_at // DAY_MS
+        docs = self._days.get(day)
+        if docs is None:
+            self._days[day] = {slot}
+            bisect.insort(self._day_order, day)
+        else:
+            docs.add(slot)
+        old_static, new_static = self._static[slot], static_bonus(memory)
+        self._static[slot] = new_static
+        if self._static_max is not None:
+            if new_static >= self._static_max:
+                self._static_max = new_static
+            elif old_static >= self._static_max:
+                self._static_max = None
+        if self._rb_at is not None:
+            self._rb[slot] = recency(memory.updated_at, *self._rb_at)
+
+    def _day_discard(self, slot: int, updated_at: int) -> None:
+        day = updated_at // DAY_MS
+        docs = self._days[day]
+        docs.discard(slot)
+        if not docs:
+            del self._days[day]
+            del self._day_order[bisect.bisect_left(self._day_order, day)]
+
+    def _add_doc(self, mid: str, memory: Memory) -> int:
+        if self._free:
+            slot = self._free.pop()
+            self._ids[slot] = mid
+        else:
+            slot = len(self._ids)
+            self._ids.append(mid)
+            self._dl.append(0)
+            self._upd.append(0)
+            self._static.append(0.0)
+            if self._rb_at is not None:
+                self._rb.append(0.0)
+        self._slot[mid] = slot
+        self._docs_version += 1
+        text_tokens = tokenize(memory.text)
+        ents = entity_tokens(memory.entities)
+        counts = Counter(text_tokens)
+        counts.update(ents)
+        ones, multi = self._ones, self._multi
+        for term, tf in counts.items():
+            if tf == 1:
+                docs = ones.get(term)
+                if docs is None:
+                    ones[term] = {slot}
+                else:
+                    docs.add(slot)
+            else:
+                tfs = multi.get(term)
+                if tfs is None:
+                    multi[term] = {slot: tf}
+                else:
+                    tfs[slot] = tf
+        for term, count in Counter(ents).items():
+            holders = self._ent.get(term)
+            if holders is None:
+                self._ent[term] = {slot: count}
+            else:
+                holders[slot] = count
+        dl = len(text_tokens) + len(ents)
+        self._dl[slot] = dl
+        self._dl_counts[dl] = self._dl_counts.get(dl, 0) + 1
+        self._total += dl
+        return slot
+
+    def _remove_doc(self, mid: str, memory: Memory) -> None:
+        slot = self._slot.pop(mid)
+        self._docs_version += 1
+        ents = entity_tokens(memory.entities)
+        counts = Counter(tokenize(memory.text))
+        counts.update(ents)
+        for term, tf in counts.items():
+            if tf == 1:
+                once = self._ones[term]
+                once.discard(slot)
+                if not once:
+                    del self._ones[term]
+            else:
+                tfs = self._multi[term]
+                del tfs[slot]
+                if not tfs:
+                    del self._multi[term]
+        for term in builtins.set(ents):
+            holders = self._ent[term]
+            del holders[slot]
+            if not holders:
+                del self._ent[term]
+        dl = self._dl[slot]
+        left = self._dl_counts[dl] - 1
+        if left:
+            self._dl_counts[dl] = left
+        else:
+            del self._dl_counts[dl]
+        self._total -= dl
+        self._day_discard(slot, self._upd[slot])
+        if self._static_max is not None and self._static[slot] >= self._static_max:
+            self._static_max = None
+        self._ids[slot] = None
+        self._dl[slot] = 0
+        self._static[slot] = 0.0
+        self._free.append(slot)
+
+    @contextmanager
+    def overlay(self, changes: Mapping[str, Memory | None]) -> Iterator[BankIndex]:
+        """Apply hypothetical records inside the block, then put the real ones back."""
+        previous = {mid: self.records.get(mid) for mid in changes}
+        try:
+            for mid, memory in changes.items():
+                self.set(mid, memory)
+            yield self
+        finally:
+            for mid, memory in previous.items():
+                self.set(mid, memory)
+
+    # ------------------------------------------------------------------ statistics
+
+    @property
+    def n(self) -> int:
+        """Number of indexed (live) documents."""
+        return len(self._slot)
+
+    @property
+    def total_tokens(self) -> int:
+        """Sum of the document lengths."""
+        return self._total
+
+    @property
+    def avgdl(self) -> float:
+        """``max(total_tokens / N, 1.0)`` (1.0 for an empty index)."""
+        return max(self._total / len(self._slot), 1.0) if self._slot else 1.0
+
+    def df(self, term: str) -> int:
+        """Number of live documents containing ``term``."""
+        return len(self._ones.get(term, ())) + len(self._multi.get(term, ()))
+
+    def idf(self, term: str) -> float:
+        """``ln((N − df + 0.5)/(df + 0.5) + 1)``."""
+        df = self.df(term)
+        return math.log((len(self._slot) - df + 0.5) / (df + 0.5) + 1)
+
+    def tf(self, term: str, memory_id: str) -> int:
+        """How often ``term`` occurs in the document of ``memory_id`` (0 if not indexed)."""
+        slot = self._slot.get(memory_id)
+        if slot is None:
+            return 0
+        return self._tf(term, slot)
+
+    def _tf(self, term: str, slot: int) -> int:
+        docs = self._ones.get(term)
+        if docs is not None and slot in docs:
+            return 1
+        return self._multi.get(term, {}).get(slot, 0)
+
+    def doc_length(self, memory_id: str) -> int:
+        """Token count of an indexed document."""
+        return self._dl[self._slot[memory_id]]
+
+    def retired(self) -> list[Memory]:
+        """Every record that is not live (the history candidates)."""
+        return [self.records[mid] for mid in self._retired]
+
+    def memory_at(self, slot: int) -> Memory:
+        """The live record in a slot."""
+        mid = self._ids[slot]
+        if mid is None:
+            raise KeyError(f"slot {slot} holds no memory")
+        return self.records[mid]
+
+    # ------------------------------------------------------------------ scoring
+
+    def bm25(self, tokens: list[str], memory_id: str) -> float:
+        """The exact BM25 of one document: each query token in order, duplicates included."""
+        slot = self._slot.get(memory_id)
+        if slot is None:
+            return 0.0
+        dl = self._dl[slot]
+        avgdl = self.avgdl
+        score = 0.0
+        for term in tokens:
+            tf = self._tf(term, slot)
+            if tf:
+                score += self.idf(term) * (tf * (K1 + 1)) / (tf + K1 * (1 - B + B * dl / avgdl))
+        return score
+
+    def query_terms(self, tokens: list[str]) -> list[tuple[str, int]]:
+        """The distinct query terms present in the index with their multiplicity, rarest first."""
+        present = [
+            (term, times) for term, times in Counter(tokens).items() if term in self._ones or term in self._multi
+        ]
+        present.sort(key=lambda item: self.df(item[0]))
+        return present
+
+    def term_bound(self, term: str, times: int) -> float:
+        """The most this term (asked ``times`` times) can add to any document's base score."""
+        ents = self._ent.get(term)
+        return times * self.idf(term) * (K1 + 1) + (ENTITY_WEIGHT * max(ents.values()) if ents else 0.0)
+
+    def static_max(self) -> float:
+        """The largest corroboration + pin bonus of any live document."""
+        if self._static_max is None:
+            self._static_max = max(self._static, default=0.0)
+        return self._static_max
+
+    def _weights(self) -> list[float]:
+        """Per slot, ``(k1+1)/(1 + k1·(1−b+b·dl/avgdl))``: the tf=1 factor of BM25."""
+        if self._w1_version != self._docs_version:
+            avgdl = self.avgdl
+            by_length = [
+                (K1 + 1) / (1 + K1 * (1 - B + B * d / avgdl)) for d in range(max(self._dl_counts, default=0) + 1)
+            ]
+            self._w1 = list(map(by_length.__getitem__, self._dl))
+            self._w1_version = self._docs_version
+        return self._w1
+
+    def postings(self, terms: Iterable[tuple[str, int]]) -> builtins.set[int]:
+        """Every live slot holding at least one of these terms."""
+        groups: list[Iterable[int]] = []
+        for term, _times in terms:
+            groups.append(self._ones.get(term, ()))
+            groups.append(self._multi.get(term, {}).keys())
+        return builtins.set[int]().union(*groups)
+
+    def holders_in(self, group: builtins.set[int], term: str) -> builtins.set[int]:
+        """The slots of ``group`` holding ``term`` (each side intersected iterates the smaller one)."""
+        ones, multi = self._ones.get(term), self._multi.get(term)
+        held = group & ones if ones else builtins.set[int]()
+        if multi:
+            held |= multi.keys() & group
+        return held
+
+    def add_docs(self, group: builtins.set[int], terms: list[tuple[str, int]]) -> Bounds:
+        """The bounds of the documents of ``group`` that hold a query term: BM25 + entity bonus.
+
+        Only ``group`` is touched (each posting is intersected with it, iterating
+        the smaller side), so a small group costs little however common the terms.
+        """
+        acc: Bounds = {}
+        weights = self._weights()
+        avgdl, dls = self.avgdl, self._dl
+        for term, times in terms:
+            factor = times * self.idf(term)
+            ones, multi, ents = self._ones.get(term), self._multi.get(term), self._ent.get(term)
+            if ones:
+                keys = group & ones
+                acc = _merge(acc, keys, map(factor.__mul__, map(weights.__getitem__, keys)))
+            if multi:
+                slots = list(multi.keys() & group)
+                acc = _merge(
+                    acc,
+                    slots,
+                    [
+                        factor * (multi[slot] * (K1 + 1)) / (multi[slot] + K1 * (1 - B + B * dls[slot] / avgdl))
+                        for slot in slots
+                    ],
+                )
+            if ents:
+                keys = ents.keys() & group
+                acc = _merge(acc, keys, map(ENTITY_WEIGHT.__mul__, map(ents.__getitem__, keys)))
+        return acc
+
+    def days(self) -> list[int]:
+        """The days (``updated_at // 86_400_000``) that hold live documents, ascending."""
+        return self._day_order
+
+    def day_size(self, day: int) -> int:
+        """How many live documents were last updated on that day."""
+        return len(self._days[day])
+
+    def day_docs(self, days: Iterable[int]) -> builtins.set[int]:
+        """The live slots last updated on any of these days."""
+        return builtins.set[int]().union(*(self._days[day] for day in days))
+
+    def recency_bounds(self, now_ms: int, half_life_days: int) -> list[float]:
+        """Per slot, a recency factor no smaller than the true one at ``now_ms``.
+
+        Taken at an instant no later than ``now_ms``; recomputed when the half
+        life differs, time went backwards, or the bounds are over an hour old.
+        """
+        at = self._rb_at
+        if at is None or at[1] != half_life_days or now_ms < at[0] or now_ms - at[0] > _REBASE_MS:
+            self._rb_at = (now_ms, half_life_days)
+            self._rb = [recency(updated_at, now_ms, half_life_days) for updated_at in self._upd]
+        return self._rb
+
+    def upper_bounds(self, acc: Bounds, now_ms: int, half_life_days: int) -> tuple[list[int], list[float]]:
+        """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound``."""
+        slots = list(acc)
+        rb = self.recency_bounds(now_ms, half_life_days)
+        values = list(
+            map(mul, map(add, acc.values(), map(self._static.__getitem__, slots)), map(rb.__getitem__, slots))
+        )
+        return slots, values
+
+    # ------------------------------------------------------------------ top_memories
+
+    def top(self, limit: int) -> list[Memory]:
+        """``top_memories(limit)``: live records, pinned first, corroboration, newest, id."""
+        if limit <= 0:
+            return []
+        if not self._top_all and len(self._top) < limit:
+            size = max(limit, _TOP_CACHE)
+            records = self.records
+            self._top = heapq.nsmallest(size, (top_key(records[mid]) for mid in self._slot))
+            self._top_all = len(self._top) == len(self._slot)
+        return [self.records[key[-1]] for key in self._top[:limit]]
+
+    def _top_insert(self, memory: Memory) -> None:
+        key = top_key(memory)
+        if self._top_all or (self._top and key < self._top[-1]):
+            bisect.insort(self._top, key)
+
+    def _top_discard(self, memory: Memory) -> None:
+        key = top_key(memory)
+        i = bisect.bisect_left(self._top, key)
+        if i < len(self._top) and self._top[i] == key:
+            del self._top[i]
