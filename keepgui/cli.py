@@ -22,9 +22,9 @@ from keepgui import __version__
 from keepgui.core.errors import KeepguiError
 
 if TYPE_CHECKING:  # each is imported when a command first needs it (start-up stays quick)
-    from keepgui.core.demo import DemoCopy
     from keepgui.backends.iii.store import DataDir
     from keepgui.backends.iii.worker import ReloadOutcome
+    from keepgui.core.demo import DemoCopy
 
 COMMAND_MODULES = (
     "keepgui.commands.iii",

@@ -27,8 +27,8 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from keepgui.core import fsio
 from keepgui.backends.claude.writes import yaml_scalar
+from keepgui.core import fsio
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "resources", "demo", "claude"))
 PROJECT_PLACEHOLDER = "PROJECT"

@@ -15,9 +15,9 @@ import sys
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from keepgui.core.demo import DEMO_EPOCH
-from keepgui.backends.iii import mutations as mut
+from keepgui.backends.iii import writes as mut
 from keepgui.backends.iii.record import fingerprint
+from keepgui.core.demo import DEMO_EPOCH
 
 MIN = 60_000
 HOUR = 3_600_000

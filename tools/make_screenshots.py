@@ -15,8 +15,8 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("KEEPGUI_HOME", tempfile.mkdtemp(prefix="keepgui-shots-home-"))
 
+from keepgui.backends.nanobot.bank import KEEP_BANK
 from keepgui.cli import build_parser
-from keepgui.backends.nanobot.backend import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui.application import build_window, make_app
 from keepgui.ui.settings import Settings

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING
 from keepgui.core.errors import InvalidInput, NotFound, ReadOnly
 
 if TYPE_CHECKING:  # the cli imports the commands, and a command line imports only its command's module
-    from keepgui.cli import Context
+    from keepgui.backends.claude.bank import ClaudeProject
     from keepgui.backends.claude.compact import FolderApplied
-    from keepgui.backends.claude.project import ClaudeProject
     from keepgui.backends.claude.writes import MemoryChange
+    from keepgui.cli import Context
 
 COMMANDS = ("memories", "keep", "forget", "restore", "review", "compact")
 
@@ -116,7 +116,7 @@ def _shown(name: str) -> str:
 
 
 def _memories(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.backends.claude.project import FORGOTTEN
+    from keepgui.backends.claude.bank import FORGOTTEN
 
     rows = sorted(bank.rows(), key=lambda r: (r.invalid_at is not None, r.position or 10**9, r.id))
     summary = bank.summary()
@@ -174,7 +174,7 @@ def _keep(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
 
 
 def _forget(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.backends.claude.project import FORGOTTEN
+    from keepgui.backends.claude.bank import FORGOTTEN
 
     known = {r.id for r in bank.rows() if r.invalid_at is None}
     refused = {p.path: p for p in bank.problems() if not p.line}
@@ -199,7 +199,7 @@ def _forget(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
 
 
 def _restore(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.backends.claude.project import FORGOTTEN
+    from keepgui.backends.claude.bank import FORGOTTEN
 
     forgotten = [r.id for r in bank.rows() if r.invalid_at is not None]
     keys = []

@@ -30,9 +30,9 @@ from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import file_key
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
-    from keepgui.cli import Context
     from keepgui.backends.iii.store import DataDir
     from keepgui.backends.nanobot.workspace import Workspace
+    from keepgui.cli import Context
 
 _KIND_MARK = {True: "[x]", False: "[ ]"}
 
@@ -244,8 +244,8 @@ def cmd_compact(args: argparse.Namespace, ctx: Context) -> int:
 
 def _compact_keep(args: argparse.Namespace, ctx: Context) -> int:
     from keepgui.backends.nanobot import compact as nano
-    from keepgui.backends.nanobot.keep import FUZZY_THRESHOLD
     from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET
+    from keepgui.backends.nanobot.writes import FUZZY_THRESHOLD
 
     workspace = _workspace(args, ctx)
     command = f"keepgui compact --workspace {_q(workspace.root)}"
@@ -267,7 +267,7 @@ def _compact_keep(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _compact_bank(args: argparse.Namespace, ctx: Context, name: str) -> int:
-    from keepgui.backends.iii.consolidate import FUZZY_THRESHOLD, find_bank, plan_bank
+    from keepgui.backends.iii.compact import FUZZY_THRESHOLD, find_bank, plan_bank
 
     datadir = ctx.datadir()
     bank = find_bank(datadir, name)
@@ -331,7 +331,7 @@ def _undo(ctx: Context, target: str, what: str, datadir: DataDir | None = None) 
     if entry is None:
         raise NotFound(f"no compaction of {what} applied from the command line is left to undo")
     applied = load_applied(entry["applied"], journal.history)
-    from keepgui.backends.iii.consolidate import BankApplied
+    from keepgui.backends.iii.compact import BankApplied
 
     if datadir is not None and isinstance(applied, BankApplied):
         applied.undo(datadir=datadir)

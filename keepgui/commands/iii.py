@@ -8,15 +8,15 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from keepgui.core.errors import InvalidInput, NotFound
-from keepgui.backends.iii.mutations import Transition
 from keepgui.backends.iii.record import Memory
 from keepgui.backends.iii.textrules import byte_len
+from keepgui.backends.iii.writes import Transition
+from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.timefmt import relative_time
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
-    from keepgui.cli import Context
     from keepgui.backends.iii.store import Bank, Batch
+    from keepgui.cli import Context
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
-from keepgui.backends.nanobot.keep import ALREADY_KEPT, KEEP_CAPABILITIES, REDIRECTED, REPLACE_OFFERED, KeepStore
 from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
 from keepgui.backends.nanobot.workspace import Workspace
+from keepgui.backends.nanobot.writes import ALREADY_KEPT, KEEP_CAPABILITIES, REDIRECTED, REPLACE_OFFERED, KeepStore
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
@@ -250,7 +250,7 @@ def cmd_unforget(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_preview(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui nanobot-preview``."""
-    from keepgui.backends.nanobot.prompt import build_preview
+    from keepgui.backends.nanobot.context import build_preview
 
     workspace = open_workspace(args, ctx, writing=False)
     preview = build_preview(workspace, exact=bool(args.exact))

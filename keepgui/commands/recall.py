@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from keepgui.core.errors import InvalidInput
 from keepgui.backends.iii.cache import LogCache
 from keepgui.backends.iii.config import MemoryConfig
-from keepgui.backends.iii.preview import BankEngine, Preview, check_against_worker
+from keepgui.backends.iii.context import BankEngine, Preview, check_against_worker
 from keepgui.backends.iii.recall import Hit, f32, f32_text
 from keepgui.backends.iii.vectors import read_vectors
 from keepgui.backends.iii.worker import WorkerLink
+from keepgui.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context

@@ -100,7 +100,7 @@ def _search(quick: bool) -> list[Result]:
 
 
 def _bank_plan(quick: bool) -> list[Result]:
-    from keepgui.backends.iii.consolidate import plan_bank
+    from keepgui.backends.iii.compact import plan_bank
     from keepgui.backends.iii.store import DataDir
 
     memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
@@ -140,8 +140,8 @@ def _keep_plan_seconds(entries: int) -> tuple[float, object]:
     """Plan the compaction of a generated keep.md of ``entries`` entries (MEMORY.md of 200 lines)."""
     import tempfile
 
-    from keepgui.core.history import History
     from keepgui.backends.nanobot.compact import plan_keep
+    from keepgui.core.history import History
     from tests.bench.synth import make_keep_md
 
     root = tempfile.mkdtemp(prefix="keepgui-bench-keep-")

@@ -77,7 +77,7 @@ QUERIES = [
 
 def brute_force_preview(bank, query, config, now_ms):
     """The preview computed from scratch: every live memory tokenized and scored for this query."""
-    from keepgui.backends.iii.preview import (
+    from keepgui.backends.iii.context import (
         AMBIENT_FLOOR,
         Preview,
         ambient_header,
@@ -133,7 +133,7 @@ def brute_force_preview(bank, query, config, now_ms):
 def run(quick: bool = False) -> list[Result]:
     """Measure preview, recall and index updates on a cached synthetic bank (``quick``: 20,000 memories)."""
     from keepgui.backends.iii.config import MemoryConfig
-    from keepgui.backends.iii.preview import BankEngine
+    from keepgui.backends.iii.context import BankEngine
     from keepgui.backends.iii.record import fingerprint, new_memory
     from keepgui.backends.iii.store import DataDir
 

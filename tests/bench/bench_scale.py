@@ -440,7 +440,7 @@ def _against_baseline(memories: int, repeat: int, listing: list[str], preview_cm
 
 def in_process_preview(memories: int) -> Result:
     from keepgui.backends.iii.config import MemoryConfig
-    from keepgui.backends.iii.preview import BankEngine
+    from keepgui.backends.iii.context import BankEngine
     from keepgui.backends.iii.store import DataDir
     from tests.bench.synth import NOW
 

@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from keepgui.core import registry
-from keepgui.core.errors import InvalidInput
 from keepgui.backends.iii.activity import ActivityIndex
 from keepgui.backends.iii.record import Memory, fingerprint
 from keepgui.backends.nanobot.activity import ProjectMatcher, project_slugs
+from keepgui.core import registry
+from keepgui.core.errors import InvalidInput
 from keepgui.core.source import (
     ACTIVITY,
     CREATED,

@@ -61,10 +61,10 @@ ALLOWED = {
     ("keepgui/core/textmerge.py", "shutil.rmtree"): "removes that private merge folder afterwards",
     ("keepgui/cli.py", "os.open"): "re-points stdout at /dev/null after a broken pipe; no file is written",
     (
-        "keepgui/backends/nanobot/prompt.py",
+        "keepgui/backends/nanobot/context.py",
         "tempfile.mkdtemp",
     ): "a private scratch folder for nanobot's ContextBuilder (filled through fsio), never the workspace",
-    ("keepgui/backends/nanobot/prompt.py", "shutil.rmtree"): "removes that private scratch folder afterwards",
+    ("keepgui/backends/nanobot/context.py", "shutil.rmtree"): "removes that private scratch folder afterwards",
     (
         "keepgui/ui/ipc.py",
         "os.chmod",

@@ -179,9 +179,9 @@ def test_demo_is_a_fresh_copy_and_the_package_is_untouched():
 
 
 def test_demo_data_is_healthy_and_has_history():
-    from keepgui.core.demo import make_demo_copy
     from keepgui.backends.iii.doctor import diagnose
     from keepgui.backends.iii.store import DataDir
+    from keepgui.core.demo import make_demo_copy
 
     copy = make_demo_copy()
     dd = DataDir(copy.iii)

@@ -12,10 +12,10 @@ import pytest
 
 from keepgui.backends.iii.record import Memory, fingerprint
 from keepgui.backends.iii.store import DataDir
-from keepgui.backends.nanobot.keep import KeepStore
 from keepgui.backends.nanobot.workspace import Workspace
-from tests.conftest import run_cli
+from keepgui.backends.nanobot.writes import KeepStore
 from tests.backends.nanobot.nanobot_helpers import make_workspace, read, write
+from tests.conftest import run_cli
 
 KEEP = """- Prefers metric units, including in recipes
 - Allergic to penicillin

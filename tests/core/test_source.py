@@ -12,10 +12,10 @@ import os
 import msgspec
 import pytest
 
-from keepgui.core import fsio, registry
-from keepgui.core.errors import Conflict, InvalidInput
 from keepgui.backends.iii.record import fingerprint
 from keepgui.backends.iii.store import DataDir
+from keepgui.core import fsio, registry
+from keepgui.core.errors import Conflict, InvalidInput
 from keepgui.core.source import (
     DISK,
     PIN,

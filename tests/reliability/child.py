@@ -311,8 +311,8 @@ def crash_at(data_dir, bank_name, what, point) -> None:
     with SIGKILL at ``point``, by patching the one call of keepgui.core.fsio that marks it."""
     import signal
 
-    from keepgui.core import fsio
     from keepgui.backends.iii.store import DataDir
+    from keepgui.core import fsio
 
     bank = DataDir(data_dir).bank(bank_name)
     bank.refresh()

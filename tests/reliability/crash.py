@@ -68,9 +68,9 @@ def sigkill_rule_saves(
     Returns ``runs``, ``torn`` (runs that broke any of that), ``temp_files``
     (kills that landed mid-write and left a temp file), ``failures`` (details).
     """
-    from keepgui.core import fsio
     from keepgui.backends.iii.doctor import diagnose
     from keepgui.backends.iii.store import DataDir
+    from keepgui.core import fsio
 
     data_dir = os.path.join(folder, "memory")
     datadir = DataDir(data_dir)
@@ -199,9 +199,9 @@ def torn_tail_then_append(folder: str) -> dict:
     missing only its newline; it is cut inside a multi-byte UTF-8 character.
     Returns ``cases`` and ``failures`` (descriptions; empty when all held).
     """
-    from keepgui.core.errors import KeepguiError
     from keepgui.backends.iii.log import MemoryLog
     from keepgui.backends.iii.store import DataDir
+    from keepgui.core.errors import KeepguiError
 
     failures: list[str] = []
     cases = {
@@ -273,10 +273,10 @@ def sigkill_at_points(folder: str) -> dict:
     must be reported, and the next keepgui save must repair it and land intact.
     Returns ``points`` (how many were tried), ``torn`` and ``failures``.
     """
-    from keepgui.core import fsio
     from keepgui.backends.iii.doctor import diagnose
     from keepgui.backends.iii.log import MemoryLog
     from keepgui.backends.iii.store import DataDir
+    from keepgui.core import fsio
 
     failures: list[str] = []
     tried = 0

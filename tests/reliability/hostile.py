@@ -790,9 +790,9 @@ def check_output(result, json_out: bool, must_fail: bool = False) -> list[str]:
 
 def probe_library(case: HostileCase, seconds: float = 60.0) -> list[str]:
     """Read the case through the library the way the window does; only KeepguiError may come out."""
-    from keepgui.core.errors import KeepguiError
     from keepgui.backends.iii.doctor import diagnose
     from keepgui.backends.iii.store import DataDir
+    from keepgui.core.errors import KeepguiError
 
     failures: list[str] = []
 

@@ -62,7 +62,7 @@ def make_window(qtbot, tmp_path):
 
 def open_keep(make_window, demo_copy, qtbot):
     """A window on the demo with its workspace's keep.md shown; returns ``(window, key)``."""
-    from keepgui.backends.nanobot.backend import KEEP_BANK
+    from keepgui.backends.nanobot.bank import KEEP_BANK
     from keepgui.core.source import BankKey
 
     window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)

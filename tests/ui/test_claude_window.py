@@ -18,11 +18,11 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from keepgui.core import registry
 from keepgui.backends.claude import layout
 from keepgui.backends.claude.context import session_context
 from keepgui.backends.claude.layout import project_folder_name
 from keepgui.backends.claude.memory import read_folder
+from keepgui.core import registry
 from keepgui.core.source import BankKey
 from keepgui.ui.compaction import rewrite_summary
 from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole

@@ -3,7 +3,7 @@ the selection survives delete and undo; a failing worker reload is said once, qu
 
 from __future__ import annotations
 
-from keepgui.backends.nanobot.backend import KEEP_BANK
+from keepgui.backends.nanobot.bank import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui.memorymodel import RecordRole
 from tests.ui.conftest import open_keep

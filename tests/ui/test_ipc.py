@@ -23,12 +23,12 @@ import pytest
 from PySide6.QtNetwork import QLocalSocket
 from PySide6.QtWidgets import QApplication
 
-from keepgui.backends.nanobot.backend import KEEP_BANK
+from keepgui.backends.nanobot.bank import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui import ipc
 from keepgui.ui.desktop import install
-from tests.conftest import ROOT
 from tests.backends.nanobot.nanobot_helpers import make_workspace
+from tests.conftest import ROOT
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="socket files and modes are a Unix matter")
 

@@ -133,10 +133,10 @@ def test_the_echo_of_a_keep_is_not_delivered_again(make_window, demo_copy, qtbot
 def test_equal_keep_rows_read_again_change_nothing(qapp, demo_copy):
     import msgspec
 
-    from keepgui.core.history import History
-    from keepgui.backends.nanobot.backend import CAPABILITIES, keep_rows
-    from keepgui.backends.nanobot.keep import KeepStore
+    from keepgui.backends.nanobot.bank import CAPABILITIES, keep_rows
     from keepgui.backends.nanobot.workspace import Workspace
+    from keepgui.backends.nanobot.writes import KeepStore
+    from keepgui.core.history import History
     from keepgui.ui.memorymodel import MemoryTableModel
 
     store = KeepStore(Workspace(demo_copy.nanobot), History())

@@ -7,10 +7,10 @@ import os
 import pytest
 from PySide6.QtCore import Qt
 
-from keepgui.backends.iii.backend import check_save as check_bank
+from keepgui.backends.iii.bank import check_save as check_bank
 from keepgui.backends.iii.record import fingerprint
 from keepgui.backends.iii.store import DataDir
-from keepgui.backends.nanobot.backend import KEEP_BANK
+from keepgui.backends.nanobot.bank import KEEP_BANK
 from keepgui.core.paths import short_path
 from keepgui.core.source import BankKey
 from keepgui.ui.hub import Hub

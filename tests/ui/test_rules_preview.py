@@ -116,7 +116,7 @@ def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo
 
 
 def test_cut_point_counts_the_leading_white_space_that_is_not_sent():
-    from keepgui.backends.iii.backend import place_rules
+    from keepgui.backends.iii.documents import place_rules
 
     text = "\n \u3000 " + "é" * 400  # U+3000 is white space to Rust's trim, not to a naive strip
     place = place_rules([("a", text)], 301)["a"]
@@ -183,7 +183,7 @@ def test_save_against_a_changed_file_is_refused_and_opens_the_three_way_view(win
 
 
 def test_workspace_document_overwrite_saves_over_exactly_the_version_shown(make_window, demo_copy, qtbot, monkeypatch):
-    from keepgui.backends.nanobot.backend import KEEP_BANK
+    from keepgui.backends.nanobot.bank import KEEP_BANK
     from keepgui.core.source import BankKey
 
     window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
@@ -262,7 +262,7 @@ def test_pending_what_if_toggles_are_previewed_then_applied(window, demo_copy, q
 
 
 def test_nanobot_workspace_preview_shows_keep_md_as_its_own_part(make_window, demo_copy, qtbot):
-    from keepgui.backends.nanobot.backend import KEEP_BANK
+    from keepgui.backends.nanobot.bank import KEEP_BANK
     from keepgui.core.source import BankKey
 
     window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)

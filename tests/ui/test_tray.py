@@ -20,7 +20,7 @@ import time
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from keepgui.backends.nanobot.backend import KEEP_BANK
+from keepgui.backends.nanobot.bank import KEEP_BANK
 from keepgui.core.source import BankKey
 from keepgui.ui.desktop import KEEP_RUNNING_SETTING, Desktop, install
 from keepgui.ui.quickkeep import popup_for

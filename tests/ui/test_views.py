@@ -8,9 +8,9 @@ import os
 from PySide6.QtCore import QDate, QDateTime, QPoint, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
-from keepgui.core.graph import GraphOptions, build_graph
 from keepgui.backends.iii.record import fingerprint
 from keepgui.backends.iii.store import DataDir
+from keepgui.core.graph import GraphOptions, build_graph
 from keepgui.core.source import CAPTURE_KINDS, CREATED, BankKey
 from keepgui.ui.activity import kind_colours, local_midnight
 from keepgui.ui.graph import ROW_LOD

@@ -24,8 +24,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from keepgui.backends.claude.compact import manifest_path
 from keepgui.backends.claude.memory import INDEX_NAME, MemoryFolder
-from keepgui.backends.claude.review import manifest_path
 from keepgui.core.errors import KeepguiError
 from keepgui.core.history import History
 from keepgui.core.source import CREATED, EDITED, RETIRED, Activity

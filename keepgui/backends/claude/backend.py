@@ -13,7 +13,7 @@ A :class:`ClaudeSource` is opened on one of two kinds of folder:
   environment. That folder lives under the config folder, outside the project,
   so the source names it in ``also_watched``.
 
-The banks are :class:`~keepgui.backends.claude.project.ClaudeProject`\\ s. The
+The banks are :class:`~keepgui.backends.claude.bank.ClaudeProject`\\ s. The
 source says what changed files mean (:meth:`ClaudeSource.classify`): a file of
 a memory folder re-reads that project (the load asks for a review when the
 agent changed the folder), an instruction file reloads the documents that are
@@ -29,11 +29,11 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 
-from keepgui.core import fsio
+from keepgui.backends.claude.bank import ClaudeProject, discover_homes, project_path_for, short, transcript_cwds
 from keepgui.backends.claude.demo import place_demo
 from keepgui.backends.claude.layout import ClaudeEnv, memory_location
 from keepgui.backends.claude.memory import INDEX_NAME, TEAM_DIR
-from keepgui.backends.claude.project import ClaudeProject, discover_homes, project_path_for, short, transcript_cwds
+from keepgui.core import fsio
 from keepgui.core.errors import NotFound
 from keepgui.core.history import History
 from keepgui.core.registry import Backend, Found, OpenOptions, Verdict

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import os
 
-from keepgui.core import fsio
 from keepgui.backends.claude.layout import project_folder_name
 from keepgui.backends.claude.memory import INDEX_NAME, parse_link_line
+from keepgui.core import fsio
 
 PLACEHOLDER = "PROJECT"
 PROJECT = os.path.join("project", "slow-bytes")

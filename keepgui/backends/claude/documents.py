@@ -28,7 +28,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from keepgui.core import fsio
 from keepgui.backends.claude import writes
 from keepgui.backends.claude.context import TAKES_EFFECT
 from keepgui.backends.claude.instructions import (
@@ -46,11 +45,12 @@ from keepgui.backends.claude.instructions import (
 from keepgui.backends.claude.jstext import utf16_index
 from keepgui.backends.claude.layout import approved_external, git_roots, load_settings
 from keepgui.backends.claude.memory import LINE_LIMIT, SIZE_LIMIT, Prepared, cut_index, parse_link_line
+from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.source import Budget, BudgetSegment, Change, Document, Written, nothing_written
 
 if TYPE_CHECKING:
-    from keepgui.backends.claude.project import ClaudeProject
+    from keepgui.backends.claude.bank import ClaudeProject
 
 BOM = b"\xef\xbb\xbf"
 MANAGED_READ_ONLY = "managed by your organisation's policy; keepgui does not change it"

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from keepgui.core import fsio
 from keepgui.backends.claude.jstext import js_trim, utf16_len
 from keepgui.backends.claude.layout import ClaudeEnv, GitRoots, Settings
 from keepgui.backends.claude.markdown import decode, find_imports, split_front_matter, strip_comments
+from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
 
 MANAGED, USER, PROJECT, LOCAL, AUTO_MEMORY = "Managed", "User", "Project", "Local", "AutoMem"

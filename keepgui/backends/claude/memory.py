@@ -38,9 +38,9 @@ from urllib.parse import unquote
 import regex
 import yaml
 
-from keepgui.core import fsio
 from keepgui.backends.claude.jstext import JS_WHITESPACE, format_kb, js_trim, utf16_index, utf16_len, utf16_slice
 from keepgui.backends.claude.markdown import comment_deletions, decode, normalise_newlines, split_front_matter
+from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
 
 INDEX_NAME = "MEMORY.md"

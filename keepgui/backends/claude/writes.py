@@ -53,7 +53,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from keepgui.core import fsio
 from keepgui.backends.claude.markdown import split_front_matter
 from keepgui.backends.claude.memory import (
     INDEX_NAME,
@@ -65,6 +64,7 @@ from keepgui.backends.claude.memory import (
     linked_memory_file,
     parse_link_line,
 )
+from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, ReadOnly, Unreadable
 from keepgui.core.history import History, Journal
 from keepgui.core.timefmt import now_ms

@@ -24,8 +24,8 @@ import os
 from array import array
 from typing import BinaryIO
 
-from keepgui.core import pace
 from keepgui.backends.iii.record import read_record
+from keepgui.core import pace
 from keepgui.core.source import CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity
 
 _CHUNK = 1 << 18  # bytes read at a time: each split of a chunk is one short C call (a window shares the GIL)

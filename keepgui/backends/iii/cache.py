@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import msgspec
 
 from keepgui import __version__
-from keepgui.core import fsio
-from keepgui.core.errors import KeepguiError
 from keepgui.backends.iii.log import LogState, MemoryLog, gc_paused, newest_first, prefix_hasher
 from keepgui.backends.iii.record import Memory
+from keepgui.core import fsio
+from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir
 
 if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing

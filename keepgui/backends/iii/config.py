@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from keepgui.backends.iii.record import NEGATIVE_ZERO, U64_MAX, ObjectPairs, repeated_known_key, serde_view
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError
-from keepgui.backends.iii.record import NEGATIVE_ZERO, U64_MAX, ObjectPairs, repeated_known_key, serde_view
 
 CONFIG_LIMIT = 1 << 20
 """A worker config larger than this is refused (it is a few hundred bytes)."""

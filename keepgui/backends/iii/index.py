@@ -43,11 +43,11 @@ from typing import Any, cast
 
 import msgspec
 
-from keepgui.core import pace
 from keepgui.backends.iii.log import LogDelta, MemoryLog
 from keepgui.backends.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_bonus
 from keepgui.backends.iii.record import Memory, read_record
 from keepgui.backends.iii.tokenize import entity_tokens, tokenize
+from keepgui.core import pace
 
 K1 = 1.2
 B = 0.75
@@ -221,7 +221,7 @@ class BankIndex:
     (:meth:`sync`), or let :meth:`ensure_current` catch up before a query; use
     :meth:`set` for single records without a log, and :meth:`overlay` for
     hypothetical records during a ``with`` block. Not thread-safe: one caller
-    at a time (:class:`~keepgui.backends.iii.preview.BankEngine` holds a lock).
+    at a time (:class:`~keepgui.backends.iii.context.BankEngine` holds a lock).
     """
 
     def __init__(self, log: MemoryLog | None = None) -> None:

@@ -36,7 +36,6 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from keepgui.core import pace
 from keepgui.backends.iii.record import (
     MAX_LINE_BYTES,
     Memory,
@@ -49,6 +48,7 @@ from keepgui.backends.iii.record import (
     read_record,
 )
 from keepgui.backends.iii.textrules import rust_trim
+from keepgui.core import pace
 
 LOG_NAME = "memories.jsonl"
 _GUARD = 4096  # bytes at the start and before the read offset, compared on refresh to notice a rewrite

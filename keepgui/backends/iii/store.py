@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from keepgui.core import fsio
-from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
-from keepgui.backends.iii import mutations as mut
+from keepgui.backends.iii import writes as mut
 from keepgui.backends.iii.log import LOG_NAME, LogDelta, MemoryLog, Progress, newest_first
 from keepgui.backends.iii.record import Memory, fingerprint
 from keepgui.backends.iii.textrules import rust_trim
 from keepgui.backends.iii.worker import Reloader, ReloadOutcome
+from keepgui.core import fsio
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.timefmt import now_ms
 
 _ID = operator.attrgetter("id")
@@ -616,7 +616,7 @@ class Batch:
         pinned: bool = False,
         session_id: str | None = None,
     ) -> mut.Transition:
-        """See :func:`keepgui.backends.iii.mutations.save_transition`."""
+        """See :func:`keepgui.backends.iii.writes.save_transition`."""
         mid = fingerprint(mut.clean_text(text))
         return self._apply(
             mut.save_transition(self.current(mid), text, entities, tags, pinned, session_id, self._time())
@@ -630,7 +630,7 @@ class Batch:
         tags: Iterable[str] | None = None,
         pinned: bool | None = None,
     ) -> mut.Transition:
-        """See :func:`keepgui.backends.iii.mutations.update_transition`."""
+        """See :func:`keepgui.backends.iii.writes.update_transition`."""
         return self._apply(
             mut.update_transition(self.current(memory_id), memory_id, text, entities, tags, pinned, self._time())
         )
@@ -640,25 +640,25 @@ class Batch:
         return self.update(memory_id, pinned=pinned)
 
     def delete(self, memory_id: str) -> mut.Transition:
-        """See :func:`keepgui.backends.iii.mutations.delete_transition`."""
+        """See :func:`keepgui.backends.iii.writes.delete_transition`."""
         return self._apply(mut.delete_transition(self.current(memory_id), memory_id, self._time()))
 
     def supersede(self, memory_id: str, by: str) -> mut.Transition:
-        """See :func:`keepgui.backends.iii.mutations.supersede_transition`."""
+        """See :func:`keepgui.backends.iii.writes.supersede_transition`."""
         return self._apply(
             mut.supersede_transition(self.current(memory_id), memory_id, self.current(by), by, self._time())
         )
 
     def restore(self, memory_id: str) -> mut.Transition:
-        """See :func:`keepgui.backends.iii.mutations.restore_transition`."""
+        """See :func:`keepgui.backends.iii.writes.restore_transition`."""
         return self._apply(mut.restore_transition(self.current(memory_id), memory_id, self._time()))
 
     def reinforce(self, memory_id: str) -> mut.Transition:
-        """See :func:`keepgui.backends.iii.mutations.reinforce_transition`."""
+        """See :func:`keepgui.backends.iii.writes.reinforce_transition`."""
         return self._apply(mut.reinforce_transition(self.current(memory_id), memory_id, self._time()))
 
     def revert(self, target: Memory) -> mut.Transition:
-        """See :func:`keepgui.backends.iii.mutations.revert_transition`."""
+        """See :func:`keepgui.backends.iii.writes.revert_transition`."""
         return self._apply(mut.revert_transition(self.current(target.id), target, self._time()))
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
+from keepgui.backends.iii.record import NEGATIVE_ZERO, Memory, ObjectPairs, serde_view
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
-from keepgui.backends.iii.record import NEGATIVE_ZERO, Memory, ObjectPairs, serde_view
 
 VECTORS_NAME = "vectors.jsonl"
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import regex
 
+from keepgui.backends.nanobot.keepmd import KeepDoc, normalise
 from keepgui.core.errors import KeepguiError
 from keepgui.core.history import History, RemovedEntry
-from keepgui.backends.nanobot.keepmd import KeepDoc, normalise
 from keepgui.core.source import CREATED, EDITED, RETIRED, Activity
 
 PROJECTS_DIR = "projects"

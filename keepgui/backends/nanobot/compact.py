@@ -74,6 +74,21 @@ from typing import Any
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
+from keepgui.backends.nanobot.dream import DOCUMENTS, append_lines
+from keepgui.backends.nanobot.keepmd import (
+    BOM,
+    COMPACTION_TARGET,
+    SOFT_CAP,
+    ContainmentIndex,
+    KeepDoc,
+    canonical_line,
+    contains,
+    decode_text,
+    entry_id,
+    normalise,
+)
+from keepgui.backends.nanobot.workspace import AGENTS_MD, KEEP_MD, MEMORY_MD, USER_MD, Notice, Workspace
+from keepgui.backends.nanobot.writes import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, line_key, triage
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
     REVIEW_KINDS,
@@ -95,21 +110,6 @@ from keepgui.core.compaction import (
 )
 from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, Unreadable
 from keepgui.core.history import History, Journal, RemovedEntry, Version, file_key
-from keepgui.backends.nanobot.documents import DOCUMENTS, append_lines
-from keepgui.backends.nanobot.keep import AGENTS, FUZZY_THRESHOLD, NOTE, PROJECT, REMIND, line_key, triage
-from keepgui.backends.nanobot.keepmd import (
-    BOM,
-    COMPACTION_TARGET,
-    SOFT_CAP,
-    ContainmentIndex,
-    KeepDoc,
-    canonical_line,
-    contains,
-    decode_text,
-    entry_id,
-    normalise,
-)
-from keepgui.backends.nanobot.workspace import AGENTS_MD, KEEP_MD, MEMORY_MD, USER_MD, Notice, Workspace
 from keepgui.core.timefmt import now_ms
 
 PLANNER_KINDS = register_kinds(

@@ -20,7 +20,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFontDatabase, QPainter, QPaintEvent, QPen, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
-from keepgui.backends.claude.preview import ClaudePreview
+from keepgui.backends.claude.context import ClaudePreview
 from keepgui.ui import theme
 from keepgui.ui.adapters.base import Adapter, PreviewView
 

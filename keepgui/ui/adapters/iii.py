@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from keepgui.core.errors import KeepguiError
 from keepgui.backends.iii.config import MemoryConfig
-from keepgui.backends.iii.preview import BYTES_PER_TOKEN
+from keepgui.backends.iii.context import BYTES_PER_TOKEN
 from keepgui.backends.iii.textrules import byte_len
+from keepgui.core.errors import KeepguiError
 from keepgui.ui import theme
 from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
 from keepgui.ui.highlighting import PaletteHighlighter

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from keepgui.core import registry
 from keepgui.backends.claude.backend import BACKEND, ClaudeSource, home_env, identify
 from keepgui.backends.claude.layout import ClaudeEnv, memory_location, project_folder_name
+from keepgui.core import registry
 from keepgui.core.demo import make_demo_copy
 from keepgui.core.errors import NotFound
 from keepgui.core.history import History

@@ -26,7 +26,7 @@ from keepgui.backends.claude import CHECKED_VERSION
 from keepgui.backends.claude.context import PREAMBLE, session_context
 from keepgui.backends.claude.layout import ClaudeEnv, project_folder_name
 from keepgui.backends.claude.memory import TOPIC_LIMIT
-from tests.core import claude_cli
+from tests.backends.claude import claude_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to make the project trees")
 

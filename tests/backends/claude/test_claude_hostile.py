@@ -375,7 +375,7 @@ def make_folder(rng: random.Random, root: str) -> tuple[str, set[str]]:
 def test_random_hostile_folders(tmp_path):
     """60 generated folders (seeded): no exception, each read within the bound, every valid topic file
     listed, every bad one named, the link target never read as a memory, no file changed."""
-    from keepgui.backends.claude.project import rows_of
+    from keepgui.backends.claude.bank import rows_of
 
     rng = random.Random(17)
     slowest = 0.0

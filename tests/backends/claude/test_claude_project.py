@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from keepgui.backends.claude.backend import ClaudeSource
+from keepgui.backends.claude.bank import discover_homes, project_path_for
 from keepgui.backends.claude.context import PREAMBLE, session_context
 from keepgui.backends.claude.documents import index_meter
 from keepgui.backends.claude.layout import ClaudeEnv, git_roots, memory_location, project_folder_name
-from keepgui.backends.claude.project import discover_homes, project_path_for
 from keepgui.core.errors import ReadOnly
 from keepgui.core.history import History
 from tests.conftest import run_cli

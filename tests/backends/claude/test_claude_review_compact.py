@@ -6,9 +6,8 @@ import os
 
 import pytest
 
-from keepgui.backends.claude.compact import plan_index
+from keepgui.backends.claude.compact import plan_index, review
 from keepgui.backends.claude.memory import read_folder
-from keepgui.backends.claude.review import review
 from keepgui.core.compaction import StalePlan
 from keepgui.core.errors import Conflict
 from keepgui.core.history import History

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from keepgui.core import fsio
 from keepgui.backends.claude import writes
 from keepgui.backends.claude.memory import read_folder
+from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, ReadOnly
 from keepgui.core.history import History
 from tests.reliability.common import rewriting_agent

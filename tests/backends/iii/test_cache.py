@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from keepgui.core import fsio
 from keepgui.backends.iii.cache import _MAGIC, FORMAT, LogCache
 from keepgui.backends.iii.config import MemoryConfig
+from keepgui.backends.iii.context import BankEngine
 from keepgui.backends.iii.index import BankIndex
 from keepgui.backends.iii.log import MemoryLog
-from keepgui.backends.iii.preview import BankEngine
 from keepgui.backends.iii.record import Memory
 from keepgui.backends.iii.store import DataDir
+from keepgui.core import fsio
 from tests.bench.synth import make_bank, make_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -10,14 +10,14 @@ import os
 
 import pytest
 
-from keepgui.commands import iii as iii_commands
 from keepgui.backends.iii.cache import LogCache
 from keepgui.backends.iii.config import MemoryConfig
+from keepgui.backends.iii.context import BankEngine
 from keepgui.backends.iii.index import BankIndex, pack_postings, unpack_postings
 from keepgui.backends.iii.log import MemoryLog
-from keepgui.backends.iii.preview import BankEngine
 from keepgui.backends.iii.record import Memory
 from keepgui.backends.iii.store import Bank, DataDir
+from keepgui.commands import iii as iii_commands
 from tests.bench.synth import make_bank
 
 NOW = 1_767_000_000_000
@@ -152,8 +152,8 @@ def test_memories_json_writes_its_first_slice_before_sorting_everything(tmp_path
 
 
 def test_a_verified_cache_writes_the_listing_head_before_decoding_the_state(tmp_path, data_dir, monkeypatch):
-    from keepgui.cli import Context
     from keepgui.backends.iii import cache as cache_module
+    from keepgui.cli import Context
 
     monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "home"))
     args = argparse.Namespace(data_dir=str(data_dir), bank="bank", history=False, tag=None, json=True)

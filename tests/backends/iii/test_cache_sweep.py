@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from keepgui.core import fsio
 from keepgui.backends.iii.cache import SWEEP_UNUSED_DAYS, LogCache, cache_entries, cache_size, sweep
 from keepgui.backends.iii.log import MemoryLog
+from keepgui.core import fsio
 from tests.bench.synth import make_bank
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from keepgui.core.compaction import ChangedSince, StalePlan, UndoJournal, load_applied
-from keepgui.core.history import History
-from keepgui.backends.iii.consolidate import BankApplied, normalize, plan_bank, plan_groups, token_key
+from keepgui.backends.iii.compact import BankApplied, normalize, plan_bank, plan_groups, token_key
 from keepgui.backends.iii.record import Memory, fingerprint
 from keepgui.backends.iii.store import DataDir
+from keepgui.core.compaction import ChangedSince, StalePlan, UndoJournal, load_applied
+from keepgui.core.history import History
 
 
 def row(mid: str, text: str, pinned: bool = False, corroboration: int = 0, created_at: int = 0) -> Memory:

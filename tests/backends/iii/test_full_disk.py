@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from keepgui.core import fsio
-from keepgui.core.errors import WriteFailed
 from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.store import DataDir
+from keepgui.core import fsio
+from keepgui.core.errors import WriteFailed
 from tests.reliability.common import run_cli
 
 BIG_TEXT = "a record of about two kilobytes " + "x" * 2000

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from keepgui.core import fsio
 from keepgui.backends.iii.log import MemoryLog
+from keepgui.core import fsio
 from tests.memories import memory
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from keepgui.core.errors import InvalidInput, NotFound
-from keepgui.backends.iii import mutations as mut
+from keepgui.backends.iii import writes as mut
 from keepgui.backends.iii.record import Memory, fingerprint, normalize_labels
+from keepgui.core.errors import InvalidInput, NotFound
 from tests.memories import memory
 
 

@@ -7,9 +7,8 @@ import os
 
 import pytest
 
-from keepgui.core.errors import KeepguiError, NotFound
 from keepgui.backends.iii.config import MemoryConfig
-from keepgui.backends.iii.preview import (
+from keepgui.backends.iii.context import (
     BankEngine,
     WhatIf,
     ambient_header,
@@ -24,6 +23,7 @@ from keepgui.backends.iii.recall import Hit
 from keepgui.backends.iii.record import fingerprint, new_memory
 from keepgui.backends.iii.store import DataDir
 from keepgui.backends.iii.worker import WorkerLink
+from keepgui.core.errors import KeepguiError, NotFound
 from tests.conftest import tree_digest
 
 NOW = 1_750_000_000_000

@@ -99,7 +99,7 @@ def test_seeded_random_walks_agree_with_the_model(seed, tmp_path):
 
 def test_the_harness_catches_a_planted_bug(tmp_path, monkeypatch):
     """The checks can fail: a delete that forgets to bump the revision is caught."""
-    from keepgui.backends.iii import mutations
+    from keepgui.backends.iii import writes as mutations
 
     real = mutations.delete_transition
 

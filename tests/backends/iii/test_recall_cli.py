@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from keepgui.cli import main
 from keepgui.backends.iii.config import MemoryConfig
-from keepgui.backends.iii.preview import BankEngine
+from keepgui.backends.iii.context import BankEngine
 from keepgui.backends.iii.store import DataDir
+from keepgui.cli import main
 from tests.backends.iii.test_preview import M1, M2, M3, MESSAGE_PUBLISH, NOW, SCENARIO, make_bank, mem
 
 DAY = 86_400_000

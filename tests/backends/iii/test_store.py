@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from keepgui.core import fsio
-from keepgui.core.errors import Conflict, InvalidInput, NotFound, ReadOnly
 from keepgui.backends.iii.config import MemoryConfig
 from keepgui.backends.iii.store import DataDir, bank_yaml, resolve_data_dir, suggest_slug, validate_name
 from keepgui.backends.iii.worker import WorkerLink
+from keepgui.core import fsio
+from keepgui.core.errors import Conflict, InvalidInput, NotFound, ReadOnly
 
 
 @pytest.mark.parametrize("name", ["main", "mikes-blog_2", "a", "0", "a" * 64])
@@ -343,7 +343,7 @@ def test_temp_files_are_found(data_dir):
 
 def test_a_linked_bank_folder_is_not_a_bank(data_dir, tmp_path):
     """The worker's Store::open uses DirEntry::file_type(), which does not follow links."""
-    from keepgui.backends.iii.preview import BankEngine
+    from keepgui.backends.iii.context import BankEngine
 
     real, _ = DataDir(tmp_path / "elsewhere").ensure_bank("real")
     real.save("a memory behind a link", now=1)

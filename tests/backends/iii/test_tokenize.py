@@ -204,7 +204,7 @@ def test_hundred_thousand_memories_tokenize_fast():
 def test_letters_newer_than_pythons_tables_lowercase_as_in_rust():
     """U+1C89 CYRILLIC CAPITAL LETTER TJE (Unicode 16) lowercases to U+1C8A in a current Rust;
     Python 3.11 (Unicode 14) leaves it. Tokens, ids and consolidation keys follow Rust."""
-    from keepgui.backends.iii.consolidate import normalize
+    from keepgui.backends.iii.compact import normalize
     from keepgui.backends.iii.record import fingerprint, normalize_labels
 
     upper, lower = "\u1c89", "\u1c8a"

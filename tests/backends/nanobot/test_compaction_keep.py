@@ -9,8 +9,6 @@ import shutil
 
 import pytest
 
-from keepgui.core.compaction import ChangedSince, StalePlan, UndoJournal, load_applied
-from keepgui.core.history import History
 from keepgui.backends.nanobot.compact import (
     Edit,
     FileApplied,
@@ -19,9 +17,11 @@ from keepgui.backends.nanobot.compact import (
     strip_dates,
     strip_stamps,
 )
-from keepgui.backends.nanobot.keep import KeepStore
 from keepgui.backends.nanobot.keepmd import KeepDoc, contains, normalise
 from keepgui.backends.nanobot.workspace import Workspace
+from keepgui.backends.nanobot.writes import KeepStore
+from keepgui.core.compaction import ChangedSince, StalePlan, UndoJournal, load_applied
+from keepgui.core.history import History
 from keepgui.core.paths import resources_dir
 from tests.backends.nanobot.nanobot_helpers import make_workspace, read, write
 
@@ -429,8 +429,8 @@ def test_a_large_keep_md_is_planned_without_comparing_every_pair(tmp_path, monke
 
     Counted, not timed: the word-boundary containment test runs a few times per entry, not n² times.
     """
-    from keepgui.core.history import History
     from keepgui.backends.nanobot import compact, keepmd
+    from keepgui.core.history import History
     from tests.bench.synth import make_keep_md
 
     root = tmp_path / "ws"

@@ -9,13 +9,13 @@ import textwrap
 
 import pytest
 
+from keepgui.backends.nanobot.compact import ReviewLog, pending_review, plan_from_text, review, rewrite_via
+from keepgui.backends.nanobot.keepmd import KeepDoc
+from keepgui.backends.nanobot.workspace import Workspace
+from keepgui.backends.nanobot.writes import KeepStore
 from keepgui.core.compaction import StalePlan
 from keepgui.core.errors import InvalidInput, KeepguiError
 from keepgui.core.history import History
-from keepgui.backends.nanobot.compact import ReviewLog, pending_review, plan_from_text, review, rewrite_via
-from keepgui.backends.nanobot.keep import KeepStore
-from keepgui.backends.nanobot.keepmd import KeepDoc
-from keepgui.backends.nanobot.workspace import Workspace
 from tests.backends.nanobot.nanobot_helpers import make_workspace, read, write
 
 BEFORE = """- Prefers metric units, including in recipes

@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from keepgui.core.demo import make_demo_copy
-from keepgui.backends.nanobot.documents import cross_check, keep_pointer
+from keepgui.backends.nanobot.dream import cross_check, keep_pointer
 from keepgui.backends.nanobot.keepmd import KeepDoc
 from keepgui.backends.nanobot.workspace import Workspace
-from tests.conftest import run_cli, tree_digest
+from keepgui.core.demo import make_demo_copy
 from tests.backends.nanobot.nanobot_helpers import SPEC_FIXTURE, make_workspace, read
+from tests.conftest import run_cli, tree_digest
 
 run = run_cli
 

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from keepgui.backends.nanobot import dream as docs
+from keepgui.backends.nanobot.workspace import Workspace
+from keepgui.backends.nanobot.writes import KeepStore
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History
-from keepgui.backends.nanobot import documents as docs
-from keepgui.backends.nanobot.keep import KeepStore
-from keepgui.backends.nanobot.workspace import Workspace
 from tests.backends.nanobot.nanobot_helpers import SPEC_FIXTURE, make_workspace, read, write
 
 

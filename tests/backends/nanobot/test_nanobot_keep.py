@@ -6,11 +6,10 @@ import os
 
 import pytest
 
-from keepgui.core import fsio
-from keepgui.core.errors import Conflict, InvalidInput, NotFound
-from keepgui.core.history import History
-from keepgui.backends.nanobot import keep as keep_module
-from keepgui.backends.nanobot.keep import (
+from keepgui.backends.nanobot import writes as keep_module
+from keepgui.backends.nanobot.keepmd import KeepDoc
+from keepgui.backends.nanobot.workspace import Workspace
+from keepgui.backends.nanobot.writes import (
     AGENTS,
     ALREADY_KEPT,
     KEEP,
@@ -28,10 +27,11 @@ from keepgui.backends.nanobot.keep import (
     slugify,
     triage,
 )
-from keepgui.backends.nanobot.keepmd import KeepDoc
-from keepgui.backends.nanobot.workspace import Workspace
-from tests.conftest import tree_digest
+from keepgui.core import fsio
+from keepgui.core.errors import Conflict, InvalidInput, NotFound
+from keepgui.core.history import History
 from tests.backends.nanobot.nanobot_helpers import SPEC_FACTS, SPEC_FIXTURE, make_workspace, read, write
+from tests.conftest import tree_digest
 
 
 @pytest.fixture

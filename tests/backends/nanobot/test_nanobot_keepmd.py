@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from keepgui.core.errors import InvalidInput, NotFound, Unreadable
 from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, canonical_line, entry_id, normalise
+from keepgui.core.errors import InvalidInput, NotFound, Unreadable
 from tests.backends.nanobot.nanobot_helpers import SPEC_FACTS, SPEC_FIXTURE
 
 

@@ -6,9 +6,8 @@ import importlib.util
 
 import pytest
 
-from keepgui.core.errors import KeepguiError, Unreadable
-from keepgui.backends.nanobot import prompt as prompt_module
-from keepgui.backends.nanobot.prompt import (
+from keepgui.backends.nanobot import context as prompt_module
+from keepgui.backends.nanobot.context import (
     BOOTSTRAP_SEPARATOR,
     KEEP_NOTE,
     NOT_REPRODUCED,
@@ -20,8 +19,9 @@ from keepgui.backends.nanobot.prompt import (
     render_parts,
 )
 from keepgui.backends.nanobot.workspace import Workspace
-from tests.conftest import tree_digest
+from keepgui.core.errors import KeepguiError, Unreadable
 from tests.backends.nanobot.nanobot_helpers import SPEC_FIXTURE, make_workspace
+from tests.conftest import tree_digest
 
 HAVE_NANOBOT = importlib.util.find_spec("nanobot") is not None and prompt_module.nanobot_version() is not None
 needs_nanobot = pytest.mark.skipif(not HAVE_NANOBOT, reason="the nanobot package (nanobot-ai) is not installed")

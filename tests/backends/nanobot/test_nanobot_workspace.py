@@ -8,8 +8,6 @@ import os
 
 import pytest
 
-from keepgui.core import fsio
-from keepgui.core.errors import InvalidInput, ReadOnly, Unreadable
 from keepgui.backends.nanobot.workspace import (
     ENV_WORKSPACE,
     Workspace,
@@ -19,8 +17,10 @@ from keepgui.backends.nanobot.workspace import (
     is_dream_session_stem,
     parse_history,
 )
-from tests.conftest import tree_digest
+from keepgui.core import fsio
+from keepgui.core.errors import InvalidInput, ReadOnly, Unreadable
 from tests.backends.nanobot.nanobot_helpers import make_workspace, read, write
+from tests.conftest import tree_digest
 
 
 def config(tmp_path, obj) -> str:

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.backends.iii.record import (
     MAX_LIST,
     TEXT_MAX_BYTES,
@@ -24,6 +23,7 @@ from keepgui.backends.iii.record import (
     normalize_labels,
 )
 from keepgui.backends.iii.textrules import byte_len, rust_trim
+from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.timefmt import now_ms
 
 

@@ -40,10 +40,19 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from keepgui.core import fsio
 from keepgui.backends.claude import writes
 from keepgui.backends.claude.activity import FolderActivity, row_names
-from keepgui.backends.claude.compact import FolderPlan, IndexPlan, short_hook
+from keepgui.backends.claude.compact import (
+    Baselines,
+    FolderPlan,
+    FolderReview,
+    IndexPlan,
+    accept_current,
+    remember,
+    review,
+    short_hook,
+)
+from keepgui.backends.claude.context import build_preview
 from keepgui.backends.claude.documents import ClaudeDocuments, Entry, refresh_listing
 from keepgui.backends.claude.jstext import utf16_len
 from keepgui.backends.claude.layout import ClaudeEnv, git_roots, project_folder_name
@@ -65,8 +74,7 @@ from keepgui.backends.claude.memory import (
     parse_topic,
     read_folder,
 )
-from keepgui.backends.claude.preview import build_preview
-from keepgui.backends.claude.review import Baselines, FolderReview, accept_current, remember, review
+from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.paths import short_path
 from keepgui.core.source import (

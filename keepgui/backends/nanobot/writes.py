@@ -41,12 +41,12 @@ from typing import Any
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
+from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, Entry, KeepDoc, contains, normalise
+from keepgui.backends.nanobot.workspace import KEEP_MD, MEMORY_MD, Notice, Workspace
 from keepgui.core import fsio
 from keepgui.core.compaction import ALIKE, Likeness, likeness
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History, RemovedEntry, file_key
-from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, Entry, KeepDoc, contains, normalise
-from keepgui.backends.nanobot.workspace import KEEP_MD, MEMORY_MD, Notice, Workspace
 
 FUZZY_THRESHOLD = 85.0
 """Default near-duplicate cut-off on rapidfuzz's ``token_set_ratio`` (0–100).

@@ -46,8 +46,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from keepgui.core import fsio
-from keepgui.core.errors import KeepguiError, NotFound, Unreadable
 from keepgui.backends.nanobot.workspace import (
     AGENTS_MD,
     CURSOR,
@@ -59,6 +57,8 @@ from keepgui.backends.nanobot.workspace import (
     USER_MD,
     Workspace,
 )
+from keepgui.core import fsio
+from keepgui.core.errors import KeepguiError, NotFound, Unreadable
 
 PART_SEPARATOR = "\n\n---\n\n"
 """How nanobot joins the parts of its system prompt."""

@@ -54,6 +54,11 @@ from typing import Any
 
 import regex
 
+from keepgui.backends.iii import writes as mut
+from keepgui.backends.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
+from keepgui.backends.iii.store import Bank, Batch, DataDir
+from keepgui.backends.iii.textrules import rust_lower
+from keepgui.backends.iii.worker import ReloadOutcome
 from keepgui.core import fsio
 from keepgui.core.compaction import (
     Applied,
@@ -72,11 +77,6 @@ from keepgui.core.compaction import (
 )
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.history import History
-from keepgui.backends.iii import mutations as mut
-from keepgui.backends.iii.record import Memory, RecordError, fingerprint, memory_from_obj, read_record
-from keepgui.backends.iii.store import Bank, Batch, DataDir
-from keepgui.backends.iii.textrules import rust_lower
-from keepgui.backends.iii.worker import ReloadOutcome
 
 BANK_KINDS = register_kinds(
     {

@@ -28,8 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from keepgui.core.errors import KeepguiError, NotFound
-from keepgui.backends.iii import mutations as mut
+from keepgui.backends.iii import writes as mut
 from keepgui.backends.iii.config import MemoryConfig
 from keepgui.backends.iii.index import BankIndex
 from keepgui.backends.iii.log import LogDelta
@@ -47,6 +46,7 @@ from keepgui.backends.iii.store import Bank, DataDir
 from keepgui.backends.iii.textrules import byte_len, cut_at_char_boundary, rust_trim
 from keepgui.backends.iii.vectors import VECTORS_NAME, LexicalNotice, count_current_vectors
 from keepgui.backends.iii.worker import WorkerLink
+from keepgui.core.errors import KeepguiError, NotFound
 from keepgui.core.timefmt import now_ms
 
 AMBIENT_FLOOR = 3

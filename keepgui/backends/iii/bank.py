@@ -1,0 +1,476 @@
+"""One bank of an iii data dir behind the source protocol: its rows, preview, plans and operations."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from keepgui.backends.iii.log import LOG_NAME
+from keepgui.backends.iii.record import Memory
+from keepgui.backends.iii.store import (
+    Bank as CoreBank,
+    BankInfo,
+)
+from keepgui.backends.iii.textrules import byte_len, rust_trim
+from keepgui.backends.iii.writes import Transition
+from keepgui.core.errors import InvalidInput, KeepguiError
+from keepgui.core.source import (
+    COMPACT,
+    DISK,
+    FORCE,
+    REVIEW,
+    Activity,
+    BankDefaults,
+    BankSummary,
+    Capabilities,
+    Change,
+    Hint,
+    Pending,
+    Problem,
+    Progress,
+    Row,
+    RowDelta,
+    stamps_of,
+)
+
+if TYPE_CHECKING:  # the preview and the activity index are imported when first used; their types only here
+    from keepgui.backends.iii.activity import ActivityIndex
+    from keepgui.backends.iii.backend import IiiSource
+from keepgui.backends.iii.documents import RuleDocs
+
+LOG_NOTES = ("unterminated",)
+"""Log problems that are notes, not faults (a last line whose newline has not arrived): no badge."""
+
+CAPABILITIES = Capabilities(
+    missing={
+        FORCE: "an iii save always writes: it creates, reinforces or brings back the memory",
+        REVIEW: "an iii log is append-only: nothing rewrites it behind keepgui's back",
+    },
+)
+"""What an iii bank can do: everything the table offers."""
+
+
+RANKED_LIMIT = 100
+"""Ranked search shows the recall API's maximum: the top 100 by fused score."""
+
+FUZZY_THRESHOLD = 85.0
+"""Quick keep's near-duplicate cut-off (rapidfuzz token_set_ratio, as keep.md's)."""
+
+
+def count(n: int, one: str, many: str) -> str:
+    """``"1 memory"``, ``"3 memories"``."""
+    return f"{n} {one if n == 1 else many}"
+
+
+# ---------------------------------------------------------------------- a bank
+
+
+def check_save(
+    text: str, existing: Memory | None, live: list[tuple[str, str]], bank: str, threshold: float = FUZZY_THRESHOLD
+) -> tuple[Hint, ...]:
+    """Quick keep's feedback for saving ``text`` to an iii bank.
+
+    ``existing`` is the bank's record with ``text``'s fingerprint (or None);
+    ``live`` the ``(id, text)`` of its live memories, for near-duplicates.
+    """
+    from rapidfuzz import fuzz, process
+    from rapidfuzz.utils import default_process
+
+    from keepgui.backends.iii.record import fingerprint
+    from keepgui.backends.iii.writes import clean_text
+    from keepgui.core.compaction import likeness
+
+    try:
+        cleaned = clean_text(text)
+    except KeepguiError as exc:
+        return (Hint("error", f"Not saved as it is: {exc}"),)
+    hints: list[Hint] = []
+    mid = fingerprint(cleaned)
+    if existing is None:
+        hints.append(Hint("ok", f"A new memory in bank “{bank}”"))
+    elif existing.invalid_at is None:
+        hints.append(Hint("info", f"Already remembered in “{bank}” (seen {existing.seen}×): saving reinforces it"))
+    else:
+        hints.append(Hint("info", f"Matches a deleted memory of “{bank}”: saving brings it back"))
+    others = [(i, t) for i, t in live if i != mid]
+    if others:
+        matches = process.extract(
+            cleaned,
+            [t for _, t in others],
+            scorer=fuzz.token_set_ratio,
+            processor=default_process,
+            score_cutoff=threshold,
+            limit=3,
+        )
+        for choice, _score, _index in matches:
+            alike = likeness(cleaned, choice).describe(f"“{_excerpt(choice)}”")
+            hints.append(Hint("warning", f"Near-duplicate: {alike}"))
+    return tuple(hints)
+
+
+def _excerpt(text: str, limit: int = 70) -> str:
+    from keepgui.core.compaction import excerpt
+
+    return excerpt(text, limit)
+
+
+Targets = dict[str, "Memory | None"]
+
+
+class IiiBank(BankDefaults):
+    """One bank of a data dir (see the module docstring)."""
+
+    def __init__(self, source: IiiSource, name: str) -> None:
+        self.source = source
+        self.name = name
+        self.key = source.key(name)
+        self.capabilities = CAPABILITIES
+        self.lock = threading.RLock()
+        self._engine: Any = None
+        self._loaded = False
+        self._info: BankInfo | None = None
+        self._log_problems = 0  # lines of the log the worker skips, as last read (the sidebar's badge)
+        self._activity: ActivityIndex | None = None  # made when the activity is first asked for
+
+    # ------------------------------------------------------------------ reading
+
+    def core(self) -> CoreBank:
+        """The store's Bank object (raises NotFound when the folder is gone)."""
+        return self.source.core_bank(self.name)
+
+    def engine(self, bank: CoreBank) -> Any:
+        """The recall/preview engine of ``bank`` (made on first use; call with the bank's lock held,
+        ``bank`` got from :meth:`core` before taking it: locks go source first)."""
+        from keepgui.backends.iii.context import BankEngine
+
+        if self._engine is None or self._engine.bank is not bank:
+            self._engine = BankEngine(bank, self.source.config)
+        return self._engine
+
+    def is_loaded(self) -> bool:
+        """True once the log was read."""
+        return self._loaded
+
+    def load(self, progress: Progress | None = None, *, full: bool = False) -> Change:
+        """Bring the bank up to date (incrementally when the log only grew); every change is returned."""
+        bank = self.core()  # before the bank lock: locks are taken source first
+        with self.lock:
+            first = not self._loaded
+
+            def since() -> Sequence[Row]:
+                return list(bank.log.records.values())  # every row so far
+
+            on_progress = None if progress is None else (lambda done, total: progress(done, total, since))
+            delta = bank.refresh(on_progress)
+            if self._engine is not None and self._engine.bank is bank:
+                self._engine.sync(delta)
+            self._loaded = True
+            self._log_problems = sum(1 for p in bank.log.problems if p.kind not in LOG_NOTES)
+            try:
+                self._info = bank.info()
+            except (KeepguiError, OSError):
+                self._info = None
+                raise
+            records = bank.log.records
+            if full or delta.reset:
+                rows: Sequence[Row] = list(records.values())
+                complete = True
+            else:
+                rows, complete = [records[i] for i in delta.changed], False
+        notes: list[str] = []
+        if not first and not delta.empty:
+            if delta.reset:
+                notes.append(f"{self.name}: reloaded ({LOG_NAME} was replaced or rewritten)")
+            elif delta.changed:
+                notes.append(
+                    f"{self.name}: {count(len(delta.added), 'memory', 'memories')} added, "
+                    f"{len(delta.changed) - len(delta.added)} changed"
+                )
+            notes += [f"{self.name}: {p.describe(LOG_NAME)}" for p in delta.new_problems]
+        return Change(self.source.path, self.name, origin=DISK, rows=RowDelta(rows, (), complete), notes=tuple(notes))
+
+    def rows(self) -> Sequence[Row]:
+        """The current record of every id, in load order."""
+        if not self._loaded:
+            return []
+        bank = self.core()
+        with self.lock:
+            return list(bank.log.records.values())
+
+    def summary(self) -> BankSummary:
+        """ "41 memories · 3 pinned · 2 rules", or why the bank cannot be read."""
+        info = self._info
+        if info is None:
+            return BankSummary("loading…")
+        if not info.readable:
+            return BankSummary(f"unreadable: {info.reason}", problem=info.reason, description=info.description)
+        return BankSummary(
+            f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules",
+            description=info.description,
+            problems=self._log_problems,
+        )
+
+    def problems(self) -> list[Problem]:
+        """What ``keepgui doctor`` reports for this bank, and the data dir's leftover temporary files in it."""
+        from keepgui.backends.iii.doctor import diagnose_bank
+
+        bank = self.core()  # before the bank lock: locks are taken source first
+        with self.lock:
+            findings = diagnose_bank(bank)
+            temp = [path for path in self.source.datadir.iter_temp_files() if path.startswith(bank.path + os.sep)]
+        out = [
+            Problem(path, 0, "leftover temporary file of an interrupted write; safe to delete", "temp-file")
+            for path in temp
+        ]
+        out += [Problem(f.path, f.line, f.message, f.kind, "note" if f.note else "warning") for f in findings]
+        return out
+
+    def documents(self) -> RuleDocs:
+        """The bank's rules."""
+        return RuleDocs(self)
+
+    def revisions(self, key: str) -> list[Row]:
+        """Every revision of one memory in the log, oldest first."""
+        bank = self.core()
+        with self.lock:
+            return list(bank.log.history(key))
+
+    def activity(self) -> Activity:
+        """Every revision in the log as a capture event (read once, then only what was appended)."""
+        from keepgui.backends.iii.activity import ActivityIndex
+
+        bank = self.core()
+        with self.lock:
+            if bank.log.unreadable:
+                return Activity([], {}, {}, note=f"{LOG_NAME} cannot be read: {bank.log.unreadable}")
+            if self._activity is None or self._activity.path != bank.log_path:
+                self._activity = ActivityIndex(bank.log_path)
+            self._activity.sync()
+            return self._activity.snapshot()
+
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+        """``memory::preview`` exactly, with unsaved rules and what-if toggles when given."""
+        from keepgui.backends.iii.context import WhatIf
+
+        pending = pending or Pending()
+        whatif = WhatIf(
+            rules=dict(pending.drafts), pins=dict(pending.pins), live=dict(pending.live), config=self.source.config
+        )
+        bank = self.core()
+        with self.lock:
+            return self.engine(bank).preview(query, now_ms=now_ms, whatif=whatif)
+
+    def rank(self, query: str, limit: int = RANKED_LIMIT) -> dict[str, float]:
+        """Recall scores (id -> fused score) of the best memories for ``query``."""
+        bank = self.core()
+        with self.lock:
+            result = self.engine(bank).recall(query, limit=limit)
+        return {hit.memory.id: hit.score for hit in result.hits}
+
+    # ------------------------------------------------------------------ plans
+
+    def plan(self, what: str, **options: Any) -> object:
+        """memory-consolidate's plan for this bank (``what`` must be ``"compact"``)."""
+        from keepgui.backends.iii.compact import plan_bank
+
+        if what != COMPACT:
+            raise InvalidInput(f"bank `{self.name}`: {CAPABILITIES.why_not(REVIEW)}")
+        bank = self.core()
+        with self.lock:
+            return plan_bank(bank, **options)
+
+    def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
+        """Apply the selected supersedes as one batch; the Change undoes it with the apply's own undo."""
+        from keepgui.backends.iii.compact import BankApplied
+
+        change = self._locked(text, lambda: plan.apply(selection))
+        applied = change.result
+        if not isinstance(applied, BankApplied) or not applied.changed:
+            change.written = False
+            return change
+        self._chain(change, applied)
+        return change
+
+    def _chain(self, change: Change, applied: Any) -> None:
+        """Undo/redo a plan's apply (each refuses when a memory changed since)."""
+        text = change.text
+
+        def back() -> Change:
+            undone = self._locked(text, applied.undo)
+            undone.result = applied
+            undone.reverse = forth
+            return undone
+
+        def forth() -> Change:
+            redone = self._locked(text, applied.redo)
+            redone.result = applied
+            redone.reverse = back
+            return redone
+
+        change.reverse = back
+
+    def _locked(self, text: str, action: Callable[[], object]) -> Change:
+        """Run a write under the bank's lock, then find every record it (or anyone) changed."""
+        bank = self.core()
+        with self.lock:
+            before = dict(bank.log.records)
+            try:
+                result = action()
+            finally:
+                delta = bank.refresh()
+                records = bank.log.records
+                if delta.reset:
+                    rows: Sequence[Row] = list(records.values())
+                else:
+                    rows = [m for mid, m in records.items() if before.get(mid) is not m]
+                self._info = bank.info()
+        return Change(
+            self.source.path,
+            self.name,
+            text,
+            rows=RowDelta(rows, (), delta.reset),
+            files=stamps_of(bank.log_path),
+            result=result,
+        )
+
+    # ------------------------------------------------------------------ writing memories
+
+    def _write(self, text: str, action: Callable[[Any], object]) -> Change:
+        """One locked append of what ``action(batch)`` did; the Change appends the "before" records back."""
+        bank = self.core()
+        before: Targets = {}
+        after: dict[str, Memory] = {}
+        with self.lock:
+            with bank.batch() as batch:
+                result = action(batch)
+                for record in batch.pending:
+                    if record.id not in before:
+                        before[record.id] = bank.log.get(record.id)
+                    after[record.id] = record
+            change = self._delivered(batch, text, result)
+        if not after:
+            change.written = False
+            return change
+        undo_targets: Targets = dict(before)
+        redo_targets: Targets = dict(after)
+        change.reverse = lambda: self._revert(text, undo_targets, redo_targets)
+        return change
+
+    def _revert(self, text: str, targets: Targets, then: Targets) -> Change:
+        """Append each target record back (a tombstone for None); the Change's undo appends ``then``."""
+
+        def back(batch: Any) -> None:
+            for mid, target in targets.items():
+                if target is None:
+                    batch.delete(mid)  # it did not exist: retire what the change created
+                else:
+                    batch.revert(target)
+
+        bank = self.core()
+        with self.lock:
+            with bank.batch() as batch:
+                back(batch)
+            change = self._delivered(batch, text, None)
+        change.reverse = lambda: self._revert(text, then, targets)
+        return change
+
+    def _delivered(self, batch: Any, text: str, result: object) -> Change:
+        """The rows a batch's own refreshes consumed (others' appends included); call under the lock."""
+        bank = batch.bank
+        records = bank.log.records
+        if any(d.reset for d in batch.deltas):
+            rows: Sequence[Row] = list(records.values())
+            complete = True
+        else:
+            ids = dict.fromkeys(i for d in batch.deltas for i in d.changed)
+            rows, complete = [records[i] for i in ids], False
+        self._info = bank.info()
+        return Change(
+            self.source.path,
+            self.name,
+            text,
+            rows=RowDelta(rows, (), complete),
+            files=stamps_of(bank.log_path),
+            result=result,
+        )
+
+    def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
+        """Pin or unpin memories (one append)."""
+        ids = list(keys)
+        return self._write(
+            CAPABILITIES.describe("Pin" if pinned else "Unpin", len(ids)), lambda b: [b.pin(i, pinned) for i in ids]
+        )
+
+    def set_live(self, keys: Sequence[str], live: bool) -> Change:
+        """Tombstone or restore memories (one append)."""
+        ids = list(keys)
+        if live:
+            return self._write(CAPABILITIES.describe("Restore", len(ids)), lambda b: [b.restore(i) for i in ids])
+        return self._write(CAPABILITIES.describe("Delete", len(ids)), lambda b: [b.delete(i) for i in ids])
+
+    def edit(self, key: str, field: str, value: str | list[str]) -> Change:
+        """A new revision with the text, tags or entities changed."""
+        if field == "text":
+            return self._write("Edit memory", lambda b: b.update(key, text=value))
+        if field in ("tags", "entities"):
+            return self._write(f"Edit {field}", lambda b: b.update(key, **{field: list(value)}))
+        raise InvalidInput(f"a memory has no editable field `{field}`")
+
+    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
+        """``memory::save`` of a new memory (or a reinforcement of the same text)."""
+        return self._write("New memory", lambda b: b.save(text, list(entities), list(tags), pinned))
+
+    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
+        """Quick keep into this bank: ``memory::save`` of the text (creates, reinforces or brings back)."""
+        from keepgui.core.compaction import excerpt
+
+        change = self._write(f"Keep “{excerpt(text, 40)}”", lambda b: b.save(text))
+        transition = change.result
+        if not isinstance(transition, Transition):
+            raise TypeError(f"a save returned {transition!r}")
+        record = transition.written
+        if transition.created:
+            how = "a new memory"
+        elif transition.previous is not None and transition.previous.invalid_at is not None:
+            how = "brought back from the deleted memories"
+        else:
+            how = f"reinforced, seen {record.seen}×"
+        change.message = f"Kept: {record.text} — bank “{self.name}” ({how})"
+        return change
+
+    def check_keep(self, text: str) -> tuple[Hint, ...]:
+        """What saving ``text`` here would do (new, reinforce, bring back) and its near-duplicates."""
+        from keepgui.backends.iii.record import fingerprint
+        from keepgui.backends.iii.writes import clean_text
+
+        bank = self.core()
+        with self.lock:
+            bank.ensure_loaded()
+            try:
+                existing = bank.log.get(fingerprint(clean_text(text)))
+            except KeepguiError:
+                existing = None
+            live = [(m.id, m.text) for m in bank.log.live()]
+        return check_save(text, existing, live, self.name)
+
+    def apply_pending(self, pending: Pending) -> Change:
+        """Write a preview's what-if toggles (one append, one undo step)."""
+        pins, live = dict(pending.pins), dict(pending.live)
+
+        def action(batch: Any) -> None:
+            for mid, on in live.items():
+                batch.restore(mid) if on else batch.delete(mid)
+            for mid, on in pins.items():
+                current = batch.current(mid)
+                if current is not None and current.invalid_at is None:
+                    batch.pin(mid, on)
+
+        return self._write(CAPABILITIES.describe("Apply what-if to", len(set(pins) | set(live))), action)
+
+    def text_problem(self, text: str) -> tuple[str, bool]:
+        """``"12 / 2000 bytes"`` and whether the worker would accept the text (3 to 2000 bytes)."""
+        n = byte_len(rust_trim(text))
+        ok = 3 <= n <= 2000
+        return f"{n} / 2000 bytes" + ("" if ok else " — the worker accepts 3 to 2000 bytes"), ok
