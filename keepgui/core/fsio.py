@@ -406,6 +406,35 @@ def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) ->
     fsync_dir(os.path.dirname(os.fspath(path)) or ".")
 
 
+def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> Stamp:
+    """Create ``path`` with ``data`` only if nothing is there (``O_CREAT | O_EXCL``), durably.
+
+    For the files an agent itself creates exclusively and never rewrites — a lock taken the way the
+    agent takes it, an ownership marker — where a second creator must fail (FileExistsError), not
+    replace. Returns the new file's stamp; on a failed write the half-made file is removed.
+    """
+    path = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, mode)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        raise _failure(path, exc, "nothing was created") from None
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise _failure(path, exc, "nothing was created") from None
+    fsync_dir(os.path.dirname(path) or ".")
+    return Stamp.of(data, st)
+
+
 def mark_used(path: str | os.PathLike[str]) -> None:
     """Set ``path``'s modification time to now: when a cache entry was last used (a missing file stays missing)."""
     try:

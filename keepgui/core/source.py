@@ -355,6 +355,34 @@ class Budget:
         return next((s for s in self.segments if s.name == self.current), None)
 
 
+@dataclass(frozen=True)
+class TextMark:
+    """A span of an edited document's text the agent will treat specially, and what it becomes.
+
+    ``start`` and ``end`` are character offsets in the text; ``level`` is ``"info"`` or ``"warning"``;
+    ``note`` says what the agent will make of the span (a Gemini CLI ``@word`` that becomes a failed
+    import). The editor tints the spans and shows the note over them.
+    """
+
+    start: int
+    end: int
+    level: str
+    note: str
+
+
+def marks_of(documents: object, name: str, text: str) -> list[TextMark]:
+    """The marks a document set gives for the edited ``text`` of document ``name`` ([] when it gives none).
+
+    A :class:`DocumentSet` may define ``marks(name, text) -> list[TextMark]``; it is optional, so the
+    editor asks through this function.
+    """
+    method = getattr(documents, "marks", None)
+    if method is None:
+        return []
+    found = method(name, text)
+    return [m for m in found if isinstance(m, TextMark)]
+
+
 class DocumentSet(Protocol):
     """The documents of a bank, as the editor sees them.
 

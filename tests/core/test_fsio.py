@@ -209,3 +209,36 @@ def test_an_exchange_the_filesystem_refuses_falls_back_to_a_replace(tmp_path, mo
     monkeypatch.setattr(fsio, "_exchange", lambda a, b: False, raising=False)
     fsio.atomic_write(path, b"new\n", expect=stamp)
     assert path.read_bytes() == b"new\n" and [p.name for p in tmp_path.iterdir()] == ["f.md"]
+
+
+def test_create_new_lets_exactly_one_of_many_racing_processes_create_the_file(tmp_path):
+    """An exclusive create (a lock, an ownership marker): of eight processes started together, one wins
+    and the others get FileExistsError; the file holds the winner's bytes whole."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "lock"
+    script = (
+        "import sys, time\n"
+        "from keepgui.core import fsio\n"
+        "while time.time() < float(sys.argv[2]): pass\n"
+        "try:\n"
+        "    fsio.create_new(sys.argv[1], (sys.argv[3] * 4096).encode())\n"
+        "    print('won')\n"
+        "except FileExistsError:\n"
+        "    print('lost')\n"
+    )
+    import time
+
+    start = str(time.time() + 1.5)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(target), start, str(i)], stdout=subprocess.PIPE, text=True)
+        for i in range(8)
+    ]
+    results = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert sorted(results) == ["lost"] * 7 + ["won"]
+    data = target.read_bytes()
+    assert len(data) == 4096 and len(set(data)) == 1
+    with pytest.raises(FileExistsError):
+        fsio.create_new(target, b"again")
+    assert target.read_bytes() == data

@@ -77,7 +77,9 @@ def system_element(global_text: str, private_text: str) -> str | None:
     sections = []
     if js_trim(global_text):
         sections.append(f"<global_context>\n{js_trim(global_text)}\n</global_context>")
-    sections.append(f"<user_project_memory>\n{PRIVATE_HEAD}\n{js_trim(private_text)}\n{PRIVATE_TAIL}\n</user_project_memory>")
+    sections.append(
+        f"<user_project_memory>\n{PRIVATE_HEAD}\n{js_trim(private_text)}\n{PRIVATE_TAIL}\n</user_project_memory>"
+    )
     return collapse_blank_runs("<loaded_context>\n" + "\n".join(sections) + "\n</loaded_context>")
 
 
@@ -157,7 +159,13 @@ class GeminiContext:
                 "sent_bytes": size_of(block(f.path, f.processed.text)) if f.processed is not None else 0,
                 "extension": f.extension or None,
                 "imports": [
-                    {"line": t.line, "column": t.column, "token": "@" + t.path, "outcome": t.outcome, "detail": t.detail}
+                    {
+                        "line": t.line,
+                        "column": t.column,
+                        "token": "@" + t.path,
+                        "outcome": t.outcome,
+                        "detail": t.detail,
+                    }
                     for t in tokens
                 ],
             }
@@ -235,3 +243,34 @@ def session_context(
     if not os.path.isdir(project):
         raise NotFound(f"{project}: no such folder; give the folder a Gemini CLI session starts in with --project DIR")
     return assemble(discover(project, env, trusted=trusted, with_later=with_later))
+
+
+@dataclass(frozen=True)
+class GeminiPreview:
+    """The window's preview: both elements exactly (``system``, ``session``), and ``text``, the two shown
+    one after the other under a heading line each (the generic view shows ``text``)."""
+
+    context: GeminiContext
+    system: str | None
+    session: str | None
+    text: str
+    notes: tuple[str, ...]
+
+    @property
+    def sent_bytes(self) -> int:
+        """Bytes of both elements."""
+        return self.context.sent_bytes
+
+
+def preview_of(context: GeminiContext) -> GeminiPreview:
+    """The preview of a context (see :class:`GeminiPreview`)."""
+    parts = []
+    for label, element, names in (
+        ("End of the system instruction (global and private memory)", context.system_context, (GLOBAL, PRIVATE)),
+        ("First user turn (extension and project memory)", context.session_context, (EXTENSION, PROJECT)),
+    ):
+        files = sum(len(context.part(n).files) for n in names)
+        size = size_of(element)
+        head = f"── {label} · {files} file{'s' if files != 1 else ''} · {size:,} bytes ≈ {tokens_of(size):,} tokens"
+        parts.append(head + "\n" + (element if element is not None else "(nothing: no <loaded_context> element)"))
+    return GeminiPreview(context, context.system_context, context.session_context, "\n\n".join(parts), context.notes)

@@ -24,6 +24,7 @@ own folder; an import must resolve, links followed, inside it. Error texts are N
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -150,10 +151,8 @@ def real_of(path: str) -> str:
     """Gemini's ``resolveToRealPath``: URI escapes decoded (when they decode), then the robust real path."""
     if "\0" in path:
         raise ValueError(f"Invalid path: {path}")
-    try:
+    with contextlib.suppress(ValueError):
         path = decode_uri_component(path)
-    except ValueError:
-        pass
     return robust_realpath(path)
 
 

@@ -516,7 +516,7 @@ def resolve_private(env: GeminiEnv, cwd: str, projects: Projects | None = None) 
     slug = projects.mapping.get(launch)
     how, note = "mapped", ""
     if slug is not None and _owned_by_other(env, slug, launch):
-        slug, note = None, f"projects.json maps it to a slug another folder's marker claims; Gemini drops that mapping"
+        slug, note = None, "projects.json maps it to a slug another folder's marker claims; Gemini drops that mapping"
     if slug is None:
         slug = _recovered(env, launch)
         how = "recovered"

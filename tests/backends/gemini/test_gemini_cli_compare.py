@@ -100,4 +100,6 @@ def test_both_elements_equal_the_real_cli(cli, tree):
     assert context.system_context == real["system_context"]
     assert context.session_context == real["session_context"]
     slug = real["projects"].get(launch_key(built.cwd))
-    assert context.discovery.private.slug == slug, f"keepgui predicted {context.discovery.private.slug}, Gemini used {slug}"
+    assert context.discovery.private.slug == slug, (
+        f"keepgui predicted {context.discovery.private.slug}, Gemini used {slug}"
+    )
