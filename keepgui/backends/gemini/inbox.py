@@ -64,6 +64,7 @@ class Proposal:
     problem: str = ""
     pointers: tuple[str, ...] = ()
     created_ms: int | None = None
+    heads: tuple[str, ...] = ()
 
 
 def _strip_git(name: str) -> str:
@@ -158,8 +159,10 @@ class Inbox:
         if not problem and kind == "private":
             targets, pointers = self._with_pointers(targets)
         rel = os.path.relpath(path, self.folder(kind))
+        created = stamp.mtime_ns // 1_000_000
+        heads_only = tuple(t for t, _new in heads)
         return Proposal(
-            f"{kind}/{rel}", kind, path, stamp, text, tuple(targets), problem, pointers, stamp.mtime_ns // 1_000_000
+            f"{kind}/{rel}", kind, path, stamp, text, tuple(targets), problem, pointers, created, heads_only
         )
 
     def _targets(self, parsed: Sequence[FilePatch], heads: Sequence[tuple[str, bool]]) -> tuple[list[Target], str]:

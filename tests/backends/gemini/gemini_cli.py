@@ -270,3 +270,62 @@ if __name__ == "__main__":
         sys.exit(1)
     note = f"installed in {seconds:.1f} s" if seconds else "already installed"
     print(f"gemini-cli: {binary} {version} ({note})")
+
+
+INBOX_SCRIPT = r"""
+import { readFileSync } from "node:fs";
+const [bundle, casesFile] = process.argv.slice(2);
+const m = await import(bundle);
+const cases = JSON.parse(readFileSync(casesFile, "utf-8"));
+const out = [];
+for (const c of cases) {
+  process.env.GEMINI_CLI_HOME = c.home;
+  const config = { storage: { getProjectMemoryTempDir: () => c.pm, getProjectSkillsDir: () => c.pm + "/.no-skills" } };
+  const listed = await m.listInboxMemoryPatches(config);
+  const result = { listed: listed.map(g => ({ kind: g.kind, targets: g.entries.map(e => e.targetPath) })), applied: [] };
+  for (const g of listed) result.applied.push(await m.applyInboxMemoryPatch(config, g.kind, g.kind));
+  out.push(result);
+}
+console.log(JSON.stringify(out));
+process.exit(0);
+"""
+"""Gemini's own inbox functions (exported by its core bundle), run on prepared memory folders: for each
+case, what ``/memory inbox`` lists, then every kind applied as the inbox's "apply all" applies it."""
+
+
+def core_bundle() -> str:
+    """The bundle module of the installed CLI that exports Gemini's core functions (the inbox's among them)."""
+    folder = os.path.join(CACHE, "node_modules", "@google", "gemini-cli", "bundle")
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("chunk-") and name.endswith(".js"):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(path) - 400_000))
+                tail = fh.read()
+            exports = tail[tail.rfind(b"export {") :] if b"export {" in tail else b""
+            if b"applyInboxMemoryPatch" in exports and b"listInboxMemoryPatches" in exports:
+                return path
+    raise Unavailable("no bundle of the installed Gemini CLI exports its inbox functions")
+
+
+def inbox_oracle(cases: list[dict[str, str]], workdir: str, timeout: float = 120) -> list[dict]:
+    """Run Gemini's inbox on ``cases`` (``{"home", "pm"}`` each) in one Node process; its results in order."""
+    node = shutil.which("node")
+    if node is None:
+        raise Unavailable("node is not installed")
+    script = os.path.join(workdir, "inbox-oracle.mjs")
+    data = os.path.join(workdir, "inbox-cases.json")
+    with open(script, "w", encoding="utf-8") as fh:
+        fh.write(INBOX_SCRIPT)
+    with open(data, "w", encoding="utf-8") as fh:
+        json.dump(cases, fh)
+    done = subprocess.run(
+        [node, script, core_bundle(), data],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": workdir, "NO_COLOR": "1"},
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"the inbox oracle failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
