@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from keepgui.backends.gemini.memory import split_lines
-from keepgui.backends.gemini.writes import BEFORE, SAVED, FileChange, save
+from keepgui.backends.gemini.writes import SAVED, FileChange, save
 from keepgui.core import fsio, textdiff
 from keepgui.core.compaction import (
     Applied,
@@ -75,8 +75,9 @@ def last_written(history: History, path: str) -> tuple[Version | None, Version |
     versions = history.versions(path)
     for version in reversed(versions):
         if version.source == SAVED:
-            before = versions[version.seq - 1] if version.seq > 0 else None
-            return version, before if before is not None and before.source == BEFORE else None
+            # the version just before keepgui's write is what it replaced (recorded as BEFORE, or the same
+            # bytes recorded earlier: history keeps one version for equal bytes in a row)
+            return version, versions[version.seq - 1] if version.seq > 0 else None
     return None, None
 
 

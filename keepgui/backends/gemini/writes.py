@@ -123,8 +123,8 @@ def write_files(edits: Sequence[Edit], *, history: History, text: str, message: 
     done: list[tuple[str, fsio.Stamp | None]] = []
     try:
         for (path, edit), (data, _stamp) in zip(targets, old, strict=True):
-            if data is not None:
-                history.record(path, data, source=BEFORE)
+            # what the write replaces (nothing: empty), so a review can tell keepgui's own lines apart
+            history.record(path, data if data is not None else b"", source=BEFORE)
             if edit.data is None:
                 fsio.remove_file(path, expect=edit.expect)
                 done.append((path, None))

@@ -103,3 +103,35 @@ def test_both_elements_equal_the_real_cli(cli, tree):
     assert context.discovery.private.slug == slug, (
         f"keepgui predicted {context.discovery.private.slug}, Gemini used {slug}"
     )
+
+
+def test_a_fact_kept_for_a_folder_gemini_has_not_seen_loads_in_the_next_real_session(cli, tmp_path):
+    """keepgui claims the private folder as a first session would (markers only, projects.json untouched);
+    the real CLI then maps the folder to that slug and sends the fact, byte for byte as keepgui predicts."""
+    from keepgui.backends.gemini.backend import GeminiSource
+    from keepgui.core.history import History
+
+    home = str(tmp_path / "home")
+    gemini_cli.make_home(home)
+    taken = str(tmp_path / "elsewhere" / "shop")
+    os.makedirs(taken)
+    put_marker = os.path.join(home, ".gemini", "tmp", "shop", ".project_root")
+    os.makedirs(os.path.dirname(put_marker))
+    with open(put_marker, "w", encoding="utf-8") as fh:
+        fh.write(taken)  # another folder owns the slug "shop": the claim must take "shop-1"
+    launch = str(tmp_path / "work" / "shop")
+    os.makedirs(launch)
+    environ = {"HOME": home, "PATH": os.environ.get("PATH", "")}
+    source = GeminiSource(launch, environ=environ, history=History(str(tmp_path / "history")))
+    bank = source.bank(source.scan().names[0])
+    bank.load()
+    bank.keep("Deploys go out on Tuesdays; ask @release-bot for the window")
+    assert not os.path.exists(os.path.join(home, ".gemini", "projects.json"))
+    predicted = session_context(launch, GeminiEnv.from_environ(environ))
+    assert predicted.discovery.private.slug == "shop-1"
+    run = gemini_cli.run(launch, home, binary=cli)
+    assert run.returncode == 0, run.stderr[-1500:]
+    assert run.system_context == predicted.system_context
+    assert "- Deploys go out on Tuesdays; ask <!-- Import failed: release-bot" in (run.system_context or "")
+    with open(os.path.join(home, ".gemini", "projects.json"), encoding="utf-8") as fh:
+        assert json.load(fh)["projects"] == {launch_key(launch): "shop-1"}
