@@ -34,7 +34,7 @@ def test_slugs_trims_tokens_and_uri_decoding_follow_javascript():
         "/r/GEMINI.md",
     ]
     assert jstext.decode_uri_component("a%20b%C3%A9") == "a bé"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="URI malformed"):
         jstext.decode_uri_component("%zz")
     assert [p for _s, _e, p in find_imports("ask @alice, mail a@b.c @1st @./x.md\u00a0@y\n@z")] == [
         "alice,",
