@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QFontDatabase, QKeySequence, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QFontDatabase, QHelpEvent, QKeySequence, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
@@ -37,13 +37,14 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTextEdit,
     QToolBar,
+    QToolTip,
     QVBoxLayout,
     QWidget,
 )
 
 from keepgui.core.errors import Conflict, KeepguiError
 from keepgui.core.fsio import Stamp
-from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet
+from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet, TextMark, marks_of
 from keepgui.core.textdiff import unified
 from keepgui.core.textmerge import conflict_spans, merge3
 from keepgui.ui import shortcuts, theme
@@ -79,6 +80,8 @@ class RulesPanel(QWidget):
         self._loading_text = False
         # The bank's rule texts as last read, for the budget meter; None: read again.
         self._rule_texts: dict[str, str] | None = None
+        # Spans of the edited text the agent treats specially (a backend's marks), with their notes.
+        self._marks: list[TextMark] = []
 
         self.list = QListWidget(self)
         self.list.setAccessibleName("Documents")
@@ -94,6 +97,7 @@ class RulesPanel(QWidget):
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.editor.setTabChangesFocus(False)
         self.highlighter = MarkdownHighlighter(self.editor)
+        self.editor.viewport().installEventFilter(self)  # a mark's note as the tooltip over it
         self.rendered = RenderedView(self)
         self.meter = BudgetMeter(self)
 
@@ -344,6 +348,10 @@ class RulesPanel(QWidget):
         text = self.editor.toPlainText()
         if self.act_rendered.isChecked():
             self.rendered.show_markdown(text)
+        try:
+            self._marks = marks_of(self.docs, self.doc.name, text) if self.docs is not None else []
+        except (KeepguiError, OSError):
+            self._marks = []
         self.editor.setExtraSelections(self._conflict_marks(text))
         if self.docs is None:
             self.meter.setVisible(False)
@@ -374,9 +382,41 @@ class RulesPanel(QWidget):
         selection.cursor = cursor
         self.editor.setExtraSelections([*self._conflict_marks(self.editor.toPlainText()), selection])
 
+    def _agent_marks(self, text: str) -> list[QTextEdit.ExtraSelection]:
+        """The backend's marks of the edited text, tinted and underlined (their notes are the tooltips)."""
+        out: list[QTextEdit.ExtraSelection] = []
+        for mark in self._marks:
+            selection = QTextEdit.ExtraSelection()
+            fmt = QTextCharFormat()
+            fmt.setBackground(theme.tint("warning" if mark.level == "warning" else "info"))
+            fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+            fmt.setToolTip(mark.note)
+            selection.format = fmt
+            cursor = QTextCursor(self.editor.document())
+            cursor.setPosition(min(mark.start, len(text)))
+            cursor.setPosition(min(mark.end, len(text)), QTextCursor.MoveMode.KeepAnchor)
+            selection.cursor = cursor
+            out.append(selection)
+        return out
+
+    def mark_at(self, position: int) -> TextMark | None:
+        """The backend's mark over a character of the edited text (None: none)."""
+        return next((m for m in self._marks if m.start <= position < m.end), None)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if watched is self.editor.viewport() and event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            mark = self.mark_at(self.editor.cursorForPosition(event.pos()).position())
+            if mark is not None:
+                QToolTip.showText(event.globalPos(), mark.note, self.editor.viewport())
+            else:
+                QToolTip.hideText()
+            return True
+        return super().eventFilter(watched, event)
+
     def _conflict_marks(self, text: str) -> list[QTextEdit.ExtraSelection]:
-        """The merge conflicts left in the text, tinted (they follow the editing: re-found each time)."""
-        marks: list[QTextEdit.ExtraSelection] = []
+        """The merge conflicts left in the text, tinted (they follow the editing: re-found each time),
+        with the backend's marks under them."""
+        marks: list[QTextEdit.ExtraSelection] = self._agent_marks(text)
         for start, end in conflict_spans(text):
             selection = QTextEdit.ExtraSelection()
             fmt = QTextCharFormat()
