@@ -10,12 +10,16 @@
 #                with nanobot's own ContextBuilder (the default suite skips those tests without it)
 #   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
 #                into build/claude-cli/ with npm; the comparison tests install it there when missing
+#   make gemini-cli  install the real Gemini CLI (@google/gemini-cli, the version keepgui was checked
+#                against) into build/gemini-cli/ with npm
+#   make gemini-compare  install it when missing, then compare keepgui's Gemini context and inbox with
+#                the real CLI's, byte for byte, on generated trees (offline: a loopback server)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare
+.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare gemini-cli gemini-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +54,13 @@ stress: $(STAMP)
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.backends.claude.claude_cli
+
+gemini-cli: $(STAMP)
+	$(BIN)/python -m tests.backends.gemini.gemini_cli
+
+gemini-compare: gemini-cli
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/backends/gemini/test_gemini_cli_compare.py tests/backends/gemini/test_gemini_inbox_compare.py
 
 # nanobot-ai (~800 MB with its dependencies) is not a test dependency: this target puts it and
 # keepgui in their own venv and runs the comparisons with nanobot's own ContextBuilder.

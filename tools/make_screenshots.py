@@ -119,6 +119,7 @@ def main(out: str) -> None:
     shot("quickkeep", popup)
     popup.close()
     claude_shots(app, window, shot)
+    gemini_shots(app, window, shot)
     window.select_bank(BankKey(iii, "main"))
     window.close()
     window.hub.shutdown()
@@ -179,6 +180,45 @@ def claude_shots(app, window, shot) -> None:
     dialog = window.compaction.dialog
     dialog.resize(1300, 820)
     shot("claude-review", dialog)
+    dialog.reject()
+
+
+def gemini_shots(app, window, shot) -> None:
+    """The Gemini CLI views: the launch folder's memories, a project GEMINI.md with its @words marked, both
+    exact elements, and the review after a running session wrote its stale copy over a kept fact."""
+    home = next(s for s in window.hub.sources.values() if s.kind == "gemini")
+    key = BankKey(home.path, window.hub.banks(home.path)[0])
+    window.banner.dismiss()
+    window.select_bank(key)
+    window.show_panel("memories")
+    settle(app, 1.0, lambda: window.current == key and window._loading is None)
+    window.memories.select_key("note:deploy-notes.md")
+    shot("gemini-memories")
+    window.show_panel("rules")
+    rules = window.rules
+    rules.list.setCurrentRow(3)  # webshop/GEMINI.md: an import and an @alice that becomes a failed one
+    settle(app, 1.0, lambda: len(rules._marks) == 2)
+    shot("gemini-rules")
+    window.show_panel("preview")
+    settle(app, 1.0, lambda: window.preview.last_result is not None)
+    shot("gemini-preview")
+    # a fact kept while a session runs; the session then writes its older copy of MEMORY.md back
+    bank = window.hub.bank(key)
+    memory = os.path.join(bank.discovery().private.memory, "MEMORY.md")
+    with open(memory, encoding="utf-8") as fh:
+        loaded = fh.read()
+    window.perform(key, lambda b: b.keep("The release train leaves on Tuesdays at 14:00."), "Keep")
+    with open(memory, "w", encoding="utf-8") as fh:
+        fh.write(loaded + "- Agent: the payments webhook secret rotates monthly.\n")
+    window.show_panel("memories")
+    window.hub.refresh_bank(key)
+    settle(app, 1.0, lambda: window.banner.isVisible() and "rewritten" in window.banner.label.text())
+    shot("gemini-review-banner")
+    next(b for b in window.banner.buttons if b.text() == "Review").click()
+    settle(app, 1.0, lambda: window.compaction.dialog is not None)
+    dialog = window.compaction.dialog
+    dialog.resize(1300, 820)
+    shot("gemini-review", dialog)
     dialog.reject()
 
 

@@ -46,6 +46,7 @@ from keepgui.backends.gemini.memory import (
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.source import (
+    ACTIVITY,
     COMPACT,
     DISK,
     ENTITIES,
@@ -72,7 +73,7 @@ from keepgui.core.source import (
 if TYPE_CHECKING:
     from keepgui.backends.gemini.backend import GeminiSource
 
-REVIEW = "lost edits"
+REVIEW = "a memory file"
 """The name of the review of lines a running session dropped (the window's Review outside rewrite)."""
 
 FORGOTTEN = "forgotten:"
@@ -90,6 +91,7 @@ CAPABILITIES = Capabilities(
         ENTITIES: "Gemini memory lines are plain Markdown: they link to nothing",
         TAGS: "a line's tags say where it is (global, private, note…): they are not written anywhere",
         COMPACT: "Gemini CLI cuts nothing and has no size limit: the sidebar shows what every request carries instead",
+        ACTIVITY: "Gemini keeps no dates",  # its memory lines carry none (the strip shows only a short text)
     },
     fields=frozenset({"pinned", "live", "text", "tags"}),
     ordered=True,
@@ -110,6 +112,21 @@ class Located:
     row: LineRow | None
 
 
+TITLE_CHARS = 32
+"""A launch folder longer than this is named by its last two parts in the sidebar (the tooltip has it whole)."""
+
+
+def title_of(cwd: str, home: str) -> str:
+    """How the sidebar names a launch folder: ``~/work/app``, or ``…/webshop/Backend`` when long."""
+    if cwd == home:
+        return "~ (the home folder)"
+    short = _short(cwd, home)
+    if len(short) <= TITLE_CHARS:
+        return short
+    parent, name = os.path.split(cwd)
+    return f"…/{os.path.basename(parent)}/{name}"
+
+
 def _short(path: str, home: str) -> str:
     return "~" + path[len(home) :] if home and path.startswith(home.rstrip(os.sep) + os.sep) else path
 
@@ -126,7 +143,7 @@ class GeminiBank(BankDefaults):
         self.env: GeminiEnv = source.env
         self.history = source.history
         self.lock = threading.RLock()
-        self.title = _short(cwd, self.env.home) if cwd != self.env.home else "~ (the home folder)"
+        self.title = title_of(cwd, self.env.home)
         self.documents_cache: list[Any] | None = None
         self.found: Discovery | None = None
         self.context: GeminiContext | None = None
@@ -559,7 +576,7 @@ class GeminiBank(BankDefaults):
     # ------------------------------------------------------------ the review
 
     def plan(self, what: str, **options: Any) -> object:
-        """``lost edits``: the lines of keepgui's last writes that a session dropped, per file (the first
+        """``a memory file``: the lines of keepgui's last writes that a session dropped, per file (the first
         file with lost lines, or the private MEMORY.md)."""
         if what != REVIEW:
             return self._refuse(COMPACT)

@@ -178,7 +178,11 @@ class OverwriteReview(Plan):
     def describe(self) -> str:
         """How many lines were lost, and how many of them keepgui had written."""
         ours = sum(1 for _l, _a, o in self.lost if o)
-        return f"{len(self.lost)} lines of keepgui's last version are gone ({ours} of them keepgui's own edit)"
+        n = len(self.lost)
+        lines = f"{n} line{'s' if n != 1 else ''} of keepgui's last version {'are' if n != 1 else 'is'} gone"
+        if not ours:
+            return lines
+        return f"{lines} (keepgui's own edit)" if ours == n else f"{lines} ({ours} of them keepgui's own edit)"
 
 
 class ReviewApplied(Applied):
@@ -247,7 +251,8 @@ def review(path: str, history: History) -> OverwriteReview:
             Notice(
                 "stale-overwrite",
                 "warning",
-                f"{os.path.basename(path)} was saved again after keepgui's edit and lost {len(lost)} lines of it. "
+                f"{os.path.basename(path)} was saved again after keepgui's edit and lost {len(lost)} "
+                f"line{'s' if len(lost) != 1 else ''} of it. "
                 "A Gemini CLI session that was running writes its own, older copy of a file: the lines below are "
                 "what it dropped. Restore them, or accept the file as it is.",
             )

@@ -7,7 +7,8 @@
 failed import; ``Backend/GEMINI.md``, which sorts before its parent's file; ``Backend/payments/GEMINI.md``,
 which loads only later). What depends on where the copy lands is written by :func:`place_demo`: the
 repository marker, ``projects.json`` and the ``.project_root`` markers naming the copied launch folder,
-and the Auto Memory inbox's two patches (their headers are absolute paths).
+``trustedFolders.json`` trusting the repository, and the Auto Memory inbox's two patches (their headers
+are absolute paths).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def place_demo(folder: str) -> tuple[str, str]:
     fsio.make_dirs(os.path.join(os.path.dirname(launch), ".git"))  # the repository's root marker
     mapping = json.dumps({"projects": {launch: SLUG}}, indent=2, ensure_ascii=False)
     fsio.atomic_write(os.path.join(gd, "projects.json"), mapping.encode("utf-8"), expect=fsio.Stamp.missing())
+    trusted = json.dumps({os.path.dirname(launch): "TRUST_FOLDER"}, indent=2)  # the person trusted the repository
+    fsio.atomic_write(os.path.join(gd, "trustedFolders.json"), trusted.encode("utf-8"), expect=fsio.Stamp.missing())
     for base in ("tmp", "history"):
         fsio.make_dirs(os.path.join(gd, base, SLUG))
         fsio.create_new(os.path.join(gd, base, SLUG, PROJECT_ROOT_FILE), launch.encode("utf-8"))

@@ -26,7 +26,17 @@ from typing import TYPE_CHECKING
 
 from keepgui.backends.gemini import writes
 from keepgui.backends.gemini.context import TAKES_EFFECT, block, size_of, tokens_of
-from keepgui.backends.gemini.discovery import EMPTY, EXTENSION, GLOBAL, LATER, LOADED, PRIVATE, PROJECT, MemoryFile
+from keepgui.backends.gemini.discovery import (
+    EMPTY,
+    EXTENSION,
+    GLOBAL,
+    LATER,
+    LOADED,
+    PRIVATE,
+    PROJECT,
+    MemoryFile,
+    project_root,
+)
 from keepgui.backends.gemini.imports import CODE, CYCLE, FAILED, IMPORTED, LITERAL, REFUSED, ImportToken, process
 from keepgui.backends.gemini.layout import DEFAULT_NAME, MEMORY_INDEX
 from keepgui.core import fsio
@@ -128,8 +138,10 @@ def listing(bank: GeminiBank) -> list[Entry]:
     return out
 
 
-def _where(path: str, cwd: str | None, home: str) -> str:
-    if cwd and path.startswith(cwd.rstrip(os.sep) + os.sep):
+def _where(path: str, cwd: str | None, home: str, root: str | None = None) -> str:
+    """A file as the list names it: relative to the launch folder when inside its project, else ``~/…``."""
+    top = root or cwd
+    if cwd and top and path.startswith(top.rstrip(os.sep) + os.sep):
         return os.path.relpath(path, cwd)
     if home and path.startswith(home.rstrip(os.sep) + os.sep):
         return "~" + path[len(home) :]
@@ -183,8 +195,12 @@ class GeminiDocuments:
                 return entry
         raise NotFound(f"{name} is not one of the files a Gemini CLI session in {self.bank.title} reads")
 
+    def _root(self) -> str | None:
+        found = self.bank.discovery()
+        return project_root(found.cwd, found.settings.boundary_markers)
+
     def _title(self, entry: Entry) -> str:
-        where = _where(entry.path, self.bank.cwd, self.bank.env.home)
+        where = _where(entry.path, self.bank.cwd, self.bank.env.home, self._root())
         if entry.state == "import":
             return f"{'    ' * (entry.depth - 1)}  ↳ {where} · @import"
         word = {
