@@ -213,3 +213,31 @@ def test_the_inbox_is_approved_and_rejected_through_the_undo_stack(gemini_window
     assert [p.id for p in queue.pending()] == [private.id]
     window.undo_stack.undo()
     assert len(queue.pending()) == 2
+
+
+def test_the_agent_writing_memory_and_a_project_folder_opened(gemini_window, demo_copy, qtbot, monkeypatch):
+    window, key = gemini_window(watch=True)
+    memory = os.path.join(demo_copy.gemini, "tmp", "backend", "memory", "MEMORY.md")
+    with open(memory, "a", encoding="utf-8") as fh:  # the agent, with its own file tools
+        fh.write("- Written by the agent during a session.\n")
+    proxy = window.memories.proxy
+    qtbot.waitUntil(
+        lambda: any(
+            proxy.index(r, COLUMN_INDEX["text"]).data(RecordRole).text == "Written by the agent during a session."
+            for r in range(proxy.rowCount())
+        ),
+        timeout=10_000,
+    )
+    # File → Open Gemini CLI folder… on the launch folder: what a session there loads, in this environment
+    from keepgui.ui.opening import SourceFolderDialog
+
+    action = next(a for a in window.open_actions if a.text() == "Open Gemini CLI folder…")
+    monkeypatch.setattr(SourceFolderDialog, "exec", lambda self: 1)
+    monkeypatch.setattr(SourceFolderDialog, "selectedFiles", lambda self: [demo_copy.gemini_project])
+    monkeypatch.setenv("HOME", demo_copy.gemini_home)
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    action.trigger()
+    qtbot.waitUntil(lambda: demo_copy.gemini_project in window.hub.sources, timeout=10_000)
+    other = BankKey(demo_copy.gemini_project, "backend")
+    qtbot.waitUntil(lambda: window.hub.is_loaded(other), timeout=10_000)
+    assert window.hub.summary(other).detail == window.hub.summary(key).detail

@@ -179,3 +179,17 @@ def test_a_folder_gemini_has_never_seen_opens_without_writing(place, tmp_path):
     bank.load()
     assert bank.context is not None and bank.context.session_context is not None
     assert not os.path.exists(os.path.join(place.gd, "tmp", "fresh"))
+
+
+def test_installed_version_reads_the_package_behind_the_command(tmp_path):
+    from keepgui.backends.gemini import installed_version
+
+    package = tmp_path / "lib" / "node_modules" / "@google" / "gemini-cli"
+    put(str(package / "package.json"), json.dumps({"name": "@google/gemini-cli", "version": "9.9.9"}))
+    put(str(package / "bundle" / "gemini.js"), "#!/usr/bin/env node\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.chmod(package / "bundle" / "gemini.js", 0o755)
+    os.symlink(package / "bundle" / "gemini.js", bin_dir / "gemini")
+    assert installed_version({"PATH": str(bin_dir)}) == "9.9.9"
+    assert installed_version({"PATH": str(tmp_path / "empty")}) is None
