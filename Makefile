@@ -10,12 +10,14 @@
 #                with nanobot's own ContextBuilder (the default suite skips those tests without it)
 #   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
 #                into build/claude-cli/ with npm; the comparison tests install it there when missing
+#   make hermes-agent  install the real hermes-agent (the version keepgui was checked against) into
+#                its own venv, build/hermes-venv/; make hermes-compare runs the comparisons with it
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare
+.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare hermes-agent hermes-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +52,12 @@ stress: $(STAMP)
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.backends.claude.claude_cli
+
+hermes-agent: $(STAMP)
+	$(BIN)/python -m tests.backends.hermes.hermes_cli
+
+hermes-compare: hermes-agent
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider tests/backends/hermes/test_hermes_compare.py
 
 # nanobot-ai (~800 MB with its dependencies) is not a test dependency: this target puts it and
 # keepgui in their own venv and runs the comparisons with nanobot's own ContextBuilder.
