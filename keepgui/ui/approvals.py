@@ -92,6 +92,7 @@ class PendingLister(QObject):
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-approvals")
         self._running = False
         self._again = False
+        self._closed = False
         self._done.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         hub.changed.connect(lambda _change: self.refresh())
         hub.sourcesChanged.connect(self.refresh)
@@ -99,6 +100,8 @@ class PendingLister(QObject):
 
     def refresh(self) -> None:
         """List again (coalesced: one listing runs at a time, one more follows if asked meanwhile)."""
+        if self._closed:
+            return
         if self._running:
             self._again = True
             return
@@ -108,6 +111,8 @@ class PendingLister(QObject):
 
     def _deliver(self, result: tuple[list[Item], list[str]]) -> None:
         self._running = False
+        if self._closed:
+            return
         self.items, self.problems = result
         ids = {(path, write.id) for path, write in self.items}
         if self._seen is not None:
@@ -116,14 +121,16 @@ class PendingLister(QObject):
                 first = new[0].summary
                 more = f" and {len(new) - 1} more" if len(new) > 1 else ""
                 self.arrived.emit(len(new), f"New write awaiting approval: {first}{more}")
-        self._seen = ids
+        # every write ever listed counts as seen: one put back by an undo is not news
+        self._seen = ids if self._seen is None else self._seen | ids
         self.listed.emit(self.items)
         if self._again:
             self._again = False
             self.refresh()
 
     def shutdown(self) -> None:
-        """Stop the listing thread (pending listings are dropped)."""
+        """Stop the listing thread (pending listings are dropped; later refreshes do nothing)."""
+        self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
