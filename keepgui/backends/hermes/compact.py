@@ -177,6 +177,7 @@ _BLANKS = re.compile(r"\n{3,}")
 def _compact_operations(entries: list[str], limit: int) -> list[tuple[Operation, dict[str, str | None]]]:
     out: list[tuple[Operation, dict[str, str | None]]] = []
     gone: set[str] = set()
+    safe_gone: set[str] = set()  # what the default selection drops: the drops below are counted after it
     for i, a in enumerate(entries):
         for b in entries[i + 1 :]:
             if a in gone or b in gone:
@@ -190,17 +191,19 @@ def _compact_operations(entries: list[str], limit: int) -> list[tuple[Operation,
             op = make_operation("merge", [drop], [drop, keep], [keep], reason, selected=safe, score=score)
             out.append((op, {drop: None}))
             gone.add(drop)
+            if safe:
+                safe_gone.add(drop)
     for e in entries:
         if e in gone:
             continue
         tidy = _BLANKS.sub("\n\n", _SPACES.sub(" ", e))
         if tidy != e:
             out.append((make_operation("shorten", [e], [e], [tidy], "repeated spaces or blank lines", selected=True), {e: tidy}))
-    total = size([e for e in entries if e not in gone])
+    total = size([e for e in entries if e not in safe_gone])
     for e in entries:
         if total <= limit:
             break
-        if e in gone:
+        if e in safe_gone:
             continue
         op = make_operation("drop", [e], [e], [], f"oldest entry ({len(e):,} chars): frees room under the limit")
         out.append((op, {e: None}))
