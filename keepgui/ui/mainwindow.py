@@ -45,8 +45,8 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.appearance import apply_theme
-from keepgui.ui.banner import Banner
 from keepgui.ui.approvals import ApprovalsDialog, PendingLister
+from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.compaction import CompactionFlow
 from keepgui.ui.dialogs import NameDialog, TrashDialog

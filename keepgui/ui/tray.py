@@ -126,9 +126,7 @@ class KeepTray(QSystemTrayIcon):
         """How many writes await approval: the menu entry opens them, and the tooltip says so."""
         self.pending = count
         self.act_approvals.setEnabled(bool(count))
-        self.act_approvals.setText(
-            f"Pending approvals ({count})…" if count else "No writes await approval"
-        )
+        self.act_approvals.setText(f"Pending approvals ({count})…" if count else "No writes await approval")
         base = self.toolTip().split(" — ")[0] if count else "keepgui"
         self.setToolTip(f"{base} — {count} write{'s' if count != 1 else ''} await approval" if count else base)
 

@@ -54,8 +54,10 @@ def test_the_home_shows_its_counts_rows_and_a_forget_is_undone(hermes_window, de
     window, key = hermes_window()
     index = window.tree_model.index_of_bank(key)
     qtbot.waitUntil(
-        lambda: window.tree_model.index_of_bank(key).data(DetailRole)
-        == "MEMORY 2,132 / 2,200 chars · USER 335 / 1,375 · 1 pending · 1 blocked",
+        lambda: (
+            window.tree_model.index_of_bank(key).data(DetailRole)
+            == "MEMORY 2,132 / 2,200 chars · USER 335 / 1,375 · 1 pending · 1 blocked"
+        ),
         timeout=10_000,
     )
     assert index.isValid()
@@ -74,7 +76,7 @@ def test_the_home_shows_its_counts_rows_and_a_forget_is_undone(hermes_window, de
 
 
 def test_pending_approval_window_approves_undoes_and_raises_attention(hermes_window, demo_copy, qtbot):
-    window, key = hermes_window()
+    window, _key = hermes_window()
     arrived: list[str] = []
     window.approvals.arrived.connect(lambda _n, sentence: arrived.append(sentence))
     dialog = window.show_approvals()

@@ -167,7 +167,9 @@ class HermesHome(BankDefaults):
             rows = self._build_rows()
             changed = full or not before or rows != self._rows
             self._rows = rows
-        change = Change(self.source.path, self.name, origin=DISK, rows=RowDelta(rows, (), True) if changed else RowDelta())
+        change = Change(
+            self.source.path, self.name, origin=DISK, rows=RowDelta(rows, (), True) if changed else RowDelta()
+        )
         if reviews and not full:
             change.reviews = tuple(reviews)
             change.notes = (f"{', '.join(reviews)} changed on disk",)
@@ -300,7 +302,7 @@ class HermesHome(BankDefaults):
             self.source.path,
             self.name,
             text,
-            rows=reread.rows if reread.rows else RowDelta(self._rows, (), True),
+            rows=reread.rows or RowDelta(self._rows, (), True),
             files=stamps_of(self.files.path(target)),
             written=result.written,
             result=result,
@@ -334,14 +336,22 @@ class HermesHome(BankDefaults):
             raise InvalidInput("nothing to keep: the text is empty")
         if fact in self.state(MEMORY).texts:
             return nothing_written(
-                self.source.path, self.name, "Keep", "Entry already exists (no duplicate added).",
+                self.source.path,
+                self.name,
+                "Keep",
+                "Entry already exists (no duplicate added).",
                 (Hint("warning", "Already in MEMORY.md — nothing to add"),),
             )
         try:
-            change = self.rewrite(MEMORY, lambda e: ([*e, fact], [fact]), f"Keep “{fact[:40]}”", expect=None, force=force)
+            change = self.rewrite(
+                MEMORY, lambda e: ([*e, fact], [fact]), f"Keep “{fact[:40]}”", expect=None, force=force
+            )
         except Refused as exc:
             return nothing_written(
-                self.source.path, self.name, "Keep", str(exc),
+                self.source.path,
+                self.name,
+                "Keep",
+                str(exc),
                 (Hint("warning", str(exc)), Hint("info", "Ctrl+Enter keeps it anyway")),
             )
         change.message = f"Kept in MEMORY.md of {self.home}: {fact}"
@@ -405,8 +415,14 @@ class HermesHome(BankDefaults):
                     raise Conflict(path, None, fsio.current_stamp(path))
                 i = entries.index(text)
                 self.source.history.log_removed(
-                    path=path, workspace=self.home, text=text, raw=text, line=i, number=i + 1,
-                    before=entries[i - 1] if i else None, after=entries[i + 1] if i + 1 < len(entries) else None,
+                    path=path,
+                    workspace=self.home,
+                    text=text,
+                    raw=text,
+                    line=i,
+                    number=i + 1,
+                    before=entries[i - 1] if i else None,
+                    after=entries[i + 1] if i + 1 < len(entries) else None,
                 )
             return [e for e in entries if e not in texts], []
 

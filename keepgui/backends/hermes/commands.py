@@ -49,8 +49,8 @@ def context_lines(ctx: SessionContext) -> list[str]:
         out.append(ctx.prompt.text)
     for resumed in ctx.resumed:
         out.append("")
-        state = "rebuilds from the files" if resumed.rebuilds else ("same memory" if resumed.same else "differs")
-        out.append(f"resumed session {resumed.session.id} ({resumed.session.source}): {state}")
+        how = "rebuilds from the files" if resumed.rebuilds else ("same memory" if resumed.same else "differs")
+        out.append(f"resumed session {resumed.session.id} ({resumed.session.source}): {how}")
         if resumed.diff:
             out.append("  memory changes this session will not see:")
             out.extend("    " + line for line in resumed.diff.splitlines())

@@ -85,7 +85,11 @@ class EntriesPlan(Plan):
     KINDS = COMPACT_KINDS
 
     def __init__(
-        self, bank: HermesHome, target: str, edits: list[tuple[Operation, dict[str, str | None]]], notices: Sequence[Notice] = ()
+        self,
+        bank: HermesHome,
+        target: str,
+        edits: list[tuple[Operation, dict[str, str | None]]],
+        notices: Sequence[Notice] = (),
     ) -> None:
         super().__init__([op for op, _ in edits], notices, FILE_NAMES[target])
         self.bank, self.target = bank, target
@@ -198,7 +202,12 @@ def _compact_operations(entries: list[str], limit: int) -> list[tuple[Operation,
             continue
         tidy = _BLANKS.sub("\n\n", _SPACES.sub(" ", e))
         if tidy != e:
-            out.append((make_operation("shorten", [e], [e], [tidy], "repeated spaces or blank lines", selected=True), {e: tidy}))
+            out.append(
+                (
+                    make_operation("shorten", [e], [e], [tidy], "repeated spaces or blank lines", selected=True),
+                    {e: tidy},
+                )
+            )
     total = size([e for e in entries if e not in safe_gone])
     for e in entries:
         if total <= limit:
@@ -220,7 +229,9 @@ def plan_compaction(bank: HermesHome, target: str | None = None) -> EntriesPlan:
     limit = bank.settings().int_limit(target)
     notices = []
     if snap.state.over:
-        notices.append(Notice("over-limit", "warning", f"{snap.state.name} is {snap.state.meter()}: Hermes refuses its own adds"))
+        notices.append(
+            Notice("over-limit", "warning", f"{snap.state.name} is {snap.state.meter()}: Hermes refuses its own adds")
+        )
     return EntriesPlan(bank, target, _compact_operations(snap.entries, limit), notices)
 
 

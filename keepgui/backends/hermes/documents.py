@@ -89,8 +89,9 @@ class HomeDocs:
             state = self.bank.state(EDITABLE[name])
             status = f"{state.meter()} · {len(state.entries)} entries · entries are separated by a line holding only §"
             problem = state.problem
-            return Document(name, name, path, text, stamp, status=status, notices=(problem,) if problem else (),
-                            read_only=problem)
+            return Document(
+                name, name, path, text, stamp, status=status, notices=(problem,) if problem else (), read_only=problem
+            )
         status = f"{path}"
         if name == CONTEXT:
             status = f"{path} — {project_context(self.bank.project_folder()).why}"

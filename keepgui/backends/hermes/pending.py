@@ -95,8 +95,8 @@ def read_records(home: str, bank: str, subsystem: str = "memory") -> tuple[list[
         if not isinstance(obj, dict):
             skipped.append(f"{path}: not a JSON object; Hermes cannot list it")
             continue
-        ident = obj.get("id") if isinstance(obj.get("id"), str) else name[: -len(".json")]
-        out.append(Record(home, bank, subsystem, ident, path, data or b"", obj))
+        # Hermes approves and rejects a record by its file's name (<id>.json), whatever its "id" says
+        out.append(Record(home, bank, subsystem, name[: -len(".json")], path, data or b"", obj))
     out.sort(key=lambda r: r.created_at)
     return out, skipped
 

@@ -167,7 +167,12 @@ class FakeModel:
                 self._send(200, json.dumps(answer).encode())
 
             def _stream(self, call: dict[str, Any] | None) -> None:
-                base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": int(time.time()), "model": MODEL}
+                base = {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": MODEL,
+                }
                 if call is None:
                     deltas = [({"role": "assistant", "content": "ok"}, None), ({}, "stop")]
                 else:
@@ -177,7 +182,11 @@ class FakeModel:
                 chunks = [
                     json.dumps({**base, "choices": [{"index": 0, "delta": d, "finish_reason": r}]}) for d, r in deltas
                 ]
-                usage = {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}}
+                usage = {
+                    **base,
+                    "choices": [],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+                }
                 chunks.append(json.dumps(usage))
                 data = "".join(f"data: {c}\n\n" for c in chunks) + "data: [DONE]\n\n"
                 self._send(200, data.encode(), "text/event-stream")

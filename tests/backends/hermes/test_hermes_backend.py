@@ -81,7 +81,9 @@ def test_percent_uses_hermes_float_division_and_counts_differ_when_blocked():
 
 def test_memory_part_is_anchored_on_a_header_not_on_a_rule_line():
     rule = "═" * 46
-    prompt = f"{rule}\nSOUL with rules\n{rule}\n\n{rule}\nUSER PROFILE (who the user is) [0% — 1/1,375 chars]\n{rule}\nx"
+    prompt = (
+        f"{rule}\nSOUL with rules\n{rule}\n\n{rule}\nUSER PROFILE (who the user is) [0% — 1/1,375 chars]\n{rule}\nx"
+    )
     assert memory_part(prompt + "\n\nConversation started: Monday") == prompt[prompt.index(f"{rule}\nUSER") :]
     assert memory_part("no memory here\n\nConversation started: x") is None
 
@@ -109,7 +111,10 @@ def test_home_resolution_follows_hermes(tmp_path):
 
 def test_settings_merge_expand_and_read_like_hermes(tmp_path):
     home = tmp_path / "h"
-    write(home / "config.yaml", 'memory:\n  user_profile_enabled: "false"\n  memory_char_limit: ${LIMIT}\n  write_approval: Approve\n')
+    write(
+        home / "config.yaml",
+        'memory:\n  user_profile_enabled: "false"\n  memory_char_limit: ${LIMIT}\n  write_approval: Approve\n',
+    )
     settings = load_settings(str(home), {"LIMIT": "900"})
     assert settings.user_profile_enabled  # a quoted "false" is a non-empty string: on
     assert settings.limit("memory") == "900" and "not a number" in settings.limit_problem()
@@ -210,9 +215,8 @@ def test_keepgui_waits_for_a_process_that_holds_the_lock(tmp_path, home):
     )
     holder = subprocess.Popen([sys.executable, "-c", code, lock], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    with pytest.raises(fsio.Busy):
-        with fsio.sidecar_lock(lock, timeout=0.2):
-            pass
+    with pytest.raises(fsio.Busy), fsio.sidecar_lock(lock, timeout=0.2):
+        pass
     bank = open_source(tmp_path, home).bank("default")
     bank.load()
     start = time.monotonic()
@@ -227,8 +231,15 @@ def test_keepgui_waits_for_a_process_that_holds_the_lock(tmp_path, home):
 
 
 def stage(home, ident, payload, at):
-    record = {"id": ident, "subsystem": "memory", "action": payload["action"], "summary": f"{payload['action']} x",
-              "origin": "background_review", "created_at": at, "payload": payload}
+    record = {
+        "id": ident,
+        "subsystem": "memory",
+        "action": payload["action"],
+        "summary": f"{payload['action']} x",
+        "origin": "background_review",
+        "created_at": at,
+        "payload": payload,
+    }
     write(home / "pending" / "memory" / f"{ident}.json", json.dumps(record, indent=2))
 
 
@@ -265,7 +276,13 @@ def test_cli_keep_and_context(tmp_path, home):
     assert status == 0 and "From the command line." in message
     context = session_context(str(tmp_path), {"HOME": str(tmp_path)})
     obj = context.to_obj()
-    assert obj["memory_prompt"].endswith("From the command line.\n\n" + "═" * 46 + "\nUSER PROFILE (who the user is) [0% — 12/1,375 chars]\n" + "═" * 46 + "\nUser is Ada.")
+    assert obj["memory_prompt"].endswith(
+        "From the command line.\n\n"
+        + "═" * 46
+        + "\nUSER PROFILE (who the user is) [0% — 12/1,375 chars]\n"
+        + "═" * 46
+        + "\nUser is Ada."
+    )
     assert obj["files"]["MEMORY.md"]["tool_count"] == len("Tea.\n§\nCoffee.\n§\nMilk.\n§\nFrom the command line.")
 
 
@@ -276,15 +293,20 @@ def test_state_db_is_read_from_a_copy_while_a_writer_commits(tmp_path, home):
     db = str(home / "state.db")
     writer = sqlite3.connect(db, check_same_thread=False)
     writer.execute("PRAGMA journal_mode=WAL")
-    writer.execute("CREATE TABLE sessions (id TEXT, source TEXT, model TEXT, system_prompt TEXT, "
-                   "parent_session_id TEXT, started_at REAL, ended_at REAL, end_reason TEXT, title TEXT)")
+    writer.execute(
+        "CREATE TABLE sessions (id TEXT, source TEXT, model TEXT, system_prompt TEXT, "
+        "parent_session_id TEXT, started_at REAL, ended_at REAL, end_reason TEXT, title TEXT)"
+    )
     writer.commit()
     stop = threading.Event()
 
     def commit_rows() -> None:
         n = 0
         while not stop.is_set() and n < 400:
-            writer.execute("INSERT INTO sessions VALUES (?, 'cli', 'm', ?, NULL, ?, NULL, NULL, NULL)", (f"s{n}", f"p{n}", float(n)))
+            writer.execute(
+                "INSERT INTO sessions VALUES (?, 'cli', 'm', ?, NULL, ?, NULL, NULL, NULL)",
+                (f"s{n}", f"p{n}", float(n)),
+            )
             writer.commit()
             n += 1
 
@@ -309,8 +331,10 @@ def test_a_read_of_a_quiet_state_db_creates_nothing_in_the_home(tmp_path, home):
     db = str(home / "state.db")
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("CREATE TABLE sessions (id TEXT, source TEXT, model TEXT, system_prompt TEXT, "
-                 "parent_session_id TEXT, started_at REAL, ended_at REAL, end_reason TEXT, title TEXT)")
+    conn.execute(
+        "CREATE TABLE sessions (id TEXT, source TEXT, model TEXT, system_prompt TEXT, "
+        "parent_session_id TEXT, started_at REAL, ended_at REAL, end_reason TEXT, title TEXT)"
+    )
     conn.execute("INSERT INTO sessions VALUES ('a', 'cli', 'm', 'prompt', NULL, 1.0, NULL, NULL, NULL)")
     conn.commit()
     conn.close()  # a clean close checkpoints and removes the WAL

@@ -50,7 +50,10 @@ def hermes(request):
         pytest.skip(str(exc))
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():
-        print(f"\nhermes-agent {version} (checked: {CHECKED_VERSION})" + (f", installed in {seconds:.0f} s" if seconds else ""))
+        print(
+            f"\nhermes-agent {version} (checked: {CHECKED_VERSION})"
+            + (f", installed in {seconds:.0f} s" if seconds else "")
+        )
     return version
 
 
@@ -153,8 +156,7 @@ def sessions(hermes, model, tmp_path_factory):
         return home, result
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        done = dict(zip(HOMES, pool.map(run, HOMES), strict=True))
-    return done
+        return dict(zip(HOMES, pool.map(run, HOMES), strict=True))
 
 
 @pytest.mark.parametrize("name", sorted(HOMES))
@@ -185,7 +187,9 @@ def test_stored_prompt_read_without_touching_the_database(hermes, model, tmp_pat
     home, project = _make_home(str(tmp_path), "db", HOMES["basic"], model.base_url)
     hermes_cli.run_session(project, home, "hello db")
     hermes_home = os.path.join(home, ".hermes")
-    before = {n: fsio.current_stamp(os.path.join(hermes_home, n)) for n in os.listdir(hermes_home) if n.startswith("state.db")}
+    before = {
+        n: fsio.current_stamp(os.path.join(hermes_home, n)) for n in os.listdir(hermes_home) if n.startswith("state.db")
+    }
     names = sorted(os.listdir(hermes_home))
     stored = read_sessions(hermes_home, 3)
     assert stored[0].system_prompt == model.system_prompt("hello db")
@@ -323,7 +327,13 @@ def test_keep_writes_the_bytes_hermes_add_writes(hermes, tmp_path, start):
         ("Tea.\n§\nCoffee.", {"action": "remove", "old_text": "Milk"}),
         ("Tea.\n§\nCoffee.", {"action": "add", "content": "check in with Sam"}),
         ("a" * 2190, {"action": "add", "content": "0123456789"}),
-        ("Tea.\n§\nCoffee.", {"action": "batch", "operations": [{"action": "remove", "old_text": "Tea"}, {"action": "add", "content": "Milk."}]}),
+        (
+            "Tea.\n§\nCoffee.",
+            {
+                "action": "batch",
+                "operations": [{"action": "remove", "old_text": "Tea"}, {"action": "add", "content": "Milk."}],
+            },
+        ),
         ("Tea.\n§\nCoffee.\n", {"action": "replace", "old_text": "Coffee", "content": "Espresso."}),
     ],
     ids=["replace", "ambiguous", "drift", "no-match", "blocked", "over-limit", "batch", "trailing-newline"],
@@ -363,9 +373,8 @@ def test_hermes_waits_for_keepgui_lock_and_keepgui_for_hermes(hermes, tmp_path):
     )
     holder = subprocess.Popen([hermes_cli.PYTHON, "-c", hold], env=env, stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    with pytest.raises(fsio.Busy):
-        with fsio.sidecar_lock(lock, timeout=0.5):
-            pass
+    with pytest.raises(fsio.Busy), fsio.sidecar_lock(lock, timeout=0.5):
+        pass
     holder.wait(timeout=30)
     with fsio.sidecar_lock(lock, timeout=5):
         pass
