@@ -273,7 +273,8 @@ class HermesHome(BankDefaults):
         """The memory part of the next new session's prompt, exactly, and the resumed sessions."""
         from keepgui.backends.hermes.context import session_context
 
-        return session_context(self.project_folder(), self.source.environ, home=self.home)
+        context = session_context(self.project_folder(), self.source.environ, home=self.home)
+        return replace(context, profile=self.name, why=f"the {self.name} home of {self.source.path}")
 
     # ------------------------------------------------------------------ writing
 
