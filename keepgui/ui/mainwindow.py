@@ -210,7 +210,9 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         a = self._action
         self.open_actions: list[QAction] = []
-        for backend, keys in zip(registry.backends(), shortcuts.OPEN_SOURCE, strict=False):  # further: no keys
+        keys_of = dict(enumerate(shortcuts.OPEN_SOURCE))
+        for number, backend in enumerate(registry.backends()):  # backends past the shortcuts get none
+            keys = keys_of.get(number)
             label = backend.label
             action = a(
                 f"Open {label}…",
