@@ -11,6 +11,8 @@
 #                with nanobot's own ContextBuilder (the default suite skips those tests without it)
 #   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
 #                into build/claude-cli/ with npm; the comparison tests install it there when missing
+#   make hermes-agent  install the real hermes-agent (the version keepgui was checked against) into
+#                its own venv, build/hermes-venv/; make hermes-compare runs the comparisons with it
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -21,7 +23,7 @@ NB_PIN   := 0.3.5
 NB_STAMP := $(NB_VENV)/.installed-$(NB_PIN)
 NB_TESTS := tests/backends/nanobot/test_nanobot_prompt.py
 
-.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare
+.PHONY: run test lint bench stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,9 +37,14 @@ run: $(STAMP)
 	@$(BIN)/python -m keepgui.qtcheck
 	$(BIN)/keepgui --demo
 
+# The real agents the comparison tests run, each pinned to the version keepgui was checked against and
+# installed once into build/ (npm or a venv of its own); a test whose agent cannot be installed skips
+# with the reason, so make test still runs on a machine without the registries.
+agents: claude-cli hermes-agent
+
 # The whole suite, then the comparisons with nanobot's own ContextBuilder in build/nanobot-venv (nanobot-ai
 # and its ~800 MB of dependencies stay out of .venv, so the suite itself runs without them).
-test: $(STAMP) $(NB_STAMP)
+test: $(STAMP) $(NB_STAMP) agents
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 	QT_QPA_PLATFORM=offscreen $(NB_VENV)/bin/python -m pytest -q -p no:cacheprovider $(NB_TESTS)
 
@@ -59,6 +66,12 @@ stress: $(STAMP)
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.backends.claude.claude_cli
+
+hermes-agent: $(STAMP)
+	$(BIN)/python -m tests.backends.hermes.hermes_cli
+
+hermes-compare: hermes-agent
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider tests/backends/hermes/test_hermes_compare.py
 
 # nanobot-ai (~800 MB with its dependencies) is not a test dependency of .venv: it and keepgui get their own
 # venv, pinned to the version keepgui's nanobot preview was checked against, where the comparisons with
