@@ -1,7 +1,8 @@
 # keepgui — the two commands of the README, and the proof targets.
 #   make run     set up .venv if needed, check that Qt's X11 plugin can load (else print the one
 #                install command that fixes it), open keepgui on a fresh copy of the demo data
-#   make test    set up .venv if needed, run the whole test suite headless
+#   make test    set up .venv if needed, run the whole test suite headless, then the nanobot comparisons
+#                in build/nanobot-venv (installed once, pinned)
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
 #                and the import-linter contracts; .ci/run runs it before make test
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
@@ -10,6 +11,8 @@
 #                with nanobot's own ContextBuilder (the default suite skips those tests without it)
 #   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
 #                into build/claude-cli/ with npm; the comparison tests install it there when missing
+#   make hermes-agent  install the real hermes-agent (the version keepgui was checked against) into
+#                its own venv, build/hermes-venv/; make hermes-compare runs the comparisons with it
 #   make gemini-cli  install the real Gemini CLI (@google/gemini-cli, the version keepgui was checked
 #                against) into build/gemini-cli/ with npm
 #   make gemini-compare  install it when missing, then compare keepgui's Gemini context and inbox with
@@ -18,8 +21,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# nanobot-ai for the comparisons with nanobot's own ContextBuilder (see nanobot-compare below)
+NB_VENV  := build/nanobot-venv
+NB_PIN   := 0.3.5
+NB_STAMP := $(NB_VENV)/.installed-$(NB_PIN)
+NB_TESTS := tests/backends/nanobot/test_nanobot_prompt.py
 
-.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare gemini-cli gemini-compare
+.PHONY: run test lint bench stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare \
+	gemini-cli gemini-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,8 +42,16 @@ run: $(STAMP)
 	@$(BIN)/python -m keepgui.qtcheck
 	$(BIN)/keepgui --demo
 
-test: $(STAMP)
+# The real agents the comparison tests run, each pinned to the version keepgui was checked against and
+# installed once into build/ (npm or a venv of its own); a test whose agent cannot be installed skips
+# with the reason, so make test still runs on a machine without the registries.
+agents: claude-cli hermes-agent gemini-cli
+
+# The whole suite, then the comparisons with nanobot's own ContextBuilder in build/nanobot-venv (nanobot-ai
+# and its ~800 MB of dependencies stay out of .venv, so the suite itself runs without them).
+test: $(STAMP) $(NB_STAMP) agents
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(NB_VENV)/bin/python -m pytest -q -p no:cacheprovider $(NB_TESTS)
 
 # Every step runs even when one before it failed, so one run names every finding; the
 # target fails if any did.
@@ -62,13 +79,22 @@ gemini-compare: gemini-cli
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/backends/gemini/test_gemini_cli_compare.py tests/backends/gemini/test_gemini_inbox_compare.py
 
-# nanobot-ai (~800 MB with its dependencies) is not a test dependency: this target puts it and
-# keepgui in their own venv and runs the comparisons with nanobot's own ContextBuilder.
-NB_VENV := build/nanobot-venv
-nanobot-compare:
+hermes-agent: $(STAMP)
+	$(BIN)/python -m tests.backends.hermes.hermes_cli
+
+hermes-compare: hermes-agent
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider tests/backends/hermes/test_hermes_compare.py
+
+# nanobot-ai (~800 MB with its dependencies) is not a test dependency of .venv: it and keepgui get their own
+# venv, pinned to the version keepgui's nanobot preview was checked against, where the comparisons with
+# nanobot's own ContextBuilder run (make test runs them after the suite; the suite itself skips them).
+$(NB_STAMP): pyproject.toml
 	@test -x $(NB_VENV)/bin/python || $(PYTHON) -m venv $(NB_VENV)
-	$(NB_VENV)/bin/python -m pip install --quiet nanobot-ai -e '.[test]'
-	QT_QPA_PLATFORM=offscreen $(NB_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/backends/nanobot/test_nanobot_prompt.py
+	$(NB_VENV)/bin/python -m pip install --quiet nanobot-ai==$(NB_PIN) -e '.[test]'
+	@touch $@
+
+nanobot-compare: $(NB_STAMP)
+	QT_QPA_PLATFORM=offscreen $(NB_VENV)/bin/python -m pytest -q -p no:cacheprovider $(NB_TESTS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

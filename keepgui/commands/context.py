@@ -9,6 +9,13 @@ then the reminder text itself. ``--json`` gives the same as one object whose
 ``--reminder`` prints only that text. ``HOME`` and ``CLAUDE_CONFIG_DIR`` are
 honoured as the CLI honours them.
 
+``keepgui context --agent hermes --project DIR`` shows the home a new Hermes session there uses
+(``HOME``, ``HERMES_HOME`` and the sticky profile honoured as Hermes honours them), its memory files'
+counts, the settings' effect, the project context file it picks, the memory part of its system
+prompt exactly, and the newest stored sessions with the memory changes a resume will not see;
+``--json`` gives one object whose ``memory_prompt`` is that part (null when neither block is in the
+prompt).
+
 Exit status: 0; 1 when DIR is not a folder.
 """
 
@@ -21,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
 
-AGENTS = ("claude",)
+AGENTS = ("claude", "hermes")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -40,8 +47,30 @@ def _size(n: int) -> str:
     return f"{n:,} B" if n < 10_000 else f"{n / 1024:,.1f} KiB"
 
 
+def _hermes(args: argparse.Namespace, ctx: Context) -> int:
+    from keepgui.backends.hermes.commands import context_lines
+    from keepgui.backends.hermes.context import session_context
+
+    project = os.path.abspath(os.path.expanduser(args.project))
+    if not os.path.isdir(project):
+        ctx.note(f"{project} is not a folder")
+        return 1
+    context = session_context(project)
+    if ctx.json_mode:
+        ctx.emit_json(context.to_obj())
+    elif args.reminder:
+        if context.prompt.text is not None:
+            ctx.stdout.write(context.prompt.text)
+    else:
+        for line in context_lines(context):
+            ctx.out(line)
+    return 0
+
+
 def cmd_context(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui context --agent claude --project DIR [--json | --reminder]``."""
+    if args.agent == "hermes":
+        return _hermes(args, ctx)
     from keepgui.backends.claude.context import session_context
 
     context = session_context(os.path.abspath(os.path.expanduser(args.project)))

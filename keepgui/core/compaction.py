@@ -749,12 +749,34 @@ def near_duplicates(
         ]
     tau = threshold / 100.0
     candidates: dict[int, set[int]] = defaultdict(set)
+    _shared_word_candidates(words, live, tau, candidates, progress, total)
+    if letters:
+        _sorted_letter_candidates(words, live, threshold, candidates, progress, total)
+    out = _exact_scores(processed, candidates, threshold)
+    if progress is not None:
+        progress(total, total)
+    out.sort()
+    return out
 
-    # --- the shared-words ratios: prefix filter, then one batch overlap measurement per text
+
+Progress = Callable[[int, int], None] | None
+"""A search's ``progress(done, total)`` callback, or None."""
+
+
+def _shared_word_candidates(
+    words: list[list[str]],
+    live: list[int],
+    tau: float,
+    candidates: dict[int, set[int]],
+    progress: Progress,
+    total: int,
+) -> None:
+    """Add to ``candidates`` every pair whose shared-words ratios may reach ``tau``: a prefix filter over
+    words ordered rarest first, then one batch overlap measurement per text (see :func:`near_duplicates`)."""
     df = Counter(w for i in live for w in words[i])
     rank = {w: r for r, w in enumerate(sorted(df, key=lambda w: (df[w], w)))}
     postings: dict[str, list[int]] = defaultdict(list)
-    encoded = [""] * len(texts)
+    encoded = [""] * len(words)
     ordered_words: dict[int, list[str]] = {}
     for i in live:
         ordered = ordered_words[i] = sorted(words[i], key=rank.__getitem__)
@@ -790,8 +812,19 @@ def near_duplicates(
         if progress is not None and done % 256 == 0:
             progress(done, total)
 
-    # --- the sorted-words ratio: bounded by the ratio of sorted characters, within the length window
-    joined = {i: " ".join(words[i]) for i in live} if letters else {}
+
+def _sorted_letter_candidates(
+    words: list[list[str]],
+    live: list[int],
+    threshold: float,
+    candidates: dict[int, set[int]],
+    progress: Progress,
+    total: int,
+) -> None:
+    """Add to ``candidates`` every pair whose sorted-words ratio may reach ``threshold``: it is bounded by
+    the ratio of the texts' sorted characters, compared within the length window a ratio allows."""
+    tau = threshold / 100.0
+    joined = {i: " ".join(words[i]) for i in live}
     alphabet = sorted(set().union(*(set(t) for t in joined.values()))) if live else []
     if len(alphabet) <= 256:
         # one byte per distinct character: the same LCS, and rapidfuzz compares bytes ~12% faster
@@ -820,7 +853,12 @@ def near_duplicates(
         if progress is not None and pos % 256 == 0:
             progress(len(live) + pos, total)
 
-    # --- exact scores for the candidates, one batch call per text
+
+def _exact_scores(
+    processed: list[str], candidates: dict[int, set[int]], threshold: float
+) -> list[tuple[int, int, float]]:
+    """The candidates scored with ``token_set_ratio`` itself, one batch call per text; those that reach
+    ``threshold``."""
     out: list[tuple[int, int, float]] = []
     for i in sorted(candidates):
         others = sorted(candidates[i])
@@ -833,9 +871,6 @@ def near_duplicates(
             limit=None,
         ):
             out.append((i, others[k], score))
-    if progress is not None:
-        progress(total, total)
-    out.sort()
     return out
 
 

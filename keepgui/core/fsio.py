@@ -56,6 +56,10 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         os.lseek(fd, 0, os.SEEK_SET)
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
+    def _try_lock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # raises PermissionError while another holds it
+
 else:
     import fcntl
 
@@ -64,6 +68,9 @@ else:
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _try_lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while another holds it
 
 
 TAIL_SETTLE_SECONDS = 0.05
@@ -718,6 +725,45 @@ class LockedLog:
             size = os.fstat(self._fd).st_size
             prefix = b"" if not size or os.pread(self._fd, 1, size - 1) == b"\n" else b"\n"
         return _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
+
+
+class Busy(KeepguiError):
+    """Another program held a lock keepgui needs for longer than keepgui waits (nothing was written)."""
+
+
+@contextlib.contextmanager
+def sidecar_lock(path: str | os.PathLike[str], timeout: float = 2.0, what: str = "") -> Iterator[None]:
+    """Hold an exclusive lock on the lock file ``path`` as an agent takes it: ``flock(LOCK_EX)`` on the
+    file opened for appending (created if missing, mode 0666 less the umask, never written), or on
+    Windows ``msvcrt.locking`` of its first byte — for an agent that locks a sidecar such as
+    ``MEMORY.md.lock`` around its read-modify-write. Waits at most ``timeout`` seconds (polling, so
+    the caller's thread is never stuck behind a hung agent) and then raises :class:`Busy`."""
+    path = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o666)
+    except OSError as exc:
+        raise _failure(path, exc) from None
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                _try_lock(fd)
+                break
+            except (BlockingIOError, PermissionError):
+                if time.monotonic() >= deadline:
+                    raise Busy(
+                        f"{path} is locked by {what or 'another program'} (held for more than {timeout:g} s); "
+                        "nothing was written — try again in a moment"
+                    ) from None
+                time.sleep(delay)  # flock has no timed wait: poll with a growing pause
+                delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
 
 
 def append_lines(path: str | os.PathLike[str], lines: Iterable[bytes], sole_writer: bool = False) -> int:

@@ -1,5 +1,5 @@
 """The memory graph, built and laid out off the GUI thread (no Qt): memories, what they name, and
-where each is drawn.
+where each is drawn; the graph the view draws and its live updates.
 
 Nodes are the rows (memories, entries, topic files) and their *hubs*: the
 names rows link to (a row's ``entities``; a name that is another row's, from
@@ -7,29 +7,17 @@ names rows link to (a row's ``entities``; a name that is another row's, from
 nothing hang on one hub, "(no entities)", as in the iii console. An edge joins
 a row to each hub it names.
 
-Two layouts, both deterministic (seeded):
-
-* **every node** (:data:`FULL_LIMIT` nodes at most): networkx's force-directed
-  ``spring_layout`` on the graph itself, rows and hubs alike;
-* **grouped**, for more: rows that name the same hubs are interchangeable in
-  the picture, so each such *group* becomes one node of the force-directed
-  layout, with the hubs (the :data:`MAX_HUBS` most named; the others are
-  counted, and shown when a filter picks them); then discs are pushed apart
-  until they do not overlap, and each group's rows are placed on a sunflower
-  spiral in its disc, pinned and newest in the middle. A 100,000-row bank lays
-  out a few hundred nodes, not 100,000; a group's rows are stored side by side,
-  so the rows in view are found group by group.
-
 Building is in three steps, so that a big graph costs the GUI process almost nothing:
 :func:`columns_of` reads what the layout needs of each row into compact
-columns (a distinct entity or tag tuple is stored once, rows hold its number);
-:func:`lay_out` does the work with numpy and networkx and returns a
-:class:`Layout` of arrays; :meth:`MemoryGraph.from_layout` makes the graph the
-view draws. :class:`LayoutWorker` runs :func:`lay_out` in a child process
-(a fresh interpreter, sharing nothing with a Qt program): the columns go to it and the
-arrays come back in pieces of :data:`CHUNK` rows, each a few milliseconds, so
-the GUI thread of the parent never waits long for the interpreter lock, and its
-garbage collector never sees the layout's objects.
+columns; :func:`lay_out` does the work with numpy and networkx and returns a
+:class:`Layout` of arrays (both in :mod:`keepgui.core.graphlayout`, which
+describes the two layouts); :meth:`MemoryGraph.from_layout` makes the graph the
+view draws. :class:`LayoutWorker` (:mod:`keepgui.core.graphworker`) runs
+:func:`lay_out` in a child process (a fresh interpreter, sharing nothing with a
+Qt program): the columns go to it and the arrays come back in pieces of
+:data:`CHUNK` rows, each a few milliseconds, so the GUI thread of the parent
+never waits long for the interpreter lock, and its garbage collector never sees
+the layout's objects. The names of those two modules are importable from here.
 
 Live updates do not lay out again: :meth:`MemoryGraph.update` places a new row
 in its group's next seat (or beside the hubs it names) and moves nothing else.
@@ -37,71 +25,80 @@ in its group's next seat (or beside the hubs it names) and moves nothing else.
 
 from __future__ import annotations
 
-import atexit
 import math
-import os
-import socket
-import subprocess
-import sys
-import threading
-import time
-import traceback
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count, repeat
-from operator import attrgetter, is_not
+from itertools import compress
 from typing import Any
 
-from keepgui.core.errors import KeepguiError
+from keepgui.core.graphlayout import (
+    CHUNK,
+    FULL_LIMIT,
+    GOLDEN_ANGLE,
+    MAX_GROUPS,
+    MAX_HUBS,
+    NO_ENTITIES,
+    OTHER_ENTITIES,
+    PAUSE,
+    SEAT,
+    Columns,
+    GraphOptions,
+    Layout,
+    breathe,
+    columns_of,
+    hub_names,
+    hub_radius,
+    lay_out,
+)
+from keepgui.core.graphworker import (
+    BEAT,
+    HANG_TIMEOUT,
+    IDLE_EXIT,
+    LayoutCancelled,
+    LayoutFailed,
+    LayoutWorker,
+    child_layout_unavailable,
+    layout_worker,
+    serve,
+)
 from keepgui.core.pace import age_young_objects
 
-NO_ENTITIES = "(no entities)"
-"""The hub of rows that name nothing."""
-OTHER_ENTITIES = "(other entities)"
-"""The hub of rows whose names are all among the hubs not drawn."""
-FULL_LIMIT = 450
-"""Up to this many nodes every row is a node of the force-directed layout (networkx's dense solver
-is used below 500 nodes and needs nothing more than numpy)."""
-MAX_HUBS = 150
-MAX_GROUPS = 300
-SEAT = 9.0
-"""Distance between neighbouring rows in a group's disc (scene units, about pixels at zoom 1)."""
-GOLDEN_ANGLE = math.pi * (3 - math.sqrt(5))
-CHUNK = 1_000
-"""Rows per step of the work done in the GUI's process (reading the columns, sending them, making
-the graph of the layout): each step is a few C loops over the rows, under a millisecond each even
-when every row is a cache miss, and the interpreter lock is free between them."""
-PAUSE = 0.0002
-"""Seconds a build for a window sleeps after each step: a thread waiting for the interpreter lock
-(the GUI thread, whose every call from Qt into Python needs it) gets it at once, instead of after
-the interpreter's switch interval (5 ms, paid again at each of a frame's many calls)."""
-IDLE_EXIT = 120.0
-"""Seconds the layout process waits for work before it exits (its memory goes back to the system)."""
-BEAT = 1.0
-"""Seconds between the layout process's signs of life while it lays out."""
-HANG_TIMEOUT = 20.0
-"""Seconds without a sign of life (a piece taken, a beat) after which the layout process is taken
-for hung: it is killed and the graph laid out in the GUI's process instead."""
-
-
-def hub_radius(count: int) -> float:
-    """A hub's radius from how many rows name it (the console's ``min(22, 6 + 2.4·√count)``, grown
-    slowly past it for hubs of thousands)."""
-    r = 6 + 2.4 * math.sqrt(count)
-    return r if r <= 22 else 22 + 4 * math.log10(r / 22 * 10)
-
-
-@dataclass(frozen=True)
-class GraphOptions:
-    """What the graph shows: retired rows (faded), one tag, hubs whose name holds ``focus``, or
-    the neighbourhood of ``around`` (the rows that share a hub with them)."""
-
-    show_retired: bool = False
-    tag: str | None = None
-    focus: str = ""
-    around: frozenset[str] | None = None
+__all__ = [
+    "BEAT",
+    "CHUNK",
+    "FULL_LIMIT",
+    "GOLDEN_ANGLE",
+    "HANG_TIMEOUT",
+    "IDLE_EXIT",
+    "MAX_GROUPS",
+    "MAX_HUBS",
+    "NO_ENTITIES",
+    "OTHER_ENTITIES",
+    "PAUSE",
+    "SEAT",
+    "Columns",
+    "GraphOptions",
+    "Group",
+    "Hub",
+    "KeyIndex",
+    "Layout",
+    "LayoutCancelled",
+    "LayoutFailed",
+    "LayoutWorker",
+    "MemoryGraph",
+    "accepts",
+    "build_graph",
+    "child_layout_unavailable",
+    "columns_of",
+    "hub_names",
+    "hub_radius",
+    "lay_out",
+    "layout_worker",
+    "serve",
+    "sunflower",
+]
 
 
 @dataclass
@@ -140,86 +137,6 @@ class Group:
         return SEAT * math.sqrt(max(1, self.size)) + SEAT
 
 
-# ---------------------------------------------------------------------- the layout's input and output
-
-
-@dataclass
-class Columns:
-    """What the layout reads of each row, one compact column per attribute.
-
-    Each distinct entity tuple is stored once, in ``entity_sets``, in the order of the rows where
-    it first appears; ``entity_code[i]`` is the index of that first row for row ``i``'s tuple (so
-    the codes ascend as the tuples do). Likewise ``tag_code``/``tag_sets``. ``pinned``/``retired``
-    are flags; ``updated`` its ``updated_at`` (0 when it has none)."""
-
-    ids: list[str]
-    entity_sets: list[tuple[str, ...]]
-    entity_code: array[int]
-    tag_sets: list[tuple[str, ...]]
-    tag_code: array[int]
-    pinned: bytearray
-    retired: bytearray
-    updated: array[int]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-
-def columns_of(rows: Sequence[Any], pause: float = 0.0) -> Columns:
-    """The columns of ``rows``, read :data:`CHUNK` rows at a time (each step a few C loops of a
-    millisecond or less, allocating no object the garbage collector tracks but a list per column,
-    so no collection is set off), sleeping ``pause`` seconds between steps."""
-    columns = Columns([], [], array("q"), [], array("q"), bytearray(), bytearray(), array("q"))
-    age_young_objects()  # the lists grow to a row each: no young collection looks at them
-    entity_index: dict[tuple[str, ...], int] = {}
-    tag_index: dict[tuple[str, ...], int] = {}
-    get_id, get_entities, get_tags = attrgetter("id"), attrgetter("entities"), attrgetter("tags")
-    get_pinned, get_invalid, get_updated = attrgetter("pinned"), attrgetter("invalid_at"), attrgetter("updated_at")
-    for a in range(0, len(rows), CHUNK):
-        part = rows[a : a + CHUNK]
-        columns.ids.extend(map(get_id, part))
-        # A tuple's code is the index of the first row that has it (one hash per row, in C); the
-        # layout numbers them densely.
-        columns.entity_code.extend(map(entity_index.setdefault, map(get_entities, part), count(a)))
-        columns.tag_code.extend(map(tag_index.setdefault, map(get_tags, part), count(a)))
-        columns.pinned.extend(map(bool, map(get_pinned, part)))
-        columns.retired.extend(map(is_not, map(get_invalid, part), repeat(None)))
-        updated = list(map(get_updated, part))
-        columns.updated.extend([u or 0 for u in updated] if None in updated else updated)
-        _breathe(pause)
-    columns.entity_sets = list(entity_index)
-    columns.tag_sets = list(tag_index)
-    return columns
-
-
-@dataclass
-class Layout:
-    """What :func:`lay_out` found, as arrays (cheap to send between processes).
-
-    The graph's rows are the input rows ``shown`` (a flag per input row) in their input order:
-    graph row ``i`` is drawn at ``xs[i], ys[i]``, linked to the hubs ``link_sets[link_code[i]]``,
-    in group ``group_of[i]`` (-1 in the every-node layout). ``by_group`` lists the graph's rows
-    group after group; ``groups`` are ``(hub indexes, x, y, size, start in by_group)``, ``hubs``
-    ``(name, x, y, count, row key)``. ``pid`` is the process that laid it out."""
-
-    mode: str
-    hubs: list[tuple[str, float, float, int, str | None]]
-    groups: list[tuple[tuple[int, ...], float, float, int, int]]
-    shown: Any
-    by_group: Any
-    xs: Any
-    ys: Any
-    link_code: Any
-    link_sets: list[tuple[int, ...]]
-    group_of: Any
-    pinned: Any
-    retired: Any
-    tags: list[tuple[str, int]]
-    hidden_hubs: int
-    total_rows: int
-    pid: int
-
-
 # ---------------------------------------------------------------------- the graph
 
 
@@ -255,7 +172,7 @@ class KeyIndex:
         """Empty it a shard at a time, sleeping ``pause`` seconds between shards."""
         for shard in self._shards:
             shard.clear()
-            _breathe(pause)
+            breathe(pause)
 
 
 class _Links:
@@ -505,7 +422,7 @@ class MemoryGraph:
             if rows is not None:
                 kept.extend(compress(rows[a : a + CHUNK], shown[a : a + CHUNK]))
             index.add(keys[first:], first)
-            _breathe(pause)
+            breathe(pause)
         graph._hub_index = {h.name: i for i, h in enumerate(graph.hubs)}
         graph._group_index = {g.hubs: i for i, g in enumerate(graph.groups)}
         return graph
@@ -642,13 +559,6 @@ def accepts(row: Any, options: GraphOptions) -> bool:
     return options.tag is None or options.tag in row.tags
 
 
-def hub_names(entities: Sequence[str], row_names: Mapping[str, str], key: str | None = None) -> tuple[str, ...]:
-    """The hubs a row with these entities names, in order and without repeats (not the row ``key``
-    itself, when one of its names is its own)."""
-    names = tuple(dict.fromkeys(e for e in entities if e and (key is None or row_names.get(e) != key)))
-    return names or (NO_ENTITIES,)
-
-
 def sunflower(n: int) -> tuple[float, float]:
     """The ``n``-th seat of a sunflower spiral (even spacing, no two seats closer than ~SEAT)."""
     r = SEAT * math.sqrt(n + 0.5)
@@ -699,593 +609,4 @@ def _release_list(items: list[Any], pause: float) -> None:
     """Empty a list in steps of :data:`CHUNK` (see :meth:`MemoryGraph.release`)."""
     while items:
         del items[-CHUNK:]
-        _breathe(pause)
-
-
-def _breathe(pause: float) -> None:
-    if pause:
-        time.sleep(pause)
-
-
-class _Interned:
-    """Distinct tuples, numbered in the order first seen."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[Any, ...]] = []
-        self._index: dict[tuple[Any, ...], int] = {}
-
-    def code(self, item: tuple[Any, ...]) -> int:
-        found = self._index.get(item)
-        if found is None:
-            found = self._index[item] = len(self.items)
-            self.items.append(item)
-        return found
-
-
-def lay_out(columns: Columns, row_names: Mapping[str, str], options: GraphOptions) -> Layout:
-    """Lay out the graph of rows given as :class:`Columns` (what :class:`LayoutWorker`'s process
-    runs; in this process for small graphs)."""
-    import numpy as np
-
-    n = len(columns)
-    ids = columns.ids
-    # The codes number tuples by the row where each first appears: numbered densely here (the
-    # tuples' order, the rows' order of first appearance, is kept).
-    entity_code = np.unique(np.frombuffer(columns.entity_code, np.int64), return_inverse=True)[1].reshape(-1)
-    tag_code = np.unique(np.frombuffer(columns.tag_code, np.int64), return_inverse=True)[1].reshape(-1)
-    pinned = np.frombuffer(columns.pinned, np.uint8).astype(bool)
-    retired = np.frombuffer(columns.retired, np.uint8).astype(bool)
-    updated = np.frombuffer(columns.updated, np.int64)
-
-    # Tags of the rows the history setting shows, and how many carry each.
-    counted = np.ones(n, bool) if options.show_retired else ~retired
-    tag_counts: dict[str, int] = {}
-    for code, many in enumerate(np.bincount(tag_code[counted], minlength=len(columns.tag_sets)).tolist()):
-        if many:
-            for tag in columns.tag_sets[code]:
-                tag_counts[tag] = tag_counts.get(tag, 0) + many
-    tags = sorted(tag_counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    shown = counted.copy()
-    if options.tag is not None:
-        has_tag = np.array([options.tag in s for s in columns.tag_sets], bool)
-        shown &= has_tag[tag_code]
-
-    # The names each row links to: per distinct entity tuple, unless a name is a row's own.
-    names = _Interned()
-    own = [any(e in row_names for e in s) for s in columns.entity_sets]
-    by_set = np.array([names.code(hub_names(s, row_names)) for s in columns.entity_sets] or [0], np.int64)
-    name_code = by_set[entity_code]
-    if any(own):
-        for i in np.flatnonzero(np.array(own, bool)[entity_code] & shown).tolist():
-            name_code[i] = names.code(hub_names(columns.entity_sets[entity_code[i]], row_names, ids[i]))
-    name_sets = names.items
-
-    if options.around is not None:
-        around = options.around
-        near: set[str] = set()
-        chosen = np.zeros(n, bool)
-        for i in np.flatnonzero(shown).tolist():
-            if ids[i] in around:
-                chosen[i] = True
-                near.update(name_sets[name_code[i]])
-        near.discard(NO_ENTITIES)
-        touches = np.array([bool(near.intersection(s)) for s in name_sets] or [False], bool)
-        shown &= chosen | touches[name_code]
-    if options.focus:
-        needle = options.focus.casefold()
-        holds = np.array([any(needle in name.casefold() for name in s) for s in name_sets] or [False], bool)
-        shown &= holds[name_code]
-
-    shown_rows = np.flatnonzero(shown)
-    count: dict[str, int] = {}
-    for code, many in enumerate(np.bincount(name_code[shown_rows], minlength=len(name_sets)).tolist()):
-        if many:
-            for name in name_sets[code]:
-                count[name] = count.get(name, 0) + many
-    base = {"tags": tags, "total_rows": len(shown_rows), "pid": os.getpid()}
-    found = _Shown(columns, row_names, shown_rows, name_code, name_sets, count, pinned, retired, updated, base)
-    return _lay_out_every_node(found) if len(shown_rows) + len(count) <= FULL_LIMIT else _lay_out_groups(found)
-
-
-def _spring(nodes: list[Any], edges: list[tuple[Any, Any, float]], unit: float) -> dict[Any, tuple[float, float]]:
-    """networkx's force-directed layout, seeded (the same picture for the same graph, in any process), of each
-    connected part on its own, the parts then packed in rows (a spring layout of the whole would
-    push unconnected parts to the far corners). ``unit`` is the space one node needs."""
-    import networkx as nx
-
-    g: nx.Graph[Any] = nx.Graph()
-    g.add_nodes_from(nodes)
-    g.add_weighted_edges_from(edges)
-    parts = sorted((sorted(c, key=str) for c in nx.connected_components(g)), key=lambda c: (-len(c), str(c[0])))
-    laid: list[tuple[float, dict[Any, tuple[float, float]]]] = []
-    for part in parts:
-        size = unit * (math.sqrt(len(part)) + 1)
-        if len(part) == 1:
-            pos = {part[0]: (0.0, 0.0)}
-        else:
-            # A part of its own with its nodes in a fixed order: a subgraph view lists a small part's
-            # nodes in set order, which follows string hashing, different in every process.
-            sub: Any = nx.Graph()
-            sub.add_nodes_from(part)
-            sub.add_edges_from(g.subgraph(part).edges(data=True))
-            raw = nx.spring_layout(sub, seed=7, iterations=80, scale=size * 0.7)  # a margin
-            pos = {n: (float(p[0]), float(p[1])) for n, p in raw.items()}
-        laid.append((size, pos))
-    # Rows of parts, as wide as all of them would be square.
-    width = math.sqrt(sum((2 * size) ** 2 for size, _ in laid)) * 1.2
-    out: dict[Any, tuple[float, float]] = {}
-    x = y = row_height = 0.0
-    for size, pos in laid:
-        if x > 0 and x + 2 * size > width:
-            x, y, row_height = 0.0, y + row_height, 0.0
-        for node, (px, py) in pos.items():
-            out[node] = (x + size + px, y + size + py)
-        x += 2 * size
-        row_height = max(row_height, 2 * size)
-    return out
-
-
-@dataclass
-class _Shown:
-    """What :func:`lay_out` found before laying out: the rows shown (input indexes), the names
-    each links to (``name_sets[name_code[i]]``), how many rows name each, and the flags."""
-
-    columns: Columns
-    row_names: Mapping[str, str]
-    rows: Any
-    name_code: Any
-    name_sets: list[tuple[str, ...]]
-    count: dict[str, int]
-    pinned: Any
-    retired: Any
-    updated: Any
-    base: dict[str, Any]
-
-
-def _lay_out_every_node(found: _Shown) -> Layout:
-    import numpy as np
-
-    columns, row_names, shown_rows, name_code = found.columns, found.row_names, found.rows, found.name_code
-    name_sets, count, pinned, retired, base = found.name_sets, found.count, found.pinned, found.retired, found.base
-    ids = columns.ids
-    order = shown_rows.tolist()
-    hub_list = sorted(count, key=lambda n: (-count[n], n))
-    hub_index = {n: i for i, n in enumerate(hub_list)}
-    nodes: list[Any] = [("h", n) for n in hub_list] + [("r", ids[i]) for i in order]
-    edges = [(("r", ids[i]), ("h", n), 1.0) for i in order for n in name_sets[name_code[i]]]
-    pos = _spring(nodes, edges, unit=60.0) if nodes else {}
-    links = _Interned()
-    link_code = [links.code(tuple(sorted(hub_index[n] for n in name_sets[name_code[i]]))) for i in order]
-    return Layout(
-        mode="full",
-        hubs=[(n, *pos[("h", n)], count[n], row_names.get(n)) for n in hub_list],
-        groups=[],
-        shown=_flags(len(ids), shown_rows),
-        by_group=np.zeros(0, np.int64),
-        xs=np.array([pos[("r", ids[i])][0] for i in order], np.float64),
-        ys=np.array([pos[("r", ids[i])][1] for i in order], np.float64),
-        link_code=np.array(link_code, np.int64),
-        link_sets=links.items,
-        group_of=np.full(len(order), -1, np.int64),
-        pinned=pinned[shown_rows].astype(np.uint8),
-        retired=retired[shown_rows].astype(np.uint8),
-        hidden_hubs=0,
-        **base,
-    )
-
-
-def _lay_out_groups(found: _Shown) -> Layout:
-    import numpy as np
-
-    columns, row_names, shown_rows, name_code = found.columns, found.row_names, found.rows, found.name_code
-    name_sets, count, pinned, retired, base = found.name_sets, found.count, found.pinned, found.retired, found.base
-    updated = found.updated
-
-    ranked = sorted(count, key=lambda n: (-count[n], n))
-    kept = ranked[:MAX_HUBS]
-    kept_set = set(kept)
-    # A row's signature: the hubs drawn among its names (or "other" when none is drawn).
-    signatures = _Interned()
-    sig_of_names = np.array(
-        [signatures.code(tuple(n for n in s if n in kept_set) or (OTHER_ENTITIES,)) for s in name_sets] or [0],
-        np.int64,
-    )
-    row_sig = sig_of_names[name_code[shown_rows]]
-    sigs = signatures.items
-    sizes = np.bincount(row_sig, minlength=len(sigs)).tolist()
-    # The most common combinations are groups of their own; a rare one joins the group of its
-    # first hub (its other edges are still drawn).
-    common = set(sorted((s for s in range(len(sigs)) if sizes[s]), key=lambda s: (-sizes[s], sigs[s]))[:MAX_GROUPS])
-    group_names = _Interned()
-    group_of_sig = np.array(
-        [group_names.code(sigs[s] if s in common else sigs[s][:1]) for s in range(len(sigs))] or [0], np.int64
-    )
-    row_group = group_of_sig[row_sig]
-    members = np.bincount(row_group, minlength=len(group_names.items)).tolist()
-    present = [g for g in range(len(group_names.items)) if members[g]]
-    order_of_groups = sorted(present, key=lambda g: (-members[g], group_names.items[g]))
-    others = sizes[signatures.code((OTHER_ENTITIES,))] if (OTHER_ENTITIES,) in signatures._index else 0
-    hub_list = list(kept) + ([OTHER_ENTITIES] if others else [])
-    hub_index = {n: i for i, n in enumerate(hub_list)}
-    group_sigs = [group_names.items[g] for g in order_of_groups]
-    nodes: list[Any] = [("h", n) for n in hub_list] + [("g", s) for s in group_sigs]
-    edges = [(("g", s), ("h", n), 1.0) for s in group_sigs for n in s]
-    pos = _spring(nodes, edges, unit=1.0)
-    single = {group_names.items[g][0]: members[g] for g in present if len(group_names.items[g]) == 1}
-    radii = [hub_radius(count.get(n, single.get(n, 0))) + 30 for n in hub_list]
-    radii += [SEAT * math.sqrt(members[g]) + SEAT * 2 for g in order_of_groups]
-    placed = _spread([pos[n] for n in nodes], radii)
-    hubs = [
-        (n, *placed[i], count.get(n, others if n == OTHER_ENTITIES else 0), row_names.get(n))
-        for i, n in enumerate(hub_list)
-    ]
-    # Rows in group order; in a group pinned first, then newest, then by key; seated on a spiral.
-    rank_of_group = np.zeros(len(group_names.items), np.int64)
-    rank_of_group[order_of_groups] = np.arange(len(order_of_groups))
-    row_rank = rank_of_group[row_group]
-    ids = np.array([columns.ids[i] for i in shown_rows.tolist()]) if len(shown_rows) else np.zeros(0, str)
-    by = np.lexsort((ids, -updated[shown_rows], ~pinned[shown_rows], row_rank))
-    del ids
-    rank_sorted = row_rank[by]
-    starts = np.searchsorted(rank_sorted, np.arange(len(order_of_groups)))
-    seat = np.arange(len(by)) - starts[rank_sorted]
-    radius = SEAT * np.sqrt(seat + 0.5)
-    angle = seat * GOLDEN_ANGLE
-    centre = np.array([placed[len(hub_list) + g] for g in range(len(order_of_groups))], np.float64).reshape(-1, 2)
-    xs = np.empty(len(by), np.float64)
-    ys = np.empty(len(by), np.float64)
-    xs[by] = centre[rank_sorted, 0] + radius * np.cos(angle)
-    ys[by] = centre[rank_sorted, 1] + radius * np.sin(angle)
-    links = _Interned()
-    link_of_sig = np.array(
-        [links.code(tuple(sorted(hub_index[n] for n in sigs[s]))) if sizes[s] else -1 for s in range(len(sigs))]
-        or [0],  # a signature no row shown has is never looked up
-        np.int64,
-    )
-    groups = [
-        (tuple(hub_index[n] for n in group_sigs[k]), *placed[len(hub_list) + k], members[g], int(starts[k]))
-        for k, g in enumerate(order_of_groups)
-    ]
-    return Layout(
-        mode="grouped",
-        hubs=hubs,
-        groups=groups,
-        shown=_flags(len(columns), shown_rows),
-        by_group=by,
-        xs=xs,
-        ys=ys,
-        link_code=link_of_sig[row_sig],
-        link_sets=links.items,
-        group_of=row_rank,
-        pinned=pinned[shown_rows].astype(np.uint8),
-        retired=retired[shown_rows].astype(np.uint8),
-        hidden_hubs=max(0, len(ranked) - MAX_HUBS),
-        **base,
-    )
-
-
-def _flags(n: int, rows: Any) -> Any:
-    import numpy as np
-
-    flags = np.zeros(n, np.uint8)
-    flags[rows] = 1
-    return flags
-
-
-def _spread(points: list[tuple[float, float]], radii: list[float]) -> list[tuple[float, float]]:
-    """Scale a layout of unit size to its discs' sizes, then push overlapping discs apart."""
-    import numpy as np
-
-    pos = np.array(points, dtype=float).reshape(-1, 2)
-    r = np.array(radii, dtype=float)
-    if len(pos) <= 1:
-        return [(float(p[0]), float(p[1])) for p in pos]
-    # Scale so that the discs, packed, would cover about a third of the picture.
-    span = np.ptp(pos, axis=0).max() or 1.0
-    pos *= math.sqrt(float((r**2).sum()) * math.pi * 3) / span
-    for _ in range(60):
-        delta = pos[:, None, :] - pos[None, :, :]
-        dist = np.sqrt((delta**2).sum(-1)) + np.eye(len(pos))
-        need = r[:, None] + r[None, :]
-        overlap = np.clip(need - dist, 0, None)
-        np.fill_diagonal(overlap, 0)
-        if overlap.max() < 0.5:
-            break
-        push = (delta / dist[..., None]) * (overlap / 2)[..., None]
-        pos += push.sum(axis=1)
-    return [(float(x), float(y)) for x, y in pos]
-
-
-# ---------------------------------------------------------------------- the layout process
-
-
-_COLUMN_LISTS = ("ids", "entity_sets", "tag_sets")
-_COLUMN_ARRAYS = ("entity_code", "tag_code", "pinned", "retired", "updated")
-
-
-def serve(fd: int) -> None:
-    """The layout process's body (``python -c`` runs it with its end of the socket pair): receive
-    columns in pieces, lay them out (saying it is alive every :data:`BEAT` seconds meanwhile), send
-    the Layout back; exit after :data:`IDLE_EXIT` seconds without work, or when the parent goes away."""
-    from multiprocessing.connection import Connection
-
-    conn = Connection(fd)
-    sending = threading.Lock()
-    while True:
-        try:
-            if not conn.poll(IDLE_EXIT):
-                return
-            parts: dict[str, list[Any]] = {}
-            message = conn.recv()
-            while message[0] == "part":
-                parts.setdefault(message[1], []).append(message[2])
-                message = conn.recv()
-        except (EOFError, OSError):
-            return
-        _run, row_names, options = message
-        working = threading.Event()
-        beats = threading.Thread(target=_beat, args=(conn, sending, working), name="beat", daemon=True)
-        beats.start()
-        reply: tuple[str, Any]
-        try:
-            reply = ("ok", lay_out(_columns_from(parts), row_names, options))
-        except Exception:  # noqa: BLE001 - a bug: its traceback goes to the parent, which raises it
-            reply = ("error", traceback.format_exc())
-        finally:
-            working.set()
-            del parts
-        beats.join()
-        try:
-            with sending:
-                conn.send(reply)
-        except (EOFError, OSError):
-            return
-        del reply  # nothing of this layout is kept while the process waits for the next one
-
-
-def _beat(conn: Any, sending: threading.Lock, done: threading.Event) -> None:
-    """Tell the parent the layout process is alive, every :data:`BEAT` seconds until ``done``."""
-    while not done.wait(BEAT):
-        try:
-            with sending:
-                conn.send(("beat",))
-        except (EOFError, OSError):
-            return
-
-
-def _columns_from(parts: Mapping[str, list[Any]]) -> Columns:
-    """The columns sent in pieces, joined."""
-
-    def joined_list(name: str) -> list[Any]:
-        return [x for part in parts.get(name, ()) for x in part]
-
-    def joined_array(name: str) -> array[int]:
-        out = array("q")
-        out.frombytes(b"".join(parts.get(name, ())))
-        return out
-
-    return Columns(
-        ids=joined_list("ids"),
-        entity_sets=joined_list("entity_sets"),
-        entity_code=joined_array("entity_code"),
-        tag_sets=joined_list("tag_sets"),
-        tag_code=joined_array("tag_code"),
-        pinned=bytearray(b"".join(parts.get("pinned", ()))),
-        retired=bytearray(b"".join(parts.get("retired", ()))),
-        updated=joined_array("updated"),
-    )
-
-
-class LayoutFailed(KeepguiError):
-    """The layout process stopped (killed, or out of memory) twice in a row, or stopped answering."""
-
-
-class LayoutCancelled(KeepguiError):
-    """The layout was stopped by :meth:`LayoutWorker.cancel` (another bank shown, the program quits)."""
-
-
-def child_layout_unavailable() -> str | None:
-    """Why a layout process cannot be started here (None when it can): it is a fresh Python
-    interpreter started as ``sys.executable -c``, and a frozen program's ``sys.executable`` is the
-    program itself (PyInstaller's one-folder app), which runs no ``-c``."""
-    if getattr(sys, "frozen", False):
-        return "a frozen program has no Python interpreter to start"
-    if not sys.executable or not os.path.exists(sys.executable):
-        return "no Python interpreter to start (sys.executable is not set)"
-    return None
-
-
-class _Watchdog:
-    """Kills a process when no sign of life (:meth:`alive`) came for ``timeout`` seconds (``fired``),
-    or once ``stop_when()`` is true (``stopped``)."""
-
-    def __init__(self, process: subprocess.Popen[bytes], timeout: float, stop_when: Callable[[], bool] | None) -> None:
-        self.fired = self.stopped = False
-        self._process, self._timeout, self._stop_when = process, timeout, stop_when
-        self._last = time.monotonic()
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="keepgui-layout-watchdog", daemon=True)
-        self._thread.start()
-
-    def alive(self) -> None:
-        """A sign of life."""
-        self._last = time.monotonic()
-
-    def stop(self) -> None:
-        """Stop watching."""
-        self._stopped.set()
-        self._thread.join()
-
-    def _watch(self) -> None:
-        step = min(0.25, self._timeout / 4)
-        while not self._stopped.wait(step):
-            if self._stop_when is not None and self._stop_when():
-                self.stopped = True
-            elif time.monotonic() - self._last > self._timeout:
-                self.fired = True
-            else:
-                continue
-            self._process.kill()  # a send or a receive blocked in the parent ends at once
-            return
-
-
-class LayoutWorker:
-    """Lays graphs out in a child process of its own, started on first use and again when it has
-    exited. The child is a fresh interpreter started with ``python -c`` (nothing of the parent's
-    threads, Qt or main script runs in it; multiprocessing's spawn would import the parent's
-    main script there) that imports this module from the same folder; the two talk over a socket
-    pair through multiprocessing's Connection. One layout at a time; call :meth:`lay_out` from a
-    background thread (it waits), :meth:`cancel` from any.
-
-    A child that dies is started again once; one that gives no sign of life for ``hang_timeout``
-    seconds is killed; either way :meth:`lay_out` then raises :class:`LayoutFailed`, never waiting
-    longer than that for a child that does nothing."""
-
-    def __init__(self, hang_timeout: float = HANG_TIMEOUT) -> None:
-        self.hang_timeout = hang_timeout
-        self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._conn: Any = None
-        self._cancelled = False
-
-    @property
-    def pid(self) -> int | None:
-        """The child's process id while it runs."""
-        process = self._process
-        return process.pid if process is not None and process.poll() is None else None
-
-    def child_code(self) -> str:
-        """The Python the child runs (``{fd}`` stands for its end of the socket pair)."""
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        return f"import sys; sys.path.insert(0, {root!r}); from keepgui.core.graph import serve; serve({{fd}})"
-
-    def _start(self) -> None:
-        from multiprocessing.connection import Connection
-
-        ours, theirs = socket.socketpair()
-        try:
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", self.child_code().format(fd=theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-            )
-        finally:
-            theirs.close()
-        self._conn = Connection(ours.detach())
-
-    def stop(self) -> None:
-        """End the child process (it is started again when needed)."""
-        conn, process = self._conn, self._process
-        self._conn = self._process = None
-        if conn is not None:
-            conn.close()  # the child sees the end of its input and exits
-        if process is not None:
-            try:
-                process.wait(2)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(2)
-
-    def cancel(self) -> None:
-        """Kill the child now without waiting for it (safe on the GUI thread): a layout under way
-        raises :class:`LayoutCancelled`, and the child's memory goes back to the system."""
-        self._cancelled = True
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.kill()
-            threading.Thread(target=process.wait, name="keepgui-layout-reaper", daemon=True).start()
-
-    def lay_out(
-        self,
-        columns: Columns,
-        row_names: Mapping[str, str],
-        options: GraphOptions,
-        pause: float = 0.0,
-        stop_when: Callable[[], bool] | None = None,
-    ) -> Layout:
-        """:func:`lay_out` in the child process (a bug there is raised here with its traceback);
-        ``pause`` seconds of sleep between the pieces sent; stopped, the child killed, once
-        ``stop_when()`` is true (looked at every quarter of a second)."""
-        with self._lock:
-            self._cancelled = False
-            failure = ""
-            for _attempt in range(2):
-                if stop_when is not None and stop_when():
-                    raise LayoutCancelled("the graph's layout was stopped")
-                if self._process is None or self._process.poll() is not None:
-                    self.stop()
-                    self._start()
-                process = self._process
-                if process is None:
-                    raise LayoutFailed("the graph's layout process could not be started")
-                watchdog = _Watchdog(process, self.hang_timeout, stop_when)
-                try:
-                    self._send(columns, row_names, options, pause, watchdog.alive)
-                    status, value = self._receive(watchdog.alive)
-                except (EOFError, OSError):
-                    self.stop()  # waits for the child: its exit status is known after
-                    code = process.returncode
-                    if self._cancelled or watchdog.stopped:
-                        raise LayoutCancelled("the graph's layout was stopped") from None
-                    if watchdog.fired:
-                        raise LayoutFailed(
-                            f"the graph's layout process stopped answering ({self.hang_timeout:g} s without a sign "
-                            "of life)"
-                        ) from None
-                    failure = f"the graph's layout process stopped (exit status {code})"
-                    continue
-                finally:
-                    watchdog.stop()
-                if status == "error":
-                    raise RuntimeError(f"laying out the graph failed in its process:\n{value}")
-                if not isinstance(value, Layout):
-                    raise LayoutFailed(f"the graph's layout process answered {type(value).__name__}, not a layout")
-                return value
-            raise LayoutFailed(failure)
-
-    def _receive(self, alive: Callable[[], None]) -> tuple[str, Any]:
-        """The child's answer (its beats taken as signs of life)."""
-        while True:
-            message = self._conn.recv()
-            alive()
-            if message[0] != "beat":
-                return message[0], message[1]
-
-    def _send(
-        self,
-        columns: Columns,
-        row_names: Mapping[str, str],
-        options: GraphOptions,
-        pause: float,
-        alive: Callable[[], None],
-    ) -> None:
-        conn = self._conn
-        for name in _COLUMN_LISTS:
-            values = getattr(columns, name)
-            for a in range(0, len(values), CHUNK):
-                conn.send(("part", name, values[a : a + CHUNK]))
-                alive()
-                _breathe(pause)
-        for name in _COLUMN_ARRAYS:
-            data = memoryview(getattr(columns, name)).cast("B")
-            step = CHUNK * 200  # bytes: copying them takes far less than a frame
-            for a in range(0, len(data), step):
-                conn.send(("part", name, bytes(data[a : a + step])))
-                alive()
-            data.release()
-        conn.send(("run", dict(row_names), options))
-        alive()
-
-
-_WORKER: LayoutWorker | None = None
-_WORKER_LOCK = threading.Lock()
-
-
-def layout_worker() -> LayoutWorker:
-    """The process's one :class:`LayoutWorker` (stopped when the program exits)."""
-    global _WORKER
-    with _WORKER_LOCK:
-        if _WORKER is None:
-            _WORKER = LayoutWorker()
-            atexit.register(_WORKER.stop)
-        return _WORKER
+        breathe(pause)

@@ -73,7 +73,11 @@ class Desktop(QObject):
             self.tray.compactionRequested.connect(self.request_compaction)
             self.tray.keepRunningChanged.connect(self.set_keep_running)
             self.tray.quitRequested.connect(self.quit)
+            self.tray.approvalsRequested.connect(self.show_approvals)
             self.tray.show()
+            tray = self.tray
+            window.approvals.listed.connect(lambda items: tray.set_pending(len(items)))
+            window.approvals.arrived.connect(lambda _n, sentence: tray.notify(sentence))
         self._apply_quit_policy()
         window.installEventFilter(self)
         # File → Quit must really quit, even when closing the window only hides it.
@@ -103,6 +107,11 @@ class Desktop(QObject):
             window.show()
         window.raise_()
         window.activateWindow()
+
+    def show_approvals(self) -> None:
+        """Show the window and the writes awaiting approval (the tray's entry)."""
+        self.show_window()
+        self.window.show_approvals()
 
     def quick_keep(self) -> None:
         """Open the Quick keep popup (the window may stay hidden in the tray)."""

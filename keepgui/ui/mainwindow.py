@@ -45,6 +45,7 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.appearance import apply_theme
+from keepgui.ui.approvals import ApprovalsDialog, PendingLister
 from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.compaction import CompactionFlow
@@ -74,6 +75,9 @@ class MainWindow(QMainWindow):
     def __init__(self, hub: Hub, settings: Settings, persist_sources: bool = True) -> None:
         super().__init__()
         self.hub = hub
+        # every open source's writes awaiting approval (Hermes's pending queue...), listed off the GUI thread
+        self.approvals = PendingLister(hub, self)
+        self.approvals.arrived.connect(lambda _n, sentence: self.note(sentence))
         self.settings = settings
         self.persist_sources = persist_sources
         self.remembered: set[str] = set()  # the open sources the settings keep (not the demo, not a handover's)
@@ -206,10 +210,9 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         a = self._action
         self.open_actions: list[QAction] = []
-        for number, backend in enumerate(registry.backends()):
-            # the first backends have an Open shortcut each; a further one gets its action without keys
-            # (zip with the shortcuts dropped it altogether: a fifth backend had no Open action)
-            keys = shortcuts.OPEN_SOURCE[number] if number < len(shortcuts.OPEN_SOURCE) else None
+        keys_of = dict(enumerate(shortcuts.OPEN_SOURCE))
+        for number, backend in enumerate(registry.backends()):  # backends past the shortcuts get none
+            keys = keys_of.get(number)
             label = backend.label
             action = a(
                 f"Open {label}…",
@@ -265,6 +268,12 @@ class MainWindow(QMainWindow):
             lambda: self.show_problems(),
             tip="What a check of this bank's files finds (keepgui doctor), each line opening the place",
             icon="warning",
+        )
+        self.act_approvals = a(
+            "Pending &approvals…",
+            lambda: self.show_approvals(),
+            shortcuts.APPROVALS,
+            "Writes an agent staged for your approval: the change each makes, Approve or Reject (undoable)",
         )
         self.act_review = a(
             "Review &outside rewrite…",
@@ -346,6 +355,7 @@ class MainWindow(QMainWindow):
             None,
             self.act_compact,
             self.act_review,
+            self.act_approvals,
             None,
             self.act_problems,
         ):
@@ -838,6 +848,13 @@ class MainWindow(QMainWindow):
         self.attention_label.setToolTip(problem)
         self.attention_label.setVisible(bool(problem))
 
+    def show_approvals(self) -> ApprovalsDialog:
+        """The writes agents staged for approval, in a window of their own (approve or reject, undoable)."""
+        dialog = ApprovalsDialog(self.approvals, lambda path, op, text: self.perform(path, op, text), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
     def note(self, text: str) -> None:
         """A short status-bar note."""
         if text:
@@ -948,5 +965,6 @@ class MainWindow(QMainWindow):
             return
         self.save_state()
         self.palette_index.shutdown()
+        self.approvals.shutdown()
         self.hub.shutdown()
         super().closeEvent(event)

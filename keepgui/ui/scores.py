@@ -17,7 +17,10 @@ from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from keepgui.ui import theme
-from keepgui.ui.memorymodel import ScoreRole
+
+ScoreRole = Qt.ItemDataRole.UserRole + 5
+"""float | None: the search or recall score of a row in the current query (the memory table's
+model answers it; the delegate draws it)."""
 
 Index = QModelIndex | QPersistentModelIndex
 """An item's index, as Qt hands it to a delegate."""

@@ -37,6 +37,7 @@ class KeepTray(QSystemTrayIcon):
         quickKeepRequested(): Quick keep… was chosen (or the icon middle-clicked).
         showRequested(): Show window was chosen (or the icon double-clicked; a click opens the menu).
         compactionRequested(object key): a "Compaction due" entry was chosen for this bank.
+        approvalsRequested(): "Pending approvals" was chosen.
         keepRunningChanged(bool on): "Keep running in the tray" was toggled.
         quitRequested(): Quit was chosen.
     """
@@ -44,6 +45,7 @@ class KeepTray(QSystemTrayIcon):
     quickKeepRequested = Signal()
     showRequested = Signal()
     compactionRequested = Signal(object)
+    approvalsRequested = Signal()
     keepRunningChanged = Signal(bool)
     quitRequested = Signal()
 
@@ -60,6 +62,10 @@ class KeepTray(QSystemTrayIcon):
         self.act_compaction = QAction(theme.icon("warning"), "No compaction due", self.menu)
         self.act_compaction.setEnabled(False)
         self.act_compaction.triggered.connect(self._on_single_compaction)
+        self.act_approvals = QAction(theme.icon("warning"), "No writes await approval", self.menu)
+        self.act_approvals.setEnabled(False)
+        self.act_approvals.triggered.connect(self.approvalsRequested)
+        self.pending = 0
         self.compaction_menu = QMenu("Compaction due", self.menu)
         self.compaction_menu.setIcon(theme.icon("warning"))
         self.act_keep_running = QAction("&Keep running in the tray when the window closes", self.menu)
@@ -71,6 +77,7 @@ class KeepTray(QSystemTrayIcon):
         self.menu.addAction(self.act_quick_keep)
         self.menu.addAction(self.act_show)
         self.menu.addSeparator()
+        self.menu.addAction(self.act_approvals)
         self.menu.addAction(self.act_compaction)
         self._compaction_submenu_action = self.menu.addMenu(self.compaction_menu)
         self._compaction_submenu_action.setVisible(False)
@@ -114,6 +121,14 @@ class KeepTray(QSystemTrayIcon):
         self.setToolTip(
             "keepgui" if not count else f"keepgui — compaction due in {count} bank{'s' if count != 1 else ''}"
         )
+
+    def set_pending(self, count: int) -> None:
+        """How many writes await approval: the menu entry opens them, and the tooltip says so."""
+        self.pending = count
+        self.act_approvals.setEnabled(bool(count))
+        self.act_approvals.setText(f"Pending approvals ({count})…" if count else "No writes await approval")
+        base = self.toolTip().split(" — ")[0] if count else "keepgui"
+        self.setToolTip(f"{base} — {count} write{'s' if count != 1 else ''} await approval" if count else base)
 
     def _on_single_compaction(self) -> None:
         if len(self.due) == 1:

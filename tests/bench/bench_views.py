@@ -334,7 +334,7 @@ def _activity_results(memories: int, lines: int, log) -> list[Result]:
     from keepgui.backends.iii.activity import ActivityIndex
     from keepgui.backends.iii.record import Memory
     from keepgui.core.rowtable import rows_mask
-    from keepgui.ui.memorymodel import MemoryProxyModel, MemoryTableModel, visible_rows
+    from keepgui.ui.memorypanel.model import MemoryProxyModel, MemoryTableModel, visible_rows
 
     folder = cached_bank(memories, lines)
     path = os.path.join(folder, "memories.jsonl")

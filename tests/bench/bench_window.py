@@ -141,7 +141,8 @@ def filter_latency(memories: int) -> Result:
 
     from keepgui.core.search import TextSearch
     from keepgui.core.source import Capabilities
-    from keepgui.ui.memorypanel import MemoryPanel, search_texts
+    from keepgui.ui.memorypanel import MemoryPanel
+    from keepgui.ui.memorypanel.search import search_texts
     from tests.bench.synth import make_records
 
     app = QApplication.instance() or QApplication([])

@@ -66,6 +66,11 @@ ALLOWED = {
     ): "a private scratch folder for nanobot's ContextBuilder (filled through fsio), never the workspace",
     ("keepgui/backends/nanobot/context.py", "shutil.rmtree"): "removes that private scratch folder afterwards",
     (
+        "keepgui/backends/hermes/statedb.py",
+        "tempfile.mkdtemp",
+    ): "a private folder for a copy of Hermes's state.db (filled through fsio), so SQLite never opens Hermes's own",
+    ("keepgui/backends/hermes/statedb.py", "shutil.rmtree"): "removes that private copy at once",
+    (
         "keepgui/ui/ipc.py",
         "os.chmod",
     ): "makes keepgui's own single-instance runtime folder and socket private (0700); no user data",

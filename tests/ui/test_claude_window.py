@@ -25,7 +25,7 @@ from keepgui.backends.claude.memory import read_folder
 from keepgui.core import registry
 from keepgui.core.source import BankKey
 from keepgui.ui.compaction import rewrite_summary
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, KeyRole, RecordRole
 from keepgui.ui.opening import SourceFolderDialog
 from keepgui.ui.settings import Settings
 from tests.ui.conftest import window_args

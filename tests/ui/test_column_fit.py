@@ -5,9 +5,9 @@ from __future__ import annotations
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
 from keepgui.core.source import Capabilities, FileRow
-from keepgui.ui.columns import display_texts, sample_rows
-from keepgui.ui.memorymodel import COLUMNS, MemoryProxyModel
 from keepgui.ui.memorypanel import MemoryPanel
+from keepgui.ui.memorypanel.columns import display_texts, sample_rows
+from keepgui.ui.memorypanel.model import COLUMNS, MemoryProxyModel
 
 
 class _Cells(QAbstractTableModel):

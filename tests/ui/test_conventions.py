@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
 from keepgui.ui import shortcuts
-from keepgui.ui.memorymodel import COLUMN_INDEX, ScoreRole
-from keepgui.ui.scores import ScoreDelegate
+from keepgui.ui.memorypanel.model import COLUMN_INDEX
+from keepgui.ui.scores import ScoreDelegate, ScoreRole
 from tests.conftest import run_cli
 from tests.ui.conftest import open_keep, paint_cell
 

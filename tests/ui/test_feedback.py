@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from keepgui.backends.nanobot.bank import KEEP_BANK
 from keepgui.core.source import BankKey
-from keepgui.ui.memorymodel import RecordRole
+from keepgui.ui.memorypanel.model import RecordRole
 from tests.ui.conftest import open_keep
 
 

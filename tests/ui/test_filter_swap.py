@@ -16,9 +16,9 @@ from keepgui.backends.iii.record import fingerprint
 from keepgui.core.rowtable import sort_key
 from keepgui.core.search import TextSearch
 from keepgui.core.source import Capabilities
-from keepgui.ui import memorypanel
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, visible_rows
-from keepgui.ui.memorypanel import Match, MemoryPanel, search_texts
+from keepgui.ui.memorypanel import MemoryPanel, view
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, KeyRole, visible_rows
+from keepgui.ui.memorypanel.search import Match, SearchIndex, search_texts
 from tests.bench.synth import make_records
 from tests.calls import counting_calls
 from tests.memories import memory
@@ -62,7 +62,7 @@ def bank_panel(qtbot):
 def test_every_keystroke_shows_exactly_the_rows_of_the_plain_rule(bank_panel, qtbot, monkeypatch, background):
     panel, rows = bank_panel
     if background:
-        monkeypatch.setattr(memorypanel, "ASK_IN_BACKGROUND", 0)
+        monkeypatch.setattr(view, "ASK_IN_BACKGROUND", 0)
     tag = next(t for r in rows for t in r.tags)
     day_keys = {r.id for r in rows[::5]}
     query = "mike prefers po"
@@ -89,7 +89,7 @@ def test_every_keystroke_shows_exactly_the_rows_of_the_plain_rule(bank_panel, qt
 
 def test_an_answer_for_an_older_query_is_never_shown(bank_panel, qtbot, monkeypatch):
     panel, rows = bank_panel
-    monkeypatch.setattr(memorypanel, "ASK_IN_BACKGROUND", 0)
+    monkeypatch.setattr(view, "ASK_IN_BACKGROUND", 0)
     panel.search.setText("grafana")
     panel._apply_query()
     first = panel._asking
@@ -103,7 +103,7 @@ def test_an_answer_for_an_older_query_is_never_shown(bank_panel, qtbot, monkeypa
 
 def test_the_swap_makes_no_python_call_per_row(bank_panel, qtbot, monkeypatch):
     panel, rows = bank_panel
-    monkeypatch.setattr(memorypanel, "ASK_IN_BACKGROUND", 0)
+    monkeypatch.setattr(view, "ASK_IN_BACKGROUND", 0)
     proxy = panel.proxy
     panel.history.setChecked(True)
     everything = panel.index.match("", panel.model.rows_by_key(), len(rows), None)  # every row, history on
@@ -191,8 +191,8 @@ def test_working_out_a_querys_rows_makes_no_python_call_per_row_found(bank_panel
 
 def test_many_changes_since_the_index_was_built_build_it_again_while_it_answers(bank_panel, qtbot, monkeypatch):
     panel, rows = bank_panel
-    monkeypatch.setattr(memorypanel.SearchIndex, "REFREEZE", 20)
-    monkeypatch.setattr(memorypanel, "ASK_IN_BACKGROUND", 0)
+    monkeypatch.setattr(SearchIndex, "REFREEZE", 20)
+    monkeypatch.setattr(view, "ASK_IN_BACKGROUND", 0)
     old = panel.index._index
     for n in range(60):  # single changes, each indexed in place on the GUI thread
         row = msgspec.structs.replace(rows[n], text=f"zebracorn number {n} lives in lisbon")

@@ -6,7 +6,7 @@ import os
 
 from PySide6.QtCore import Qt
 
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, KeyRole, RecordRole
 from tests.ui.conftest import open_keep as open_shown_keep
 
 
@@ -103,7 +103,7 @@ def test_keeping_a_fact_from_the_memories_panel_says_what_the_keep_did(make_wind
     notes: list[str] = []
     window.memories.note.connect(notes.append)
     window.memories.warning.connect(notes.append)
-    monkeypatch.setattr("keepgui.ui.memorypanel.QInputDialog.getText", lambda *_args, **_kw: (fact, True))
+    monkeypatch.setattr("keepgui.ui.memorypanel.panel.QInputDialog.getText", lambda *_args, **_kw: (fact, True))
     window.memories.keep_fact_dialog()
     assert fact.encode() in keep_bytes(demo_copy)
     assert len(notes) == 1 and fact in notes[0]

@@ -11,7 +11,7 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from keepgui.backends.iii.store import DataDir
 from keepgui.core.source import BankKey
 from keepgui.ui.hub import Hub
-from keepgui.ui.memorymodel import RecordRole
+from keepgui.ui.memorypanel.model import RecordRole
 from keepgui.ui.sidebar import DetailRole, KindRole
 from tests.ui.conftest import open_keep
 
@@ -137,7 +137,7 @@ def test_equal_keep_rows_read_again_change_nothing(qapp, demo_copy):
     from keepgui.backends.nanobot.workspace import Workspace
     from keepgui.backends.nanobot.writes import KeepStore
     from keepgui.core.history import History
-    from keepgui.ui.memorymodel import MemoryTableModel
+    from keepgui.ui.memorypanel.model import MemoryTableModel
 
     store = KeepStore(Workspace(demo_copy.nanobot), History())
     model = MemoryTableModel()

@@ -11,7 +11,7 @@ from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.record import fingerprint
 from keepgui.backends.iii.store import DataDir
 from keepgui.core.source import Capabilities
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, MemoryProxyModel, MemoryTableModel, RecordRole
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, KeyRole, MemoryProxyModel, MemoryTableModel, RecordRole
 from tests.memories import memory
 
 

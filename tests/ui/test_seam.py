@@ -51,7 +51,7 @@ from keepgui.core.source import (
     WatchPlan,
     stamps_of,
 )
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, KeyRole, RecordRole
 from keepgui.ui.settings import VERSION, Settings
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from keepgui.core.source import Capabilities, FileRow
-from keepgui.ui.memorymodel import KeyRole
-from keepgui.ui.memorypanel import BUILD_OFF_THREAD, MemoryPanel
+from keepgui.ui.memorypanel import MemoryPanel
+from keepgui.ui.memorypanel.feed import BUILD_OFF_THREAD
+from keepgui.ui.memorypanel.model import KeyRole
 
 
 def _rows(n):
@@ -53,7 +54,7 @@ def _delivery(rows, *, partial=False, complete=False):
 def test_a_long_load_s_parts_are_built_off_the_gui_thread_not_inserted_row_by_row(qtbot, monkeypatch):
     """A part of a few thousand rows inserted into the table cost the proxy a Python call per row (its
     place in the sort order) on the GUI thread; it is built into a RowTable in the background instead."""
-    from keepgui.ui import memorymodel
+    from keepgui.ui.memorypanel import model as memorymodel
 
     panel = _parts_panel(qtbot)
     rows = _rows(3000)

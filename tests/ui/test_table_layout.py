@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from keepgui.core.timefmt import now_ms, relative_time
-from keepgui.ui.columns import CAPPED, FLOOR_CHARS, MANUAL_SETTING, TEXT_SHARE, sample_rows
-from keepgui.ui.memorymodel import COLUMN_INDEX, COLUMNS
+from keepgui.ui.memorypanel.columns import CAPPED, FLOOR_CHARS, MANUAL_SETTING, TEXT_SHARE, sample_rows
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, COLUMNS
 
 
 def _shown_widths(panel) -> dict[str, int]:

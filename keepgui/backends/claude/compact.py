@@ -337,26 +337,45 @@ class IndexPlan(FolderPlan):
         )
 
 
+_Planned = tuple[Operation, Edit]
+"""An operation with its edit."""
+
+
 def _plan(folder: MemoryFolder) -> tuple[list[Operation], list[Edit]]:
     """The operations and their edits (by position) for a folder's index."""
     index = folder.index
-    operations: list[Operation] = []
-    edits: list[Edit] = []
     if not index.exists:
-        return operations, edits
-    raw_lines = split_lines(index.text)
+        return [], []
+    entries, prose = _index_lines(index.text)
+    topics = {t.rel for t in folder.topics}
+    duplicates, dropped = _duplicates(entries, topics)
+    planned = [
+        *duplicates,
+        *_long_lines([e for e in entries if e[0] not in dropped], topics),
+        *_prose(prose, index.cut is not None and index.cut.cut),
+        *_reorder(entries, folder),
+    ]
+    return [op for op, _edit in planned], [edit for _op, edit in planned]
+
+
+def _index_lines(text: str) -> tuple[list[_IndexLine], list[tuple[int, str]]]:
+    """The index's linking lines, and its prose lines (not a heading, comment or rule) by line number."""
     entries: list[_IndexLine] = []
     prose: list[tuple[int, str]] = []
-    for number, line in enumerate(raw_lines):
+    for number, line in enumerate(split_lines(text)):
         bare = line.rstrip("\r\n")
         parsed = parse_link_line(bare)
         if parsed is not None:
             entries.append((number, *parsed, bare))
         elif bare.strip() and not bare.lstrip().startswith(("#", "<!--", "-->", "---")):
             prose.append((number, bare))
-    mtimes = {t.rel: t.mtime_ms for t in folder.topics}
-    topics = {t.rel for t in folder.topics}
-    # duplicates: every later line linking a file an earlier line links
+    return entries, prose
+
+
+def _duplicates(entries: list[_IndexLine], topics: set[str]) -> tuple[list[_Planned], set[int]]:
+    """Every later line linking a file an earlier line links goes; its other words move into the
+    topic file. Also returns the numbers of the lines dropped."""
+    planned: list[_Planned] = []
     first_of: dict[str, _IndexLine] = {}
     dropped: set[int] = set()
     for entry in entries:
@@ -382,21 +401,24 @@ def _plan(folder: MemoryFolder) -> tuple[list[Operation], list[Edit]]:
             else f"line {number + 1} links {target} like line {keeper[0] + 1}; "
             + (f"its other words ({', '.join(missing[:6])}) move into {target}" if missing else "it adds no words")
         )
-        operations.append(
-            make_operation(
-                "duplicate",
-                [target],
-                [bare],
-                [],
-                reason,
-                selected=identical or not missing or target in topics,
-                evidence=[keeper[4]],
-            )
+        operation = make_operation(
+            "duplicate",
+            [target],
+            [bare],
+            [],
+            reason,
+            selected=identical or not missing or target in topics,
+            evidence=[keeper[4]],
         )
-        edits.append(drop_line)
-    # long lines: shorten the hook, its whole text goes into the topic file
+        planned.append((operation, drop_line))
+    return planned, dropped
+
+
+def _long_lines(entries: list[_IndexLine], topics: set[str]) -> list[_Planned]:
+    """Lines over ~200 characters: the hook is shortened, its whole text goes into the topic file."""
+    planned: list[_Planned] = []
     for number, title, target, hook, bare in entries:
-        if number in dropped or utf16_len(bare) <= LONG_LINE or not hook:
+        if utf16_len(bare) <= LONG_LINE or not hook:
             continue
         head = bare[: bare.find(hook)] if hook in bare else f"- [{title}]({target}) — "
         short = head + short_hook(hook, max(20, SHORT_HOOK - utf16_len(head)))
@@ -408,91 +430,95 @@ def _plan(folder: MemoryFolder) -> tuple[list[Operation], list[Edit]]:
             texts[target] = _topic_with(texts.get(target), hook)
 
         exists = target in topics
-        operations.append(
-            make_operation(
-                "shorten",
-                [target],
-                [bare],
-                [short],
-                f"line {number + 1} is {utf16_len(bare)} characters; the CLI asks for one line under ~200. "
-                + (
-                    f"The whole hook moves into {target}."
-                    if exists
-                    else f"{target} is missing, so the hook would be lost — not selected."
-                ),
-                selected=exists,
-                applicable=exists,
-            )
+        operation = make_operation(
+            "shorten",
+            [target],
+            [bare],
+            [short],
+            f"line {number + 1} is {utf16_len(bare)} characters; the CLI asks for one line under ~200. "
+            + (
+                f"The whole hook moves into {target}."
+                if exists
+                else f"{target} is missing, so the hook would be lost — not selected."
+            ),
+            selected=exists,
+            applicable=exists,
         )
-        edits.append(shorten)
-    # prose: move it into a notes topic file
-    if prose:
-        notes = [bare for _n, bare in prose]
-        numbers = [n for n, _b in prose]
-        pointer = (
-            f"- [Notes from the index]({NOTES_FILE}) — {len(notes)} line{'s' if len(notes) != 1 else ''} "
-            "of detail moved out of MEMORY.md"
+        planned.append((operation, shorten))
+    return planned
+
+
+def _prose(prose: list[tuple[int, str]], cut: bool) -> list[_Planned]:
+    """Prose in the index moves into a notes topic file, which one entry points at (selected when the
+    index is cut)."""
+    if not prose:
+        return []
+    notes = [bare for _n, bare in prose]
+    numbers = [n for n, _b in prose]
+    pointer = (
+        f"- [Notes from the index]({NOTES_FILE}) — {len(notes)} line{'s' if len(notes) != 1 else ''} "
+        "of detail moved out of MEMORY.md"
+    )
+
+    def move_detail(texts: Texts) -> None:
+        # the pointer takes the first prose line's place (near the top: it is loaded), the rest go
+        index_text = _replace_line(texts[INDEX_NAME] or "", numbers[0], pointer)
+        for n in numbers[1:]:
+            index_text = _replace_line(index_text, n, DROP)
+        texts[INDEX_NAME] = index_text
+        texts[NOTES_FILE] = _topic_with(
+            texts.get(NOTES_FILE)
+            or (
+                "---\nname: index-notes\ndescription: Detail that was written into MEMORY.md itself\nmetadata:\n"
+                "  type: reference\n---\n"
+            ),
+            "\n".join(notes),
         )
 
-        def move_detail(
-            texts: Texts, numbers: list[int] = numbers, notes: list[str] = notes, pointer: str = pointer
-        ) -> None:
-            # the pointer takes the first prose line's place (near the top: it is loaded), the rest go
-            index_text = _replace_line(texts[INDEX_NAME] or "", numbers[0], pointer)
-            for n in numbers[1:]:
-                index_text = _replace_line(index_text, n, DROP)
-            texts[INDEX_NAME] = index_text
-            texts[NOTES_FILE] = _topic_with(
-                texts.get(NOTES_FILE)
-                or (
-                    "---\nname: index-notes\ndescription: Detail that was written into MEMORY.md itself\nmetadata:\n"
-                    "  type: reference\n---\n"
-                ),
-                "\n".join(notes),
-            )
+    operation = make_operation(
+        "move-detail",
+        [NOTES_FILE],
+        notes,
+        [pointer],
+        f"{len(notes)} line{'s are' if len(notes) != 1 else ' is'} detail, "
+        f"not an index entry: moved into {NOTES_FILE}, which one entry points at",
+        selected=cut,
+    )
+    return [(operation, move_detail)]
 
-        operations.append(
-            make_operation(
-                "move-detail",
-                [NOTES_FILE],
-                notes,
-                [pointer],
-                f"{len(notes)} line{'s are' if len(notes) != 1 else ' is'} detail, "
-                f"not an index entry: moved into {NOTES_FILE}, which one entry points at",
-                selected=index.cut is not None and index.cut.cut,
-            )
-        )
-        edits.append(move_detail)
-    # reorder newest first when entries are cut
-    if index.cut is not None and index.cut.cut and len(entries) > 1:
-        order = sorted(entries, key=lambda e: (-mtimes.get(e[2], 0), e[0]))
-        if [e[0] for e in order] != [e[0] for e in entries]:
-            slots = [e[0] for e in entries]
-            hidden = {e.target for e in index.entries if not e.loaded}
-            rising = [e for e in order[: len(entries) - len(hidden)] if e[2] in hidden]
 
-            def reorder(texts: Texts, slots: list[int] = slots, order: list[_IndexLine] = order) -> None:
-                lines = split_lines(texts[INDEX_NAME] or "")
-                current = {slot: lines[slot].rstrip("\r\n") for slot in slots if slot < len(lines)}
-                for slot, entry in zip(slots, order, strict=True):
-                    if slot < len(lines) and entry[0] in current:
-                        ending = lines[slot][len(lines[slot].rstrip("\r\n")) :]
-                        lines[slot] = current[entry[0]] + ending
-                texts[INDEX_NAME] = "".join(lines)
+def _reorder(entries: list[_IndexLine], folder: MemoryFolder) -> list[_Planned]:
+    """When entries are cut: newest first (by the topic file's time), so what stays cut is the oldest."""
+    index = folder.index
+    if index.cut is None or not index.cut.cut or len(entries) < 2:
+        return []
+    mtimes = {t.rel: t.mtime_ms for t in folder.topics}
+    order = sorted(entries, key=lambda e: (-mtimes.get(e[2], 0), e[0]))
+    if [e[0] for e in order] == [e[0] for e in entries]:
+        return []
+    slots = [e[0] for e in entries]
+    hidden = {e.target for e in index.entries if not e.loaded}
+    rising = [e for e in order[: len(entries) - len(hidden)] if e[2] in hidden]
 
-            operations.append(
-                make_operation(
-                    "reorder",
-                    [e[2] for e in rising],
-                    [e[4] for e in entries],
-                    [e[4] for e in order],
-                    f"entries newest first (by the topic file's time): {len(rising)} of the {len(hidden)} entries now "
-                    "past the cut move into the part Claude loads; what stays cut is the oldest",
-                    selected=True,
-                )
-            )
-            edits.append(reorder)
-    return operations, edits
+    def reorder(texts: Texts) -> None:
+        lines = split_lines(texts[INDEX_NAME] or "")
+        current = {slot: lines[slot].rstrip("\r\n") for slot in slots if slot < len(lines)}
+        for slot, entry in zip(slots, order, strict=True):
+            if slot < len(lines) and entry[0] in current:
+                ending = lines[slot][len(lines[slot].rstrip("\r\n")) :]
+                lines[slot] = current[entry[0]] + ending
+        texts[INDEX_NAME] = "".join(lines)
+
+    operation = make_operation(
+        "reorder",
+        [e[2] for e in rising],
+        [e[4] for e in entries],
+        [e[4] for e in order],
+        f"entries newest first (by the topic file's time): {len(rising)} of the {len(hidden)} entries now "
+        "past the cut move into the part Claude loads; what stays cut is the oldest",
+        selected=True,
+    )
+    return [(operation, reorder)]
 
 
 def plan_index(memory_dir: str, history: History | None = None) -> IndexPlan:
@@ -671,100 +697,137 @@ class FolderReview(FolderPlan):
 def _review(
     folder: MemoryFolder, history: History, base: dict[str, str], now: dict[str, str], data: dict[str, bytes]
 ) -> tuple[list[Operation], list[Edit], list[str]]:
-    operations: list[Operation] = []
-    edits: list[Edit] = []
-    summary: list[str] = []
+    """The restore operations, their edits (by position) and the summary's parts for a folder's changes
+    from ``base`` (its baseline manifest) to ``now``."""
     if not base or base == now:
-        return operations, edits, summary
+        return [], [], []
+    before = _Before(folder, history, base)
+    deleted = _deleted(before, now, data)
+    rewritten = _rewritten(before, now, data)
+    new = _new(base, now, data)
+    index_lines, summary_index = _index_changes(before, now, data)
+    merged = sum(1 for op, _edit in deleted if op.kind == "merged")
+    summary: list[str] = []
+    counts = ((len(deleted) - merged, "deleted"), (merged, "merged"), (len(rewritten), "rewritten"), (len(new), "new"))
+    for count, what in counts:
+        if count:
+            summary.append(
+                f"{count} {'memory' if count == 1 else 'memories'} {what}" if not summary else f"{count} {what}"
+            )
+    if summary_index:
+        summary.append(summary_index)
+    planned = [*deleted, *rewritten, *new, *index_lines]
+    return [op for op, _edit in planned], [edit for _op, edit in planned], summary
 
-    def old_bytes(rel: str) -> bytes | None:
+
+class _Before:
+    """The folder at its baseline: each file's bytes read back from keepgui's history, and the index's lines."""
+
+    def __init__(self, folder: MemoryFolder, history: History, base: dict[str, str]) -> None:
+        self.folder = folder
+        self.history = history
+        self.base = base
+        self.index = self.bytes(INDEX_NAME) if INDEX_NAME in base else None
+        self.index_lines = split_lines(self.index.decode("utf-8", errors="surrogateescape")) if self.index else []
+
+    def bytes(self, rel: str) -> bytes | None:
+        """The bytes ``rel`` had (None when the history no longer has them)."""
         try:
-            return history.read(history.find(os.path.join(folder.path, rel), base[rel]))
+            return self.history.read(self.history.find(os.path.join(self.folder.path, rel), self.base[rel]))
         except KeepguiError:
             return None
 
-    old_index = old_bytes(INDEX_NAME) if INDEX_NAME in base else None
-    old_index_lines = split_lines(old_index.decode("utf-8", errors="surrogateescape")) if old_index else []
+    def index_lines_for(self, rel: str) -> list[tuple[int, str]]:
+        """The index lines (by line number) that linked ``rel``."""
+        return [(n, line) for n, line in enumerate(self.index_lines) if links_to(line, rel)]
 
-    def index_lines_for(rel: str) -> list[tuple[int, str]]:
-        return [(n, line) for n, line in enumerate(old_index_lines) if links_to(line, rel)]
 
-    def restore_lines(texts: Texts, lines: list[tuple[int, str]], rel: str) -> None:
-        index = texts[INDEX_NAME] or ""
-        current = split_lines(index)
-        if any(links_to(line, rel) for line in current):
-            return
-        newline = "\r\n" if index.endswith("\r\n") else "\n"
-        if current and not current[-1].endswith(("\n", "\r")):
-            current[-1] += newline
-        for position, line in lines:
-            current.insert(min(position, len(current)), line if line.endswith(("\n", "\r")) else line + newline)
-        texts[INDEX_NAME] = "".join(current)
+def _restore_lines(texts: Texts, lines: list[tuple[int, str]], rel: str) -> None:
+    """Put index ``lines`` linking ``rel`` back at their numbers, unless a line links it already."""
+    index = texts[INDEX_NAME] or ""
+    current = split_lines(index)
+    if any(links_to(line, rel) for line in current):
+        return
+    newline = "\r\n" if index.endswith("\r\n") else "\n"
+    if current and not current[-1].endswith(("\n", "\r")):
+        current[-1] += newline
+    for position, line in lines:
+        current.insert(min(position, len(current)), line if line.endswith(("\n", "\r")) else line + newline)
+    texts[INDEX_NAME] = "".join(current)
 
+
+def _deleted(before: _Before, now: dict[str, str], data: dict[str, bytes]) -> list[_Planned]:
+    """Memories deleted ("removed"), or deleted with their words now in a file added or changed ("merged");
+    restoring writes the file back with its index lines."""
+    base = before.base
     added_or_changed = {rel: data[rel] for rel in now if rel != INDEX_NAME and base.get(rel) != now[rel]}
-    deleted = merged = rewritten = new = 0
+    planned: list[_Planned] = []
     for rel in sorted(r for r in base if r != INDEX_NAME and r not in now):
-        before = old_bytes(rel)
-        if before is None:
+        old = before.bytes(rel)
+        if old is None:
             continue
-        words = _body_words(before)
+        words = _body_words(old)
         into = None
         if len(words) >= MERGE_MIN_CHARS:
             for other, content in added_or_changed.items():
                 if fuzz.partial_ratio(words, _body_words(content)) >= MERGE_THRESHOLD:
                     into = other
                     break
-        lines = index_lines_for(rel)
+        lines = before.index_lines_for(rel)
 
         def restore_deleted(
-            texts: Texts, rel: str = rel, before: bytes = before, lines: list[tuple[int, str]] = lines
+            texts: Texts, rel: str = rel, old: bytes = old, lines: list[tuple[int, str]] = lines
         ) -> None:
-            texts[rel] = before.decode("utf-8", errors="surrogateescape")
+            texts[rel] = old.decode("utf-8", errors="surrogateescape")
             if lines:
-                restore_lines(texts, lines, rel)
+                _restore_lines(texts, lines, rel)
 
         if into:
-            merged += 1
             reason = (
                 f"{rel} was deleted; its words now stand in {into} (merged). Restore brings the file back "
                 "and leaves the merged one as it is"
             )
         else:
-            deleted += 1
             reason = f"{rel} was deleted. Restore writes it back" + (" with its index line" if lines else "")
-        operations.append(
-            make_operation(
-                "merged" if into else "removed",
-                [rel],
-                [_label(rel, before)],
-                [],
-                reason,
-                evidence=[into] if into else [],
-            )
+        operation = make_operation(
+            "merged" if into else "removed",
+            [rel],
+            [_label(rel, old)],
+            [],
+            reason,
+            evidence=[into] if into else [],
         )
-        edits.append(restore_deleted)
+        planned.append((operation, restore_deleted))
+    return planned
+
+
+def _rewritten(before: _Before, now: dict[str, str], data: dict[str, bytes]) -> list[_Planned]:
+    """Memories rewritten: restoring puts the earlier version back."""
+    base = before.base
+    planned: list[_Planned] = []
     for rel in sorted(r for r in now if r != INDEX_NAME and r in base and base[r] != now[r]):
-        before = old_bytes(rel)
-        if before is None:
+        old = before.bytes(rel)
+        if old is None:
             continue
-        rewritten += 1
 
-        def restore_rewritten(texts: Texts, rel: str = rel, before: bytes = before) -> None:
-            texts[rel] = before.decode("utf-8", errors="surrogateescape")
+        def restore_rewritten(texts: Texts, rel: str = rel, old: bytes = old) -> None:
+            texts[rel] = old.decode("utf-8", errors="surrogateescape")
 
-        operations.append(
-            make_operation(
-                "reworded",
-                [rel],
-                [_label(rel, before)],
-                [_label(rel, data[rel])],
-                f"{rel} was rewritten. Restore puts the earlier version back",
-            )
+        operation = make_operation(
+            "reworded",
+            [rel],
+            [_label(rel, old)],
+            [_label(rel, data[rel])],
+            f"{rel} was rewritten. Restore puts the earlier version back",
         )
-        edits.append(restore_rewritten)
-    for rel in sorted(r for r in now if r != INDEX_NAME and r not in base):
-        new += 1
-        operations.append(
+        planned.append((operation, restore_rewritten))
+    return planned
+
+
+def _new(base: dict[str, str], now: dict[str, str], data: dict[str, bytes]) -> list[_Planned]:
+    """New memories: reported only (keepgui never deletes a memory unasked)."""
+    return [
+        (
             make_operation(
                 "new",
                 [rel],
@@ -772,51 +835,47 @@ def _review(
                 [_label(rel, data[rel])],
                 f"{rel} is new (reported only: keepgui never deletes a memory unasked)",
                 applicable=False,
-            )
+            ),
+            _reported_only,
         )
-        edits.append(_reported_only)
-    if INDEX_NAME in base and base.get(INDEX_NAME) != now.get(INDEX_NAME) and old_index is not None:
-        now_lines = (
-            split_lines(data[INDEX_NAME].decode("utf-8", errors="surrogateescape")) if INDEX_NAME in data else []
-        )
-        dropped: list[tuple[int, str]] = []
-        now_targets = {p[1] for p in (parse_link_line(line.rstrip("\r\n")) for line in now_lines) if p}
-        for n, line in enumerate(old_index_lines):
+        for rel in sorted(r for r in now if r != INDEX_NAME and r not in base)
+    ]
+
+
+def _index_changes(before: _Before, now: dict[str, str], data: dict[str, bytes]) -> tuple[list[_Planned], str]:
+    """Index lines dropped for memories that still exist (restoring puts them back), and the summary's
+    part about the index ("" when it did not change)."""
+    base = before.base
+    if INDEX_NAME not in base or base.get(INDEX_NAME) == now.get(INDEX_NAME) or before.index is None:
+        return [], ""
+    old_lines = before.index_lines
+    now_lines = split_lines(data[INDEX_NAME].decode("utf-8", errors="surrogateescape")) if INDEX_NAME in data else []
+    dropped: list[tuple[int, str]] = []
+    now_targets = {p[1] for p in (parse_link_line(line.rstrip("\r\n")) for line in now_lines) if p}
+    for n, line in enumerate(old_lines):
+        parsed = parse_link_line(line.rstrip("\r\n"))
+        if parsed and parsed[1] not in now_targets and parsed[1] in now:
+            dropped.append((n, line))
+    word = "shortened" if len(now_lines) < len(old_lines) else "rewritten"
+    summary = f"index {word} ({len(old_lines)} → {len(now_lines)} lines)"
+    if not dropped:
+        return [], summary
+
+    def restore_index_lines(texts: Texts) -> None:
+        for n, line in dropped:
             parsed = parse_link_line(line.rstrip("\r\n"))
-            if parsed and parsed[1] not in now_targets and parsed[1] in now:
-                dropped.append((n, line))
-        word = "shortened" if len(now_lines) < len(old_index_lines) else "rewritten"
-        summary_index = f"index {word} ({len(old_index_lines)} → {len(now_lines)} lines)"
-        if dropped:
+            if parsed is not None:  # every dropped line links a memory (it was chosen for that)
+                _restore_lines(texts, [(n, line)], parsed[1])
 
-            def restore_index_lines(texts: Texts, dropped: list[tuple[int, str]] = dropped) -> None:
-                for n, line in dropped:
-                    parsed = parse_link_line(line.rstrip("\r\n"))
-                    if parsed is not None:  # every dropped line links a memory (it was chosen for that)
-                        restore_lines(texts, [(n, line)], parsed[1])
-
-            operations.append(
-                make_operation(
-                    "removed",
-                    [INDEX_NAME],
-                    [line.rstrip("\r\n") for _n, line in dropped],
-                    [],
-                    f"{len(dropped)} index line{'s' if len(dropped) != 1 else ''} "
-                    "dropped for memories that still exist (not visible at session start)."
-                    " Restore puts them back",
-                )
-            )
-            edits.append(restore_index_lines)
-    else:
-        summary_index = ""
-    for count, what in ((deleted, "deleted"), (merged, "merged"), (rewritten, "rewritten"), (new, "new")):
-        if count:
-            summary.append(
-                f"{count} {'memory' if count == 1 else 'memories'} {what}" if not summary else f"{count} {what}"
-            )
-    if summary_index:
-        summary.append(summary_index)
-    return operations, edits, summary
+    operation = make_operation(
+        "removed",
+        [INDEX_NAME],
+        [line.rstrip("\r\n") for _n, line in dropped],
+        [],
+        f"{len(dropped)} index line{'s' if len(dropped) != 1 else ''} "
+        "dropped for memories that still exist (not visible at session start). Restore puts them back",
+    )
+    return [(operation, restore_index_lines)], summary
 
 
 def _reported_only(texts: Texts) -> None:

@@ -74,6 +74,29 @@ def diagnose(datadir: DataDir) -> list[Finding]:
 def diagnose_bank(bank: Bank) -> list[Finding]:
     """Every problem of one bank (its name, folder, log, vectors and rules; temporary files are
     the data dir's)."""
+    out = _folder_findings(bank)
+    bank.refresh()  # never raises: an unreadable log is reported in log.unreadable
+    out.extend(_log_findings(bank))
+    if not bank.log.unreadable:
+        out.extend(_duplicate_revisions(bank))
+        out.extend(_vector_findings(bank))
+    legacy = [n for n in ("facts.jsonl", "blocks") if os.path.exists(os.path.join(bank.path, n))]
+    if legacy and not os.path.exists(bank.log_path):
+        out.append(
+            Finding(
+                "legacy-layout",
+                bank.name,
+                bank.path,
+                0,
+                f"only the legacy {' and '.join(legacy)} exist; the current worker reads neither",
+            )
+        )
+    out.extend(_rule_findings(bank))
+    return out
+
+
+def _folder_findings(bank: Bank) -> list[Finding]:
+    """The bank's name, a folder that is a link, an unusable ``bank.yaml``."""
     out: list[Finding] = []
     name = bank.name
     if not is_valid_name(name):
@@ -109,8 +132,13 @@ def diagnose_bank(bank: Bank) -> list[Finding]:
                 f"{yaml_problem}; the description reads as empty",
             )
         )
-    bank.refresh()  # never raises: an unreadable log is reported in log.unreadable
-    log = bank.log
+    return out
+
+
+def _log_findings(bank: Bank) -> list[Finding]:
+    """An unreadable log, and each corrupt, torn, oversized or unterminated line of it."""
+    out: list[Finding] = []
+    name, log = bank.name, bank.log
     if log.unreadable and not os.path.islink(bank.path):
         line = next((p.line for p in log.problems if p.kind == "unreadable"), 0)
         out.append(Finding("unreadable", name, bank.log_path, line, log.unreadable))
@@ -131,50 +159,52 @@ def diagnose_bank(bank: Bank) -> list[Finding]:
             out.append(Finding("oversized-line", name, bank.log_path, problem.line, problem.reason))
         elif problem.kind == "unterminated":
             out.append(Finding("unterminated-line", name, bank.log_path, problem.line, problem.reason, note=True))
-    if not log.unreadable:
-        out.extend(_duplicate_revisions(bank))
-        vectors = os.path.join(bank.path, VECTORS_NAME)
-        if os.path.lexists(vectors) and not os.path.isfile(vectors):
-            # read_vectors opens the file plainly: a FIFO there would hang the doctor.
-            out.append(
-                Finding(
-                    "vector-lines", name, vectors, 0, f"{VECTORS_NAME} is not a regular file; the worker cannot read it"
-                )
+    return out
+
+
+def _vector_findings(bank: Bank) -> list[Finding]:
+    """A vectors file that is not a regular file, vectors of stale revisions, lines it cannot read."""
+    name = bank.name
+    vectors = os.path.join(bank.path, VECTORS_NAME)
+    if os.path.lexists(vectors) and not os.path.isfile(vectors):
+        # read_vectors opens the file plainly: a FIFO there would hang the doctor.
+        return [
+            Finding(
+                "vector-lines", name, vectors, 0, f"{VECTORS_NAME} is not a regular file; the worker cannot read it"
             )
-        elif os.path.exists(vectors):
-            report = read_vectors(bank.path, log.records)
-            if report.stale:
-                out.append(
-                    Finding(
-                        "stale-vectors",
-                        name,
-                        vectors,
-                        0,
-                        f"{len(report.stale)} memories have vectors only for an older revision "
-                        "(the worker ignores them and re-embeds when it backfills)",
-                    )
-                )
-            if report.unparsed:
-                out.append(
-                    Finding(
-                        "vector-lines",
-                        name,
-                        vectors,
-                        0,
-                        f"{report.unparsed} lines cannot be read (the worker skips them)",
-                    )
-                )
-    legacy = [n for n in ("facts.jsonl", "blocks") if os.path.exists(os.path.join(bank.path, n))]
-    if legacy and not os.path.exists(bank.log_path):
+        ]
+    if not os.path.exists(vectors):
+        return []
+    out: list[Finding] = []
+    report = read_vectors(bank.path, bank.log.records)
+    if report.stale:
         out.append(
             Finding(
-                "legacy-layout",
+                "stale-vectors",
                 name,
-                bank.path,
+                vectors,
                 0,
-                f"only the legacy {' and '.join(legacy)} exist; the current worker reads neither",
+                f"{len(report.stale)} memories have vectors only for an older revision "
+                "(the worker ignores them and re-embeds when it backfills)",
             )
         )
+    if report.unparsed:
+        out.append(
+            Finding(
+                "vector-lines",
+                name,
+                vectors,
+                0,
+                f"{report.unparsed} lines cannot be read (the worker skips them)",
+            )
+        )
+    return out
+
+
+def _rule_findings(bank: Bank) -> list[Finding]:
+    """Rule names the worker would not save, links outside the data dir, unreadable rules."""
+    out: list[Finding] = []
+    name = bank.name
     rule_names = bank.rule_names()
     for rule in rule_names:
         if not is_valid_name(rule):

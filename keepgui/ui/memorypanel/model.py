@@ -32,19 +32,31 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QAbstractTableModel,
+    QModelIndex,
+    QModelRoleData,
+    QModelRoleDataSpan,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+    SignalInstance,
+)
 from PySide6.QtGui import QFont
 
 from keepgui.core.rowtable import RowTable, fit_mask, inverse, live_mask, sort_key, sort_order
 from keepgui.core.source import PIN, TOMBSTONE, Capabilities, Row
 from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
+from keepgui.ui.scores import Index, ScoreRole  # UserRole + 5, between the roles below
 from keepgui.ui.timefmt import absolute, now_ms, relative
 
 NO_CAPABILITIES = Capabilities()
@@ -61,8 +73,6 @@ PinnedRole = Qt.ItemDataRole.UserRole + 3
 """bool: the memory is pinned."""
 TombstonedRole = Qt.ItemDataRole.UserRole + 4
 """bool: the memory is retired (deleted or superseded)."""
-ScoreRole = Qt.ItemDataRole.UserRole + 5
-"""float | None: the search or recall score of the row in the current query."""
 SortRole = Qt.ItemDataRole.UserRole + 6
 """The value a column sorts by."""
 
@@ -108,7 +118,8 @@ TIME_COLUMNS = (COLUMN_INDEX["created"], COLUMN_INDEX["updated"])
 
 
 def _key(row: Any) -> str:
-    return row.id
+    key: str = row.id
+    return key
 
 
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -122,7 +133,7 @@ class MemoryTableModel(QAbstractTableModel):
     editRequested = Signal(str, str, str)
     rowsChanged = Signal(list)
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._rows: list[Any] = []
         self._row_of: dict[str, int] = {}
@@ -257,13 +268,15 @@ class MemoryTableModel(QAbstractTableModel):
 
     # ------------------------------------------------------------------ Qt model
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(  # noqa: N802 - Qt override
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
             return None
         column = COLUMNS[section]
@@ -273,7 +286,7 @@ class MemoryTableModel(QAbstractTableModel):
             return column.tooltip or None
         return None
 
-    def flags(self, index):
+    def flags(self, index: Index) -> Qt.ItemFlag:
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
         return self.row_flags(self._rows[index.row()], index.column())
@@ -293,19 +306,20 @@ class MemoryTableModel(QAbstractTableModel):
             flags |= Qt.ItemFlag.ItemIsUserCheckable
         return flags
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         return self.value(self._rows[index.row()], index.column(), role)
 
-    def multiData(self, index, roles) -> None:  # noqa: N802 - Qt override
+    def multiData(self, index: Index, roles: QModelRoleDataSpan | QModelRoleData) -> None:  # noqa: N802 - Qt override
         # A delegate asks for all the roles of a cell at once: one call into Python per cell,
         # not one per role (a table paints hundreds of cells).
         if index.isValid():
             self.fill(self._rows[index.row()], index.column(), roles)
 
-    def fill(self, row: Any, column: int, roles) -> None:
-        """Answer every role of a ``QModelRoleDataSpan`` for a row object's cell."""
+    def fill(self, row: Any, column: int, roles: Any) -> None:
+        """Answer every role of a ``QModelRoleDataSpan`` for a row object's cell (``Any``: the span is
+        iterable at run time, though its stub does not say so)."""
         value = self.value
         for item in roles:
             item.setData(value(row, column, item.role()))
@@ -356,7 +370,7 @@ class MemoryTableModel(QAbstractTableModel):
             return self._accessible(row, field)
         return None
 
-    def setData(self, index, value, role=Qt.ItemDataRole.EditRole):  # noqa: N802 - Qt override
+    def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802 - Qt override
         if not index.isValid():
             return False
         if role == Qt.ItemDataRole.EditRole:
@@ -415,7 +429,8 @@ class MemoryTableModel(QAbstractTableModel):
         if field == "text":
             score = self._scores.get(row.id)
             suffix = f"\n\nscore {score:.2f}" if score is not None else ""
-            return row.text + suffix
+            text: str = row.text
+            return text + suffix
         if field in ("created", "updated"):
             return absolute(row.created_at if field == "created" else row.updated_at) or None
         return None
@@ -522,7 +537,7 @@ class MemoryProxyModel(QAbstractTableModel):
     placed by bisection.
     """
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._model: MemoryTableModel | None = None
         self.show_history = False
@@ -570,7 +585,7 @@ class MemoryProxyModel(QAbstractTableModel):
             raise RuntimeError("the memory proxy has no table yet")
         return self._model
 
-    def _connections(self, model):
+    def _connections(self, model: MemoryTableModel) -> tuple[tuple[SignalInstance, Callable[..., None]], ...]:
         return (
             (model.modelReset, self._on_reset),
             (model.rowsChanged, self._on_rows_changed),
@@ -615,7 +630,7 @@ class MemoryProxyModel(QAbstractTableModel):
             return  # the same filters (a search index that became ready, a query typed again): nothing moves
         self._relayout()
 
-    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         """Sort by a column (Qt calls this from the header)."""
         if 0 <= column < len(COLUMNS):
             self.sort_by_field(COLUMNS[column].field, order == Qt.SortOrder.DescendingOrder)
@@ -796,18 +811,20 @@ class MemoryProxyModel(QAbstractTableModel):
         """The source row shown at ``row``."""
         return self._source_row(row)
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() else len(self._visible)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(  # noqa: N802 - Qt override
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if orientation == Qt.Orientation.Vertical or self._model is None:
             return None
         return self._source.headerData(section, orientation, role)
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         # Straight to the row object: no source index is made for a cell the view paints.
         if not index.isValid() or not 0 <= index.row() < len(self._visible):
             return None
@@ -820,24 +837,24 @@ class MemoryProxyModel(QAbstractTableModel):
         source, n = self._source, len(self._visible)
         return [source.value(source.row_object(self._source_row(r)), column, _DISPLAY) for r in rows if 0 <= r < n]
 
-    def multiData(self, index, roles) -> None:  # noqa: N802 - Qt override
+    def multiData(self, index: Index, roles: QModelRoleDataSpan | QModelRoleData) -> None:  # noqa: N802 - Qt override
         if index.isValid() and 0 <= index.row() < len(self._visible):
             source = self._source
             source.fill(source.row_object(self._source_row(index.row())), index.column(), roles)
 
-    def flags(self, index):
+    def flags(self, index: Index) -> Qt.ItemFlag:
         if not index.isValid() or not 0 <= index.row() < len(self._visible):
             return Qt.ItemFlag.NoItemFlags
         source = self._source
         return source.row_flags(source.row_object(self._source_row(index.row())), index.column())
 
-    def setData(self, index, value, role=Qt.ItemDataRole.EditRole):  # noqa: N802 - Qt override
+    def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802 - Qt override
         source_index = self.mapToSource(index)
         return source_index.isValid() and self._source.setData(source_index, value, role)
 
     # ------------------------------------------------------------------ source changes
 
-    def _on_reset(self, *args) -> None:
+    def _on_reset(self, *_args: object) -> None:
         self._version += 1
         self.beginResetModel()
         table = self._source.adopted_table()
@@ -850,7 +867,7 @@ class MemoryProxyModel(QAbstractTableModel):
             self._rebuild(resort=True)
         self.endResetModel()
 
-    def _on_rows_inserted(self, parent, first: int, last: int) -> None:
+    def _on_rows_inserted(self, parent: Index, first: int, last: int) -> None:
         self._version += 1
         new = range(first, last + 1)
         rows = self._rows()
@@ -913,7 +930,7 @@ class MemoryProxyModel(QAbstractTableModel):
         if moved or shown_before != shown_now or self.ranked_scores is not None:
             self._relayout()
 
-    def _on_data_changed(self, top_left, bottom_right, roles=()) -> None:
+    def _on_data_changed(self, top_left: Index, bottom_right: Index, roles: Sequence[int] = ()) -> None:
         first, last = top_left.row(), bottom_right.row()
         if len(self._visible) and (last - first + 1 > _BULK or self.ranked_scores is not None):
             self.dataChanged.emit(

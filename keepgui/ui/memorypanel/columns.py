@@ -22,7 +22,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QEvent, QObject, Qt
 from PySide6.QtWidgets import QHeaderView, QStyle, QTableView
 
-from keepgui.ui.memorymodel import COLUMNS
+from keepgui.ui.memorypanel.model import COLUMNS
 
 STRETCH_FIELD = "text"
 """The column that takes the width the others leave."""

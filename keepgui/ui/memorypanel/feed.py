@@ -1,0 +1,278 @@
+"""The feed of the panel: the hub's deliveries of rows, into the table, the search index and the
+tag chips.
+
+A handful of changed rows goes into the model in place; a long load's parts, and
+the whole bank after them, are built into a
+:class:`~keepgui.core.rowtable.RowTable` off the GUI thread
+(:meth:`PanelFeed.build_rows`) and swapped in whole, changes that arrive
+meanwhile applied after it. After a person's change the selection follows the
+rows it brought into view, or moves to the row after those it took away.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+from PySide6.QtCore import QItemSelectionModel
+from PySide6.QtWidgets import QWidget
+
+from keepgui.core.pace import made_old, unless_obsolete
+from keepgui.core.rowtable import build_table
+from keepgui.core.source import OURS, RANKED, Capabilities, Change
+from keepgui.ui.memorypanel.model import COLUMN_INDEX
+from keepgui.ui.memorypanel.search import _POOL, _Delivery
+from keepgui.ui.memorypanel.view import RANKED_TIP, PanelView
+
+_INDEX_IN_PLACE = 256  # more changed rows than this are indexed in the background, from scratch (each row
+# indexed on the GUI thread costs ~40 µs: 256 of them fit a frame)
+_FOLLOW_LIMIT = 2000  # a person's change of more rows than this (a compaction) leaves the selection alone
+BUILD_OFF_THREAD = 5000
+"""A load (or a part of one) of more rows than this is built into a RowTable off the GUI thread
+and swapped in whole; fewer are handed to the model directly."""
+
+
+class PanelFeed(PanelView):
+    """The panel's view, fed: rows delivered by the hub, built off the GUI thread when many."""
+
+    _tag_counts: list[tuple[str, int]] | None
+    """The tags and counts the chips show."""
+
+    def __init__(self, hub: Any = None, settings: Any = None, parent: QWidget | None = None) -> None:
+        super().__init__(hub, settings, parent)
+        self._built = _Delivery(self)
+        self._built.done.connect(self._on_built)
+        self._build_token = 0
+        self._build_replaced = threading.Event()  # set once the table being built is no longer wanted
+        self._building = None  # the token of a RowTable being built
+        self._building_after: list[Change] = []
+        self._parts_shown = False  # the bank shown arrives in parts (a long load) and is not complete yet
+        self._tag_counter: Counter[str] = Counter()
+        self._tag_counts = None
+
+    def _on_change(self, change: Change) -> None:
+        if self.key is None or change.key != self.key or not change.rows:
+            return
+        delta = change.rows
+        if change.partial:
+            self._parts_shown = True
+        # A long load's parts, and the whole bank after them, are built into a RowTable off the GUI
+        # thread past a few hundred rows: inserted into the table here, each row would cost a Python
+        # call (its place in the sort order) on the GUI thread.
+        off_thread = (
+            BUILD_OFF_THREAD if not (change.partial or (delta.complete and self._parts_shown)) else _INDEX_IN_PLACE
+        )
+        if (delta.complete or change.partial) and len(delta.rows) > off_thread:
+            if delta.complete:
+                self._parts_shown = False
+            self.build_rows(delta.rows, final=delta.complete)
+            return
+        if delta.complete:
+            self._parts_shown = False
+        if self._building is not None:
+            self._building_after.append(change)  # applied once the table being built is shown
+            return
+        follow = change.origin == OURS and len(delta.rows) <= _FOLLOW_LIMIT
+        shown_before = {r.id for r in delta.rows if self._is_shown(r.id)} if follow else set()
+        if delta.removed:
+            self.remove_rows(delta.removed)
+        touched = self.upsert_rows(list(delta.rows), final=delta.complete, partial=change.partial)
+        if follow:
+            self._keep_a_selection([k for k in touched if k not in shown_before])
+
+    def _is_shown(self, key: str) -> bool:
+        row = self.model.row_of(key)
+        return row is not None and self._is_shown_row(row)
+
+    def _is_shown_row(self, row: int) -> bool:
+        return self.proxy.mapFromSource(self.model.index(row, 0)).isValid()
+
+    def _keep_a_selection(self, appeared: list[str]) -> None:
+        """After a person's change the selection is not lost: rows it brought into view (restored by
+        an undo, just created) are selected; when it took the selected rows out of view (deleted,
+        history hidden), the row after them is."""
+        shown = [row for row in map(self.model.row_of, appeared) if row is not None and self._is_shown_row(row)]
+        selection = self.table.selectionModel()
+        if shown:
+            first = self.proxy.mapFromSource(self.model.index(shown[0], COLUMN_INDEX["text"]))
+            selection.setCurrentIndex(
+                first, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+            )
+            for row in shown[1:]:
+                index = self.proxy.mapFromSource(self.model.index(row, 0))
+                selection.select(
+                    index, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+                )
+            self.table.scrollTo(first)
+            return
+        if not selection.hasSelection() and self._anchor is not None and self.proxy.rowCount():
+            row = min(self._anchor, self.proxy.rowCount() - 1)
+            selection.setCurrentIndex(
+                self.proxy.index(row, COLUMN_INDEX["text"]),
+                QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+            )
+
+    def build_rows(self, rows: Any, final: bool = True) -> None:
+        """Show these rows (every row of the bank, or of a load so far) once they are built into a
+        RowTable off the GUI thread; the table stays as it is until then."""
+        self._build_token += 1
+        token, field = self._build_token, self.proxy.sort_field
+        self._building = token
+        self._building_after = []
+        rows = rows if isinstance(rows, list) else list(rows)
+        # Its dict and lists made old at once; stopped when a newer delivery (or another bank) replaces
+        # it (an Event, not this widget, is what the background thread looks at).
+        self._build_replaced.set()
+        replaced = self._build_replaced = threading.Event()
+        future = _POOL.submit(made_old, lambda: unless_obsolete(lambda: build_table(rows, field), replaced.is_set))
+        future.add_done_callback(lambda f: self._built.done.emit((token, field, final), f))
+        self._update_status()
+
+    def _on_built(self, what: Any, future: Any) -> None:
+        token, field, final = what
+        if token != self._build_token or future.exception() is not None:
+            return
+        table = future.result()
+        if field != self.proxy.sort_field:  # the person sorted by another column meanwhile
+            self.build_rows(table.rows, final)
+            return
+        self._building = None
+        current = self.current_key()
+        self.model.adopt(table, self.capabilities)
+        self._fit_columns(final)
+        if final:
+            self.index.rebuild(table.rows, row_of=self.model.rows_by_key())  # off the GUI thread
+        else:
+            self.index.invalidate()
+        self._tag_counter = Counter(dict(table.tag_counts))
+        self._show_tags()
+        self.detail.show_empty()
+        if current is not None:
+            self.select_key(current)
+        later, self._building_after = self._building_after, []
+        for change in later:
+            self._on_change(change)
+        if self.search.text().strip():
+            self._apply_query()
+        else:
+            self._update_status()
+
+    def remove_rows(self, keys: Any) -> None:
+        """Rows that are gone."""
+        keys = [k for k in keys if self.model.row_of(k) is not None]
+        if keys:
+            self._count_tags([self.model.row_object(i) for i in map(self.model.row_of, keys) if i is not None], -1)
+            self.model.remove_keys(keys)
+            self.index.remove(keys)
+            self._show_tags()
+            self._update_status()
+
+    def reset_rows(self, rows: list[Any], capabilities: Capabilities) -> None:
+        """A bank was opened: show its rows (possibly the first part of a long load)."""
+        self._build_token += 1  # a table still being built for the bank shown before is not shown
+        self._build_replaced.set()
+        self._parts_shown = False
+        self._building = None
+        self._building_after = []
+        self._tag_counter = Counter()
+        self.model.reset_rows(rows, capabilities)
+        self.index.rebuild(rows, row_of=self.model.rows_by_key())
+        self.ranking_available = capabilities.can(RANKED)
+        self.ranked.setEnabled(self.ranking_available)
+        self.act_ranked.setEnabled(self.ranking_available)
+        self.ranked.setToolTip(RANKED_TIP if self.ranking_available else capabilities.why_not(RANKED))
+        if not self.ranking_available:
+            self.ranked.setChecked(False)
+        self.detail.show_empty()
+        self._refresh_tags()
+        self._apply_query()
+
+    def upsert_rows(self, rows: list[Any], final: bool = False, partial: bool = False) -> list[str]:
+        """Rows arrived or changed; ``final`` means these are all the bank's rows, ``partial`` that
+        they are the first part of a long load (every row so far). Returns the keys of the rows that
+        are new or differ from those shown."""
+        tags_moved = self._tags_moved(rows)
+        if final:
+            keys = {r.id for r in rows}
+            gone = [r.id for r in self.model.rows() if r.id not in keys]
+            if gone:
+                self._count_tags([self.model.row_object(i) for i in map(self.model.row_of, gone) if i is not None], -1)
+                self.model.remove_keys(gone)
+                self.index.remove(gone)
+                tags_moved = True
+        if tags_moved:
+            model = self.model
+            self._count_tags(
+                [model.row_object(i) for i in map(model.row_of, (r.id for r in rows)) if i is not None], -1
+            )
+            self._count_tags(rows, +1)
+        changed, inserted = self.model.upsert(rows)
+        touched = [self.model.row_object(r).id for r in (*inserted, *changed)]
+        self._fit_columns(final)
+        if partial:
+            # More rows are on their way: the search index is built once, when they are all in, not
+            # again for every part (each rebuild beside the load and the first show held the lock).
+            self.index.invalidate()
+        elif len(rows) > _INDEX_IN_PLACE or (final and not self.index.is_ready):
+            self.index.rebuild(self.model.rows(), row_of=self.model.rows_by_key())  # off the GUI thread
+        else:
+            self.index.update(rows)
+            if self.index.stale:  # many single changes since it was built: lay it out again
+                self.index.rebuild(self.model.rows(), keep_answering=True, row_of=self.model.rows_by_key())
+        current = self.detail.record
+        if current is not None:
+            row = self.model.row_of(current.id)
+            if row is not None and self.model.row_object(row) is not current:
+                self.detail.show_record(self.model.row_object(row))
+                self.selectionChangedTo.emit(self.selected_records())
+        if tags_moved:
+            self._show_tags()
+        if self.search.text().strip():
+            self._apply_query()
+        else:
+            self._update_status()
+        return touched
+
+    def _fit_columns(self, final: bool) -> None:
+        """Fit the columns to the bank's first rows, and once more when all of them are in."""
+        state = (self.key, final or bool(self._fitted and self._fitted[1]))
+        if self._fitted != state and self.model.rowCount():
+            self._fitted = state
+            self.columns.fit()
+
+    def _tags_moved(self, rows: list[Any]) -> bool:
+        """Whether delivering ``rows`` can change the tag counts: a new live row has tags, or
+        a known row's tags or liveness changed."""
+        model = self.model
+        for row in rows:
+            i = model.row_of(row.id)
+            if i is None:
+                if row.tags and row.invalid_at is None:
+                    return True
+                continue
+            old = model.row_object(i)
+            if old is not row and (old.tags != row.tags or (old.invalid_at is None) != (row.invalid_at is None)):
+                return True
+        return False
+
+    def _count_tags(self, rows: Any, sign: int) -> None:
+        """Add (``sign`` +1) or take away (-1) the tags of the live ones of ``rows`` in the chips' counts."""
+        for row in rows:
+            if row.invalid_at is None:
+                for tag in row.tags:
+                    self._tag_counter[tag] += sign
+
+    def _refresh_tags(self) -> None:
+        """Count the tags of every live row again (a bank was opened or rows were removed)."""
+        self._tag_counter = Counter()
+        self._count_tags(self.model.rows(), +1)
+        self._show_tags()
+
+    def _show_tags(self) -> None:
+        counts = {tag: n for tag, n in self._tag_counter.items() if n > 0}
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if ordered != self._tag_counts:  # recreating every chip is the costly part
+            self._tag_counts = ordered
+            self.chips.set_counts(ordered)
+        self.chips.setVisible(bool(counts))

@@ -1,0 +1,113 @@
+"""Hermes Agent in the window, through the seam (issue #26): the demo home in the sidebar with its counts,
+its entries as rows, a forget undone, and the pending approvals window — the diff of a staged write,
+Approve as one undoable change, and the attention raised when the agent stages a new write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from PySide6.QtCore import Qt
+
+from keepgui.core.source import BankKey
+from keepgui.ui.settings import Settings
+from tests.ui.conftest import window_args
+
+
+def read(path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+@pytest.fixture
+def hermes_window(qtbot, tmp_path, demo_copy):
+    """A window on the demo's Hermes home, its default profile shown; returns ``(window, key)``."""
+    from keepgui.ui.application import build_window
+
+    windows = []
+
+    def build():
+        args = window_args(hermes=[demo_copy.hermes], bank="default")
+        window = build_window(args, Settings(str(tmp_path / f"settings-{len(windows)}.json")), watch=True)
+        windows.append(window)
+        window.resize(1200, 800)
+        window.show()
+        key = BankKey(demo_copy.hermes, "default")
+        qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=15_000)
+        return window, key
+
+    yield build
+    for window in windows:
+        if window.rules.dirty:
+            window.rules.discard()
+        window.close()
+        window.hub.shutdown()
+        window.deleteLater()
+
+
+def test_the_home_shows_its_counts_rows_and_a_forget_is_undone(hermes_window, demo_copy, qtbot):
+    from keepgui.ui.sidebar import DetailRole
+
+    window, key = hermes_window()
+    index = window.tree_model.index_of_bank(key)
+    qtbot.waitUntil(
+        lambda: (
+            window.tree_model.index_of_bank(key).data(DetailRole)
+            == "MEMORY 2,132 / 2,200 chars · USER 335 / 1,375 · 1 pending · 1 blocked"
+        ),
+        timeout=10_000,
+    )
+    assert index.isValid()
+    rows = window.hub.rows(key)
+    assert len(rows) == 25 + 5 - (25 - len([r for r in rows if "MEMORY.md" in r.tags]))
+    blocked = [r for r in rows if "blocked" in r.tags]
+    assert len(blocked) == 1 and "c2_heartbeat" in dict(blocked[0].fields)["Blocked"]
+    memory = os.path.join(demo_copy.hermes, "memories", "MEMORY.md")
+    before = read(memory)
+    victim = next(r for r in rows if r.text.startswith("Travel:"))
+    window.perform(key, lambda bank: bank.set_live([victim.id], False))
+    assert b"Travel:" not in read(memory)
+    assert window.undo_stack.undoText().startswith("Forget")
+    window.undo_stack.undo()
+    assert read(memory) == before
+
+
+def test_pending_approval_window_approves_undoes_and_raises_attention(hermes_window, demo_copy, qtbot):
+    window, _key = hermes_window()
+    arrived: list[str] = []
+    window.approvals.arrived.connect(lambda _n, sentence: arrived.append(sentence))
+    dialog = window.show_approvals()
+    panel = dialog.panel
+    qtbot.waitUntil(lambda: len(panel.items) == 1, timeout=10_000)
+    assert "Nightjar training data" in panel.diff.toPlainText()
+    assert panel.diff.toPlainText().splitlines()[0] == "--- a/memories/MEMORY.md"
+    assert panel.approve_button.isEnabled()
+    memory = os.path.join(demo_copy.hermes, "memories", "MEMORY.md")
+    before = read(memory)
+    panel.list.setCurrentRow(0)
+    qtbot.mouseClick(panel.approve_button, Qt.MouseButton.LeftButton)
+    assert read(memory).endswith("\n§\nNightjar training data now lives on the NAS: /volume1/nightjar.".encode())
+    assert not os.listdir(os.path.join(demo_copy.hermes, "pending", "memory"))
+    qtbot.waitUntil(lambda: not panel.items, timeout=10_000)
+    window.undo_stack.undo()
+    assert read(memory) == before
+    assert os.listdir(os.path.join(demo_copy.hermes, "pending", "memory")) == ["5f0c2a91.json"]
+    qtbot.waitUntil(lambda: len(panel.items) == 1, timeout=10_000)
+    # the agent stages another write: the watcher re-reads the home and the window is told once
+    record = {
+        "id": "0badcafe",
+        "subsystem": "memory",
+        "action": "remove",
+        "summary": "remove from memory: Travel",
+        "origin": "background_review",
+        "created_at": time.time(),
+        "payload": {"action": "remove", "target": "memory", "content": None, "old_text": "Travel:"},
+    }
+    with open(os.path.join(demo_copy.hermes, "pending", "memory", "0badcafe.json"), "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=2)
+    qtbot.waitUntil(lambda: len(panel.items) == 2, timeout=15_000)
+    assert arrived == ["New write awaiting approval: remove from memory: Travel — staged by background review"]
+    dialog.close()
