@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QMessageBox
 from keepgui.backends.gemini.context import session_context
 from keepgui.core.approvals import approvals_of
 from keepgui.core.source import BankKey
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole, RecordRole
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, KeyRole, RecordRole
 from keepgui.ui.settings import Settings
 from tests.ui.conftest import window_args
 
@@ -71,15 +71,18 @@ def test_the_home_and_its_launch_folder_with_the_sidebar_line_and_rows(gemini_wi
 
     bank = window.hub.bank(key)
     sent = bank.context.sent_bytes
-    expected = f"global 1 file · private 4 lines · project 2 files · {sent / 1024:,.1f} KB sent on every request"
+    expected = (
+        f"global 1 file · private 4 lines · project 2 files · {sent / 1024:,.1f} KB sent on every request · "
+        "2 awaiting approval"
+    )
     qtbot.waitUntil(lambda: window.tree_model.index_of_bank(key).data(DetailRole) == expected, timeout=10_000)
     source = window.tree_model.index_of_source(key.source)
     assert source.data(Qt.ItemDataRole.DisplayRole).startswith("Gemini CLI · ")
     assert window.tree_model.index_of_bank(key).data(Qt.ItemDataRole.DisplayRole) == "…/webshop/Backend"
     proxy = window.memories.proxy
-    assert proxy.rowCount() == 12  # 7 global lines, 4 private lines, 1 note
+    assert proxy.rowCount() == 14  # 7 global lines, 4 private lines, 1 note, 2 Auto Memory proposals
     chips = dict(window.memories.chips._buttons)
-    assert {"global", "private", "note", "gemini-added", "not-loaded"} <= set(chips)
+    assert {"global", "private", "note", "gemini-added", "not-loaded", "inbox"} <= set(chips)
     assert chips["gemini-added"].text() == "#gemini-added · 3"
     pin = proxy.index(0, COLUMN_INDEX["pinned"])
     assert not (pin.flags() & Qt.ItemFlag.ItemIsEnabled) and "no pin" in pin.data(Qt.ItemDataRole.ToolTipRole)
@@ -241,3 +244,34 @@ def test_the_agent_writing_memory_and_a_project_folder_opened(gemini_window, dem
     other = BankKey(demo_copy.gemini_project, "backend")
     qtbot.waitUntil(lambda: window.hub.is_loaded(other), timeout=10_000)
     assert window.hub.summary(other).detail == window.hub.summary(key).detail
+
+
+def test_the_inbox_in_the_approvals_window_with_the_trays_attention(gemini_window, demo_copy, qtbot):
+    window, _key = gemini_window(watch=True)
+    arrived: list[str] = []
+    window.approvals.arrived.connect(lambda _n, sentence: arrived.append(sentence))
+    dialog = window.show_approvals()
+    panel = dialog.panel
+    qtbot.waitUntil(lambda: len(panel.items) == 2, timeout=10_000)
+    row = next(r for r, (_p, w) in enumerate(panel.items) if w.id == "backend:private/extraction.patch")
+    panel.list.clearSelection()
+    panel.list.setCurrentRow(row)
+    diff = panel.diff.toPlainText()
+    assert diff.splitlines()[0] == "--- a/tmp/backend/memory/MEMORY.md"
+    assert "+- The staging database is reset every Monday" in diff
+    memory = os.path.join(demo_copy.gemini, "tmp", "backend", "memory", "MEMORY.md")
+    patch = os.path.join(demo_copy.gemini, "tmp", "backend", "memory", ".inbox", "private", "extraction.patch")
+    before = read(memory)
+    qtbot.mouseClick(panel.approve_button, Qt.MouseButton.LeftButton)
+    assert b"do not run migrations then." in read(memory) and not os.path.exists(patch)
+    qtbot.waitUntil(lambda: len(panel.items) == 1, timeout=10_000)
+    window.undo_stack.undo()
+    assert read(memory) == before and os.path.exists(patch)
+    qtbot.waitUntil(lambda: len(panel.items) == 2, timeout=10_000)
+    # Auto Memory proposes another patch: the watcher re-reads the folder, the window is told once
+    memory_dir = os.path.dirname(memory)
+    with open(os.path.join(memory_dir, ".inbox", "private", "more.patch"), "w", encoding="utf-8") as fh:
+        fh.write(f"--- /dev/null\n+++ {memory_dir}/release-notes.md\n@@ -0,0 +1 @@\n+Release notes live in the wiki.\n")
+    qtbot.waitUntil(lambda: len(panel.items) == 3, timeout=15_000)
+    assert len(arrived) == 1 and "release-notes.md" in arrived[0]
+    dialog.close()

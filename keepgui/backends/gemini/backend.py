@@ -208,9 +208,7 @@ class GeminiApprovals:
         self.source = source
 
     def _inbox(self, bank: GeminiBank) -> inbox_module.Inbox:
-        found = bank.discovery()
-        global_file = os.path.join(self.source.env.gemini_dir, found.settings.names[0])
-        return inbox_module.Inbox(found.private.memory, global_file, self.source.history)
+        return bank.inbox()
 
     def pending(self) -> list[PendingWrite]:
         """Every proposed patch of every bank, oldest first."""

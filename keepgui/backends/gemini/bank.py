@@ -28,6 +28,7 @@ from keepgui.backends.gemini.compact import OverwriteReview, ReviewApplied, revi
 from keepgui.backends.gemini.context import GeminiContext, assemble, size_of, tokens_of
 from keepgui.backends.gemini.discovery import EMPTY, GLOBAL, LOADED, NEVER, PRIVATE, PROJECT, Discovery, discover
 from keepgui.backends.gemini.documents import GeminiDocuments, default_new, listing
+from keepgui.backends.gemini.inbox import Inbox
 from keepgui.backends.gemini.layout import MEMORY_INDEX, GeminiEnv
 from keepgui.backends.gemini.memory import (
     GLOBAL_TAG,
@@ -72,6 +73,11 @@ from keepgui.core.source import (
 
 if TYPE_CHECKING:
     from keepgui.backends.gemini.backend import GeminiSource
+
+INBOX_PREFIX = "inbox:"
+"""The key prefix of a row that is an Auto Memory proposal waiting in the inbox (then its id there)."""
+
+INBOX_TAG = "inbox"
 
 REVIEW = "a memory file"
 """The name of the review of lines a running session dropped (the window's Review outside rewrite)."""
@@ -226,7 +232,41 @@ class GeminiBank(BankDefaults):
                 rows.append(self._line_row(lr, f.tier, hidden, rank))
                 located[lr.key] = Located(f.path, scope, lr)
         rows.extend(self._forgotten(found))
+        rows.extend(self._proposals(found))
         return rows, located
+
+    def inbox(self, found: Discovery | None = None) -> Inbox:
+        """This launch folder's Auto Memory inbox."""
+        found = found or self.discovery()
+        global_file = os.path.join(self.env.gemini_dir, found.settings.names[0])
+        return Inbox(found.private.memory, global_file, self.history)
+
+    def _proposals(self, found: Discovery) -> list[FileRow]:
+        """One row per Auto Memory proposal waiting in the inbox (approved or rejected in the approvals window)."""
+        rows = []
+        for proposal in self.inbox(found).proposals():
+            added = [
+                line[1:] for line in proposal.text.splitlines() if line.startswith("+") and not line.startswith("+++")
+            ]
+            text = next((a.strip().lstrip("-*+ ").strip() for a in added if a.strip()), "") or proposal.id
+            fields = [
+                ("proposed by", f"Gemini's Auto Memory ({proposal.kind}): {proposal.path}"),
+                ("changes", ", ".join(t.path for t in proposal.targets) or ", ".join(proposal.heads)),
+                ("to decide", "Bank → Pending approvals…: approve (applied as Gemini applies it) or reject"),
+            ]
+            if proposal.problem:
+                fields.append(("cannot be applied now", proposal.problem))
+            rows.append(
+                FileRow(
+                    id=INBOX_PREFIX + proposal.id,
+                    text=text,
+                    position=2 * 10**9,
+                    tags=(INBOX_TAG, NOT_LOADED),
+                    created_at=proposal.created_ms,
+                    fields=tuple(fields),
+                )
+            )
+        return rows
 
     def _text(self, path: str) -> tuple[str | None, fsio.Stamp]:
         data, stamp = fsio.read_stamped(path, limit=writes.FILE_LIMIT)
@@ -317,6 +357,9 @@ class GeminiBank(BankDefaults):
             f"project {counts[PROJECT]} file{'s' if counts[PROJECT] != 1 else ''}",
             f"{_kb(context.sent_bytes)} sent on every request",
         ]
+        waiting = sum(1 for r in self.delivered if r.id.startswith(INBOX_PREFIX))
+        if waiting:
+            parts.append(f"{waiting} awaiting approval")
         description += f"\nprivate memory {found.private.memory} ({found.private.how})"
         description += f"\n≈ {tokens_of(context.sent_bytes):,} tokens with every request, and the project part again to the routing model"
         return BankSummary(
@@ -382,6 +425,10 @@ class GeminiBank(BankDefaults):
         return writes.save(path, data, expect, history=self.history, text=label)
 
     def _locate(self, key: str) -> Located:
+        if key.startswith(INBOX_PREFIX):
+            raise InvalidInput(
+                "this is a change Gemini's Auto Memory proposes: approve or reject it in Bank → Pending approvals…"
+            )
         if key.startswith(FORGOTTEN):
             raise InvalidInput("this memory was forgotten: restore it first")
         where = self.located.get(key)
