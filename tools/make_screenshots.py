@@ -202,6 +202,16 @@ def gemini_shots(app, window, shot) -> None:
     window.show_panel("preview")
     settle(app, 1.0, lambda: window.preview.last_result is not None)
     shot("gemini-preview")
+    dialog = window.show_approvals()  # the Auto Memory inbox beside the other agents' staged writes
+    dialog.resize(1100, 700)
+    panel = dialog.panel
+    settle(app, 1.0, lambda: any(w.id.endswith("private/extraction.patch") for _p, w in panel.items))
+    panel.list.clearSelection()
+    panel.list.setCurrentRow(
+        next(r for r, (_p, w) in enumerate(panel.items) if w.id.endswith("private/extraction.patch"))
+    )
+    shot("gemini-approvals", dialog)
+    dialog.close()
     # a fact kept while a session runs; the session then writes its older copy of MEMORY.md back
     bank = window.hub.bank(key)
     memory = os.path.join(bank.discovery().private.memory, "MEMORY.md")

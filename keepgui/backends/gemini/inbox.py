@@ -269,10 +269,14 @@ def pending_write(p: Proposal, inbox: Inbox, bank: str | None) -> PendingWrite:
         after = "".join(f"==> {t.path} <==\n{t.after}\n" for t in p.targets)
         target = p.targets[0].path if p.targets else p.path
     names = ", ".join(_label(t.path, inbox.memory_dir, inbox.global_file) for t in p.targets) or "its targets"
-    adds = sum(1 for t in p.targets for line in t.after.splitlines() if line not in t.before.splitlines())
-    summary = f"Auto Memory ({p.kind}): change {names}" + (
-        f" · {adds} new line{'s' if adds != 1 else ''}" if adds else ""
-    )
+    added = [
+        line for t in p.targets for line in t.after.splitlines() if line.strip() and line not in t.before.splitlines()
+    ]
+    if len(added) == 1:
+        fact = added[0].strip().lstrip("-*+ ").strip()
+        summary = f"Auto Memory ({p.kind}): add to {names}: “{fact if len(fact) <= 70 else fact[:69] + '…'}”"
+    else:
+        summary = f"Auto Memory ({p.kind}): change {names}" + (f" · {len(added)} new lines" if added else "")
     if p.pointers:
         summary += f" · adds a MEMORY.md pointer to {', '.join(p.pointers)}"
     return PendingWrite(p.id, target, summary, before, after, p.created_ms, bank, p.problem)
