@@ -157,13 +157,15 @@ class CodexBank(BankDefaults):
         """The home as last read (read now when it was not yet)."""
         with self.lock:
             if self._state is None:
-                self._state = read_state(self.env)
+                self._state = read_state(self.env, self.cwd)
             return self._state
 
     def state_config(self) -> CodexConfig:
         """The configuration as last read."""
         state = self._state
-        return state.config if state is not None else read_config(self.env.home)
+        if state is not None:
+            return state.config
+        return read_config(self.env.home, None if self.cwd is None else os.path.realpath(self.cwd))
 
     def forget_state(self) -> None:
         """The home changed: read it again when next asked."""
@@ -182,7 +184,7 @@ class CodexBank(BankDefaults):
         with self.lock:
             first = not self._loaded
             try:
-                state = read_state(self.env)
+                state = read_state(self.env, self.cwd)
                 rows = rows_of(state)
                 pending = remember(state, self.source.history)
             except (KeepguiError, OSError) as exc:
@@ -296,7 +298,7 @@ class CodexBank(BankDefaults):
 
     def _change_of(self, done: writes.Done, label: str, message: str = "") -> Change:
         with self.lock:
-            self._state = read_state(self.env)
+            self._state = read_state(self.env, self.cwd)
             rows = rows_of(self._state)
             self.delivered = rows
         change = Change(
@@ -392,7 +394,7 @@ class CodexBank(BankDefaults):
         if what != REVIEW_NAME:
             raise InvalidInput(CAPABILITIES.why_not(COMPACT) if what == COMPACT else f"no plan {what!r} for Codex")
         with self.lock:
-            return review(read_state(self.env), self.source.history)
+            return review(read_state(self.env, self.cwd), self.source.history, self.cwd)
 
     def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
         """Restore the selected changes as one note (one undoable change)."""

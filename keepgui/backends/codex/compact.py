@@ -247,9 +247,10 @@ class ConsolidationReview(Plan):
     kind = "codex-review"
     KINDS = REVIEW_KINDS
 
-    def __init__(self, state: HomeState, history: History) -> None:
+    def __init__(self, state: HomeState, history: History, cwd: str | None = None) -> None:
         self.state = state
         self.history = history
+        self.cwd = cwd
         self.changes: list[tuple[str, Item | None, Item | None]] = []
         self.stamps: dict[str, fsio.Stamp] = {}
         self.parts: list[str] = []
@@ -336,7 +337,7 @@ class ConsolidationReview(Plan):
         """The review again (the caller reads the home again first)."""
         from keepgui.backends.codex.rows import read_state
 
-        return ConsolidationReview(read_state(self.state.env), self.history)
+        return ConsolidationReview(read_state(self.state.env, self.cwd), self.history)
 
     def apply(self, selection: Selection = None) -> NoteApplied:
         """Keep the note of the selection (nothing written when it selects nothing)."""
@@ -357,6 +358,6 @@ class ConsolidationReview(Plan):
                 accepted.accept(path, self.history.record(path, data, source="accepted").sha256)
 
 
-def review(state: HomeState, history: History) -> ConsolidationReview:
+def review(state: HomeState, history: History, cwd: str | None = None) -> ConsolidationReview:
     """What changed in the summary (and handbook) since the accepted version."""
-    return ConsolidationReview(state, history)
+    return ConsolidationReview(state, history, cwd)

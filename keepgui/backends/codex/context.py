@@ -86,6 +86,7 @@ class SessionContext:
             "codex_home": self.env.home,
             "codex_home_problem": self.env.problem or None,
             "config": self.config.path,
+            "config_project_layer": self.config.project_layer or None,
             "memory_on": self.config.memory_on,
             "memory_off_reason": self.config.why_off or None,
             "memory_root": self.root.path,
@@ -127,7 +128,7 @@ def session_context(project: str, env: CodexEnv | None = None) -> SessionContext
     if not os.path.isdir(project):
         raise NotFound(f"{project}: no such folder; give the folder a Codex session starts in with --project DIR")
     cwd = os.path.realpath(project)
-    config = read_config(env.home)
+    config = read_config(env.home, cwd)
     root = active_root(env.home)
     summary = read_summary(root.path)
     block = memory_block(root, summary) if config.memory_on else None
@@ -135,6 +136,8 @@ def session_context(project: str, env: CodexEnv | None = None) -> SessionContext
     notes: list[str] = []
     if env.problem:
         notes.append(env.problem)
+    if config.project_layer:
+        notes.append(f"{cwd} is trusted: its {config.project_layer} is laid over the home's config.toml")
     notes.append(f"memory root: {version_word(root.version)} — {root.why}")
     if not config.memory_on:
         notes.append(config.why_off)

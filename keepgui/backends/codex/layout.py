@@ -42,6 +42,8 @@ DEFAULT_MARKERS = (".git",)
 """``project_root_markers`` when the configuration does not set it."""
 
 CONFIG_NAME = "config.toml"
+PROJECT_CONFIG = os.path.join(".codex", "config.toml")
+"""A trusted session folder's own configuration layer."""
 CONFIG_LIMIT = 4 * 1024 * 1024
 """A ``config.toml`` larger than this is not read (it is no configuration a person wrote)."""
 
@@ -97,7 +99,8 @@ class CodexConfig:
 
     ``features_memories`` is ``[features] memories``; ``use_memories`` ``[memories] use_memories``;
     ``problems`` say what could not be read (an unreadable file: Codex would not start);
-    ``raw`` is the whole table as parsed.
+    ``raw`` is the whole table as parsed (layers merged); ``project_layer`` the trusted session
+    folder's ``.codex/config.toml`` laid over the home's, or "".
     """
 
     path: str
@@ -112,6 +115,7 @@ class CodexConfig:
     profile: str = ""
     problems: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
+    project_layer: str = ""
 
     @property
     def memory_on(self) -> bool:
@@ -155,22 +159,72 @@ def _names(value: Any, key: str, default: tuple[str, ...], path: str, problems: 
     return default
 
 
-def read_config(home: str) -> CodexConfig:
-    """The configuration of the home ``home`` (its ``config.toml``; the defaults when there is none)."""
-    path = os.path.join(home, CONFIG_NAME)
+def _load_toml(path: str) -> tuple[dict[str, Any] | None, str]:
+    """``(table, problem)``: the parsed file (None when missing or unusable) and why it is unusable."""
     try:
         data, _stamp = fsio.read_stamped(path, limit=CONFIG_LIMIT)
     except (OSError, KeepguiError) as exc:
-        return CodexConfig(path, True, problems=(f"{path}: cannot be read ({exc}): Codex would not start",))
+        return None, f"{path}: cannot be read ({exc}): Codex would not start"
     if data is None:
-        return CodexConfig(path)
+        return None, ""
     try:
-        raw = tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(data.decode("utf-8")), ""
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return CodexConfig(
-            path, True, problems=(f"{path}: not valid TOML ({exc}): Codex would refuse to start; fix the file",)
-        )
+        return None, f"{path}: not valid TOML ({exc}): Codex would refuse to start; fix the file"
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid over ``base``, table by table (a later layer's key wins)."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def trusted(raw: Mapping[str, Any], folder: str) -> bool:
+    """True when the user configuration marks ``folder`` (exactly) ``trust_level = "trusted"``."""
+    projects = raw.get("projects")
+    entry = projects.get(folder) if isinstance(projects, dict) else None
+    return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
+
+
+def read_config(home: str, cwd: str | None = None) -> CodexConfig:
+    """The configuration a session in ``cwd`` (resolved; None: any folder) runs with: the home's
+    ``config.toml`` (the defaults when there is none), and over it ``<cwd>/.codex/config.toml`` when
+    the home trusts ``cwd`` exactly.
+
+    Observed on 0.169.0 (not in the spec): a trusted session folder's own ``.codex/config.toml`` is a
+    layer of the configuration — it can set the budget, the markers, even turn memory on — while the
+    same file in an untrusted folder, in a parent of the session folder, or at a trusted project's root
+    when the session starts below it, changes nothing.
+    """
+    path = os.path.join(home, CONFIG_NAME)
+    raw, problem = _load_toml(path)
+    if problem:
+        return CodexConfig(path, True, problems=(problem,))
+    exists = raw is not None
+    raw = raw or {}
     problems: list[str] = []
+    layer = ""
+    if cwd is not None and trusted(raw, cwd):
+        local = os.path.join(cwd, PROJECT_CONFIG)
+        over, problem = _load_toml(local)
+        if problem:
+            problems.append(problem)
+        elif over is not None:
+            raw, layer = _merged(raw, over), local
+    if "profile" in raw:
+        problems.append(
+            f'{path}: a top-level `profile` is refused by Codex 0.169 ("legacy `profile` config is no longer '
+            'supported"): Codex would not start; use `codex --profile NAME` with NAME.config.toml'
+        )
+    return _config_of(path, exists, raw, problems, layer)
+
+
+def _config_of(path: str, exists: bool, raw: dict[str, Any], problems: list[str], layer: str) -> CodexConfig:
     memories = raw.get("memories")
     features_on = _bool(raw.get("features"), "memories", False, path, problems)
     use = _bool(memories, "use_memories", True, path, problems)
@@ -183,7 +237,7 @@ def read_config(home: str) -> CodexConfig:
     profile = raw.get("profile")
     return CodexConfig(
         path,
-        True,
+        exists,
         bool(features_on),
         bool(use),
         generate,
@@ -194,6 +248,7 @@ def read_config(home: str) -> CodexConfig:
         profile if isinstance(profile, str) else "",
         tuple(problems),
         raw,
+        layer,
     )
 
 

@@ -79,9 +79,10 @@ class HomeState:
         return self.baseline.files.get(item.rel.replace(os.sep, "/")) == item.blob
 
 
-def read_state(env: CodexEnv) -> HomeState:
-    """Read a Codex home (off the GUI thread: it reads every file of the root)."""
-    config = read_config(env.home)
+def read_state(env: CodexEnv, cwd: str | None = None) -> HomeState:
+    """Read a Codex home as a session in ``cwd`` (None: any folder) sees it (off the GUI thread: it
+    reads every file of the root)."""
+    config = read_config(env.home, None if cwd is None else os.path.realpath(cwd))
     root = active_root(env.home)
     summary = read_summary(root.path)
     block = memory_block(root, summary) if config.memory_on else None
