@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -121,9 +122,10 @@ def check_writable(home: str, root: MemoryRoot, path: str) -> None:
 
 
 def slug_of(text: str, limit: int = SLUG_LIMIT) -> str:
-    """A slug for a note from its text: lowercase ASCII letters and digits, words joined by hyphens,
+    """A slug for a note from its text: lowercase ASCII letters and digits (accents folded), words joined by hyphens,
     at most ``limit`` bytes (cut at a hyphen when one is near), ``note`` when nothing is left."""
-    words = re.findall(r"[a-z0-9]+", text.lower().encode("ascii", "ignore").decode("ascii"))
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")  # é -> e
+    words = re.findall(r"[a-z0-9]+", folded.lower())
     slug = "-".join(words)
     if len(slug) > limit:
         cut = slug[:limit]
