@@ -206,7 +206,9 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         a = self._action
         self.open_actions: list[QAction] = []
-        for backend, keys in zip(registry.backends(), shortcuts.OPEN_SOURCE, strict=False):  # further: no keys
+        for number, backend in enumerate(registry.backends()):
+            # the first backends have a key each; every further one still gets its action, without a key
+            keys = shortcuts.OPEN_SOURCE[number] if number < len(shortcuts.OPEN_SOURCE) else None
             label = backend.label
             action = a(
                 f"Open {label}…",
