@@ -10,12 +10,15 @@
 #                with nanobot's own ContextBuilder (the default suite skips those tests without it)
 #   make claude-cli  install the real Claude Code CLI (the version keepgui was checked against)
 #                into build/claude-cli/ with npm; the comparison tests install it there when missing
+#   make codex-compare  install the real Codex CLI (@openai/codex at keepgui.backends.codex.CHECKED_VERSION)
+#                into build/codex-cli/ with npm (make codex-cli alone does only that) and compare keepgui's
+#                memory and AGENTS.md blocks with its first request, byte for byte, on generated trees
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare
+.PHONY: run test lint bench stress venv clean claude-cli codex-cli codex-compare nanobot-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +53,12 @@ stress: $(STAMP)
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.backends.claude.claude_cli
+
+codex-cli: $(STAMP)
+	$(BIN)/python -m tests.backends.codex.codex_cli
+
+codex-compare: codex-cli
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider tests/backends/codex/test_codex_cli_compare.py
 
 # nanobot-ai (~800 MB with its dependencies) is not a test dependency: this target puts it and
 # keepgui in their own venv and runs the comparisons with nanobot's own ContextBuilder.

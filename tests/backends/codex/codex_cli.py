@@ -29,11 +29,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from keepgui.backends.codex import CHECKED_VERSION
+from keepgui.backends.codex import CHECKED_VERSION, PACKAGE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CACHE = os.path.join(ROOT, "build", "codex-cli")
-PACKAGE = "@openai/codex"
 BINARY = os.path.join(CACHE, "node_modules", ".bin", "codex")
 INSTALL_TIMEOUT = 900
 RUN_TIMEOUT = 60

@@ -210,3 +210,14 @@ def test_session_context_json_has_the_exact_parts(tmp_path):
     assert obj["memory"] == context.memory and obj["memory"].startswith("## Memory\n\n")
     assert obj["agents_md"] is None and obj["memory_parts"] == [len(context.memory.encode())]
     assert obj["memory_root_version"] == "v2" and obj["memory_on"] is True
+
+
+def test_installed_version_asks_the_binary_and_says_none_without_one(tmp_path):
+    from keepgui.backends.codex import installed_version
+
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\necho codex-cli 9.8.7\n")
+    fake.chmod(0o755)
+    assert installed_version(str(fake)) == "9.8.7"
+    assert installed_version(environ={"PATH": str(tmp_path / "empty")}) is None
+    assert installed_version(environ={"PATH": str(tmp_path)}) == "9.8.7"
