@@ -256,7 +256,8 @@ def test_create_new_racing_processes_one_wins_whole(tmp_path):
     results = [queue.get(timeout=5) for _ in procs]
     made = [label for what, label in results if what == "made"]
     assert len(made) == 1, results
-    assert open(path, "rb").read() == (made[0] * 20_000).encode()  # whole, the winner's alone
+    with open(path, "rb") as fh:
+        assert fh.read() == (made[0] * 20_000).encode()  # whole, the winner's alone
     assert os.listdir(tmp_path) == [os.path.basename(path)]
 
 

@@ -129,7 +129,7 @@ def test_the_budget_cut_is_shaded_and_the_summary_locks_while_codex_consolidates
 
 
 def test_a_consolidation_rewrite_is_reviewed_and_restored_by_a_note(codex_window, demo_copy, qtbot):
-    window, key = codex_window(watch=True)
+    window, _key = codex_window(watch=True)
     home = demo_copy.codex_home
     path = os.path.join(home, "memories_v2", "memory_summary.md")
     qtbot.wait(300)
