@@ -74,6 +74,13 @@ def test_the_home_its_project_rows_and_the_exact_preview(codex_window, demo_copy
     window.show_panel("preview")
     qtbot.waitUntil(lambda: "MEMORY_SUMMARY BEGINS" in window.preview.injected_text("all"), timeout=10_000)
     assert "run the payment tests" in window.preview.injected_text("all")
+    from keepgui.backends.codex.context import home_context
+    from keepgui.backends.codex.layout import CodexEnv
+
+    exact = home_context(CodexEnv.for_home(demo_copy.codex_home))
+    assert window.preview.injected_text("memory") == exact.memory  # Copy gives the block byte for byte
+    assert window.preview.injected_text("agents_md") == exact.agents_md
+    assert "memory injected" in window.preview.summary.text()
 
 
 def test_quick_keep_and_a_correction_are_notes_each_one_undo_step(codex_window, demo_copy, qtbot):

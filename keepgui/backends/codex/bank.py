@@ -27,8 +27,10 @@ removed while no consolidation has read it).
 
 from __future__ import annotations
 
+import calendar
 import os
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,9 +45,10 @@ from keepgui.backends.codex.text import is_blank, size_words, utf8_len
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
-    ACTIVITY,
     COMPACT,
+    CREATED,
     DISK,
+    EDITED,
     ENTITIES,
     FORCE,
     HISTORY,
@@ -55,6 +58,7 @@ from keepgui.core.source import (
     TAGS,
     TOMBSTONE,
     WHAT_IF,
+    Activity,
     BankDefaults,
     BankKey,
     BankSummary,
@@ -73,6 +77,9 @@ from keepgui.core.source import (
 if TYPE_CHECKING:
     from keepgui.backends.codex.backend import CodexSource
 
+TITLE_CHARS = 32
+"""A project's folder longer than this is named by its last two folders in the sidebar (the tooltip has it whole)."""
+
 HOME_BANK = "memory"
 """The name of a home's own bank (the memory with the global AGENTS.md alone)."""
 
@@ -90,7 +97,6 @@ CAPABILITIES = Capabilities(
         COMPACT: "Codex consolidates its memory itself; keepgui reviews what a consolidation changed "
         "(Bank → Review outside rewrite)",
         FORCE: "every note is kept as written; Codex's consolidation merges what repeats",
-        ACTIVITY: "Codex records no times per memory entry",
     },
     fields=frozenset({"text", "tags", "updated"}),
     ordered=True,
@@ -112,6 +118,15 @@ def correction_text(old: str, new: str) -> str:
 def forget_text(entries: Sequence[str]) -> str:
     """The note that asks to forget memory entries."""
     return "Forget these memories; they are wrong or no longer wanted:\n\n" + "\n\n".join(_quoted(e) for e in entries)
+
+
+def _note_time(key: str) -> int | None:
+    """The time (epoch ms, UTC) a note's name records, or None when the name has none."""
+    name = key.split(":", 1)[1]
+    try:
+        return int(calendar.timegm(time.strptime(name[:19], "%Y-%m-%dT%H-%M-%S")) * 1000)
+    except ValueError:
+        return None
 
 
 def _quoted(text: str) -> str:
@@ -147,7 +162,12 @@ class CodexBank(BankDefaults):
     @property
     def title(self) -> str:
         """How the sidebar names the bank: ``memory`` for the home, the project's folder otherwise."""
-        return HOME_BANK if self.cwd is None else short_path(self.cwd)
+        if self.cwd is None:
+            return HOME_BANK
+        shown = short_path(self.cwd)
+        if len(shown) <= TITLE_CHARS:
+            return shown
+        return os.path.join(*self.cwd.split(os.sep)[-2:])  # a long path: its last two folders
 
     def root(self) -> MemoryRoot:
         """The active memory root now."""
@@ -248,6 +268,20 @@ class CodexBank(BankDefaults):
             size=f"{sized['summary']:,} bytes",
             problems=len(self.problems()),
             title=self.title,
+        )
+
+    def activity(self) -> Activity:
+        """When the memory's files were written: a note when its name says, a rollout summary when it was
+        synced, the summary's entries (and the handbook's) when their file last changed — Codex keeps no
+        time per entry."""
+        events: list[tuple[int, str, str]] = []
+        for row in self.delivered:
+            when = _note_time(row.id) if row.id.startswith(NOTE + ":") else row.updated_at
+            if when is not None:
+                kind = EDITED if row.id.startswith(("summary:", "handbook:", "raw")) else CREATED
+                events.append((when, kind, row.id))
+        return Activity.from_events(
+            events, note="when each file was written: Codex keeps no time per entry of its summary"
         )
 
     def problems(self) -> list[Problem]:

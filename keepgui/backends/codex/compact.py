@@ -315,9 +315,11 @@ class ConsolidationReview(Plan):
         return f"{NOTE_HEAD}\n\n" + "\n".join(lines) if lines else ""
 
     def counts(self, selection: Selection = None) -> Counts:
-        """Changes found → changes asked back."""
+        """Changes found → changes left as they are (the others asked back by the note)."""
         chosen = len(self.normalise_selection(selection))
-        return Counts("changes", len(self.operations), len(self.operations) - chosen)
+        return Counts(
+            "changes left as the consolidation made them", len(self.operations), len(self.operations) - chosen
+        )
 
     def render(self, selection: Selection = None, context: int = 3) -> str:
         """The note the selection keeps, as a diff of a new file."""

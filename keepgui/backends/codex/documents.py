@@ -45,6 +45,7 @@ from keepgui.backends.codex.instructions import (
     UNREADABLE,
     ProjectFile,
     agents_chain,
+    global_file,
     lay_out,
 )
 from keepgui.backends.codex.memory import (
@@ -85,6 +86,8 @@ class Entry:
     kind: str
     project: ProjectFile | None = None
     exists: bool = True
+    label: str = ""
+    used: bool = True
 
 
 @dataclass(frozen=True)
@@ -125,13 +128,16 @@ def listing(bank: CodexBank) -> list[Entry]:
     home = bank.env.home
     out: list[Entry] = []
     present = [n for n in GLOBAL_NAMES if os.path.isfile(os.path.join(home, n))]
+    used = global_file(home).path
     for name in present or [AGENTS]:
-        out.append(Entry(os.path.join(home, name), GLOBAL, None, bool(present)))
+        path = os.path.join(home, name)
+        out.append(Entry(path, GLOBAL, None, bool(present), used=path == used or not present))
     if bank.cwd is not None and os.path.isdir(bank.cwd):
         chain = agents_chain(bank.cwd, home, bank.state_config())
-        out.extend(Entry(f.path, PROJECT, f) for f in chain.files)
+        # named from the project root (the folder the budget starts from), as a person finds them
+        out.extend(Entry(f.path, PROJECT, f, label=os.path.relpath(f.path, chain.root)) for f in chain.files)
         if not chain.files:
-            out.append(Entry(os.path.join(chain.root, AGENTS), PROJECT, None, False))
+            out.append(Entry(os.path.join(chain.root, AGENTS), PROJECT, None, False, AGENTS))
     root = bank.root()
     out.append(Entry(os.path.join(root.path, SUMMARY_NAME), SUMMARY))
     if os.path.isfile(os.path.join(root.path, HANDBOOK_NAME)):
@@ -176,9 +182,10 @@ class CodexDocuments:
         raise NotFound(f"{name} is not one of the files a Codex session in {self.bank.title} reads")
 
     def _title(self, entry: Entry) -> str:
-        where = _short(entry.path, self.bank.env.user_home)
+        where = entry.label or _short(entry.path, self.bank.env.user_home)
         if entry.kind == GLOBAL:
-            return f"{where} · global{'' if entry.exists else ', new'}"
+            state = ", new" if not entry.exists else "" if entry.used else ", not read (the override is used)"
+            return f"{where} · global{state}"
         if entry.kind == SUMMARY:
             return f"{os.path.basename(entry.path)} · injected memory"
         if entry.kind == HANDBOOK:

@@ -205,3 +205,13 @@ def test_a_project_folder_source_watches_the_home_outside_it(demo, tmp_path, mon
     assert plan.refresh == frozenset({name})
     plan = src.classify([("AGENTS.md",)], [name])
     assert plan.documents[name] == frozenset({os.path.join(demo.codex_project, "AGENTS.md")})
+
+
+def test_activity_dates_notes_by_their_names_and_files_by_their_times(source):
+    bank = source.bank(HOME_BANK)
+    bank.load()
+    activity = bank.activity()
+    notes = [k for k in activity.keys if k.startswith("note:")]
+    assert len(notes) == 3
+    at = 1_749_717_000_000  # 2025-06-12T08:30:00Z, the first note's name
+    assert "note:2025-06-12T08-30-00-ci-runs-on-python-3-12.md" in activity.keys_between(at, at + 1)
