@@ -146,6 +146,7 @@ class CodexBank(BankDefaults):
         self.problem = ""
         self._state: HomeState | None = None
         self._loaded = False
+        self._problem_count = 0
 
     # ------------------------------------------------------------ what it is
 
@@ -213,6 +214,7 @@ class CodexBank(BankDefaults):
             changed = first or rows != self.delivered
             previous = self._state
             self._state, self.delivered, self.problem, self._loaded = state, rows, "", True
+            self._problem_count = len(self.problems())
         change = Change(
             self.source.path,
             self.name,
@@ -266,7 +268,7 @@ class CodexBank(BankDefaults):
             " · ".join(parts),
             description=description,
             size=f"{sized['summary']:,} bytes",
-            problems=len(self.problems()),
+            problems=self._problem_count,  # counted by the load, off the GUI thread
             title=self.title,
         )
 
