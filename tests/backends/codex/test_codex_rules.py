@@ -221,3 +221,36 @@ def test_installed_version_asks_the_binary_and_says_none_without_one(tmp_path):
     assert installed_version(str(fake)) == "9.8.7"
     assert installed_version(environ={"PATH": str(tmp_path / "empty")}) is None
     assert installed_version(environ={"PATH": str(tmp_path)}) == "9.8.7"
+
+
+def test_summary_entries_by_section_bullet_and_paragraph():
+    from keepgui.backends.codex.entries import summary_entries
+
+    text = (
+        "v1\n\n## User Profile\nAnn writes Rust.\nShe likes tests.\n\n## What's in Memory\n### ~/src/app\n"
+        "#### 2025-06-14\n- topic: a, b\n  - desc: nested line\n\n  - learnings: after a blank line\n- second\n"
+    )
+    entries = summary_entries(text)
+    assert [(e.kind, e.section, e.line) for e in entries] == [
+        ("paragraph", "User Profile", 4),
+        ("bullet", "What's in Memory › ~/src/app › 2025-06-14", 10),
+        ("bullet", "What's in Memory › ~/src/app › 2025-06-14", 14),
+    ]
+    assert entries[1].text.endswith("  - learnings: after a blank line")
+    data = text.encode()
+    assert all(data[e.start : e.end].decode() == e.text for e in entries)
+
+
+def test_handbook_blocks_and_their_review():
+    from keepgui.backends.codex.compact import compare
+    from keepgui.backends.codex.memory import handbook_entries
+
+    before = (
+        "# Task Group: deploys\nscope: fly.io\napplies_to: cwd=~/shop; reuse_rule=always\n## Task 1: x\n\n"
+        "# Task Group: payments\nscope: refunds are idempotent\n"
+    )
+    entries = handbook_entries(before)
+    assert [(e.line, e.title) for e in entries] == [(1, "Task Group: deploys"), (6, "Task Group: payments")]
+    assert dict(entries[0].fields) == {"scope": "fly.io", "applies_to": "cwd=~/shop; reuse_rule=always"}
+    after = before.replace("# Task Group: payments\nscope: refunds are idempotent\n", "")
+    assert [k for k, _old, _new in compare("MEMORY.md", before, after)] == ["removed"]
