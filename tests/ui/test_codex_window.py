@@ -166,7 +166,8 @@ def test_a_consolidation_rewrite_is_reviewed_and_restored_by_a_note(codex_window
 
 
 def test_the_window_takes_codex_folders_on_its_command_line(tmp_path):
+    from keepgui.cli import build_parser
     from keepgui.ui.startup import explicit_sources
 
-    args = window_args(codex=[str(tmp_path / "a")])
+    args = build_parser().parse_args(["--codex", str(tmp_path / "a")])
     assert [s for s in explicit_sources(args) if s[0] == "codex"] == [("codex", str(tmp_path / "a"))]
