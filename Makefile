@@ -13,6 +13,9 @@
 #                into build/claude-cli/ with npm; the comparison tests install it there when missing
 #   make hermes-agent  install the real hermes-agent (the version keepgui was checked against) into
 #                its own venv, build/hermes-venv/; make hermes-compare runs the comparisons with it
+#   make codex-compare  install the real Codex CLI (@openai/codex at keepgui.backends.codex.CHECKED_VERSION)
+#                into build/codex-cli/ with npm (make codex-cli alone does only that) and compare keepgui's
+#                memory and AGENTS.md blocks with its first request, byte for byte, on generated trees
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -23,7 +26,7 @@ NB_PIN   := 0.3.5
 NB_STAMP := $(NB_VENV)/.installed-$(NB_PIN)
 NB_TESTS := tests/backends/nanobot/test_nanobot_prompt.py
 
-.PHONY: run test lint bench stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare
+.PHONY: run test lint bench stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare codex-cli codex-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,7 +43,7 @@ run: $(STAMP)
 # The real agents the comparison tests run, each pinned to the version keepgui was checked against and
 # installed once into build/ (npm or a venv of its own); a test whose agent cannot be installed skips
 # with the reason, so make test still runs on a machine without the registries.
-agents: claude-cli hermes-agent
+agents: claude-cli hermes-agent codex-cli
 
 # The whole suite, then the comparisons with nanobot's own ContextBuilder in build/nanobot-venv (nanobot-ai
 # and its ~800 MB of dependencies stay out of .venv, so the suite itself runs without them).
@@ -66,6 +69,12 @@ stress: $(STAMP)
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.backends.claude.claude_cli
+
+codex-cli: $(STAMP)
+	$(BIN)/python -m tests.backends.codex.codex_cli
+
+codex-compare: codex-cli
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider tests/backends/codex/test_codex_cli_compare.py
 
 hermes-agent: $(STAMP)
 	$(BIN)/python -m tests.backends.hermes.hermes_cli
