@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from keepgui.backends.codex.bank import HOME_BANK
 from keepgui.backends.codex.demo import write_baseline
 from keepgui.core.source import BankKey
-from keepgui.ui.memorymodel import COLUMN_INDEX, KeyRole
+from keepgui.ui.memorypanel.model import COLUMN_INDEX, KeyRole
 from keepgui.ui.settings import Settings
 from tests.backends.codex.test_codex_writes import lease
 from tests.ui.conftest import window_args
