@@ -4,6 +4,10 @@
 #   make test    set up .venv if needed, run the whole test suite headless
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
 #                and the import-linter contracts; .ci/run runs it before make test
+#   make bench   every benchmark (tests/bench/bench_*.py) at 10,000 and 100,000 memories, one table:
+#                figure, baseline (same run), ratio, target, met; fails only if a benchmark fails
+#   make bench-million  the benchmarks that run at several sizes, a million memories included
+#   make stress  the long reliability run (tests/stress), one summary; fails on any non-zero loss
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
 #   make nanobot-compare  install nanobot-ai into build/nanobot-venv and compare the prompt preview
@@ -15,7 +19,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench stress venv clean claude-cli nanobot-compare
+.PHONY: run test lint bench bench-million stress venv clean claude-cli nanobot-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +48,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.bench
+
+bench-million: $(STAMP)
+	KEEPGUI_BENCH_SIZES=10000,100000,1000000 QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.bench block filter scale views
 
 stress: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.stress
