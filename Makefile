@@ -3,7 +3,7 @@
 #                install command that fixes it), open keepgui on a fresh copy of the demo data
 #   make test    set up .venv if needed, run the whole test suite headless
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
-#                and the import-linter contracts; .ci/run runs it before make test
+#                the import-linter contracts and vulture (dead code); .ci/run runs it before make test
 #   make bench   every benchmark (tests/bench/bench_*.py) at 10,000 and 100,000 memories, one table:
 #                figure, baseline (same run), ratio, target, met; fails only if a benchmark fails
 #   make bench-million  the benchmarks that run at several sizes, a million memories included
@@ -44,6 +44,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check . || status=1; \
 	$(BIN)/mypy || status=1; \
 	$(BIN)/lint-imports || status=1; \
+	$(BIN)/vulture || status=1; \
 	exit $$status
 
 bench: $(STAMP)
