@@ -219,7 +219,7 @@ def results(found: Measured, name: str = "lane") -> list[Result]:
     after, own_after = _median(switched, "block_after_switch"), _median(switched, "own_block_after_switch")
     core_wall, core_cpu = _median(cores, "wall"), _median(cores, "cpu")
     table = statistics.median(m["table"] - m["switch"] for m in switched)
-    first = statistics.median(m.get("first_rows", m["table"] - m["switch"]) for m in switched)
+    first = _median(switched, "first_rows")
     rss = _median(runs, "rss")
     worst = max(runs, key=lambda m: m["block"])["blocks"][:1]
     out = [
