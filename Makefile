@@ -4,7 +4,11 @@
 #   make test    set up .venv if needed, run the whole test suite headless, then the nanobot comparisons
 #                in build/nanobot-venv (installed once, pinned)
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
-#                and the import-linter contracts; .ci/run runs it before make test
+#                the import-linter contracts and vulture (dead code); .ci/run runs it before make test
+#   make bench   every benchmark (tests/bench/bench_*.py) at 10,000 and 100,000 memories, one table:
+#                figure, baseline (same run), ratio, target, met; fails only if a benchmark fails
+#   make bench-million  the benchmarks that run at several sizes, a million memories included
+#   make stress  the long reliability run (tests/stress), one summary; fails on any non-zero loss
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
 #   make nanobot-compare  install nanobot-ai into build/nanobot-venv and compare the prompt preview
@@ -26,7 +30,7 @@ NB_PIN   := 0.3.5
 NB_STAMP := $(NB_VENV)/.installed-$(NB_PIN)
 NB_TESTS := tests/backends/nanobot/test_nanobot_prompt.py
 
-.PHONY: run test lint bench stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare codex-cli codex-compare
+.PHONY: run test lint bench bench-million stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare codex-cli codex-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,10 +63,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check . || status=1; \
 	$(BIN)/mypy || status=1; \
 	$(BIN)/lint-imports || status=1; \
+	$(BIN)/vulture || status=1; \
 	exit $$status
 
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.bench
+
+bench-million: $(STAMP)
+	KEEPGUI_BENCH_SIZES=10000,100000,1000000 QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.bench block filter scale views
 
 stress: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.stress
