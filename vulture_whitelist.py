@@ -15,6 +15,8 @@ _.on_any_event  # keepgui/core/watch.py
 # the standard library calls or reads these
 _.log_message  # http.server.BaseHTTPRequestHandler: tests/backends/claude/claude_cli.py
 _.do_POST  # the same handler
+_.do_GET  # the same (tests/backends/codex/codex_cli.py, tests/backends/hermes/hermes_cli.py)
+_.protocol_version  # read by http.server: the fake servers speak HTTP/1.1
 _.optionxform  # configparser: tests/ui/test_tray.py
 _.tempdir  # tempfile.tempdir: tests/conftest.py
 trace  # __exit__'s traceback parameter: keepgui/core/fsio.py
@@ -54,3 +56,8 @@ _.longest_own
 # Never called yet: the detail pane's docstring promises the bank's own fields (Capabilities.fields);
 # the memory panel, being rewritten, is to call it. Until then every field is shown.
 _.set_fields  # keepgui/ui/detail.py
+
+# read from config.toml only so a malformed value is reported as a problem: Codex injects memory
+# whatever they say (tests/backends/codex/test_codex_cli_compare.py proves it against the CLI)
+_.generate_memories  # keepgui/backends/codex/layout.py
+_.dedicated_tools

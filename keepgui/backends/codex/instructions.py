@@ -354,11 +354,6 @@ class AgentsChain:
         """The files skipped because the budget was spent."""
         return tuple(f for f in self.files if f.status == SKIPPED)
 
-    @property
-    def project_total(self) -> int:
-        """Bytes of every project file that claims its folder (what the budget would need)."""
-        return sum(f.size for f in self.files if f.status != HIDDEN)
-
     def to_obj(self) -> dict[str, object]:
         """For ``--json``."""
         cut = self.cut

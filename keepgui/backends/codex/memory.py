@@ -46,7 +46,6 @@ RAW_NAME = "raw_memories.md"
 ROLLOUTS_DIR = "rollout_summaries"
 SKILLS_DIR = "skills"
 NOTES_DIR = os.path.join("extensions", "ad_hoc", "notes")
-EXTENSIONS_DIR = "extensions"
 DIFF_NAME = "phase2_workspace_diff.md"
 
 SUMMARY_LIMIT = 10_000

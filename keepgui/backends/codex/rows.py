@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from keepgui.backends.codex.baseline import Baseline, BaselineUnreadable, read_baseline
 from keepgui.backends.codex.entries import NONE, PART, WHOLE, seen, summary_entries
-from keepgui.backends.codex.layout import V1, CodexConfig, CodexEnv, MemoryRoot, active_root, read_config
+from keepgui.backends.codex.layout import CodexConfig, CodexEnv, MemoryRoot, active_root, read_config
 from keepgui.backends.codex.memory import (
     CONSOLIDATED,
     REGENERATED,
@@ -256,8 +256,3 @@ def sizes(state: HomeState) -> dict[str, int]:
         "notes": sum(n.size for n in contents.notes),
         "raw": contents.raw.size if contents.raw is not None else 0,
     }
-
-
-def is_v1(state: HomeState) -> bool:
-    """True when the home uses the V1 root."""
-    return state.root.version == V1
