@@ -4,7 +4,11 @@
 #   make test    set up .venv if needed, run the whole test suite headless, then the nanobot comparisons
 #                in build/nanobot-venv (installed once, pinned)
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
-#                and the import-linter contracts; .ci/run runs it before make test
+#                the import-linter contracts and vulture (dead code); .ci/run runs it before make test
+#   make bench   every benchmark (tests/bench/bench_*.py) at 10,000 and 100,000 memories, one table:
+#                figure, baseline (same run), ratio, target, met; fails only if a benchmark fails
+#   make bench-million  the benchmarks that run at several sizes, a million memories included
+#   make stress  the long reliability run (tests/stress), one summary; fails on any non-zero loss
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
 #   make nanobot-compare  install nanobot-ai into build/nanobot-venv and compare the prompt preview
@@ -17,6 +21,9 @@
 #                against) into build/gemini-cli/ with npm
 #   make gemini-compare  install it when missing, then compare keepgui's Gemini context and inbox with
 #                the real CLI's, byte for byte, on generated trees (offline: a loopback server)
+#   make codex-compare  install the real Codex CLI (@openai/codex at keepgui.backends.codex.CHECKED_VERSION)
+#                into build/codex-cli/ with npm (make codex-cli alone does only that) and compare keepgui's
+#                memory and AGENTS.md blocks with its first request, byte for byte, on generated trees
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -27,8 +34,8 @@ NB_PIN   := 0.3.5
 NB_STAMP := $(NB_VENV)/.installed-$(NB_PIN)
 NB_TESTS := tests/backends/nanobot/test_nanobot_prompt.py
 
-.PHONY: run test lint bench stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare \
-	gemini-cli gemini-compare
+.PHONY: run test lint bench bench-million stress venv clean agents claude-cli nanobot-compare hermes-agent hermes-compare \
+	codex-cli codex-compare gemini-cli gemini-compare
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,7 +52,7 @@ run: $(STAMP)
 # The real agents the comparison tests run, each pinned to the version keepgui was checked against and
 # installed once into build/ (npm or a venv of its own); a test whose agent cannot be installed skips
 # with the reason, so make test still runs on a machine without the registries.
-agents: claude-cli hermes-agent gemini-cli
+agents: claude-cli hermes-agent codex-cli gemini-cli
 
 # The whole suite, then the comparisons with nanobot's own ContextBuilder in build/nanobot-venv (nanobot-ai
 # and its ~800 MB of dependencies stay out of .venv, so the suite itself runs without them).
@@ -61,10 +68,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check . || status=1; \
 	$(BIN)/mypy || status=1; \
 	$(BIN)/lint-imports || status=1; \
+	$(BIN)/vulture || status=1; \
 	exit $$status
 
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.bench
+
+bench-million: $(STAMP)
+	KEEPGUI_BENCH_SIZES=10000,100000,1000000 QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.bench block filter scale views
 
 stress: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.stress
@@ -78,6 +89,12 @@ gemini-cli: $(STAMP)
 gemini-compare: gemini-cli
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/backends/gemini/test_gemini_cli_compare.py tests/backends/gemini/test_gemini_inbox_compare.py
+
+codex-cli: $(STAMP)
+	$(BIN)/python -m tests.backends.codex.codex_cli
+
+codex-compare: codex-cli
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider tests/backends/codex/test_codex_cli_compare.py
 
 hermes-agent: $(STAMP)
 	$(BIN)/python -m tests.backends.hermes.hermes_cli

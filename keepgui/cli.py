@@ -240,6 +240,13 @@ def _global_parser() -> argparse.ArgumentParser:
         default=None,
         help="Hermes Agent home (~/.hermes, or a profile's folder) to open in the window (repeatable)",
     )
+    parser.add_argument(
+        "--codex",
+        metavar="DIR",
+        action="append",
+        default=None,
+        help="Codex home (~/.codex, $CODEX_HOME) or project folder to open in the window (repeatable)",
+    )
     parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
     parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
     parser.add_argument(

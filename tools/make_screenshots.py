@@ -119,6 +119,7 @@ def main(out: str) -> None:
     shot("quickkeep", popup)
     popup.close()
     claude_shots(app, window, shot)
+    codex_shots(app, window, shot)
     gemini_shots(app, window, shot)
     window.select_bank(BankKey(iii, "main"))
     window.close()
@@ -180,6 +181,59 @@ def claude_shots(app, window, shot) -> None:
     dialog = window.compaction.dialog
     dialog.resize(1300, 820)
     shot("claude-review", dialog)
+    dialog.reject()
+
+
+def codex_shots(app, window, shot) -> None:
+    """The Codex views: the memory as rows (a pending note selected), the project's AGENTS.md cut by the
+    budget, the two exact blocks, and what a consolidation changed (made here on the copy) with its review."""
+    from keepgui.backends.codex.bank import HOME_BANK
+    from keepgui.backends.codex.demo import write_baseline
+
+    home = next(s for s in window.hub.sources.values() if s.kind == "codex")
+    key = BankKey(home.path, HOME_BANK)
+    project = BankKey(home.path, next(n for n in window.hub.banks(home.path) if n != HOME_BANK))
+    window.banner.dismiss()
+    window.select_bank(key)
+    window.show_panel("memories")
+    settle(app, 1.0, lambda: window.current == key and window._loading is None)
+    window.memories.select_key("note:2025-06-14T17-02-41-payment-provider-sandbox.md")
+    shot("codex-memories")
+    window.select_bank(project)
+    settle(app, 1.0, lambda: window.current == project and window._loading is None)
+    window.show_panel("rules")
+    rules = window.rules
+    row = next(i for i in range(rules.list.count()) if "services/api/AGENTS.md" in rules.list.item(i).text())
+    rules.list.setCurrentRow(row)
+    settle(app, 0.5)
+    rules.editor.verticalScrollBar().setValue(rules.editor.verticalScrollBar().maximum())
+    shot("codex-rules")
+    window.show_panel("preview")
+    settle(app, 1.0, lambda: window.preview.last_result is not None)
+    shot("codex-preview")
+    window.select_bank(key)
+    window.show_panel("memories")
+    settle(app, 1.0, lambda: window.current == key and window._loading is None)
+    # what a consolidation does: a preference dropped, one reworded, one added; then Codex re-baselines
+    root = os.path.join(home.env.home, "memories_v2")
+    path = os.path.join(root, "memory_summary.md")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    text = text.replace(
+        "- prefers small reviewable diffs over one large change; split refactors from behaviour changes\n", ""
+    ).replace("one line under 72 characters", "one line under 50 characters")
+    text = text.replace("## General Tips\n", "## General Tips\n- Friday deploys are fine when CI is green.\n")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    write_baseline(root, {"memory_summary.md": text.encode()}, int(time.time()))
+    window.hub.refresh_bank(key)
+    settle(app, 1.0, lambda: window.banner.isVisible() and "rewritten" in window.banner.label.text())
+    next(b for b in window.banner.buttons if b.text() == "Review").click()
+    settle(app, 1.0, lambda: window.compaction.dialog is not None)
+    dialog = window.compaction.dialog
+    dialog.resize(1300, 820)
+    dialog._set_selection(dialog.plan.select("all"))
+    shot("codex-review", dialog)
     dialog.reject()
 
 

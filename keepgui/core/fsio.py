@@ -403,6 +403,73 @@ def _replace(tmp: str, path: str) -> None:
             time.sleep(0.05 * (attempt + 1))
 
 
+def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> Stamp:
+    """Create ``path`` holding ``data``, whole, and only if nothing has that name: never a replace.
+
+    The bytes go to a temporary file in the same folder (synced), which is then
+    hard-linked to ``path``: ``link()`` fails when the name exists, whoever made
+    it and however late, so another writer's file is never replaced (a check
+    followed by a rename could). The temporary name is removed and the folder
+    synced. ``FileExistsError`` when the name is taken (nothing written);
+    :class:`WriteFailed` on any other failure. Where the filesystem has no hard
+    links, an ``O_EXCL`` create written in place is used instead (still never
+    a replace; a crash then can leave a short file, which the caller's reader
+    must tolerate). Returns the stamp of the new file.
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(path) or "."
+    tmp = temp_name_for(path)
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise _failure(path, exc, "nothing was created") from None
+    try:
+        try:
+            _write_all(fd, data)
+            os.chmod(tmp, mode & ~umask)
+            os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path, follow_symlinks=False)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            _create_in_place(path, data, mode & ~umask)  # a filesystem without hard links (some FUSE, FAT)
+            st = os.stat(path)
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise FileExistsError(errno.EEXIST, "already exists; nothing was created", path) from None
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _failure(path, exc, "nothing was created") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    fsync_dir(folder)
+    return Stamp.of(data, st)
+
+
+def _create_in_place(path: str, data: bytes, mode: int) -> None:
+    """``O_CREAT | O_EXCL``, written and synced (the fallback of :func:`create_new`)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, mode)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) -> None:
     """Delete ``path`` (durably), refusing with :class:`Conflict` if it changed since ``expect``."""
     check_unchanged(path, expect)
@@ -411,35 +478,6 @@ def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) ->
     except FileNotFoundError:
         return
     fsync_dir(os.path.dirname(os.fspath(path)) or ".")
-
-
-def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> Stamp:
-    """Create ``path`` with ``data`` only if nothing is there (``O_CREAT | O_EXCL``), durably.
-
-    For the files an agent itself creates exclusively and never rewrites — a lock taken the way the
-    agent takes it, an ownership marker — where a second creator must fail (FileExistsError), not
-    replace. Returns the new file's stamp; on a failed write the half-made file is removed.
-    """
-    path = os.fspath(path)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY | _NOFOLLOW, mode)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        raise _failure(path, exc, "nothing was created") from None
-    try:
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise _failure(path, exc, "nothing was created") from None
-    fsync_dir(os.path.dirname(path) or ".")
-    return Stamp.of(data, st)
 
 
 def mark_used(path: str | os.PathLike[str]) -> None:

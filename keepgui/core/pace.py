@@ -19,12 +19,10 @@ whichever thread happened to allocate (often the GUI thread). Work that builds b
 them old at once (:func:`made_old`, :func:`age_young_objects`), so only a full collection, rare,
 looks at them.
 
-Tried and measured out: background threads taking turns between checkpoints (one runs Python
-at a time, so the GUI thread competes for the lock with one thread, not five). Beside no turns, in
-the same run (tests.bench.bench_block, 100k, medians of 3), the longest GUI block was about the same
-(42 vs 52 ms after a switch, 56 vs 64 ms on a first show; 21 vs 22 ms at 10k) while the table took
-1.7 times as long to fill (3.43 vs 2.05 s): the threads that waited for their turn were the ones
-building what the table needs.
+Tried and measured out (figures in docs/bench.md): background threads taking turns between
+checkpoints, so that the GUI thread competes for the lock with one thread, not five: the longest GUI
+block was about the same and the table took much longer to fill, because the threads that waited
+for their turn were the ones building what the table needs.
 
 A background thread never waits more than :data:`MAX_WAIT` at one checkpoint, and once one wait
 ran out, no checkpoint waits again until the foreground was idle: a foreground that is busy without

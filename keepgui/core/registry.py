@@ -34,6 +34,7 @@ BUILTIN: tuple[str, ...] = (
     "keepgui.backends.nanobot.backend",
     "keepgui.backends.claude.backend",
     "keepgui.backends.hermes.backend",
+    "keepgui.backends.codex.backend",
     "keepgui.backends.gemini.backend",
 )
 """The modules of the built-in backends, in the order the window lists them."""

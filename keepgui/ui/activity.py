@@ -151,12 +151,6 @@ class ActivityStrip(QWidget):
                 self._choose_range(*self.selection)  # rows that changed in the range since are shown too
         self._recount()
 
-    def set_activity(self, activity: Activity | None) -> None:
-        """Show these events (what the hub delivers; tests and benchmarks call it directly)."""
-        self.activity = activity
-        self.problem = ""
-        self._recount()
-
     # ------------------------------------------------------------------ counting
 
     def day_count(self) -> int:

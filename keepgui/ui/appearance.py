@@ -150,11 +150,6 @@ def apply_theme(choice: str) -> None:
     refresh_icons(app)
 
 
-def current_theme() -> str:
-    """``dark`` or ``light``: what the palette in use looks like (whatever was chosen)."""
-    return "dark" if theme.is_dark() else "light"
-
-
 def refresh_icons(root: QObject) -> None:
     """Draw the themed icons of every action again, in the palette's text colour."""
     actions = root.findChildren(QAction) if not isinstance(root, QApplication) else []

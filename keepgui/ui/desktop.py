@@ -65,7 +65,6 @@ class Desktop(QObject):
         self._compaction_handler: Callable[[BankKey], None] = self.show_bank
         self._quitting = False
         self._told_about_tray = False
-        self._pending_select: Callable[[str], None] | None = None
         if tray_available() if use_tray is None else use_tray:
             self.tray = KeepTray(bool(window.settings.get(KEEP_RUNNING_SETTING, False)), self)
             self.tray.quickKeepRequested.connect(self.quick_keep)

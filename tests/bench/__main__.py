@@ -2,7 +2,9 @@
 
 ``python -m tests.bench [--quick] [NAME ...]`` runs the ``bench_*.py`` modules
 (all of them, or those whose name contains a NAME) and prints each figure, its
-baseline, the ratio, the target and whether it is met. Each module runs in a
+baseline, the ratio, the target and whether it is met, then how long it all took. The run fails
+(exit status 1) only when a benchmark module fails or reports nothing; a target not met is a
+``NO`` in the table. Each module runs in a
 fresh process, so no benchmark pays for the memory another one left behind;
 within a module, a figure and its baseline are measured side by side.
 """
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         modules = [m for m in modules if any(n in m for n in args.names)]
     results: list[Result] = []
     failed = []
+    began = time.perf_counter()
     for name in modules:
         start = time.perf_counter()
         print(f"running {name} ...", file=sys.stderr, flush=True)
@@ -53,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(results)
     for line in failed:
         print(f"FAILED {line}")
+    took = time.perf_counter() - began
+    print(f"{len(modules)} benchmark modules, {len(results)} figures, {len(failed)} failed, in {took / 60:.1f} min")
     return 1 if failed else 0
 
 

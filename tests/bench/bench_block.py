@@ -16,15 +16,25 @@ then), and the window opened on a 100-memory bank that then, once it idled a sec
 big one (the longest block while only the load runs).
 
     KEEPGUI_BENCH_BASELINE=/tmp/mainsnap KEEPGUI_BENCH_SIZES=10000,100000 python -m tests.bench.bench_block
+
+Under ``make bench`` (:func:`run`) the same runs give issue 32's figures, each beside its baseline
+from the same run: the longest GUI block with the window opened on the bank beside a bare PySide6
+window's first show (a tree and a table, watched the same way, alternating with the windows); the
+longest block while the bank opens in a window already up beside that bare window idling; the first
+rows after the switch beside the table fully loaded; the table fully loaded after the switch beside
+the core load (wall time, a fresh process); the window's peak RSS beside the bare window's; with
+``KEEPGUI_BENCH_BASELINE``, the two blocks beside that tree's too.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import sys
 import tempfile
+from dataclasses import dataclass
 
-from tests.bench.common import ROOT, bank_in_data_dir, cached_bank, run_in_tree
+from tests.bench.common import ROOT, Result, bank_in_data_dir, bench_sizes, cached_bank, print_table, run_in_tree
 
 WATCH = os.path.join(ROOT, "tests", "bench", "guiwatch.py")
 
@@ -60,6 +70,10 @@ def on_loaded(key):
 window.loaded.connect(on_loaded)
 def poll():
     panel = window.memories
+    key = getattr(panel, "key", None)
+    if "switch" in marks and "first_rows" not in marks and key is not None and key.bank == "bank":
+        if panel.model.rowCount():
+            marks["first_rows"] = time.perf_counter() - t0 - marks["switch"]
     if "loaded" in marks and panel.model.rowCount() == total and getattr(panel, "_building", None) is None:
         marks["table"] = time.perf_counter() - t0
         marks["block"] = watch.longest()
@@ -102,28 +116,221 @@ def load_window(tree: str, data_dir: str, memories: int, first: str = "bank") ->
     return run_in_tree(tree, _WINDOW, [data_dir, str(memories), WATCH, first], timeout=1800)
 
 
-def main() -> None:
-    """Print the figures of every size (see the module)."""
+_BARE = r"""
+import sys, time, json, os, resource, importlib.util
+t0 = time.perf_counter()
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import QApplication, QMainWindow, QSplitter, QTableView, QTreeView
+import keepgui
+watch_path = sys.argv[1]
+spec = importlib.util.spec_from_file_location("guiwatch", watch_path)
+guiwatch = sys.modules["guiwatch"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(guiwatch)
+app = QApplication([])
+window = QMainWindow()
+splitter = QSplitter()
+tree, table = QTreeView(), QTableView()
+banks = QStandardItemModel()
+for name in ("a-small", "bank"):
+    banks.appendRow(QStandardItem(name))
+rows = QStandardItemModel(100, 6)
+for r in range(100):
+    for c in range(6):
+        rows.setItem(r, c, QStandardItem(f"row {r} column {c}"))
+tree.setModel(banks)
+table.setModel(rows)
+splitter.addWidget(tree)
+splitter.addWidget(table)
+window.setCentralWidget(splitter)
+window.resize(1200, 800)
+window.show()
+watch = guiwatch.GuiWatch(t0=t0)
+marks = {"tree": os.path.dirname(os.path.dirname(keepgui.__file__))}
+def idle():
+    marks["gaps_before"] = len(watch.gaps)
+def done():
+    marks["block"] = watch.longest(0)
+    marks["idle_block"] = watch.longest(marks["gaps_before"])
+    marks["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    watch.stop()
+    print(json.dumps(marks), flush=True)
+    app.quit()
+QTimer.singleShot(1000, idle)
+QTimer.singleShot(2000, done)
+app.exec()
+"""
+
+
+def bare_window() -> dict:
+    """A bare PySide6 window (a tree and a table of 100 rows) shown and idling, watched as the window
+    is: ``block`` its longest GUI block from the first show on, ``idle_block`` while it idles, ``rss``."""
+    return run_in_tree(ROOT, _BARE, [WATCH], timeout=120)
+
+
+def trees_to_compare() -> list[tuple[str, str]]:
+    """This tree, and ``KEEPGUI_BENCH_BASELINE`` (``baseline``) and ``KEEPGUI_BENCH_EXTRA`` trees when given."""
     baseline = os.environ.get("KEEPGUI_BENCH_BASELINE")
-    sizes = [int(s) for s in os.environ.get("KEEPGUI_BENCH_SIZES", "10000,100000").split(",")]
-    repeat = int(os.environ.get("KEEPGUI_BENCH_REPEAT", "3"))
     trees = [("lane", ROOT)] + ([("baseline", baseline)] if baseline else [])
     for extra in filter(None, os.environ.get("KEEPGUI_BENCH_EXTRA", "").split(";")):  # name=tree;...
         name, _, tree = extra.partition("=")
         trees.append((name, tree))
+    return trees
+
+
+@dataclass
+class Measured:
+    """One size's runs: per tree, the core loads, the windows opened on the bank and those switched to
+    it from a small bank; and the bare windows measured alternately with them."""
+
+    memories: int
+    cores: dict[str, list[dict]]
+    runs: dict[str, list[dict]]
+    switched: dict[str, list[dict]]
+    bare: list[dict]
+
+
+def measure(memories: int, repeat: int, trees: list[tuple[str, str]]) -> Measured:
+    """Every process of one size, ``repeat`` times each, the trees and the bare window alternating."""
+    folder = cached_bank(memories, int(memories * 2.5))
+    data_dir = tempfile.mkdtemp(prefix="keepgui-bench-block-")
+    bank_in_data_dir(folder, data_dir)
+    bank_in_data_dir(cached_bank(100, 250), data_dir, "a-small")
+    found = Measured(memories, {n: [] for n, _ in trees}, {n: [] for n, _ in trees}, {n: [] for n, _ in trees}, [])
+    for _ in range(repeat):
+        found.bare.append(bare_window())
+        for name, tree in trees:
+            found.cores[name].append(core_load(tree, folder))
+            found.runs[name].append(load_window(tree, data_dir, memories))
+            found.switched[name].append(load_window(tree, data_dir, memories, first="a-small"))
+    return found
+
+
+def _median(marks: list[dict], key: str) -> float:
+    return statistics.median(m[key] for m in marks)
+
+
+def results(found: Measured, name: str = "lane") -> list[Result]:
+    """The figures of issue 32 for one size and tree, each beside its baseline from the same run."""
+    n = f"{found.memories:,}"
+    runs, switched, cores = found.runs[name], found.switched[name], found.cores[name]
+    bare_block, bare_idle = _median(found.bare, "block"), _median(found.bare, "idle_block")
+    block, own = _median(runs, "block"), _median(runs, "own_block")
+    after, own_after = _median(switched, "block_after_switch"), _median(switched, "own_block_after_switch")
+    core_wall, core_cpu = _median(cores, "wall"), _median(cores, "cpu")
+    table = statistics.median(m["table"] - m["switch"] for m in switched)
+    first = _median(switched, "first_rows")
+    rss = _median(runs, "rss")
+    worst = max(runs, key=lambda m: m["block"])["blocks"][:1]
+    out = [
+        Result(
+            f"longest GUI block, window opened on the bank (first show included), {n}",
+            block * 1000,
+            "ms",
+            bare_block * 1000,
+            "bare PySide6 window's first show",
+            block / bare_block if bare_block else None,
+            "×",
+            "≤ 16 ms beyond a bare window's first show",
+            block - bare_block <= 0.016,
+            f"less the GUI thread's run-queue wait {own * 1000:.1f} ms; longest: {'; '.join(worst) or '—'}",
+        ),
+        Result(
+            f"longest GUI block, the bank opened while the window is up, {n}",
+            after * 1000,
+            "ms",
+            bare_idle * 1000,
+            "bare PySide6 window idling",
+            after / bare_idle if bare_idle else None,
+            "×",
+            "≤ 16 ms",
+            after <= 0.016,
+            f"less the GUI thread's run-queue wait {own_after * 1000:.1f} ms",
+        ),
+        Result(
+            f"first rows visible after opening the bank, {n}",
+            first,
+            "s",
+            table,
+            "table fully loaded",
+            first / table if table else None,
+            "×",
+            "≤ 0.5 s",
+            first <= 0.5,
+        ),
+        Result(
+            f"table fully loaded ÷ core load, {n}",
+            table,
+            "s",
+            core_wall,
+            "core load (MemoryLog.refresh, fresh process)",
+            table / core_wall if core_wall else None,
+            "×",
+            "≤ 1.2×",
+            table <= 1.2 * core_wall,
+            f"the core load's CPU time {core_cpu:.2f} s ({table / core_cpu:.2f}× it)" if core_cpu else "",
+        ),
+        Result(
+            f"window peak RSS, opened on the bank, {n}",
+            rss,
+            "MiB",
+            _median(found.bare, "rss"),
+            "bare PySide6 window",
+            None,
+            "",
+            "≤ 1.5 GiB at 1M",
+            rss <= 1536 if found.memories >= 1_000_000 else None,
+        ),
+    ]
+    if "baseline" in found.runs and name == "lane":
+        out += _against(found)
+    return out
+
+
+def _against(found: Measured) -> list[Result]:
+    """The lane's two GUI blocks beside the ``KEEPGUI_BENCH_BASELINE`` tree's, measured alternately."""
+    n = f"{found.memories:,}"
+    out = []
+    for key, what, marks in (
+        ("block", "window opened on the bank", found.runs),
+        ("block_after_switch", "the bank opened while the window is up", found.switched),
+    ):
+        ours, theirs = _median(marks["lane"], key), _median(marks["baseline"], key)
+        out.append(
+            Result(
+                f"longest GUI block, {what}, {n}, vs the baseline tree",
+                ours * 1000,
+                "ms",
+                theirs * 1000,
+                "KEEPGUI_BENCH_BASELINE, same run",
+                ours / theirs if theirs else None,
+                "×",
+                "no worse",
+                ours <= theirs * 1.1,
+            )
+        )
+    return out
+
+
+def run(quick: bool = False) -> list[Result]:
+    """``make bench``: the figures of every size (``KEEPGUI_BENCH_REPEAT`` runs each, default 3; 1 for
+    ``--quick``)."""
+    repeat = int(os.environ.get("KEEPGUI_BENCH_REPEAT", "1" if quick else "3"))
+    trees = trees_to_compare()
+    out: list[Result] = []
+    for memories in bench_sizes(quick):
+        out += results(measure(memories, repeat, trees))
+    return out
+
+
+def main() -> None:
+    """Print the figures of every size, per tree, with the longest blocks explained (see the module)."""
+    sizes = [int(s) for s in os.environ.get("KEEPGUI_BENCH_SIZES", "10000,100000").split(",")]
+    repeat = int(os.environ.get("KEEPGUI_BENCH_REPEAT", "3"))
+    trees = trees_to_compare()
     for memories in sizes:
-        folder = cached_bank(memories, int(memories * 2.5))
-        data_dir = tempfile.mkdtemp(prefix="keepgui-bench-block-")
-        bank_in_data_dir(folder, data_dir)
-        bank_in_data_dir(cached_bank(100, 250), data_dir, "a-small")
-        runs: dict[str, list[dict]] = {name: [] for name, _ in trees}
-        switched: dict[str, list[dict]] = {name: [] for name, _ in trees}
-        cores: dict[str, list[dict]] = {name: [] for name, _ in trees}
-        for _ in range(repeat):
-            for name, tree in trees:
-                cores[name].append(core_load(tree, folder))
-                runs[name].append(load_window(tree, data_dir, memories))
-                switched[name].append(load_window(tree, data_dir, memories, first="a-small"))
+        found = measure(memories, repeat, trees)
+        runs, switched, cores = found.runs, found.switched, found.cores
         for name, _ in trees:
             core_cpu = statistics.median(c["cpu"] for c in cores[name])
             core_wall = statistics.median(c["wall"] for c in cores[name])
@@ -166,4 +373,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if "--table" in sys.argv:
+        print_table(run("--quick" in sys.argv))
+    else:
+        main()

@@ -12,6 +12,12 @@ work), the time of one repaint of the table's cells after it settled (the repain
 digest of the rows shown, in order, which must be the same for both trees.
 
     KEEPGUI_BENCH_BASELINE=/tmp/mainsnap KEEPGUI_BENCH_SIZES=100000,1000000 python -m tests.bench.bench_filter
+
+Under ``make bench`` (:func:`run`, at :func:`~tests.bench.common.bench_sizes`) the typed keystrokes
+of the three modes give three figures per size, medians: the GUI thread's work in the filter slots,
+the longest GUI block from the text set to the rows painted, the time until the rows are shown;
+each beside the table's repaint alone in the same run (or, with ``KEEPGUI_BENCH_BASELINE``, beside
+that tree's figure, the rows shown compared at every keystroke).
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 
-from tests.bench.common import ROOT, cached_bank, run_in_tree
+from tests.bench.common import ROOT, Result, bench_sizes, cached_bank, print_table, run_in_tree
 
 QUERIES = ["grafana dashboards", "mike prefers", "postgres 16", "the lisbon office", "kubernetes"]
 
@@ -146,6 +153,65 @@ def run_tree(tree: str, log_path: str) -> dict:
     return run_in_tree(tree, _CHILD, [log_path, json.dumps(QUERIES)], timeout=3600)
 
 
+def _typed(steps: list) -> list:
+    """The keystrokes of a run that type (not those that clear the box)."""
+    return [step for step in steps if not step[0].endswith("cleared")]
+
+
+def results(memories: int, found: dict[str, dict]) -> list[Result]:
+    """The filter's figures for one size, each beside the table's own repaint of the same run (the floor
+    of what a keystroke that changes the rows shown costs the GUI thread); with a baseline tree, beside
+    its figures too."""
+    n = f"{memories:,}"
+    steps = _typed(found["lane"]["steps"])
+    repaint = statistics.median(s[9] for s in steps)
+    out = []
+    for label, at, target, goal in (
+        ("filter: GUI-thread work per keystroke", 6, "≤ 16 ms (longest)", 0.016),
+        ("filter: longest GUI block per keystroke (text set → rows painted)", 2, "≤ 16 ms (median)", 0.016),
+        ("filter: text → rows shown per keystroke", 3, "< 50 ms (median)", 0.050),
+    ):
+        values = [s[at] for s in steps]
+        median, longest = statistics.median(values), max(values)
+        met = longest <= goal if "longest" in target else median < goal if "<" in target else median <= goal
+        base, base_name = repaint, "the table's repaint alone"
+        if "baseline" in found:
+            base = statistics.median(s[at] for s in _typed(found["baseline"]["steps"]))
+            base_name = "KEEPGUI_BENCH_BASELINE, same run"
+        out.append(
+            Result(
+                f"{label}, {n}",
+                median * 1000,
+                "ms",
+                base * 1000,
+                base_name,
+                median / base if base else None,
+                "×",
+                target,
+                met,
+                f"median of {len(steps)} keystrokes (history off, on, a day range), longest {longest * 1000:.1f} ms",
+            )
+        )
+    if "baseline" in found:
+        lane = [(s[0], s[1], s[4], s[5]) for s in found["lane"]["steps"]]
+        base_rows = [(s[0], s[1], s[4], s[5]) for s in found["baseline"]["steps"]]
+        if lane != base_rows:
+            raise AssertionError(f"the rows shown differ from the baseline tree's at {memories:,} memories")
+        out[-1].note += "; rows shown identical to the baseline tree's at every keystroke"
+    return out
+
+
+def run(quick: bool = False) -> list[Result]:
+    """``make bench``: the filter's figures at every size (one child per tree and size)."""
+    baseline = os.environ.get("KEEPGUI_BENCH_BASELINE")
+    trees = [("lane", ROOT)] + ([("baseline", baseline)] if baseline else [])
+    out: list[Result] = []
+    for memories in bench_sizes(quick):
+        log_path = os.path.join(cached_bank(memories, int(memories * 2.5)), "memories.jsonl")
+        out += results(memories, {name: run_tree(tree, log_path) for name, tree in trees})
+    return out
+
+
 def main() -> None:
     """Print each tree's median and longest GUI-thread block per keystroke, per size."""
     baseline = os.environ.get("KEEPGUI_BENCH_BASELINE")
@@ -172,4 +238,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if "--table" in sys.argv:
+        print_table(run("--quick" in sys.argv))
+    else:
+        main()

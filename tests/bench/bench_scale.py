@@ -15,7 +15,8 @@ committed). Each figure is measured in fresh processes beside its baseline from 
   the whole log);
 * the in-process preview, median and p90 over realistic questions.
 
-``--quick`` runs the 10,000 size only. ``KEEPGUI_BENCH_SIZES=10000,100000`` picks sizes,
+``--quick`` runs the 10,000 size only, ``make bench`` 10,000 and 100,000; ``KEEPGUI_BENCH_SIZES=10000,100000,1000000``
+picks sizes,
 ``KEEPGUI_BENCH_PARTS=cli,preview`` the parts; ``KEEPGUI_BENCH_BASELINE=<a checkout of main>`` adds the
 cached CLI figures of that tree beside ours, alternating runs, outputs compared byte for byte.
 """
@@ -33,7 +34,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from tests.bench.common import Result, bank_in_data_dir, cached_bank, median_time
+from tests.bench.common import Result, bank_in_data_dir, bench_sizes, cached_bank, median_time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -286,7 +287,7 @@ def cli(memories: int, repeat: int) -> list[Result]:
     bank_in_data_dir(folder, data_dir)
     keepgui = [sys.executable, "-m", "keepgui"]
     out = []
-    if memories == min(_sizes(False)):
+    if memories == min(bench_sizes()):
         version = statistics.median(_wall(keepgui + ["--version"]) for _ in range(repeat))
         bare = statistics.median(_wall([sys.executable, "-c", "pass"]) for _ in range(repeat))
         out.append(
@@ -466,19 +467,15 @@ def in_process_preview(memories: int) -> Result:
     )
 
 
-def _sizes(quick: bool) -> list[int]:
-    given = os.environ.get("KEEPGUI_BENCH_SIZES")
-    if given:
-        return [int(x) for x in given.split(",")]
-    return [10_000] if quick else [10_000, 100_000, 1_000_000]
-
-
 def run(quick: bool = False) -> list[Result]:
     """Every figure at every size; ``KEEPGUI_BENCH_PARTS`` (e.g. ``cli,preview``) picks among
-    core, cli, preview and window (the window needs core)."""
-    parts = set(os.environ.get("KEEPGUI_BENCH_PARTS", "core,cli,preview,window").split(","))
+    core, cli, preview and window (the window needs core). The window is left out by default:
+    :mod:`tests.bench.bench_block` measures its figures beside their baselines (a bare window, the
+    core load timed the same way), medians of several runs, where this part times one window from
+    process start against the core load's CPU time."""
+    parts = set(os.environ.get("KEEPGUI_BENCH_PARTS", "core,cli,preview").split(","))
     results: list[Result] = []
-    for memories in _sizes(quick):
+    for memories in bench_sizes(quick):
         repeat = 3 if memories < 1_000_000 else 1
         core_results = core(memories, repeat) if parts & {"core", "window"} else []
         results += core_results

@@ -1,7 +1,8 @@
 """Issue 18's benchmark: the memory graph and the activity strip at 10,000, 100,000 and 1,000,000 memories.
 
-On generated banks (2.5 log lines per memory, :mod:`tests.bench.synth`; the million is generated on
-first use and cached outside the repository):
+On generated banks (2.5 log lines per memory, :mod:`tests.bench.synth`; ``make bench`` measures
+10,000 and 100,000, ``KEEPGUI_BENCH_SIZES`` other sizes; the million is generated on first use and
+cached outside the repository):
 
 * graph: building and laying out the graph in this process, against loading the bank itself (the
   replay) in the same run; the same through the layout process, and the CPU the GUI's process spends
@@ -33,6 +34,7 @@ import time
 from tests.bench.common import (
     Result,
     bank_in_data_dir,
+    bench_sizes,
     cached_bank,
     fresh_copy,
     interleaved,
@@ -499,7 +501,7 @@ def run(quick: bool = False) -> list[Result]:
     from keepgui.ui.application import make_app
 
     app = make_app()
-    sizes = [(10_000, 25_000)] if quick else [(10_000, 25_000), (100_000, 250_000), (1_000_000, 2_500_000)]
+    sizes = [(n, n * 5 // 2) for n in bench_sizes(quick)]
     results: list[Result] = []
     for memories, lines in sizes:
         start = time.perf_counter()

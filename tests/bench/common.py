@@ -90,6 +90,16 @@ def interleaved(a: Callable[[], object], b: Callable[[], object], repeat: int = 
     return statistics.median(ta), statistics.median(tb)
 
 
+def bench_sizes(quick: bool = False) -> list[int]:
+    """The bank sizes (memories) of the benchmarks that run at several: ``KEEPGUI_BENCH_SIZES`` (e.g.
+    ``10000,100000,1000000``), else 10,000 and 100,000 (10,000 for ``--quick``). A million is left to
+    ``make bench-million``: generating its bank and loading it in every process takes most of an hour."""
+    given = os.environ.get("KEEPGUI_BENCH_SIZES")
+    if given:
+        return [int(s) for s in given.split(",")]
+    return [10_000] if quick else [10_000, 100_000]
+
+
 def peak_rss_mb() -> float:
     """Peak resident set size of this process in MiB."""
     usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

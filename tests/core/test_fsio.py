@@ -211,6 +211,82 @@ def test_an_exchange_the_filesystem_refuses_falls_back_to_a_replace(tmp_path, mo
     assert path.read_bytes() == b"new\n" and [p.name for p in tmp_path.iterdir()] == ["f.md"]
 
 
+def test_create_new_never_replaces_and_leaves_no_temp(tmp_path):
+    path = tmp_path / "note.md"
+    stamp = fsio.create_new(path, b"first")
+    assert path.read_bytes() == b"first" and stamp.same_content(fsio.current_stamp(path))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644 & ~_umask()
+    with pytest.raises(FileExistsError):
+        fsio.create_new(path, b"second")
+    assert path.read_bytes() == b"first"
+    # a dangling link or a folder under the name counts as taken too
+    (tmp_path / "gone.md").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FileExistsError):
+        fsio.create_new(tmp_path / "gone.md", b"x")
+    assert not (tmp_path / "nowhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gone.md", "note.md"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _create_racer(path: str, label: str, queue) -> None:
+    try:
+        fsio.create_new(path, (label * 20_000).encode())
+        queue.put(("made", label))
+    except FileExistsError:
+        queue.put(("taken", label))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_create_new_racing_processes_one_wins_whole(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    path = str(tmp_path / "2025-01-01T00-00-00-race.md")
+    procs = [ctx.Process(target=_create_racer, args=(path, chr(ord("a") + i), queue)) for i in range(8)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(30)
+    results = [queue.get(timeout=5) for _ in procs]
+    made = [label for what, label in results if what == "made"]
+    assert len(made) == 1, results
+    with open(path, "rb") as fh:
+        assert fh.read() == (made[0] * 20_000).encode()  # whole, the winner's alone
+    assert os.listdir(tmp_path) == [os.path.basename(path)]
+
+
+def test_create_new_without_hard_links_creates_exclusively(tmp_path, monkeypatch):
+    import errno
+
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    fsio.create_new(tmp_path / "a.md", b"one")
+    assert (tmp_path / "a.md").read_bytes() == b"one"
+    with pytest.raises(FileExistsError):
+        fsio.create_new(tmp_path / "a.md", b"two")
+    assert (tmp_path / "a.md").read_bytes() == b"one" and os.listdir(tmp_path) == ["a.md"]
+
+
+def test_create_new_failure_names_the_file_and_leaves_nothing(tmp_path, monkeypatch):
+    import errno
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsio, "_os_write", full)
+    with pytest.raises(WriteFailed, match=r"new\.md: No space left on device; nothing was created"):
+        fsio.create_new(tmp_path / "new.md", b"x")
+    assert os.listdir(tmp_path) == []
+
+
 def test_create_new_lets_exactly_one_of_many_racing_processes_create_the_file(tmp_path):
     """An exclusive create (a lock, an ownership marker): of eight processes started together, one wins
     and the others get FileExistsError; the file holds the winner's bytes whole."""

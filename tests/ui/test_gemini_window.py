@@ -148,7 +148,7 @@ def test_the_documents_in_geminis_order_with_every_at_word_marked(gemini_window,
     assert rules.mark_at(text.index("@docs/conventions.md")).level == "info"
     tinted = [(s.cursor.selectionStart(), s.cursor.selectionEnd()) for s in rules.editor.extraSelections()]
     assert (at, at + len("@alice")) in tinted
-    assert "line 6: @alice → replaced by “Import failed" in rules.notices.text()
+    assert "line 6: @alice → replaced by <!-- Import failed: alice - ENOENT" in rules.notices.text()
     assert "sent ≈" in rules.meter.label.text() and "Gemini cuts nothing" in rules.meter.label.text()
     # typing follows: the mention in backticks is left alone, the mark goes
     rules.editor.setPlainText(text.replace("@alice", "`@alice`"))

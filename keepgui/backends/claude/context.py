@@ -265,7 +265,6 @@ class ClaudePreview:
     never: tuple[Listed, ...]
     notes: tuple[str, ...]
     cut_at: int | None = None
-    cut_warning: str = ""
     cut_line: int | None = None
     index_lines: int = 0
 
@@ -364,7 +363,6 @@ def build_preview(bank: ClaudeProject) -> ClaudePreview:
         tuple(never),
         tuple(notes),
         cut_at,
-        warning,
         cut_line,
         lines,
     )

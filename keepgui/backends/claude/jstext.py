@@ -28,11 +28,6 @@ def js_trim(text: str) -> str:
     return text.strip(JS_WHITESPACE)
 
 
-def js_trim_start(text: str) -> str:
-    """``text.trimStart()``."""
-    return text.lstrip(JS_WHITESPACE)
-
-
 def is_js_blank(text: str) -> bool:
     """True when ``text.trim()`` is empty."""
     return not js_trim(text)

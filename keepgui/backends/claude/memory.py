@@ -384,7 +384,6 @@ class TopicFile:
     stamp: fsio.Stamp
     mtime_ms: int
     problem: str = ""
-    has_front: bool = False
     links: tuple[str, ...] = ()
     text: str = ""
     issues: tuple[FolderProblem, ...] = ()
@@ -467,7 +466,6 @@ def parse_topic(rel: str, path: str, data: bytes, stamp: fsio.Stamp) -> TopicFil
         stamp,
         stamp.mtime_ns // 1_000_000,
         problem,
-        front.yaml is not None,
         tuple(dict.fromkeys(m.group(1).strip() for m in _WIKI_LINK.finditer(front.body))),
         text,
         tuple(issues),

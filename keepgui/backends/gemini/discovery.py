@@ -40,9 +40,6 @@ from keepgui.backends.gemini.layout import (
 )
 
 GLOBAL, PRIVATE, EXTENSION, PROJECT = "global", "private", "extension", "project"
-TIERS = (GLOBAL, PRIVATE, EXTENSION, PROJECT)
-"""The tiers in the order their text is assembled (global and private: the system instruction;
-extension and project: the first user turn)."""
 
 LOADED, EMPTY, LATER, NEVER = "loaded", "empty", "later", "never"
 """A file's state: loaded at start; loaded but empty after trimming (no block); loads later (JIT); never loads."""
@@ -58,7 +55,7 @@ _EXTENSION_NAME = re.compile(r"^[a-zA-Z0-9-]+$")
 class MemoryFile:
     """One file of a session's memory, loaded or not.
 
-    ``path`` is the path Gemini names it by; ``tier`` one of :data:`TIERS`; ``state`` one of
+    ``path`` is the path Gemini names it by; ``tier`` one of global, private, extension, project; ``state`` one of
     :data:`LOADED`, :data:`EMPTY`, :data:`LATER`, :data:`NEVER`; ``reason`` why it is not loaded (or
     when it loads); ``raw`` the file's text as read (None when unreadable); ``processed`` the text
     after import processing; ``extension`` the extension's name for that tier; ``folder`` the folder

@@ -158,11 +158,11 @@ def describe_token(token: ImportToken) -> str:
     if token.outcome == IMPORTED:
         return f"{at} → imports {token.target} (its text is inserted here)"
     if token.outcome == FAILED:
-        return f"{at} → replaced by “Import failed: {token.detail}” (the word is lost to the model)"
+        return f"{at} → replaced by {token.becomes or '“Import failed”'} (the word is lost to the model)"
     if token.outcome == REFUSED:
-        return f"{at} → replaced by “Import failed: Path traversal attempt” ({token.detail}; the word is lost)"
+        return f"{at} → replaced by {token.becomes or '“Import failed”'} ({token.detail}; the word is lost)"
     if token.outcome == CYCLE:
-        return f"{at} → replaced by “File already processed” ({token.detail})"
+        return f"{at} → replaced by {token.becomes or '“File already processed”'} ({token.detail})"
     if token.outcome == LITERAL:
         return f"{at} → left as written ({token.detail})"
     return f"{at} → left as written ({token.detail})"

@@ -26,11 +26,6 @@ def js_trim(text: str) -> str:
     return text.strip(JS_WHITESPACE)
 
 
-def js_trim_start(text: str) -> str:
-    """``text.trimStart()``."""
-    return text.lstrip(JS_WHITESPACE)
-
-
 def collapse_blank_runs(text: str) -> str:
     """``text.replace(/\\n{3,}/g, "\\n\\n")``: what Gemini does to its whole system instruction."""
     return _THREE_NEWLINES.sub("\n\n", text)

@@ -15,7 +15,6 @@ the same when lines move and other lines change; the same text twice is two rows
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 
@@ -158,14 +157,3 @@ def import_warning(text: str) -> str:
         f"{names}: Gemini treats a word starting with @ as a file to import and replaces it "
         "(with an “Import failed” comment when no such file exists): write it in `backticks` or without the @"
     )
-
-
-def note_scope(name: str) -> str:
-    """The scope of a sibling note's row."""
-    return f"note:{name}"
-
-
-def scope_path(scope: str, global_dir: str, memory_dir: str) -> str:
-    """The file a scope names (``global:GEMINI.md``, ``private:MEMORY.md``, ``note:x.md``)."""
-    kind, _, name = scope.partition(":")
-    return os.path.join(global_dir if kind == GLOBAL_TAG else memory_dir, name)

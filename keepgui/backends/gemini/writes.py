@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -346,11 +345,3 @@ class ExtractionLock:
                 fsio.remove_file(self.path, expect=self.stamp)
             except (OSError, KeepguiError):
                 return  # someone replaced it (after a stale takeover): theirs now
-
-
-def is_regular(path: str) -> bool:
-    """True when ``path`` is a regular file (through links)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False

@@ -55,8 +55,6 @@ if TYPE_CHECKING:
     from keepgui.backends.hermes.backend import HermesSource
     from keepgui.backends.hermes.documents import HomeDocs
 
-REORDER = "reorder"
-"""Rows can be moved up and down in their file (Hermes reads entries in file order)."""
 
 CAPABILITIES = Capabilities(
     missing={

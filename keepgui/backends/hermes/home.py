@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -214,7 +214,6 @@ class Settings:
     exists: bool
     problems: tuple[str, ...] = ()
     managed: str = ""
-    user_keys: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def memory_enabled(self) -> bool:
@@ -337,7 +336,6 @@ def load_settings(home: str, environ: Mapping[str, str] | None = None) -> Settin
                 managed = os.path.join(folder, "config.yaml")
     memory = merged.get("memory")
     skills = merged.get("skills")
-    user_memory = user.get("memory")
     if not isinstance(memory, dict):
         problems.append(f"{path}: memory is not a section of settings; Hermes then loads no memory at all")
         memory = {}
@@ -348,5 +346,4 @@ def load_settings(home: str, environ: Mapping[str, str] | None = None) -> Settin
         stamp.exists,
         tuple(problems),
         managed,
-        frozenset(user_memory) if isinstance(user_memory, dict) else frozenset(),
     )

@@ -51,11 +51,6 @@ class StoredSession:
     parent: str
     system_prompt: str | None
 
-    @property
-    def started_ms(self) -> int:
-        """When it started (epoch ms)."""
-        return int(self.started_at * 1000)
-
 
 def _stat(path: str) -> tuple[int, int] | None:
     try:

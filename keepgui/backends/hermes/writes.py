@@ -36,8 +36,6 @@ from keepgui.backends.hermes.entries import (
     FILE_NAMES,
     SEPARATOR,
     FileState,
-    decode,
-    parse,
     read_state,
     serialize,
     size,
@@ -351,14 +349,6 @@ def _batch_step(working: list[str], op: Mapping[str, Any], number: int) -> str:
     else:
         working[hits[0]] = content
     return ""
-
-
-def entries_of(data: bytes | None) -> list[str]:
-    """The entries of a memory file's bytes ([] for a missing or undecodable one)."""
-    try:
-        return parse(decode(data))
-    except ValueError:
-        return []
 
 
 def joined(entries: Sequence[str]) -> str:

@@ -217,7 +217,6 @@ class IiiPreviewView(PreviewView):
 
         toggle.toggled.connect(show)
         inner.setVisible(False)
-        self.settings_toggle = toggle
         return box
 
     def show_settings(self, values: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ def test_context_json_holds_both_elements_and_writes_nothing(place):
     [project] = [f for f in obj["files"] if f["tier"] == "project" and f["state"] == "loaded"]
     assert project["imports"][0]["token"] == "@alice." and project["imports"][0]["outcome"] == "failed"
     text = commands.context(place.cwd, place.environ)
-    assert "line 1: @alice. → replaced by “Import failed" in text
+    assert "line 1: @alice. → replaced by <!-- Import failed: alice. - ENOENT" in text
     assert expected.system_context in text and expected.session_context in text
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -319,11 +318,6 @@ def batch(jobs: list[dict[str, Any]]) -> list[Any]:
     if done.returncode != 0 or "@@RESULT@@" not in done.stdout:
         raise AssertionError(f"Hermes's store failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     return list(json.loads(done.stdout.rsplit("@@RESULT@@", 1)[1]))
-
-
-def remove_tree(path: str) -> None:
-    """Remove a generated home (tests only)."""
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def main() -> int:

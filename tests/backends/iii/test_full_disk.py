@@ -45,8 +45,8 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
-def _fill(folder: str, leave: int) -> str:
-    """Fill the filesystem of ``folder`` until at most ``leave`` bytes can still be written to a new file."""
+def _fill(folder: str) -> str:
+    """Fill the filesystem of ``folder`` until no more whole page can be written to a new file."""
     filler = os.path.join(folder, "filler")
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
@@ -78,7 +78,7 @@ def test_a_save_on_a_full_disk_fails_cleanly_and_names_the_file(small_tmpfs):
         size = min(max(_room_in_last_page(bank.log_path) - 1050, 10), 1900)
         bank.save(f"padding {n} " + "p" * size, now=2)
         n += 1
-    filler = _fill(small_tmpfs, 0)
+    filler = _fill(small_tmpfs)
     before = Path(bank.log_path).read_bytes()
     assert 0 < _room_in_last_page(bank.log_path) < 2000
 

@@ -30,7 +30,6 @@ class Item:
     text: str
     raw: str
     key: str
-    bullet: bool
 
     def quote(self) -> str:
         """``line 12 `text```, for reasons and evidence."""
@@ -52,7 +51,7 @@ def items_of(doc: KeepDoc, *, prose: bool = True) -> list[Item]:
         if not key:
             continue
         seen[key] += 1
-        out.append(Item(entry_id(key, seen[key]), len(out), line.index, text, line.text, key, line.kind == "entry"))
+        out.append(Item(entry_id(key, seen[key]), len(out), line.index, text, line.text, key))
     return out
 
 
