@@ -144,7 +144,7 @@ def test_the_documents_in_geminis_order_with_every_at_word_marked(gemini_window,
     qtbot.waitUntil(lambda: len(rules._marks) == 2, timeout=5_000)
     at = text.index("@alice")
     mark = rules.mark_at(at + 2)
-    assert mark is not None and mark.level == "warning" and "Import failed: ENOENT" in mark.note
+    assert mark is not None and mark.level == "warning" and "<!-- Import failed: alice - ENOENT" in mark.note
     assert rules.mark_at(text.index("@docs/conventions.md")).level == "info"
     tinted = [(s.cursor.selectionStart(), s.cursor.selectionEnd()) for s in rules.editor.extraSelections()]
     assert (at, at + len("@alice")) in tinted

@@ -116,7 +116,11 @@ def test_every_at_word_is_flagged_with_what_it_becomes(place):
         ("@docs/style.md", "info"),
         ("@../x.md", "warning"),
     ]
-    assert "Import failed: ENOENT" in marks[0].note and "imports" in marks[1].note and "Path traversal" in marks[2].note
+    assert (
+        "Import failed: alice. - ENOENT" in marks[0].note
+        and "imports" in marks[1].note
+        and "Path traversal" in marks[2].note
+    )
     assert any("line 1: @alice." in n for n in doc.notices)
     edited = "Ask alice.\n"
     assert docs.marks(doc.name, edited) == []  # follows the edited text, not the file
