@@ -31,14 +31,18 @@ import bisect
 import builtins
 import itertools
 import os
+from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 import msgspec
 
 from keepgui.core.fsio import Stamp
+
+if TYPE_CHECKING:  # compaction imports this module (its Notice); its plans are named here for types only
+    from keepgui.core.compaction import Plan
 
 # ---------------------------------------------------------------------- naming a bank
 
@@ -94,7 +98,9 @@ class Row(Protocol):
     names the row links to (an iii memory's entities; a topic file's
     ``[[name]]`` links), so a graph can be drawn for any backend. ``position``
     is the row's place in its file for backends whose rows have a file order;
-    ``fields`` are extra labelled values the detail pane shows as they are.
+    ``fields`` are extra labelled values the detail pane (and ``memories
+    --json``) shows as they are: where the row came from (an iii memory's
+    session and agent), a topic file's description...
     """
 
     @property
@@ -122,8 +128,6 @@ class Row(Protocol):
     @property
     def revision(self) -> int | None: ...
     @property
-    def source(self) -> object: ...
-    @property
     def position(self) -> int | None: ...
     @property
     def fields(self) -> tuple[tuple[str, str], ...]: ...
@@ -150,7 +154,6 @@ class FileRow(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     created_at: int | None = None
     updated_at: int | None = None
     revision: int | None = None
-    source: str | None = None
     fields: tuple[tuple[str, str], ...] = ()
 
 
@@ -413,6 +416,175 @@ class DocumentSet(Protocol):
         """Which of these documents' names the changed (absolute) paths are."""
 
 
+class DocumentDefaults:
+    """What a :class:`DocumentSet` of read-only documents answers: a backend implements :meth:`list`
+    and :meth:`read` (and :attr:`why_read_only`), and inherits the rest.
+
+    Its documents are shown, never saved, created, renamed or deleted (each refused with
+    :attr:`why_read_only`); their text is what the file holds now; they have no budget. A set
+    whose documents can be saved overrides :meth:`save` (and whatever else it supports).
+    """
+
+    creatable = False
+    why_not_create = "these documents are the agent's own files: keepgui shows them, read-only"
+    why_read_only = "keepgui shows this document read-only"
+    empty_deletes = False
+    previews_drafts = False
+
+    @property
+    def names(self) -> NameRule | None:
+        """None: documents are not named by a person."""
+        return None
+
+    def list(self) -> builtins.list[tuple[str, str]]:
+        """``(name, title)`` in the order the agent reads them (none here)."""
+        return []
+
+    def read(self, name: str) -> Document:
+        """Load one document with its stamp (a set with documents overrides this)."""
+        from keepgui.core.errors import NotFound
+
+        raise NotFound(f"there is no document `{name}`")
+
+    def texts(self) -> builtins.list[tuple[str, str]]:
+        """``(name, text)`` of every document that can be read, in order."""
+        from keepgui.core.errors import KeepguiError
+
+        out = []
+        for name, _title in self.list():
+            try:
+                out.append((name, self.read(name).text))
+            except (KeepguiError, OSError):
+                continue  # a document that cannot be read has no text to count
+        return out
+
+    def current(self, doc: Document) -> tuple[str | None, Stamp]:
+        """The file as it is now (UTF-8, undecodable bytes escaped)."""
+        from keepgui.core.fsio import read_stamped
+
+        data, stamp = read_stamped(doc.path)
+        return (None if data is None else data.decode("utf-8", "surrogateescape")), stamp
+
+    def pre_save_warnings(self, doc: Document) -> builtins.list[str]:
+        """Nothing to warn about."""
+        return []
+
+    def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
+        """Refused: the document is read-only."""
+        from keepgui.core.errors import ReadOnly
+
+        raise ReadOnly(doc.read_only or self.why_read_only)
+
+    def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: Stamp) -> Document | None:
+        """``doc`` as the version on disk (None when the file is gone)."""
+        return None if on_disk is None else doc.with_disk(on_disk, stamp)
+
+    def create(self, name: str) -> Change:
+        """Refused: documents are not created here."""
+        from keepgui.core.errors import InvalidInput
+
+        raise InvalidInput(self.why_not_create)
+
+    def rename_document(self, doc: Document, new: str) -> Change:
+        """Refused: documents are not renamed here."""
+        return self.create(new)
+
+    def delete(self, doc: Document) -> Change:
+        """Refused: documents are not deleted here."""
+        return self.create(doc.name)
+
+    def budget(self, name: str, text: str, texts: Sequence[tuple[str, str]] | None = None) -> Budget | None:
+        """No budget."""
+        return None
+
+    def documents_of(self, paths: Iterable[str]) -> set[str]:
+        """The documents whose file is among ``paths``."""
+        from keepgui.core.errors import KeepguiError
+
+        changed = set(paths)
+        out = set()
+        for name, _title in self.list():
+            try:
+                if self.read(name).path in changed:
+                    out.add(name)
+            except (KeepguiError, OSError):
+                continue  # a document that cannot be read shows nothing new
+        return out
+
+
+class NoDocuments(DocumentDefaults):
+    """The documents of a bank that has none (the editor shows an empty list)."""
+
+    why_not_create = "this memory has no documents"
+
+
+# ---------------------------------------------------------------------- what the agent is given
+
+
+class Preview(Protocol):
+    """What the agent is given next from the bank, exactly, as the window's Preview panel shows it.
+
+    ``text`` is all of it, as it would be given (the generic view and the Copy button show it);
+    a backend's adapter (:mod:`keepgui.ui.adapters`) may read more of its own preview.
+    """
+
+    @property
+    def text(self) -> str:
+        """Exactly what would be given to the agent."""
+
+
+class AgentContext(Protocol):
+    """What an agent's next session is given from its memory, exactly: ``keepgui context``.
+
+    :meth:`named_parts` are the exact texts by name, in the order the agent gets them (Claude
+    Code's ``reminder``, nanobot's ``memory_prompt``...; None: the part is absent this time);
+    ``keepgui context --part NAME`` prints one of them byte for byte. :meth:`to_obj` is the
+    ``--json`` object: it holds every part under its own name, beside whatever else the backend
+    says. :meth:`describe` is the report for a person (ending with the parts themselves) and
+    :attr:`warnings` what to tell them beside it (on stderr).
+    """
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Remarks for a person (when an edit takes effect, files that could not be read...)."""
+
+    def named_parts(self) -> Mapping[str, str | None]:
+        """The exact parts by name, in the order the agent gets them."""
+
+    def to_obj(self) -> dict[str, Any]:
+        """The ``--json`` object (every part under its own name)."""
+
+    def describe(self) -> str:
+        """The report for a person: what the parts are made of, then the parts themselves."""
+
+
+@dataclass(frozen=True)
+class PartsContext:
+    """An :class:`AgentContext` made of named parts and a heading (what a backend without a report of
+    its own gives: by default the bank's preview text as the part ``text``)."""
+
+    parts: Mapping[str, str | None]
+    heading: str = ""
+    warnings: tuple[str, ...] = ()
+
+    def named_parts(self) -> Mapping[str, str | None]:
+        """The parts, in order."""
+        return dict(self.parts)
+
+    def to_obj(self) -> dict[str, Any]:
+        """``{"heading": ..., <part>: <text>...}``."""
+        return {"heading": self.heading, **self.parts}
+
+    def describe(self) -> str:
+        """The heading, then each part under a ``--- name ---`` line, exactly."""
+        out = [self.heading + "\n"] if self.heading else []
+        for name, text in self.parts.items():
+            out.append(f"--- {name}, exactly ---\n" if text is not None else f"--- no {name} ---\n")
+            if text is not None:
+                out.append(text if text.endswith("\n") or not text else text + "\n")
+        return "".join(out)
+
+
 # ---------------------------------------------------------------------- changes
 
 
@@ -430,7 +602,7 @@ DISK = "disk"
 """A change found on disk: a load, or someone else's write."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Change:
     """What one write changed, and how to take it back (every operation returns one).
 
@@ -449,6 +621,9 @@ class Change:
     :class:`~keepgui.core.errors.Conflict` when the files changed since, so
     nobody's later edit is overwritten. ``why_not_undo`` says why a change
     cannot be undone at all.
+
+    A Change is built once and never altered: a backend that learns more after the write (its
+    undo, a message) makes the final Change with :func:`dataclasses.replace`.
     """
 
     source: str
@@ -733,19 +908,29 @@ class Bank(Protocol):
     def problems(self) -> list[Problem]:
         """Everything wrong with the bank's files (read only, on a background thread), in file order."""
 
-    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> Preview:
         """What the agent would be given next, exactly (the adapter of the backend shows it)."""
+
+    def context(self, query: str = "", **options: Any) -> AgentContext:
+        """What the agent's next session is given, as named exact parts (``keepgui context``);
+        ``options`` are the backend's own options of that command (its registry entry names them)."""
 
     def rank(self, query: str, limit: int) -> dict[str, float]:
         """Recall scores (key -> score) of the best rows for ``query`` (the Ranked search)."""
 
-    def plan(self, what: str, **options: Any) -> object:
-        """A compaction plan (``"compact"``) or a review of an outside rewrite of a file (its name)."""
+    def plan(self, what: str, **options: Any) -> Plan:
+        """A compaction plan (``"compact"``) or a review of an outside rewrite of a file (its name);
+        ``options`` are the backend's own options of ``keepgui compact`` / ``review``."""
 
-    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
-        """Apply the selected operations of a plan (one undoable change)."""
+    def apply_plan(self, plan: Plan, selection: frozenset[str], text: str) -> Change:
+        """Apply the selected operations of a plan (one undoable change; its ``result`` is the
+        :class:`~keepgui.core.compaction.Applied`, which the command line keeps for ``--undo``)."""
 
-    def accept_review(self, plan: object) -> Change:
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a plan applied earlier in another process, from its journal form
+        (:meth:`~keepgui.core.compaction.Applied.to_obj`): ``keepgui compact --undo``."""
+
+    def accept_review(self, plan: Plan) -> Change:
         """Accept an outside rewrite as it is (stop showing it)."""
 
     def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
@@ -856,18 +1041,22 @@ def refuse(capabilities: Capabilities, what: str) -> NoReturn:
     raise InvalidInput(capabilities.why_not(what) or f"not possible here: {what}")
 
 
-class BankDefaults:
+class BankDefaults(ABC):
     """What a Bank that lacks a capability answers: a refusal that gives the capability's reason.
 
-    A backend's Bank may inherit this and implement only what it supports;
-    each refusal is the sentence its :class:`Capabilities` give (the same one
-    the greyed control shows).
+    A backend's Bank may inherit this and implement only what it supports (its rows, summary and
+    preview at least); each refusal is the sentence its :class:`Capabilities` give (the same one
+    the greyed control shows). It has no documents, and its context is its preview's text.
     """
 
     capabilities: Capabilities
 
     def _refuse(self, what: str) -> NoReturn:
         refuse(self.capabilities, what)
+
+    @abstractmethod
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> Preview:
+        """What the agent is given next: every backend says it."""
 
     def revisions(self, key: str) -> builtins.list[Row]:
         """No revisions are kept."""
@@ -877,19 +1066,35 @@ class BankDefaults:
         """No check of the files: nothing to report."""
         return []
 
+    def documents(self) -> DocumentSet:
+        """No documents."""
+        return NoDocuments()
+
+    def context(self, query: str = "", **options: Any) -> AgentContext:
+        """The preview's text as the one part ``text`` (a backend with exact parts of its own says them)."""
+        if options:
+            from keepgui.core.errors import InvalidInput
+
+            raise InvalidInput(f"no options of its own for this memory's context: {', '.join(sorted(options))}")
+        return PartsContext({"text": self.preview(query).text})
+
     def rank(self, query: str, limit: int) -> dict[str, float]:
         """Refused: no ranking."""
         self._refuse(RANKED)
 
-    def plan(self, what: str, **options: Any) -> object:
+    def plan(self, what: str, **options: Any) -> Plan:
         """Refused: nothing to compact or review."""
         return self._refuse(COMPACT if what == COMPACT else REVIEW)
 
-    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
+    def apply_plan(self, plan: Plan, selection: frozenset[str], text: str) -> Change:
         """Refused: no plans."""
         return self._refuse(COMPACT)
 
-    def accept_review(self, plan: object) -> Change:
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Refused: no plans."""
+        return self._refuse(COMPACT)
+
+    def accept_review(self, plan: Plan) -> Change:
         """Refused: no reviews."""
         return self._refuse(REVIEW)
 
@@ -938,6 +1143,7 @@ class SourceDefaults:
     """What a Source that has no bank operations or settings answers (see :class:`BankDefaults`)."""
 
     capabilities: Capabilities
+    bank_names: NameRule | None = None
 
     @property
     def also_watched(self) -> tuple[str, ...]:
