@@ -47,7 +47,11 @@ COMMANDS = ("memories", "keep", "forget", "restore", "review", "compact")
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``claude`` and its commands (the backend is imported only when one runs)."""
-    top = sub.add_parser("claude", parents=[common], help="a Claude Code project's memory: list, keep, forget, review…")
+    top = sub.add_parser(
+        "claude",
+        parents=[common],
+        help="Claude Code: the old form of COMMAND --agent claude (memories, keep, forget, review…)",
+    )
     inner = top.add_subparsers(dest="claude_command", metavar="COMMAND", required=True)
 
     def command(name: str, text: str) -> argparse.ArgumentParser:

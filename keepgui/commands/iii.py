@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported fo
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add the iii commands."""
     common = with_data_dir(common)
-    p = sub.add_parser("banks", parents=[common], help="list the banks of the data dir")
+    p = sub.add_parser("banks", parents=[common], help="iii: list the banks of a data dir")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_banks)
 
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--json", action="store_true", help="print the records exactly as stored, one per line")
     p.set_defaults(func=cmd_memories)
 
-    p = sub.add_parser("save", parents=[common], help="save a memory (creates, reinforces or resurrects)")
+    p = sub.add_parser("save", parents=[common], help="iii: old form of `keep --agent iii --bank BANK`")
     p.add_argument("bank")
     p.add_argument("text")
     p.add_argument("--entity", action="append", default=[], help="an entity handle (repeatable)")
@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.set_defaults(func=cmd_pin)
 
     for name, func, text in (
-        ("delete", cmd_delete, "tombstone a memory (reversible with restore)"),
+        ("delete", cmd_delete, "iii: old form of `forget --agent iii --bank BANK`"),
         ("restore", cmd_restore, "bring a deleted or superseded memory back"),
     ):
         p = sub.add_parser(name, parents=[common], help=text)
@@ -80,19 +80,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("supersede", parents=[common], help="retire a memory in favour of another")
+    p = sub.add_parser("supersede", parents=[common], help="iii: retire a memory in favour of another")
     p.add_argument("bank")
     p.add_argument("id")
     p.add_argument("--by", required=True, metavar="WINNER_ID")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_supersede)
 
-    p = sub.add_parser("rules", parents=[common], help="list a bank's rules in injection order")
+    p = sub.add_parser("rules", parents=[common], help="iii: list a bank's rules in injection order")
     p.add_argument("bank")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rules)
 
-    p = sub.add_parser("rule-set", parents=[common], help="write a rule (empty content deletes it)")
+    p = sub.add_parser("rule-set", parents=[common], help="iii: write a rule (empty content deletes it)")
     p.add_argument("bank")
     p.add_argument("name")
     src = p.add_mutually_exclusive_group(required=True)
@@ -101,7 +101,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rule_set)
 
-    p = sub.add_parser("bank", parents=[common], help="create, trash or restore banks")
+    p = sub.add_parser("bank", parents=[common], help="iii: create, trash or restore banks")
     bank_sub = p.add_subparsers(dest="bank_command", metavar="ACTION", required=True)
     q = bank_sub.add_parser("create", parents=[common], help="create a bank")
     q.add_argument("name")
@@ -120,7 +120,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_bank_trashed)
 
-    p = sub.add_parser("doctor", parents=[common], help="report every problem in the data dir")
+    p = sub.add_parser(
+        "doctor", parents=[common], help="iii: report every problem in a data dir and keepgui's log cache"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_doctor)
 

@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     )
     p.set_defaults(func=cmd_keep)
 
-    p = sub.add_parser("entries", parents=[common], help="list keep.md's entries and flagged lines")
+    p = sub.add_parser("entries", parents=[common], help="nanobot: old form of `memories --agent nanobot`")
     workspace_option(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_entries)
@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_forget)
 
-    p = sub.add_parser("unforget", parents=[common], help="put back the entry removed last")
+    p = sub.add_parser("unforget", parents=[common], help="nanobot: old form of `restore --agent nanobot`")
     workspace_option(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_unforget)
@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p = sub.add_parser(
         "nanobot-preview",
         parents=[common],
-        help="what nanobot puts in its system prompt from the memory files, plus keep.md",
+        help="nanobot: old form of `context --agent nanobot` (with --summary and --full)",
     )
     workspace_option(p)
     p.add_argument(

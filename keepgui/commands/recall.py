@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     """Add ``preview`` and ``recall``."""
     common = with_data_dir(common)
     p = sub.add_parser(
-        "preview", parents=[common], help="what a turn on QUERY would be given (memory::preview, offline)"
+        "preview",
+        parents=[common],
+        help="iii: what a turn on QUERY would be given, with every score (memory::preview, offline)",
     )
     p.add_argument("query", metavar="QUERY")
     _add_shared(p, "print exactly the worker's response object (compact, raw UTF-8)")
@@ -39,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     )
     p.set_defaults(func=cmd_preview)
 
-    p = sub.add_parser("recall", parents=[common], help="rank a bank's memories for QUERY (memory::recall)")
+    p = sub.add_parser("recall", parents=[common], help="iii: rank a bank's memories for QUERY (memory::recall)")
     p.add_argument("query", metavar="QUERY")
     _add_shared(p, "print the worker's response object; each hit also carries keepgui's score `parts`")
     p.add_argument("--limit", type=int, metavar="N", help="at most N memories (default recall_limit; cap 100)")
