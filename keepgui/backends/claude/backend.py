@@ -1,4 +1,4 @@
-"""Claude Code behind the source protocol (:mod:`keepgui.core.source`), and its registry entry.
+"""Claude Code behind the source protocol (:mod:`keepgui.core.source`): a home or a project folder as a source.
 
 A :class:`ClaudeSource` is opened on one of two kinds of folder:
 
