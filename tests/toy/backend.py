@@ -22,6 +22,7 @@ from keepgui.core.compaction import (
     register_applied_kind,
     register_kinds,
 )
+from keepgui.core.defaults import BankDefaults, DocumentDefaults, PartsContext, SourceDefaults, nothing_written
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History
 from keepgui.core.registry import Found, OpenOptions, Verdict
@@ -39,21 +40,16 @@ from keepgui.core.source import (
     TAGS,
     TRASH_BANK,
     WHAT_IF,
-    BankDefaults,
     BankSummary,
     Capabilities,
     Change,
     Document,
-    DocumentDefaults,
     FileRow,
     Hint,
     Listing,
-    PartsContext,
     Problem,
     RowDelta,
-    SourceDefaults,
     WatchPlan,
-    nothing_written,
     stamps_of,
 )
 from keepgui.core.textdiff import unified
