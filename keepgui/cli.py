@@ -96,8 +96,14 @@ class Context:
         print(f"keepgui: {text}", file=self.stderr)
 
     def replaced(self, old: str, new: str) -> None:
-        """Say that the old command line ``keepgui OLD`` is now ``keepgui NEW`` (it still works)."""
-        self.note(f"`keepgui {old}` is an old form, kept working: it is now `keepgui {new}`")
+        """Say that the old command line ``keepgui OLD`` is now ``keepgui NEW`` (it still works), on one line
+        (a name with a newline in it is written as ``\\n``)."""
+        self.note(f"`keepgui {one_line(old)}` is an old form, kept working: it is now `keepgui {one_line(new)}`")
+
+
+def one_line(text: str) -> str:
+    """Text on one line: control characters (a newline in a file name) as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:

@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from keepgui.cli import one_line
 from keepgui.commands.sources import Chosen, add_source_options, bank_names, open_bank, open_chosen
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 
@@ -132,17 +133,12 @@ def row_line(row: Row) -> str:
         meta.append(f"superseded by {row.superseded_by}")
     elif row.invalid_at is not None:
         meta.append("forgotten")
-    text = _shown(" ⏎ ".join(row.text.splitlines()) or row.text)
+    text = one_line(" ⏎ ".join(row.text.splitlines()) or row.text)
     return (
-        f"{_shown(row.id)} {flag} {text}"
+        f"{one_line(row.id)} {flag} {text}"
         + (f"  [{'; '.join(labels)}]" if labels else "")
         + (f"  ({', '.join(meta)})" if meta else "")
     )
-
-
-def _shown(text: str) -> str:
-    """Text on one line: control characters (a newline in a file name) as escapes."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def ordered(bank: Bank, rows: Iterable[Row]) -> list[Row]:
