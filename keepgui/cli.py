@@ -28,7 +28,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from keepgui import __version__
@@ -134,14 +133,20 @@ def declared_backends() -> list[Backend]:
 # ---------------------------------------------------------------------- which modules a command line needs
 
 
-@dataclass
 class Route:
     """What parsing a command line needs: each module with the commands it keeps (None: all it adds but
-    old forms of common commands), and the backend a common command works on when an old form says so."""
+    old forms of common commands), and the backend a common command works on when an old form says so
+    (with the old and the new command line, to say so). A plain class: ``--version`` imports no dataclasses."""
 
-    modules: dict[str, Collection[str] | None] = field(default_factory=dict)
-    agent: str = ""
-    old: tuple[str, str] = ("", "")
+    def __init__(
+        self,
+        modules: dict[str, Collection[str] | None] | None = None,
+        agent: str = "",
+        old: tuple[str, str] = ("", ""),
+    ) -> None:
+        self.modules: dict[str, Collection[str] | None] = modules or {}
+        self.agent = agent
+        self.old = old
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
