@@ -61,3 +61,6 @@ _.set_fields  # keepgui/ui/detail.py
 # whatever they say (tests/backends/codex/test_codex_cli_compare.py proves it against the CLI)
 _.generate_memories  # keepgui/backends/codex/layout.py
 _.dedicated_tools
+
+# module-level __getattr__ (PEP 562): Python calls it for a name the module lacks
+__getattr__  # keepgui/core/source.py: the defaults named there too

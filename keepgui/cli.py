@@ -1,12 +1,24 @@
 """The ``keepgui`` command: the window with no arguments, and every scripted command.
 
-Each family of commands lives in a module under :mod:`keepgui.commands` that
-adds its subparsers; this module holds what they share: the global options,
-where the data dir and workspaces come from, output in human or ``--json``
-form, and turning every expected error into one line and a non-zero exit.
+The common commands (``memories``, ``keep``, ``edit``, ``forget``, ``restore``, ``pin``/``unpin``,
+``problems``, ``review``, ``compact``, ``context``) are written once, against the source protocol,
+in the generic modules of :data:`GENERIC`; they work for every backend with the same options and
+the same ``--json`` shapes. A backend's own commands, the options it gives common commands and
+the old command lines it keeps working are named in its registry entry
+(:class:`~keepgui.core.registry.Backend`): this module reads the entries and names no backend.
 
-Exit status: 0 success; 1 a failure the command reports (including "nothing
-was written" for ``keep`` and "problems found" for ``doctor``); 2 bad usage.
+A command line imports only what parsing it needs: the module of its command (a generic one, or
+the backend's), or no command module when it names none (the window, ``--version``); every module
+for help or a command name that is not known (argparse then lists them all). A backend module is
+imported only when one of its commands runs, and a backend only when a command opens its source.
+
+Old command lines: a common command given no source (no ``--agent``, no ``--source``) is what it
+was before there was one command line — the old form a backend's entry names for it (``Command``
+with the common command's name), chosen by the options given (the backend's window option, or the
+options of its ``when``). Each says on stderr what replaces it.
+
+Exit status: 0 success; 1 a failure the command reports (including "nothing was written" for
+``keep`` and "problems found" for ``problems``); 2 bad usage.
 """
 
 from __future__ import annotations
@@ -15,56 +27,41 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TextIO
 
 from keepgui import __version__
 from keepgui.core.errors import KeepguiError
 
 if TYPE_CHECKING:  # each is imported when a command first needs it (start-up stays quick)
-    from keepgui.backends.iii.store import DataDir
-    from keepgui.backends.iii.worker import ReloadOutcome
     from keepgui.core.demo import DemoCopy
+    from keepgui.core.registry import Backend
 
-COMMAND_MODULES = (
-    "keepgui.commands.iii",
-    "keepgui.commands.recall",
-    "keepgui.commands.nanobot",
-    "keepgui.commands.compaction",
-    "keepgui.commands.desktop",
-    "keepgui.commands.context",
-    "keepgui.commands.claude",
-)
-
-COMMANDS = {
+GENERIC = {
     **dict.fromkeys(
-        ("banks", "memories", "save", "edit", "pin", "delete", "restore", "supersede", "rules", "rule-set", "bank")
-        + ("doctor",),
-        "keepgui.commands.iii",
+        ("memories", "keep", "edit", "forget", "restore", "pin", "unpin", "problems"), "keepgui.commands.memories"
     ),
-    **dict.fromkeys(("preview", "recall"), "keepgui.commands.recall"),
-    **dict.fromkeys(("keep", "entries", "forget", "unforget", "nanobot-preview"), "keepgui.commands.nanobot"),
-    **dict.fromkeys(("compact", "review"), "keepgui.commands.compaction"),
-    **dict.fromkeys(("quick-keep",), "keepgui.commands.desktop"),
-    **dict.fromkeys(("context",), "keepgui.commands.context"),
-    **dict.fromkeys(("claude",), "keepgui.commands.claude"),
+    **dict.fromkeys(("compact", "review"), "keepgui.commands.plans"),
+    "context": "keepgui.commands.context",
+    "quick-keep": "keepgui.commands.desktop",
 }
-"""Which module of :data:`COMMAND_MODULES` adds each command: a command line imports only the module
-of its command (the others import what their commands need: ``nanobot.keep`` alone compiles ~30
-regular expressions), and the window or ``--version`` none. A test holds it to what the modules add."""
+"""The commands written once for every backend, and the module that adds each (a test holds it to
+what the modules add and to :data:`keepgui.core.registry.COMMON_COMMANDS`)."""
+
+SOURCE_OPTIONS = frozenset({"--agent", "--source"})
+"""Options that name a source: with one, a common command is the common command (never an old form)."""
 
 
 class Context:
-    """What a command needs besides its own arguments: the sources, and how to print."""
+    """What a command needs besides its own arguments: the demo, and how to print."""
 
     def __init__(self, args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None) -> None:
         self.args = args
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
+        self.memo: dict[str, Any] = {}
+        """What a command module keeps for the rest of the command (a source it opened...)."""
         self._demo: DemoCopy | None = None
-        self._datadir: DataDir | None = None
-
-    # ------------------------------------------------------------------ sources
 
     def demo(self) -> DemoCopy:
         """The fresh temporary copy of the demo data (made once per process)."""
@@ -77,53 +74,6 @@ class Context:
             )
             self.note(f"--demo: working on a throw-away copy of the demo in {self._demo.root} ({fate})")
         return self._demo
-
-    def data_dir_path(self) -> str:
-        """``--data-dir``, else ``$KEEPGUI_DATA_DIR``, else the demo (with ``--demo``),
-        else the worker's own default resolution."""
-        from keepgui.backends.iii.store import default_data_dir
-
-        given = getattr(self.args, "data_dir", None)
-        if given:
-            return os.path.abspath(os.path.expanduser(str(given)))
-        if getattr(self.args, "demo", False):
-            return self.demo().iii
-        env = os.environ.get("KEEPGUI_DATA_DIR")
-        if env:
-            return os.path.abspath(os.path.expanduser(env))
-        return default_data_dir()
-
-    def datadir(self) -> DataDir:
-        """The :class:`~keepgui.backends.iii.store.DataDir` the command works on."""
-        if self._datadir is None:
-            from keepgui.backends.iii.store import DataDir
-            from keepgui.backends.iii.worker import WorkerLink
-
-            self._datadir = DataDir(self.data_dir_path(), WorkerLink(self.reload_command()))
-        return self._datadir
-
-    def reload_command(self) -> str | None:
-        """``--reload-command``; with ``--demo`` and none given, no reload at all: no running worker
-        reads a throw-away copy, so telling one to reload would only fail (or reload the wrong data)."""
-        given = getattr(self.args, "reload_command", None)
-        if given is None and getattr(self.args, "demo", False) and not getattr(self.args, "data_dir", None):
-            return ""
-        return given
-
-    def workspace_path(self) -> str:
-        """``--workspace``, else the demo's workspace (with ``--demo``), else nanobot's discovery."""
-        given = getattr(self.args, "workspace", None)
-        if isinstance(given, list):  # the window's repeatable --workspace given before the command
-            given = given[-1] if given else None
-        if given:
-            return os.path.abspath(os.path.expanduser(str(given)))
-        if getattr(self.args, "demo", False):
-            return self.demo().nanobot
-        from keepgui.backends.nanobot.workspace import discover_workspace
-
-        return discover_workspace()
-
-    # ------------------------------------------------------------------ output
 
     @property
     def json_mode(self) -> bool:
@@ -144,21 +94,20 @@ class Context:
         """A side remark on stderr, so it never mixes with ``--json`` output."""
         print(f"keepgui: {text}", file=self.stderr)
 
-    def report_reload(self, outcome: ReloadOutcome | None) -> None:
-        """Say plainly when a running worker could not be told to reload."""
-        if outcome is not None and not outcome.ok:
-            self.note(outcome.message)
+    def replaced(self, old: str, new: str) -> None:
+        """Say that the old command line ``keepgui OLD`` is now ``keepgui NEW`` (it still works), on one line
+        (a name with a newline in it is written as ``\\n``)."""
+        self.note(f"`keepgui {one_line(old)}` is an old form, kept working: it is now `keepgui {one_line(new)}`")
+
+
+def one_line(text: str) -> str:
+    """Text on one line: control characters (a newline in a file name) as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """The global options, accepted before or after the command name."""
     default = argparse.SUPPRESS if suppress else None
-    parser.add_argument(
-        "--data-dir",
-        metavar="DIR",
-        default=default,
-        help="iii memory data dir (default: $KEEPGUI_DATA_DIR, else the worker's own default)",
-    )
     parser.add_argument(
         "--demo",
         action="store_true",
@@ -169,50 +118,180 @@ def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         "--reload-command",
         metavar="CMD",
         default=default,
-        help="command that makes a running worker reload after a write "
-        "(default: `iii trigger memory::reload`; empty string: never)",
+        help="command that makes a running agent reload after a write (default: the backend's own; "
+        "empty string: never)",
     )
 
 
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The argument parser, with every command module's subcommands.
+def declared_backends() -> list[Backend]:
+    """The registry's built-in and registered backends (installed packages are not looked up)."""
+    from keepgui.core import registry
 
-    Given the command line ``argv``, only what parsing it needs: the module of its command, or no
-    command module when it names none (the window, ``--version``); every module for help or a
-    command name that is not known (argparse then lists them all).
-    """
+    return registry.declared()
+
+
+# ---------------------------------------------------------------------- which modules a command line needs
+
+
+class Route:
+    """What parsing a command line needs: each module with the commands it keeps (None: all it adds but
+    old forms of common commands), and the backend a common command works on when an old form says so
+    (with the old and the new command line, to say so). A plain class: ``--version`` imports no dataclasses."""
+
+    def __init__(
+        self,
+        modules: dict[str, Collection[str] | None] | None = None,
+        agent: str = "",
+        old: tuple[str, str] = ("", ""),
+    ) -> None:
+        self.modules: dict[str, Collection[str] | None] = modules or {}
+        self.agent = agent
+        self.old = old
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: the global options and the commands ``argv`` needs (see the module docstring);
+    with no ``argv``, every command (what ``--help`` lists)."""
     import importlib
 
-    parser = _global_parser()
+    parser = _global_parser(argv)
     common = argparse.ArgumentParser(add_help=False)
     add_common(common, suppress=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES if argv is None else _modules_for(parser, argv):
+    route = _everything() if argv is None else route_of(parser, argv)
+    for name, keep in route.modules.items():
         module = importlib.import_module(name)
-        module.register(sub, common)
+        module.register(_Only(sub, keep if keep is not None else _listed(name)), common)
+    if route.agent:
+        for choice in sub.choices.values():  # the one common command: as if --agent KIND were given
+            choice.set_defaults(agent=route.agent, replaced=[route.old])
     return parser
 
 
-def _modules_for(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str, ...]:
-    """The command modules needed to parse ``argv`` (see :func:`build_parser`)."""
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Parse a command line (what :func:`main` and the tests do)."""
+    return build_parser(argv).parse_args(argv)
+
+
+def _everything() -> Route:
+    """Every generic module, and every backend's module for its own commands."""
+    route = Route(dict.fromkeys(dict.fromkeys(GENERIC.values())))
+    for backend in _all_backends():
+        for command in backend.commands:
+            if command.module and command.name not in GENERIC:
+                route.modules.setdefault(command.module, None)
+    return route
+
+
+def _listed(module: str) -> set[str]:
+    """The commands a module keeps on a parser of every command: a generic module's, and a backend's own
+    (an old form of a common command is reached only on a command line that names it)."""
+    names = {c for c, m in GENERIC.items() if m == module}
+    for backend in _all_backends():
+        names |= {c.name for c in backend.commands if c.module == module and c.name not in GENERIC}
+    return names
+
+
+def _all_backends() -> list[Backend]:
+    from keepgui.core import registry
+
+    return registry.backends()
+
+
+class _Only:
+    """The subparsers of a command line, keeping only the commands routed to one module: a module's
+    ``register`` adds all its commands, and the ones not wanted go to parsers of their own, unused."""
+
+    def __init__(self, sub: argparse._SubParsersAction[argparse.ArgumentParser], names: Collection[str]) -> None:
+        self.sub = sub
+        self.names = names
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """The command's parser: part of the command line when it is wanted, else a loose one."""
+        if name in self.names:
+            return self.sub.add_parser(name, **kwargs)
+        kwargs.pop("help", None)
+        kwargs.pop("aliases", None)
+        return argparse.ArgumentParser(prog=name, **kwargs)
+
+
+def route_of(parser: argparse.ArgumentParser, argv: list[str]) -> Route:
+    """The modules needed to parse ``argv`` (see the module docstring)."""
     takes_value = {option for action in parser._actions if action.nargs != 0 for option in action.option_strings}
+    command, given, before = _scan(argv, takes_value)
+    if command is None or before & {"-h", "--help"}:
+        return _everything() if given & {"-h", "--help"} else Route()
+    if command in GENERIC:
+        route = Route({GENERIC[command]: {command}})
+        if given & (SOURCE_OPTIONS | {"-h", "--help"}):
+            return route
+        old = _old_form(command, given, declared_backends())
+        if old is None:
+            return route
+        backend, module = old
+        if module:
+            return Route({module: {command}})
+        return Route(route.modules, backend.kind, (f"{command} (with no --agent)", f"{command} --agent {backend.kind}"))
+    for backend in declared_backends():
+        for known in backend.commands:
+            if known.name == command and known.module:
+                return Route({known.module: {command}})
+    for backend in _all_backends():  # installed backends are looked up only for a command no other has
+        for known in backend.commands:
+            if known.name == command and known.module:
+                return Route({known.module: {command}})
+    return _everything()  # argparse lists every command
+
+
+def _scan(argv: list[str], takes_value: set[str]) -> tuple[str | None, set[str], set[str]]:
+    """The command name in ``argv`` (None: none), every option given anywhere (``--x=1`` as ``--x``), and
+    those given before the command name."""
+    command: str | None = None
+    given: set[str] = set()
+    before: set[str] = set()
     args = iter(argv)
     for arg in args:
-        if arg in ("-h", "--help"):
-            return COMMAND_MODULES
         if arg == "--":
             break
         if arg.startswith("-") and arg != "-":
-            if arg in takes_value:
-                next(args, None)
+            flag = arg.split("=", 1)[0]
+            given.add(flag)
+            if command is None:
+                before.add(flag)
+                if flag in takes_value and "=" not in arg:
+                    next(args, None)
             continue
-        module = COMMANDS.get(arg)
-        return (module,) if module is not None else COMMAND_MODULES
-    return ()
+        if command is None:
+            command = arg
+    return command, given, before
 
 
-def _global_parser() -> argparse.ArgumentParser:
-    """The window's and every command's global options (no commands yet)."""
+def _old_form(command: str, given: set[str], backends: list[Backend]) -> tuple[Backend, str] | None:
+    """The backend whose old form of a common command a command line with no source means, and the module
+    that keeps it ("" for the common command itself), or None: the common command, which says what is missing.
+
+    A backend hinted by the options given (its window option; ``--project`` for those with projects) wins;
+    among the rest, the old form whose ``when`` options are all given, the most of them first."""
+    hinted = [
+        b
+        for b in backends
+        if (b.window_flag is not None and b.window_flag in given) or (b.projects and "--project" in given)
+    ]
+    forms = [
+        (len(c.when), i, b, c.module)
+        for i, b in enumerate(backends)
+        for c in b.commands
+        if c.name == command and set(c.when) <= given and (not hinted or b in hinted)
+    ]
+    if not forms:
+        return None
+    _n, _i, backend, module = max(forms, key=lambda f: (f[0], -f[1]))
+    return backend, module
+
+
+def _global_parser(argv: list[str] | None) -> argparse.ArgumentParser:
+    """The window's and every command's global options (no commands yet): each backend's window option
+    comes from its registry entry (none are read for ``--version``)."""
     parser = argparse.ArgumentParser(
         prog="keepgui",
         description="See and control what your AI agents remember. With no command, opens the window.",
@@ -220,33 +299,23 @@ def _global_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"keepgui {__version__}")
     add_common(parser, suppress=False)
     parser.add_argument(
-        "--workspace",
-        metavar="DIR",
+        "--source",
+        metavar="PATH",
         action="append",
         default=None,
-        help="nanobot workspace to open in the window (repeatable)",
+        help="a folder of an agent's memory to open in the window (repeatable; what it is is recognised)",
     )
-    parser.add_argument(
-        "--claude",
-        metavar="DIR",
-        action="append",
-        default=None,
-        help="Claude Code home (~/.claude) or project folder to open in the window (repeatable)",
-    )
-    parser.add_argument(
-        "--hermes",
-        metavar="DIR",
-        action="append",
-        default=None,
-        help="Hermes Agent home (~/.hermes, or a profile's folder) to open in the window (repeatable)",
-    )
-    parser.add_argument(
-        "--codex",
-        metavar="DIR",
-        action="append",
-        default=None,
-        help="Codex home (~/.codex, $CODEX_HOME) or project folder to open in the window (repeatable)",
-    )
+    if argv is None or "--version" not in argv:
+        for backend in declared_backends():
+            if backend.window_flag is not None and backend.window_arg is not None:
+                parser.add_argument(
+                    backend.window_flag,
+                    dest=backend.window_arg,
+                    metavar="DIR",
+                    action="append",
+                    default=None,
+                    help=backend.window_help or f"{backend.label} to open in the window (repeatable)",
+                )
     parser.add_argument("--screenshot", metavar="PATH", help="render the window to a PNG after loading, then exit")
     parser.add_argument("--bank", metavar="NAME", help="the bank to select in the window")
     parser.add_argument(
@@ -261,8 +330,13 @@ def _global_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# ---------------------------------------------------------------------- running a command
+
+
 def run_command(args: argparse.Namespace, ctx: Context) -> int:
     """Dispatch to the command's function, turning expected errors into one line."""
+    for old, new in getattr(args, "replaced", None) or ():
+        ctx.replaced(old, new)
     func: Callable[[argparse.Namespace, Context], int] = args.func
     try:
         return int(func(args, ctx) or 0)
@@ -296,9 +370,7 @@ def _tolerant_output() -> None:
 
 PATH_ARGUMENTS = frozenset(
     {
-        "data_dir",
-        "workspace",
-        "claude",
+        "source",
         "project",
         "files",
         "file",
@@ -310,7 +382,8 @@ PATH_ARGUMENTS = frozenset(
         "via",
     }
 )
-"""Arguments that name files, folders or commands: any bytes the system allows (they are not stored as text)."""
+"""Arguments that name files, folders or commands: any bytes the system allows (they are not stored as
+text); every backend's window option is one too."""
 
 
 def text_argument_error(args: argparse.Namespace) -> str | None:
@@ -318,11 +391,12 @@ def text_argument_error(args: argparse.Namespace) -> str | None:
 
     The shell hands Python the bytes of each argument; bytes that are not
     UTF-8 (``caf\\xe9``, or an encoded lone surrogate ``\\xed\\xa0\\x80``)
-    arrive as lone surrogates, which no memory, keep.md line or rule can
-    hold: the worker's files are UTF-8. Checked before anything is written.
+    arrive as lone surrogates, which no memory, document line or rule can
+    hold: the agents' files are UTF-8. Checked before anything is written.
     """
+    paths = PATH_ARGUMENTS | {b.window_arg for b in declared_backends() if b.window_arg}
     for dest, value in vars(args).items():
-        if dest in PATH_ARGUMENTS:
+        if dest in paths:
             continue
         for item in value if isinstance(value, list) else [value]:
             if not isinstance(item, str):
@@ -332,7 +406,7 @@ def text_argument_error(args: argparse.Namespace) -> str | None:
             except UnicodeEncodeError as exc:
                 return (
                     f"the {dest.replace('_', '-').upper()} argument is not valid UTF-8 text "
-                    f"({_undecodable(item, exc.start)}); memories, keep.md and rules hold UTF-8 only, "
+                    f"({_undecodable(item, exc.start)}); memories, documents and rules hold UTF-8 only, "
                     "so nothing was written"
                 )
     return None
@@ -355,8 +429,8 @@ def _undecodable(text: str, start: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``keepgui`` and ``python -m keepgui``."""
     _tolerant_output()
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
     problem = text_argument_error(args)
     if problem is not None:
         print(f"keepgui: error: {problem}", file=sys.stderr)
@@ -366,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_gui(args)
     ctx = Context(args)
-    if os.environ.get("KEEPGUI_DEBUG"):
+    if os.environ.get("KEEPGUI_DEBUG"):  # a traceback instead of the one-line error
         return int(args.func(args, ctx) or 0)
     return run_command(args, ctx)
 

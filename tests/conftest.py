@@ -38,13 +38,23 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
+@pytest.fixture
+def demo_copy(tmp_path):
+    """A fresh copy of the demo data (times moved to the present)."""
+    from keepgui.core.demo import make_demo_copy
+
+    copy = make_demo_copy(parent=str(tmp_path))
+    yield copy
+    shutil.rmtree(copy.root, ignore_errors=True)
+
+
 def run_cli(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
     """Run the keepgui CLI in this process; returns (exit status, stdout, stderr)."""
     import io
 
-    from keepgui.cli import Context, build_parser, run_command
+    from keepgui.cli import Context, parse_args, run_command
 
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     out, err = io.StringIO(), io.StringIO()
     old = sys.stdin
     if stdin is not None:
@@ -54,6 +64,15 @@ def run_cli(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
     finally:
         sys.stdin = old
     return code, out.getvalue(), err.getvalue()
+
+
+OLD_FORM = "is an old form, kept working"
+"""What the note of an old command line says (on stderr, beside the command's own output)."""
+
+
+def errors_of(err: str) -> list[str]:
+    """The lines of a command's stderr but the note an old command line prints."""
+    return [line for line in err.splitlines() if OLD_FORM not in line]
 
 
 def tree_digest(root: str) -> dict[str, str]:

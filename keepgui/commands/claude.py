@@ -1,4 +1,8 @@
-"""Commands for a Claude Code project's memory: list, keep, forget, restore, review, compact.
+"""Claude Code's command group from before the common commands: list, keep, forget, restore, review, compact.
+
+``keepgui claude COMMAND`` is now the common ``keepgui COMMAND --agent claude``
+(:mod:`keepgui.commands.memories`, :mod:`keepgui.commands.plans`); it still works as
+it did, output included, and says so on stderr.
 
 ``keepgui claude COMMAND [--project DIR]`` works on the memory folder a Claude
 Code session launched in DIR (default: the current folder) uses, found as the
@@ -43,7 +47,11 @@ COMMANDS = ("memories", "keep", "forget", "restore", "review", "compact")
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``claude`` and its commands (the backend is imported only when one runs)."""
-    top = sub.add_parser("claude", parents=[common], help="a Claude Code project's memory: list, keep, forget, review…")
+    top = sub.add_parser(
+        "claude",
+        parents=[common],
+        help="Claude Code: the old form of COMMAND --agent claude (memories, keep, forget, review…)",
+    )
     inner = top.add_subparsers(dest="claude_command", metavar="COMMAND", required=True)
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
@@ -94,6 +102,10 @@ def open_bank(args: argparse.Namespace, ctx: Context) -> ClaudeProject:
 
 def cmd_claude(args: argparse.Namespace, ctx: Context) -> int:
     """Dispatch ``keepgui claude COMMAND``."""
+    new = {"forget": "forget ID", "restore": "restore ID", "keep": "keep TEXT"}.get(
+        args.claude_command, args.claude_command
+    )
+    ctx.replaced(f"claude {args.claude_command}", f"{new} --agent claude{_project_flag(args)}")
     bank = open_bank(args, ctx)
     return {
         "memories": _memories,
@@ -222,7 +234,7 @@ def _project_flag(args: argparse.Namespace) -> str:
 
 
 def _review(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.commands.compaction import print_operations
+    from keepgui.commands.plans import print_operations
 
     plan = bank.folder_review()
     if args.accept and args.restore:
@@ -249,7 +261,7 @@ def _review(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
 
 
 def _compact(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int:
-    from keepgui.commands.compaction import _finish
+    from keepgui.commands.plans import finish
 
     if args.apply and args.undo:
         raise InvalidInput("--apply and --undo cannot go together")
@@ -261,7 +273,7 @@ def _compact(args: argparse.Namespace, ctx: Context, bank: ClaudeProject) -> int
     def apply() -> FolderApplied:
         return _folder_applied(bank.apply_plan(plan, selection, f"Compact {bank.title}'s MEMORY.md").result)
 
-    return _finish(args, ctx, plan, selection, f"keepgui claude compact{_project_flag(args)}", apply)
+    return finish(args, ctx, plan, selection, f"keepgui claude compact{_project_flag(args)}", apply)
 
 
 def _undo_compaction(ctx: Context, bank: ClaudeProject) -> int:

@@ -3,8 +3,8 @@
 With a keepgui window running (and no ``--stand-alone``), the request is
 handed to it over the single-instance socket and its popup opens: what is
 kept there lands on the window's undo stack. Otherwise a small popup opens on
-its own, on the sources the window would open (``--data-dir``,
-``--workspace``, ``--demo``, else the saved ones), and closes after a keep.
+its own, on the sources the window would open (``--source``, a backend's window
+option, ``--demo``, else the saved ones), and closes after a keep.
 Without a display it says so and points at ``keepgui keep``.
 
 This is the command a desktop shortcut should run: Qt has no portable global
@@ -32,14 +32,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         parents=[common],
         help="open the Quick keep popup (in the running keepgui window, else on its own)",
     )
+    from keepgui.cli import declared_backends
+
     p.add_argument("text", nargs="*", help="text to start with (optional)")
     p.add_argument(
-        "--workspace",
-        metavar="DIR",
+        "--source",
+        metavar="PATH",
         action="append",
         default=argparse.SUPPRESS,
-        help="nanobot workspace to offer when no window runs (repeatable)",
+        help="a folder of an agent's memory to offer when no window runs (repeatable)",
     )
+    for backend in declared_backends():
+        if backend.window_flag is not None:
+            p.add_argument(
+                backend.window_flag,
+                dest=backend.window_arg,
+                metavar="DIR",
+                action="append",
+                default=argparse.SUPPRESS,
+                help=f"{backend.label} to offer when no window runs (repeatable)",
+            )
     p.add_argument(
         "--stand-alone",
         action="store_true",

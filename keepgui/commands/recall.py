@@ -17,6 +17,7 @@ from keepgui.backends.iii.context import BankEngine, Preview, check_against_work
 from keepgui.backends.iii.recall import Hit, f32, f32_text
 from keepgui.backends.iii.vectors import read_vectors
 from keepgui.backends.iii.worker import WorkerLink
+from keepgui.commands.iii import datadir, with_data_dir
 from keepgui.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
@@ -25,8 +26,11 @@ if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported fo
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``preview`` and ``recall``."""
+    common = with_data_dir(common)
     p = sub.add_parser(
-        "preview", parents=[common], help="what a turn on QUERY would be given (memory::preview, offline)"
+        "preview",
+        parents=[common],
+        help="iii: what a turn on QUERY would be given, with every score (memory::preview, offline)",
     )
     p.add_argument("query", metavar="QUERY")
     _add_shared(p, "print exactly the worker's response object (compact, raw UTF-8)")
@@ -37,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     )
     p.set_defaults(func=cmd_preview)
 
-    p = sub.add_parser("recall", parents=[common], help="rank a bank's memories for QUERY (memory::recall)")
+    p = sub.add_parser("recall", parents=[common], help="iii: rank a bank's memories for QUERY (memory::recall)")
     p.add_argument("query", metavar="QUERY")
     _add_shared(p, "print the worker's response object; each hit also carries keepgui's score `parts`")
     p.add_argument("--limit", type=int, metavar="N", help="at most N memories (default recall_limit; cap 100)")
@@ -58,7 +62,7 @@ def _engine(args: argparse.Namespace, ctx: Context) -> tuple[BankEngine, LogCach
     config = MemoryConfig.load(args.config) if args.config else MemoryConfig()
     if args.now is not None and args.now < 0:
         raise InvalidInput("--now must be a non-negative epoch-ms time")
-    bank = ctx.datadir().bank(args.bank or config.default_bank)
+    bank = datadir(ctx).bank(args.bank or config.default_bank)
     engine = BankEngine(bank, config)
     cache = LogCache(bank.log, engine.index)
     cache.load()

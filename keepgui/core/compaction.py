@@ -587,18 +587,25 @@ class UndoJournal(Journal):
     One JSON line per event in ``<history root>/compactions.jsonl``: ``applied``
     (with the Applied's ``to_obj()``), ``undone``. ``last(target)`` is the most
     recent compaction of a target that was not undone yet, so repeated undos
-    walk back one compaction at a time.
+    walk back one compaction at a time. A ``scope`` given with an entry names
+    what it was applied to as the command line chose it (a source's bank and the
+    plan's kind): ``last(scope=...)`` finds it by that.
     """
 
     def __init__(self, history: History | None = None) -> None:
         super().__init__(history, "compactions.jsonl")
 
-    def record(self, applied: Applied) -> str:
+    def record(self, applied: Applied, scope: str = "") -> str:
         """Remember an applied compaction; returns its journal id."""
         entry_id = hashlib.sha256(f"{applied.target}{applied.at}{os.getpid()}{now_ms()}".encode()).hexdigest()[:12]
-        self._append(
-            {"event": "applied", "id": entry_id, "target": applied.target, "at": now_ms(), "applied": applied.to_obj()}
-        )
+        entry = {
+            "event": "applied",
+            "id": entry_id,
+            "target": applied.target,
+            "at": now_ms(),
+            "applied": applied.to_obj(),
+        }
+        self._append({**entry, "scope": scope} if scope else entry)
         return entry_id
 
     def mark_undone(self, entry_id: str) -> None:
@@ -609,9 +616,9 @@ class UndoJournal(Journal):
         """Applied entries not undone, oldest first (unreadable lines are skipped)."""
         return self.standing("applied", "undone", lambda obj: obj if isinstance(obj.get("applied"), dict) else None)
 
-    def last(self, target: str) -> dict[str, Any] | None:
-        """The latest applied, not undone, compaction of ``target`` (a journal entry), or None."""
-        found = [e for e in self.entries() if e.get("target") == target]
+    def last(self, target: str = "", *, scope: str = "") -> dict[str, Any] | None:
+        """The latest applied, not undone, compaction of ``target`` (or recorded with ``scope``), or None."""
+        found = [e for e in self.entries() if (e.get("scope") == scope if scope else e.get("target") == target)]
         return found[-1] if found else None
 
 

@@ -1,13 +1,17 @@
 """Which memory backends keepgui knows, and how to open, recognise and find their sources (no Qt).
 
-A backend is one package (``keepgui/core/<kind>/``) whose ``backend`` module
-defines ``BACKEND``, a :class:`Backend`. The built-in ones are listed in
-:data:`BUILTIN` (one line each) and registered exactly as any other: a package
-installed beside keepgui can add its own through the ``keepgui.backends`` entry
-point group. Nothing outside a backend's package and this list names it.
+A backend is one package (``keepgui/backends/<kind>/``) whose ``__init__``
+defines ``BACKEND``, a :class:`Backend`: its registry entry. The built-in ones
+are listed in :data:`BUILTIN` (one line each) and registered exactly as any
+other: a package installed beside keepgui adds its own through the
+``keepgui.backends`` entry point group, and a program (a test) through
+:func:`register`. Nothing outside a backend's package and this list names it.
 
-Backends are imported on first use, so a command that needs none of them pays
-for none.
+An entry is cheap to read: it names the backend's options and commands as
+data and its functions as :func:`lazy` references, so the command line reads
+every entry and imports only the backend a command works on (and the window
+only the backends of the sources it opens). Installed packages are looked up
+only when a kind is not found among the others, or every backend is asked for.
 
 The registry answers three questions for any folder or machine:
 
@@ -24,23 +28,51 @@ import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
 from keepgui.core.errors import InvalidInput
-from keepgui.core.source import Source
+
+if TYPE_CHECKING:  # the protocol (and msgspec with it) is imported by the backends, when one opens a source
+    from keepgui.core.source import Source
 
 BUILTIN: tuple[str, ...] = (
-    "keepgui.backends.iii.backend",
-    "keepgui.backends.nanobot.backend",
-    "keepgui.backends.claude.backend",
-    "keepgui.backends.hermes.backend",
-    "keepgui.backends.codex.backend",
-    "keepgui.backends.gemini.backend",
+    "keepgui.backends.iii",
+    "keepgui.backends.nanobot",
+    "keepgui.backends.claude",
+    "keepgui.backends.hermes",
+    "keepgui.backends.codex",
+    "keepgui.backends.gemini",
 )
-"""The modules of the built-in backends, in the order the window lists them."""
+"""The packages of the built-in backends, in the order the window lists them."""
 
 ENTRY_POINT_GROUP = "keepgui.backends"
 """Installed packages register further backends here (each entry point loads a :class:`Backend`)."""
+
+COMMON_COMMANDS = (
+    "memories",
+    "keep",
+    "edit",
+    "forget",
+    "restore",
+    "pin",
+    "unpin",
+    "problems",
+    "review",
+    "compact",
+    "context",
+)
+"""The commands every backend answers through the protocol (:mod:`keepgui.commands`)."""
+
+
+def lazy(module: str, name: str) -> Callable[..., Any]:
+    """A function that imports ``module`` when first called and calls its ``name`` with the same
+    arguments (a registry entry names its backend's functions without importing them)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = f"lazy({module}.{name})"
+    return call
 
 
 @dataclass(frozen=True)
@@ -82,17 +114,67 @@ class OpenOptions:
 
 
 @dataclass(frozen=True)
+class Command:
+    """A command of one backend on the command line, added by ``module`` (its ``register(sub, common)``,
+    imported only when the command is used).
+
+    A name of its own (``doctor``) is the backend's own command. A name of a common command
+    (:data:`COMMON_COMMANDS`, ``memories``) is an old form of it that this backend keeps working:
+    the one used when the command line names no source (no ``--agent`` or ``--source``) and gives
+    every option of ``when`` (``compact --bank``: the most options given wins); with no
+    ``module`` it is the common command itself, as if ``--agent KIND`` were given (it says so on
+    stderr).
+    """
+
+    name: str
+    module: str = ""
+    when: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option this backend gives one of the common commands (``compact --fuzzy``).
+
+    Given on the command line, its value reaches the bank under the option's name (``fuzzy``):
+    ``Bank.plan(what, **options)`` for ``compact`` and ``review``, ``Bank.context(query, **options)``
+    for ``context``. ``metavar`` "" makes it a flag; else it takes a value, converted by ``type``
+    (``"int"``, ``"float"`` or ``"text"``). ``means`` makes it another name for common options
+    (``--reminder`` is ``--part reminder``), passed to no bank.
+    """
+
+    command: str
+    flag: str
+    help: str
+    metavar: str = ""
+    type: str = "text"
+    means: tuple[str, ...] = ()
+
+    @property
+    def dest(self) -> str:
+        """The keyword the bank gets (``--via-timeout`` -> ``via_timeout``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
 class Backend:
     """One backend, as the registry knows it.
 
-    ``kind`` is its stable name (settings store it); ``label`` names one of its
+    ``kind`` is its stable name (settings store it; ``--agent KIND``); ``label`` names one of its
     sources ("iii data dir"); ``icon`` is the icon of its banks in the sidebar.
     ``open`` opens a folder as a :class:`~keepgui.core.source.Source`;
     ``identify`` says whether a folder is one of its sources (a Verdict whose
     kind is this backend's, or None with the reason); ``discover`` lists the
     sources found on this machine (``environ`` as for the agent itself).
-    ``window_arg`` is the command-line option (its argparse ``dest``) naming
-    sources of this kind for the window; ``demo_folder`` its folder in the
+    ``home(environ)`` is the folder ``--agent KIND`` opens, found as the agent
+    finds its own (its environment variables honoured), or None when it has none;
+    ``projects`` says its sources can be opened at a project folder
+    (``--project DIR``, the current folder when neither a bank nor a source is named).
+    ``window_arg`` is the window's command-line option naming sources of this kind
+    (its argparse ``dest``; the option is ``--`` + it with ``-`` for ``_``, described
+    by ``window_help``); given to a command it is an old way to say ``--source``.
+    ``commands`` are its own commands and the old forms of common ones it keeps
+    working; ``options`` the options it gives common commands.
+    ``demo_folder`` is its folder in the
     bundled demo, which ``prepare_demo(folder, shift_ms, edited_ns)`` moves to
     the present (times inside files forward by ``shift_ms``; every file was just
     made to look edited at ``edited_ns``) and which returns the places it names
@@ -107,14 +189,25 @@ class Backend:
     open: Callable[[str, OpenOptions], Source]
     identify: Callable[[str], Verdict]
     discover: Callable[[Mapping[str, str]], list[Found]]
+    home: Callable[[Mapping[str, str]], str | None] | None = None
+    projects: bool = False
     window_arg: str | None = None
+    window_help: str = ""
+    commands: tuple[Command, ...] = ()
+    options: tuple[Option, ...] = ()
     demo_folder: str | None = None
     prepare_demo: Callable[[str, int, int], Mapping[str, str]] | None = None
     start_rank: int = 50
     keep_rank: int = 50
 
+    @property
+    def window_flag(self) -> str | None:
+        """The window's option for sources of this kind (``--data-dir``), or None."""
+        return None if self.window_arg is None else "--" + self.window_arg.replace("_", "-")
+
 
 _loaded: dict[str, Backend] | None = None
+_declared: dict[str, Backend] | None = None
 _extra: list[Backend] = []
 
 
@@ -125,6 +218,18 @@ def register(backend: Backend) -> None:
         raise InvalidInput(f"a memory backend of kind `{backend.kind}` is registered already")
     known[backend.kind] = backend
     _extra.append(backend)
+    if _declared is not None:
+        _declared.setdefault(backend.kind, backend)
+
+
+def unregister(kind: str) -> None:
+    """Forget a backend added by :func:`register` (a test's own backend, once the test is done)."""
+    global _declared
+    for backend in [b for b in _extra if b.kind == kind]:
+        _extra.remove(backend)
+        if _loaded is not None:
+            _loaded.pop(kind, None)
+        _declared = None
 
 
 def _load_module(name: str) -> Backend:
@@ -136,6 +241,8 @@ def _load_module(name: str) -> Backend:
 
 
 def _installed() -> list[Backend]:
+    from importlib import metadata  # reading every installed distribution's entry points takes tens of ms
+
     out = []
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
         loaded = entry.load()
@@ -145,13 +252,32 @@ def _installed() -> list[Backend]:
 
 
 def _backends() -> dict[str, Backend]:
+    """Every backend: the built-in ones, the installed ones and the registered ones."""
     global _loaded
     if _loaded is None:
         found: dict[str, Backend] = {}
-        for backend in [*(_load_module(name) for name in BUILTIN), *_installed()]:
+        for backend in [*_builtin(), *_installed(), *_extra]:
             found.setdefault(backend.kind, backend)
         _loaded = found
     return _loaded
+
+
+def _builtin() -> list[Backend]:
+    return [_load_module(name) for name in BUILTIN]
+
+
+def declared() -> list[Backend]:
+    """The built-in and registered backends, without looking up installed packages (quick: the
+    command line reads them to parse a command; :func:`backends` has every one)."""
+    global _declared
+    if _loaded is not None:
+        return list(_loaded.values())
+    if _declared is None:
+        found: dict[str, Backend] = {}
+        for backend in [*_builtin(), *_extra]:
+            found.setdefault(backend.kind, backend)
+        _declared = found
+    return list(_declared.values())
 
 
 def backends() -> list[Backend]:
@@ -165,8 +291,9 @@ def kinds() -> list[str]:
 
 
 def backend(kind: str) -> Backend:
-    """The backend of ``kind`` (InvalidInput when there is none)."""
-    found = _backends().get(kind)
+    """The backend of ``kind`` (InvalidInput when there is none); installed packages are looked up
+    only when no built-in or registered backend has that kind."""
+    found = next((b for b in declared() if b.kind == kind), None) or _backends().get(kind)
     if found is None:
         raise InvalidInput(f"keepgui has no memory backend `{kind}` (it knows {', '.join(kinds())})")
     return found

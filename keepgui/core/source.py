@@ -34,11 +34,39 @@ import os
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import msgspec
 
 from keepgui.core.fsio import Stamp
+
+if TYPE_CHECKING:  # compaction imports this module (its Notice); its plans are named here for types only
+    from keepgui.core.compaction import Plan
+    from keepgui.core.defaults import (
+        BankDefaults as BankDefaults,
+        DocumentDefaults as DocumentDefaults,
+        NoDocuments as NoDocuments,
+        PartsContext as PartsContext,
+        SourceDefaults as SourceDefaults,
+        nothing_written as nothing_written,
+        refuse as refuse,
+    )
+
+_DEFAULTS = frozenset(
+    {"BankDefaults", "DocumentDefaults", "NoDocuments", "PartsContext", "SourceDefaults", "nothing_written", "refuse"}
+)
+"""What :mod:`keepgui.core.defaults` defines and this module names too (backends import them from either)."""
+
+
+def __getattr__(name: str) -> Any:
+    """The defaults a backend inherits, named here as well (:mod:`keepgui.core.defaults` imports this
+    module, so they are looked up when first asked for)."""
+    if name in _DEFAULTS:
+        from keepgui.core import defaults
+
+        return getattr(defaults, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # ---------------------------------------------------------------------- naming a bank
 
@@ -94,7 +122,9 @@ class Row(Protocol):
     names the row links to (an iii memory's entities; a topic file's
     ``[[name]]`` links), so a graph can be drawn for any backend. ``position``
     is the row's place in its file for backends whose rows have a file order;
-    ``fields`` are extra labelled values the detail pane shows as they are.
+    ``fields`` are extra labelled values the detail pane (and ``memories
+    --json``) shows as they are: where the row came from (an iii memory's
+    session and agent), a topic file's description...
     """
 
     @property
@@ -122,8 +152,6 @@ class Row(Protocol):
     @property
     def revision(self) -> int | None: ...
     @property
-    def source(self) -> object: ...
-    @property
     def position(self) -> int | None: ...
     @property
     def fields(self) -> tuple[tuple[str, str], ...]: ...
@@ -150,7 +178,6 @@ class FileRow(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     created_at: int | None = None
     updated_at: int | None = None
     revision: int | None = None
-    source: str | None = None
     fields: tuple[tuple[str, str], ...] = ()
 
 
@@ -441,6 +468,46 @@ class DocumentSet(Protocol):
         """Which of these documents' names the changed (absolute) paths are."""
 
 
+# ---------------------------------------------------------------------- what the agent is given
+
+
+class Preview(Protocol):
+    """What the agent is given next from the bank, exactly, as the window's Preview panel shows it.
+
+    ``text`` is all of it, as it would be given (the generic view and the Copy button show it);
+    a backend's adapter (:mod:`keepgui.ui.adapters`) may read more of its own preview.
+    """
+
+    @property
+    def text(self) -> str:
+        """Exactly what would be given to the agent."""
+
+
+class AgentContext(Protocol):
+    """What an agent's next session is given from its memory, exactly: ``keepgui context``.
+
+    :meth:`named_parts` are the exact texts by name, in the order the agent gets them (Claude
+    Code's ``reminder``, nanobot's ``memory_prompt``...; None: the part is absent this time);
+    ``keepgui context --part NAME`` prints one of them byte for byte. :meth:`to_obj` is the
+    ``--json`` object: it holds every part under its own name, beside whatever else the backend
+    says. :meth:`describe` is the report for a person (ending with the parts themselves) and
+    :attr:`warnings` what to tell them beside it (on stderr).
+    """
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Remarks for a person (when an edit takes effect, files that could not be read...)."""
+
+    def named_parts(self) -> Mapping[str, str | None]:
+        """The exact parts by name, in the order the agent gets them."""
+
+    def to_obj(self) -> dict[str, Any]:
+        """The ``--json`` object (every part under its own name)."""
+
+    def describe(self) -> str:
+        """The report for a person: what the parts are made of, then the parts themselves."""
+
+
 # ---------------------------------------------------------------------- changes
 
 
@@ -458,7 +525,7 @@ DISK = "disk"
 """A change found on disk: a load, or someone else's write."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Change:
     """What one write changed, and how to take it back (every operation returns one).
 
@@ -477,6 +544,9 @@ class Change:
     :class:`~keepgui.core.errors.Conflict` when the files changed since, so
     nobody's later edit is overwritten. ``why_not_undo`` says why a change
     cannot be undone at all.
+
+    A Change is built once and never altered: a backend that learns more after the write (its
+    undo, a message) makes the final Change with :func:`dataclasses.replace`.
     """
 
     source: str
@@ -761,19 +831,29 @@ class Bank(Protocol):
     def problems(self) -> list[Problem]:
         """Everything wrong with the bank's files (read only, on a background thread), in file order."""
 
-    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> Preview:
         """What the agent would be given next, exactly (the adapter of the backend shows it)."""
+
+    def context(self, query: str = "", **options: Any) -> AgentContext:
+        """What the agent's next session is given, as named exact parts (``keepgui context``);
+        ``options`` are the backend's own options of that command (its registry entry names them)."""
 
     def rank(self, query: str, limit: int) -> dict[str, float]:
         """Recall scores (key -> score) of the best rows for ``query`` (the Ranked search)."""
 
-    def plan(self, what: str, **options: Any) -> object:
-        """A compaction plan (``"compact"``) or a review of an outside rewrite of a file (its name)."""
+    def plan(self, what: str, **options: Any) -> Plan:
+        """A compaction plan (``"compact"``) or a review of an outside rewrite of a file (its name);
+        ``options`` are the backend's own options of ``keepgui compact`` / ``review``."""
 
-    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
-        """Apply the selected operations of a plan (one undoable change)."""
+    def apply_plan(self, plan: Plan, selection: frozenset[str], text: str) -> Change:
+        """Apply the selected operations of a plan (one undoable change; its ``result`` is the
+        :class:`~keepgui.core.compaction.Applied`, which the command line keeps for ``--undo``)."""
 
-    def accept_review(self, plan: object) -> Change:
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a plan applied earlier in another process, from its journal form
+        (:meth:`~keepgui.core.compaction.Applied.to_obj`): ``keepgui compact --undo``."""
+
+    def accept_review(self, plan: Plan) -> Change:
         """Accept an outside rewrite as it is (stop showing it)."""
 
     def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
@@ -875,127 +955,3 @@ class Source(Protocol):
 
     def close(self) -> None:
         """The source is no longer shown."""
-
-
-def refuse(capabilities: Capabilities, what: str) -> NoReturn:
-    """Raise the refusal of a missing capability, with the reason its Capabilities give."""
-    from keepgui.core.errors import InvalidInput
-
-    raise InvalidInput(capabilities.why_not(what) or f"not possible here: {what}")
-
-
-class BankDefaults:
-    """What a Bank that lacks a capability answers: a refusal that gives the capability's reason.
-
-    A backend's Bank may inherit this and implement only what it supports;
-    each refusal is the sentence its :class:`Capabilities` give (the same one
-    the greyed control shows).
-    """
-
-    capabilities: Capabilities
-
-    def _refuse(self, what: str) -> NoReturn:
-        refuse(self.capabilities, what)
-
-    def revisions(self, key: str) -> builtins.list[Row]:
-        """No revisions are kept."""
-        return []
-
-    def problems(self) -> builtins.list[Problem]:
-        """No check of the files: nothing to report."""
-        return []
-
-    def rank(self, query: str, limit: int) -> dict[str, float]:
-        """Refused: no ranking."""
-        self._refuse(RANKED)
-
-    def plan(self, what: str, **options: Any) -> object:
-        """Refused: nothing to compact or review."""
-        return self._refuse(COMPACT if what == COMPACT else REVIEW)
-
-    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
-        """Refused: no plans."""
-        return self._refuse(COMPACT)
-
-    def accept_review(self, plan: object) -> Change:
-        """Refused: no reviews."""
-        return self._refuse(REVIEW)
-
-    def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
-        """Refused: no pin."""
-        return self._refuse(PIN)
-
-    def set_live(self, keys: Sequence[str], live: bool) -> Change:
-        """Refused: rows are not retired."""
-        return self._refuse(TOMBSTONE)
-
-    def edit(self, key: str, field: str, value: str | builtins.list[str]) -> Change:
-        """Refused: rows are not edited in place."""
-        return self._refuse(EDIT)
-
-    def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
-        """Refused: no New memory."""
-        return self._refuse(CREATE)
-
-    def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
-        """Refused: facts are not kept here."""
-        return self._refuse(KEEP)
-
-    def check_keep(self, text: str) -> tuple[Hint, ...]:
-        """Nothing to check."""
-        return ()
-
-    def apply_pending(self, pending: Pending) -> Change:
-        """Refused: no what-if toggles."""
-        return self._refuse(WHAT_IF)
-
-    def text_problem(self, text: str) -> tuple[str, bool]:
-        """The length typed, and whether there is any text."""
-        return f"{len(text)} characters", bool(text.strip())
-
-    def activity(self) -> Activity:
-        """Refused: the backend cannot say when its rows changed."""
-        return self._refuse(ACTIVITY)
-
-    def row_names(self) -> Mapping[str, str]:
-        """No row is named by another's entities."""
-        return {}
-
-
-class SourceDefaults:
-    """What a Source that has no bank operations or settings answers (see :class:`BankDefaults`)."""
-
-    capabilities: Capabilities
-
-    @property
-    def also_watched(self) -> tuple[str, ...]:
-        """No folders outside the source's own to watch."""
-        return ()
-
-    def configure(self, values: Mapping[str, Any]) -> None:
-        """No settings of its own: nothing to keep."""
-
-    def set_reload_command(self, command: str | None) -> None:
-        """No running agent to tell: nothing to keep."""
-
-    def create_bank(self, name: str, description: str = "") -> Change:
-        """Refused: banks are not created here."""
-        refuse(self.capabilities, CREATE_BANK)
-
-    def trash_bank(self, name: str) -> Change:
-        """Refused: banks are not trashed here."""
-        refuse(self.capabilities, TRASH_BANK)
-
-    def restore_bank(self, folder: str) -> Change:
-        """Refused: there is no trash."""
-        refuse(self.capabilities, TRASH_BANK)
-
-    def close(self) -> None:
-        """Nothing held open."""
-
-
-def nothing_written(
-    source: str, bank: str | None, text: str, message: str = "", feedback: Iterable[Hint] = (), result: object = None
-) -> Change:
-    """A Change that wrote nothing (already kept, refused by the backend's checks)."""
-    return Change(source, bank, text, written=False, message=message, feedback=tuple(feedback), result=result)

@@ -232,7 +232,8 @@ class Desktop(QObject):
         text, workspace = args["text"], args.get("source", args.get("workspace"))
         if not isinstance(text, str) or not isinstance(workspace, str):
             raise InvalidInput("keep needs a text and the folder of a source")
-        key = self._keep_target(workspace)
+        bank = args.get("bank")
+        key = self._keep_target(workspace, bank if isinstance(bank, str) else None)
         if key is None:
             return {"handled": False, "reason": f"the running keepgui window does not show {workspace}"}
         change, error = keep_into(
@@ -249,15 +250,21 @@ class Desktop(QObject):
             self.window.statusBar().showMessage(f"from the command line — {change.message}", 8000)
         result = change.result
         obj = result.to_obj() if hasattr(result, "to_obj") else {"written": change.written, "message": change.message}
-        return {"handled": True, "undoable": change.written, "result": obj}
+        said = {  # the same for every backend: what `keepgui keep --json` prints
+            "written": change.written,
+            "message": change.message,
+            "feedback": [{"level": h.level, "text": h.text} for h in change.feedback],
+            "notes": list(change.notes),
+        }
+        return {"handled": True, "undoable": change.written, "result": obj, "change": said}
 
-    def _keep_target(self, folder: str) -> BankKey | None:
-        """The bank of the open source at ``folder`` that keeps facts."""
+    def _keep_target(self, folder: str, bank: str | None = None) -> BankKey | None:
+        """The bank of the open source at ``folder`` that keeps facts (``bank``, when named)."""
         hub = self.window.hub
         wanted = os.path.realpath(folder)
         for path in hub.sources:
             if os.path.realpath(path) == wanted:
-                for name in hub.banks(path):
+                for name in hub.banks(path) if bank is None else [n for n in hub.banks(path) if n == bank]:
                     key = BankKey(path, name)
                     if hub.capabilities(key).can(KEEP):
                         return key

@@ -120,21 +120,7 @@ class DetailPanel(QWidget):
             )
         if r.revision is not None:
             field("revision", str(r.revision))
-        source = r.source
-        if isinstance(source, str):
-            field("source", f"<code>{_esc(source)}</code>")
-        elif source is not None:
-            parts = [
-                f"{k}: <code>{_esc(v)}</code>"
-                for k, v in (
-                    ("session", getattr(source, "session_id", None)),
-                    ("entry", getattr(source, "entry_id", None)),
-                    ("agent", getattr(source, "agent", None)),
-                )
-                if v
-            ]
-            field("source", ", ".join(parts) or "—")
-        for label, value in r.fields:
+        for label, value in r.fields:  # the backend's own labelled values: where the row came from...
             field(_esc(label), f"<span style='white-space:pre-wrap'>{_esc(shown_text(value))}</span>")
         body = [f"<p style='white-space:pre-wrap'><b>{_esc(shown_text(r.text))}</b></p>"]
         body.append("<table>" + "".join(rows) + "</table>")

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication
 
 from keepgui import __version__
 from keepgui.core import pace, registry
+from keepgui.core.errors import InvalidInput
 from keepgui.ui import theme
 from keepgui.ui.settings import Settings
 
@@ -82,8 +83,16 @@ class Application(QApplication):
 
 
 def explicit_sources(args: Any) -> list[tuple[str, str]]:
-    """The sources the command line names: ``(kind, absolute path)``, in the registry's order."""
+    """The sources the command line names: ``(kind, absolute path)``, those of ``--source`` (recognised by
+    the registry) first, then each backend's window option in the registry's order."""
     sources = []
+    given = getattr(args, "source", None)
+    for path in given if isinstance(given, list) else [given] if given else []:
+        folder = os.path.abspath(os.path.expanduser(path))
+        verdict = registry.identify(folder)
+        if verdict.kind is None:
+            raise InvalidInput(f"{folder} is not an agent's memory keepgui knows: {verdict.why}")
+        sources.append((verdict.kind, folder))
     for backend in registry.backends():
         if backend.window_arg is None:
             continue

@@ -156,6 +156,9 @@ def test_a_backend_without_activity_refuses_with_its_reason():
     class Plain(BankDefaults):
         capabilities = Capabilities({ACTIVITY: "these notes carry no dates"})
 
+        def preview(self, query, pending=None, now_ms=None):
+            return "every note"  # what the agent is given: the one thing every bank says
+
     with pytest.raises(InvalidInput, match="carry no dates"):
         Plain().activity()
     assert Plain().row_names() == {}

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from keepgui.backends.iii.record import fingerprint, parse_line
-from tests.conftest import ROOT, run_cli, tree_digest
+from tests.conftest import OLD_FORM, ROOT, errors_of, run_cli, tree_digest
 
 run = run_cli
 
@@ -110,7 +110,8 @@ def test_errors_are_one_line_and_nonzero(dd):
         (["edit", "main", "fp0", *dd], "nothing to change"),
     ):
         code, _out, err = run(argv)
-        assert code == 1 and needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert code == 1 and needle in err and len(errors_of(err)) == 1 and "Traceback" not in err
+        assert OLD_FORM in err  # each is an old form: it says what replaces it
 
 
 def test_doctor_reports_and_exits_1(dd, data_dir):
@@ -130,7 +131,7 @@ def test_doctor_reports_and_exits_1(dd, data_dir):
 
 def test_writes_tell_the_worker_and_say_so_when_they_cannot(data_dir, fake_iii, monkeypatch):
     code, _, err = run(["--data-dir", str(data_dir), "save", "main", "reload the worker"])
-    assert code == 0 and err == ""
+    assert code == 0 and errors_of(err) == []
     assert json.loads(fake_iii.read_text().splitlines()[-1]) == ["trigger", "memory::reload"]
     monkeypatch.setenv("FAKE_III_FAIL", "1")
     code, _, err = run(["--data-dir", str(data_dir), "save", "main", "another one"])

@@ -70,7 +70,7 @@ def test_the_home_and_its_launch_folder_with_the_sidebar_line_and_rows(gemini_wi
     from keepgui.ui.sidebar import DetailRole
 
     bank = window.hub.bank(key)
-    sent = bank.context.sent_bytes
+    sent = bank.assembled.sent_bytes
     expected = (
         f"global 1 file · private 4 lines · project 2 files · {sent / 1024:,.1f} KB sent on every request · "
         "2 awaiting approval"
@@ -275,3 +275,14 @@ def test_the_inbox_in_the_approvals_window_with_the_trays_attention(gemini_windo
     qtbot.waitUntil(lambda: len(panel.items) == 3, timeout=15_000)
     assert len(arrived) == 1 and "release-notes.md" in arrived[0]
     dialog.close()
+
+
+def test_the_window_takes_gemini_folders_on_its_command_line(tmp_path):
+    from keepgui.cli import build_parser
+    from keepgui.ui.startup import explicit_sources
+
+    args = build_parser().parse_args(["--gemini", str(tmp_path / "a"), "--gemini", str(tmp_path / "b")])
+    assert [s for s in explicit_sources(args) if s[0] == "gemini"] == [
+        ("gemini", str(tmp_path / "a")),
+        ("gemini", str(tmp_path / "b")),
+    ]

@@ -210,15 +210,14 @@ class NotesBank(BankDefaults):
                 fsio.make_dirs(os.path.dirname(dst))
                 fsio.rename_durably(src, dst)
             self._rows = self._read()
-        change = Change(
+        return Change(
             self.source.path,
             "notes",
             text,
             rows=RowDelta(self._rows, (), True),
             files=stamps_of(*[p for move in moves for p in move]),
+            reverse=lambda: self._move(text, [(dst, src) for src, dst in reversed(moves)]),
         )
-        change.reverse = lambda: self._move(text, [(dst, src) for src, dst in reversed(moves)])
-        return change
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         gone = os.path.join(self.source.path, ".forgotten")
@@ -290,16 +289,15 @@ class NoteDocs:
     def save(self, doc: Document, text: str, *, confirmed: bool = False) -> Change:
         fsio.atomic_write(self.path, text.encode(), expect=doc.stamp)
         saved = self.read("README.md")
-        change = Change(
+        return Change(
             self.source.path,
             "notes",
             "Save README.md",
             documents=frozenset({"README.md"}),
             files=stamps_of(self.path),
             result=saved,
+            reverse=lambda: self.save(saved, doc.text),
         )
-        change.reverse = lambda: self.save(saved, doc.text)
-        return change
 
     def base_for_overwrite(self, doc, on_disk, stamp):
         return doc.with_disk(on_disk or "", stamp)

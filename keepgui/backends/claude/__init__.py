@@ -23,8 +23,39 @@ generated trees and comparing its first request with keepgui's rendering
 (``tests/backends/claude/test_claude_cli_compare.py``, ``make claude-cli``). The CLI was
 treated as a black box: run and observed, never read.
 
-This package imports nothing from the other backends.
+This package imports nothing from the other backends. This module is its registry entry
+(:data:`BACKEND`); its command-line commands are :mod:`keepgui.commands.claude`.
 """
+
+from keepgui.core.registry import Backend, Command, Option, lazy
 
 CHECKED_VERSION = "2.1.332"
 """The Claude Code CLI version keepgui's rendering was compared with, byte for byte."""
+
+_SOURCE = "keepgui.backends.claude.backend"
+
+BACKEND = Backend(
+    kind="claude",
+    label="Claude Code project folder",
+    icon="notes",
+    open=lazy(_SOURCE, "open_source"),
+    identify=lazy(_SOURCE, "identify"),
+    discover=lazy(_SOURCE, "discover"),
+    home=lazy(_SOURCE, "home"),
+    projects=True,
+    window_arg="claude",
+    window_help="Claude Code home (~/.claude) or project folder to open in the window (repeatable)",
+    commands=(
+        # today's command group and `context` without --agent, kept working (each says what replaces it)
+        Command("claude", "keepgui.commands.claude"),
+        Command("context"),
+    ),
+    options=(
+        Option("context", "--reminder", "claude: print only the reminder text, exactly", means=("--part", "reminder")),
+    ),
+    demo_folder="claude",
+    prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    start_rank=60,
+    keep_rank=60,
+)
+"""Claude Code, as the registry knows it."""

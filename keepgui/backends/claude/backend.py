@@ -1,4 +1,4 @@
-"""Claude Code behind the source protocol (:mod:`keepgui.core.source`), and its registry entry.
+"""Claude Code behind the source protocol (:mod:`keepgui.core.source`): a home or a project folder as a source.
 
 A :class:`ClaudeSource` is opened on one of two kinds of folder:
 
@@ -36,7 +36,7 @@ from keepgui.backends.claude.memory import INDEX_NAME, TEAM_DIR
 from keepgui.core import fsio
 from keepgui.core.errors import NotFound
 from keepgui.core.history import History
-from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
+from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, Capabilities, Listing, SourceDefaults, WatchPlan
 
 KIND = "claude"
@@ -271,17 +271,6 @@ def prepare_demo(folder: str, shift_ms: int, edited_ns: int) -> dict[str, str]:
     return {"source": os.path.join(home, ".claude"), "claude_home": home, "claude_project": project}
 
 
-BACKEND = Backend(
-    kind=KIND,
-    label="Claude Code project folder",
-    icon="notes",
-    open=open_source,
-    identify=identify,
-    discover=discover,
-    window_arg="claude",
-    demo_folder="claude",
-    prepare_demo=prepare_demo,
-    start_rank=60,
-    keep_rank=60,
-)
-"""Claude Code, as the registry knows it."""
+def home(environ: Mapping[str, str]) -> str:
+    """The config folder ``--agent claude --bank NAME`` opens: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    return ClaudeEnv.from_environ(environ).config_dir

@@ -32,6 +32,7 @@ are unknown.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -44,6 +45,7 @@ from keepgui.backends.claude import writes
 from keepgui.backends.claude.activity import FolderActivity, row_names
 from keepgui.backends.claude.compact import (
     Baselines,
+    FolderApplied,
     FolderPlan,
     FolderReview,
     IndexPlan,
@@ -52,7 +54,7 @@ from keepgui.backends.claude.compact import (
     review,
     short_hook,
 )
-from keepgui.backends.claude.context import build_preview
+from keepgui.backends.claude.context import ClaudePreview, SessionContext, build_preview, session_context
 from keepgui.backends.claude.documents import ClaudeDocuments, Entry, refresh_listing
 from keepgui.backends.claude.jstext import utf16_len
 from keepgui.backends.claude.layout import ClaudeEnv, git_roots, project_folder_name
@@ -104,6 +106,7 @@ from keepgui.core.source import (
 
 if TYPE_CHECKING:
     from keepgui.backends.claude.backend import ClaudeSource
+    from keepgui.core.compaction import Plan
 
 TRANSCRIPT_READ = 256 * 1024
 """At most this much of a session transcript is read to find its ``cwd``."""
@@ -495,22 +498,20 @@ class ClaudeProject(BankDefaults):
             changed = before is None or rows != self.delivered
             self.folder, self.delivered, self.problem, self._manifest = folder, rows, "", sha
             documents = refresh_listing(self)
-        change = Change(
-            self.source.path,
-            self.name,
-            origin=DISK,
-            rows=RowDelta(rows, (), True) if changed or full else RowDelta(),
-            documents=documents,
-        )
-        if baseline != sha and (before is None or before_manifest != sha):
-            change.reviews = (REVIEW,)
         notes: list[str] = []
         if before is not None and before_manifest != sha and not full:
             notes.append(f"{self.title}: the memory folder changed on disk ({folder.counts()})")
         known = set(before.problems) if before is not None else set()
         notes += [f"{self.title}: {p}" for p in folder.problems if p not in known]
-        change.notes = tuple(notes)
-        return change
+        return Change(
+            self.source.path,
+            self.name,
+            origin=DISK,
+            rows=RowDelta(rows, (), True) if changed or full else RowDelta(),
+            documents=documents,
+            reviews=(REVIEW,) if baseline != sha and (before is None or before_manifest != sha) else (),
+            notes=tuple(notes),
+        )
 
     def rows(self) -> Sequence[FileRow]:
         """The rows as last read."""
@@ -572,9 +573,22 @@ class ClaudeProject(BankDefaults):
         """The instruction files of the project's sessions, in load order, then ``MEMORY.md``."""
         return ClaudeDocuments(self)
 
-    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> ClaudePreview:
         """What the next session there is given at its start, exactly (see :mod:`.preview`)."""
         return build_preview(self)
+
+    def context(self, query: str = "", **options: Any) -> SessionContext:
+        """What a session launched in the project is given at its start: the ``reminder``, exactly, and the
+        files it is made of (the project opened, or the one a session transcript names for a home's project)."""
+        if options:
+            raise InvalidInput(f"Claude Code's context takes no options: {', '.join(sorted(options))}")
+        project = self.project if self.source.is_home else self.source.path
+        if project is None:
+            raise NotFound(
+                f"{self.title}: no session transcript names this memory folder's project, so keepgui cannot say "
+                "what a session there loads; give the project folder with --project DIR"
+            )
+        return session_context(project, self.source.env)
 
     # ------------------------------------------------------------ writes
 
@@ -601,7 +615,7 @@ class ClaudeProject(BankDefaults):
     def _change_of(self, done: writes.MemoryChange, rows: list[FileRow], text: str | None) -> Change:
         index = os.path.normpath(self.index_path)
         touched = {os.path.normpath(path) for path, _stamp in done.files}
-        change = Change(
+        return Change(
             self.source.path,
             self.name,
             text or done.text,
@@ -612,10 +626,8 @@ class ClaudeProject(BankDefaults):
             result=done.result,
             message=done.message,
             notes=done.notes,
+            reverse=(lambda: self.write(done.undo, text)) if done.reverse is not None else None,
         )
-        if done.reverse is not None:
-            change.reverse = lambda: self.write(done.undo, text)
-        return change
 
     def _topic(self, key: str) -> TopicFile:
         if key.startswith(FORGOTTEN):
@@ -763,11 +775,10 @@ class ClaudeProject(BankDefaults):
             f"Keep memory {title}",
         )
         entry = next((e for e in (self.folder.index.entries if self.folder else ()) if e.target == change.result), None)
-        where = f"{self.title}"
-        change.message = f"Kept: {change.result} and its index line — {where}"
+        message = f"Kept: {change.result} and its index line — {self.title}"
         if entry is not None and not entry.loaded:
-            change.message += f" (its index line is line {entry.line}, past the cut: review a compaction)"
-        return change
+            message += f" (its index line is line {entry.line}, past the cut: review a compaction)"
+        return dataclasses.replace(change, message=message)
 
     def check_keep(self, text: str) -> tuple[Hint, ...]:
         """What keeping ``text`` would do: the file and index line it writes, whether that line would be
@@ -814,8 +825,10 @@ class ClaudeProject(BankDefaults):
 
     # ------------------------------------------------------------ plans
 
-    def plan(self, what: str, **options: Any) -> object:
-        """``compact``: the index compaction plan; ``memory folder``: what changed since the last review."""
+    def plan(self, what: str, **options: Any) -> FolderPlan:
+        """``compact``: the index compaction plan; ``review``: what changed since the last review (no options)."""
+        if options:
+            raise InvalidInput(f"a Claude Code memory folder's plans take no options: {', '.join(sorted(options))}")
         if what == COMPACT:
             return self.compaction_plan()
         if what == REVIEW:
@@ -832,7 +845,7 @@ class ClaudeProject(BankDefaults):
         with self.lock:
             return review(self.memory_dir, self.history)
 
-    def apply_plan(self, plan: object, selection: frozenset[str], text: str) -> Change:
+    def apply_plan(self, plan: Plan, selection: frozenset[str], text: str) -> Change:
         """Apply a compaction's (or a review's) selection as one undoable change; its ``result`` is the
         :class:`~keepgui.backends.claude.compact.FolderApplied` (the command line journals it for ``--undo``)."""
         if not isinstance(plan, FolderPlan):
@@ -847,10 +860,28 @@ class ClaudeProject(BankDefaults):
 
         change = self.write(run, text)
         if isinstance(plan, FolderReview) and change.written:
-            change.message = f"restored {len(selection)} change{'s' if len(selection) != 1 else ''} of {self.title}"
+            plural = "s" if len(selection) != 1 else ""
+            return dataclasses.replace(change, message=f"restored {len(selection)} change{plural} of {self.title}")
         return change
 
-    def accept_review(self, plan: object) -> Change:
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a compaction (or a review's restore) applied from the command line, through :meth:`write`,
+        so the folder as the undo leaves it is keepgui's own write, not something to review."""
+        from keepgui.backends.claude import compact  # noqa: F401 - registers the kind of applied plan it journals
+        from keepgui.core.compaction import load_applied
+
+        done = load_applied(dict(applied), self.history)
+        if not isinstance(done, FolderApplied) or os.path.realpath(done.target) != os.path.realpath(self.memory_dir):
+            raise InvalidInput(f"not a compaction of {self.memory_dir}: nothing was undone")
+
+        def undo() -> writes.MemoryChange:
+            done.undo()  # it keeps the change it wrote
+            return done.change or writes.MemoryChange(self.memory_dir, f"Undo: {done.description}", written=False)
+
+        change = self.write(undo, f"Undo: {done.description}")
+        return dataclasses.replace(change, result=done, message=f"undone: {done.description}")
+
+    def accept_review(self, plan: Plan) -> Change:
         """Take the folder as the review saw it as the new baseline (nothing written in the folder)."""
         if not isinstance(plan, FolderReview):
             raise InvalidInput(f"{self.title}: not a review of a Claude Code memory folder")

@@ -121,6 +121,73 @@ class SessionContext:
             obj["cut"] = {**cut.to_obj(), "file_line": self.folder.index.cut_file_line} if cut.cut else None
         return obj
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a person should know (when an edit takes effect, where the index is cut), then every
+        problem found reading the settings and the memory folder."""
+        return self.notes + tuple(self.to_obj()["problems"])
+
+    def named_parts(self) -> dict[str, str | None]:
+        """``reminder``: the first text block of the session's first user message, exactly (None when
+        nothing loads)."""
+        return {"reminder": self.reminder}
+
+    def describe(self) -> str:
+        """The report of ``keepgui context --agent claude``: the files loaded at start in order with their
+        labels, where MEMORY.md is cut and the entries past it, what does not load and what loads later,
+        then the reminder itself."""
+        out = [f"Claude Code (checked against {self.claude_version}) · session started in {self.project}"]
+        if self.roots.canonical and self.roots.canonical != self.project:
+            out.append(f"  git root {self.roots.canonical}")
+        state = "on" if self.memory.enabled else f"off: {self.memory.why_off}"
+        out.append(f"  auto memory {state} · {self.memory.path}")
+        loaded = [f for f in self.files if f.loaded]
+        out.append("")
+        out.append(
+            f"Loaded at session start, in this order ({len(loaded)}):" if loaded else "Nothing loads at session start."
+        )
+        for number, item in enumerate(loaded, start=1):
+            indent = "   " * item.depth
+            via = f" (@import, line {item.line})" if item.parent else ""
+            out.append(f"  {number:>2}. {indent}{item.path}{via}")
+            out.append(f"      {indent}{item.label} · {_size(item.size)}")
+        out += self._cut_lines()
+        skipped = [f for f in self.files if f.status == "skipped" and f.reason != "missing"]
+        if skipped:
+            out += ["", "Not loaded:"] + [f"  {item.path}: {item.reason}" for item in skipped]
+        if self.later:
+            out += ["", "Loads later, when Claude reads a matching file:"]
+            for item in self.later:
+                globs = f" (paths: {', '.join(item.globs)})" if item.globs else ""
+                out.append(f"  {item.path}{globs}")
+        out.append("")
+        out.append("--- the reminder, exactly ---" if self.reminder is not None else "--- no reminder ---")
+        if self.reminder is not None:
+            out.append(self.reminder)
+        return "".join(line + "\n" for line in out)
+
+    def _cut_lines(self) -> list[str]:
+        """Where MEMORY.md is cut and the entries past the cut ([] when it loads whole)."""
+        index = self.folder.index if self.folder is not None else None
+        if index is None or index.cut is None or not index.cut.cut:
+            return []
+        cut = index.cut
+        out = [
+            "",
+            f"MEMORY.md is cut: {cut.kept_lines} of {cut.lines} lines load ({cut.reason} limit).",
+            f"  {cut.warning}",
+        ]
+        hidden = self.hidden
+        if hidden:
+            out.append(
+                f"  {len(hidden)} {'entry is' if len(hidden) == 1 else 'entries are'} invisible to Claude "
+                "at the start of a session:"
+            )
+            for entry in hidden:
+                mark = " (start only)" if entry.partial else ""
+                out.append(f"    line {entry.line}: {entry.title} → {entry.target}{mark}")
+        return out
+
     def to_obj(self) -> dict[str, Any]:
         """For ``keepgui context --json``."""
         index = self.folder.index if self.folder is not None else None
@@ -152,6 +219,10 @@ class SessionContext:
             "notes": list(self.notes),
             "problems": list(self.settings.problems) + ([str(p) for p in self.folder.problems] if self.folder else []),
         }
+
+
+def _size(n: int) -> str:
+    return f"{n:,} B" if n < 10_000 else f"{n / 1024:,.1f} KiB"
 
 
 def session_context(project: str, env: ClaudeEnv | None = None, *, with_later: bool = True) -> SessionContext:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from keepgui.backends.claude import writes
@@ -356,9 +356,7 @@ class ClaudeDocuments:
                 lambda: writes.save_file(bank.memory_dir, doc.path, data, doc.stamp, history=bank.history, text=label),
                 label,
             )
-            change.documents = frozenset({doc.name})
-            change.result = self.read(doc.name)
-            return change
+            return replace(change, documents=frozenset({doc.name}), result=self.read(doc.name))
         done = writes.save_instruction(
             doc.path, data, doc.stamp, managed_dir=bank.env.managed_dir, history=bank.history
         )
@@ -372,7 +370,7 @@ class ClaudeDocuments:
         if created and listed is not None and any(e.path == name and e.state == "new" for e in listed):
             # a new file now exists: it loads, so the list says so (it changed on disk)
             bank.documents_cache = listing(bank)
-        change = Change(
+        return Change(
             bank.source.path,
             bank.name,
             label,
@@ -381,10 +379,8 @@ class ClaudeDocuments:
             written=done.written,
             result=self.read(name) if any(e.path == name for e in self._entries()) else None,
             notes=done.notes,
+            reverse=(lambda: self._instruction_change(name, done.undo(), label)) if done.reverse is not None else None,
         )
-        if done.reverse is not None:
-            change.reverse = lambda: self._instruction_change(name, done.undo(), label)
-        return change
 
     def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: fsio.Stamp) -> Document | None:
         """``doc`` as the disk version the person was shown, to overwrite exactly that (None: changed again)."""

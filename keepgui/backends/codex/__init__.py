@@ -43,6 +43,8 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 
+from keepgui.core.registry import Backend, lazy
+
 CHECKED_VERSION = "0.169.0"
 """The ``@openai/codex`` version keepgui's rendering was compared with, byte for byte."""
 
@@ -65,3 +67,24 @@ def installed_version(binary: str | None = None, environ: Mapping[str, str] | No
         return None
     words = done.stdout.split()
     return words[-1] if done.returncode == 0 and words else None
+
+
+_SOURCE = "keepgui.backends.codex.backend"
+
+BACKEND = Backend(
+    kind="codex",
+    label="Codex home or project folder",
+    icon="notes",
+    open=lazy(_SOURCE, "open_source"),
+    identify=lazy(_SOURCE, "identify"),
+    discover=lazy(_SOURCE, "discover"),
+    home=lazy(_SOURCE, "home"),
+    projects=True,
+    window_arg="codex",
+    window_help="Codex home (~/.codex, $CODEX_HOME) or project folder to open in the window (repeatable)",
+    demo_folder="codex",
+    prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    start_rank=70,
+    keep_rank=70,
+)
+"""OpenAI Codex, as the registry knows it."""

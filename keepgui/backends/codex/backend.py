@@ -34,7 +34,7 @@ from keepgui.core import fsio
 from keepgui.core.errors import NotFound
 from keepgui.core.history import History
 from keepgui.core.paths import short_path
-from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
+from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, Capabilities, Listing, SourceDefaults, WatchPlan
 
 KIND = "codex"
@@ -270,17 +270,6 @@ def prepare_demo(folder: str, shift_ms: int, edited_ns: int) -> dict[str, str]:
     return {"source": home, "codex_home": home, "codex_project": project}
 
 
-BACKEND = Backend(
-    kind=KIND,
-    label="Codex home or project folder",
-    icon="notes",
-    open=open_source,
-    identify=identify,
-    discover=discover,
-    window_arg="codex",
-    demo_folder="codex",
-    prepare_demo=prepare_demo,
-    start_rank=70,
-    keep_rank=70,
-)
-"""OpenAI Codex, as the registry knows it."""
+def home(environ: Mapping[str, str]) -> str:
+    """The home ``--agent codex`` opens: ``$CODEX_HOME`` (as Codex resolves it), else ``~/.codex``."""
+    return CodexEnv.from_environ(environ).home

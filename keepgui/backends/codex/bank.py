@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from keepgui.backends.codex import writes
 from keepgui.backends.codex.compact import REVIEW_NAME, ConsolidationReview, NoteApplied, remember, review
-from keepgui.backends.codex.context import CodexPreview, build_preview, home_context, session_context
+from keepgui.backends.codex.context import CodexPreview, SessionContext, build_preview, home_context, session_context
 from keepgui.backends.codex.documents import CodexDocuments
 from keepgui.backends.codex.layout import CodexConfig, CodexEnv, MemoryRoot, active_root, read_config
 from keepgui.backends.codex.memory import consolidation_lease, version_word
@@ -76,6 +76,7 @@ from keepgui.core.source import (
 
 if TYPE_CHECKING:
     from keepgui.backends.codex.backend import CodexSource
+import dataclasses
 
 TITLE_CHARS = 32
 """A project's folder longer than this is named by its last two folders in the sidebar (the tooltip has it whole)."""
@@ -224,7 +225,8 @@ class CodexBank(BankDefaults):
         )
         summary_moved = previous is None or previous.summary.stamp.sha256 != state.summary.stamp.sha256
         if pending and summary_moved and self.name == self.source.review_bank:
-            change.reviews = (REVIEW_NAME,)  # one bank of the source asks: they all show the same summary
+            # one bank of the source asks: they all show the same summary
+            return dataclasses.replace(change, reviews=(REVIEW_NAME,))
         return change
 
     def rows(self) -> Sequence[FileRow]:
@@ -324,6 +326,12 @@ class CodexBank(BankDefaults):
             return build_preview(session_context(self.cwd, self.env))
         return build_preview(home_context(self.env), folder_known=False)
 
+    def context(self, query: str = "", **options: Any) -> SessionContext:
+        """``keepgui context --agent codex --project DIR``: the parts ``memory`` and ``agents_md``, exactly."""
+        if options:
+            raise InvalidInput(f"no options of its own for Codex's context: {', '.join(sorted(options))}")
+        return session_context(self.cwd, self.env) if self.cwd is not None else home_context(self.env)
+
     # ------------------------------------------------------------ writes
 
     def _note(self, text: str, label: str, message: str) -> Change:
@@ -346,21 +354,21 @@ class CodexBank(BankDefaults):
             result=done.result,
             message=message,
         )
-        if done.reverse is not None:
-            reverse = done.reverse
-            change.reverse = lambda: self._change_of(reverse(), label)
-        return change
+        if done.reverse is None:
+            return change
+        reverse = done.reverse
+        return dataclasses.replace(change, reverse=lambda: self._change_of(reverse(), label))
 
     def keep(self, text: str, *, force: bool = False, replace: bool = False) -> Change:
         """Keep a fact as a new ad-hoc note (Codex's own channel); the next consolidation folds it in."""
         if is_blank(text):
             raise InvalidInput("there is nothing to keep: the text is empty")
         change = self._note(text, "Keep note", "")
-        change.message = (
-            f"Kept as a note: {os.path.basename(str(change.result))} — Codex folds it into its memory at the next "
-            "successful consolidation"
+        return dataclasses.replace(
+            change,
+            message=f"Kept as a note: {os.path.basename(str(change.result))} — Codex folds it into its memory at "
+            "the next successful consolidation",
         )
-        return change
 
     def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
         """New memory: a note (tags and entities have no place in Codex's files)."""
@@ -385,11 +393,11 @@ class CodexBank(BankDefaults):
         if row.text.strip() == value.strip():
             return nothing_written(self.source.path, self.name, "Correct memory", "nothing changed")
         change = self._note(correction_text(row.text, value), "Correct memory", "")
-        change.message = (
-            f"Kept a correction note: {os.path.basename(str(change.result))}. The memory reads as before until "
-            "Codex's next consolidation applies it"
+        return dataclasses.replace(
+            change,
+            message=f"Kept a correction note: {os.path.basename(str(change.result))}. The memory reads as before "
+            "until Codex's next consolidation applies it",
         )
-        return change
 
     def forget(self, keys: Sequence[str]) -> Change:
         """Forget memories: one note that quotes them and asks the consolidation to drop them."""
@@ -397,10 +405,11 @@ class CodexBank(BankDefaults):
         if not rows:
             return nothing_written(self.source.path, self.name, "Forget", "nothing selected")
         change = self._note(forget_text([r.text for r in rows]), f"Forget {CAPABILITIES.count(len(rows))}", "")
-        change.message = (
-            f"Kept a note asking to forget {CAPABILITIES.count(len(rows))}: {os.path.basename(str(change.result))}"
+        return dataclasses.replace(
+            change,
+            message=f"Kept a note asking to forget {CAPABILITIES.count(len(rows))}: "
+            f"{os.path.basename(str(change.result))}",
         )
-        return change
 
     def check_keep(self, text: str) -> tuple[Hint, ...]:
         """Where the note would go, and what would stop it (a consolidation's lease, a root that is a file)."""
@@ -444,12 +453,11 @@ class CodexBank(BankDefaults):
         done = applied.done
         if done is None:
             return nothing_written(self.source.path, self.name, text, "nothing selected", result=applied)
-        change = self._change_of(done, text)
-        change.result = applied
-        change.message = (
-            f"kept a note asking to restore {len(applied.lines)} change(s): {os.path.basename(str(done.result))}"
+        return dataclasses.replace(
+            self._change_of(done, text),
+            result=applied,
+            message=f"kept a note asking to restore {len(applied.lines)} change(s): {os.path.basename(str(done.result))}",
         )
-        return change
 
     def accept_review(self, plan: object) -> Change:
         """Take the summary as the review read it as the accepted version (nothing written in the home)."""

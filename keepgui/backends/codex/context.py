@@ -76,6 +76,21 @@ class SessionContext:
             return self.config.why_off
         return f"{self.summary.path}: {self.summary.problem}"
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a person should know beside the parts (why no memory is given, unreadable config...)."""
+        return tuple(self.notes)
+
+    def named_parts(self) -> dict[str, str | None]:
+        """``memory`` (the memory block, its parts joined) and ``agents_md``, exactly, in the order sent."""
+        return {"memory": self.memory, "agents_md": self.agents_md}
+
+    def describe(self) -> str:
+        """``keepgui context --agent codex`` for a person."""
+        from keepgui.backends.codex.commands import context_lines
+
+        return "".join(line + "\n" for line in context_lines(self))
+
     def to_obj(self) -> dict[str, Any]:
         """For ``keepgui context --agent codex --json``: ``memory`` and ``agents_md`` are the exact texts."""
         block = self.block

@@ -28,7 +28,7 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from keepgui.backends.codex import writes
@@ -364,10 +364,10 @@ class CodexDocuments:
             files=tuple(Written(path, stamp) for path, stamp in done.files),
             result=self.read(name) if os.path.exists(name) else None,
         )
-        if done.reverse is not None:
-            reverse = done.reverse
-            change.reverse = lambda: self._change(name, reverse())
-        return change
+        if done.reverse is None:
+            return change
+        reverse = done.reverse
+        return replace(change, reverse=lambda: self._change(name, reverse()))
 
     def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: fsio.Stamp) -> Document | None:
         """``doc`` as the disk version the person was shown, to overwrite exactly that (None: changed again)."""

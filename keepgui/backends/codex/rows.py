@@ -134,7 +134,6 @@ def _summary_rows(state: HomeState, start: int) -> list[FileRow]:
                 position=start + len(rows),
                 tags=(SUMMARY, tag),
                 updated_at=updated,
-                source=summary.path,
                 fields=(
                     ("file", "memory_summary.md"),
                     ("section", entry.section or "(top)"),
@@ -156,7 +155,6 @@ def _file_row(
         position=position,
         tags=tags,
         updated_at=_ms(item.mtime_ns),
-        source=item.path,
         fields=(("file", item.rel), ("size", size_words(item.size)), *fields),
     )
 
@@ -174,7 +172,6 @@ def _handbook_rows(state: HomeState, start: int) -> list[FileRow]:
                 position=start + len(rows),
                 tags=(HANDBOOK, ON_DEMAND, READ_ONLY),
                 updated_at=_ms(handbook.mtime_ns),
-                source=handbook.path,
                 fields=(
                     ("file", "MEMORY.md"),
                     ("line", str(entry.line)),

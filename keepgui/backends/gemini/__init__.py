@@ -15,8 +15,8 @@ Every file goes through ``@path`` import processing first, and nothing is size-c
 :mod:`.context` (the two ``<loaded_context>`` elements, byte for byte), :mod:`.memory` (lines as rows),
 :mod:`.writes` (atomic, conflict-checked writes; the Auto Memory lock), :mod:`.patches` and
 :mod:`.inbox` (the Auto Memory inbox, applied as Gemini applies it), :mod:`.compact` (the review of a
-stale overwrite), :mod:`.documents`, :mod:`.bank` and :mod:`.backend` (the seam), :mod:`.commands` (the
-command line's behaviour, ready to be wired) and :mod:`.demo`.
+stale overwrite), :mod:`.documents`, :mod:`.bank` and :mod:`.backend` (the seam) and :mod:`.demo`;
+``keepgui inbox --agent gemini`` is :mod:`keepgui.commands.gemini`.
 
 Every rule was checked against the real CLI, version :data:`CHECKED_VERSION`, offline: its first
 request's elements compared byte for byte with keepgui's on generated trees, and its own exported inbox
@@ -42,6 +42,8 @@ import os
 import shutil
 from collections.abc import Mapping
 
+from keepgui.core.registry import Backend, Command, Option, lazy
+
 CHECKED_VERSION = "0.61.0"
 """The Gemini CLI version keepgui's rendering was compared with, byte for byte."""
 
@@ -66,3 +68,32 @@ def installed_version(environ: Mapping[str, str] | None = None) -> str | None:
             return str(data["version"])
         folder = os.path.dirname(folder)
     return None
+
+
+_SOURCE = "keepgui.backends.gemini.backend"
+
+BACKEND = Backend(
+    kind="gemini",
+    label="Gemini CLI folder",
+    icon="document",
+    open=lazy(_SOURCE, "open_source"),
+    identify=lazy(_SOURCE, "identify"),
+    discover=lazy(_SOURCE, "discover"),
+    home=lazy(_SOURCE, "home"),
+    projects=True,
+    window_arg="gemini",
+    window_help="Gemini CLI home (~/.gemini) or the folder a session starts in, to open in the window (repeatable)",
+    commands=(Command("inbox", "keepgui.commands.gemini"),),
+    options=(
+        Option(
+            "context",
+            "--untrusted",
+            "gemini: as in a folder Gemini does not trust (no project files, no workspace settings)",
+        ),
+    ),
+    demo_folder="gemini",
+    prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    start_rank=65,
+    keep_rank=65,
+)
+"""Gemini CLI, as the registry knows it."""

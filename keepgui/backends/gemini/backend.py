@@ -10,7 +10,8 @@ A :class:`GeminiSource` is opened on one of two kinds of folder:
   folder found — or, for a folder Gemini has not seen, predicted — without writing anything. Gemini's
   folder lives outside the project, so the source names it in ``also_watched``.
 
-The banks are :class:`~keepgui.backends.gemini.bank.GeminiBank`\\ s. :meth:`GeminiSource.approvals` is the
+The banks are :class:`~keepgui.backends.gemini.bank.GeminiBank`\\ s; the registry entry is
+``keepgui.backends.gemini.BACKEND``. :meth:`GeminiSource.approvals` is the
 Auto Memory inbox of every bank (:mod:`keepgui.core.approvals`). :meth:`GeminiSource.classify` ignores
 what Gemini writes for itself (transcripts, ``projects.json`` temp files, history) and re-reads a bank
 when one of its memory files, documents, settings or inbox changed.
@@ -35,10 +36,11 @@ from keepgui.backends.gemini.layout import (
 )
 from keepgui.core import fsio
 from keepgui.core.approvals import PendingWrite
+from keepgui.core.defaults import SourceDefaults
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import History
-from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
-from keepgui.core.source import CREATE_BANK, TRASH_BANK, Capabilities, Change, Listing, SourceDefaults, WatchPlan
+from keepgui.core.registry import Found, OpenOptions, Verdict
+from keepgui.core.source import CREATE_BANK, TRASH_BANK, Capabilities, Change, Listing, WatchPlan
 
 KIND = "gemini"
 
@@ -304,17 +306,6 @@ def prepare_demo(folder: str, shift_ms: int, edited_ns: int) -> dict[str, str]:
     return {"source": os.path.join(home, GEMINI_DIR), "gemini_home": home, "gemini_project": project}
 
 
-BACKEND = Backend(
-    kind=KIND,
-    label="Gemini CLI folder",
-    icon="document",
-    open=open_source,
-    identify=identify,
-    discover=discover,
-    window_arg="gemini",
-    demo_folder="gemini",
-    prepare_demo=prepare_demo,
-    start_rank=65,
-    keep_rank=65,
-)
-"""Gemini CLI, as the registry knows it."""
+def home(environ: Mapping[str, str]) -> str | None:
+    """The Gemini dir ``--agent gemini`` opens: ``$GEMINI_CLI_HOME/.gemini``, else ``~/.gemini``."""
+    return GeminiEnv.from_environ(environ).gemini_dir

@@ -17,6 +17,7 @@ A :class:`GeminiBank` is what a session started in one folder remembers:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from keepgui.backends.gemini import writes
 from keepgui.backends.gemini.compact import OverwriteReview, ReviewApplied, review, review_due
-from keepgui.backends.gemini.context import GeminiContext, assemble, size_of, tokens_of
+from keepgui.backends.gemini.context import GeminiContext, GeminiPreview, assemble, preview_of, size_of, tokens_of
 from keepgui.backends.gemini.discovery import EMPTY, GLOBAL, LOADED, NEVER, PRIVATE, PROJECT, Discovery, discover
 from keepgui.backends.gemini.documents import GeminiDocuments, default_new, listing
 from keepgui.backends.gemini.inbox import Inbox
@@ -152,7 +153,7 @@ class GeminiBank(BankDefaults):
         self.title = title_of(cwd, self.env.home)
         self.documents_cache: list[Any] | None = None
         self.found: Discovery | None = None
-        self.context: GeminiContext | None = None
+        self.assembled: GeminiContext | None = None
         self.delivered: list[FileRow] = []
         self.located: dict[str, Located] = {}
         self.problem = ""
@@ -191,24 +192,22 @@ class GeminiBank(BankDefaults):
                 self.problem = str(exc)
                 raise
             changed = rows != self.delivered or full
-            self.found, self.context = found, assemble(found)
+            self.found, self.assembled = found, assemble(found)
             self.delivered, self.located, self.problem = rows, located, ""
             before = self.documents_cache
             self.documents_cache = listing(self)
             documents: frozenset[str] = frozenset()
             if before is None or [e.path for e in before] != [e.path for e in self.documents_cache]:
                 documents = frozenset(e.path for e in self.documents_cache)
-        change = Change(
+        return Change(
             self.source.path,
             self.name,
             origin=DISK,
             rows=RowDelta(rows, (), True) if changed else RowDelta(),
             documents=documents,
+            reviews=(REVIEW,) if any(review_due(p, self.history) for p in self.memory_files()) else (),
+            notes=tuple(f"{self.title}: {p}" for p in found.problems),
         )
-        if any(review_due(p, self.history) for p in self.memory_files()):
-            change.reviews = (REVIEW,)
-        change.notes = tuple(f"{self.title}: {p}" for p in found.problems)
-        return change
 
     def _rows(self, found: Discovery) -> tuple[list[FileRow], dict[str, Located]]:
         rows: list[FileRow] = []
@@ -332,7 +331,7 @@ class GeminiBank(BankDefaults):
 
     def is_loaded(self) -> bool:
         """True once the files were read."""
-        return self.found is not None and self.context is not None
+        return self.found is not None and self.assembled is not None
 
     def rows(self) -> Sequence[FileRow]:
         """The rows as last read."""
@@ -343,7 +342,7 @@ class GeminiBank(BankDefaults):
         description = f"launch folder {self.cwd}"
         if self.problem:
             return BankSummary(f"unreadable: {self.problem}", problem=self.problem, title=self.title)
-        context = self.context
+        context = self.assembled
         if context is None:
             return BankSummary("loading…", description=description, title=self.title)
         found = context.discovery
@@ -374,12 +373,19 @@ class GeminiBank(BankDefaults):
         """The files a session here loads, in Gemini's order."""
         return GeminiDocuments(self)
 
-    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> GeminiPreview:
         """Both ``<loaded_context>`` elements of the next session here, exactly."""
-        from keepgui.backends.gemini.context import preview_of
-
         with self.lock:
             return preview_of(assemble(discover(self.cwd, self.env, trusted=True)))
+
+    def context(self, query: str = "", **options: Any) -> GeminiContext:
+        """``keepgui context --agent gemini``: the parts ``system_context`` and ``session_context``, exactly,
+        the folder taken as trusted (``untrusted``: as in a folder Gemini does not trust). Nothing is written."""
+        unknown = sorted(set(options) - {"untrusted"})
+        if unknown:
+            raise InvalidInput(f"no option {unknown[0]} for Gemini CLI's context (it has --untrusted)")
+        with self.lock:
+            return assemble(discover(self.cwd, self.env, trusted=not options.get("untrusted")))
 
     # ------------------------------------------------------------ writes
 
@@ -389,11 +395,12 @@ class GeminiBank(BankDefaults):
             done = action()
             found = discover(self.cwd, self.env, trusted=True)
             rows, located = self._rows(found)
-            self.found, self.context, self.delivered, self.located = found, assemble(found), rows, located
+            self.found, self.assembled, self.delivered, self.located = found, assemble(found), rows, located
             self.documents_cache = listing(self)
         touched = {p for p, _s in done.files}
         docs = {e.path for e in self.documents_cache if e.path in touched} | set(documents or ())
-        change = Change(
+        reverse = (lambda: self.write(done.undo, text, documents=documents)) if done.reverse is not None else None
+        return Change(
             self.source.path,
             self.name,
             text or done.text,
@@ -401,15 +408,11 @@ class GeminiBank(BankDefaults):
             documents=frozenset(docs),
             files=tuple(Written(p, s) for p, s in done.files),
             written=done.written,
-            result=done.result,
+            result=self._read_back(next(iter(documents))) if documents else done.result,
             message=done.message,
             notes=done.notes,
+            reverse=reverse,
         )
-        if done.reverse is not None:
-            change.reverse = lambda: self.write(done.undo, text, documents=documents)
-        if documents:
-            change.result = self._read_back(next(iter(documents)))
-        return change
 
     def _read_back(self, name: str) -> object:
         try:
@@ -588,10 +591,8 @@ class GeminiBank(BankDefaults):
             return done
 
         change = self.write(run, f"Keep memory {fact[:40]}")
-        change.message = (
-            f"Kept in {_short(path, self.env.home)}: the next Gemini CLI session started in {self.title} sees it"
-        )
-        return change
+        where = f"Kept in {_short(path, self.env.home)}: the next Gemini CLI session started in {self.title} sees it"
+        return dataclasses.replace(change, message=where)
 
     def check_keep(self, text: str) -> tuple[Hint, ...]:
         """What keeping ``text`` would do: where the line goes, and every ``@word`` Gemini would import."""
@@ -622,7 +623,7 @@ class GeminiBank(BankDefaults):
 
     # ------------------------------------------------------------ the review
 
-    def plan(self, what: str, **options: Any) -> object:
+    def plan(self, what: str, **options: Any) -> OverwriteReview:
         """``a memory file``: the lines of keepgui's last writes that a session dropped, per file (the first
         file with lost lines, or the private MEMORY.md)."""
         if what != REVIEW:

@@ -38,6 +38,7 @@ from keepgui.backends.gemini.discovery import (
     MemoryFile,
     discover,
 )
+from keepgui.backends.gemini.imports import describe_token
 from keepgui.backends.gemini.jstext import collapse_blank_runs, js_trim
 from keepgui.backends.gemini.layout import GeminiEnv
 from keepgui.core.errors import NotFound
@@ -139,6 +140,42 @@ class GeminiContext:
     def sent_bytes(self) -> int:
         """Bytes of both elements: what every request of the session carries."""
         return size_of(self.system_context) + size_of(self.session_context)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What to tell a person beside the parts (when an edit takes effect, trust, what was unreadable)."""
+        return self.notes + tuple(self.discovery.problems)
+
+    def named_parts(self) -> dict[str, str | None]:
+        """``system_context`` (the system instruction's element) and ``session_context`` (the first user
+        turn's), exactly; None where the element is absent."""
+        return {"system_context": self.system_context, "session_context": self.session_context}
+
+    def describe(self) -> str:
+        """The report for a person: the files in order with what each costs and what its ``@`` words
+        become, what loads later or never and why, then both elements exactly."""
+        d = self.discovery
+        lines = [f"Gemini CLI (checked against {self.gemini_version}) · session started in {d.cwd}"]
+        lines.append(f"  private memory {d.private.memory} ({d.private.how})")
+        lines.append(f"  trust: {'taken as trusted' if d.trusted else 'untrusted'} · Gemini's verdict: {d.trust.why}")
+        loaded = [f for f in d.files if f.state in (LOADED, EMPTY)]
+        lines += ["", f"Loaded at session start, in this order ({len(loaded)}):" if loaded else "Nothing loads."]
+        for number, f in enumerate(loaded, start=1):
+            sent = size_of(block(f.path, f.processed.text)) if f.processed is not None else 0
+            cost = " · empty: no block" if f.state == EMPTY else f" · {sent:,} bytes sent ≈ {tokens_of(sent):,} tokens"
+            lines += [f"  {number:>2}. {f.path}", f"      {f.tier} · {f.size:,} bytes on disk{cost}"]
+            tokens = f.processed.flagged() if f.processed is not None else []
+            lines += [f"      {describe_token(t)}" for t in tokens if t.outcome != "code"]
+        for title, files in (("Loads later:", d.later()), ("Not loaded:", d.never())):
+            if files:
+                lines += ["", title] + [f"  {f.path}: {f.reason}" for f in files]
+        for label, element in (("system instruction", self.system_context), ("first user turn", self.session_context)):
+            head = (
+                f"--- the {label}'s <loaded_context>, exactly ---" if element else f"--- no element in the {label} ---"
+            )
+            lines += ["", head] + ([element] if element else [])
+        lines += ["", f"{self.sent_bytes:,} bytes ≈ {tokens_of(self.sent_bytes):,} tokens with every request"]
+        return "\n".join(lines)
 
     def part(self, name: str) -> Part:
         """One part by name."""

@@ -37,7 +37,7 @@ from keepgui.backends.gemini.discovery import (
     MemoryFile,
     project_root,
 )
-from keepgui.backends.gemini.imports import CODE, CYCLE, FAILED, IMPORTED, LITERAL, REFUSED, ImportToken, process
+from keepgui.backends.gemini.imports import CODE, IMPORTED, ImportToken, describe_token, process
 from keepgui.backends.gemini.layout import DEFAULT_NAME, MEMORY_INDEX
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
@@ -150,22 +150,6 @@ def _where(path: str, cwd: str | None, home: str, root: str | None = None) -> st
 
 def _size(n: int) -> str:
     return f"{n:,} bytes" if n < 10_000 else f"{n / 1024:,.1f} KiB"
-
-
-def describe_token(token: ImportToken) -> str:
-    """What one ``@`` token becomes, for a person."""
-    at = f"line {token.line}: @{token.path}"
-    if token.outcome == IMPORTED:
-        return f"{at} → imports {token.target} (its text is inserted here)"
-    if token.outcome == FAILED:
-        return f"{at} → replaced by {token.becomes or '“Import failed”'} (the word is lost to the model)"
-    if token.outcome == REFUSED:
-        return f"{at} → replaced by {token.becomes or '“Import failed”'} ({token.detail}; the word is lost)"
-    if token.outcome == CYCLE:
-        return f"{at} → replaced by {token.becomes or '“File already processed”'} ({token.detail})"
-    if token.outcome == LITERAL:
-        return f"{at} → left as written ({token.detail})"
-    return f"{at} → left as written ({token.detail})"
 
 
 class GeminiDocuments:

@@ -82,6 +82,22 @@ class ImportToken:
         return out
 
 
+def describe_token(token: ImportToken) -> str:
+    """What one ``@`` token becomes, for a person."""
+    at = f"line {token.line}: @{token.path}"
+    if token.outcome == IMPORTED:
+        return f"{at} → imports {token.target} (its text is inserted here)"
+    if token.outcome == FAILED:
+        return f"{at} → replaced by {token.becomes or '“Import failed”'} (the word is lost to the model)"
+    if token.outcome == REFUSED:
+        return f"{at} → replaced by {token.becomes or '“Import failed”'} ({token.detail}; the word is lost)"
+    if token.outcome == CYCLE:
+        return f"{at} → replaced by {token.becomes or '“File already processed”'} ({token.detail})"
+    if token.outcome == LITERAL:
+        return f"{at} → left as written ({token.detail})"
+    return f"{at} → left as written ({token.detail})"
+
+
 def find_imports(content: str) -> list[tuple[int, int, str]]:
     """``(start, end, path)`` of every import token of ``content`` (code regions not excluded yet)."""
     out: list[tuple[int, int, str]] = []

@@ -27,6 +27,8 @@ import os
 import shutil
 import subprocess
 
+from keepgui.core.registry import Backend, lazy
+
 CHECKED_VERSION = "0.19.0"
 """The hermes-agent version keepgui's rendering, parser and writes were compared with."""
 
@@ -47,3 +49,24 @@ def installed_version(hermes: str | None = None) -> str | None:
         if word.startswith("v") and word[1:2].isdigit():
             return word[1:]
     return None
+
+
+_SOURCE = "keepgui.backends.hermes.backend"
+
+BACKEND = Backend(
+    kind="hermes",
+    label="Hermes Agent home",
+    icon="notes",
+    open=lazy(_SOURCE, "open_source"),
+    identify=lazy(_SOURCE, "identify"),
+    discover=lazy(_SOURCE, "discover"),
+    home=lazy(_SOURCE, "home"),
+    projects=True,
+    window_arg="hermes",
+    window_help="Hermes Agent home (~/.hermes, or a profile's folder) to open in the window (repeatable)",
+    demo_folder="hermes",
+    prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    start_rank=40,
+    keep_rank=40,
+)
+"""Hermes Agent, as the registry knows it."""

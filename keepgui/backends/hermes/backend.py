@@ -27,7 +27,7 @@ from keepgui.core import fsio
 from keepgui.core.errors import NotFound
 from keepgui.core.history import History
 from keepgui.core.paths import short_path
-from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
+from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, Capabilities, Change, Listing, SourceDefaults, WatchPlan
 
 KIND = "hermes"
@@ -39,7 +39,7 @@ SOURCE_CAPABILITIES = Capabilities(
     }
 )
 
-__all__ = ["BACKEND", "CHECKED_VERSION", "HermesSource", "installed_version"]
+__all__ = ["CHECKED_VERSION", "HermesSource", "installed_version"]
 
 
 class HermesSource(SourceDefaults):
@@ -204,17 +204,6 @@ def prepare_demo(folder: str, shift_ms: int, edited_ns: int) -> dict[str, str]:
     return {"source": folder}
 
 
-BACKEND = Backend(
-    kind=KIND,
-    label="Hermes Agent home",
-    icon="notes",
-    open=open_source,
-    identify=identify,
-    discover=discover,
-    window_arg="hermes",
-    demo_folder="hermes",
-    prepare_demo=prepare_demo,
-    start_rank=40,
-    keep_rank=40,
-)
-"""Hermes Agent, as the registry knows it."""
+def home(environ: Mapping[str, str]) -> str:
+    """The home ``--agent hermes`` opens: the one a new ``hermes`` session in ``environ`` would use."""
+    return resolve_home(environ).home

@@ -53,8 +53,10 @@ from keepgui.core.source import (
 
 if TYPE_CHECKING:
     from keepgui.backends.hermes.backend import HermesSource
+    from keepgui.backends.hermes.context import SessionContext
     from keepgui.backends.hermes.documents import HomeDocs
-
+    from keepgui.core.compaction import Plan
+import dataclasses
 
 CAPABILITIES = Capabilities(
     missing={
@@ -165,13 +167,15 @@ class HermesHome(BankDefaults):
             rows = self._build_rows()
             changed = full or not before or rows != self._rows
             self._rows = rows
-        change = Change(
-            self.source.path, self.name, origin=DISK, rows=RowDelta(rows, (), True) if changed else RowDelta()
+        told = bool(reviews) and not full
+        return Change(
+            self.source.path,
+            self.name,
+            origin=DISK,
+            rows=RowDelta(rows, (), True) if changed else RowDelta(),
+            reviews=tuple(reviews) if told else (),
+            notes=(f"{', '.join(reviews)} changed on disk",) if told else (),
         )
-        if reviews and not full:
-            change.reviews = tuple(reviews)
-            change.notes = (f"{', '.join(reviews)} changed on disk",)
-        return change
 
     def _build_rows(self) -> list[Row]:
         rows: list[Row] = []
@@ -267,12 +271,18 @@ class HermesHome(BankDefaults):
 
         return HomeDocs(self)
 
-    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> SessionContext:
         """The memory part of the next new session's prompt, exactly, and the resumed sessions."""
         from keepgui.backends.hermes.context import session_context
 
         context = session_context(self.project_folder(), self.source.environ, home=self.home)
         return replace(context, profile=self.name, why=f"the {self.name} home of {self.source.path}")
+
+    def context(self, query: str = "", **options: Any) -> SessionContext:
+        """``keepgui context --agent hermes``: the part ``memory_prompt``, exactly, and the report."""
+        if options:
+            raise InvalidInput(f"no options of its own for Hermes's context: {', '.join(sorted(options))}")
+        return self.preview(query)
 
     # ------------------------------------------------------------------ writing
 
@@ -297,28 +307,26 @@ class HermesHome(BankDefaults):
 
     def _finish(self, text: str, target: str, result: ToolResult) -> Change:
         reread = self.load()
-        change = Change(
+        return Change(
             self.source.path,
             self.name,
             text,
             rows=reread.rows or RowDelta(self._rows, (), True),
+            documents=frozenset({FILE_NAMES[target]}),
             files=stamps_of(self.files.path(target)),
             written=result.written,
             result=result,
             message=result.message,
+            reverse=(lambda: self._swap(text, target, result.before, result.after)) if result.written else None,
         )
-        change.documents = frozenset({FILE_NAMES[target]})
-        if result.written:
-            change.reverse = lambda: self._swap(text, target, result.before, result.after)
-        return change
 
     def _swap(self, text: str, target: str, data: bytes | None, expect: bytes | None) -> Change:
         with self.lock:
             self.files.swap(target, data, expect)
         result = ToolResult(True, text, expect, data)
-        change = self._finish(text, target, result)
-        change.reverse = lambda: self._swap(text, target, expect, data)
-        return change
+        return dataclasses.replace(
+            self._finish(text, target, result), reverse=lambda: self._swap(text, target, expect, data)
+        )
 
     def _entry_text(self, key: str) -> tuple[str, str]:
         target = target_of(key)
@@ -353,8 +361,7 @@ class HermesHome(BankDefaults):
                 str(exc),
                 (Hint("warning", str(exc)), Hint("info", "Ctrl+Enter keeps it anyway")),
             )
-        change.message = f"Kept in MEMORY.md of {self.home}: {fact}"
-        return change
+        return dataclasses.replace(change, message=f"Kept in MEMORY.md of {self.home}: {fact}")
 
     def check_keep(self, text: str) -> tuple[Hint, ...]:
         """What keeping ``text`` in MEMORY.md would meet (duplicate, scan, limit), writing nothing."""
@@ -468,7 +475,7 @@ class HermesHome(BankDefaults):
 
     # ------------------------------------------------------------------ plans
 
-    def plan(self, what: str, **options: Any) -> object:
+    def plan(self, what: str, **options: Any) -> Plan:
         """A compaction plan of the files over their limit (``"compact"``), or the review of a rewrite of
         MEMORY.md or USER.md by someone else (its name)."""
         from keepgui.backends.hermes.compact import plan_compaction, review

@@ -46,6 +46,7 @@ from keepgui.core.source import Change, Notice
 
 if TYPE_CHECKING:
     from keepgui.backends.hermes.bank import HermesHome
+from dataclasses import replace
 
 COMPACT_KINDS = register_kinds(
     {
@@ -149,18 +150,13 @@ class EntriesPlan(Plan):
 
         def back() -> Change:
             applied.undo()
-            undone = bank._finish(text, self.target, _result(applied, undo=True))
-            undone.reverse = forth
-            return undone
+            return replace(bank._finish(text, self.target, _result(applied, undo=True)), reverse=forth)
 
         def forth() -> Change:
             applied.redo()
-            redone = bank._finish(text, self.target, _result(applied))
-            redone.reverse = back
-            return redone
+            return replace(bank._finish(text, self.target, _result(applied)), reverse=back)
 
-        change.reverse = back if applied.changed else None
-        return change
+        return replace(change, reverse=back if applied.changed else None)
 
     def accept(self) -> None:
         """Take the file as it is now as the baseline of later reviews."""

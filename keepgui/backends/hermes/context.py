@@ -279,6 +279,26 @@ class SessionContext:
     resumed_problem: str = ""
     notes: tuple[str, ...] = field(default=())
 
+    @property
+    def text(self) -> str:
+        """The memory part of the prompt, exactly ("" when neither block is in it): the preview's text."""
+        return self.prompt.text or ""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a person should know beside the parts (a profile that does not exist...)."""
+        return self.notes
+
+    def named_parts(self) -> dict[str, str | None]:
+        """``memory_prompt``: the memory part of a new session's system prompt, exactly (None: absent)."""
+        return {"memory_prompt": self.prompt.text}
+
+    def describe(self) -> str:
+        """``keepgui context --agent hermes`` for a person."""
+        from keepgui.backends.hermes.commands import context_lines
+
+        return "".join(line + "\n" for line in context_lines(self))
+
     def to_obj(self) -> dict[str, Any]:
         """The JSON of ``keepgui context --agent hermes --json``."""
         states = self.prompt.states

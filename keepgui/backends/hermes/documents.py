@@ -25,6 +25,7 @@ from keepgui.core.source import Budget, BudgetSegment, Change, Document
 
 if TYPE_CHECKING:
     from keepgui.backends.hermes.bank import HermesHome
+from dataclasses import replace
 
 SOUL = "SOUL.md"
 CONTEXT = "project context"
@@ -128,11 +129,15 @@ class HomeDocs:
             )
         except Refused as exc:
             raise InvalidInput(f"{exc} — save again to write it anyway") from None
-        change.documents = frozenset({doc.name})
-        change.result = self.read(doc.name)
-        if serialize(entries).decode("utf-8") != text:
-            change.notes = (f"{doc.name} saved in Hermes's format (entries stripped, no blank or repeated entries)",)
-        return change
+        reformatted = serialize(entries).decode("utf-8") != text
+        return replace(
+            change,
+            documents=frozenset({doc.name}),
+            result=self.read(doc.name),
+            notes=(f"{doc.name} saved in Hermes's format (entries stripped, no blank or repeated entries)",)
+            if reformatted
+            else change.notes,
+        )
 
     def base_for_overwrite(self, doc: Document, on_disk: str | None, stamp: fsio.Stamp) -> Document | None:
         """``doc`` as the disk version shown, to overwrite exactly that (None: it changed again)."""

@@ -26,7 +26,7 @@ import difflib
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from keepgui.backends.hermes.entries import FILE_NAMES, MEMORY, USER, decode
@@ -257,30 +257,26 @@ class HermesApprovals:
         approved: bool,
     ) -> Change:
         banks = sorted({r.bank for r in records if r.subsystem == "memory"}) if written else []
-        change = self._reread(banks[0] if len(banks) == 1 else None, text)
-        change.files = stamps_of(*written, *(r.path for r in records))
-        change.message = f"{'Approved' if approved else 'Rejected'} {_count(records)}"
+        change = replace(
+            self._reread(banks[0] if len(banks) == 1 else None, text),
+            files=stamps_of(*written, *(r.path for r in records)),
+            message=f"{'Approved' if approved else 'Rejected'} {_count(records)}",
+        )
 
         def back() -> Change:
             _put_back(undo, records)
             undone = self._reread(change.bank, text)
-            undone.files = stamps_of(*written, *(r.path for r in records))
-            undone.reverse = forth
-            return undone
+            return replace(undone, files=stamps_of(*written, *(r.path for r in records)), reverse=forth)
 
         def forth() -> Change:
             redone = self.approve([r.key for r in records]) if approved else self.reject([r.key for r in records])
-            redone.reverse = back
-            return redone
+            return replace(redone, reverse=back)
 
-        change.reverse = back
-        return change
+        return replace(change, reverse=back)
 
     def _reread(self, bank: str | None, text: str) -> Change:
         if bank is not None and self.reread is not None:
-            change = self.reread(bank)
-            change.text, change.origin = text, "keepgui"
-            return change
+            return replace(self.reread(bank), text=text, origin="keepgui")
         return Change(self.source, bank, text)
 
 

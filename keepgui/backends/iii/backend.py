@@ -24,9 +24,11 @@ import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from keepgui.backends.iii.bank import IiiBank, count
 from keepgui.backends.iii.config import MemoryConfig
+from keepgui.backends.iii.documents import NAMES
 from keepgui.backends.iii.log import LOG_NAME
 from keepgui.backends.iii.store import (
     BANK_YAML,
@@ -39,20 +41,16 @@ from keepgui.backends.iii.store import (
 from keepgui.backends.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError
-from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
+from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import (
     BankKey,
     Capabilities,
     Change,
     Listing,
+    SourceDefaults,
     Trashed,
     WatchPlan,
 )
-
-if TYPE_CHECKING:  # the preview and the activity index are imported when first used; their types only here
-    pass
-from keepgui.backends.iii.bank import IiiBank, count
-from keepgui.backends.iii.documents import NAMES
 
 KIND = "iii"
 
@@ -95,7 +93,7 @@ class DeferredWorker:
 # ---------------------------------------------------------------------- a data dir
 
 
-class IiiSource:
+class IiiSource(SourceDefaults):
     """An open iii data dir (see the module docstring)."""
 
     kind = KIND
@@ -305,17 +303,11 @@ def prepare_demo(folder: str, shift_ms: int, edited_ns: int) -> dict[str, str]:
     return {}
 
 
-BACKEND = Backend(
-    kind=KIND,
-    label="iii data dir",
-    icon="bank",
-    open=IiiSource,
-    identify=identify,
-    discover=discover,
-    window_arg="data_dir",
-    demo_folder="iii",
-    prepare_demo=prepare_demo,
-    start_rank=0,
-    keep_rank=10,
-)
-"""iii, as the registry knows it."""
+def home(environ: Mapping[str, str]) -> str:
+    """The data dir ``--agent iii`` opens: ``$KEEPGUI_DATA_DIR``, else the worker's own default data dir."""
+    from keepgui.backends.iii.store import default_data_dir
+
+    given = environ.get("KEEPGUI_DATA_DIR")
+    if given:
+        return os.path.abspath(os.path.expanduser(given))
+    return default_data_dir(environ)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from keepgui.backends.iii.log import LOG_NAME
@@ -38,6 +40,8 @@ from keepgui.core.source import (
 if TYPE_CHECKING:  # the preview and the activity index are imported when first used; their types only here
     from keepgui.backends.iii.activity import ActivityIndex
     from keepgui.backends.iii.backend import IiiSource
+    from keepgui.backends.iii.context import IiiContext, Preview
+    from keepgui.core.compaction import Plan
 from keepgui.backends.iii.documents import RuleDocs
 
 LOG_NOTES = ("unterminated",)
@@ -117,6 +121,12 @@ def _excerpt(text: str, limit: int = 70) -> str:
 
 
 Targets = dict[str, "Memory | None"]
+
+
+def _applied_notes(applied: Any) -> tuple[str, ...]:
+    """What an apply (or its undo) of a consolidation could not do: saves that failed, a worker not told."""
+    reload = applied.reload
+    return tuple(applied.errors) + ((reload.message,) if reload is not None and not reload.ok else ())
 
 
 class IiiBank(BankDefaults):
@@ -250,7 +260,7 @@ class IiiBank(BankDefaults):
             self._activity.sync()
             return self._activity.snapshot()
 
-    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> Preview:
         """``memory::preview`` exactly, with unsaved rules and what-if toggles when given."""
         from keepgui.backends.iii.context import WhatIf
 
@@ -260,7 +270,21 @@ class IiiBank(BankDefaults):
         )
         bank = self.core()
         with self.lock:
-            return self.engine(bank).preview(query, now_ms=now_ms, whatif=whatif)
+            preview: Preview = self.engine(bank).preview(query, now_ms=now_ms, whatif=whatif)
+        return preview
+
+    def context(self, query: str = "", **options: Any) -> IiiContext:
+        """What a turn on ``query`` is given: the system-prompt section and the message, exactly."""
+        from keepgui.backends.iii.context import IiiContext
+
+        if options:
+            raise InvalidInput(f"an iii bank's context takes no options: {', '.join(sorted(options))}")
+        if not query.strip():
+            raise InvalidInput(
+                "what an iii turn is given depends on its question: give it with --query TEXT "
+                "(the memories recalled for it are appended to the message)"
+            )
+        return IiiContext(self.preview(query))
 
     def rank(self, query: str, limit: int = RANKED_LIMIT) -> dict[str, float]:
         """Recall scores (id -> fused score) of the best memories for ``query``."""
@@ -271,8 +295,9 @@ class IiiBank(BankDefaults):
 
     # ------------------------------------------------------------------ plans
 
-    def plan(self, what: str, **options: Any) -> object:
-        """memory-consolidate's plan for this bank (``what`` must be ``"compact"``)."""
+    def plan(self, what: str, **options: Any) -> Plan:
+        """memory-consolidate's plan for this bank (``what`` must be ``"compact"``; ``options``:
+        ``fuzzy``, ``threshold``)."""
         from keepgui.backends.iii.compact import plan_bank
 
         if what != COMPACT:
@@ -281,35 +306,43 @@ class IiiBank(BankDefaults):
         with self.lock:
             return plan_bank(bank, **options)
 
-    def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
+    def apply_plan(self, plan: Plan, selection: frozenset[str], text: str) -> Change:
         """Apply the selected supersedes as one batch; the Change undoes it with the apply's own undo."""
-        from keepgui.backends.iii.compact import BankApplied
+        from keepgui.backends.iii.compact import BankApplied, BankPlan
 
+        if not isinstance(plan, BankPlan):
+            raise InvalidInput(f"bank `{self.name}` applies its own consolidation plans, not {type(plan).__name__}")
         change = self._locked(text, lambda: plan.apply(selection))
         applied = change.result
         if not isinstance(applied, BankApplied) or not applied.changed:
-            change.written = False
-            return change
-        self._chain(change, applied)
-        return change
+            return replace(change, written=False)
+        return self._chain(replace(change, notes=change.notes + _applied_notes(applied)), applied)
 
-    def _chain(self, change: Change, applied: Any) -> None:
-        """Undo/redo a plan's apply (each refuses when a memory changed since)."""
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a consolidation applied from the command line (its journal form)."""
+        from keepgui.backends.iii.compact import BankApplied
+        from keepgui.core.compaction import load_applied
+
+        done = load_applied(dict(applied))
+        if not isinstance(done, BankApplied) or done.bank_name != self.name:
+            raise InvalidInput(f"not a consolidation of bank `{self.name}`: nothing was undone")
+        text = f"Undo: {done.description}"
+        change = self._locked(text, lambda: done.undo(datadir=self.source.datadir))
+        return replace(change, result=done, message=f"undone: {done.description}", notes=_applied_notes(done))
+
+    def _chain(self, change: Change, applied: Any) -> Change:
+        """``change`` with its undo (and that undo's redo): each refuses when a memory changed since."""
         text = change.text
 
         def back() -> Change:
             undone = self._locked(text, applied.undo)
-            undone.result = applied
-            undone.reverse = forth
-            return undone
+            return replace(undone, result=applied, reverse=forth)
 
         def forth() -> Change:
             redone = self._locked(text, applied.redo)
-            redone.result = applied
-            redone.reverse = back
-            return redone
+            return replace(redone, result=applied, reverse=back)
 
-        change.reverse = back
+        return replace(change, reverse=back)
 
     def _locked(self, text: str, action: Callable[[], object]) -> Change:
         """Run a write under the bank's lock, then find every record it (or anyone) changed."""
@@ -351,12 +384,10 @@ class IiiBank(BankDefaults):
                     after[record.id] = record
             change = self._delivered(batch, text, result)
         if not after:
-            change.written = False
-            return change
+            return replace(change, written=False)
         undo_targets: Targets = dict(before)
         redo_targets: Targets = dict(after)
-        change.reverse = lambda: self._revert(text, undo_targets, redo_targets)
-        return change
+        return replace(change, reverse=lambda: self._revert(text, undo_targets, redo_targets))
 
     def _revert(self, text: str, targets: Targets, then: Targets) -> Change:
         """Append each target record back (a tombstone for None); the Change's undo appends ``then``."""
@@ -373,8 +404,7 @@ class IiiBank(BankDefaults):
             with bank.batch() as batch:
                 back(batch)
             change = self._delivered(batch, text, None)
-        change.reverse = lambda: self._revert(text, then, targets)
-        return change
+        return replace(change, reverse=lambda: self._revert(text, then, targets))
 
     def _delivered(self, batch: Any, text: str, result: object) -> Change:
         """The rows a batch's own refreshes consumed (others' appends included); call under the lock."""
@@ -387,6 +417,7 @@ class IiiBank(BankDefaults):
             ids = dict.fromkeys(i for d in batch.deltas for i in d.changed)
             rows, complete = [records[i] for i in ids], False
         self._info = bank.info()
+        reload = batch.report.reload
         return Change(
             self.source.path,
             self.name,
@@ -394,6 +425,7 @@ class IiiBank(BankDefaults):
             rows=RowDelta(rows, (), complete),
             files=stamps_of(bank.log_path),
             result=result,
+            notes=(reload.message,) if reload is not None and not reload.ok else (),
         )
 
     def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:
@@ -437,8 +469,7 @@ class IiiBank(BankDefaults):
             how = "brought back from the deleted memories"
         else:
             how = f"reinforced, seen {record.seen}×"
-        change.message = f"Kept: {record.text} — bank “{self.name}” ({how})"
-        return change
+        return dataclasses.replace(change, message=f"Kept: {record.text} — bank “{self.name}” ({how})")
 
     def check_keep(self, text: str) -> tuple[Hint, ...]:
         """What saving ``text`` here would do (new, reinforce, bring back) and its near-duplicates."""

@@ -255,6 +255,11 @@ class Preview:
     notice: LexicalNotice | None = None
     budget_note: str = ""
 
+    @property
+    def text(self) -> str:
+        """What the turn is given, exactly: the system-prompt section, then the appended message."""
+        return self.system_prompt_section + ("\n\n" + self.message if self.message else "")
+
     def to_obj(self) -> dict[str, Any]:
         """The response object as a JSON reader sees the worker's (key order included)."""
         obj: dict[str, Any] = {
@@ -543,3 +548,46 @@ def check_against_worker(preview: Preview, query: str, link: WorkerLink) -> list
     except RuntimeError as exc:
         raise KeepguiError(f"cannot check against the worker: {exc}") from None
     return compare_previews(preview.to_obj(), answer)
+
+
+# ---------------------------------------------------------------------- keepgui context
+
+
+@dataclass(frozen=True)
+class IiiContext:
+    """``keepgui context`` for an iii bank: a turn's two exact parts, ``system_prompt`` (the section
+    appended to the harness's system prompt) and ``message`` (the message appended to the turn; None
+    when nothing is), with the worker's preview object beside them."""
+
+    preview: Preview
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Why the ranking is lexical only, and a byte budget that wraps."""
+        out = [] if self.preview.notice is None else [f"lexical only: {self.preview.notice.why()}"]
+        return tuple(out + ([f"budget: {self.preview.budget_note}"] if self.preview.budget_note else []))
+
+    def named_parts(self) -> dict[str, str | None]:
+        """``system_prompt`` and ``message``, exactly."""
+        return {"system_prompt": self.preview.system_prompt_section, "message": self.preview.message}
+
+    def to_obj(self) -> dict[str, Any]:
+        """The two parts and ``memory::preview``'s own answer."""
+        return {**self.named_parts(), "preview": self.preview.to_obj()}
+
+    def describe(self) -> str:
+        """What bank and question, then the two parts under their names."""
+        preview = self.preview
+        plural = "" if len(preview.memories) == 1 else "s"
+        head = (
+            f"iii bank {preview.bank} · {preview.rules} rule{'' if preview.rules == 1 else 's'} · "
+            f"{len(preview.memories)} memor{'y' if not plural else 'ies'} recalled · retrieval: {preview.retrieval}\n"
+        )
+        out = [head, "--- system_prompt, exactly ---\n", preview.system_prompt_section]
+        if not preview.system_prompt_section.endswith("\n"):
+            out.append("\n")
+        if preview.message is None:
+            out.append("--- no message ---\n")
+        else:
+            out += ["--- message, exactly ---\n", preview.message + "\n"]
+        return "".join(out)

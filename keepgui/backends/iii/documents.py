@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from keepgui.backends.iii.store import (
@@ -253,8 +253,7 @@ class RuleDocs:
             lambda: self._rename(new, old, renamed.stamp, text),
             paths=[self._core().rule_file(old), renamed.path],
         )
-        change.documents = frozenset({old, new})
-        return change
+        return replace(change, documents=frozenset({old, new}))
 
     def delete(self, doc: Document) -> Change:
         """Delete the rule file (refused if it changed since it was loaded)."""

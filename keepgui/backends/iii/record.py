@@ -126,8 +126,17 @@ class Memory(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=
 
     @property
     def fields(self) -> tuple[tuple[str, str], ...]:
-        """No extra labelled fields: the detail pane shows a memory's own (the row protocol)."""
-        return ()
+        """Where the memory came from (its ``source``: session, entry, agent), as the row protocol's
+        labelled values; nothing when the record names no source."""
+        source = self.source
+        if source is None:
+            return ()
+        said = [
+            (k, v)
+            for k, v in (("session", source.session_id), ("entry", source.entry_id), ("agent", source.agent))
+            if v
+        ]
+        return (("source", ", ".join(f"{k}: {v}" for k, v in said) or "—"),)
 
     def replace(self, **changes: Any) -> Memory:
         """A copy with some fields changed (lists are stored as tuples)."""

@@ -30,7 +30,7 @@ from keepgui.backends.nanobot.writes import (
 from keepgui.core.errors import NotFound
 from keepgui.core.history import History
 from keepgui.core.paths import short_path
-from keepgui.core.registry import Backend, Found, OpenOptions, Verdict
+from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import (
     CREATE_BANK,
     TRASH_BANK,
@@ -131,16 +131,9 @@ def discover(environ: Mapping[str, str]) -> list[Found]:
     return [Found(KIND, os.path.abspath(path), "nanobot's default workspace")] if os.path.isdir(path) else []
 
 
-BACKEND = Backend(
-    kind=KIND,
-    label="nanobot workspace",
-    icon="keep",
-    open=NanobotSource,
-    identify=identify,
-    discover=discover,
-    window_arg="workspace",
-    demo_folder="nanobot",
-    start_rank=10,
-    keep_rank=0,
-)
-"""nanobot, as the registry knows it."""
+def home(environ: Mapping[str, str]) -> str:
+    """The workspace ``--agent nanobot`` opens: the one nanobot would use (its config.json, else
+    ``~/.nanobot/workspace``)."""
+    from keepgui.backends.nanobot.workspace import discover_workspace
+
+    return discover_workspace(environ=environ)

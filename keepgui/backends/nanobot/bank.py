@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +54,8 @@ from keepgui.core.source import (
 
 if TYPE_CHECKING:
     from keepgui.backends.nanobot.backend import NanobotSource
+    from keepgui.backends.nanobot.context import PromptPreview
+    from keepgui.core.compaction import Plan
 
 KEEP_BANK = KEEP_MD
 """A workspace's one bank is its keep.md."""
@@ -97,6 +101,18 @@ _WAYS_ON = {
     ALREADY_KEPT: "Ctrl+Enter keeps it as a separate variant.",
 }
 """What the person can do after a keep that wrote nothing (an identical entry has no way on)."""
+
+
+def _via_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The options of a rewrite by a command: ``via_timeout`` is its ``timeout``."""
+    out = dict(options)
+    if "via_timeout" in out:
+        timeout = out.pop("via_timeout")
+        if timeout is not None and timeout <= 0:
+            raise InvalidInput("--via-timeout must be a number of seconds above 0")
+        if timeout is not None:
+            out["timeout"] = timeout
+    return out
 
 
 def _quote(text: str, limit: int = 70) -> str:
@@ -237,13 +253,17 @@ class KeepBank(BankDefaults):
         """Read keep.md; every row when anything changed (or ``full``), nothing for an unchanged file."""
         with self.lock:
             before, doc, rows, changed = self._read()
-        change = Change(
-            self.source.path, KEEP_BANK, origin=DISK, rows=RowDelta(rows, (), True) if changed or full else RowDelta()
+        rewritten = before is not None and before.stamp.sha256 != doc.stamp.sha256 and not full
+        return Change(
+            self.source.path,
+            KEEP_BANK,
+            origin=DISK,
+            rows=RowDelta(rows, (), True) if changed or full else RowDelta(),
+            notes=(f"keep.md changed on disk: {doc.entry_count} entries (was {before.entry_count})",)
+            if rewritten and before is not None
+            else (),
+            reviews=(KEEP_MD,) if rewritten else (),
         )
-        if before is not None and before.stamp.sha256 != doc.stamp.sha256 and not full:
-            change.notes = (f"keep.md changed on disk: {doc.entry_count} entries (was {before.entry_count})",)
-            change.reviews = (KEEP_MD,)
-        return change
 
     def rows(self) -> Sequence[Row]:
         """The rows as last read."""
@@ -279,52 +299,85 @@ class KeepBank(BankDefaults):
         """AGENTS.md and the Dream-managed documents."""
         return WorkspaceDocs(self.source)
 
-    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> object:
+    def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> PromptPreview:
         """nanobot's system prompt parts, plus keep.md (the question changes nothing)."""
         from keepgui.backends.nanobot.context import build_preview
 
         return build_preview(self.source.workspace)
 
+    def context(self, query: str = "", **options: Any) -> PromptPreview:
+        """The memory-bearing part of nanobot's system prompt (``memory_prompt``), exactly; with
+        ``exact`` (nanobot-ai installed), nanobot's own whole ``system_prompt`` too."""
+        from keepgui.backends.nanobot.context import build_preview
+
+        exact = bool(options.pop("exact", False))
+        if options:
+            raise InvalidInput(f"nanobot's context has no option {', '.join(sorted(options))}")
+        return build_preview(self.source.workspace, exact=exact)
+
     # ------------------------------------------------------------------ plans
 
-    def plan(self, what: str, **options: Any) -> object:
-        """A compaction plan of keep.md (``"compact"``), or the review of a rewrite of keep.md or MEMORY.md."""
-        from keepgui.backends.nanobot.compact import plan_keep, review
+    def plan(self, what: str, **options: Any) -> Plan:
+        """A compaction plan of keep.md (``"compact"``; ``options``: ``target``, ``threshold``, or ``via``
+        with ``via_timeout`` to have a command rewrite it), or the review of a rewrite of keep.md or
+        MEMORY.md (``options``: ``threshold``)."""
+        from keepgui.backends.nanobot.compact import plan_keep, review, rewrite_via
 
         with self.lock:
+            if what == COMPACT and options.get("via"):
+                via = str(options.pop("via"))
+                return rewrite_via(self.source.workspace, via, history=self.source.history, **_via_options(options))
             if what == COMPACT:
                 return plan_keep(self.source.workspace, history=self.source.history, **options)
             if what in CAPABILITIES.reviews:
-                return review(self.source.workspace, what, history=self.source.history)
-        raise InvalidInput(f"nothing to plan named `{what}` for keep.md")
+                return review(self.source.workspace, what, history=self.source.history, **options)
+        raise InvalidInput(
+            f"nothing to plan named `{what}` for keep.md (plans: compact, {', '.join(CAPABILITIES.reviews)})"
+        )
 
-    def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
+    def apply_plan(self, plan: Plan, selection: frozenset[str], text: str) -> Change:
         """Apply a compaction's (or a review's) selection; undo puts back exactly what was there."""
         from keepgui.core.compaction import Applied
 
         change = self._change(text, lambda store: plan.apply(selection))
         applied = change.result
-        change.written = isinstance(applied, Applied) and applied.changed
-        if isinstance(applied, Applied) and change.written:
+        if not isinstance(applied, Applied) or not applied.changed:
+            return replace(change, written=False)
+        return self._undoable(change, applied)
 
-            def back() -> Change:
-                undone = self._change(text, lambda store: applied.undo())
-                undone.result, undone.reverse = applied, forth
-                return undone
+    def _undoable(self, change: Change, applied: Any) -> Change:
+        """``change`` taken back by ``applied``'s own undo (and that undo's redo)."""
+        text = change.text
 
-            def forth() -> Change:
-                redone = self._change(text, lambda store: applied.redo())
-                redone.result, redone.reverse = applied, back
-                return redone
+        def back() -> Change:
+            undone = self._change(text, lambda store: applied.undo())
+            return replace(undone, result=applied, reverse=forth)
 
-            change.reverse = back
-        return change
+        def forth() -> Change:
+            redone = self._change(text, lambda store: applied.redo())
+            return replace(redone, result=applied, reverse=back)
 
-    def accept_review(self, plan: Any) -> Change:
+        return replace(change, reverse=back)
+
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a compaction (or a review's restore) applied from the command line, from its journal form."""
+        from keepgui.backends.nanobot import compact  # noqa: F401 - registers the kinds of applied plans it journals
+        from keepgui.core.compaction import load_applied
+
+        done = load_applied(dict(applied), self.source.history)
+        workspace = getattr(done, "workspace", None)
+        if not isinstance(workspace, str) or os.path.realpath(workspace) != os.path.realpath(self.source.path):
+            raise InvalidInput(f"not a compaction of this workspace ({done.target}): nothing was undone")
+        change = self._change(f"Undo: {done.description}", lambda store: done.undo())
+        return replace(change, result=done, message=f"undone: {done.description}")
+
+    def accept_review(self, plan: Plan) -> Change:
         """Accept an outside rewrite as it is: later changes are compared with this version."""
-        change = self._change("Accept rewrite", lambda store: plan.accept())
-        change.message = "rewrite accepted: keepgui compares later changes with this version"
-        return change
+        accept = getattr(plan, "accept", None)
+        if accept is None:
+            raise InvalidInput(f"{plan.subject}: only the review of a rewrite can be accepted")
+        change = self._change("Accept rewrite", lambda store: accept())
+        return replace(change, message="rewrite accepted: keepgui compares later changes with this version")
 
     # ------------------------------------------------------------------ writing keep.md
 
@@ -337,7 +390,7 @@ class KeepBank(BankDefaults):
             finally:
                 after = self.source.workspace.read(KEEP_MD)
                 _old, _doc, rows, _changed = self._read()  # also records this version in keepgui's history
-        change = Change(
+        return Change(
             self.source.path,
             KEEP_BANK,
             text,
@@ -345,9 +398,8 @@ class KeepBank(BankDefaults):
             files=stamps_of(self.store.path),
             result=result,
             written=after[0] != before[0],
+            reverse=lambda: self._swap(text, before, after),
         )
-        change.reverse = lambda: self._swap(text, before, after)
-        return change
 
     def _swap(
         self, text: str, target: tuple[bytes | None, fsio.Stamp], expected: tuple[bytes | None, fsio.Stamp]
@@ -358,9 +410,7 @@ class KeepBank(BankDefaults):
         def put(store: KeepStore) -> None:
             store.workspace.write(store.path, data, expect=expected[1])
 
-        change = self._change(text, put)
-        change.reverse = lambda: self._swap(text, expected, target)
-        return change
+        return replace(self._change(text, put), reverse=lambda: self._swap(text, expected, target))
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Forget entries (kept in keepgui's history), or put removed ones back where they were."""
@@ -394,14 +444,11 @@ class KeepBank(BankDefaults):
                 and normalise(result.entry.text) == normalise(result.fact)
             ):
                 hints.append(Hint("info", way))
-            change.feedback = tuple(hints)
-            change.message = result.message
-            return change
+            return dataclasses.replace(change, feedback=tuple(hints), message=result.message)
         message = f"Kept: {result.fact} — keep.md of {short_path(self.source.path)}"
         if any(n.code == "compaction-due" for n in result.notices):
             message += f" (compaction is due: {result.counts.get('lines')} lines)"
-        change.message = message
-        return change
+        return dataclasses.replace(change, message=message)
 
     def check_keep(self, text: str) -> tuple[Hint, ...]:
         """What keeping ``text`` would find: triage, the entries that hold or contain it, MEMORY.md."""

@@ -254,6 +254,40 @@ class PromptPreview:
         """Estimated tokens of the memory-bearing prompt text."""
         return estimate_tokens(self.memory_prompt)
 
+    @property
+    def text(self) -> str:
+        """What nanobot is given from its memory files, exactly (the memory-bearing prompt)."""
+        return self.memory_prompt
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The preview's notes for a person."""
+        return self.notes
+
+    def named_parts(self) -> dict[str, str | None]:
+        """``memory_prompt`` (the bootstrap files and memory joined as nanobot joins them) and, in exact
+        mode, nanobot's whole ``system_prompt`` (None otherwise)."""
+        return {"memory_prompt": self.memory_prompt, "system_prompt": self.system_prompt}
+
+    def describe(self, *, summary: bool = False, full: bool = False) -> str:
+        """The report for a person: each part with its status and text (``summary``: sizes only; ``full``:
+        nanobot's whole system prompt first, in exact mode), the size of the whole, and what it leaves out."""
+        mode = f"exact, nanobot {self.nanobot_version}" if self.mode == "exact" else "built-in rendering"
+        out = [f"nanobot prompt preview of {self.workspace} ({mode})"]
+        if full and self.system_prompt is not None:
+            out += [self.system_prompt, ""]
+        for part in self.parts:
+            size = f" · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens" if part.text else ""
+            out.append(f"── {part.label} · {part.status}{size}")
+            if part.text and not summary:
+                out.append(part.text.rstrip("\n"))
+        out.append(
+            f"memory-bearing prompt: {self.injected_bytes:,} bytes, ~{self.injected_tokens:,} tokens "
+            "(parts joined with `---` as nanobot joins them)"
+        )
+        out += [f"not reproduced: {item}" for item in self.not_reproduced]
+        return "".join(line + "\n" for line in out)
+
     def to_obj(self) -> dict[str, Any]:
         """The preview for ``--json``."""
         return {

@@ -99,7 +99,7 @@ class WorkspaceDocs:
                 source.workspace, _own(doc), text, confirm_dream=confirmed, history=source.history
             )
         saved = self._wrap(result.document)
-        change = Change(
+        return Change(
             source.path,
             KEEP_BANK,
             f"Save {doc.title}",
@@ -108,10 +108,8 @@ class WorkspaceDocs:
             result=saved,
             written=result.written,
             feedback=tuple(Hint(n.level, n.message) for n in result.notices),
+            reverse=self._undo(saved, result.previous, f"Save {doc.title}") if result.written else None,
         )
-        if result.written:
-            change.reverse = self._undo(saved, result.previous, change.text)
-        return change
 
     def _undo(self, saved: Document, previous: Any, text: str) -> Callable[[], Change]:
         """Put the version before ``saved`` back (or remove a file the save created), exactly."""
@@ -128,16 +126,15 @@ class WorkspaceDocs:
                     source.workspace.check_writable(saved.path)
                     fsio.remove_file(saved.path, expect=saved.stamp)
                     restored, again = self.read(saved.name), source.history.find(saved.path, saved.stamp.sha256)
-            change = Change(
+            return Change(
                 source.path,
                 KEEP_BANK,
                 text,
                 documents=frozenset({saved.name}),
                 files=stamps_of(saved.path),
                 result=restored,
+                reverse=self._redo(restored, again, text),
             )
-            change.reverse = self._redo(restored, again, text)
-            return change
 
         return back
 
@@ -151,16 +148,15 @@ class WorkspaceDocs:
                     source.workspace, _own(restored), version, confirm_dream=True, history=source.history
                 )
             saved = self._wrap(result.document)
-            change = Change(
+            return Change(
                 source.path,
                 KEEP_BANK,
                 text,
                 documents=frozenset({saved.name}),
                 files=stamps_of(saved.path),
                 result=saved,
+                reverse=self._undo(saved, result.previous, text),
             )
-            change.reverse = self._undo(saved, result.previous, text)
-            return change
 
         return forth
 

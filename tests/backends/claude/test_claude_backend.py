@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from keepgui.backends.claude.backend import BACKEND, ClaudeSource, home_env, identify
+from keepgui.backends.claude import BACKEND
+from keepgui.backends.claude.backend import ClaudeSource, home_env, identify
 from keepgui.backends.claude.layout import ClaudeEnv, memory_location, project_folder_name
 from keepgui.core import registry
 from keepgui.core.demo import make_demo_copy

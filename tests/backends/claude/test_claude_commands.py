@@ -8,7 +8,7 @@ import os
 import pytest
 
 from keepgui.backends.claude.layout import ClaudeEnv, memory_location
-from tests.conftest import run_cli
+from tests.conftest import errors_of, run_cli
 
 
 def put(path, text: str) -> None:
@@ -62,7 +62,7 @@ def test_memories_keep_forget_and_restore(project):
     code, out, _ = run_cli(["claude", "restore", "--project", proj, forgotten[0][:6]])
     assert code == 0 and read(os.path.join(mem, "MEMORY.md")) == index_before
     code, _out, err = run_cli(["claude", "forget", "--project", proj, "nope.md"])
-    assert code == 1 and err.count("\n") == 1 and "has no memory nope.md" in err
+    assert code == 1 and len(errors_of(err)) == 1 and "has no memory nope.md" in err
 
 
 def test_review_and_compact_with_undo(project):

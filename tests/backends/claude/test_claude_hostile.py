@@ -35,7 +35,7 @@ from keepgui.backends.claude.memory import (
     TOPIC_LIMIT,
     read_folder,
 )
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, errors_of, run_cli
 
 SECRET = "root:x:0:0:keepgui-test-secret"
 TIME_BOUND = 20.0
@@ -157,7 +157,7 @@ def test_memories_names_every_bad_file_and_keeps_going(hostile):
     assert digest(os.path.dirname(mem)) == before
     code, out, err = run_cli(["claude", "memories", "--project", proj])
     assert code == 0 and "ok.md" in out
-    lines = [line for line in err.splitlines() if line.startswith("keepgui: ")]
+    lines = [line for line in errors_of(err) if line.startswith("keepgui: ")]
     assert len(lines) == len(obj["problems"]) and all(mem in line for line in lines)
     assert any(line.endswith("fifo.md: a FIFO (named pipe), not a memory file: skipped unread") for line in lines)
 
@@ -233,7 +233,7 @@ def test_writes_on_bad_files_refuse_with_one_line_and_change_nothing(hostile, ar
     proj, mem, _outside = hostile
     before = digest(os.path.dirname(mem))
     (code, out, err), _seconds = within(TIME_BOUND, lambda: run_cli(["claude", *argv, "--project", proj]))
-    assert code == 1 and out == "" and err.count("\n") == 1 and names in err and mem in err, err
+    assert code == 1 and out == "" and len(errors_of(err)) == 1 and names in err and mem in err, err
     assert digest(os.path.dirname(mem)) == before
 
 
@@ -277,7 +277,7 @@ def test_keep_refuses_when_the_index_is_hostile(tmp_path, monkeypatch, kind):
     (code, _out, err), _seconds = within(
         TIME_BOUND, lambda: run_cli(["claude", "keep", "--project", str(proj), "Mike", "likes", "tea"])
     )
-    assert code == 1 and err.count("\n") == 1 and "MEMORY.md" in err, err
+    assert code == 1 and len(errors_of(err)) == 1 and "MEMORY.md" in err, err
     assert digest(str(tmp_path)) == before
 
 

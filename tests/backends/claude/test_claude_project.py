@@ -182,7 +182,7 @@ def test_context_command_honours_claude_config_dir_and_refuses_a_missing_folder(
     obj = json.loads(out)
     assert "from CLAUDE_CONFIG_DIR" in obj["reminder"] and "Be brief." not in obj["reminder"]
     assert obj["memory_dir"].startswith(str(config))
-    code, out, err = run_cli(["context", "--project", str(tmp_path / "nope")])
+    code, out, err = run_cli(["context", "--agent", "claude", "--project", str(tmp_path / "nope")])
     assert code == 1 and err.count("\n") == 1 and "nope: no such folder" in err
 
 

@@ -181,7 +181,7 @@ def test_a_folder_gemini_has_never_seen_opens_without_writing(place, tmp_path):
     assert name == "fresh"
     bank = source.bank(name)
     bank.load()
-    assert bank.context is not None and bank.context.session_context is not None
+    assert bank.assembled is not None and bank.assembled.session_context is not None
     assert not os.path.exists(os.path.join(place.gd, "tmp", "fresh"))
 
 

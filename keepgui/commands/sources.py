@@ -1,0 +1,246 @@
+"""Which memory a common command works on, for every backend alike.
+
+* ``--agent KIND``: the agent's own memory, where the agent keeps it (its registry entry's ``home``,
+  which honours the agent's own environment variables); for an agent with projects, the project of
+  ``--project DIR`` (the current folder when neither a bank nor a source is named);
+* ``--source PATH``: that folder, recognised by the registry (``--agent`` says what it is outright);
+* ``--bank NAME``: the bank, where the source has several (one bank needs no name);
+* ``--demo``: the source of ``--agent KIND`` in a fresh copy of the demo;
+* a backend's window option (its entry's ``window_arg``) given to a command is an old name
+  of ``--source`` for that backend: it still works, and says so.
+
+Nothing here names a backend: what differs is in the registry's entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from keepgui.core.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
+    from keepgui.cli import Context
+    from keepgui.core.registry import Backend
+    from keepgui.core.source import Bank, Source
+
+
+def add_source_options(p: argparse.ArgumentParser, *, banks: str = "the bank, where the source has several") -> None:
+    """Give a common command ``--agent``, ``--source``, ``--bank``, ``--project`` and the old names of ``--source``."""
+    from keepgui.cli import declared_backends
+
+    backends = declared_backends()
+    kinds = ", ".join(b.kind for b in backends)
+    p.add_argument(
+        "--agent",
+        metavar="KIND",
+        default=argparse.SUPPRESS,
+        help=f"the agent whose memory, where it keeps it ({kinds})",
+    )
+    p.add_argument(
+        "--source", metavar="PATH", default=argparse.SUPPRESS, help="a folder of an agent's memory (recognised)"
+    )
+    p.add_argument("--bank", metavar="NAME", default=argparse.SUPPRESS, help=banks)
+    with_projects = ", ".join(b.kind for b in backends if b.projects)
+    p.add_argument(
+        "--project",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help=f"the project folder ({with_projects or 'agents with projects'}; default: the current folder)",
+    )
+    for backend in backends:
+        if backend.window_flag is not None:
+            p.add_argument(
+                backend.window_flag, dest=backend.window_arg, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+            )
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The source a command works on: its backend, the open source, and ``how`` a later command line
+    names it again (``--agent KIND --source PATH``)."""
+
+    backend: Backend
+    source: Source
+    how: str
+
+
+def _given(args: argparse.Namespace, dest: str) -> str | None:
+    """An option's value (the last one given, before or after the command name)."""
+    value = getattr(args, dest, None)
+    if isinstance(value, list):
+        value = value[-1] if value else None
+    return None if value in (None, "") else str(value)
+
+
+def _path(text: str) -> str:
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
+    """Open the source the options name (see the module docstring)."""
+    from keepgui.core import registry
+
+    kind, source, project = _given(args, "agent"), _given(args, "source"), _given(args, "project")
+    if source is None:
+        kind, source = _old_source_option(args, ctx, kind)
+    if source is not None and project is not None:
+        raise InvalidInput("give --source or --project, not both")
+    backend = registry.backend(kind) if kind is not None else None
+    how = ""
+    if source is not None:
+        path = _path(source)
+        if not os.path.isdir(path):
+            what = "does not exist" if not os.path.exists(path) else "is not a folder"
+            raise NotFound(f"{path}: the source {what}")
+        if backend is None:
+            verdict = registry.identify(path)
+            if verdict.kind is None:
+                raise InvalidInput(f"{path} is not an agent's memory keepgui knows: {verdict.why}")
+            backend = registry.backend(verdict.kind)
+        how = f"--agent {backend.kind} --source {shlex.quote(path)}"
+    elif backend is None:
+        kinds = ", ".join(b.kind for b in registry.declared())
+        projects = [b.kind for b in registry.declared() if b.projects]
+        hint = (
+            f" (--project needs --agent KIND, one with projects: {', '.join(projects)})" if project and projects else ""
+        )
+        raise InvalidInput(f"say whose memory: --agent KIND ({kinds}) or --source PATH{hint}")
+    elif project is not None or (backend.projects and not _given(args, "bank") and not getattr(args, "demo", False)):
+        if not backend.projects:
+            raise InvalidInput(
+                f"{backend.kind} has no projects: give --source PATH or --bank NAME instead of --project"
+            )
+        path = _path(project or ".")
+        if not os.path.isdir(path):
+            raise NotFound(f"{path}: no such folder; give the project folder with --project DIR")
+        how = f"--agent {backend.kind} --project {shlex.quote(path)}"
+    elif getattr(args, "demo", False):
+        try:
+            path = ctx.demo().path(backend.kind)
+        except AttributeError:
+            raise NotFound(f"the demo has no {backend.label}") from None
+        how = f"--agent {backend.kind} --source {shlex.quote(path)}"
+    else:
+        home = backend.home(os.environ) if backend.home is not None else None
+        if not home or not os.path.isdir(home):
+            where = f" at {home}" if home else ""
+            raise NotFound(f"no {backend.label}{where} (where --agent {backend.kind} looks); give --source PATH")
+        path, how = home, f"--agent {backend.kind}"
+    opened = registry.open_source(backend.kind, path, registry.OpenOptions(reload_command=_reload_command(args)))
+    return Chosen(backend, opened, how)
+
+
+def _old_source_option(args: argparse.Namespace, ctx: Context, kind: str | None) -> tuple[str | None, str | None]:
+    """A backend's window option given instead of ``--source`` (the old way): its kind and folder."""
+    from keepgui.cli import declared_backends
+
+    for backend in declared_backends():
+        if backend.window_arg is None or (kind is not None and kind != backend.kind):
+            continue
+        path = _given(args, backend.window_arg)
+        if path is not None:
+            ctx.note(
+                f"`{backend.window_flag} DIR` given to a command is an old form, kept working: "
+                f"it is now `--agent {backend.kind} --source DIR`"
+            )
+            return backend.kind, path
+    return kind, None
+
+
+def _reload_command(args: argparse.Namespace) -> str | None:
+    """``--reload-command``; with ``--demo`` and none given, no reload at all: no running agent reads a
+    throw-away copy, so telling one to reload would only fail (or reload the wrong data)."""
+    given = getattr(args, "reload_command", None)
+    if given is None and getattr(args, "demo", False):
+        return ""
+    return given
+
+
+def bank_names(chosen: Chosen) -> tuple[str, ...]:
+    """The banks of the source as they are on disk now."""
+    return chosen.source.scan().names
+
+
+def open_bank(args: argparse.Namespace, chosen: Chosen) -> tuple[Bank, str]:
+    """The bank ``--bank`` names (or the source's only one), and how a later command line names it."""
+    names = bank_names(chosen)
+    wanted = _given(args, "bank")
+    label = f"{chosen.source.label} ({chosen.source.path})"
+    if wanted is not None:
+        if wanted not in names:
+            have = f"its banks: {', '.join(names)}" if names else "it has none"
+            raise NotFound(f"{label} has no bank `{wanted}` ({have})")
+        return chosen.source.bank(wanted), f"{chosen.how} --bank {shlex.quote(wanted)}"
+    if len(names) == 1:
+        return chosen.source.bank(names[0]), chosen.how
+    if not names:
+        raise NotFound(f"{label} has no banks yet")
+    raise InvalidInput(f"{label} has {len(names)} banks: {', '.join(names)}; say which with --bank NAME")
+
+
+# ---------------------------------------------------------------------- the backends' own options of a common command
+
+
+_TYPES = {"int": int, "float": float, "text": str}
+
+
+def add_backend_options(p: argparse.ArgumentParser, command: str) -> None:
+    """The options the backends give ``command`` (each flag once; an option that is another name for common
+    ones, such as ``--reminder`` for ``--part reminder``, sets those)."""
+    from keepgui.cli import declared_backends
+
+    seen: set[str] = set()
+    for backend in declared_backends():
+        for option in backend.options:
+            if option.command != command or option.flag in seen:
+                continue
+            seen.add(option.flag)
+            if option.means:
+                dest = option.means[0].lstrip("-").replace("-", "_")
+                const = option.means[1] if len(option.means) > 1 else True
+                p.add_argument(option.flag, dest=dest, action="store_const", const=const, help=option.help)
+            elif option.metavar:
+                p.add_argument(
+                    option.flag,
+                    dest=f"option_{option.dest}",
+                    metavar=option.metavar,
+                    type=_TYPES[option.type],
+                    default=None,
+                    help=option.help,
+                )
+            else:
+                p.add_argument(option.flag, dest=f"option_{option.dest}", action="store_true", help=option.help)
+
+
+def backend_options(args: argparse.Namespace, chosen: Chosen, command: str) -> dict[str, object]:
+    """The backend's own options given to ``command``, by name, for the bank; an option only another
+    backend has is refused, naming whose it is."""
+    from keepgui.cli import declared_backends
+
+    mine = {o.dest for o in chosen.backend.options if o.command == command and not o.means}
+    out: dict[str, object] = {}
+    for backend in declared_backends():
+        for option in backend.options:
+            if option.command != command or option.means:
+                continue
+            value = getattr(args, f"option_{option.dest}", None)
+            if value is None or value is False:
+                continue
+            if option.dest not in mine:
+                raise InvalidInput(f"{option.flag} is an option of {backend.kind}, not of {chosen.backend.kind}")
+            out[option.dest] = value
+    return out
+
+
+def given_options(options: dict[str, object]) -> str:
+    """The options as a command line gives them again (``--fuzzy --threshold 80``)."""
+    out = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        out.append(flag if value is True else f"{flag} {shlex.quote(shown)}")
+    return "".join(" " + item for item in out)
