@@ -20,10 +20,9 @@ Signals:
 
 from __future__ import annotations
 
-import concurrent.futures
 from typing import Any
 
-from PySide6.QtCore import QDate, QDateTime, QObject, QPointF, QRectF, QSize, Qt, QTime, QTimer, Signal
+from PySide6.QtCore import QDate, QDateTime, QPointF, QRectF, QSize, Qt, QTime, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFontMetrics,
@@ -39,8 +38,9 @@ from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QToolButton, QToolTip, Q
 
 from keepgui.core.source import ACTIVITY, CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity, BankKey
 from keepgui.ui import theme
+from keepgui.ui.tasks import lane
 
-_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-activity")
+_KEYS = lane("activity")
 BAR_STEP = 6
 """Pixels per day (bar and gap) at the strip's usual width."""
 MIN_DAYS = 30
@@ -67,10 +67,6 @@ def local_midnight(date: QDate) -> int:
     return QDateTime(date, QTime(0, 0)).toMSecsSinceEpoch()
 
 
-class _Delivery(QObject):
-    done = Signal(int, object, str)
-
-
 class ActivityStrip(QWidget):
     """Captures per day for the shown bank (see the module docstring)."""
 
@@ -90,8 +86,6 @@ class ActivityStrip(QWidget):
         self._counts: dict[str, list[int]] = {}
         self._days: list[QDate] = []
         self._filter_token = 0
-        self._delivery = _Delivery(self)
-        self._delivery.done.connect(self._on_keys)
         self.setFixedHeight(STRIP_HEIGHT)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMouseTracking(True)
@@ -113,7 +107,6 @@ class ActivityStrip(QWidget):
         self._again.setInterval(150)  # a burst of appended lines asks once
         self._again.timeout.connect(self.refresh)
         if hub is not None:
-            hub.activityReady.connect(self._on_activity)
             hub.changed.connect(self._on_change)
 
     # ------------------------------------------------------------------ the bank shown
@@ -134,7 +127,8 @@ class ActivityStrip(QWidget):
     def refresh(self) -> None:
         """Ask for the bank's events again (after its rows changed)."""
         if self.key is not None and self.hub is not None and not self.problem:
-            self.hub.request_activity(self.key)
+            key = self.key
+            self.hub.ask(key, lambda bank: bank.activity(), lambda found: self._on_activity(key, found), owner=self)
 
     def _on_change(self, change: Any) -> None:
         if self.key is not None and change.key == self.key and change.rows and not change.partial:
@@ -369,13 +363,17 @@ class ActivityStrip(QWidget):
         token, label = self._filter_token, self.range_label()
         start, end = local_midnight(first), local_midnight(last.addDays(1))
         # At a million rows the keys of a long range are a big set: found off the GUI thread.
-        future = _POOL.submit(activity.keys_between, start, end)
-        future.add_done_callback(lambda f: self._delivery.done.emit(token, f, label))
+        _KEYS.run(
+            lambda: activity.keys_between(start, end),
+            lambda keys: self._on_keys(token, keys, label),
+            owner=self,
+            newest=self,
+        )
 
-    def _on_keys(self, token: int, future: Any, label: str) -> None:
-        if token != self._filter_token or self.selection is None or future.exception() is not None:
+    def _on_keys(self, token: int, keys: set[str], label: str) -> None:
+        if token != self._filter_token or self.selection is None:
             return
-        self.rangeChosen.emit(future.result(), label)
+        self.rangeChosen.emit(keys, label)
 
     def clear_range(self) -> None:
         """Every day again (the table is no longer filtered by day)."""

@@ -268,13 +268,17 @@ class CompactionFlow(QObject):
         self.hub = window.hub
         self.dialog: CompactionDialog | None = None
         self._explicit_review = False
-        self.hub.planReady.connect(self._on_plan)
         self.hub.changed.connect(self._on_change)
+
+    def _plan(self, key: BankKey, what: str) -> None:
+        """Plan a compaction (``compact``) or the review of an outside rewrite of a file (its name)
+        in the background, after the loads queued for the bank's source; :meth:`_on_plan` follows."""
+        self.hub.ask(key, lambda bank: bank.plan(what), lambda plan: self._on_plan(key, what, plan), owner=self)
 
     def _on_change(self, change: Change) -> None:
         if change.origin == DISK and change.reviews and change.bank is not None:
             for name in change.reviews:
-                self.hub.request_plan(BankKey(change.source, change.bank), name)
+                self._plan(BankKey(change.source, change.bank), name)
 
     def offer(self, key: BankKey) -> None:
         """The "compaction due" banner, when the bank's summary says one is due."""
@@ -296,7 +300,7 @@ class CompactionFlow(QObject):
             self.window.note(caps.why_not(COMPACT))
             return
         self.window.note(f"planning a compaction of {key.bank}…")
-        self.hub.request_plan(key, COMPACT)
+        self._plan(key, COMPACT)
 
     def review_rewrite(self, key: BankKey | None, name: str | None = None) -> None:
         """Bank → Review outside rewrite: compare a file with the last version keepgui saw."""
@@ -305,7 +309,7 @@ class CompactionFlow(QObject):
             why = caps.why_not(REVIEW) if caps is not None else ""
             self.window.note(why or "select a bank whose files others rewrite to review what they changed")
             return
-        self.hub.request_plan(key, name or caps.reviews[0])
+        self._plan(key, name or caps.reviews[0])
         self._explicit_review = True
 
     def _on_plan(self, key: BankKey, what: str, plan: Any) -> None:

@@ -28,13 +28,12 @@ Signals:
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QCoreApplication, QObject, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -83,8 +82,10 @@ from keepgui.core.source import BankKey
 from keepgui.ui import theme
 from keepgui.ui.arrays import dot_pixmap, draw_lines, draw_sprites
 from keepgui.ui.detail import DetailPanel
+from keepgui.ui.tasks import Task, lane
 
-_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-graph")
+_LANE = lane("graph")
+"""Builds (the layout process is started and watched from here) and the freeing of graphs replaced."""
 DOT = 3.5
 """A row's radius in scene units."""
 ROW_LOD = 0.25
@@ -102,10 +103,6 @@ PROCESS_FROM = 5_000
 than the process's start, and hold the interpreter lock for little)."""
 SEAT_MARGIN = 4.0
 STYLES = ("retired", "normal", "pinned")
-
-
-class _Delivery(QObject):
-    done = Signal(int, object)
 
 
 def worker_for(rows: int) -> LayoutWorker | None:
@@ -484,8 +481,7 @@ class GraphPanel(QWidget):
         self._token = 0
         self._dirty = True
         self._building = False
-        self._delivery = _Delivery(self)
-        self._delivery.done.connect(self._on_built)
+        self._build: Task[MemoryGraph | None] | None = None
         self.view = GraphView(self)
         self.view.row_text = self._row_text
         self.detail = DetailPanel(self)
@@ -540,9 +536,6 @@ class GraphPanel(QWidget):
         self.view.rowDoubleClicked.connect(self._on_row_opened)
         if hub is not None:
             hub.changed.connect(self._on_change)
-            hub.historyReady.connect(
-                lambda key, row, revisions: self.detail.set_history(row, revisions) if key == self.key else None
-            )
         app = QCoreApplication.instance()
         if app is not None:
             # A layout under way would keep the program from exiting until it is done (the build
@@ -558,6 +551,8 @@ class GraphPanel(QWidget):
             self._token += 1  # what the stopped layout would have delivered is dropped
             self._building = False
             self._dirty = True
+            if self._build is not None:
+                self._build.cancel()
         if child_layout_unavailable() is None:
             layout_worker().cancel()
         self._update_status()
@@ -621,24 +616,31 @@ class GraphPanel(QWidget):
             pause = PAUSE if len(rows) >= PROCESS_FROM else 0.0
             return build_graph(rows, bank.row_names(), options, worker, pause, lambda: token != self._token)
 
-        future = _POOL.submit(build)
-        future.add_done_callback(lambda f: self._delivery.done.emit(token, f))
+        # The newest build wins: one asked for before it and still queued is skipped.
+        self._build = _LANE.run(
+            build,
+            lambda graph: self._on_built(token, graph),
+            lambda error: self._on_failed(token, error),
+            owner=self,
+            newest=self,
+        )
 
-    def _on_built(self, token: int, future: Any) -> None:
+    def _on_failed(self, token: int, error: Exception) -> None:
         if token != self._token:
             return
         self._building = False
-        error = future.exception()
         if isinstance(error, LayoutCancelled):
             self._dirty = True  # built again when asked (shown, or a change)
             self._update_status()
             return
-        if error is not None:
-            self.status.setText(f"the graph could not be built: {error}")
-            if not isinstance(error, (KeepguiError, OSError)):
-                raise error
+        self.status.setText(f"the graph could not be built: {error}")
+        if not isinstance(error, (KeepguiError, OSError)):
+            raise error
+
+    def _on_built(self, token: int, graph: MemoryGraph | None) -> None:
+        if token != self._token:
             return
-        graph = future.result()
+        self._building = False
         if graph is None:
             return
         old = self.view.graph
@@ -647,7 +649,7 @@ class GraphPanel(QWidget):
         # The graph replaced is freed on the build thread, in steps: at a million rows its key index
         # alone takes tens of milliseconds to take apart.
         if old is not None:
-            _POOL.submit(old.release, PAUSE)
+            _LANE.run(lambda: old.release(PAUSE))
             del old
         self._set_tags(graph.tags)
         self._highlight_keys()
@@ -746,7 +748,7 @@ class GraphPanel(QWidget):
         if row is not None:
             self.detail.show_record(row)
             if self.key is not None and self.hub is not None and len(keys) == 1:
-                self.hub.request_history(self.key, key)
+                self._ask_history(self.key, key)
         self.rowsChosen.emit(sorted(keys))
 
     def _on_hub_clicked(self, name: str, add: bool) -> None:
@@ -763,6 +765,21 @@ class GraphPanel(QWidget):
         self._highlight_keys()
         self.detail.show_empty(f"{name}: {len(keys):,} selected")
         self.rowsChosen.emit(sorted(keys))
+
+    def _ask_history(self, bank: BankKey, row: str) -> None:
+        """Read every revision of one row off the GUI thread, for the detail pane."""
+        self.hub.ask(
+            bank,
+            lambda found: found.revisions(row),
+            lambda revisions: self.show_revisions(bank, row, revisions),
+            owner=self,
+        )
+
+    def show_revisions(self, bank: BankKey, row: str, revisions: list[Any] | Exception) -> None:
+        """The revisions of a row arrived (asked here, or by the table): shown if the detail pane
+        shows that row of this bank."""
+        if bank == self.key:
+            self.detail.set_history(row, [] if isinstance(revisions, Exception) else revisions)
 
     def _row_text(self, key: str) -> str:
         row = self.row(key)

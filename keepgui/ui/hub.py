@@ -3,7 +3,8 @@
 :class:`Hub` opens sources through the registry (:mod:`keepgui.core.registry`)
 and talks to them only through the protocol of :mod:`keepgui.core.source`: it
 never knows which backend a source is. Each source has one background thread
-that lists and loads its banks; a :class:`~keepgui.core.watch.Watcher` on their
+that lists and loads its banks (a lane of :mod:`keepgui.ui.tasks`); a
+:class:`~keepgui.core.watch.Watcher` on their
 folders tells the source which files changed, and the source says what that
 means (:meth:`~keepgui.core.source.Source.classify`). Results come back to the
 GUI thread by signal; a background thread never touches a widget. The locks
@@ -15,21 +16,17 @@ views look at it and decide what to redraw. The watcher's echo of a write this
 program made is recognised here, for every backend, from the stamps the
 Change recorded (:meth:`Hub._is_echo`).
 
+A view asks a bank a question (a plan, a check, a row's revisions, its activity, a preview, a
+ranking) with :meth:`Hub.ask`: the question runs off the GUI thread, after the loads queued for
+the bank's source (or, asked as the person types, on a lane of its own where the newest question
+wins), and the answer — or the exception — comes back to the one who asked, on the GUI thread.
+
 Signals:
     sourcesChanged(): a source was added or removed.
     banksChanged(str source): banks appeared, vanished or changed their summary.
     changed(object change): a Change (rows of a bank, its documents, a source's listing).
     bankProgress(object key, int done, int total): bytes of a long load.
     bankFailed(object key, str reason): a bank could not be read.
-    previewReady(object key, int token, object result): a preview asked for with ``token``
-        (the backend's preview, or an Exception to show).
-    rankingReady(object key, int token, object scores): recall scores (key -> score), or an Exception.
-    planReady(object key, str what, object plan): a compaction plan (``compact``) or the review of an
-        outside rewrite of a file (its name), or an Exception.
-    historyReady(object key, str row, list revisions): the revisions of one row.
-    problemsReady(object key, object problems): what a check of a bank's files found (a list of
-        Problem), or an Exception.
-    activityReady(object key, object activity): the bank's capture events (an Activity), or an Exception.
     note(str): a short status-bar note ("main: 3 memories added").
     error(str): something a person must see (a banner).
     attention(str): a lasting condition for a quiet indicator (a running agent could not be told to
@@ -38,15 +35,14 @@ Signals:
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from types import EllipsisType
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Qt, Signal
 
@@ -62,12 +58,13 @@ from keepgui.core.source import (
     Capabilities,
     Change,
     Listing,
-    Pending,
     Row,
     RowDelta,
     Source,
 )
 from keepgui.core.watch import ChangeSet, Watcher
+from keepgui.ui import tasks
+from keepgui.ui.tasks import Lane
 
 # A long load shows its rows as they come: the first at once, then each time their number has
 # at least doubled, up to this many (each delivery is every row so far, and the table sorts what it
@@ -79,14 +76,16 @@ _PROGRESS_INTERVAL = 0.05
 RANKED_LIMIT = 100
 """Ranked search shows the recall API's maximum: the top 100 by fused score."""
 
+T = TypeVar("T")
+
 
 @dataclass
 class _Opened:
-    """What the hub keeps for an open source: the source, its thread, and what it last listed."""
+    """What the hub keeps for an open source: the source, its lane, and what it last listed."""
 
     source: Source
     backend: Backend
-    executor: concurrent.futures.ThreadPoolExecutor
+    lane: Lane
     listing: Listing = field(default_factory=lambda: Listing(()))
     loaded: set[str] = field(default_factory=set)
     summaries: dict[str, BankSummary] = field(default_factory=dict)
@@ -103,18 +102,11 @@ class Hub(QObject):
     changed = Signal(object)
     bankProgress = Signal(object, int, int)
     bankFailed = Signal(object, str)
-    previewReady = Signal(object, int, object)
-    planReady = Signal(object, str, object)
-    rankingReady = Signal(object, int, object)
-    historyReady = Signal(object, str, list)
-    problemsReady = Signal(object, object)
-    activityReady = Signal(object, object)
     note = Signal(str)
     error = Signal(str)
     attention = Signal(str)
     _changes = Signal(object)
     _scanned = Signal(str)
-    _followed_up = Signal(str)
 
     def __init__(
         self,
@@ -128,17 +120,14 @@ class Hub(QObject):
         # never for the demo, whose copy no agent reads (report_follow_ups False).
         self._report_follow_ups = report_follow_ups
         self._follow_up_problem = ""
-        self._followed_up.connect(self._on_follow_up, Qt.ConnectionType.QueuedConnection)
         self._opened: dict[str, _Opened] = {}
         self._reload_command = reload_command
-        # A running agent's reload (iii trigger ...) runs on its own thread: a slow one never freezes the window.
-        self._later_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-reload")
-        # Previews and rankings answer as the person types: their own thread, so a long
+        # A running agent's reload (iii trigger ...) runs on its own lane: a slow one never freezes the window.
+        self._later = tasks.lane("reload")
+        # Previews and rankings answer as the person types: their own lane, so a long
         # load of another bank never delays them.
-        self._query_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-preview")
-        self._pending = 0  # background tasks queued or running (see busy())
-        self._pending_lock = threading.Lock()
-        self._query_latest: dict[str, int] = {}
+        self._questions = tasks.lane("questions")
+        self._lanes: list[Lane] = [self._questions]  # the lanes whose work busy() counts
         self._written: dict[str, tuple[int, int]] = {}  # file -> (size, mtime_ns) a write of ours left
         self._written_lock = threading.Lock()
         self._closed = False
@@ -148,34 +137,22 @@ class Hub(QObject):
         if self._watcher is not None:
             self._watcher.start()
 
-    def _submit(self, executor: concurrent.futures.Executor, fn: Callable[..., Any], *args: Any) -> None:
-        """Queue background work, unless the hub is shut down (late timers must not fail)."""
-        if self._closed:
-            return
-        with contextlib.suppress(RuntimeError):  # that source was closed meanwhile: its work no longer matters
-            future = executor.submit(fn, *args)
-            with self._pending_lock:
-                self._pending += 1
-            future.add_done_callback(self._task_done)
-
-    def _task_done(self, _future: object) -> None:
-        with self._pending_lock:
-            self._pending -= 1
+    def _submit(self, lane: Lane, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue background work, unless the hub is shut down (late timers must not fail); work on
+        the lane of a source closed meanwhile never runs."""
+        if not self._closed:
+            lane.run(lambda: fn(*args))
 
     def busy(self) -> bool:
         """True while background work (a scan, a bank load, a preview…) is queued or running."""
-        with self._pending_lock:
-            return self._pending > 0
+        self._lanes = [lane for lane in self._lanes if not (lane.closed and not lane.pending())]
+        return any(lane.pending() for lane in self._lanes)
 
     def _run_later(self, work: Callable[[], str | None]) -> None:
         """Follow-up work of a write (a running agent's reload); a failure becomes a note."""
         if self._closed:
             raise RuntimeError("the hub is shut down")
-
-        def run() -> None:
-            self._followed_up.emit(work() or "")
-
-        self._later_pool.submit(run)
+        self._later.run(work, lambda problem: self._on_follow_up(problem or ""), owner=self)
 
     def _on_follow_up(self, problem: str) -> None:
         if not self._report_follow_ups or problem == self._follow_up_problem:
@@ -191,9 +168,9 @@ class Hub(QObject):
         if self._watcher is not None:
             self._watcher.stop()
         for opened in self._opened.values():
-            opened.executor.shutdown(wait=True, cancel_futures=True)
-        self._query_pool.shutdown(wait=True, cancel_futures=True)
-        self._later_pool.shutdown(wait=False, cancel_futures=True)
+            opened.lane.close(wait=True)
+        self._questions.close(wait=True)
+        self._later.close(wait=False)
 
     # ------------------------------------------------------------------ sources
 
@@ -216,8 +193,9 @@ class Hub(QObject):
         own = not isinstance(reload_command, EllipsisType)
         command = reload_command if not isinstance(reload_command, EllipsisType) else self._reload_command
         source = registry.open_source(kind, path, OpenOptions(command, self._run_later))
-        executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"keepgui-{kind}")
-        self._opened[path] = _Opened(source, backend, executor, own_reload=own)
+        lane = tasks.lane(kind)
+        self._lanes.append(lane)
+        self._opened[path] = _Opened(source, backend, lane, own_reload=own)
         if self._watcher is not None:
             for root in _roots(source):
                 self._watcher.watch(root)
@@ -233,7 +211,7 @@ class Hub(QObject):
         if self._watcher is not None:
             for root in _roots(opened.source):
                 self._watcher.unwatch(root)
-        opened.executor.shutdown(wait=False, cancel_futures=True)
+        opened.lane.close(wait=False)
         opened.source.close()
         self.sourcesChanged.emit()
 
@@ -313,8 +291,7 @@ class Hub(QObject):
         """Wait until the background work queued for a source so far has run."""
         opened = self._opened.get(path)
         if opened is not None:
-            with contextlib.suppress(RuntimeError):
-                opened.executor.submit(lambda: None).result(timeout=timeout)
+            opened.lane.drain(timeout)
 
     def configure(self, path: str, values: dict[str, Any]) -> None:
         """Settings a person chose for a source (the preview's worker settings)."""
@@ -334,7 +311,7 @@ class Hub(QObject):
                 if root not in self._watcher.roots:
                     self._watcher.watch(root)  # the folder may have been created since
         opened.scans_requested += 1
-        self._submit(opened.executor, self._scan_task, opened, opened.scans_requested)
+        self._submit(opened.lane, self._scan_task, opened, opened.scans_requested)
 
     def _scan_task(self, opened: _Opened, number: int) -> None:
         if number != opened.scans_requested:
@@ -359,10 +336,10 @@ class Hub(QObject):
         if opened is not None:
             for name in opened.listing.names:
                 if name not in opened.loaded:
-                    self._submit(opened.executor, self._count_task, opened, name)
+                    self._submit(opened.lane, self._count_task, opened, name)
 
     def _count_task(self, opened: _Opened, name: str) -> None:
-        # The source's executor has one thread: a load queued before this task (the bank
+        # The source's lane has one thread: a load queued before this task (the bank
         # the window opened) has finished by now, and need not be read a second time.
         if name not in opened.loaded:
             self._load(opened, BankKey(opened.source.path, name), False)
@@ -371,13 +348,13 @@ class Hub(QObject):
         """Deliver every row of a bank (loading it in the background if needed, with progress)."""
         opened = self._opened.get(key.source)
         if opened is not None:
-            self._submit(opened.executor, self._load, opened, key, True)
+            self._submit(opened.lane, self._load, opened, key, True)
 
     def refresh_bank(self, key: BankKey) -> None:
         """Re-read a bank (incrementally where its backend can) and deliver what changed."""
         opened = self._opened.get(key.source)
         if opened is not None:
-            self._submit(opened.executor, self._load, opened, key, False)
+            self._submit(opened.lane, self._load, opened, key, False)
 
     def _load(self, opened: _Opened, key: BankKey, full: bool) -> None:
         """Bring one bank up to date on the source's thread; every change found is delivered."""
@@ -463,88 +440,37 @@ class Hub(QObject):
 
     # ------------------------------------------------------------------ questions answered in the background
 
-    def _submit_query(self, kind: str, key: BankKey, token: int, work: Callable[[], Any], done: Any) -> None:
-        self._query_latest[kind] = token
-
-        def run() -> None:
-            if self._query_latest.get(kind) != token:
-                return  # the person typed on: only the newest question is worth answering
-            try:
-                result = made_old(work)  # a first question builds an index of every row: made old at once
-            except Exception as exc:  # noqa: BLE001 - shown in the pane, never raised into Qt
-                result = exc
-            done.emit(key, token, result)
-
-        self._submit(self._query_pool, run)
-
-    def request_preview(
-        self, key: BankKey, query: str, token: int, pending: Pending | None = None, now_ms: int | None = None
+    def ask(
+        self,
+        key: BankKey,
+        question: Callable[[Bank], T],
+        answer: Callable[[T | Exception], object],
+        *,
+        typing: Hashable | None = None,
+        owner: QObject | None = None,
     ) -> None:
-        """Compute what a turn with ``query`` would be given, off the GUI thread (previewReady)."""
-        if not self.is_loaded(key):
-            return  # the bank's own load (with progress) comes first; its rows trigger a new request
-        bank = self.bank(key)
-        self._submit_query("preview", key, token, lambda: bank.preview(query, pending, now_ms), self.previewReady)
+        """Ask the bank of ``key`` a question off the GUI thread: ``question(bank)`` runs there and
+        ``answer`` gets what it returned, or the exception it raised, on the GUI thread.
 
-    def request_ranking(self, key: BankKey, query: str, token: int) -> None:
-        """Recall scores of the best rows for ``query`` (rankingReady), for the ranked search."""
-        if not self.is_loaded(key):
+        By default the question waits for the work queued for the bank's source (its load comes
+        first: a plan, a check of its files, a row's revisions, its activity). Asked as the person
+        types (``typing``: a key, the same for the same kind of question, e.g. ``"preview"``), it
+        runs on the hub's lane of questions, where a long load never delays it and only the newest
+        question of that key is answered; what it builds (an index of every row, the first time) is
+        made old at once. ``owner``: nothing is answered once this QObject was deleted. Nothing is
+        asked of a source that is not open, or once the hub is shut down."""
+        opened = self._opened.get(key.source)
+        if opened is None or self._closed:
             return
-        bank = self.bank(key)
-        self._submit_query("ranking", key, token, lambda: bank.rank(query, RANKED_LIMIT), self.rankingReady)
+        source = opened.source
 
-    def request_plan(self, key: BankKey, what: str = "compact", **options: Any) -> None:
-        """Compute a compaction plan or a review in the background (planReady)."""
-        opened = self._opened.get(key.source)
-        if opened is not None:
-            self._submit(opened.executor, self._plan_task, opened, key, what, options)
+        def work() -> T:
+            return question(source.bank(key.bank))
 
-    def _plan_task(self, opened: _Opened, key: BankKey, what: str, options: dict[str, Any]) -> None:
-        try:
-            plan: Any = opened.source.bank(key.bank).plan(what, **options)
-        except (KeepguiError, OSError) as exc:
-            plan = exc
-        self.planReady.emit(key, what, plan)
-
-    def request_problems(self, key: BankKey) -> None:
-        """Check a bank's files in the background (problemsReady)."""
-        opened = self._opened.get(key.source)
-        if opened is not None:
-            self._submit(opened.executor, self._problems_task, opened, key)
-
-    def _problems_task(self, opened: _Opened, key: BankKey) -> None:
-        try:
-            found: Any = list(opened.source.bank(key.bank).problems())
-        except (KeepguiError, OSError) as exc:
-            found = exc
-        self.problemsReady.emit(key, found)
-
-    def request_history(self, key: BankKey, row: str) -> None:
-        """Read every revision of one row in the background (delivered by historyReady)."""
-        opened = self._opened.get(key.source)
-        if opened is not None:
-            self._submit(opened.executor, self._history_task, opened, key, row)
-
-    def _history_task(self, opened: _Opened, key: BankKey, row: str) -> None:
-        try:
-            revisions = opened.source.bank(key.bank).revisions(row)
-        except (KeepguiError, OSError):
-            revisions = []
-        self.historyReady.emit(key, row, revisions)
-
-    def request_activity(self, key: BankKey) -> None:
-        """The bank's capture events, after its queued loads (activityReady; an Exception when the
-        backend cannot say, with its reason)."""
-        opened = self._opened.get(key.source)
-        if opened is not None:
-            self._submit(opened.executor, self._activity_task, opened, key)
-
-    def _activity_task(self, opened: _Opened, key: BankKey) -> None:
-        try:
-            activity: Any = opened.source.bank(key.bank).activity()
-        except (KeepguiError, OSError) as exc:
-            activity = exc
-        self.activityReady.emit(key, activity)
+        if typing is None:
+            opened.lane.run(work, answer, answer, owner=owner)
+        else:
+            self._questions.run(work, answer, answer, owner=owner, newest=typing, made_old=True)
 
     # ------------------------------------------------------------------ watching
 

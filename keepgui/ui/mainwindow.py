@@ -379,6 +379,7 @@ class MainWindow(QMainWindow):
         self.memories.selectionChangedTo.connect(lambda _records: self._update_counts())
         self.memories.whatIfRequested.connect(self._what_if)
         self.memories.selectionChangedTo.connect(lambda records: self.graph.highlight(r.id for r in records))
+        self.memories.historyRead.connect(self.graph.show_revisions)  # the row selected is ringed there too
         self.memories.history.toggled.connect(self.graph.set_show_history)
         self.graph.rowsChosen.connect(self.memories.select_keys)
         self.graph.rowOpened.connect(self._open_graph_row)

@@ -14,7 +14,6 @@ on a background thread (:class:`FolderVerdicts`), never on the GUI thread.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 from collections.abc import Callable
 
@@ -23,8 +22,9 @@ from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QMessageBox, QWi
 
 from keepgui.core import registry
 from keepgui.core.registry import Verdict
+from keepgui.ui.tasks import lane
 
-_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-identify")
+_IDENTIFY = lane("identify")
 
 
 def a(label: str) -> str:
@@ -81,14 +81,13 @@ class FolderVerdicts(QObject):
             self.answered.emit(kind, path, known)
             return
 
-        def work() -> None:
+        def work() -> Verdict:
             try:
-                verdict = verdict_for(kind, path)
+                return verdict_for(kind, path)
             except OSError as exc:  # a folder that vanished or cannot be listed
-                verdict = Verdict(None, "not readable", f"{path}: {exc.strerror or exc}")
-            self.answered.emit(kind, path, verdict)
+                return Verdict(None, "not readable", f"{path}: {exc.strerror or exc}")
 
-        _POOL.submit(work)
+        _IDENTIFY.run(work, lambda verdict: self.answered.emit(kind, path, verdict), owner=self)
 
 
 class SourceFolderDialog(QFileDialog):

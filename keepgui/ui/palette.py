@@ -17,7 +17,6 @@ Signals:
 
 from __future__ import annotations
 
-import concurrent.futures
 import heapq
 import threading
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from keepgui.core.textdiff import shown_text
 from keepgui.ui import theme
 from keepgui.ui.hub import Hub
 from keepgui.ui.scores import Index, paint_with_room
+from keepgui.ui.tasks import lane
 
 SHOWN = 50
 """Results drawn for one query."""
@@ -118,14 +118,13 @@ class PaletteIndex(QObject):
     def __init__(self, hub: Hub, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.hub = hub
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-palette")
+        self._lane = lane("palette")  # the index's own: builds and questions in the order asked
         self._lock = threading.Lock()
         # a loaded bank's rows: key -> (generation indexed, word index, rows by key, the rows' noun)
         self._banks: dict[BankKey, tuple[int, TextSearch[str], dict[str, Row], str]] = {}
         self._generation: dict[BankKey, int] = {}
         self._fixed: tuple[TextSearch[int], dict[int, Entry]] = (TextSearch(), {})  # actions, banks, documents
         self._indexing: set[BankKey] = set()  # banks whose rows are queued for indexing
-        self._latest = 0
         hub.changed.connect(self._on_change)
 
     def _on_change(self, change: Change) -> None:
@@ -136,7 +135,7 @@ class PaletteIndex(QObject):
 
     def shutdown(self) -> None:
         """Stop the background thread (the window is closing)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._lane.close(wait=False)
 
     # ------------------------------------------------------------------ what can be found
 
@@ -178,7 +177,7 @@ class PaletteIndex(QObject):
             with self._lock:
                 self._indexing.clear()
 
-        self._pool.submit(build)
+        self._lane.run(build)
 
     def _index_bank(self, key: BankKey, generation: int, bank: Bank) -> None:
         try:
@@ -199,17 +198,15 @@ class PaletteIndex(QObject):
 
     def ask(self, query: str, token: int) -> None:
         """The best entries for ``query`` (answered by ``answered``, unless a newer question came)."""
-        self._latest = token
 
-        def run() -> None:
-            if token != self._latest:
-                return  # the person typed on
+        def run() -> tuple[list[Entry], list[str]]:
             found = self.search(query)
             with self._lock:
                 indexing = sorted(key.bank for key in self._indexing)
-            self.answered.emit(token, found, indexing)
+            return found, indexing
 
-        self._pool.submit(run)
+        # The person typing on makes a question still queued not worth answering: the newest wins.
+        self._lane.run(run, lambda answer: self.answered.emit(token, *answer), owner=self, newest="ask")
 
     def search(self, query: str) -> list[Entry]:
         """The best :data:`SHOWN` entries for ``query`` (call on the palette's thread)."""

@@ -19,13 +19,12 @@ Signals:
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
@@ -45,12 +44,13 @@ from keepgui.core.source import QUERY, BankKey, Change, Pending
 from keepgui.ui import theme
 from keepgui.ui.adapters import adapter_for
 from keepgui.ui.adapters.base import PreviewView
+from keepgui.ui.tasks import lane
 
 DEBOUNCE_MS = 10
 """Short enough to follow typing, long enough to skip the keystrokes of a fast typist."""
 
 
-_SUGGEST_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-suggest")
+_SUGGESTIONS = lane("suggest")
 
 
 def suggestions_for(records: Any) -> list[str]:
@@ -74,10 +74,6 @@ def suggestions_for(records: Any) -> list[str]:
     return suggestions
 
 
-class _Suggested(QObject):
-    done = Signal(object, object)
-
-
 class PreviewPane(QWidget):
     """Follows the shown bank; see the module docstring."""
 
@@ -96,8 +92,6 @@ class PreviewPane(QWidget):
         self.pending_live: dict[str, bool] = {}
         self._token = 0
         self._shown_token = 0
-        self._suggested = _Suggested(self)
-        self._suggested.done.connect(self._show_suggestions)
         self.last_result: Any = None
         self.now_ms: int | None = None  # a fixed "now" makes the preview reproducible (tests, comparisons)
         self._views: dict[str, PreviewView] = {}
@@ -148,7 +142,6 @@ class PreviewPane(QWidget):
         self._debounce.timeout.connect(self.recompute)
         self.query.editTextChanged.connect(lambda _: self._debounce.start())
         self.query.activated.connect(lambda _: self.recompute())
-        hub.previewReady.connect(self._on_ready)
         hub.changed.connect(self._on_change)
         self._show_view(self.view)
         self._update_whatif_label()
@@ -270,8 +263,13 @@ class PreviewPane(QWidget):
             except (KeepguiError, OSError, KeyError):
                 return ["who is the user?"]
 
-        future = _SUGGEST_POOL.submit(work)
-        future.add_done_callback(lambda f: self._suggested.done.emit(key, f.result() if f.exception() is None else []))
+        _SUGGESTIONS.run(
+            work,
+            lambda found: self._show_suggestions(key, found),
+            lambda _error: self._show_suggestions(key, []),
+            owner=self,
+            newest=self,
+        )
 
     def _show_suggestions(self, key: BankKey | None, suggestions: list[str]) -> None:
         if key != self.key:
@@ -287,7 +285,7 @@ class PreviewPane(QWidget):
     # ------------------------------------------------------------------ computing
 
     def recompute(self) -> None:
-        """Ask for a fresh preview (answered by the hub on its preview thread)."""
+        """Ask for a fresh preview (answered off the GUI thread, on the hub's lane of questions)."""
         if self.key is None:
             self._clear("Select a bank to see what its next turn would be given.")
             return
@@ -295,7 +293,15 @@ class PreviewPane(QWidget):
         if not self.hub.is_loaded(self.key):
             self._clear("Loading the bank…")
             return
-        self.hub.request_preview(self.key, self.query.currentText(), self._token, self.whatif(), self.now_ms)
+        key, token = self.key, self._token
+        query, pending, now_ms = self.query.currentText(), self.whatif(), self.now_ms
+        self.hub.ask(
+            key,
+            lambda bank: bank.preview(query, pending, now_ms),
+            lambda result: self._on_ready(key, token, result),
+            typing="preview",
+            owner=self,
+        )
 
     def _on_ready(self, key: BankKey, token: int, result: Any) -> None:
         if key != self.key or token < self._shown_token:

@@ -15,11 +15,10 @@ Signals:
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 from collections.abc import Sequence
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
@@ -35,15 +34,15 @@ from PySide6.QtWidgets import (
 )
 
 from keepgui.core import fsio
-from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import short_path
 from keepgui.core.source import BankKey, Problem
 from keepgui.ui import theme
 from keepgui.ui.hub import Hub
+from keepgui.ui.tasks import lane
 
 ProblemRole = Qt.ItemDataRole.UserRole + 95
 
-_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-lines")
+_LINES = lane("lines")
 
 
 class ProblemsDialog(QDialog):
@@ -77,14 +76,14 @@ class ProblemsDialog(QDialog):
         layout.addWidget(self.tree, 1)
         layout.addWidget(buttons)
         self.problems: list[Problem] | None = None
-        hub.problemsReady.connect(self._on_problems)
         self.resize(900, 420)
         self.check()
 
     def check(self) -> None:
         """Check the bank's files (again)."""
         self.summary.setText("Checking the bank's files…")
-        self.hub.request_problems(self.key)
+        key = self.key
+        self.hub.ask(key, lambda bank: list(bank.problems()), lambda found: self._on_problems(key, found), owner=self)
 
     def _on_problems(self, key: BankKey, problems: Sequence[Problem] | Exception) -> None:
         if key != self.key:
@@ -125,10 +124,6 @@ class ProblemsDialog(QDialog):
             self.placeRequested.emit(item.data(0, ProblemRole))
 
 
-class _Lines(QObject):
-    read = Signal(object)
-
-
 class FileLinesDialog(QDialog):
     """A file around one line, read only, that line marked (the place of a problem)."""
 
@@ -156,18 +151,8 @@ class FileLinesDialog(QDialog):
         layout.addWidget(self.text, 1)
         layout.addWidget(buttons)
         self.lines: list[tuple[int, str]] | None = None
-        self._delivery = _Lines(self)
-        self._delivery.read.connect(self._show)
         self.resize(900, 420)
-
-        def work() -> None:
-            try:
-                result: object = fsio.lines_around(path, max(1, line), self.CONTEXT)
-            except (OSError, KeepguiError) as exc:
-                result = exc
-            self._delivery.read.emit(result)
-
-        _POOL.submit(work)
+        _LINES.run(lambda: fsio.lines_around(path, max(1, line), self.CONTEXT), self._show, self._show, owner=self)
 
     def _show(self, lines: list[tuple[int, str]] | Exception) -> None:
         if isinstance(lines, Exception):

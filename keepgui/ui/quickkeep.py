@@ -24,7 +24,6 @@ undo step; returns an :class:`~keepgui.ui.commands.Outcome`) and ``show_error(te
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import os
 import sys
@@ -48,10 +47,11 @@ from PySide6.QtWidgets import (
 
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import short_path
-from keepgui.core.source import FORCE, KEEP, Bank, BankKey, Change, Hint
+from keepgui.core.source import FORCE, KEEP, BankKey, Change, Hint
 from keepgui.ui import theme
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.hub import Hub
+from keepgui.ui.tasks import lane
 from keepgui.ui.tray import KeepTray
 
 if TYPE_CHECKING:  # the settings module is imported where a standalone popup makes them
@@ -194,7 +194,6 @@ class QuickKeepPopup(QFrame):
     """
 
     closed = Signal()
-    _checked = Signal(int, object)
 
     def __init__(self, host: KeepHost, notify: Callable[[str], None] | None = None, linger_ms: int = 0) -> None:
         # No parent: the popup must open while the window is hidden in the tray.
@@ -210,7 +209,7 @@ class QuickKeepPopup(QFrame):
         self.setAccessibleName("Quick keep")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setAutoFillBackground(True)
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-quickkeep")
+        self._checks = lane("quickkeep")  # the popup's own: closed with it
         self._seq = 0
         self._last: QuickCheck | None = None
         self._keys: list[BankKey] = []
@@ -219,7 +218,6 @@ class QuickKeepPopup(QFrame):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self._start_check)
-        self._checked.connect(self._on_checked, Qt.ConnectionType.QueuedConnection)
         self.edit.textChanged.connect(self._on_text)
         self.target.currentIndexChanged.connect(self._on_target)
         self.keep_button.clicked.connect(lambda: self.keep(force=False))
@@ -429,17 +427,14 @@ class QuickKeepPopup(QFrame):
         bank = self.host.hub.bank(key)
         self._seq += 1
         seq = self._seq
-        with contextlib.suppress(RuntimeError):  # the pool is shut down: the popup is going away
-            self._pool.submit(self._check_task, seq, bank, key, text)
-
-    def _check_task(self, seq: int, bank: Bank, key: BankKey, text: str) -> None:
-        """Background thread: compute the feedback; the result goes back by signal (never touches a widget)."""
-        try:
-            check = QuickCheck(key, text, bank.check_keep(text))
-        except Exception as exc:  # noqa: BLE001 - shown in the popup, never lost in the thread
-            check = QuickCheck(key, text, (Hint("error", f"Cannot check: {exc}"),))
-        with contextlib.suppress(RuntimeError):  # the popup was deleted meanwhile
-            self._checked.emit(seq, check)
+        # On a closed lane (the popup is going away) nothing runs; the newest check wins.
+        self._checks.run(
+            lambda: QuickCheck(key, text, bank.check_keep(text)),
+            lambda check: self._on_checked(seq, check),
+            lambda exc: self._on_checked(seq, QuickCheck(key, text, (Hint("error", f"Cannot check: {exc}"),))),
+            owner=self,
+            newest="check",
+        )
 
     def _on_checked(self, seq: int, check: QuickCheck) -> None:
         if seq != self._seq or check.text != self.edit.text() or check.key != self.target_key():
@@ -562,7 +557,7 @@ class QuickKeepPopup(QFrame):
 
     def dispose(self, *_args: object) -> None:
         """Close for good: stop the feedback thread and delete the popup (its host is going away)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._checks.close(wait=False)
         with contextlib.suppress(RuntimeError):  # already gone with the application
             self.close()
             self.deleteLater()

@@ -15,7 +15,6 @@ Signals:
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 from collections.abc import Sequence
 
@@ -37,8 +36,9 @@ from keepgui.core.paths import short_path
 from keepgui.core.registry import Found
 from keepgui.ui import shortcuts, theme
 from keepgui.ui.opening import a
+from keepgui.ui.tasks import lane
 
-_POOL = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-discover")
+_DISCOVER = lane("discover")
 
 
 def _heading(text: str, parent: QWidget) -> QLabel:
@@ -53,7 +53,6 @@ class WelcomePage(QScrollArea):
     openRequested = Signal(str, str)
     chooseRequested = Signal(str)
     demoRequested = Signal()
-    _discovered = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -140,7 +139,6 @@ class WelcomePage(QScrollArea):
         outer.addWidget(self.recent_box)
         outer.addStretch(3)
         self.found: list[Found] = []
-        self._discovered.connect(self._show_found)
         self.set_recent([])
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
@@ -158,14 +156,13 @@ class WelcomePage(QScrollArea):
         self.found_status.setText("Looking where each agent keeps its memory…")
         self.found_status.show()
 
-        def work() -> None:
+        def work() -> list[Found]:
             try:
-                found = registry.discover()
+                return registry.discover()
             except OSError:
-                found = []
-            self._discovered.emit(found)
+                return []
 
-        _POOL.submit(work)
+        _DISCOVER.run(work, self._show_found, owner=self, newest=self)
 
     def _show_found(self, found: list[Found]) -> None:
         self.found = list(found)

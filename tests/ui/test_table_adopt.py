@@ -102,8 +102,9 @@ def test_a_table_build_replaced_by_a_newer_delivery_stops_and_the_newer_is_shown
     panel = _parts_panel(qtbot)
     old, new = _rows(60_000), _rows(BUILD_OFF_THREAD + 10)
     panel.build_rows(old, final=False)
-    first = panel._build_replaced
+    first = panel._build
     panel.build_rows(new)
-    assert first.is_set() and not panel._build_replaced.is_set()  # the first build stops at its next checkpoint
+    assert first.obsolete() and not panel._build.obsolete()  # the first build stops at its next checkpoint
     qtbot.waitUntil(lambda: panel._building is None, timeout=10_000)
     assert panel.model.rowCount() == len(new)
+    assert first.wait(10) and first.state == "cancelled"  # it stopped (or was skipped), never delivered

@@ -11,19 +11,18 @@ rows it brought into view, or moves to the row after those it took away.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel
 from PySide6.QtWidgets import QWidget
 
-from keepgui.core.pace import made_old, unless_obsolete
-from keepgui.core.rowtable import build_table
+from keepgui.core.rowtable import RowTable, build_table
 from keepgui.core.source import OURS, RANKED, Capabilities, Change
 from keepgui.ui.memorypanel.model import COLUMN_INDEX
-from keepgui.ui.memorypanel.search import _POOL, _Delivery
+from keepgui.ui.memorypanel.search import BUILDS
 from keepgui.ui.memorypanel.view import RANKED_TIP, PanelView
+from keepgui.ui.tasks import Task
 
 _INDEX_IN_PLACE = 256  # more changed rows than this are indexed in the background, from scratch (each row
 # indexed on the GUI thread costs ~40 µs: 256 of them fit a frame)
@@ -41,10 +40,8 @@ class PanelFeed(PanelView):
 
     def __init__(self, hub: Any = None, settings: Any = None, parent: QWidget | None = None) -> None:
         super().__init__(hub, settings, parent)
-        self._built = _Delivery(self)
-        self._built.done.connect(self._on_built)
         self._build_token = 0
-        self._build_replaced = threading.Event()  # set once the table being built is no longer wanted
+        self._build: Task[RowTable] | None = None  # the table being built (cancelled once not wanted)
         self._building = None  # the token of a RowTable being built
         self._building_after: list[Change] = []
         self._parts_shown = False  # the bank shown arrives in parts (a long load) and is not complete yet
@@ -121,19 +118,21 @@ class PanelFeed(PanelView):
         self._building = token
         self._building_after = []
         rows = rows if isinstance(rows, list) else list(rows)
-        # Its dict and lists made old at once; stopped when a newer delivery (or another bank) replaces
-        # it (an Event, not this widget, is what the background thread looks at).
-        self._build_replaced.set()
-        replaced = self._build_replaced = threading.Event()
-        future = _POOL.submit(made_old, lambda: unless_obsolete(lambda: build_table(rows, field), replaced.is_set))
-        future.add_done_callback(lambda f: self._built.done.emit((token, field, final), f))
+        # Its dict and lists made old at once; stopped at its next checkpoint when a newer delivery
+        # replaces it (the newest build of this panel wins) or another bank is shown (cancelled).
+        self._build = BUILDS.run(
+            lambda: build_table(rows, field),
+            lambda table: self._on_built(token, field, final, table),
+            owner=self,
+            newest=self,
+            abandon=True,
+            made_old=True,
+        )
         self._update_status()
 
-    def _on_built(self, what: Any, future: Any) -> None:
-        token, field, final = what
-        if token != self._build_token or future.exception() is not None:
+    def _on_built(self, token: int, field: str, final: bool, table: RowTable) -> None:
+        if token != self._build_token:
             return
-        table = future.result()
         if field != self.proxy.sort_field:  # the person sorted by another column meanwhile
             self.build_rows(table.rows, final)
             return
@@ -171,7 +170,8 @@ class PanelFeed(PanelView):
     def reset_rows(self, rows: list[Any], capabilities: Capabilities) -> None:
         """A bank was opened: show its rows (possibly the first part of a long load)."""
         self._build_token += 1  # a table still being built for the bank shown before is not shown
-        self._build_replaced.set()
+        if self._build is not None:
+            self._build.cancel()
         self._parts_shown = False
         self._building = None
         self._building_after = []

@@ -15,6 +15,8 @@ Signals (besides :class:`~keepgui.ui.memorypanel.view.PanelView`'s):
     MemoryPanel.note(str): a status-bar note.
     MemoryPanel.warning(str): something to show in the window's banner (a keep that wrote nothing).
     MemoryPanel.retired(str text): rows were deleted or forgotten ("2 memories deleted"): offer Undo.
+    MemoryPanel.historyRead(object key, str row, list revisions): the revisions of the row selected
+        arrived (shown in the detail pane; others showing that row may show them too).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from keepgui.core.source import (
 from keepgui.ui import shortcuts
 from keepgui.ui.commands import Outcome
 from keepgui.ui.dialogs import NewMemoryDialog, split_labels
+from keepgui.ui.hub import RANKED_LIMIT
 from keepgui.ui.memorypanel.feed import PanelFeed
 from keepgui.ui.memorypanel.model import COLUMN_INDEX, COLUMNS, NO_CAPABILITIES
 
@@ -58,6 +61,7 @@ class MemoryPanel(PanelFeed):
     note = Signal(str)
     warning = Signal(str)
     retired = Signal(str)
+    historyRead = Signal(object, str, list)
 
     def __init__(
         self,
@@ -69,16 +73,9 @@ class MemoryPanel(PanelFeed):
         super().__init__(hub, settings, parent)
         self.perform = perform
         self.splitter.splitterMoved.connect(lambda *_: self._sync_details_action())
-        self._clock.start()
         self._build_actions()
         if hub is not None:
             hub.changed.connect(self._on_change)
-            hub.historyReady.connect(
-                lambda key, row, revisions: self.detail.set_history(row, revisions) if key == self.key else None
-            )
-            hub.rankingReady.connect(
-                lambda key, token, scores: self.apply_ranking(token, scores) if key == self.key else None
-            )
             self.rankingRequested.connect(self._request_ranking)
         self.model.toggleRequested.connect(self._on_toggle)
         self.model.editRequested.connect(self._on_edit)
@@ -230,7 +227,19 @@ class MemoryPanel(PanelFeed):
             why = caps.why_not(what)
             action.setToolTip(why or action.statusTip())
         if len(records) == 1 and self.key is not None and self.hub is not None and caps.can(HISTORY):
-            self.hub.request_history(self.key, records[0].id)
+            self._ask_history(self.key, records[0].id)
+
+    def _ask_history(self, key: BankKey, row: str) -> None:
+        """Read every revision of one row off the GUI thread, for the detail pane (and
+        ``historyRead``)."""
+
+        def show(revisions: list[Any] | Exception) -> None:
+            found = [] if isinstance(revisions, Exception) else revisions  # a log that cannot be read: none
+            if key == self.key:
+                self.detail.set_history(row, found)
+            self.historyRead.emit(key, row, found)
+
+        self.hub.ask(key, lambda bank: bank.revisions(row), show, owner=self)
 
     def _sync_history_action(self, on: bool) -> None:
         """The History checkbox changed (itself, or from the action): the one place it is saved."""
@@ -287,8 +296,16 @@ class MemoryPanel(PanelFeed):
     # ------------------------------------------------------------------ writes
 
     def _request_ranking(self, query: str, token: int) -> None:
-        if self.key is not None and self.hub is not None:
-            self.hub.request_ranking(self.key, query, token)
+        key = self.key
+        if key is None or self.hub is None or not self.hub.is_loaded(key):
+            return  # the bank's own load comes first; its rows ask again
+        self.hub.ask(
+            key,
+            lambda bank: bank.rank(query, RANKED_LIMIT),
+            lambda scores: self.apply_ranking(token, scores) if key == self.key else None,
+            typing="ranking",
+            owner=self,
+        )
 
     def _perform(self, operation: Callable[[Any], Change], text: str | None = None) -> Change | None:
         if self.key is None or self.perform is None:

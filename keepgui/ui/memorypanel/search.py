@@ -3,7 +3,7 @@
 Search follows typing: each keystroke asks the word index
 (:class:`~keepgui.core.search.TextSearch`) for the matching keys and hands
 them to the proxy as one bulk filter, a numpy bool per row. For a big bank the
-question goes to the search thread (:meth:`SearchIndex.ask`, the newest one
+question goes to the search lane (:meth:`SearchIndex.ask`, the newest one
 wins), which also works out the rows shown from the proxy's sort order, so the
 GUI thread only swaps the answer in. The index for a big bank is built on a
 background thread the first time; changes that arrive meanwhile are applied
@@ -12,10 +12,8 @@ when it is ready.
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,22 +22,19 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from keepgui.core import pace
-from keepgui.core.pace import made_old
 from keepgui.core.rowtable import fit_mask, rows_mask
 from keepgui.core.search import TextSearch
 from keepgui.ui.memorypanel.model import Layout, visible_rows
+from keepgui.ui.tasks import lane
 
-_POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="keepgui-index")
-_ASK = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-search")
+BUILDS = lane("index", workers=2)
+"""The panel's builds off the GUI thread: search indexes and the tables of long loads."""
+_QUESTIONS = lane("search")
 
 
 def search_texts(row: Any) -> tuple[str, ...]:
     """What the search box matches for a row: its text, tags and entities."""
     return (row.text, *row.tags, *row.entities)
-
-
-class _Delivery(QObject):
-    done = Signal(object, object)
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,7 @@ def _rows_of_keys(keys: Sequence[str], row_of: dict[str, int]) -> np.ndarray:
 
 class SearchIndex(QObject):
     """A TextSearch kept in step with the table model, built (and frozen for numpy answers) off the
-    GUI thread, and asked either on the GUI thread (:meth:`match`) or on its own thread (:meth:`ask`,
+    GUI thread, and asked either on the GUI thread (:meth:`match`) or on its own lane (:meth:`ask`,
     the newest question wins).
 
     Signals:
@@ -97,9 +92,6 @@ class SearchIndex(QObject):
         self._pending: list[Any] = []
         self._building = False  # a build is on its way: changes go to _pending too
         self._generation = 0
-        self._delivery = _Delivery(self)
-        self._delivery.done.connect(self._on_built)
-        self._latest = 0  # the newest question asked
         # (day keys, row_of, n, their mask): the last day range's rows
         self._days: tuple[set[str], dict[str, int], int, np.ndarray] | None = None
         # (index, row_of, len(row_of) when looked up, the source row of each slot of the index)
@@ -141,21 +133,31 @@ class SearchIndex(QObject):
             known = len(row_of)  # before the look-ups: rows appended meanwhile are looked up later
             return index, (known, _rows_of_keys(index.slot_keys(), row_of))
 
-        future = _POOL.submit(made_old, build)  # a set per row: made old at once
-        future.add_done_callback(lambda f: self._delivery.done.emit((generation, row_of), f))
+        # A set per row: made old at once. A build asked for again before this one is done stops.
+        BUILDS.run(
+            build,
+            lambda built: self._on_built(generation, row_of, built),
+            lambda _error: self._on_failed(generation),
+            owner=self,
+            newest=self,
+            abandon=True,
+            made_old=True,
+        )
+
+    def _on_failed(self, generation: int) -> None:
+        if generation == self._generation:
+            self._building = False
 
     def _on_built(
         self,
-        asked: tuple[int, dict[str, int] | None],
-        future: Future[tuple[TextSearch[str], tuple[int, np.ndarray] | None]],
+        generation: int,
+        row_of_built: dict[str, int] | None,
+        built: tuple[TextSearch[str], tuple[int, np.ndarray] | None],
     ) -> None:
-        generation, row_of_built = asked
         if generation != self._generation:
             return
         self._building = False
-        if future.exception() is not None:
-            return
-        index, looked_up = future.result()
+        index, looked_up = built
         if looked_up is not None and row_of_built is not None:
             self._slot_rows = (index, row_of_built, *looked_up)
         for row in self._pending:
@@ -249,20 +251,16 @@ class SearchIndex(QObject):
         day_keys: set[str] | None,
         layout: Layout | None = None,
     ) -> None:
-        """:meth:`match` on the search thread, and the rows it shows in the proxy's ``layout``;
-        ``answered(token, match)`` follows unless a newer question was asked before this one's turn
-        came."""
-        self._latest = token
+        """:meth:`match` on the search lane, and the rows it shows in the proxy's ``layout``;
+        ``answered(token, match)`` follows unless a newer question was asked meanwhile (then this
+        one stops at its next pace checkpoint)."""
 
-        def run() -> None:
-            if token != self._latest:
-                return
+        def run() -> Match:
             match = self.match(query, row_of, n, day_keys)
-            if token != self._latest:
-                return  # asked again meanwhile: the rows shown would not be looked at
+            pace.checkpoint()  # asked again meanwhile: the rows shown would not be looked at
             if layout is not None and len(layout.order) == n:
                 shown = visible_rows(layout.order, layout.rank, layout.live, layout.tagged, match.rows)
                 match = Match(match.scores, match.rows, row_of, layout, shown)
-            self.answered.emit(token, match)
+            return match
 
-        _ASK.submit(run)
+        _QUESTIONS.run(run, lambda match: self.answered.emit(token, match), owner=self, newest=self, abandon=True)
