@@ -1,7 +1,7 @@
 """The ``keepgui`` command: the window with no arguments, and every scripted command.
 
 The common commands (``memories``, ``keep``, ``edit``, ``forget``, ``restore``, ``pin``/``unpin``,
-``problems``, ``review``, ``compact``, ``context``) are written once, against the source protocol,
+``problems``, ``review``, ``compact``, ``context``, ``pending``) are written once, against the source protocol,
 in the generic modules of :data:`GENERIC`; they work for every backend with the same options and
 the same ``--json`` shapes. A backend's own commands, the options it gives common commands and
 the old command lines it keeps working are named in its registry entry
@@ -43,6 +43,7 @@ GENERIC = {
     ),
     **dict.fromkeys(("compact", "review"), "keepgui.commands.plans"),
     "context": "keepgui.commands.context",
+    "pending": "keepgui.commands.pending",
     "quick-keep": "keepgui.commands.desktop",
 }
 """The commands written once for every backend, and the module that adds each (a test holds it to

@@ -60,6 +60,7 @@ COMMON_COMMANDS = (
     "review",
     "compact",
     "context",
+    "pending",
 )
 """The commands every backend answers through the protocol (:mod:`keepgui.commands`)."""
 
