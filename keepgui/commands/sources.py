@@ -87,9 +87,10 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
     kind, source, project = _given(args, "agent"), _given(args, "source"), _given(args, "project")
     if source is None:
         kind, source = _old_source_option(args, ctx, kind)
-    if source is not None and project is not None:
-        raise InvalidInput("give --source or --project, not both")
     backend = registry.backend(kind) if kind is not None else None
+    if source is not None and project is not None and not (backend is not None and backend.home_is_source):
+        raise InvalidInput("give --source or --project, not both")
+    start: str | None = None  # where a session starts, for a backend whose source is the home
     how = ""
     if source is not None:
         path = _path(source)
@@ -102,6 +103,9 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
                 raise InvalidInput(f"{path} is not an agent's memory keepgui knows: {verdict.why}")
             backend = registry.backend(verdict.kind)
         how = f"--agent {backend.kind} --source {shlex.quote(path)}"
+        if project is not None:
+            start = _project(project)
+            how += f" --project {shlex.quote(start)}"
     elif backend is None:
         kinds = ", ".join(b.kind for b in registry.declared())
         projects = [b.kind for b in registry.declared() if b.projects]
@@ -114,24 +118,54 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
             raise InvalidInput(
                 f"{backend.kind} has no projects: give --source PATH or --bank NAME instead of --project"
             )
-        path = _path(project or ".")
-        if not os.path.isdir(path):
-            raise NotFound(f"{path}: no such folder; give the project folder with --project DIR")
+        path = _project(project or ".")
         how = f"--agent {backend.kind} --project {shlex.quote(path)}"
+        if backend.home_is_source:
+            start, path = path, _demo_path(ctx, backend) if getattr(args, "demo", False) else _home(backend)
+        else:
+            _say_if_no_home(ctx, backend, path)
     elif getattr(args, "demo", False):
-        try:
-            path = ctx.demo().path(backend.kind)
-        except AttributeError:
-            raise NotFound(f"the demo has no {backend.label}") from None
+        path = _demo_path(ctx, backend)
         how = f"--agent {backend.kind} --source {shlex.quote(path)}"
     else:
-        home = backend.home(os.environ) if backend.home is not None else None
-        if not home or not os.path.isdir(home):
-            where = f" at {home}" if home else ""
-            raise NotFound(f"no {backend.label}{where} (where --agent {backend.kind} looks); give --source PATH")
-        path, how = home, f"--agent {backend.kind}"
-    opened = registry.open_source(backend.kind, path, registry.OpenOptions(reload_command=_reload_command(args)))
-    return Chosen(backend, opened, how)
+        path, how = _home(backend), f"--agent {backend.kind}"
+    options = registry.OpenOptions(reload_command=_reload_command(args), project=start)
+    return Chosen(backend, registry.open_source(backend.kind, path, options), how)
+
+
+def _project(given: str) -> str:
+    """The project folder ``--project`` names (the current folder for ".")."""
+    path = _path(given)
+    if not os.path.isdir(path):
+        raise NotFound(f"{path}: no such folder; give the project folder with --project DIR")
+    return path
+
+
+def _demo_path(ctx: Context, backend: Backend) -> str:
+    try:
+        return ctx.demo().path(backend.kind)
+    except AttributeError:
+        raise NotFound(f"the demo has no {backend.label}") from None
+
+
+def _home(backend: Backend) -> str:
+    """The agent's own folder (``--agent KIND``), or NotFound saying where it was looked for."""
+    home = backend.home(os.environ) if backend.home is not None else None
+    if not home or not os.path.isdir(home):
+        where = f" at {home}" if home else ""
+        raise NotFound(f"no {backend.label}{where} (where --agent {backend.kind} looks); give --source PATH")
+    return home
+
+
+def _say_if_no_home(ctx: Context, backend: Backend, project: str) -> None:
+    """A project opened with ``--agent KIND`` while the agent's own folder is missing: say so (what is
+    listed is then only what the project folder itself holds)."""
+    home = backend.home(os.environ) if backend.home is not None else None
+    if home and not os.path.isdir(home):
+        ctx.note(
+            f"{home} does not exist (where --agent {backend.kind} looks for the agent's own folder): "
+            f"only what {project} itself holds is here"
+        )
 
 
 def _old_source_option(args: argparse.Namespace, ctx: Context, kind: str | None) -> tuple[str | None, str | None]:
@@ -167,7 +201,8 @@ def bank_names(chosen: Chosen) -> tuple[str, ...]:
 
 def open_bank(args: argparse.Namespace, chosen: Chosen) -> tuple[Bank, str]:
     """The bank ``--bank`` names (or the source's only one), and how a later command line names it."""
-    names = bank_names(chosen)
+    listing = chosen.source.scan()
+    names = listing.names
     wanted = _given(args, "bank")
     label = f"{chosen.source.label} ({chosen.source.path})"
     if wanted is not None:
@@ -177,6 +212,8 @@ def open_bank(args: argparse.Namespace, chosen: Chosen) -> tuple[Bank, str]:
         return chosen.source.bank(wanted), f"{chosen.how} --bank {shlex.quote(wanted)}"
     if len(names) == 1:
         return chosen.source.bank(names[0]), chosen.how
+    if listing.own in names:  # the one the agent itself uses when none is named
+        return chosen.source.bank(listing.own), chosen.how
     if not names:
         raise NotFound(f"{label} has no banks yet")
     raise InvalidInput(f"{label} has {len(names)} banks: {', '.join(names)}; say which with --bank NAME")

@@ -112,6 +112,9 @@ class OpenOptions:
 
     reload_command: str | None = None
     run_later: Callable[[Callable[[], str | None]], None] | None = None
+    project: str | None = None
+    """The folder a session starts in, for a backend whose source is the agent's home whatever the project
+    (:attr:`Backend.home_is_source`); None: the current folder."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,9 @@ class Backend:
     ``home(environ)`` is the folder ``--agent KIND`` opens, found as the agent
     finds its own (its environment variables honoured), or None when it has none;
     ``projects`` says its sources can be opened at a project folder
-    (``--project DIR``, the current folder when neither a bank nor a source is named).
+    (``--project DIR``, the current folder when neither a bank nor a source is named);
+    ``home_is_source`` that its source is the agent's home whatever the project, and the project
+    folder only says where a session starts (given to ``open`` as :attr:`OpenOptions.project`).
     ``window_arg`` is the window's command-line option naming sources of this kind
     (its argparse ``dest``; the option is ``--`` + it with ``-`` for ``_``, described
     by ``window_help``); given to a command it is an old way to say ``--source``.
@@ -192,6 +197,7 @@ class Backend:
     discover: Callable[[Mapping[str, str]], list[Found]]
     home: Callable[[Mapping[str, str]], str | None] | None = None
     projects: bool = False
+    home_is_source: bool = False
     window_arg: str | None = None
     window_help: str = ""
     commands: tuple[Command, ...] = ()

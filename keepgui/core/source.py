@@ -676,10 +676,12 @@ class Trashed:
 
 @dataclass(frozen=True)
 class Listing:
-    """What a scan of a source found: its banks, and (None: no trash) its trashed banks."""
+    """What a scan of a source found: its banks, (None: no trash) its trashed banks, and ``own``: the
+    bank the agent itself uses when none is named — a new session's (None: none stands out)."""
 
     names: tuple[str, ...]
     trashed: tuple[Trashed, ...] | None = None
+    own: str | None = None
 
 
 @dataclass(frozen=True)

@@ -277,3 +277,19 @@ def test_the_new_command_of_an_old_line_works(demo):
     code2, new, _ = run_cli(["memories", "--agent", "iii", "--source", demo.iii, "--bank", "main"])
     assert code == code2 == 0
     assert [line.split()[0] for line in old.splitlines()] == [line.split()[0] for line in new.splitlines()]
+
+
+@pytest.mark.parametrize("kind", [b.kind for b in registry.declared() if b.projects and not b.home_is_source])
+def test_a_project_of_an_agent_with_no_home_says_where_the_home_was_looked_for(kind, tmp_path, monkeypatch):
+    empty = tmp_path / "home"
+    project = tmp_path / "project"
+    os.makedirs(empty)
+    os.makedirs(project)
+    monkeypatch.setenv("HOME", str(empty))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    home = registry.backend(kind).home(os.environ)
+    code, out, err = run_cli(["memories", "--agent", kind, "--project", str(project), "--json"])
+    assert code == 0 and out == ""
+    assert f"{home} does not exist (where --agent {kind} looks for the agent's own folder)" in err
+    assert os.listdir(empty) == [] and os.listdir(project) == []

@@ -61,7 +61,7 @@ def test_every_agents_queue_is_listed_with_the_diff_each_write_would_make(homes)
 
 def test_approve_applies_one_write_and_reject_all_empties_a_queue(homes):
     memory = os.path.join(homes.path("hermes"), "memories", "MEMORY.md")
-    code, out, err = run_cli(["pending", "approve", "5f0c2a91", "--source", homes.path("hermes")])
+    code, out, err = run_cli(["pending", "approve", "5f0c2a91", "--agent", "hermes"])
     assert code == 0, err
     assert read(memory).endswith("\n§\nNightjar training data now lives on the NAS: /volume1/nightjar.")
     assert os.listdir(os.path.join(homes.path("hermes"), "pending", "memory")) == []

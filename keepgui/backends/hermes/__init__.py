@@ -62,6 +62,7 @@ BACKEND = Backend(
     discover=lazy(_SOURCE, "discover"),
     home=lazy(_SOURCE, "home"),
     projects=True,
+    home_is_source=True,
     window_arg="hermes",
     window_help="Hermes Agent home (~/.hermes, or a profile's folder) to open in the window (repeatable)",
     demo_folder="hermes",

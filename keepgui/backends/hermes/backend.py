@@ -80,10 +80,11 @@ class HermesSource(SourceDefaults):
         return self.path if name == DEFAULT_PROFILE else os.path.join(self.path, "profiles", name)
 
     def scan(self) -> Listing:
-        """The root's own home and each profile (or the one profile opened); no trash."""
+        """The root's own home and each profile (or the one profile opened); no trash. A session started
+        with this root as its home uses the root's own (``own``)."""
         if self.is_profile:
             return Listing((os.path.basename(self.path),))
-        return Listing((DEFAULT_PROFILE, *profiles(self.path)))
+        return Listing((DEFAULT_PROFILE, *profiles(self.path)), own=DEFAULT_PROFILE)
 
     def bank(self, name: str) -> HermesHome:
         """One home (the same object for the same name while the source is open)."""
@@ -159,8 +160,9 @@ class HermesSource(SourceDefaults):
 
 
 def open_source(path: str, options: OpenOptions) -> HermesSource:
-    """Open a Hermes root or profile home."""
-    return HermesSource(path, options)
+    """Open a Hermes root or profile home (``options.project``: the folder whose context file a session
+    started there loads; None: the current folder)."""
+    return HermesSource(path, options, project=options.project)
 
 
 def identify(path: str) -> Verdict:
