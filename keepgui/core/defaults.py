@@ -25,6 +25,7 @@ from keepgui.core.source import (
     CREATE_BANK,
     EDIT,
     KEEP,
+    MOVE,
     PIN,
     RANKED,
     REVIEW,
@@ -259,6 +260,10 @@ class BankDefaults(ABC):
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Refused: rows are not retired."""
         return self._refuse(TOMBSTONE)
+
+    def move(self, keys: Sequence[str], offset: int) -> Change:
+        """Refused: rows are not reordered."""
+        return self._refuse(MOVE)
 
     def edit(self, key: str, field: str, value: str | builtins.list[str]) -> Change:
         """Refused: rows are not edited in place."""

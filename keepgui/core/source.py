@@ -239,6 +239,8 @@ TRASH_BANK = "trash-bank"
 """(of a source) Banks can be moved to a trash and restored."""
 ACTIVITY = "activity"
 """The bank can say when its rows were captured and changed (:meth:`Bank.activity`: the activity strip)."""
+MOVE = "move"
+"""(of a bank whose rows keep their file order) A row can be moved up or down in its file (:meth:`Bank.move`)."""
 
 ALL_FIELDS = frozenset(
     {"pinned", "live", "text", "tags", "entities", "seen", "confidence", "created", "updated", "revision"}
@@ -863,6 +865,9 @@ class Bank(Protocol):
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Retire rows (a tombstone, a reversible forget) or bring them back."""
+
+    def move(self, keys: Sequence[str], offset: int) -> Change:
+        """Move one row ``offset`` places up (negative) or down in its file (:data:`MOVE`)."""
 
     def edit(self, key: str, field: str, value: str | list[str]) -> Change:
         """Edit a row's ``text`` (a string) or its ``tags`` / ``entities`` (lists)."""

@@ -330,7 +330,7 @@ class MainWindow(QMainWindow):
         ):
             edit.addSeparator() if act is None else edit.addAction(act)
         memory = bar.addMenu("&Memory")
-        for act in (m.act_pin, m.act_unpin, None, m.act_delete, m.act_restore):
+        for act in (m.act_pin, m.act_unpin, None, m.act_delete, m.act_restore, None, m.act_move_up, m.act_move_down):
             memory.addSeparator() if act is None else memory.addAction(act)
         self.view_menu = bar.addMenu("&View")
         self.view_menu.addAction(m.act_history)

@@ -39,6 +39,8 @@ PIN = "Ctrl+P"
 UNPIN = "Ctrl+Shift+P"
 TOMBSTONE = Std.Delete
 RESTORE = "Ctrl+Shift+R"
+MOVE_UP = "Alt+Up"
+MOVE_DOWN = "Alt+Down"
 SHOW_HISTORY = "Ctrl+H"
 RANKED = "Ctrl+R"
 NEW_BANK = "Ctrl+Shift+N"
@@ -127,6 +129,8 @@ def describe() -> list[tuple[str, str]]:
         ("Unpin", UNPIN),
         ("Delete (tombstone)", TOMBSTONE),
         ("Restore", RESTORE),
+        ("Move up", MOVE_UP),
+        ("Move down", MOVE_DOWN),
         ("Show history", SHOW_HISTORY),
         ("Show details", DETAILS),
         ("Ranked search", RANKED),

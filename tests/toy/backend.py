@@ -34,6 +34,7 @@ from keepgui.core.source import (
     ENTITIES,
     FORCE,
     HISTORY,
+    MOVE,
     QUERY,
     RANKED,
     REVIEW,
@@ -58,6 +59,7 @@ JOTS, FORGOTTEN, README, BANK = "jots.md", "forgotten.md", "README.md", "jots"
 
 CAPABILITIES = Capabilities(
     missing={
+        MOVE: "jots are kept in the order they were jotted",
         TAGS: "a jot is one line of text: no tags",
         ENTITIES: "a jot is one line of text: no entities",
         HISTORY: "a jot has no revisions",

@@ -111,3 +111,49 @@ def test_pending_approval_window_approves_undoes_and_raises_attention(hermes_win
     qtbot.waitUntil(lambda: len(panel.items) == 2, timeout=15_000)
     assert arrived == ["New write awaiting approval: remove from memory: Travel — staged by background review"]
     dialog.close()
+
+
+def test_move_up_and_down_reorder_an_entry_in_its_file_and_undo(hermes_window, demo_copy, qtbot):
+    from keepgui.backends.hermes.entries import parse
+
+    window, key = hermes_window()
+    panel = window.memories
+    memory = os.path.join(demo_copy.hermes, "memories", "MEMORY.md")
+    before = read(memory)
+    texts = parse(before.decode())
+    second = texts[1]
+    row = next(r for r in window.hub.rows(key) if r.text == second)
+    assert panel.select_key(row.id)
+    qtbot.waitUntil(lambda: panel.act_move_up.isEnabled(), timeout=5_000)
+    assert panel.act_move_down.isEnabled() and panel.act_move_up.shortcut().toString() == "Alt+Up"
+    assert panel.act_move_up in window.menuBar().actions()[2].menu().actions()  # Memory → Move up
+    panel.act_move_up.trigger()
+    assert parse(read(memory).decode())[:2] == [second, texts[0]]
+    assert window.undo_stack.undoText() == "Move entry up"
+    qtbot.waitUntil(lambda: min(window.hub.rows(key), key=lambda r: r.position).text == second)
+    assert panel.select_key(row.id)
+    qtbot.waitUntil(lambda: not panel.act_move_up.isEnabled(), timeout=5_000)  # first: nowhere to go
+    window.undo_stack.undo()
+    assert read(memory) == before
+    window.undo_stack.redo()
+    assert parse(read(memory).decode())[:2] == [second, texts[0]]
+
+
+def test_move_is_offered_by_capability_and_greyed_with_the_reason_elsewhere(qtbot, tmp_path, demo_copy):
+    from keepgui.core.source import MOVE
+    from keepgui.ui.application import build_window
+
+    window = build_window(window_args(workspace=[demo_copy.nanobot]), Settings(str(tmp_path / "s.json")), watch=False)
+    try:
+        window.show()
+        qtbot.waitUntil(lambda: window.current is not None and window._loading is None, timeout=15_000)
+        panel = window.memories
+        rows = window.hub.rows(window.current)
+        assert panel.select_key(rows[1].id)
+        caps = window.hub.capabilities(window.current)
+        assert not caps.can(MOVE) and not panel.act_move_up.isEnabled()
+        assert panel.act_move_up.toolTip() == caps.why_not(MOVE)
+    finally:
+        window.close()
+        window.hub.shutdown()
+        window.deleteLater()

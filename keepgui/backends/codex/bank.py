@@ -52,6 +52,7 @@ from keepgui.core.source import (
     ENTITIES,
     FORCE,
     HISTORY,
+    MOVE,
     PIN,
     QUERY,
     RANKED,
@@ -86,6 +87,7 @@ HOME_BANK = "memory"
 
 CAPABILITIES = Capabilities(
     missing={
+        MOVE: "memory_summary.md's order is Codex's consolidation's; notes are files with no order",
         PIN: "Codex has no pin: memory_summary.md is injected whole (up to 10,000 bytes); the rest is read on demand",
         TOMBSTONE: "Codex forgets through a note: select the memory and use Edit to say what to drop, or "
         "`keepgui forget --agent codex`; the consolidation agent applies it",

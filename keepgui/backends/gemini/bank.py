@@ -53,6 +53,7 @@ from keepgui.core.source import (
     DISK,
     ENTITIES,
     HISTORY,
+    MOVE,
     PIN,
     QUERY,
     RANKED,
@@ -90,6 +91,7 @@ NOTE_SHOWN = 4000
 
 CAPABILITIES = Capabilities(
     missing={
+        MOVE: "reorder lines in the documents editor (Rules): Gemini loads each file as written",
         PIN: "Gemini CLI has no pin: every line of these files is sent with every request",
         RANKED: "Gemini CLI has no recall ranking: everything loaded is sent whole",
         QUERY: "what a Gemini CLI session is given from memory does not depend on the question",

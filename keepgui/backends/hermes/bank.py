@@ -456,10 +456,18 @@ class HermesHome(BankDefaults):
         return replace_rows(change, self)
 
     def move(self, keys: Sequence[str], offset: int) -> Change:
-        """Move one entry ``offset`` places up (negative) or down in its file."""
+        """Move one entry ``offset`` places up (negative) or down in its file (nothing written when it is
+        already first or last there: an entry moves to the other file by forget and add)."""
         if len(keys) != 1 or keys[0].startswith(REMOVED):
             raise InvalidInput("move one entry at a time")
         target, text = self._entry_text(keys[0])
+        texts = [e.text for e in self.state(target).entries]
+        at = texts.index(text) + offset
+        if offset == 0 or not 0 <= at < len(texts):
+            edge = "first" if offset < 0 else "last"
+            return nothing_written(
+                self.source.path, self.name, "Move entry", f"already the {edge} entry of {FILE_NAMES[target]}"
+            )
 
         def shift(entries: list[str]) -> tuple[list[str], list[str]]:
             i = entries.index(text)

@@ -32,6 +32,7 @@ from keepgui.core.source import (
     DISK,
     ENTITIES,
     HISTORY,
+    MOVE,
     PIN,
     QUERY,
     RANKED,
@@ -62,6 +63,7 @@ KEEP_BANK = KEEP_MD
 
 CAPABILITIES = Capabilities(
     missing={
+        MOVE: "keepgui does not reorder keep.md: nanobot reads every entry on every turn, wherever it stands",
         PIN: KEEP_CAPABILITIES.pin_reason,
         TAGS: "keep.md entries are plain one-line facts: no tags",
         ENTITIES: (

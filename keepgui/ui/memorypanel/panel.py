@@ -33,6 +33,7 @@ from keepgui.core.source import (
     EDIT,
     HISTORY,
     KEEP,
+    MOVE,
     PIN,
     TOMBSTONE,
     WHAT_IF,
@@ -122,6 +123,18 @@ class MemoryPanel(PanelFeed):
             "Bring deleted or superseded memories back",
             icon="restore",
         )
+        self.act_move_up = a(
+            "Move &up",
+            lambda: self.move_selected(-1),
+            shortcuts.MOVE_UP,
+            "Move the selected entry one place up in its file (the order the agent reads it in)",
+        )
+        self.act_move_down = a(
+            "Move do&wn",
+            lambda: self.move_selected(1),
+            shortcuts.MOVE_DOWN,
+            "Move the selected entry one place down in its file (the order the agent reads it in)",
+        )
         self.act_history = a(
             "Show &history",
             self.set_show_history,
@@ -166,6 +179,8 @@ class MemoryPanel(PanelFeed):
             self.act_unpin,
             self.act_delete,
             self.act_restore,
+            self.act_move_up,
+            self.act_move_down,
         ]
         self.column_actions: list[QAction] = []
         hidden = set(self.settings.hidden_columns()) if self.settings is not None else set()
@@ -216,6 +231,9 @@ class MemoryPanel(PanelFeed):
         self.act_delete.setEnabled(has and caps.can(TOMBSTONE) and bool(live))
         self.act_restore.setEnabled(has and caps.can(TOMBSTONE) and bool(retired))
         self.act_edit.setEnabled(len(records) == 1 and caps.can(EDIT))
+        movable = len(live) == 1 and len(records) == 1 and caps.ordered and caps.can(MOVE)
+        self.act_move_up.setEnabled(movable and self._neighbour(live[0], -1) is not None)
+        self.act_move_down.setEnabled(movable and self._neighbour(live[0], 1) is not None)
         self.act_copy.setEnabled(has)
         self.act_new_memory.setEnabled(self.key is not None and (caps.can(CREATE) or caps.can(KEEP)))
         for action, what in (
@@ -223,6 +241,8 @@ class MemoryPanel(PanelFeed):
             (self.act_unpin, PIN),
             (self.act_delete, TOMBSTONE),
             (self.act_restore, TOMBSTONE),
+            (self.act_move_up, MOVE),
+            (self.act_move_down, MOVE),
         ):
             why = caps.why_not(what)
             action.setToolTip(why or action.statusTip())
@@ -335,6 +355,30 @@ class MemoryPanel(PanelFeed):
             if not live and change is not None and change.written:
                 self.retired.emit(f"{caps.count(len(ids))} {past_participle(caps.retire)}")
 
+    def _neighbour(self, record: Any, offset: int) -> Any:
+        """The live row ``offset`` places from ``record`` in file order, or None (the bank itself says when
+        that row is in another of its files)."""
+        same = sorted(
+            (r for r in self.model.rows() if r.invalid_at is None and r.position is not None),
+            key=lambda r: r.position,
+        )
+        ids = [r.id for r in same]
+        if record.id not in ids:
+            return None
+        at = ids.index(record.id) + offset
+        return same[at] if 0 <= at < len(same) else None
+
+    def move_selected(self, offset: int) -> None:
+        """Memory → Move up / Move down: the selected entry one place in its file (one undo step)."""
+        live = [r for r in self.selected_records() if r.invalid_at is None]
+        if len(live) != 1 or not self.capabilities.ordered or not self.capabilities.can(MOVE):
+            return
+        if self._neighbour(live[0], offset) is None:
+            return
+        key = live[0].id
+        self._perform(lambda bank: bank.move([key], offset))
+        self.select_key(key)
+
     def _on_toggle(self, keys: list[str], field: str, value: bool) -> None:
         selected = self.selected_records()
         # a click on a selected row's box applies to the whole selection
@@ -416,6 +460,9 @@ class MemoryPanel(PanelFeed):
             None,
             self.act_delete,
             self.act_restore,
+            None,
+            self.act_move_up,
+            self.act_move_down,
             None,
             self.act_edit,
             self.act_copy,

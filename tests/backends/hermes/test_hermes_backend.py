@@ -205,6 +205,10 @@ def test_forget_and_restore_put_the_entry_back_between_its_neighbours(tmp_path, 
     assert read(home / "memories" / "MEMORY.md") == "Milk.\n§\nTea.\n§\nCoffee.".encode()
     moved.undo()
     assert read(home / "memories" / "MEMORY.md") == "Tea.\n§\nCoffee.\n§\nMilk.".encode()
+    stamp = fsio.current_stamp(str(home / "memories" / "MEMORY.md"))
+    edge = bank.move([next(r.id for r in bank.rows() if r.text == "Milk.")], 1)  # last of MEMORY.md already
+    assert not edge.written and edge.message == "already the last entry of MEMORY.md"
+    assert fsio.current_stamp(str(home / "memories" / "MEMORY.md")) == stamp
 
 
 def test_keepgui_waits_for_a_process_that_holds_the_lock(tmp_path, home):
