@@ -145,3 +145,26 @@ def _rendered_icon(name: str, color: str) -> QIcon:
 def app_icon() -> QIcon:
     """keepgui's own icon (not themed: it has its own colours)."""
     return QIcon(os.path.join(resources_dir(), "icons", "keepgui.svg"))
+
+
+ATTENTION = QColor(218, 54, 51)
+"""The dot on keepgui's icon while something waits for the person (writes awaiting approval)."""
+
+
+def attention_icon() -> QIcon:
+    """keepgui's icon with a dot in its top right corner: something waits for the person."""
+    base = app_icon()
+    result = QIcon()
+    for size in (16, 22, 24, 32, 48, 64):
+        image = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
+        image.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        base.paint(painter, 0, 0, size, size)
+        dot = max(6.0, size * 0.42)
+        painter.setPen(QColor(255, 255, 255))
+        painter.setBrush(ATTENTION)
+        painter.drawEllipse(QRectF(size - dot, 0, dot - 1, dot - 1))
+        painter.end()
+        result.addPixmap(QPixmap.fromImage(image))
+    return result

@@ -123,7 +123,10 @@ class KeepTray(QSystemTrayIcon):
         )
 
     def set_pending(self, count: int) -> None:
-        """How many writes await approval: the menu entry opens them, and the tooltip says so."""
+        """How many writes await approval: the icon carries a dot (attention), the menu entry opens them,
+        and the tooltip says so."""
+        if bool(count) != bool(self.pending):
+            self.setIcon(theme.attention_icon() if count else theme.app_icon())
         self.pending = count
         self.act_approvals.setEnabled(bool(count))
         self.act_approvals.setText(f"Pending approvals ({count})…" if count else "No writes await approval")

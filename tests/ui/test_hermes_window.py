@@ -157,3 +157,21 @@ def test_move_is_offered_by_capability_and_greyed_with_the_reason_elsewhere(qtbo
         window.close()
         window.hub.shutdown()
         window.deleteLater()
+
+
+@pytest.mark.qt_log_ignore("No such signal QPlatformNativeInterface::systemTrayWindowChanged")  # offscreen: no tray
+def test_the_tray_shows_the_demo_homes_staged_write(hermes_window, qtbot):
+    from PySide6.QtWidgets import QApplication
+
+    from keepgui.ui import theme
+    from keepgui.ui.desktop import Desktop
+
+    window, _key = hermes_window()
+    desktop = Desktop(window, QApplication.instance(), use_tray=True)
+    tray = desktop.tray
+    assert tray is not None
+    window.approvals.refresh()
+    qtbot.waitUntil(lambda: tray.pending == 1, timeout=10_000)
+    assert tray.icon().pixmap(32, 32).toImage().pixelColor(28, 3) == theme.ATTENTION
+    assert tray.act_approvals.text() == "Pending approvals (1)…"
+    tray.hide()

@@ -379,3 +379,20 @@ def test_pending_approvals_entry_names_the_count_and_opens_them(qtbot):
     assert asked == [True]
     tray.set_pending(0)
     assert not tray.act_approvals.isEnabled() and tray.toolTip() == "keepgui"
+
+
+def test_writes_awaiting_approval_put_a_dot_on_the_tray_icon(qtbot):
+    from keepgui.ui import theme
+    from keepgui.ui.tray import KeepTray
+
+    def corner(tray: KeepTray):
+        return tray.icon().pixmap(32, 32).toImage().pixelColor(28, 3)
+
+    tray = KeepTray()
+    assert corner(tray) != theme.ATTENTION
+    tray.set_pending(1)
+    assert corner(tray) == theme.ATTENTION
+    tray.set_pending(3)
+    assert corner(tray) == theme.ATTENTION
+    tray.set_pending(0)
+    assert corner(tray) != theme.ATTENTION
