@@ -175,3 +175,15 @@ def test_the_tray_shows_the_demo_homes_staged_write(hermes_window, qtbot):
     assert tray.icon().pixmap(32, 32).toImage().pixelColor(28, 3) == theme.ATTENTION
     assert tray.act_approvals.text() == "Pending approvals (1)…"
     tray.hide()
+
+
+def test_the_preview_shows_what_the_demos_stored_session_would_not_see(hermes_window, qtbot):
+    window, _key = hermes_window()
+    window.show_panel("preview")
+    preview = window.preview
+    qtbot.waitUntil(lambda: preview.last_result is not None, timeout=10_000)
+    assert preview.summary.text().endswith("1 stored session (1 resumed would not see memory changes: below)")
+    text = preview.view.section.toPlainText()
+    assert "): memory changes this session will not see" in text
+    assert "-The NAS is a Synology DS920+ at 192.168.1.10; backups run nightly at 02:00 via Hyper Backup." in text
+    assert "+The user's Git identity for work repos is ada@work.example; personal repos use ada@home.example." in text

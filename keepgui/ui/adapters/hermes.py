@@ -55,7 +55,10 @@ class HermesPreviewView(PreviewView):
         for state in context.prompt.states.values():
             blocked = f", {len(state.blocked)} blocked" if state.blocked else ""
             parts.append(f"{state.name} {state.meter()} (header {state.header_count:,}{blocked})")
-        parts.append(f"{len(context.resumed)} stored sessions")
+        n = len(context.resumed)
+        behind = sum(1 for r in context.resumed if not r.rebuilds and not r.same)
+        stored = f"{n} stored session{'' if n == 1 else 's'}"
+        parts.append(stored + (f" ({behind} resumed would not see memory changes: below)" if behind else ""))
         return "what the next new Hermes session sees · " + " · ".join(parts)
 
     def injected_text(self, context: Any, what: str) -> str:
