@@ -119,7 +119,9 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
                 f"{backend.kind} has no projects: give --source PATH or --bank NAME instead of --project"
             )
         path = _project(project or ".")
-        how = f"--agent {backend.kind} --project {shlex.quote(path)}"
+        how = f"--agent {backend.kind}" + (
+            f" --project {shlex.quote(path)}" if project or not backend.home_is_source else ""
+        )
         if backend.home_is_source:
             start, path = path, _demo_path(ctx, backend) if getattr(args, "demo", False) else _home(backend)
         else:

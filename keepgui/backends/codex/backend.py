@@ -161,13 +161,14 @@ class CodexSource(SourceDefaults):
         return () if self.is_home else (self.env.home,)
 
     def scan(self) -> Listing:
-        """``memory`` and the recent project folders (a home), or the one project (a project folder)."""
+        """``memory`` and the recent project folders (a home), or the one project (a project folder); of a
+        home, ``memory`` is the bank a command that names none means (``own``)."""
         if not self.is_home:
             return Listing((self.review_bank,), None)
         with self.lock:
             self._logs = set(session_logs(self.env.home)[:SESSIONS_READ])
         projects = recent_projects(self.env.home)
-        return Listing((HOME_BANK, *projects))
+        return Listing((HOME_BANK, *projects), own=HOME_BANK)
 
     def bank(self, name: str) -> CodexBank:
         """One bank (the same object for the same name while the source is open)."""

@@ -31,7 +31,7 @@ import calendar
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from keepgui.backends.codex import writes
@@ -460,6 +460,21 @@ class CodexBank(BankDefaults):
             result=applied,
             message=f"kept a note asking to restore {len(applied.lines)} change(s): {os.path.basename(str(done.result))}",
         )
+
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a restore applied from the command line (``keepgui review --undo``): its note is removed
+        while its bytes are as keepgui kept them (refused once anyone, a consolidation too, changed it)."""
+        from keepgui.core.compaction import load_applied
+
+        done = load_applied(dict(applied), self.source.history)
+        if not isinstance(done, NoteApplied) or os.path.realpath(done.home) != os.path.realpath(self.env.home):
+            raise InvalidInput(f"not a restore kept in {self.env.home}: nothing was undone")
+        with self.lock:
+            done.undo()
+        if done.done is None:
+            raise InvalidInput("nothing to undo")
+        change = self._change_of(done.done, f"Undo: {done.description}")
+        return dataclasses.replace(change, result=done, message=f"undone: {done.description}")
 
     def accept_review(self, plan: object) -> Change:
         """Take the summary as the review read it as the accepted version (nothing written in the home)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,7 @@ from keepgui.backends.gemini.memory import (
     rows_of_file,
 )
 from keepgui.core import fsio
-from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
+from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound
 from keepgui.core.source import (
     ACTIVITY,
     COMPACT,
@@ -651,6 +651,24 @@ class GeminiBank(BankDefaults):
             return change
 
         return self.write(run, text)
+
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a restore applied from the command line (``keepgui review --undo``): the file as it was
+        before goes back, only over exactly what the restore left."""
+        done = ReviewApplied.from_obj(dict(applied))
+        if done.target not in self.memory_files():
+            raise InvalidInput(f"not a restore of {self.title}'s memory files: nothing was undone")
+        text = f"Undo: {done.description}"
+
+        def run() -> writes.FileChange:
+            data, stamp = writes.read(done.target)
+            if data != done.after:
+                raise Conflict(done.target, None, stamp)
+            change = writes.save(done.target, done.before or b"", stamp, history=self.history, text=text)
+            change.result = done
+            return change
+
+        return dataclasses.replace(self.write(run, text), message=f"undone: {done.description}")
 
     def accept_review(self, plan: object) -> Change:
         """Accept the file as it is now (nothing written in it)."""

@@ -16,6 +16,7 @@ sidebar and the documents editor show the bytes every request carries instead).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from collections import Counter
@@ -33,7 +34,7 @@ from keepgui.core.compaction import (
     make_operation,
     register_kinds,
 )
-from keepgui.core.errors import Unreadable
+from keepgui.core.errors import InvalidInput, Unreadable
 from keepgui.core.history import History, Journal, Version, file_key
 from keepgui.core.source import Notice
 from keepgui.core.timefmt import now_ms
@@ -168,7 +169,7 @@ class OverwriteReview(Plan):
             return ReviewApplied(None, self.path, 0)
         change = save(self.path, data, self.stamp, history=self.history, text=f"Restore {len(ops)} lost lines")
         ReviewLog(self.history).accept(self.path, hashlib.sha256(data).hexdigest())
-        return ReviewApplied(change, self.path, len(ops))
+        return ReviewApplied(change, self.path, len(ops), self.data, data)
 
     def accept(self) -> None:
         """Accept the file as it is (the review stops showing it)."""
@@ -190,9 +191,14 @@ class ReviewApplied(Applied):
 
     kind = "gemini-review-applied"
 
-    def __init__(self, change: FileChange | None, path: str, count: int) -> None:
-        super().__init__(f"restore {count} lines of {os.path.basename(path)}", [], change is not None, path)
+    def __init__(
+        self, change: FileChange | None, path: str, count: int, before: bytes | None = None, after: bytes | None = None
+    ) -> None:
+        super().__init__(
+            f"restore {count} line{'' if count == 1 else 's'} of {os.path.basename(path)}", [], change is not None, path
+        )
         self.change = change
+        self.before, self.after = before, after
         self._undone: FileChange | None = None
 
     def _undo(self) -> None:
@@ -205,8 +211,28 @@ class ReviewApplied(Applied):
             self.change = self._undone.undo()
 
     def to_obj(self) -> dict[str, Any]:
-        """Not kept for the command line's ``--undo`` (the window's undo stack holds it)."""
-        return super().to_obj()
+        """For the command line's ``--undo``: the file's bytes before and after the restore."""
+
+        def b64(data: bytes | None) -> str | None:
+            return None if data is None else base64.b64encode(data).decode("ascii")
+
+        return {**super().to_obj(), "before": b64(self.before), "after": b64(self.after)}
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> ReviewApplied:
+        """A restore applied from the command line, back from :meth:`to_obj` (its ``change`` is None: the
+        bank's ``undo_applied`` writes ``before`` back over exactly ``after``)."""
+        try:
+            if obj.get("kind") != cls.kind or obj.get("before") is None or obj.get("after") is None:
+                raise ValueError(f"kind {obj.get('kind')!r}, or no bytes kept")
+            before, after = base64.b64decode(obj["before"]), base64.b64decode(obj["after"])
+            path = str(obj["target"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"keepgui's compaction journal has an unusable entry ({exc})") from None
+        applied = cls(None, path, 0, before, after)
+        applied.description = obj.get("description", applied.description)
+        applied.state = obj.get("state", "applied")
+        return applied
 
 
 def lost_lines(ours_text: str, before_text: str | None, now_text: str) -> list[tuple[str, str | None, bool]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -497,6 +497,18 @@ class HermesHome(BankDefaults):
     def apply_plan(self, plan: Any, selection: frozenset[str], text: str) -> Change:
         """Apply a plan's selection as one undoable change."""
         return plan.apply_to(self, selection, text)  # type: ignore[no-any-return]
+
+    def undo_applied(self, applied: Mapping[str, Any]) -> Change:
+        """Take back a compaction or a review's restore applied from the command line (``--undo``): the file's
+        bytes before it go back, only over exactly what it left."""
+        from keepgui.backends.hermes.compact import EntriesApplied, _result
+
+        done = EntriesApplied.from_obj(dict(applied), self)
+        text = f"Undo: {done.description}"
+        with self.lock:
+            done.undo()
+        change = self._finish(text, done.target_name, _result(done, undo=True))
+        return dataclasses.replace(change, result=done, message=f"undone: {done.description}")
 
     def accept_review(self, plan: Any) -> Change:
         """Accept an outside rewrite as it is."""

@@ -20,7 +20,9 @@ made, as one change that undoes itself.
 
 from __future__ import annotations
 
+import base64
 import difflib
+import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,7 +42,7 @@ from keepgui.core.compaction import (
     make_operation,
     register_kinds,
 )
-from keepgui.core.errors import KeepguiError
+from keepgui.core.errors import InvalidInput, KeepguiError
 from keepgui.core.history import Journal
 from keepgui.core.source import Change, Notice
 
@@ -77,6 +79,36 @@ class EntriesApplied(Applied):
             self.bank.files.swap(self.target_name, self.after, self.before)
         except KeepguiError as exc:
             raise ChangedSince(self.target, f"{self.target} changed since the undo: {exc}") from None
+
+    def to_obj(self) -> dict[str, Any]:
+        """For the command line's ``--undo``: the home, the file, and its bytes before and after."""
+        return {
+            **super().to_obj(),
+            "home": self.bank.home,
+            "file": self.target_name,
+            "before": None if self.before is None else base64.b64encode(self.before).decode("ascii"),
+            "after": base64.b64encode(self.after).decode("ascii"),
+        }
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any], bank: HermesHome) -> EntriesApplied:
+        """A plan applied from the command line, back from :meth:`to_obj`, for ``bank`` (refused when it was
+        applied to another home)."""
+        try:
+            home, target, before, after = obj["home"], obj["file"], obj["before"], obj["after"]
+            if obj.get("kind") != cls.kind or target not in FILE_NAMES:
+                raise ValueError(f"kind {obj.get('kind')!r}")
+            old = None if before is None else base64.b64decode(before)
+            new = base64.b64decode(after)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"keepgui's compaction journal has an unusable entry ({exc})") from None
+        if os.path.realpath(home) != os.path.realpath(bank.home):
+            raise InvalidInput(f"not a plan applied to {bank.home}: nothing was undone")
+        applied = cls(bank, target, old, new, obj.get("lines", ()))
+        applied.description = obj.get("description", applied.description)
+        applied.state = obj.get("state", "applied")
+        applied.at = obj.get("at", applied.at)
+        return applied
 
 
 class EntriesPlan(Plan):
@@ -150,13 +182,13 @@ class EntriesPlan(Plan):
 
         def back() -> Change:
             applied.undo()
-            return replace(bank._finish(text, self.target, _result(applied, undo=True)), reverse=forth)
+            return replace(bank._finish(text, self.target, _result(applied, undo=True)), result=applied, reverse=forth)
 
         def forth() -> Change:
             applied.redo()
-            return replace(bank._finish(text, self.target, _result(applied)), reverse=back)
+            return replace(bank._finish(text, self.target, _result(applied)), result=applied, reverse=back)
 
-        return replace(change, reverse=back if applied.changed else None)
+        return replace(change, result=applied, reverse=back if applied.changed else None)
 
     def accept(self) -> None:
         """Take the file as it is now as the baseline of later reviews."""

@@ -71,3 +71,34 @@ def test_the_module_runs_as_a_command_and_errors_are_one_line(demo, tmp_path):
     )
     assert done.returncode == 1 and done.stderr.startswith("keepgui: error: CODEX_HOME points to")
     assert "Traceback" not in done.stderr
+
+
+def test_the_generic_review_restores_by_a_note_and_undoes_it(demo, tmp_path, monkeypatch):
+    import time
+
+    from keepgui.backends.codex.demo import write_baseline
+    from tests.conftest import run_cli
+
+    monkeypatch.setenv("HOME", os.path.dirname(demo.codex_home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "keepgui"))
+    root = os.path.join(demo.codex_home, "memories_v2")
+    notes = os.path.join(root, "extensions", "ad_hoc", "notes")
+    code, out, err = run_cli(["review", "--agent", "codex", "--source", demo.codex_home])
+    assert code == 0 and "no changes since the last review" in out, err
+    path = os.path.join(root, "memory_summary.md")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read().replace("one line under 72 characters", "one line under 50 characters")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    write_baseline(root, {"memory_summary.md": text.encode()}, int(time.time()))
+    before = set(os.listdir(notes))
+    code, out, err = run_cli(["review", "--agent", "codex", "--source", demo.codex_home, "--restore", "all"])
+    assert code == 0, err
+    [note] = set(os.listdir(notes)) - before
+    assert note.endswith("-restore-after-consolidation.md")
+    with open(os.path.join(notes, note), encoding="utf-8") as fh:
+        assert "Restore the earlier wording" in fh.read()
+    code, out, err = run_cli(["review", "--agent", "codex", "--source", demo.codex_home, "--undo"])
+    assert code == 0 and out.startswith("undone: "), err
+    assert set(os.listdir(notes)) == before

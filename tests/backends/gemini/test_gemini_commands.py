@@ -82,3 +82,25 @@ def test_keep_the_common_verbs_and_the_inbox(cli_place):
         assert fh.read() == "- Deploys need a ticket\n- And a reviewer\n"
     code, out, _err = run_cli(["pending", "--agent", "gemini", "--json"])
     assert code == 0 and json.loads(out) == []
+
+
+def test_a_restore_of_lines_a_session_dropped_is_undone_from_the_command_line(cli_place):
+    place = cli_place
+    at = ["--agent", "gemini", "--project", place.cwd]
+    code, _out, err = run_cli(["keep", *at, "Deploys need a ticket"])
+    assert code == 0, err
+    memory = os.path.join(
+        json.loads(run_cli(["context", *at, "--json"])[1])["private_folder"]["memory_dir"], "MEMORY.md"
+    )
+    with open(memory, encoding="utf-8") as fh:
+        ours = fh.read()
+    stale = ours.replace("- Deploys need a ticket\n", "")
+    put(memory, stale)  # a running session writes its stale copy over keepgui's line
+    code, out, err = run_cli(["review", *at, "--restore", "all"])
+    assert code == 0, err
+    with open(memory, encoding="utf-8") as fh:
+        assert fh.read() == ours
+    code, out, err = run_cli(["review", *at, "--undo"])
+    assert code == 0 and out.startswith("undone: restore 1 line of MEMORY.md"), err
+    with open(memory, encoding="utf-8") as fh:
+        assert fh.read() == stale

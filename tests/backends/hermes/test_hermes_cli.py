@@ -74,3 +74,24 @@ def test_no_hermes_home_is_said_and_nothing_is_written(place, monkeypatch, tmp_p
             == f"keepgui: error: no Hermes Agent home at {tmp_path / 'gone'} (where --agent hermes looks); give --source PATH\n"
         )
     assert tree(project) == ["AGENTS.md"] and not os.path.exists(tmp_path / "gone")
+
+
+def test_a_compaction_applied_from_the_command_line_is_undone_by_it(place):
+    root, _project = place
+    memory = root / "memories" / "MEMORY.md"
+    entries = [f"Fact {i}: " + " ".join(f"w{i}x{j}" for j in range(18)) for i in range(20)]
+    write(memory, "\n§\n".join(entries))
+    with open(memory, "rb") as fh:
+        before = fh.read()
+    code, out, err = run_cli(["compact", "--agent", "hermes", "--select", "all", "--apply"])
+    assert code == 0, err
+    assert "undo: keepgui compact --agent hermes --undo" in out
+    with open(memory, "rb") as fh:
+        after = fh.read()
+    assert len(after.decode()) <= 2200 < len(before.decode())
+    code, out, err = run_cli(["compact", "--agent", "hermes", "--undo"])
+    assert code == 0 and out.startswith("undone: MEMORY.md: "), err
+    with open(memory, "rb") as fh:
+        assert fh.read() == before
+    code, _out, err = run_cli(["compact", "--agent", "hermes", "--undo"])
+    assert code == 1 and "left to undo" in err
