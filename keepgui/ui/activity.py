@@ -196,6 +196,10 @@ class ActivityStrip(QWidget):
             parts.append(f"recorded since {since.toString('d MMM yyyy')}")
         return " · ".join(parts)
 
+    def shown_problem(self) -> str:
+        """Why the strip has no bars, as drawn: across its width, elided only when it must be."""
+        return self.fontMetrics().elidedText(self.problem, Qt.TextElideMode.ElideRight, max(0, self.width() - 8))
+
     # ------------------------------------------------------------------ geometry
 
     def _bars_rect(self) -> QRectF:
@@ -226,12 +230,18 @@ class ActivityStrip(QWidget):
         pal = self.palette()
         text = pal.color(QPalette.ColorRole.WindowText)
         painter.setPen(text)
+        if self.problem:  # no bars to draw: the whole sentence, across the strip
+            painter.drawText(
+                QRectF(4, 0, self.width() - 8, self.height()), int(Qt.AlignmentFlag.AlignVCenter), self.shown_problem()
+            )
+            painter.end()
+            return
         label = QRectF(0, 0, self._label_width() - 8, self.height())
         week = self.week_total() if self.activity is not None else 0
         painter.drawText(
             label,
             int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
-            self.problem[:40] if self.problem else (f"{week:,} this week" if self.activity is not None else ""),
+            f"{week:,} this week" if self.activity is not None else "",
         )
         rect = self._bars_rect()
         baseline = rect.bottom()

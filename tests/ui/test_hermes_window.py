@@ -187,3 +187,11 @@ def test_the_preview_shows_what_the_demos_stored_session_would_not_see(hermes_wi
     assert "): memory changes this session will not see" in text
     assert "-The NAS is a Synology DS920+ at 192.168.1.10; backups run nightly at 02:00 via Hyper Backup." in text
     assert "+The user's Git identity for work repos is ada@work.example; personal repos use ada@home.example." in text
+
+
+def test_the_activity_strip_says_whole_why_it_has_no_bars(hermes_window, qtbot):
+    window, _key = hermes_window()
+    window.resize(1024, 700)
+    strip = window.memories.strip
+    qtbot.waitUntil(lambda: strip.problem == "Hermes does not record when an entry was written", timeout=5_000)
+    assert strip.shown_problem() == strip.problem  # not its first 40 characters, clipped at the left
