@@ -3,8 +3,10 @@
 Some agents stage their memory writes instead of making them (:mod:`keepgui.core.approvals`):
 
 * ``keepgui pending [--agent KIND | --source PATH] [--bank NAME] [--json]`` lists each staged write
-  with the change it would make to its file, as a unified diff; with neither ``--agent`` nor
-  ``--source``, the queues of every agent's own place on this machine (the demo's with ``--demo``);
+  with the change it would make to its file, as a unified diff; ``--agent KIND`` alone is the agent's
+  own place (its home, where every project's queue is; ``--project DIR`` narrows it to a project where
+  the agent has projects); with neither ``--agent`` nor ``--source``, the queues of every agent's own
+  place on this machine (the demo's with ``--demo``);
 * ``keepgui pending approve ID…|all`` applies them by the agent's own rules, as one change per bank
   (refused, with nothing written, when one of them cannot be applied now);
 * ``keepgui pending reject ID…|all`` takes them out of the queue without applying them.
@@ -89,13 +91,20 @@ def _queues(args: argparse.Namespace, ctx: Context) -> list[Queue]:
     """The queues the options name: one source, or every agent's own place."""
     from keepgui.core.approvals import approvals_of
 
-    if getattr(args, "agent", None) or getattr(args, "source", None) or getattr(args, "project", None):
+    agent, source, project = (getattr(args, name, None) for name in ("agent", "source", "project"))
+    if agent and not source and not project:  # the agent's own queue: its home's, every project's
+        found = [q for q in _every_place(args, ctx, agent) if q[0] == agent]
+        if found:
+            kind, opened, how = found[0]
+            approvals = approvals_of(opened)
+            if approvals is not None:
+                return [_queue(kind, opened, how, approvals, args)]
+    if agent or source or project:
         chosen = open_chosen(args, ctx)
         approvals = approvals_of(chosen.source)
         if approvals is None:
             raise InvalidInput(
-                f"{chosen.source.label} ({chosen.source.path}) stages no writes for approval: "
-                "what its agent writes is written at once"
+                f"{_named(chosen.source)} stages no writes for approval: what its agent writes is written at once"
             )
         return [_queue(chosen.backend.kind, chosen.source, chosen.how, approvals, args)]
     out = []
@@ -112,8 +121,9 @@ def _queue(kind: str, source: Source, how: str, approvals: Approvals, args: argp
     return Queue(kind, source, how, approvals, tuple(writes))
 
 
-def _every_place(args: argparse.Namespace, ctx: Context) -> Iterable[tuple[str, Source, str]]:
-    """Each agent's own place (its home, or its folder in the demo) that exists, opened."""
+def _every_place(args: argparse.Namespace, ctx: Context, kind: str | None = None) -> Iterable[tuple[str, Source, str]]:
+    """Each agent's own place (its home, or its folder in the demo) that exists, opened (only ``kind``'s when
+    given)."""
     import shlex
 
     from keepgui.commands.sources import _reload_command
@@ -121,6 +131,8 @@ def _every_place(args: argparse.Namespace, ctx: Context) -> Iterable[tuple[str, 
 
     options = registry.OpenOptions(reload_command=_reload_command(args))
     for backend in registry.declared():
+        if kind is not None and backend.kind != kind:
+            continue
         if getattr(args, "demo", False):
             try:
                 path = ctx.demo().path(backend.kind)

@@ -91,3 +91,12 @@ def test_the_old_gemini_command_says_what_replaces_it_and_leaves_the_name_inbox_
     assert code == 0 and OLD_FORM in err and "`keepgui pending --agent gemini`" in err
     assert len(json.loads(out)) == 2
     assert "inbox" not in cli.build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+
+
+def test_agent_alone_is_its_homes_queue_whatever_the_current_folder(homes, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["pending", "--agent", "gemini", "--json"])
+    assert code == 0, err
+    assert [w["id"] for w in json.loads(out)] == ["backend:private/extraction.patch", "backend:global/extraction.patch"]
+    code, out, err = run_cli(["pending", "--agent", "hermes", "--json"])
+    assert code == 0 and [w["id"] for w in json.loads(out)] == ["5f0c2a91"], err
