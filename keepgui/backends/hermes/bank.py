@@ -316,7 +316,7 @@ class HermesHome(BankDefaults):
             files=stamps_of(self.files.path(target)),
             written=result.written,
             result=result,
-            message=result.message,
+            message=f"{text}: {FILE_NAMES[target]} written" if result.message == "written" else result.message,
             reverse=(lambda: self._swap(text, target, result.before, result.after)) if result.written else None,
         )
 
