@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
@@ -31,11 +32,6 @@ MAX_LIST = 8
 """Entities and tags are capped at this many."""
 TEXT_MIN_BYTES = 3
 TEXT_MAX_BYTES = 2000
-MAX_LINE_BYTES = 1 << 20
-"""A log line longer than this (1 MiB) is skipped unread. The worker writes texts of at most
-2,000 bytes, and 8 entities and 8 tags, so no line it writes comes near; a larger one can only
-be damage or a hand edit, and decoding (then showing) tens of megabytes of it would freeze
-keepgui. The worker itself would still try to parse it: keepgui says so where it skips one."""
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1
 
@@ -206,10 +202,7 @@ def decode_canonical(line: bytes) -> Memory | None:
     This is the fast path of replay: one C-level typed decode plus a byte
     comparison with the canonical encoding, which proves there is no repeated,
     reordered or unknown key. Anything else goes to :func:`parse_line`.
-    A line over :data:`MAX_LINE_BYTES` is not decoded.
     """
-    if len(line) > MAX_LINE_BYTES:
-        return None
     try:
         memory = _DECODE(line)
     except (msgspec.DecodeError, RecursionError):
@@ -323,10 +316,13 @@ def parse_line(line: bytes | str) -> Memory:
     except msgspec.ValidationError as exc:
         raise RecordError(_word(str(exc))) from None
     except msgspec.DecodeError as exc:
-        raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
+        if _SURROGATE_ESCAPE.search(line) is None:
+            raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
+        lenient = _past_ignored_surrogates(line, exc)
     except RecursionError:
         raise RecordError("JSON nested too deeply") from None
-    _check_like_serde(line)
+    else:
+        _check_like_serde(line)
     memory = Memory(**msgspec.structs.asdict(lenient))
     _check_bounds(memory)
     return memory
@@ -336,11 +332,9 @@ def read_record(line: bytes) -> Memory | None:
     """The record on one log line (without its newline), or None for a line the worker skips.
 
     The fast path (:func:`decode_canonical`) first, then every rule of
-    :func:`parse_line`; blank and corrupt lines give None, and so does a line
-    over :data:`MAX_LINE_BYTES`, which keepgui leaves unread.
+    :func:`parse_line`; blank and corrupt lines give None. A line of any length is read, as
+    the worker reads it (a 50 MB line too).
     """
-    if len(line) > MAX_LINE_BYTES:
-        return None
     memory = decode_canonical(line)
     if memory is not None:
         return memory
@@ -348,6 +342,70 @@ def read_record(line: bytes) -> Memory | None:
         return parse_line(line)
     except (RecordError, UnicodeDecodeError):
         return None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+"""A ``\\u`` escape of a UTF-16 surrogate (lone or one of a pair)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _past_ignored_surrogates(line: bytes, refused: msgspec.DecodeError) -> _LenientMemory:
+    """The record of a line msgspec refused for a lone surrogate escape (``"\\ud800"``) that serde
+    never looks at: serde_json skips an unknown key's value without checking its ``\\u`` escapes
+    (``ignore_escape``), but a lone surrogate in a key or in a known field's string fails the line."""
+    try:
+        top = serde_view(line.decode("utf-8"))
+    except RecordError:
+        raise
+    except (ValueError, RecursionError):
+        raise RecordError(f"not valid JSON ({_word(str(refused))})") from None
+    if not isinstance(top, ObjectPairs):
+        raise RecordError(f"not valid JSON ({_word(str(refused))})")
+    _check_pairs_like_serde(top)
+    known = _known_only(top, _MEMORY_FIELDS, "")
+    try:
+        return _DECODE_LENIENT(json.dumps(known, ensure_ascii=False).encode("utf-8"))
+    except msgspec.ValidationError as exc:
+        raise RecordError(_word(str(exc))) from None
+
+
+def _known_only(pairs: ObjectPairs, known: frozenset[str], prefix: str) -> dict[str, Any]:
+    """The known fields of an object as a dict; RecordError for a lone surrogate that serde reads:
+    in any key, or anywhere in a known field's value (an unknown field's value is never read)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if _SURROGATE.search(key):
+            raise RecordError(f"a key of {prefix or 'the record'} holds a lone surrogate escape (not Unicode)")
+        if key not in known:
+            continue
+        if key == "source" and isinstance(value, ObjectPairs):
+            out[key] = _known_only(value, _SOURCE_FIELDS, "source")
+        elif _holds_surrogate(value):
+            raise RecordError(f"`{prefix + '.' if prefix else ''}{key}` holds a lone surrogate escape (not Unicode)")
+        else:
+            out[key] = _plain(value)
+    return out
+
+
+def _holds_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, ObjectPairs):
+        return any(_SURROGATE.search(k) or _holds_surrogate(v) for k, v in value)
+    if isinstance(value, list):
+        return any(map(_holds_surrogate, value))
+    return False
+
+
+def _plain(value: Any) -> Any:
+    """A value of :func:`serde_view` as JSON can encode it again (``-0`` as the float serde sees)."""
+    if value is NEGATIVE_ZERO:
+        return -0.0
+    if isinstance(value, ObjectPairs):
+        return {k: _plain(v) for k, v in value}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _check_like_serde(line: bytes) -> None:
@@ -364,8 +422,11 @@ def _check_like_serde(line: bytes) -> None:
         raise
     except (ValueError, RecursionError):
         return  # msgspec already accepted the line; Python's json is only stricter about depth
-    if not isinstance(top, ObjectPairs):
-        return
+    if isinstance(top, ObjectPairs):
+        _check_pairs_like_serde(top)
+
+
+def _check_pairs_like_serde(top: ObjectPairs) -> None:
     repeated = repeated_known_key(top, _MEMORY_FIELDS)
     if repeated is not None:
         raise RecordError(f"duplicate field `{repeated}`")
@@ -415,20 +476,3 @@ def new_memory(**fields: Any) -> Memory:
     memory = Memory(**fields)
     validate(memory)
     return memory
-
-
-def is_valid_utf8(data: bytes, chunk: int = 1 << 20) -> int | None:
-    """None when ``data`` is valid UTF-8, else the offset of the first invalid byte.
-
-    Checked piece by piece, so a huge line is validated without building it as text.
-    """
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    for start in range(0, len(data), chunk):
-        try:
-            decoder.decode(view[start : start + chunk], final=start + chunk >= len(data))
-        except UnicodeDecodeError as exc:
-            return start + exc.start
-    return None
