@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from keepgui.backends.iii import jsonskip
 from keepgui.backends.iii.textrules import rust_lower, rust_split_whitespace, rust_trim
 
 CONFIDENCES = ("extracted", "inferred", "stated")
@@ -281,6 +282,8 @@ _SERDE_VIEW = json.JSONDecoder(
 _MEMORY_FIELDS = frozenset(Memory.__struct_fields__)
 _SOURCE_FIELDS = frozenset(Source.__struct_fields__)
 _INTEGER_FIELDS = frozenset({"corroboration", "created_at", "updated_at", "invalid_at", "revision"})
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+"""A ``\\u`` escape of a UTF-16 surrogate (lone or one of a pair): msgspec refuses a lone one anywhere."""
 
 
 def serde_view(text: str) -> Any:
@@ -307,25 +310,48 @@ def parse_line(line: bytes | str) -> Memory:
 
     Applies every rule: strict JSON (no NaN, no lone surrogates, no control
     characters in strings, nothing after the value), no repeated keys at the
-    top level, the types and ranges of §1.5. Unknown keys are ignored.
+    top level, the types and ranges of §1.5. Unknown keys are ignored, and so is
+    whatever their values hold (a lone surrogate escape, any depth) as long as
+    it is JSON (:mod:`keepgui.backends.iii.jsonskip`).
     """
     if isinstance(line, str):
         line = line.encode("utf-8", errors="surrogatepass")
+    return _parse(line, False)
+
+
+def _parse(line: bytes, reduced: bool) -> Memory:
+    """:func:`parse_line`; ``reduced``: ``line`` already holds only the keys serde reads."""
+    if reduced:
+        _check_like_serde(line, True)  # serde finds a repeated key before it reads the value
     try:
         lenient = _DECODE_LENIENT(line)
     except msgspec.ValidationError as exc:
         raise RecordError(_word(str(exc))) from None
-    except msgspec.DecodeError as exc:
-        if _SURROGATE_ESCAPE.search(line) is None:
-            raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
-        lenient = _past_ignored_surrogates(line, exc)
-    except RecursionError:
-        raise RecordError("JSON nested too deeply") from None
-    else:
+    except (msgspec.DecodeError, RecursionError) as exc:
+        deep = isinstance(exc, RecursionError)
+        lone = _SURROGATE_ESCAPE.search(line)
+        if not reduced and (deep or lone):
+            return _parse(_read_by_serde(line), True)
+        if deep:
+            raise RecordError("JSON nested too deeply") from None
+        if reduced and lone:
+            raise RecordError(
+                f"a key or a known field holds the lone surrogate escape {lone.group().decode()}, which is not Unicode"
+            ) from None
+        raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
+    if not reduced:
         _check_like_serde(line)
     memory = Memory(**msgspec.structs.asdict(lenient))
     _check_bounds(memory)
     return memory
+
+
+def _read_by_serde(line: bytes) -> bytes:
+    """The part of ``line`` serde reads: its known keys (see :func:`jsonskip.known_only`)."""
+    try:
+        return jsonskip.known_only(line, _MEMORY_FIELDS, {"source": _SOURCE_FIELDS})
+    except (jsonskip.NotJson, UnicodeDecodeError) as exc:
+        raise RecordError(str(exc)) from None
 
 
 def read_record(line: bytes) -> Memory | None:
@@ -344,71 +370,7 @@ def read_record(line: bytes) -> Memory | None:
         return None
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-"""A ``\\u`` escape of a UTF-16 surrogate (lone or one of a pair)."""
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _past_ignored_surrogates(line: bytes, refused: msgspec.DecodeError) -> _LenientMemory:
-    """The record of a line msgspec refused for a lone surrogate escape (``"\\ud800"``) that serde
-    never looks at: serde_json skips an unknown key's value without checking its ``\\u`` escapes
-    (``ignore_escape``), but a lone surrogate in a key or in a known field's string fails the line."""
-    try:
-        top = serde_view(line.decode("utf-8"))
-    except RecordError:
-        raise
-    except (ValueError, RecursionError):
-        raise RecordError(f"not valid JSON ({_word(str(refused))})") from None
-    if not isinstance(top, ObjectPairs):
-        raise RecordError(f"not valid JSON ({_word(str(refused))})")
-    _check_pairs_like_serde(top)
-    known = _known_only(top, _MEMORY_FIELDS, "")
-    try:
-        return _DECODE_LENIENT(json.dumps(known, ensure_ascii=False).encode("utf-8"))
-    except msgspec.ValidationError as exc:
-        raise RecordError(_word(str(exc))) from None
-
-
-def _known_only(pairs: ObjectPairs, known: frozenset[str], prefix: str) -> dict[str, Any]:
-    """The known fields of an object as a dict; RecordError for a lone surrogate that serde reads:
-    in any key, or anywhere in a known field's value (an unknown field's value is never read)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if _SURROGATE.search(key):
-            raise RecordError(f"a key of {prefix or 'the record'} holds a lone surrogate escape (not Unicode)")
-        if key not in known:
-            continue
-        if key == "source" and isinstance(value, ObjectPairs):
-            out[key] = _known_only(value, _SOURCE_FIELDS, "source")
-        elif _holds_surrogate(value):
-            raise RecordError(f"`{prefix + '.' if prefix else ''}{key}` holds a lone surrogate escape (not Unicode)")
-        else:
-            out[key] = _plain(value)
-    return out
-
-
-def _holds_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, ObjectPairs):
-        return any(_SURROGATE.search(k) or _holds_surrogate(v) for k, v in value)
-    if isinstance(value, list):
-        return any(map(_holds_surrogate, value))
-    return False
-
-
-def _plain(value: Any) -> Any:
-    """A value of :func:`serde_view` as JSON can encode it again (``-0`` as the float serde sees)."""
-    if value is NEGATIVE_ZERO:
-        return -0.0
-    if isinstance(value, ObjectPairs):
-        return {k: _plain(v) for k, v in value}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _check_like_serde(line: bytes) -> None:
+def _check_like_serde(line: bytes, reduced: bool = False) -> None:
     """Raise RecordError where serde refuses a line msgspec accepted.
 
     A repeated known field (msgspec keeps the last one; serde derive fails
@@ -420,8 +382,12 @@ def _check_like_serde(line: bytes) -> None:
         top = serde_view(line.decode("utf-8"))
     except RecordError:
         raise
-    except (ValueError, RecursionError):
-        return  # msgspec already accepted the line; Python's json is only stricter about depth
+    except RecursionError:
+        if not reduced:  # deeper than Python's json goes: only in an unknown value, which serde skips
+            _check_like_serde(_read_by_serde(line), True)
+        return
+    except ValueError:
+        return  # msgspec already accepted the line
     if isinstance(top, ObjectPairs):
         _check_pairs_like_serde(top)
 
