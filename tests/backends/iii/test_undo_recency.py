@@ -40,7 +40,7 @@ def _state(bank) -> dict[str, tuple[int | None, bool, bool]]:
 
 
 def test_undo_of_a_delete_or_an_unpin_puts_the_memory_back_as_it_was_in_the_ranking(data_dir):
-    bank, (friday, approvals, logs) = _bank(data_dir)
+    bank, (friday, approvals, _logs) = _bank(data_dir)
     state, ranking = _state(bank), bank.rank("deploy", 10)
     for write in (lambda: bank.set_live([friday], False), lambda: bank.set_pinned([approvals], False)):
         change = write()
@@ -61,10 +61,8 @@ def test_a_restore_says_it_makes_the_memory_recent_and_undo_takes_that_back(data
     state = _state(bank)
     deleted = bank.set_live([friday], False)
     restored = bank.set_live([friday], True)
-    assert restored.notes[-1:] == (
-        "restored; its recency is now today (the worker ranks a memory by when it last "
-        "changed, and a restore is a change; Undo puts back the old recency)",
-    )
+    said = "restored; its recency is now today (the worker ranks a memory by when it last changed, and a restore"
+    assert restored.notes[-1] == said + " is a change; Undo puts back the old recency)"
     bank.load()
     assert _state(bank)[friday][0] > OLD + 365 * DAY
     restored.undo()
@@ -74,7 +72,7 @@ def test_a_restore_says_it_makes_the_memory_recent_and_undo_takes_that_back(data
 
 
 def test_the_command_line_says_it_too(data_dir):
-    bank, (friday, approvals, _logs) = _bank(data_dir)
+    _bank_, (friday, approvals, _logs) = _bank(data_dir)
     assert run_cli(["forget", "--source", str(data_dir), "--bank", "main", friday, approvals])[0] == 0
     code, out, err = run_cli(["restore", "--source", str(data_dir), "--bank", "main", friday, approvals])
     assert code == 0 and "2 restored; their recency is now today" in err, (out, err)
