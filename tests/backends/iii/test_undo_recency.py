@@ -72,7 +72,7 @@ def test_a_restore_says_it_makes_the_memory_recent_and_undo_takes_that_back(data
 
 
 def test_the_command_line_says_it_too(data_dir):
-    _bank_, (friday, approvals, _logs) = _bank(data_dir)
+    friday, approvals, _logs = _bank(data_dir)[1]
     assert run_cli(["forget", "--source", str(data_dir), "--bank", "main", friday, approvals])[0] == 0
     code, out, err = run_cli(["restore", "--source", str(data_dir), "--bank", "main", friday, approvals])
     assert code == 0 and "2 restored; their recency is now today" in err, (out, err)
