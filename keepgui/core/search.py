@@ -38,8 +38,17 @@ _FREEZE_STEP = 4096
 """Words (or keys) handled between two pace checkpoints while freezing: a few ms each."""
 
 
+_ASCII_FOLD = bytes.maketrans(
+    bytes(range(128)), bytes(c | 0x20 if chr(c).isalpha() else c if chr(c).isdigit() else 0x20 for c in range(128))
+)
+"""An ASCII byte -> itself lowercased when it is a letter or digit, else a space."""
+
+
 def words_of(text: str) -> list[str]:
-    """The searchable words of a text: letter/digit runs, case-folded."""
+    """The searchable words of a text: letter/digit runs, case-folded (ASCII text through one byte
+    table and a split: several times faster, which a memory of 50 MB notices)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_FOLD).decode("ascii").split()
     return _WORD.findall(text.casefold())
 
 
@@ -162,7 +171,7 @@ class TextSearch(Generic[Key]):
 
     def set(self, key: Key, *texts: str) -> None:
         """Index (or re-index) ``key`` with the words of ``texts``."""
-        new = frozenset(w for text in texts for w in words_of(text))
+        new = frozenset(itertools.chain.from_iterable(map(words_of, texts)))
         old = self._words.get(key)
         if old == new:
             return

@@ -64,3 +64,52 @@ def test_without_a_merge_tool_it_says_what_to_install(monkeypatch):
     assert "git" in textmerge.why_no_merge() and "diff3" in textmerge.why_no_merge()
     with pytest.raises(KeepguiError, match="needs git"):
         merge3(BASE, BASE, BASE)
+
+
+KEEP = "# Facts\n\n- The build runs on 2 cores.\n- Releases are tagged vX.Y.\n"
+
+
+def test_each_side_appending_an_entry_keeps_both_disk_first(tool):
+    """#23.6: the most common conflict of a memory file — both appended a different entry — keeps both,
+    in the order they were added (the disk's was saved first), and marks nothing."""
+    disk = KEEP + "- The demo has six banks.\n"
+    mine = KEEP + "- Tests run offscreen.\n- Lint before every commit.\n"
+    merged = merge3(KEEP, disk, mine)
+    assert merged.conflicts == 0
+    assert merged.text == KEEP + "- The demo has six banks.\n- Tests run offscreen.\n- Lint before every commit.\n"
+    assert "<<<<<<<" not in merged.text and conflict_spans(merged.text) == []
+
+
+def test_additions_at_the_same_place_inside_keep_both_and_their_separators(tool):
+    base = "Entry one\n§\nEntry two\n"
+    disk = "Entry one\n§\nFrom the agent\n§\nEntry two\n"
+    mine = "Entry one\n§\nFrom me\n§\nEntry two\n"
+    merged = merge3(base, disk, mine)
+    assert merged.conflicts == 0
+    assert merged.text == "Entry one\n§\nFrom the agent\n§\nFrom me\n§\nEntry two\n"
+
+
+def test_the_same_entry_added_on_both_sides_is_kept_once(tool):
+    disk = KEEP + "- Same fact.\n"
+    mine = KEEP + "- Same fact.\n- Mine too.\n"
+    merged = merge3(KEEP, disk, mine)
+    assert merged == textmerge.Merged(KEEP + "- Same fact.\n- Mine too.\n", 0, tool)
+
+
+def test_a_changed_line_is_still_a_conflict_and_the_additions_beside_it_settle(tool):
+    disk = KEEP.replace("2 cores", "4 cores") + "- Disk adds.\n"
+    mine = KEEP.replace("2 cores", "8 cores") + "- Mine adds.\n"
+    merged = merge3(KEEP, disk, mine)
+    assert merged.conflicts == 1
+    assert f"<<<<<<< {MINE}\n" in merged.text and f">>>>>>> {THEIRS}\n" in merged.text
+    assert "||||||| " not in merged.text  # the base section used to decide is never shown
+    [(start, end)] = conflict_spans(merged.text)
+    assert "8 cores" in merged.text[start:end] and "4 cores" in merged.text[start:end]
+    assert merged.text.endswith("- Disk adds.\n- Mine adds.\n")
+
+
+def test_one_side_removing_a_line_the_other_kept_is_still_a_conflict(tool):
+    disk = KEEP.replace("- Releases are tagged vX.Y.\n", "") + "- Disk adds.\n"
+    mine = KEEP + "- Mine adds.\n"
+    merged = merge3(KEEP, disk, mine)
+    assert merged.conflicts == 1 and "Releases are tagged" in merged.text

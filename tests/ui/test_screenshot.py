@@ -50,8 +50,8 @@ def test_a_screenshot_of_a_window_with_nothing_to_load_is_taken_at_once(tmp_path
 
 
 def test_a_log_that_is_one_50_mb_line_opens_in_seconds(tmp_path):
-    """#13.5: such a line cannot be a worker record: skipped unread (a 1 MB text that is read is
-    shown cut, not laid out whole)."""
+    """#13.5, #23.15b: the worker loads such a line, and so does keepgui; a 50 MB or a 1 MB text is
+    shown cut, never laid out whole."""
     import json
 
     data_dir = tmp_path / "memory"

@@ -699,6 +699,21 @@ def set_front_matter(text: str, values: dict[str, str]) -> str:
     return "".join([lines[0], *head, *lines[end:]])
 
 
+def replace_body(text: str, body: str) -> str:
+    """``text`` with the body after its front matter replaced by ``body`` (trimmed), every other byte kept:
+    the front matter, the blank lines around the body and the file's line endings stay as they were."""
+    newline = newline_of(text)
+    head = split_front_matter(text).end
+    old = text[head:]
+    core = old.strip()
+    fresh = body.strip().replace("\r\n", "\n").replace("\n", newline)
+    if not core:  # nothing to replace: the body goes after a blank line, ended as the file's lines are
+        return text[:head] + (old or (newline if head else "")) + fresh + newline
+    lead = len(old) - len(old.lstrip())
+    trail = len(old.rstrip())
+    return text[:head] + old[:lead] + fresh + old[trail:]
+
+
 def edit_memory(
     memory_dir: str,
     rel: str,
@@ -721,10 +736,7 @@ def edit_memory(
     if values:
         text = set_front_matter(text, {k: _one_line(v, k) for k, v in values.items()})
     if body is not None:
-        front = split_front_matter(text)
-        newline = newline_of(text)
-        fresh = (body.strip() + "\n").replace("\n", newline)
-        text = text[: front.end] + newline + fresh if front.end else fresh
+        text = replace_body(text, body)
     return save_file(memory_dir, path, text.encode("utf-8"), stamp, history=history, text=f"Edit memory {rel}")
 
 

@@ -24,6 +24,7 @@ import os
 from array import array
 from typing import BinaryIO
 
+from keepgui.backends.iii.log import line_blocks
 from keepgui.backends.iii.record import read_record
 from keepgui.core import pace
 from keepgui.core.source import CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity
@@ -91,20 +92,15 @@ class ActivityIndex:
     def _read(self, fh: BinaryIO) -> None:
         """Consume complete lines from the current offset to the end of ``fh``."""
         fh.seek(self._offset)
-        carry = b""
-        while True:
-            chunk = fh.read(_CHUNK)
-            if not chunk:
-                break
-            data = carry + chunk
-            end = data.rfind(b"\n") + 1
-            if end:
-                self._consume(data[:end].split(b"\n")[:-1])
-                self._offset += end
-                self._guard = (self._guard + data[max(0, end - _GUARD) : end])[-_GUARD:]
-                if len(self._head) < _HEAD:
-                    self._head = (self._head + data[:end])[:_HEAD]
-            carry = data[end:]
+        for data, ended in line_blocks(fh, _CHUNK):
+            if not ended:
+                break  # an unterminated last line is read when it ends
+            end = len(data)
+            self._consume(data.split(b"\n")[:-1])
+            self._offset += end
+            self._guard = (self._guard + data[max(0, end - _GUARD) : end])[-_GUARD:]
+            if len(self._head) < _HEAD:
+                self._head = (self._head + data[:end])[:_HEAD]
 
     def _consume(self, lines: list[bytes]) -> None:
         index, revision, corroboration, live = self._index, self._revision, self._corroboration, self._live

@@ -129,6 +129,16 @@ def _applied_notes(applied: Any) -> tuple[str, ...]:
     return tuple(applied.errors) + ((reload.message,) if reload is not None and not reload.ok else ())
 
 
+def restored_recency(n: int) -> str:
+    """What a restore does to the worker's ranking, said where it happens (#23.8): a restore is a new
+    revision at the time it runs, as the worker's own mutations are. Undo is exact (its recency too)."""
+    which = "its" if n == 1 else "their"
+    return (
+        f"{'restored' if n == 1 else f'{n} restored'}; {which} recency is now today (the worker ranks "
+        "a memory by when it last changed, and a restore is a change; Undo puts back the old recency)"
+    )
+
+
 class IiiBank(BankDefaults):
     """One bank of a data dir (see the module docstring)."""
 
@@ -439,7 +449,11 @@ class IiiBank(BankDefaults):
         """Tombstone or restore memories (one append)."""
         ids = list(keys)
         if live:
-            return self._write(CAPABILITIES.describe("Restore", len(ids)), lambda b: [b.restore(i) for i in ids])
+            change = self._write(CAPABILITIES.describe("Restore", len(ids)), lambda b: [b.restore(i) for i in ids])
+            restored = sum(1 for t in change.result if t.record is not None) if isinstance(change.result, list) else 0
+            if not change.written or not restored:
+                return change
+            return replace(change, notes=(*change.notes, restored_recency(restored)))
         return self._write(CAPABILITIES.describe("Delete", len(ids)), lambda b: [b.delete(i) for i in ids])
 
     def edit(self, key: str, field: str, value: str | list[str]) -> Change:

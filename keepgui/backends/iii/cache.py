@@ -42,7 +42,7 @@ from keepgui.core.paths import app_cache_dir
 if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
     from keepgui.backends.iii.index import BankIndex, CachedIndex
 
-FORMAT = 5
+FORMAT = 6
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
 
 _READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)

@@ -697,13 +697,8 @@ class BankApplied(Applied):
             self._check(batch, [after for _before, after in self.pairs] + self.created, "undone")
             for record in self.created:
                 batch.delete(record.id)
-            for before, after in self.pairs:
-                if after.invalid_at is not None and before.invalid_at is None:
-                    batch.restore(before.id)
-                    if _content(_record(batch, before.id)) != _content(before):
-                        batch.revert(before)  # something besides the supersede moved: put it back too
-                else:
-                    batch.revert(before)
+            for before, _after in self.pairs:
+                batch.revert(before)  # exactly as it was, its updated_at too: the worker's ranking is as before
             undone = [_record(batch, before.id) for before, _after in self.pairs]
         self.pairs = [(u, after) for u, (_before, after) in zip(undone, self.pairs, strict=True)]
         self.reload = batch.report.reload
@@ -760,21 +755,6 @@ class BankApplied(Applied):
         applied.state = obj.get("state", "applied")
         applied.at = obj.get("at", applied.at)
         return applied
-
-
-def _content(m: Memory) -> tuple[object, ...]:
-    return (
-        m.text,
-        m.entities,
-        m.tags,
-        m.confidence,
-        m.corroboration,
-        m.pinned,
-        m.source,
-        m.created_at,
-        m.invalid_at,
-        m.superseded_by,
-    )
 
 
 register_applied_kind("bank", BankApplied.from_obj)

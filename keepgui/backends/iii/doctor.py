@@ -136,7 +136,7 @@ def _folder_findings(bank: Bank) -> list[Finding]:
 
 
 def _log_findings(bank: Bank) -> list[Finding]:
-    """An unreadable log, and each corrupt, torn, oversized or unterminated line of it."""
+    """An unreadable log, and each corrupt, torn or unterminated line of it."""
     out: list[Finding] = []
     name, log = bank.name, bank.log
     if log.unreadable and not os.path.islink(bank.path):
@@ -155,8 +155,6 @@ def _log_findings(bank: Bank) -> list[Finding]:
             )
         elif problem.kind == "torn-tail":
             out.append(Finding("torn-tail", name, bank.log_path, problem.line, problem.reason))
-        elif problem.kind == "oversized":
-            out.append(Finding("oversized-line", name, bank.log_path, problem.line, problem.reason))
         elif problem.kind == "unterminated":
             out.append(Finding("unterminated-line", name, bank.log_path, problem.line, problem.reason, note=True))
     return out

@@ -665,9 +665,8 @@ class BankIndex:
         """Per slot, ``(k1+1)/(1 + k1·(1−b+b·dl/avgdl))``: the tf=1 factor of BM25."""
         if self._w1_version != self._docs_version:
             avgdl = self.avgdl
-            by_length = [
-                (K1 + 1) / (1 + K1 * (1 - B + B * d / avgdl)) for d in range(max(self._dl_counts, default=0) + 1)
-            ]
+            # one weight per length that occurs (a 50 MB memory's length is one entry, not a list that long)
+            by_length = {d: (K1 + 1) / (1 + K1 * (1 - B + B * d / avgdl)) for d in (0, *self._dl_counts)}
             self._w1 = list(map(by_length.__getitem__, self._dl))
             self._w1_version = self._docs_version
         return self._w1

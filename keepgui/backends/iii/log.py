@@ -37,13 +37,11 @@ from typing import Any, BinaryIO
 import msgspec
 
 from keepgui.backends.iii.record import (
-    MAX_LINE_BYTES,
     Memory,
     RecordError,
     canonical_block,
     canonical_line_prefix,
     decode_canonical,
-    is_valid_utf8,
     parse_line,
     read_record,
 )
@@ -134,21 +132,29 @@ def _tail_note(text: str, parsed: bool, lineno: int, offset: int) -> LogProblem:
     )
 
 
-def _oversized(line: bytes, lineno: int, offset: int) -> LogProblem:
-    """The problem a line over MAX_LINE_BYTES is (raises _Unreadable when it is not UTF-8:
-    that the worker notices before anything else)."""
-    bad = is_valid_utf8(line)
-    if bad is not None:
-        raise _Unreadable(f"invalid UTF-8 at line {lineno}; the worker cannot load this bank", lineno, offset + bad)
-    head = line[:_EXCERPT].decode("utf-8", errors="ignore")
-    return LogProblem(
-        "oversized",
-        lineno,
-        offset,
-        f"line of {len(line):,} bytes, far over any record the worker writes (texts of at most "
-        f"2,000 bytes): keepgui skips it unread; the worker would still try to parse it",
-        _excerpt(head + "…"),
-    )
+def line_blocks(fh: BinaryIO, size: int) -> Iterator[tuple[bytes, bool]]:
+    """``fh`` from where it stands as blocks of whole lines, each ending in ``\\n`` (``True``), and last
+    what follows the last newline (``False``; ``b""`` when nothing does). Read ``size`` bytes at a time;
+    a line longer than that is gathered in pieces and joined once, never copied again per read (a
+    50 MB line costs its reading)."""
+    pending: list[bytes] = []
+    while True:
+        chunk = fh.read(size)
+        if not chunk:
+            break
+        end = chunk.rfind(b"\n") + 1
+        if not end:
+            pending.append(chunk)
+            continue
+        if pending:
+            pending.append(chunk[:end])
+            yield b"".join(pending), True
+            pending.clear()
+        else:
+            yield chunk if end == len(chunk) else chunk[:end], True
+        if end < len(chunk):
+            pending.append(chunk[end:])
+    yield b"".join(pending), False
 
 
 def _is_dev_null(st: os.stat_result) -> bool:
@@ -454,8 +460,6 @@ class MemoryLog:
         Raises _Unreadable for invalid UTF-8.
         """
         lineno, offset = self.lines + 1, self.offset
-        if len(tail) > MAX_LINE_BYTES:
-            return _oversized(tail, lineno, offset)
         try:
             text = tail.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -483,8 +487,7 @@ class MemoryLog:
 
     def _replay_block(self, block: bytes, base: int, delta: LogDelta) -> None:
         """Replay complete lines (``block`` ends in ``\\n``) that start at file offset ``base``."""
-        # A block longer than a line may be can hold a line keepgui leaves unread: line by line then.
-        memories = canonical_block(block) if len(block) <= MAX_LINE_BYTES else None
+        memories = canonical_block(block)
         odd: dict[int, int] = {}  # index in memories -> file offset, for valid lines that are not canonical
         if memories is None:
             memories = self._replay_lines(block, base, delta, odd)
@@ -581,11 +584,6 @@ class MemoryLog:
         Returns the record, or None after recording why the line is skipped.
         Raises _Unreadable for invalid UTF-8, which makes the whole bank unloadable.
         """
-        if len(line) > MAX_LINE_BYTES:
-            problem = _oversized(line, lineno, start)
-            self.problems.append(problem)
-            delta.new_problems.append(problem)
-            return None
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -780,26 +778,20 @@ class MemoryLog:
 
     def scan(self) -> Iterator[tuple[int, Memory]]:
         """Every valid complete line of the file as it is now: ``(line number, record)``."""
+        lineno = 0
         try:
             with open(self.path, "rb") as fh:
-                lineno = 0
-                carry = b""
-                while True:
-                    block = fh.read(BLOCK_BYTES)
-                    if not block:
-                        break
-                    lines = (carry + block).split(b"\n")
-                    carry = lines.pop()
-                    for line in lines:
+                for block, ended in line_blocks(fh, BLOCK_BYTES):
+                    lines = block.split(b"\n")
+                    if ended:
+                        lines.pop()
+                    for line in lines:  # the unterminated last line (or b"") too
                         lineno += 1
                         memory = read_record(line)
                         if memory is not None:
                             yield lineno, memory
         except OSError:
             return
-        memory = read_record(carry)  # the unterminated last line (or b"")
-        if memory is not None:
-            yield lineno + 1, memory
 
     def history(self, memory_id: str) -> list[Memory]:
         """Every valid revision of an id in file order, read back from disk."""

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 import msgspec
 
+from keepgui.backends.iii import jsonskip
 from keepgui.backends.iii.textrules import rust_lower, rust_split_whitespace, rust_trim
 
 CONFIDENCES = ("extracted", "inferred", "stated")
@@ -31,11 +33,6 @@ MAX_LIST = 8
 """Entities and tags are capped at this many."""
 TEXT_MIN_BYTES = 3
 TEXT_MAX_BYTES = 2000
-MAX_LINE_BYTES = 1 << 20
-"""A log line longer than this (1 MiB) is skipped unread. The worker writes texts of at most
-2,000 bytes, and 8 entities and 8 tags, so no line it writes comes near; a larger one can only
-be damage or a hand edit, and decoding (then showing) tens of megabytes of it would freeze
-keepgui. The worker itself would still try to parse it: keepgui says so where it skips one."""
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1
 
@@ -206,10 +203,7 @@ def decode_canonical(line: bytes) -> Memory | None:
     This is the fast path of replay: one C-level typed decode plus a byte
     comparison with the canonical encoding, which proves there is no repeated,
     reordered or unknown key. Anything else goes to :func:`parse_line`.
-    A line over :data:`MAX_LINE_BYTES` is not decoded.
     """
-    if len(line) > MAX_LINE_BYTES:
-        return None
     try:
         memory = _DECODE(line)
     except (msgspec.DecodeError, RecursionError):
@@ -288,6 +282,8 @@ _SERDE_VIEW = json.JSONDecoder(
 _MEMORY_FIELDS = frozenset(Memory.__struct_fields__)
 _SOURCE_FIELDS = frozenset(Source.__struct_fields__)
 _INTEGER_FIELDS = frozenset({"corroboration", "created_at", "updated_at", "invalid_at", "revision"})
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+"""A ``\\u`` escape of a UTF-16 surrogate (lone or one of a pair): msgspec refuses a lone one anywhere."""
 
 
 def serde_view(text: str) -> Any:
@@ -314,33 +310,57 @@ def parse_line(line: bytes | str) -> Memory:
 
     Applies every rule: strict JSON (no NaN, no lone surrogates, no control
     characters in strings, nothing after the value), no repeated keys at the
-    top level, the types and ranges of §1.5. Unknown keys are ignored.
+    top level, the types and ranges of §1.5. Unknown keys are ignored, and so is
+    whatever their values hold (a lone surrogate escape, any depth) as long as
+    it is JSON (:mod:`keepgui.backends.iii.jsonskip`).
     """
     if isinstance(line, str):
         line = line.encode("utf-8", errors="surrogatepass")
+    return _parse(line, False)
+
+
+def _parse(line: bytes, reduced: bool) -> Memory:
+    """:func:`parse_line`; ``reduced``: ``line`` already holds only the keys serde reads."""
+    if reduced:
+        _check_like_serde(line, True)  # serde finds a repeated key before it reads the value
     try:
         lenient = _DECODE_LENIENT(line)
     except msgspec.ValidationError as exc:
         raise RecordError(_word(str(exc))) from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
+        deep = isinstance(exc, RecursionError)
+        lone = _SURROGATE_ESCAPE.search(line)
+        if not reduced and (deep or lone):
+            return _parse(_read_by_serde(line), True)
+        if deep:
+            raise RecordError("JSON nested too deeply") from None
+        if reduced and lone:
+            raise RecordError(
+                f"a key or a known field holds the lone surrogate escape {lone.group().decode()}, which is not Unicode"
+            ) from None
         raise RecordError(f"not valid JSON ({_word(str(exc))})") from None
-    except RecursionError:
-        raise RecordError("JSON nested too deeply") from None
-    _check_like_serde(line)
+    if not reduced:
+        _check_like_serde(line)
     memory = Memory(**msgspec.structs.asdict(lenient))
     _check_bounds(memory)
     return memory
+
+
+def _read_by_serde(line: bytes) -> bytes:
+    """The part of ``line`` serde reads: its known keys (see :func:`jsonskip.known_only`)."""
+    try:
+        return jsonskip.known_only(line, _MEMORY_FIELDS, {"source": _SOURCE_FIELDS})
+    except (jsonskip.NotJson, UnicodeDecodeError) as exc:
+        raise RecordError(str(exc)) from None
 
 
 def read_record(line: bytes) -> Memory | None:
     """The record on one log line (without its newline), or None for a line the worker skips.
 
     The fast path (:func:`decode_canonical`) first, then every rule of
-    :func:`parse_line`; blank and corrupt lines give None, and so does a line
-    over :data:`MAX_LINE_BYTES`, which keepgui leaves unread.
+    :func:`parse_line`; blank and corrupt lines give None. A line of any length is read, as
+    the worker reads it (a 50 MB line too).
     """
-    if len(line) > MAX_LINE_BYTES:
-        return None
     memory = decode_canonical(line)
     if memory is not None:
         return memory
@@ -350,7 +370,7 @@ def read_record(line: bytes) -> Memory | None:
         return None
 
 
-def _check_like_serde(line: bytes) -> None:
+def _check_like_serde(line: bytes, reduced: bool = False) -> None:
     """Raise RecordError where serde refuses a line msgspec accepted.
 
     A repeated known field (msgspec keeps the last one; serde derive fails
@@ -362,10 +382,17 @@ def _check_like_serde(line: bytes) -> None:
         top = serde_view(line.decode("utf-8"))
     except RecordError:
         raise
-    except (ValueError, RecursionError):
-        return  # msgspec already accepted the line; Python's json is only stricter about depth
-    if not isinstance(top, ObjectPairs):
+    except RecursionError:
+        if not reduced:  # deeper than Python's json goes: only in an unknown value, which serde skips
+            _check_like_serde(_read_by_serde(line), True)
         return
+    except ValueError:
+        return  # msgspec already accepted the line
+    if isinstance(top, ObjectPairs):
+        _check_pairs_like_serde(top)
+
+
+def _check_pairs_like_serde(top: ObjectPairs) -> None:
     repeated = repeated_known_key(top, _MEMORY_FIELDS)
     if repeated is not None:
         raise RecordError(f"duplicate field `{repeated}`")
@@ -415,20 +442,3 @@ def new_memory(**fields: Any) -> Memory:
     memory = Memory(**fields)
     validate(memory)
     return memory
-
-
-def is_valid_utf8(data: bytes, chunk: int = 1 << 20) -> int | None:
-    """None when ``data`` is valid UTF-8, else the offset of the first invalid byte.
-
-    Checked piece by piece, so a huge line is validated without building it as text.
-    """
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    for start in range(0, len(data), chunk):
-        try:
-            decoder.decode(view[start : start + chunk], final=start + chunk >= len(data))
-        except UnicodeDecodeError as exc:
-            return start + exc.start
-    return None

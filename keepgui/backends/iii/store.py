@@ -659,7 +659,7 @@ class Batch:
 
     def revert(self, target: Memory) -> mut.Transition:
         """See :func:`keepgui.backends.iii.writes.revert_transition`."""
-        return self._apply(mut.revert_transition(self.current(target.id), target, self._time()))
+        return self._apply(mut.revert_transition(self.current(target.id), target))
 
 
 @dataclass(frozen=True)

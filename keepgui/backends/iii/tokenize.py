@@ -13,8 +13,8 @@ Word chars in the CJK ranges are emitted one by one, plus the bigram with the
 previous char when that was CJK too. There are no stop words, no stemming and
 no minimum length; duplicates are kept in order.
 
-Speed: ASCII text (most memories) goes through one lowercase and one C-level
-regex scan. Other text is translated through a per-char table that is filled on
+Speed: ASCII text (most memories) goes through one C-level byte table (word
+chars lowercased, every other byte a space) and a split. Other text is translated through a per-char table that is filled on
 first sight of each char, so the Unicode property check runs once per distinct
 char, not once per occurrence; only text that holds a CJK char takes the
 char-by-char loop the bigrams need.
@@ -29,7 +29,11 @@ import regex
 
 from keepgui.backends.iii.textrules import rust_lower
 
-_ASCII_WORDS = re.compile(r"[a-z0-9]+")
+_ASCII_FOLD = bytes.maketrans(
+    bytes(range(128)),
+    bytes(c | 0x20 if chr(c).isalpha() else c if chr(c).isdigit() else 0x20 for c in range(128)),
+)
+"""An ASCII byte -> itself lowercased when it is a letter or digit, else a space."""
 _WORD_CHAR = regex.compile(r"[\p{Alphabetic}\p{N}]")
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _BREAK = " "
@@ -65,7 +69,7 @@ _FOLD = _FoldTable()
 def tokenize(text: str) -> list[str]:
     """The worker's ``tokenize``: lowercased alphanumeric runs, CJK unigrams and bigrams."""
     if text.isascii():
-        return _ASCII_WORDS.findall(text.lower())
+        return text.encode("ascii").translate(_ASCII_FOLD).decode("ascii").split()
     if _CJK_CHAR.search(text) is None:
         # No word char folds to a space, so splitting on the break char is exact.
         return text.translate(_FOLD).split()

@@ -202,14 +202,16 @@ def reinforce_transition(existing: Memory | None, memory_id: str, now: int | Non
     return Transition(record, event="updated", previous=existing)
 
 
-def revert_transition(existing: Memory | None, target: Memory, now: int | None = None) -> Transition:
-    """Undo: write ``target``'s content again as a new revision (nothing is ever removed
-    from a log, so undoing appends the earlier state on top)."""
+def revert_transition(existing: Memory | None, target: Memory) -> Transition:
+    """Undo: write ``target`` again as a new revision (nothing is ever removed from a log, so undoing
+    appends the earlier state on top), exactly as it was but for the revision: its ``updated_at``
+    too, so an undone delete, pin or edit leaves the worker's ranking as it was (recency comes from
+    ``updated_at``). The worker's replay orders revisions by ``revision`` alone and takes any
+    ``updated_at``; only its own mutations set it to the time they run."""
     if existing is None:
         raise NotFound(f"memory `{target.id}` not found")
     if target.id != existing.id:
         raise ValueError("revert_transition given another id")
-    now = now_ms() if now is None else now
-    record = target.replace(updated_at=now, revision=existing.revision + 1)
+    record = target.replace(revision=existing.revision + 1)
     event = "deleted" if record.invalid_at is not None and existing.invalid_at is None else "updated"
     return Transition(record, event=event, previous=existing)

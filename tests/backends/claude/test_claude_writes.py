@@ -285,3 +285,29 @@ def test_nothing_the_agent_writes_is_lost_while_keepgui_keeps(mem, history):
     assert {f"mine-{i}.md" for i in range(61)} & names == set(kept)  # a refused keep left no file
     assert len(kept) + refused == 61 and not [n for n in names if ".keepgui-" in n]
     assert "mine-60.md" in text  # the quiet keep is in the index beside every agent line
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"---\nname: m\ndescription: d\n---\n\nBody line.\n",
+        b"---\nname: m\ndescription: d\n---\nBody right after the front matter.\n",
+        b"---\nname: m\ndescription: d\n---\n\n\n\nBody after three blank lines.\n\n\n",
+        b"---\r\nname: m\r\ndescription: d\r\n---\r\n\r\nFirst line.\r\nSecond line.\r\n",
+        b"---\nname: m\ndescription: d\n---\n\nNo final newline.",
+        b"No front matter at all.\n",
+    ],
+)
+def test_a_body_edit_changes_the_body_and_nothing_else(mem, history, data):
+    """#23.4: every save of an edited memory added one more blank line after the front matter (the
+    front-matter pattern takes the blank lines after the closing ``---``, and the edit added one)."""
+    path = os.path.join(mem, "m.md")
+    write(path, data)
+    original = read_folder(mem).topic("m.md").body.strip().replace("\r\n", "\n")
+    for text in ("An edited body.\nOn two lines.", "Edited again.", original):
+        writes.edit_memory(mem, "m.md", read_folder(mem).topic("m.md").stamp, body=text, history=history)
+        newline = b"\r\n" if b"\r\n" in data else b"\n"
+        assert read(path) == data.replace(
+            original.encode().replace(b"\n", newline), text.encode().replace(b"\n", newline)
+        )
+    assert read(path) == data

@@ -352,6 +352,7 @@ def test_undo_appends_restores_and_every_loser_is_live_again(bank):
             old.pinned,
             None,
         )
+        assert new.updated_at == old.updated_at  # #23.8: the worker's recency is as it was, not "just now"
     applied.redo()
     assert len(bank.memories()) == len(live_before) - 4
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
-from keepgui.backends.iii.record import Memory, RecordError, Source, fingerprint, new_memory, parse_line
+from keepgui.backends.iii.record import Memory, RecordError, Source, fingerprint, new_memory, parse_line, read_record
 
 SPEC_LINES = [
     (
@@ -155,6 +156,19 @@ BASE = '{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_a
 
 
 @pytest.mark.parametrize(
+    "extra",
+    [',"x":"\\ud800"', ',"x":{"y":["\\udc00\\ud800"],"\\ud801":0}', ',"source":{"later":"\\ud800"}'],
+)
+def test_a_lone_surrogate_escape_in_an_unknown_value_is_never_read(extra):
+    """#23.15a: serde_json skips an unknown key's value without checking its \\u escapes, so the worker
+    loads the memory; msgspec refused the whole line and keepgui dropped it."""
+    line = (BASE % extra).encode()
+    plain = re.sub(rb"\\ud[89a-f][0-9a-f]{2}", b"A", line)
+    assert b"\\u" not in plain
+    assert read_record(line) == parse_line(line) == parse_line(plain)
+
+
+@pytest.mark.parametrize(
     "extra, why",
     [
         (',"revision":1.0', "float"),
@@ -169,7 +183,12 @@ BASE = '{"id":"fp1","text":"abc","confidence":"stated","created_at":1,"updated_a
         (',"source":"s"', "object"),
         (',"source":{"session_id":5}', "str"),
         (',"x":NaN', "JSON"),
-        (',"text":"\\ud800"', "JSON"),
+        (',"text":"\\ud800"', "duplicate"),
+        (',"entities":["\\ud800"]', "surrogate"),
+        (',"source":{"agent":"a\\udc00"}', "surrogate"),
+        (',"\\ud800":1', "surrogate"),
+        (',"x":"\\ud800\\uZZZZ"', "JSON"),
+        (',"x":"\\ud800","tags":"x"', "array"),
         (',"id":"again"', "duplicate"),
     ],
 )

@@ -2,8 +2,8 @@
 
 The worker's ``Bank::load`` reads ``memories.jsonl`` with ``BufReader::lines()`` and ``let line =
 line?``: the final line counts without its ``\\n``, one trailing ``\\r`` is dropped, and a line that
-is not UTF-8 fails the whole bank. The serde part cannot be built here (no crates offline), but
-Rust's standard library can: a small program compiled with the rustc on this machine prints what
+is not UTF-8 fails the whole bank. The serde part is checked by ``test_serde_replica.py``; here
+Rust's standard library alone: a small program compiled with the rustc on this machine prints what
 ``lines()`` yields, and every record keepgui reads must be one of those lines (json, with the
 whitespace serde ignores after a value), every other line skipped, and a bank Rust cannot read
 must be unreadable to keepgui too. Skipped, with the reason, where rustc is missing.
