@@ -811,7 +811,10 @@ class MainWindow(QMainWindow):
             if source is not None and source.capabilities.can(CREATE_BANK):
                 menu.addAction(self.act_new_bank)
             if source is not None and source.capabilities.can(TRASH_BANK):
-                menu.addAction(self.act_restore_bank)
+                path = index.data(SourceRole)  # this node's source, not the one shown
+                menu.addAction(self.act_restore_bank.text(), lambda: self.restore_bank(None, path)).setStatusTip(
+                    self.act_restore_bank.statusTip()
+                )
             menu.addAction(self.act_reload)
             menu.addSeparator()
             menu.addAction(self.act_remove_source)

@@ -27,21 +27,31 @@ if TYPE_CHECKING:  # the preview and the activity index are imported when first 
     from keepgui.backends.iii.backend import IiiSource
     from keepgui.backends.iii.bank import IiiBank
     from keepgui.backends.iii.context import RuleOutcome
-from keepgui.backends.iii.store import NAME_PATTERN, is_valid_name, suggest_slug
+from keepgui.backends.iii.store import is_valid_name, suggest_slug
 
 # ---------------------------------------------------------------------- names
 
 
 class BankNameRule:
-    """The worker's name rule for banks and rules: ``[a-z0-9][a-z0-9_-]{0,63}``."""
+    """The worker's name rule for banks and rules (``[a-z0-9][a-z0-9_-]{0,63}``), said in words."""
 
     def describe(self) -> str:
         """The rule in words."""
-        return f"Lowercase letters, digits, - and _ ({NAME_PATTERN})."
+        return "Lowercase letters, digits, - and _, starting with a letter or a digit; at most 64 characters."
 
     def problem(self, name: str) -> str:
-        """Why ``name`` is not a valid name ("" when it is)."""
-        return "" if is_valid_name(name) else f"`{name}` must match {NAME_PATTERN}."
+        """Why ``name`` is not a valid name, in words ("" when it is)."""
+        if is_valid_name(name):
+            return ""
+        if len(name) > 64:
+            return f"A name has at most 64 characters (this one has {len(name)})."
+        if name[:1] in ("-", "_"):
+            return "A name starts with a letter or a digit."
+        if any("A" <= c <= "Z" for c in name):
+            return "Use lowercase letters."
+        bad = sorted({c for c in name if not ("a" <= c <= "z" or "0" <= c <= "9" or c in "-_")})
+        shown = " ".join("space" if c == " " else c for c in bad)
+        return f"A name holds only lowercase letters, digits, - and _ (not {shown})."
 
     def suggest(self, name: str) -> str:
         """A valid slug close to ``name``."""
