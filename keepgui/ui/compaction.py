@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QTreeWidget,
@@ -88,6 +89,11 @@ class CompactionDialog(QDialog):
         self.counts.setAccessibleName("Counts before, after and target")
         self.notices = QLabel(self)
         self.notices.setWordWrap(True)
+        self.error = QLabel(self)  # what went wrong with this dialog's last apply: said here, not behind it
+        self.error.setWordWrap(True)
+        self.error.setAccessibleName("Error")
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.setVisible(False)
         self.review_first = QPushButton("Review the outside rewrite first…", self)
         self.review_first.setToolTip("Compare the file with the last version keepgui saw, and restore what was lost")
         self.review_first.clicked.connect(self.reviewFirstRequested)
@@ -138,6 +144,7 @@ class CompactionDialog(QDialog):
         notices.addWidget(self.review_first, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(notices)
         layout.addWidget(split, 1)
+        layout.addWidget(self.error)
         layout.addLayout(buttons)
         self._refresh = QTimer(self)
         self._refresh.setSingleShot(True)
@@ -249,7 +256,28 @@ class CompactionDialog(QDialog):
         self.apply_button.setEnabled(bool(selection))
 
     def _apply(self) -> None:
+        self.show_error("")
         self.applyRequested.emit(self.plan, self.selection())
+
+    def show_error(self, text: str) -> None:
+        """Say in the dialog why its last action failed ("" hides it)."""
+        self.error.setText(text)
+        self.error.setStyleSheet(f"color: {theme.strong('removed').name()}")
+        self.error.setVisible(bool(text))
+
+    def confirmed(self, plan: Plan) -> bool:
+        """Ask the plan's own question (a file another program manages) before it is applied."""
+        if not plan.confirmation or plan.confirmed:
+            return True
+        answer = QMessageBox.question(
+            self,
+            self.windowTitle(),
+            plan.confirmation,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        plan.confirmed = answer == QMessageBox.StandardButton.Yes
+        return plan.confirmed
 
 
 class CompactionFlow(QObject):
@@ -356,6 +384,8 @@ class CompactionFlow(QObject):
             if review
             else f"Compact {key.bank} ({len(selection)} operations)"
         )
+        if not dialog.confirmed(plan):
+            return
         outcome = self.window.perform(key, lambda bank: bank.apply_plan(plan, selection, text), text, False)
         if outcome.change is None:
             error = outcome.exception
@@ -365,7 +395,7 @@ class CompactionFlow(QObject):
                 dialog.notices.setText(f"{error}\n" + dialog.notices.text())
                 dialog.notices.setVisible(True)
             else:
-                self.window.show_error(f"{text} failed: {error}")
+                dialog.show_error(f"{text} failed: {error}")
             return
         self.window.banner.forget(key)
         lines = getattr(outcome.change.result, "lines", ())
@@ -376,7 +406,7 @@ class CompactionFlow(QObject):
         try:
             change = self.hub.perform(key, lambda bank: bank.accept_review(plan))
         except (KeepguiError, OSError) as exc:
-            self.window.show_error(f"Not accepted: {exc}")
+            dialog.show_error(f"Not accepted: {exc}")
             return
         self.window.banner.forget(key)
         self.window.note(change.message or "rewrite accepted")
