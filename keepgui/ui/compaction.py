@@ -42,6 +42,9 @@ from keepgui.ui.diffview import DiffView
 from keepgui.ui.geometry import resize_to_fit
 
 OpRole = Qt.ItemDataRole.UserRole + 80
+SWITCHES_UP_TO = 5000
+"""A bank of more rows is planned without its backend's compact switches (``--fuzzy`` compares every
+pair of rows: the command line has it for those)."""
 
 
 def rewrite_summary(plan: Plan) -> str:
@@ -298,10 +301,26 @@ class CompactionFlow(QObject):
         self._explicit_review = False
         self.hub.changed.connect(self._on_change)
 
-    def _plan(self, key: BankKey, what: str) -> None:
+    def _plan(self, key: BankKey, what: str, options: dict[str, Any] | None = None) -> None:
         """Plan a compaction (``compact``) or the review of an outside rewrite of a file (its name)
         in the background, after the loads queued for the bank's source; :meth:`_on_plan` follows."""
-        self.hub.ask(key, lambda bank: bank.plan(what), lambda plan: self._on_plan(key, what, plan), owner=self)
+        given = options or {}
+        self.hub.ask(
+            key, lambda bank: bank.plan(what, **given), lambda plan: self._on_plan(key, what, plan), owner=self
+        )
+
+    def compact_options(self, key: BankKey) -> dict[str, Any]:
+        """The switches the bank's backend gives ``keepgui compact`` (iii's ``--fuzzy``), all on: the
+        window offers what the command line finds with them. What they add is never checked by
+        default (a judgement call); a bank of more than :data:`SWITCHES_UP_TO` rows is planned
+        without them (they compare every pair of rows)."""
+        try:
+            options = self.hub.backend(key.source).options
+        except KeyError:
+            return {}
+        if len(self.hub.rows(key)) > SWITCHES_UP_TO:
+            return {}
+        return {o.dest: True for o in options if o.command == COMPACT and not o.metavar and not o.means}
 
     def _on_change(self, change: Change) -> None:
         if change.origin == DISK and change.reviews and change.bank is not None:
@@ -328,7 +347,7 @@ class CompactionFlow(QObject):
             self.window.note(caps.why_not(COMPACT))
             return
         self.window.note(f"planning a compaction of {key.bank}…")
-        self._plan(key, COMPACT)
+        self._plan(key, COMPACT, self.compact_options(key))
 
     def review_rewrite(self, key: BankKey | None, name: str | None = None) -> None:
         """Bank → Review outside rewrite: compare a file with the last version keepgui saw."""
@@ -345,6 +364,9 @@ class CompactionFlow(QObject):
             self.window.show_error(f"No plan for {key.bank}: {plan}")
             return
         if what == COMPACT:
+            if not plan.operations and not plan.notices:  # not an empty dialog: "0 of 0 operations"
+                self.window.note(f"{key.bank}: nothing to compact — {plan.counts(frozenset()).describe()}")
+                return
             self.open(key, plan, f"Compaction of {key.bank}", review=False)
             return
         explicit, self._explicit_review = self._explicit_review, False

@@ -73,6 +73,8 @@ class RulePlace:
     start: int
     budget: int
     cut_char: int | None
+    later: int = 0
+    """How many rules come after it in the injection order."""
 
     @property
     def end(self) -> int:
@@ -89,7 +91,14 @@ class RulePlace:
         if o.status == "truncated":
             return (
                 f"{o.name}.md: {o.size:,} bytes, {where}; TRUNCATED after byte {o.injected:,} — the last "
-                f"{o.size - o.injected:,} bytes (highlighted) are not sent, and every later rule is omitted"
+                f"{o.size - o.injected:,} bytes (highlighted) are not sent"
+                + (
+                    ""
+                    if not self.later
+                    else ", and the next rule is omitted"
+                    if self.later == 1
+                    else f", and the {self.later} later rules are omitted"
+                )
             )
         return (
             f"{o.name}.md: {o.size:,} bytes; OMITTED — earlier rules leave "
@@ -108,14 +117,14 @@ def place_rules(rules: list[tuple[str, str]], max_rule_chars: int) -> dict[str, 
     texts = dict(rules)
     places: dict[str, RulePlace] = {}
     used = 0
-    for outcome in outcomes:
+    for number, outcome in enumerate(outcomes, start=1):
         cut = None
         if outcome.status != "fit":
             text = texts[outcome.name]
             sent = rust_trim(text)  # what is sent starts after the leading white space
             lead = text.find(sent) if sent else len(text)
             cut = lead + len(cut_at_char_boundary(sent, outcome.injected))
-        places[outcome.name] = RulePlace(outcome, used, max_rule_chars, cut)
+        places[outcome.name] = RulePlace(outcome, used, max_rule_chars, cut, len(outcomes) - number)
         used += outcome.injected
     return places
 
@@ -134,7 +143,7 @@ def rule_budget(rules: list[tuple[str, str]], current: str | None, max_rule_char
         segments,
         current,
         place.describe() if place else "",
-        f"{len(places)} rules use {used:,} of {max_rule_chars:,} bytes",
+        f"{len(places)} {'rule uses' if len(places) == 1 else 'rules use'} {used:,} of {max_rule_chars:,} bytes",
         cut_char=place.cut_char if place is not None else None,
         warn=place is not None and place.outcome.status != "fit",
     )

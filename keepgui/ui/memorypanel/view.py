@@ -249,7 +249,10 @@ class PanelView(QWidget):
         shown = self.proxy.rowCount()
         live = self.model.live_count
         total = self.model.rowCount()
-        self.search.setPlaceholderText(f"search {live:,} {self.capabilities.nouns} (fuzzy, as you type)…")
+        caps = self.capabilities
+        self.search.setPlaceholderText(
+            f"search {live:,} {caps.noun if live == 1 else caps.nouns} (fuzzy, as you type)…"
+        )
         self.search.setAccessibleName(f"Search {self.capabilities.nouns}")
         if self._building is not None:
             self.status.setText("loading…")
