@@ -8,6 +8,7 @@ _.highlightBlock  # QSyntaxHighlighter: keepgui/ui/markdown.py, diffview.py, ada
 _.loadResource  # QTextBrowser: keepgui/ui/markdown.py
 _.multiData  # QAbstractItemModel: keepgui/ui/memorymodel.py
 _.sourceModel  # QAbstractProxyModel's API: keepgui/ui/memorymodel.py
+_.textElideMode  # a QStyleOptionViewItem field Qt reads when it paints: keepgui/ui/problems.py
 
 # watchdog calls its handler's override
 _.on_any_event  # keepgui/core/watch.py

@@ -290,6 +290,14 @@ class Plan(ABC):
     kind = "plan"
     KINDS: tuple[str, ...] = ()
     """The operation kinds of this kind of plan, in the order it lists them (others come last)."""
+    confirmed = False
+    """The person answered yes to :attr:`confirmation` (the window sets it after asking)."""
+
+    @property
+    def confirmation(self) -> str:
+        """The question a person answers before this plan is applied ("" when none): the file is
+        one another program manages and rewrites on its own."""
+        return ""
 
     def __init__(self, operations: Iterable[Operation], notices: Iterable[Notice] = (), subject: str = "") -> None:
         given = list(operations)

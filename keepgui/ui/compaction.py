@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QTreeWidget,
@@ -41,6 +42,9 @@ from keepgui.ui.diffview import DiffView
 from keepgui.ui.geometry import resize_to_fit
 
 OpRole = Qt.ItemDataRole.UserRole + 80
+SWITCHES_UP_TO = 5000
+"""A bank of more rows is planned without its backend's compact switches (``--fuzzy`` compares every
+pair of rows: the command line has it for those)."""
 
 
 def rewrite_summary(plan: Plan) -> str:
@@ -88,6 +92,11 @@ class CompactionDialog(QDialog):
         self.counts.setAccessibleName("Counts before, after and target")
         self.notices = QLabel(self)
         self.notices.setWordWrap(True)
+        self.error = QLabel(self)  # what went wrong with this dialog's last apply: said here, not behind it
+        self.error.setWordWrap(True)
+        self.error.setAccessibleName("Error")
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.setVisible(False)
         self.review_first = QPushButton("Review the outside rewrite first…", self)
         self.review_first.setToolTip("Compare the file with the last version keepgui saw, and restore what was lost")
         self.review_first.clicked.connect(self.reviewFirstRequested)
@@ -138,6 +147,7 @@ class CompactionDialog(QDialog):
         notices.addWidget(self.review_first, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(notices)
         layout.addWidget(split, 1)
+        layout.addWidget(self.error)
         layout.addLayout(buttons)
         self._refresh = QTimer(self)
         self._refresh.setSingleShot(True)
@@ -249,7 +259,28 @@ class CompactionDialog(QDialog):
         self.apply_button.setEnabled(bool(selection))
 
     def _apply(self) -> None:
+        self.show_error("")
         self.applyRequested.emit(self.plan, self.selection())
+
+    def show_error(self, text: str) -> None:
+        """Say in the dialog why its last action failed ("" hides it)."""
+        self.error.setText(text)
+        self.error.setStyleSheet(f"color: {theme.strong('removed').name()}")
+        self.error.setVisible(bool(text))
+
+    def confirmed(self, plan: Plan) -> bool:
+        """Ask the plan's own question (a file another program manages) before it is applied."""
+        if not plan.confirmation or plan.confirmed:
+            return True
+        answer = QMessageBox.question(
+            self,
+            self.windowTitle(),
+            plan.confirmation,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        plan.confirmed = answer == QMessageBox.StandardButton.Yes
+        return plan.confirmed
 
 
 class CompactionFlow(QObject):
@@ -270,10 +301,26 @@ class CompactionFlow(QObject):
         self._explicit_review = False
         self.hub.changed.connect(self._on_change)
 
-    def _plan(self, key: BankKey, what: str) -> None:
+    def _plan(self, key: BankKey, what: str, options: dict[str, Any] | None = None) -> None:
         """Plan a compaction (``compact``) or the review of an outside rewrite of a file (its name)
         in the background, after the loads queued for the bank's source; :meth:`_on_plan` follows."""
-        self.hub.ask(key, lambda bank: bank.plan(what), lambda plan: self._on_plan(key, what, plan), owner=self)
+        given = options or {}
+        self.hub.ask(
+            key, lambda bank: bank.plan(what, **given), lambda plan: self._on_plan(key, what, plan), owner=self
+        )
+
+    def compact_options(self, key: BankKey) -> dict[str, Any]:
+        """The switches the bank's backend gives ``keepgui compact`` (iii's ``--fuzzy``), all on: the
+        window offers what the command line finds with them. What they add is never checked by
+        default (a judgement call); a bank of more than :data:`SWITCHES_UP_TO` rows is planned
+        without them (they compare every pair of rows)."""
+        try:
+            options = self.hub.backend(key.source).options
+        except KeyError:
+            return {}
+        if len(self.hub.rows(key)) > SWITCHES_UP_TO:
+            return {}
+        return {o.dest: True for o in options if o.command == COMPACT and not o.metavar and not o.means}
 
     def _on_change(self, change: Change) -> None:
         if change.origin == DISK and change.reviews and change.bank is not None:
@@ -300,7 +347,7 @@ class CompactionFlow(QObject):
             self.window.note(caps.why_not(COMPACT))
             return
         self.window.note(f"planning a compaction of {key.bank}…")
-        self._plan(key, COMPACT)
+        self._plan(key, COMPACT, self.compact_options(key))
 
     def review_rewrite(self, key: BankKey | None, name: str | None = None) -> None:
         """Bank → Review outside rewrite: compare a file with the last version keepgui saw."""
@@ -317,6 +364,9 @@ class CompactionFlow(QObject):
             self.window.show_error(f"No plan for {key.bank}: {plan}")
             return
         if what == COMPACT:
+            if not plan.operations and not plan.notices:  # not an empty dialog: "0 of 0 operations"
+                self.window.note(f"{key.bank}: nothing to compact — {plan.counts(frozenset()).describe()}")
+                return
             self.open(key, plan, f"Compaction of {key.bank}", review=False)
             return
         explicit, self._explicit_review = self._explicit_review, False
@@ -356,6 +406,8 @@ class CompactionFlow(QObject):
             if review
             else f"Compact {key.bank} ({len(selection)} operations)"
         )
+        if not dialog.confirmed(plan):
+            return
         outcome = self.window.perform(key, lambda bank: bank.apply_plan(plan, selection, text), text, False)
         if outcome.change is None:
             error = outcome.exception
@@ -365,7 +417,7 @@ class CompactionFlow(QObject):
                 dialog.notices.setText(f"{error}\n" + dialog.notices.text())
                 dialog.notices.setVisible(True)
             else:
-                self.window.show_error(f"{text} failed: {error}")
+                dialog.show_error(f"{text} failed: {error}")
             return
         self.window.banner.forget(key)
         lines = getattr(outcome.change.result, "lines", ())
@@ -376,7 +428,7 @@ class CompactionFlow(QObject):
         try:
             change = self.hub.perform(key, lambda bank: bank.accept_review(plan))
         except (KeepguiError, OSError) as exc:
-            self.window.show_error(f"Not accepted: {exc}")
+            dialog.show_error(f"Not accepted: {exc}")
             return
         self.window.banner.forget(key)
         self.window.note(change.message or "rewrite accepted")

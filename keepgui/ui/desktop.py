@@ -247,7 +247,7 @@ class Desktop(QObject):
         if change is None:
             raise InvalidInput(error or "not kept")
         if change.written:
-            self.window.statusBar().showMessage(f"from the command line — {change.message}", 8000)
+            self.window.note(f"from the command line — {change.message}")
         result = change.result
         obj = result.to_obj() if hasattr(result, "to_obj") else {"written": change.written, "message": change.message}
         said = {  # the same for every backend: what `keepgui keep --json` prints

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QLabel,
+    QLayout,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -45,9 +46,14 @@ class NameDialog(QDialog):
         self.extra = QLineEdit(self) if extra_label else None
         self.hint = QLabel(self)
         self.hint.setWordWrap(True)
+        self.hint.setAccessibleName("Name rule")
         self.use_slug = QPushButton("Use suggestion", self)
-        self.use_slug.clicked.connect(lambda: self.name.setText(self._rule.suggest(self.name.text())))
+        self.use_slug.setAutoDefault(False)  # Enter is OK's, wherever the focus is
+        self.use_slug.clicked.connect(self._use_suggestion)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        for which in (QDialogButtonBox.StandardButton.Ok, QDialogButtonBox.StandardButton.Cancel):
+            self.buttons.button(which).setAutoDefault(False)
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setDefault(True)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         form = QFormLayout()
@@ -55,12 +61,20 @@ class NameDialog(QDialog):
         if self.extra is not None:
             form.addRow(extra_label or "", self.extra)
         layout = QVBoxLayout(self)
+        # The dialog grows with its hint (a long suggestion wraps onto more lines and is read whole).
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         layout.addLayout(form)
         layout.addWidget(self.hint)
         layout.addWidget(self.use_slug)
         layout.addWidget(self.buttons)
+        self.setMinimumWidth(self.fontMetrics().averageCharWidth() * 56)
         self.name.textChanged.connect(self._validate)
         self._validate("")
+
+    def _use_suggestion(self) -> None:
+        """Take the suggested name; the focus goes back to the name, so Enter is OK."""
+        self.name.setText(self._rule.suggest(self.name.text()))
+        self.name.setFocus()
 
     def _validate(self, text: str) -> None:
         ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -81,6 +95,7 @@ class NameDialog(QDialog):
         self.hint.setStyleSheet("" if ok or not text else f"color: {theme.strong('removed').name()}")
         self.use_slug.setVisible(bool(text) and not ok and bool(slug) and slug != text and slug not in self._taken)
         ok_button.setEnabled(ok)
+        self.hint.setMinimumHeight(self.hint.heightForWidth(max(self.hint.width(), self.minimumWidth() - 24)))
 
     def value(self) -> str:
         """The name typed."""

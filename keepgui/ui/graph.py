@@ -813,7 +813,7 @@ class GraphPanel(QWidget):
             text = ""
         else:
             named = sum(1 for h in graph.hubs if h.name not in (NO_ENTITIES, OTHER_ENTITIES))
-            text = f"{len(graph):,} memories · {named:,} names"
+            text = f"{len(graph):,} {'memory' if len(graph) == 1 else 'memories'} · {named:,} name{'' if named == 1 else 's'}"
             if graph.mode == "grouped":
                 text += " · grouped by the names they share"
             if graph.hidden_hubs:

@@ -128,7 +128,8 @@ class Hub(QObject):
         # load of another bank never delays them.
         self._questions = tasks.lane("questions")
         self._lanes: list[Lane] = [self._questions]  # the lanes whose work busy() counts
-        self._written: dict[str, tuple[int, int]] = {}  # file -> (size, mtime_ns) a write of ours left
+        self._written: dict[str, tuple[int, int] | None] = {}  # file -> (size, mtime_ns) a write of ours left;
+        # None: a file or folder a write of ours took away (a bank moved to the trash)
         self._written_lock = threading.Lock()
         self._closed = False
         self._changes.connect(self._on_changes)
@@ -475,20 +476,28 @@ class Hub(QObject):
     # ------------------------------------------------------------------ watching
 
     def _remember(self, change: Change) -> None:
-        """Note the stamps a write of ours left, so the watcher's echo of it is known as ours."""
+        """Note the stamps a write of ours left, so the watcher's echo of it is known as ours (and
+        the files and folders it took away: the echo of their removal too)."""
         with self._written_lock:
             for item in change.files:
+                path = os.path.normpath(item.path)
                 if item.stamp is None or not item.stamp.exists:
-                    self._written.pop(item.path, None)
+                    self._written[path] = None
                 else:
-                    self._written[os.path.normpath(item.path)] = (item.stamp.size, item.stamp.mtime_ns)
+                    self._written[path] = (item.stamp.size, item.stamp.mtime_ns)
 
     def _is_echo(self, root: str, parts: tuple[str, ...]) -> bool:
-        """True when the file is still exactly as a write of this program left it (size and time)."""
-        path = os.path.join(root, *parts) if parts else root
+        """True when the file is still exactly as a write of this program left it (size and time),
+        or is gone and a write of ours took it, or a folder above it, away."""
+        path = os.path.normpath(os.path.join(root, *parts) if parts else root)
         with self._written_lock:
-            mark = self._written.get(path)
-        if mark is None:
+            mark = self._written.get(path, ())
+            taken = mark is None or any(
+                self._written.get(os.path.join(root, *parts[:n]), ()) is None for n in range(1, len(parts))
+            )
+        if taken:
+            return not os.path.lexists(path)
+        if not mark:
             return False
         try:
             st = os.stat(path)

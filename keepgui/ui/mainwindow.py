@@ -376,6 +376,7 @@ class MainWindow(QMainWindow):
         hub.attention.connect(self._on_attention)
         self.tree.bankActivated.connect(self._on_bank_activated)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
+        self.tree.problemsRequested.connect(self.show_problems)
         self.memories.selectionChangedTo.connect(lambda _records: self._update_counts())
         self.memories.whatIfRequested.connect(self._what_if)
         self.memories.selectionChangedTo.connect(lambda records: self.graph.highlight(r.id for r in records))
@@ -811,7 +812,10 @@ class MainWindow(QMainWindow):
             if source is not None and source.capabilities.can(CREATE_BANK):
                 menu.addAction(self.act_new_bank)
             if source is not None and source.capabilities.can(TRASH_BANK):
-                menu.addAction(self.act_restore_bank)
+                path = index.data(SourceRole)  # this node's source, not the one shown
+                menu.addAction(self.act_restore_bank.text(), lambda: self.restore_bank(None, path)).setStatusTip(
+                    self.act_restore_bank.statusTip()
+                )
             menu.addAction(self.act_reload)
             menu.addSeparator()
             menu.addAction(self.act_remove_source)
@@ -857,9 +861,16 @@ class MainWindow(QMainWindow):
         return dialog
 
     def note(self, text: str) -> None:
-        """A short status-bar note."""
-        if text:
-            self.statusBar().showMessage(text, 8000)
+        """A short status-bar note: one too long for the room left of the lasting labels ("read …")
+        ends in "…" before them, the whole of it in the status bar's tooltip."""
+        if not text:
+            return
+        bar = self.statusBar()
+        permanent = [w for w in (self.progress, self.attention_label, self.reload_label) if w.isVisible()]
+        room = (min(w.x() for w in permanent) if permanent else bar.width()) - 24
+        shown = bar.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(80, room))
+        bar.setToolTip(text if shown != text else "")
+        bar.showMessage(shown, 8000)
 
     def show_error(self, text: str) -> None:
         """Show a failure in the banner (it stays until dismissed)."""

@@ -18,14 +18,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QFontDatabase, QFontMetrics, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTextEdit,
     QTreeWidget,
     QTreeWidgetItem,
@@ -45,6 +47,32 @@ ProblemRole = Qt.ItemDataRole.UserRole + 95
 _LINES = lane("lines")
 
 
+def elide_where(where: str, metrics: QFontMetrics, width: int) -> str:
+    """``where`` ("/a/long/path/memory/topic.md:12") in ``width`` pixels: the file's name and line
+    whole, the folders before them shortened in the middle; when even the name does not fit, its
+    end (the line) is kept."""
+    if metrics.horizontalAdvance(where) <= width:
+        return where
+    folder, sep, name = where.rpartition("/")
+    tail = sep + name
+    room = width - metrics.horizontalAdvance(tail)
+    if not folder or room < metrics.horizontalAdvance("…/"):
+        return metrics.elidedText(name, Qt.TextElideMode.ElideLeft, width)
+    return metrics.elidedText(folder, Qt.TextElideMode.ElideMiddle, room) + tail
+
+
+class WhereElided(QStyledItemDelegate):
+    """The Where cell: where a problem is differs at its end (the file and its line), so the
+    folders before it are what gives way (:func:`elide_where`)."""
+
+    def initStyleOption(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:  # noqa: N802 - Qt override
+        super().initStyleOption(option, index)
+        width = option.rect.width() - option.decorationSize.width() - 12  # the icon and the margins
+        if width > 0 and option.text:
+            option.text = elide_where(option.text, option.fontMetrics, width)
+        option.textElideMode = Qt.TextElideMode.ElideLeft
+
+
 class ProblemsDialog(QDialog):
     """The problems of one bank (see the module docstring)."""
 
@@ -62,6 +90,7 @@ class ProblemsDialog(QDialog):
         self.tree.setRootIsDecorated(False)
         self.tree.setAccessibleName(f"Problems of {key.bank}")
         self.tree.setColumnWidth(0, 300)
+        self.tree.setItemDelegateForColumn(0, WhereElided(self.tree))  # the file and line stay in view
         self.tree.itemActivated.connect(lambda item, _column: self.open_item(item))
         self.open_button = QPushButton("Open the place", self)
         self.open_button.clicked.connect(lambda: self.open_item(self.tree.currentItem()))

@@ -570,9 +570,11 @@ class RulesPanel(QWidget):
 
     def _on_change(self, change: Change) -> None:
         if self.key is not None and change.key == self.key and change.documents:
-            self._changed_on_disk(quiet=change.origin == OURS)
+            self._changed_on_disk(quiet=change.origin == OURS, ours=change.text if change.origin == OURS else None)
 
-    def _changed_on_disk(self, quiet: bool = False) -> None:
+    def _changed_on_disk(self, quiet: bool = False, ours: str | None = None) -> None:
+        """A document may have changed: reload a clean buffer; over unsaved edits, say so — as a
+        change on disk, or as keepgui's own (``ours``: its undo step's text, an undo or redo)."""
         self._rule_texts = None
         if self.doc is None or self.docs is None:
             self._reload_list()
@@ -592,8 +594,13 @@ class RulesPanel(QWidget):
                 self.note.emit(f"{title} changed on disk: reloaded")
             return
         title = self.doc.title
+        what = (
+            f"{title} was written by keepgui ({ours or 'an undo or redo'}) while you edited it."
+            if ours is not None
+            else f"{title} changed on disk since you opened it."
+        )
         self.banner.show_message(
-            f"{title} changed on disk since you opened it. Your unsaved edits are still here.",
+            f"{what} Your unsaved edits are still here.",
             "warning",
             [
                 ("Show diff", self._show_disk_diff),

@@ -103,7 +103,12 @@ def make_action(
         action.setIcon(theme.icon(icon))
         action.setProperty(theme.ICON_PROPERTY, icon)  # drawn again when the theme changes
     action.setCheckable(checkable)
-    (action.toggled if checkable else action.triggered).connect(slot)
+    if checkable:
+        action.toggled.connect(slot)
+    else:
+        # ``triggered`` carries ``checked`` (always False here): a slot with an optional first
+        # argument (the bank, the trash folder) would take it for one.
+        action.triggered.connect(lambda _checked=False: slot())
     return action
 
 

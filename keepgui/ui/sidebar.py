@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QFont, QPainter, QPalette, QStandardItem, QStandardItemModel
+from PySide6.QtGui import QFont, QFontMetrics, QMouseEvent, QPainter, QPalette, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView, QWidget
 
 from keepgui.core.source import BankKey, BankSummary, Source, Trashed
@@ -139,6 +139,9 @@ class SourceTreeModel(QStandardItemModel):
                 tip += f"\n⚠ {problems} problem{'s' if problems != 1 else ''} reading it: Bank → Problems lists them"
             _set(item, tip, Qt.ItemDataRole.ToolTipRole)
             _themed(item, WARNING_ICON if problem else icon)
+        # the source's badge: every problem of its banks (a collapsed source, or one bank, still shows it)
+        total = sum(parent.child(r).data(ProblemCountRole) or 0 for r in range(parent.rowCount()))
+        _set(parent, total, ProblemCountRole)
         trashed = None if trashed is None else list(trashed)
         if trash is not None:
             if trashed is not None and self._trashed.get(path) == trashed:
@@ -152,7 +155,9 @@ class SourceTreeModel(QStandardItemModel):
         _themed(trash, "trash")
         trash.setData("trash", KindRole)
         trash.setData(path, SourceRole)
-        trash.setData(f"{len(trashed)} trashed banks" if trashed else "empty", DetailRole)
+        trash.setData(
+            f"{len(trashed)} trashed bank{'s' if len(trashed) != 1 else ''}" if trashed else "empty", DetailRole
+        )
         trash.setEditable(False)
         for t in trashed:
             child = QStandardItem(t.folder)
@@ -257,14 +262,27 @@ class TwoLineDelegate(QStyledItemDelegate):
         painter.restore()
 
 
+def _badge_font(font: QFont) -> QFont:
+    small = QFont(font)
+    small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+    small.setBold(True)
+    return small
+
+
+def _badge_text(count: int) -> str:
+    return f"⚠ {count}" if count < 1000 else "⚠ 999+"
+
+
+def badge_width(font: QFont, count: int) -> int:
+    """How wide the problems badge of ``count`` is, drawn in a row of ``font``."""
+    return QFontMetrics(_badge_font(font)).horizontalAdvance(_badge_text(count)) + 12
+
+
 def draw_badge(painter: QPainter, opt: QStyleOptionViewItem, rect: QRect, count: int, selected: bool) -> int:
     """The problems badge: ``count`` in a warning-tinted pill at the right end of ``rect``; its width."""
-    font = QFont(opt.font)
-    font.setPointSizeF(max(6.0, opt.font.pointSizeF() * 0.85))
-    font.setBold(True)
-    painter.setFont(font)
-    text = f"⚠ {count}" if count < 1000 else "⚠ 999+"
-    width = painter.fontMetrics().horizontalAdvance(text) + 12
+    painter.setFont(_badge_font(opt.font))
+    text = _badge_text(count)
+    width = badge_width(opt.font, count)
     height = painter.fontMetrics().height() + 2
     pill = QRect(rect.right() - width, rect.center().y() - height // 2, width, height)
     painter.setPen(Qt.PenStyle.NoPen)
@@ -280,9 +298,12 @@ class SourceTree(QTreeView):
 
     Signals:
         bankActivated(object key): the person selected a bank.
+        problemsRequested(object key): the person clicked a problems badge (a bank's, or the first
+            bank with problems of a source whose badge it was).
     """
 
     bankActivated = Signal(object)
+    problemsRequested = Signal(object)
 
     def __init__(self, model: SourceTreeModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -300,6 +321,33 @@ class SourceTree(QTreeView):
         if event.type() == QEvent.Type.PaletteChange:  # a theme change: the rows' icons in the new colours
             self.tree_model.refresh_icons()
         super().changeEvent(event)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        index = self.indexAt(event.position().toPoint())
+        key = self._badge_at(index, event.position().toPoint().x())
+        if key is not None and event.button() == Qt.MouseButton.LeftButton:
+            event.accept()
+            self.problemsRequested.emit(key)
+            return
+        super().mousePressEvent(event)
+
+    def _badge_at(self, index: QModelIndex, x: int) -> BankKey | None:
+        """The bank whose problems the badge at ``x`` of ``index``'s row stands for (None: no badge there)."""
+        count = index.data(ProblemCountRole) or 0 if index.isValid() else 0
+        if not count or not index.data(DetailRole):
+            return None
+        right = self.visualRect(index).right() - 4  # the text rect's end, less the item's margin
+        if x < right - badge_width(self.font(), count) - 4:
+            return None
+        key = index.data(BankKeyRole)
+        if key is not None:
+            return key if isinstance(key, BankKey) else None
+        for row in range(self.tree_model.rowCount(index)):  # a source's badge: its first bank with problems
+            child = self.tree_model.index(row, 0, index)
+            found = child.data(BankKeyRole)
+            if child.data(ProblemCountRole) and isinstance(found, BankKey):
+                return found
+        return None
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         key = current.data(BankKeyRole)

@@ -65,7 +65,7 @@ def test_a_pin_updates_the_sidebar_once_and_rescans_nothing(make_window, demo_co
 def test_an_expanded_trash_stays_expanded_when_a_memory_changes(make_window, demo_copy, qtbot):
     DataDir(demo_copy.iii).trash_bank("blog")
     window, path = loaded_window(make_window, demo_copy, qtbot)
-    qtbot.waitUntil(lambda: trash_node(window, demo_copy.iii).data(DetailRole) == "1 trashed banks")
+    qtbot.waitUntil(lambda: trash_node(window, demo_copy.iii).data(DetailRole) == "1 trashed bank")
     window.tree.expand(trash_node(window, demo_copy.iii))
     with qtbot.waitSignal(window.hub.banksChanged, timeout=10_000):
         window.set_pinned(True, [unpinned(window)])

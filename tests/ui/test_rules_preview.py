@@ -77,7 +77,7 @@ def test_typing_a_query_matches_the_cli_exactly(window, demo_copy, qtbot, query)
     assert result.to_json(notice=True) == cli_preview(demo_copy.iii, "main", query)
     assert pane.view.message.toPlainText() == (result.message or "(no message: nothing would be appended)")
     assert pane.view.hits.count() == len(result.memories)
-    assert "Lexical only: keepgui cannot embed the query" in pane.summary.text()  # #12.7, in the window too
+    assert "Ranked by words" in pane.summary.text() and "Lexical only" not in pane.summary.text()  # #12.7; 23.12
 
 
 def test_unsaved_rule_edit_changes_the_preview_not_the_file(window, demo_copy, qtbot):

@@ -567,6 +567,7 @@ class ClaudeProject(BankDefaults):
             compaction_due=due,
             size=f"{folder.index.lines} lines",
             title=self.title,
+            problems=sum(1 for p in folder.problems if p.level != "note"),  # the sidebar's badge
         )
 
     def documents(self) -> ClaudeDocuments:

@@ -50,6 +50,7 @@ from keepgui.core.source import (
     SourceDefaults,
     Trashed,
     WatchPlan,
+    stamps_of,
 )
 
 KIND = "iii"
@@ -198,8 +199,12 @@ class IiiSource(SourceDefaults):
             if bank._engine is not None:
                 bank._engine.config = config
 
-    def _listing_change(self, text: str, result: object, reverse: Callable[[], Change] | None, message: str) -> Change:
-        return Change(self.path, None, text, listing=True, result=result, message=message, reverse=reverse)
+    def _listing_change(
+        self, text: str, result: object, reverse: Callable[[], Change] | None, message: str, gone: str = ""
+    ) -> Change:
+        # ``gone``: the bank folder this change took away (its files' removal is our own echo)
+        files = stamps_of(os.path.join(self.path, gone)) if gone else ()
+        return Change(self.path, None, text, listing=True, result=result, message=message, reverse=reverse, files=files)
 
     def create_bank(self, name: str, description: str = "") -> Change:
         """A new bank folder with ``rules/`` and ``bank.yaml``; undo moves it to the trash."""
@@ -219,7 +224,9 @@ class IiiSource(SourceDefaults):
             dest = self.datadir.trash_bank(name)
             self._banks.pop(name, None)
         folder = os.path.basename(dest)
-        return self._listing_change(text, dest, lambda: self.restore_bank(folder, text), f"moved `{name}` to {dest}")
+        return self._listing_change(
+            text, dest, lambda: self.restore_bank(folder, text), f"moved `{name}` to {dest}", gone=name
+        )
 
     def restore_bank(self, folder: str, text: str | None = None) -> Change:
         """Move a trashed bank back under its name; undo trashes it again."""

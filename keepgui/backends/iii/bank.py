@@ -227,7 +227,8 @@ class IiiBank(BankDefaults):
         if not info.readable:
             return BankSummary(f"unreadable: {info.reason}", problem=info.reason, description=info.description)
         return BankSummary(
-            f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules",
+            f"{count(info.memories, 'memory', 'memories')} · {info.pinned} pinned · "
+            f"{count(info.rules, 'rule', 'rules')}",
             description=info.description,
             problems=self._log_problems,
         )

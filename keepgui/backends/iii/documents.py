@@ -27,21 +27,31 @@ if TYPE_CHECKING:  # the preview and the activity index are imported when first 
     from keepgui.backends.iii.backend import IiiSource
     from keepgui.backends.iii.bank import IiiBank
     from keepgui.backends.iii.context import RuleOutcome
-from keepgui.backends.iii.store import NAME_PATTERN, is_valid_name, suggest_slug
+from keepgui.backends.iii.store import is_valid_name, suggest_slug
 
 # ---------------------------------------------------------------------- names
 
 
 class BankNameRule:
-    """The worker's name rule for banks and rules: ``[a-z0-9][a-z0-9_-]{0,63}``."""
+    """The worker's name rule for banks and rules (``[a-z0-9][a-z0-9_-]{0,63}``), said in words."""
 
     def describe(self) -> str:
         """The rule in words."""
-        return f"Lowercase letters, digits, - and _ ({NAME_PATTERN})."
+        return "Lowercase letters, digits, - and _, starting with a letter or a digit; at most 64 characters."
 
     def problem(self, name: str) -> str:
-        """Why ``name`` is not a valid name ("" when it is)."""
-        return "" if is_valid_name(name) else f"`{name}` must match {NAME_PATTERN}."
+        """Why ``name`` is not a valid name, in words ("" when it is)."""
+        if is_valid_name(name):
+            return ""
+        if len(name) > 64:
+            return f"A name has at most 64 characters (this one has {len(name)})."
+        if name[:1] in ("-", "_"):
+            return "A name starts with a letter or a digit."
+        if any("A" <= c <= "Z" for c in name):
+            return "Use lowercase letters."
+        bad = sorted({c for c in name if not ("a" <= c <= "z" or "0" <= c <= "9" or c in "-_")})
+        shown = " ".join("space" if c == " " else c for c in bad)
+        return f"A name holds only lowercase letters, digits, - and _ (not {shown})."
 
     def suggest(self, name: str) -> str:
         """A valid slug close to ``name``."""
@@ -63,6 +73,8 @@ class RulePlace:
     start: int
     budget: int
     cut_char: int | None
+    later: int = 0
+    """How many rules come after it in the injection order."""
 
     @property
     def end(self) -> int:
@@ -79,7 +91,14 @@ class RulePlace:
         if o.status == "truncated":
             return (
                 f"{o.name}.md: {o.size:,} bytes, {where}; TRUNCATED after byte {o.injected:,} — the last "
-                f"{o.size - o.injected:,} bytes (highlighted) are not sent, and every later rule is omitted"
+                f"{o.size - o.injected:,} bytes (highlighted) are not sent"
+                + (
+                    ""
+                    if not self.later
+                    else ", and the next rule is omitted"
+                    if self.later == 1
+                    else f", and the {self.later} later rules are omitted"
+                )
             )
         return (
             f"{o.name}.md: {o.size:,} bytes; OMITTED — earlier rules leave "
@@ -98,14 +117,14 @@ def place_rules(rules: list[tuple[str, str]], max_rule_chars: int) -> dict[str, 
     texts = dict(rules)
     places: dict[str, RulePlace] = {}
     used = 0
-    for outcome in outcomes:
+    for number, outcome in enumerate(outcomes, start=1):
         cut = None
         if outcome.status != "fit":
             text = texts[outcome.name]
             sent = rust_trim(text)  # what is sent starts after the leading white space
             lead = text.find(sent) if sent else len(text)
             cut = lead + len(cut_at_char_boundary(sent, outcome.injected))
-        places[outcome.name] = RulePlace(outcome, used, max_rule_chars, cut)
+        places[outcome.name] = RulePlace(outcome, used, max_rule_chars, cut, len(outcomes) - number)
         used += outcome.injected
     return places
 
@@ -124,7 +143,7 @@ def rule_budget(rules: list[tuple[str, str]], current: str | None, max_rule_char
         segments,
         current,
         place.describe() if place else "",
-        f"{len(places)} rules use {used:,} of {max_rule_chars:,} bytes",
+        f"{len(places)} {'rule uses' if len(places) == 1 else 'rules use'} {used:,} of {max_rule_chars:,} bytes",
         cut_char=place.cut_char if place is not None else None,
         warn=place is not None and place.outcome.status != "fit",
     )

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from keepgui.backends.nanobot.activity import KeepActivity, ProjectMatcher
-from keepgui.backends.nanobot.documents import WorkspaceDocs
+from keepgui.backends.nanobot.documents import DOCUMENT_FILES, WorkspaceDocs
 from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
 from keepgui.backends.nanobot.workspace import KEEP_MD
 from keepgui.backends.nanobot.writes import (
@@ -345,18 +345,27 @@ class KeepBank(BankDefaults):
         applied = change.result
         if not isinstance(applied, Applied) or not applied.changed:
             return replace(change, written=False)
-        return self._undoable(change, applied)
+        return self._undoable(self._with_files(change, applied), applied)
+
+    def _with_files(self, change: Change, applied: Any) -> Change:
+        """``change`` naming every file ``applied`` wrote besides keep.md (AGENTS.md, MEMORY.md…)
+        with its stamp, and the documents among them: the watcher's echo of them is known as ours."""
+        workspace = self.source.workspace
+        rels = [f.rel for f in getattr(applied, "files", ())]
+        paths = [p for p in dict.fromkeys(workspace.path(rel) for rel in rels) if p != self.store.path]
+        names = frozenset(DOCUMENT_FILES[rel] for rel in rels if rel in DOCUMENT_FILES)
+        return replace(change, files=(*change.files, *stamps_of(*paths)), documents=change.documents | names)
 
     def _undoable(self, change: Change, applied: Any) -> Change:
         """``change`` taken back by ``applied``'s own undo (and that undo's redo)."""
         text = change.text
 
         def back() -> Change:
-            undone = self._change(text, lambda store: applied.undo())
+            undone = self._with_files(self._change(text, lambda store: applied.undo()), applied)
             return replace(undone, result=applied, reverse=forth)
 
         def forth() -> Change:
-            redone = self._change(text, lambda store: applied.redo())
+            redone = self._with_files(self._change(text, lambda store: applied.redo()), applied)
             return replace(redone, result=applied, reverse=back)
 
         return replace(change, reverse=back)

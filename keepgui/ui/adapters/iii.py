@@ -52,6 +52,22 @@ SETTING_FIELDS = (
 )
 
 
+def ranking_line(notice: Any) -> str:
+    """How this preview ranked the memories, in a line a newcomer reads: by words only (keepgui
+    cannot compute the embeddings), and whether the worker's own ranking can differ."""
+    if not notice.embeddings_enabled:
+        return "Ranked by words, as the worker ranks them too (its embeddings are switched off)."
+    if not notice.current_vectors:
+        return (
+            "Ranked by words. The worker can also rank by meaning (embeddings), but this bank has no "
+            "stored vectors yet, so it picks the same memories."
+        )
+    return (
+        "⚠ Ranked by words only. The worker also ranks by meaning (embeddings), which keepgui cannot "
+        "compute here: its memories and their order may differ."
+    )
+
+
 class SectionHighlighter(PaletteHighlighter):
     """Marks the rule headings and, in warning colours, the truncation and omission markers."""
 
@@ -275,11 +291,7 @@ class IiiPreviewView(PreviewView):
         over = " · over budget, truncated" if preview.rules_truncated else ""
         injected = "" if preview.config.inject_rules else " · rules NOT injected (inject_rules is off)"
         notice = preview.notice
-        lexical = (
-            f"\n{'⚠ ' if notice.worker_may_rank_differently else ''}Lexical only: {notice.why()}"
-            if notice is not None
-            else ""
-        )
+        lexical = f"\n{ranking_line(notice)}" if notice is not None else ""
         budget = f"\nBudget: {preview.budget_note}" if preview.budget_note else ""
         return (
             f"System prompt gets: {rules}{over}{injected} · retrieval: {preview.retrieval} · query tokens: "

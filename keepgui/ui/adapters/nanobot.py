@@ -31,11 +31,7 @@ class NanobotPreviewView(PreviewView):
         """Every part, its state, size and token estimate, then its text."""
         lines = []
         for part in preview.parts:
-            state = "injected" if part.injected else "not injected"
-            lines.append(
-                f"── {part.label} · {state} · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens"
-                + (f" · {part.status}" if part.status else "")
-            )
+            lines.append(f"── {part.label} · {part_state(part)} · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens")
             lines.append(part.text.rstrip("\n"))
             lines.append("")
         self.section.setPlainText("\n".join(lines))
@@ -50,12 +46,26 @@ class NanobotPreviewView(PreviewView):
         mode = f"exact (nanobot {preview.nanobot_version})" if preview.nanobot_version else "built-in rendering"
         return (
             f"nanobot system prompt, memory-bearing parts · {mode} · "
-            f"{preview.injected_bytes:,} bytes ≈ {preview.injected_tokens:,} tokens injected\n" + "\n".join(notes)
+            f"{preview.injected_bytes:,} bytes ≈ {preview.injected_tokens:,} tokens sent\n" + "\n".join(notes)
         )
 
     def injected_text(self, preview: Any, what: str) -> str:
         """The memory-bearing prompt exactly as nanobot joins its parts."""
         return str(preview.memory_prompt)
+
+
+def part_state(part: Any) -> str:
+    """Whether a part reaches the model, said once ("in the system prompt", "not in the system
+    prompt: …"), with what the backend's status adds to it."""
+    status = str(part.status or "")
+    for word in ("not injected", "injected"):
+        if status.startswith(word):
+            status = status[len(word) :].lstrip(" :;")
+            break
+    state = "in the system prompt" if part.injected else "not in the system prompt"
+    if not status:
+        return state
+    return f"{state} {status}" if status.startswith("(") else f"{state}: {status}"
 
 
 class NanobotAdapter(Adapter):

@@ -45,7 +45,7 @@ class TagChips(QScrollArea):
             button.setCheckable(True)
             button.setChecked(tag == self._current)
             button.setAutoRaise(True)
-            button.setAccessibleName(f"Filter by tag {tag} ({count} memories)")
+            button.setAccessibleName(f"Filter by tag {tag} ({count} {'memory' if count == 1 else 'memories'})")
             button.setToolTip(f"Show only memories tagged #{tag}")
             button.toggled.connect(lambda on, t=tag: self._choose(t if on else None))
             self._layout.addWidget(button)

@@ -547,6 +547,9 @@ class MemoryProxyModel(QAbstractTableModel):
         self.ranked_scores: dict[str, float] | None = None
         self._sort_field = "updated"
         self._descending = True
+        self._reversed = True  # whether row 0 shows the last of _visible: the direction the rows are *shown* in,
+        # which lags _descending / ranked_scores until the relayout that shows the new one (persistent
+        # indexes, the selection's among them, are mapped back to their source rows by the old one)
         self._key_fn = sort_key(self._sort_field)
         self._order = _EMPTY  # every source row, ascending by key
         self._rank = _EMPTY  # _rank[source row] = its place in _order
@@ -573,6 +576,7 @@ class MemoryProxyModel(QAbstractTableModel):
         for signal, slot in self._connections(model):
             signal.connect(slot)
         self._rebuild(resort=True)
+        self._reversed = self._descending_now()
         self.endResetModel()
 
     def sourceModel(self) -> MemoryTableModel | None:  # noqa: N802 - Qt API
@@ -746,6 +750,7 @@ class MemoryProxyModel(QAbstractTableModel):
             if self.ranked_scores is None:
                 self._key_fn = sort_key(self._sort_field)
             self._rebuild(resort)
+        self._reversed = self._descending_now()
         self._version += 1
         self.changePersistentIndexList(persistent, [self.mapFromSource(s) for s in sources])
         self.layoutChanged.emit()
@@ -776,10 +781,10 @@ class MemoryProxyModel(QAbstractTableModel):
     # ------------------------------------------------------------------ mapping
 
     def _pos_to_row(self, pos: int) -> int:
-        return len(self._visible) - 1 - pos if self._descending_now() else pos
+        return len(self._visible) - 1 - pos if self._reversed else pos
 
     def _source_row(self, row: int) -> int:
-        return int(self._visible[len(self._visible) - 1 - row if self._descending_now() else row])
+        return int(self._visible[len(self._visible) - 1 - row if self._reversed else row])
 
     def _position_of(self, source_row: int) -> int | None:
         if self.ranked_scores is not None:
@@ -865,6 +870,7 @@ class MemoryProxyModel(QAbstractTableModel):
             self._filter()
         else:
             self._rebuild(resort=True)
+        self._reversed = self._descending_now()
         self.endResetModel()
 
     def _on_rows_inserted(self, parent: Index, first: int, last: int) -> None:
@@ -910,7 +916,7 @@ class MemoryProxyModel(QAbstractTableModel):
         self._visible_rank = self._rank[self._visible] if len(self._visible) else _EMPTY
         rank = self._rank[source_row]
         pos = int(np.searchsorted(self._visible_rank, rank))
-        proxy_row = self._pos_to_row(pos) + (1 if self._descending_now() else 0)
+        proxy_row = self._pos_to_row(pos) + (1 if self._reversed else 0)
         self.beginInsertRows(QModelIndex(), proxy_row, proxy_row)
         self._visible = np.insert(self._visible, pos, source_row)
         self._visible_rank = np.insert(self._visible_rank, pos, rank)

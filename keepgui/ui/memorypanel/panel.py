@@ -292,7 +292,12 @@ class MemoryPanel(PanelFeed):
     # ------------------------------------------------------------------ the bank shown
 
     def set_bank(self, key: BankKey | None) -> None:
-        """Show a bank (its rows arrive through the hub), or nothing."""
+        """Show a bank (its rows arrive through the hub), or nothing. The search text is the shown
+        bank's: another bank starts with an empty box."""
+        if key != self.key and self.search.text():
+            self.search.blockSignals(True)  # the rows of the bank shown next are filtered once, below
+            self.search.clear()
+            self.search.blockSignals(False)
         self.key = key
         self._fitted = None
         caps = self.hub.capabilities(key) if key is not None and self.hub is not None else NO_CAPABILITIES

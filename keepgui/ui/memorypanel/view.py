@@ -141,6 +141,11 @@ class PanelView(QWidget):
         self.history.toggled.connect(self._on_history)
         self.chips.tagChosen.connect(self._on_tag_chosen)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
+        # A sort, a filter or a reload moves rows without a selectionChanged; one it hid leaves the
+        # selection silently: the detail pane and the actions follow what is selected now.
+        self._selected_ids: tuple[str, ...] = ()
+        for signal in (self.proxy.layoutChanged, self.proxy.modelReset, self.proxy.rowsRemoved):
+            signal.connect(self._selection_may_have_moved)
         self._clock = QTimer(self)
         self._clock.setInterval(60_000)
         self._clock.timeout.connect(self.model.tick)
@@ -244,7 +249,10 @@ class PanelView(QWidget):
         shown = self.proxy.rowCount()
         live = self.model.live_count
         total = self.model.rowCount()
-        self.search.setPlaceholderText(f"search {live:,} {self.capabilities.nouns} (fuzzy, as you type)…")
+        caps = self.capabilities
+        self.search.setPlaceholderText(
+            f"search {live:,} {caps.noun if live == 1 else caps.nouns} (fuzzy, as you type)…"
+        )
         self.search.setAccessibleName(f"Search {self.capabilities.nouns}")
         if self._building is not None:
             self.status.setText("loading…")
@@ -261,8 +269,19 @@ class PanelView(QWidget):
 
     # ------------------------------------------------------------------ selection
 
+    def _selection_may_have_moved(self, *_args: object) -> None:
+        selection = self.table.selectionModel().selection()
+        rows = sum(selection.at(i).height() for i in range(selection.count()))  # ranges of whole rows
+        if rows > 1000:  # a big selection: its size tells whether it changed
+            if rows != len(self._selected_ids):
+                self._on_selection()
+            return
+        if tuple(r.id for r in self.selected_records()) != self._selected_ids:
+            self._on_selection()
+
     def _on_selection(self, *_args: object) -> None:
         records = self.selected_records()
+        self._selected_ids = tuple(r.id for r in records)
         rows = self.table.selectionModel().selectedRows()
         if rows:
             self._anchor = min(i.row() for i in rows)  # where a row deleted from view leaves its place

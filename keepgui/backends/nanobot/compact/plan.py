@@ -140,11 +140,22 @@ class DocPlan(Plan):
         """True when the file is one of Dream's (writing it needs the person's confirmation)."""
         return any(kind.rel == self.rel and kind.managed_by_dream for kind in DOCUMENTS.values())
 
+    @property
+    def confirmation(self) -> str:
+        """Writing a Dream-managed file is the person's choice: the window asks this first."""
+        if not self.dream_managed:
+            return ""
+        return (
+            f"{self.rel} is managed by Dream, which rewrites it on its own; nanobot tells the agent not to "
+            "edit it. Write it anyway?"
+        )
+
     def apply(self, selection: Selection = None, *, confirm_dream: bool = False) -> FileApplied:
         """Write the selection: freshness check, AGENTS.md first when rules move, then one atomic
-        replace of the file with the stamp it was planned from; history and removed-entry log kept."""
+        replace of the file with the stamp it was planned from; history and removed-entry log kept.
+        A Dream-managed file needs ``confirm_dream`` (or the plan :attr:`confirmed`)."""
         ids = self.normalise_selection(selection)
-        if self.dream_managed and not confirm_dream:
+        if self.dream_managed and not (confirm_dream or self.confirmed):
             raise InvalidInput(
                 f"{self.path} is managed by Dream; confirm that you want to edit it "
                 "(the window asks; the command line takes --confirm-dream)"
