@@ -36,12 +36,14 @@ import errno
 import functools
 import hashlib
 import os
+import random
 import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TypeVar
 
 from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 
@@ -72,6 +74,8 @@ else:
     def _try_lock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while another holds it
 
+
+_T = TypeVar("_T")
 
 TAIL_SETTLE_SECONDS = 0.05
 """How long an append waits for a last line without its newline to be completed (see LockedLog.settle)."""
@@ -122,12 +126,19 @@ def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tupl
 
     The stamp is computed from the very bytes returned, so it can be handed to
     :func:`atomic_write` as ``expect`` without a window in between. ``limit``
-    refuses (``KeepguiError``) files larger than that many bytes.
+    refuses (``KeepguiError``) files larger than that many bytes. A read that a
+    whole-file write is based on uses :func:`read_settled`.
     """
+    data, stamp, _after = _read_fd(path, limit)
+    return data, stamp
+
+
+def _read_fd(path: str | os.PathLike[str], limit: int | None) -> tuple[bytes | None, Stamp, os.stat_result | None]:
+    """``(bytes, stamp, fstat after the read)``; ``(None, missing, None)`` when absent."""
     try:
         fd = os.open(path, os.O_RDONLY | _BINARY | _NONBLOCK)
     except FileNotFoundError:
-        return None, Stamp.missing()
+        return None, Stamp.missing(), None
     try:
         st = os.fstat(fd)
         # A FIFO would block the reader forever and a device such as /dev/zero
@@ -142,9 +153,102 @@ def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tupl
                 break
             chunks.append(chunk)
         data = b"".join(chunks)
-        return data, Stamp.of(data, st)
+        return data, Stamp.of(data, st), os.fstat(fd)
     finally:
         os.close(fd)
+
+
+SETTLE_PAUSES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.25)
+"""The pauses of :func:`read_settled` between looks at a file caught mid-write (about 0.56 s in all)."""
+
+
+class Unsettled(Conflict):
+    """A file was being written while keepgui read it, and did not hold still (nothing was written)."""
+
+    def __init__(self, path: str | os.PathLike[str], seen: str, still: bool = False) -> None:
+        KeepguiError.__init__(
+            self,
+            f"{os.fspath(path)} was being written by another program while keepgui read it ({seen}, for "
+            f"{sum(SETTLE_PAUSES):.1f} s); nothing was written — try again in a moment",
+        )
+        self.still = still
+        """True for an empty file that held still: the next command may take it as it is (the caller
+        records it as seen), this one does not."""
+        self.path = os.fspath(path)
+        self.expected = None
+        self.actual = None
+
+
+def read_settled(
+    path: str | os.PathLike[str], limit: int | None = None, *, before: int | None = None
+) -> tuple[bytes | None, Stamp]:
+    """:func:`read_stamped`, for a read that a whole-file write may be based on: a read caught in the
+    middle of another program's write is looked at again, never taken as the file.
+
+    A read is suspect when the file's size or time changed while it was read (a write in place), when
+    it came back empty (nanobot writes keep.md with a truncating open and then a write: for a moment
+    the file is empty) or shorter than ``before`` (its size when keepgui last saw it, if known). A
+    file written while it was read is taken at the first look that finds it still; a shrunken one
+    only when it held still through every pause of :data:`SETTLE_PAUSES` (about half a second: a
+    writer that truncated writes long before); an empty one that held something before never (its
+    :class:`Unsettled` says it held still: the caller records it as seen, and the next command may
+    take it). Otherwise :class:`Unsettled` is raised, which every write path treats as a conflict —
+    look again, or refuse; never a base for a write.
+    """
+    data, stamp, moved = _read_once(path, limit)
+    held = 0.0
+    for pause in SETTLE_PAUSES:
+        if not stamp.exists or (not moved and not _suspect(stamp, before)):
+            return data, stamp
+        time.sleep(pause)  # nothing signals the end of another program's write: look again shortly
+        again, again_stamp, again_moved = _read_once(path, limit)
+        held = held + pause if not (moved or again_moved) and again_stamp == stamp else 0.0
+        data, stamp, moved = again, again_stamp, again_moved
+    still = not moved and held >= sum(SETTLE_PAUSES)
+    if not stamp.exists or (not moved and not _suspect(stamp, before)) or (still and (stamp.size or not before)):
+        return data, stamp
+    raise Unsettled(path, "it kept changing" if not still else "it was empty; it held something before", still)
+
+
+def _suspect(stamp: Stamp, before: int | None) -> bool:
+    """Empty (unless it was empty when last seen), or shorter than it was."""
+    return (stamp.size == 0 and before != 0) or (before is not None and stamp.size < before)
+
+
+def _read_once(path: str | os.PathLike[str], limit: int | None) -> tuple[bytes | None, Stamp, bool]:
+    """:func:`read_stamped`, and whether the file was written in place while it was read (its size
+    or time after the read differ from before it, or from the bytes read). A file replaced by a
+    rename meanwhile is no such case: the bytes read are the old file, whole."""
+    data, stamp, st = _read_fd(path, limit)
+    if data is None or st is None:
+        return data, stamp, False
+    return data, stamp, (st.st_size, st.st_mtime_ns) != (stamp.size, stamp.mtime_ns)
+
+
+RETRY_TRIES = 5
+RETRY_SECONDS = 2.0
+"""A change keepgui decides on what it read is tried at most :data:`RETRY_TRIES` times within
+:data:`RETRY_SECONDS` when another program's write keeps getting in between (see :func:`retrying`)."""
+
+
+def retrying(attempt: Callable[[], _T], *, tries: int = RETRY_TRIES, within: float = RETRY_SECONDS) -> _T:
+    """Run ``attempt`` (which reads, decides and writes with the stamp it read) again when it is refused
+    with :class:`Conflict` (or :class:`Unsettled`): an agent writing every few milliseconds makes most
+    first tries conflict. At most ``tries`` times and ``within`` seconds, with short growing pauses;
+    a conflict that stands is raised as it is — never forced."""
+    deadline = time.monotonic() + within
+    for n in range(tries):
+        try:
+            return attempt()
+        except Unsettled as exc:
+            if exc.still or n == tries - 1:
+                raise
+        except Conflict:
+            pause = 0.02 * (n + 1) * (0.5 + random.random())  # nosec - jitter, not a secret
+            if n == tries - 1 or time.monotonic() + pause >= deadline:
+                raise
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def lines_around(path: str | os.PathLike[str], line: int, context: int = 6, width: int = 400) -> list[tuple[int, str]]:
@@ -373,7 +477,7 @@ def _settle_exchange(tmp: str, path: str, expect: Stamp, checked: os.stat_result
     """
     try:
         displaced = os.stat(tmp)
-        if checked is not None and _same_file(displaced, checked):
+        if checked is not None and _same_file(displaced, checked) and not _written_late(tmp, displaced):
             os.unlink(tmp)
             return
         if not _exchange(tmp, path):  # cannot happen on the filesystem that just exchanged; be safe
@@ -387,6 +491,26 @@ def _settle_exchange(tmp: str, path: str, expect: Stamp, checked: os.stat_result
             os.rename(tmp, tmp + ".displaced")
         raise
     raise Conflict(path, expect, current_stamp(path))
+
+
+EMPTY_WATCH_SECONDS = 0.05
+"""How long an empty file keepgui just replaced is watched for a late write (see :func:`_written_late`)."""
+
+
+def _written_late(tmp: str, displaced: os.stat_result) -> bool:
+    """True when the empty file just swapped out to ``tmp`` is written after all.
+
+    A writer that truncates and then writes (nanobot's ``open(path, "w")``) holds the file open
+    between the two: an empty file may be one whose content is on its way. It is watched for
+    :data:`EMPTY_WATCH_SECONDS`; content arriving in it means the write must be undone (the caller
+    swaps it back and refuses)."""
+    if displaced.st_size:
+        return False
+    time.sleep(EMPTY_WATCH_SECONDS)  # no signal tells when another program's write lands: look again
+    try:
+        return not _same_file(os.stat(tmp), displaced)
+    except FileNotFoundError:
+        return True
 
 
 def _replace(tmp: str, path: str) -> None:

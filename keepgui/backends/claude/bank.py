@@ -56,6 +56,7 @@ from keepgui.backends.claude.compact import (
 )
 from keepgui.backends.claude.context import ClaudePreview, SessionContext, build_preview, session_context
 from keepgui.backends.claude.documents import ClaudeDocuments, Entry, refresh_listing
+from keepgui.backends.claude.intents import recover
 from keepgui.backends.claude.jstext import utf16_len
 from keepgui.backends.claude.layout import ClaudeEnv, git_roots, project_folder_name
 from keepgui.backends.claude.memory import (
@@ -428,6 +429,7 @@ class ClaudeProject(BankDefaults):
         self.resolve_project: Callable[[], str | None] | None = None  # finds ``project`` on the first load
         self._activity: FolderActivity | None = None
         self.documents_cache: list[Entry] | None = None  # the documents listing, refreshed by each load (documents.py)
+        self._said: list[str] = []  # changes cut short that a load finished or undid, for the next write to say
 
     @property
     def lock(self) -> threading.RLock:
@@ -486,6 +488,8 @@ class ClaudeProject(BankDefaults):
                 resolve, self.resolve_project = self.resolve_project, None
                 self.project = resolve()
             before, before_manifest = self.folder, self._manifest
+            fresh = recover(self.memory_dir, self.history)  # a keep or forget cut short, finished or undone
+            self._said += fresh  # said again by the next write (a command's load is not printed)
             try:
                 folder, rows = self._read(None if full else before)
                 sha = remember(folder, self.history)
@@ -498,7 +502,7 @@ class ClaudeProject(BankDefaults):
             changed = before is None or rows != self.delivered
             self.folder, self.delivered, self.problem, self._manifest = folder, rows, "", sha
             documents = refresh_listing(self)
-        notes: list[str] = []
+        notes: list[str] = [f"{self.title}: keepgui found {said}" for said in fresh]
         if before is not None and before_manifest != sha and not full:
             notes.append(f"{self.title}: the memory folder changed on disk ({folder.counts()})")
         known = set(before.problems) if before is not None else set()
@@ -601,6 +605,7 @@ class ClaudeProject(BankDefaults):
         undo's redo) goes through here too.
         """
         with self.lock:
+            said, self._said = [*self._said, *recover(self.memory_dir, self.history)], []
             before = read_folder(self.memory_dir, self.folder)
             sha = remember(before, self.history)
             waiting = Baselines(self.history).latest(self.memory_dir) not in (None, sha)
@@ -611,6 +616,8 @@ class ClaudeProject(BankDefaults):
             else:
                 self._manifest = accept_current(folder, self.history, source="keepgui")
             self.folder, self.delivered = folder, rows
+        if said:
+            done = dataclasses.replace(done, notes=(*(f"keepgui found {s}" for s in said), *done.notes))
         return self._change_of(done, rows, text)
 
     def _change_of(self, done: writes.MemoryChange, rows: list[FileRow], text: str | None) -> Change:

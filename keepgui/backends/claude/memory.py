@@ -589,8 +589,8 @@ def parse_link_line(line: str) -> tuple[str, str, str] | None:
     if match is None:
         return None
     target = unquote(match.group(2))
-    if "://" in target or target.startswith(("/", "#")):
-        return None
+    if "://" in target or target.startswith(("/", "#")) or "\0" in target:
+        return None  # a NUL byte (even as %00): no file has such a name (index_problems says so)
     hook = _HOOK_SEPARATOR.sub("", line[match.end() :]).strip()
     title = match.group(1).replace("\\", "")
     return title, os.path.normpath(target).replace(os.sep, "/"), hook
@@ -762,6 +762,9 @@ class MemoryFolder:
             if cut is not None and cut.cut:
                 hidden = sum(1 for e in self.index.entries if not e.loaded or e.partial)
                 parts.append(f"{hidden or cut.lines - cut.kept_lines} not loaded")
+        elif self.index.problem:  # there, but it could not be read: say why, not "no index"
+            why = self.index.issues[0].message if self.index.issues else self.index.problem
+            parts.append(f"index not read ({why})")
         else:
             parts.append("no index")
         if self.problems:
@@ -805,6 +808,11 @@ def index_problems(folder: str, index: MemoryIndex, refused: Mapping[str, Folder
         for match in _ANY_LINK.finditer(line):
             target = unquote(match.group(1)).split("#", 1)[0]
             if not target or "://" in target or target.startswith(("mailto:", "#")):
+                continue
+            if "\0" in target:
+                shown = target.replace("\0", "\\0")
+                message = f"links to {shown}, a name with a NUL byte, which no file can have; the line is kept as it is"
+                out.append(FolderProblem(index.path, number, message, INDEX_NOT_A_FILE))
                 continue
             path = os.path.normpath(os.path.join(folder, target))
             linked_out = not inside(real, os.path.realpath(path)) and not linked_memory_file(path)

@@ -43,6 +43,7 @@ and appends ``- [Title](file.md) — hook`` to ``MEMORY.md``: both, or neither.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -237,7 +238,7 @@ def put(
     """Write ``data`` to ``path`` (None: remove it) if it still has ``expect`` (None: if it is absent, as
     a removal left it); the old bytes go to history."""
     target = writable_path(memory_dir, path)
-    old, stamp = fsio.read_stamped(target)
+    old, stamp = read_base(target, history)
     if not (expect or fsio.Stamp.missing()).same_content(stamp):
         raise Conflict(target, expect, stamp)
     if old is not None:
@@ -246,9 +247,53 @@ def put(
         fsio.remove_file(target, expect=stamp)
         return None
     fsio.make_dirs(os.path.dirname(target))
-    written = fsio.atomic_write(target, data, expect=stamp)
+    if not stamp.exists:
+        # a new file is created, never renamed over a name: a file the agent makes meanwhile stays
+        try:
+            written = fsio.create_new(target, data)
+        except FileExistsError:
+            raise Conflict(target, fsio.Stamp.missing(), fsio.current_stamp(target)) from None
+    else:
+        written = fsio.atomic_write(target, data, expect=stamp)
     history.record(target, data, source=source)
     return written
+
+
+def read_base(target: str, history: History) -> tuple[bytes | None, fsio.Stamp]:
+    """A memory file read as the base of a write: a read caught mid-write is looked at again, and an
+    empty one where keepgui last saw content is never taken (:func:`keepgui.core.fsio.read_settled`)."""
+    last = history.latest(target)
+    return fsio.read_settled(target, before=last.size if last else None)
+
+
+class Intents(Journal):
+    """keepgui's record of the two-file changes under way (a topic file and its index line), in its
+    history folder: ``begun`` before the first file is written, ``ended`` after the second. One left
+    begun was cut short (the process killed between the two): the next keepgui command or load
+    completes or undoes it (:func:`keepgui.backends.claude.intents.recover`) and says so."""
+
+    def __init__(self, history: History | None = None) -> None:
+        super().__init__(history, "claude-intents.jsonl")
+
+    def begin(self, op: str, memory_dir: str, **details: Any) -> str:
+        """Record a change about to be made; returns its id (for :meth:`end`)."""
+        intent_id = secrets.token_hex(6)
+        folder = os.path.realpath(memory_dir)
+        self._append({"event": "begun", "id": intent_id, "op": op, "memory_dir": folder, "at": now_ms(), **details})
+        return intent_id
+
+    def end(self, intent_id: str) -> None:
+        """The change is whole (or was taken back whole)."""
+        self._append({"event": "ended", "id": intent_id, "at": now_ms()})
+
+    def pending(self, memory_dir: str) -> list[dict[str, Any]]:
+        """The changes of ``memory_dir`` begun and never ended, oldest first."""
+        folder = os.path.realpath(memory_dir)
+        return [e for e in self.standing("begun", "ended") if e.get("memory_dir") == folder]
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def split_lines(text: str) -> list[str]:
@@ -493,16 +538,20 @@ def keep(
     topic_path = os.path.join(memory_dir, file_name)
     index_path = os.path.join(memory_dir, INDEX_NAME)
     index_target = writable_path(memory_dir, index_path)
-    old_index, index_stamp = fsio.read_stamped(index_target)
+    old_index, index_stamp = read_base(index_target, history)
     line = f"- [{title.replace(']', '')}]({file_name}) — {_one_line(hook or description, 'hook')}"
     new_index = append_line(old_index, line, index_path)
     topic_bytes = render_topic(name, description, kind, body).encode("utf-8")
+    intents = Intents(history)
+    intent = intents.begin("keep", memory_dir, topic=file_name, topic_sha256=_sha(topic_bytes), line=line)
     topic_stamp = put(memory_dir, topic_path, topic_bytes, fsio.Stamp.missing(), history, "keep")
     try:
         new_stamp = put(memory_dir, index_path, new_index, index_stamp, history, "keep")
     except BaseException:
         put(memory_dir, topic_path, None, topic_stamp, history, "keep-rollback")
         raise
+    finally:
+        intents.end(intent)
     text = f"Keep memory {title}"
     change = MemoryChange(
         memory_dir,
@@ -529,13 +578,13 @@ def forget(memory_dir: str, rel: str, *, history: History | None = None) -> Memo
     check_unlocked(memory_dir)
     topic_path = os.path.join(memory_dir, rel)
     target = writable_path(memory_dir, topic_path)
-    topic, topic_stamp = fsio.read_stamped(target)
+    topic, topic_stamp = read_base(target, history)
     if topic is None:
         raise NotFound(f"{topic_path}: no such memory file")
     _decode_strict(topic, topic_path)
     index_path = os.path.join(memory_dir, INDEX_NAME)
     index_target = writable_path(memory_dir, index_path)
-    index, index_stamp = fsio.read_stamped(index_target)
+    index, index_stamp = read_base(index_target, history)
     new_index, removed = without_links(index, rel, index_path) if index is not None else (None, [])
     entry_id = secrets.token_hex(6)
     log = ChangeLog(history)
@@ -552,6 +601,8 @@ def forget(memory_dir: str, rel: str, *, history: History | None = None) -> Memo
             "lines": [[n, line] for n, line in removed],
         }
     )
+    intents = Intents(history)
+    intent = intents.begin("forget", memory_dir, topic=rel, topic_sha256=before_topic.sha256, entry=entry_id)
     try:
         i = put(memory_dir, index_path, new_index, index_stamp, history, "forget") if removed else index_stamp
         try:
@@ -563,6 +614,8 @@ def forget(memory_dir: str, rel: str, *, history: History | None = None) -> Memo
     except BaseException:
         log.restored(entry_id)  # it did not happen
         raise
+    finally:
+        intents.end(intent)
     text = f"Forget memory {rel}"
     change = MemoryChange(
         memory_dir,
@@ -590,20 +643,25 @@ def restore(memory_dir: str, entry_id: str, *, history: History | None = None) -
     topic = history.read(history.find(target, entry["topic_sha256"]))
     index_path = os.path.join(memory_dir, INDEX_NAME)
     index_target = writable_path(memory_dir, index_path)
-    current, index_stamp = fsio.read_stamped(index_target)
+    current, index_stamp = read_base(index_target, history)
     lines = [(int(n), str(line)) for n, line in entry.get("lines", [])]
     new_index = current
     if lines:
         before = history.read(history.find(index_target, entry["index_sha256"])) if entry.get("index_sha256") else None
         after = without_links(before, rel, index_path)[0] if before is not None else None
         new_index = before if current == after and before is not None else with_lines(current, lines, index_path)
-    t = put(memory_dir, topic_path, topic, fsio.Stamp.missing(), history, "restore")
+    intents = Intents(history)
+    intent = intents.begin("restore", memory_dir, topic=rel, topic_sha256=_sha(topic), entry=entry["id"])
     try:
-        i = put(memory_dir, index_path, new_index, index_stamp, history, "restore") if lines else index_stamp
-    except BaseException:
-        put(memory_dir, topic_path, None, t, history, "restore-rollback")
-        raise
-    log.restored(entry["id"])
+        t = put(memory_dir, topic_path, topic, fsio.Stamp.missing(), history, "restore")
+        try:
+            i = put(memory_dir, index_path, new_index, index_stamp, history, "restore") if lines else index_stamp
+        except BaseException:
+            put(memory_dir, topic_path, None, t, history, "restore-rollback")
+            raise
+        log.restored(entry["id"])
+    finally:
+        intents.end(intent)
     change = MemoryChange(
         memory_dir,
         f"Restore memory {rel}",

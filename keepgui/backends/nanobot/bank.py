@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -395,12 +396,18 @@ class KeepBank(BankDefaults):
     def _change(self, text: str, action: Callable[[KeepStore], Any]) -> Change:
         """Run ``action(store)`` and read keep.md back, under the lock; the Change knows the bytes it replaced."""
         with self.lock:
-            before = self.source.workspace.read(KEEP_MD)
+            before = self.source.workspace.read(KEEP_MD, settled=True)
+            self.store.writes = []
             try:
                 result = action(self.store)
             finally:
-                after = self.source.workspace.read(KEEP_MD)
+                after = self.source.workspace.read(KEEP_MD, settled=True)
                 _old, _doc, rows, _changed = self._read()  # also records this version in keepgui's history
+            writes, self.store.writes = self.store.writes, []
+        if writes and all(a[1] == b[0] for a, b in itertools.pairwise(writes)):
+            # undo puts back what keepgui's own writes replaced, not what was read before them:
+            # another program's lines added in between stay
+            before, after = writes[0][0], writes[-1][1]
         return Change(
             self.source.path,
             KEEP_BANK,
@@ -408,7 +415,7 @@ class KeepBank(BankDefaults):
             rows=RowDelta(rows, (), True),
             files=stamps_of(self.store.path),
             result=result,
-            written=after[0] != before[0],
+            written=bool(writes) or (not hasattr(result, "written") and after[0] != before[0]),
             reverse=lambda: self._swap(text, before, after),
         )
 

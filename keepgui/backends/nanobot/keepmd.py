@@ -357,14 +357,16 @@ class KeepDoc:
         """
         entries = self.entries
         where = self.path or "keep.md"
+        if isinstance(target, str):
+            # an id first: some ids are all digits, and such an id is that entry, not a number
+            for entry in entries:
+                if entry.id == target:
+                    return entry
         if isinstance(target, int) or target.strip().isdigit():
             number = int(target)
             if 1 <= number <= len(entries):
                 return entries[number - 1]
             raise NotFound(f"{where} has no entry {number} (it has {len(entries)}); list them with `keepgui entries`")
-        for entry in entries:
-            if entry.id == target:
-                return entry
         key = normalise(target.lstrip("-* \t"))
         if not key:
             raise InvalidInput("say which entry: its number, its id or its text")

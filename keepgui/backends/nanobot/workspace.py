@@ -356,11 +356,21 @@ class Workspace:
 
     # ---------------------------------------------------------------- reading
 
-    def read(self, rel: str, limit: int = DOCUMENT_LIMIT) -> tuple[bytes | None, fsio.Stamp]:
-        """``(bytes, stamp)`` of a workspace file, ``(None, missing)`` when it does not exist."""
+    def read(
+        self, rel: str, limit: int = DOCUMENT_LIMIT, *, settled: bool = False, before: int | None = None
+    ) -> tuple[bytes | None, fsio.Stamp]:
+        """``(bytes, stamp)`` of a workspace file, ``(None, missing)`` when it does not exist.
+
+        ``settled``: a read a whole-file write is based on (:func:`keepgui.core.fsio.read_settled`;
+        ``before`` is the size keepgui last saw): a file caught mid-write is looked at again, and
+        :class:`~keepgui.core.fsio.Unsettled` raised when it does not hold still."""
         path = self.path(rel)
         try:
+            if settled:
+                return fsio.read_settled(path, limit=limit, before=before)
             return fsio.read_stamped(path, limit=limit)
+        except fsio.Unsettled:
+            raise
         except KeepguiError as exc:
             raise Unreadable(path, str(exc).removeprefix(path + " ").strip() + "; check the file") from None
         except OSError as exc:

@@ -34,9 +34,9 @@ back where it was.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
@@ -47,6 +47,8 @@ from keepgui.core import fsio
 from keepgui.core.compaction import ALIKE, Likeness, likeness
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History, RemovedEntry, file_key
+
+_R = TypeVar("_R")
 
 FUZZY_THRESHOLD = 85.0
 """Default near-duplicate cut-off on rapidfuzz's ``token_set_ratio`` (0–100).
@@ -636,6 +638,9 @@ class KeepStore:
         self.history = history if history is not None else History()
         self.fuzzy_threshold = fuzzy_threshold
         self.capabilities = KEEP_CAPABILITIES
+        self.writes: list[tuple[tuple[bytes, fsio.Stamp], tuple[bytes, fsio.Stamp]]] = []
+        """Each write of keep.md this store made: ``((bytes, stamp) it replaced, (bytes, stamp) it wrote)``
+        (a bank empties it before an operation and reads it after, for the operation's undo)."""
 
     @property
     def path(self) -> str:
@@ -649,7 +654,13 @@ class KeepStore:
 
         With ``expect``, raises :class:`Conflict` if the file no longer has that content.
         """
-        data, stamp = self.workspace.read(KEEP_MD)
+        last = self.history.latest(self.path)
+        try:
+            data, stamp = self.workspace.read(KEEP_MD, settled=True, before=last.size if last else None)
+        except fsio.Unsettled as exc:
+            if exc.still:  # emptied, and it stays so: the next look may take it as it is
+                self.history.record(self.path, b"", source="seen")
+            raise
         if expect is not None and not expect.same_content(stamp):
             raise Conflict(self.path, expect, stamp)
         doc = KeepDoc.parse(data, self.path, stamp)
@@ -684,9 +695,43 @@ class KeepStore:
     # ---------------------------------------------------------------- writing
 
     def _write(self, before: KeepDoc, after: KeepDoc) -> KeepDoc:
-        stamp = self.workspace.write(KEEP_MD, after.to_bytes(), expect=before.stamp)
+        try:
+            stamp = self.workspace.write(KEEP_MD, after.to_bytes(), expect=before.stamp)
+        except Conflict:
+            after, stamp, base = self._write_rebased(before, after)
+        else:
+            base = (before.to_bytes(), before.stamp)
         self.history.record(self.path, after.to_bytes(), source="saved")
+        self.writes.append((base, (after.to_bytes(), stamp)))
         return after.with_stamp(self.path, stamp)
+
+    def _write_rebased(self, before: KeepDoc, after: KeepDoc) -> tuple[KeepDoc, fsio.Stamp, tuple[bytes, fsio.Stamp]]:
+        """The write of ``after`` refused because keep.md changed since ``before`` was read: when the
+        other program only **added lines at the end** (nanobot's keep skill does), the same change is
+        made on the file as it is now, those lines kept after it — read and written at once, so the
+        moment another write can slip in is a short one; tried a few times. Anything else (a line
+        changed or removed, or the added lines already hold this change) raises the Conflict."""
+        old, mine = before.to_bytes(), after.to_bytes()
+        for _attempt in range(3):
+            data, stamp = self.workspace.read(KEEP_MD, settled=True, before=len(old))
+            now = data or b""
+            if not now.startswith(old) or (old and not old.endswith(b"\n")):
+                break
+            theirs = now[len(old) :]
+            ours = mine[len(old) :] if mine.startswith(old) else b""
+            if ours and ours in theirs:
+                break  # it is there already: the caller's next try sees that
+            merged = now + ours if ours else mine + theirs
+            if not merged.endswith(b"\n") and ours:
+                break
+            try:
+                done = self.workspace.write(KEEP_MD, merged, expect=stamp)
+            except Conflict:
+                old = now  # still only appended to? look again from what was read
+                mine = merged
+                continue
+            return KeepDoc.parse(merged, self.path, done), done, (now, stamp)
+        raise Conflict(self.path, before.stamp, fsio.current_stamp(self.path))
 
     def _log_removal(self, doc: KeepDoc, entry: Entry, reason: str) -> RemovedEntry:
         before, after = doc.neighbours(entry)
@@ -713,7 +758,21 @@ class KeepStore:
                 self.history.cancel_removed(record)
             raise
 
+    @staticmethod
+    def _tried(expect: fsio.Stamp | None, attempt: Callable[[], _R]) -> _R:
+        """``attempt()``, tried again (:func:`keepgui.core.fsio.retrying`) when another program's write
+        got in between — unless the caller gave the stamp of what the person saw (``expect``): a
+        conflict with that is the person's to look at."""
+        return attempt() if expect is not None else fsio.retrying(attempt)
+
     def add(
+        self, text: str, *, force: bool = False, replace: bool = False, expect: fsio.Stamp | None = None
+    ) -> KeepResult:
+        """Keep a fact (see the module doc for the protocol), tried again a few times when nanobot's own
+        write gets in between (:meth:`_tried`)."""
+        return self._tried(expect, lambda: self._add(text, force=force, replace=replace, expect=expect))
+
+    def _add(
         self, text: str, *, force: bool = False, replace: bool = False, expect: fsio.Stamp | None = None
     ) -> KeepResult:
         """Keep a fact (see the module doc for the protocol).
@@ -832,9 +891,27 @@ class KeepStore:
 
     def edit(self, target: str | int, text: str, *, expect: fsio.Stamp | None = None) -> KeepResult:
         """Rewrite one entry as ``- <text>`` in place; the old wording is logged (restorable)."""
+        named = [target]
+        return self._tried(expect, lambda: self._edit(named, text, expect=expect))
+
+    def _found(self, doc: KeepDoc, named: list[str | int]) -> Entry:
+        """The entry ``named[0]`` names in ``doc``; ``named`` then holds its id, so that a try made again
+        after another program's write finds that entry, never whichever now has its number. Gone by
+        then: the conflict stands."""
+        first = len(named) == 1
+        try:
+            entry = doc.find(named[-1])
+        except (NotFound, InvalidInput):
+            if first:
+                raise
+            raise Conflict(self.path, None, doc.stamp) from None
+        named.append(entry.id)
+        return entry
+
+    def _edit(self, named: list[str | int], text: str, *, expect: fsio.Stamp | None) -> KeepResult:
         fact = self._clean(text)
         doc = self.load(expect=expect)
-        entry = doc.find(target)
+        entry = self._found(doc, named)
         new_doc = doc.replace_entry(entry.id, fact)
         written, logged = self._write_with_removals(doc, new_doc, [(entry, "edited")])
         new_entry = next((e for e in written.entries if e.line == entry.line), None)
@@ -854,8 +931,12 @@ class KeepStore:
 
     def remove(self, target: str | int, *, expect: fsio.Stamp | None = None, reason: str = "forget") -> RemoveResult:
         """Remove one entry (by id, number or text); logged first so :meth:`unforget` can undo it."""
+        named = [target]
+        return self._tried(expect, lambda: self._remove(named, expect=expect, reason=reason))
+
+    def _remove(self, named: list[str | int], *, expect: fsio.Stamp | None, reason: str) -> RemoveResult:
         doc = self.load(expect=expect)
-        entry = doc.find(target)
+        entry = self._found(doc, named)
         written, logged = self._write_with_removals(doc, doc.remove_entry(entry.id), [(entry, reason)])
         return RemoveResult(entry, logged[0], self.path, written.counts(), written)
 
@@ -873,6 +954,9 @@ class KeepStore:
     def restore(self, removed: RemovedEntry | str, *, expect: fsio.Stamp | None = None) -> RestoreResult:
         """Put a removed entry back where it was: after the entry that preceded it, else before
         the one that followed it, else at its old line. Its line is restored exactly as it was."""
+        return self._tried(expect, lambda: self._restore(removed, expect=expect))
+
+    def _restore(self, removed: RemovedEntry | str, *, expect: fsio.Stamp | None) -> RestoreResult:
         record = removed if isinstance(removed, RemovedEntry) else self.history.get_removed(removed)
         if file_key(self.path) != record.path:
             raise InvalidInput(f"that entry was removed from {record.path}, not from {self.path}")
