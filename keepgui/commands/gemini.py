@@ -1,4 +1,4 @@
-"""``keepgui inbox --agent gemini``: Gemini CLI's Auto Memory inbox from the command line.
+"""``keepgui pending --agent gemini``: Gemini CLI's Auto Memory inbox from the command line.
 
 Lists what the extraction agent proposed (each patch with the line it adds, its target and, with
 ``--diff``, the change it would make), or applies and dismisses proposals exactly as Gemini's own
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported fo
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``inbox``."""
     p = sub.add_parser(
-        "inbox", parents=[common], help="Gemini CLI's Auto Memory proposals: list, approve or reject them"
+        "pending", parents=[common], help="Gemini CLI's Auto Memory proposals: list, approve or reject them"
     )
     add_source_options(p, banks="unused: every launch folder's inbox is listed")
     p.add_argument("--approve", nargs="+", metavar="ID", help="apply these proposals as Gemini applies them")
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
 
 
 def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui inbox --agent gemini [--approve ID… | --reject ID…] [--diff] [--json]``."""
+    """``keepgui pending --agent gemini [--approve ID… | --reject ID…] [--diff] [--json]``."""
     chosen = open_chosen(args, ctx)
     queue = approvals_of(chosen.source)
     if queue is None:
@@ -83,5 +83,5 @@ def cmd_inbox(args: argparse.Namespace, ctx: Context) -> int:
                 p.before.splitlines(keepends=True), p.after.splitlines(keepends=True), f"a/{p.target}", f"b/{p.target}"
             ):
                 ctx.out("    " + line.rstrip("\n"))
-    ctx.out(f"approve: keepgui inbox {chosen.how} --approve ID · reject: --reject ID")
+    ctx.out(f"approve: keepgui pending {chosen.how} --approve ID · reject: --reject ID")
     return 0

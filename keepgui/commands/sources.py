@@ -131,7 +131,20 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
             raise NotFound(f"no {backend.label}{where} (where --agent {backend.kind} looks); give --source PATH")
         path, how = home, f"--agent {backend.kind}"
     opened = registry.open_source(backend.kind, path, registry.OpenOptions(reload_command=_reload_command(args)))
+    record(opened)
     return Chosen(backend, opened, how)
+
+
+def record(source: Source) -> None:
+    """What changed in ``source`` since keepgui last looked goes into the journal, and every write this
+    command makes is recorded as keepgui's own (so a one-shot command misses nothing either)."""
+    from keepgui.core import journal
+    from keepgui.core.errors import KeepguiError
+
+    try:
+        journal.sync_source(journal.install(), source)
+    except (KeepguiError, OSError):
+        return  # the journal is keepgui's own record: a command never fails for it
 
 
 def _old_source_option(args: argparse.Namespace, ctx: Context, kind: str | None) -> tuple[str | None, str | None]:

@@ -537,6 +537,22 @@ class ClaudeProject(BankDefaults):
             }
             return self._activity.update(folder, forgotten)
 
+    def memory_files(self) -> list[str]:
+        """The instruction files and MEMORY.md (its documents), then every topic file of the memory folder."""
+        found = super().memory_files()
+        try:
+            names = sorted(n for n in os.listdir(self.memory_dir) if n.endswith(".md"))
+        except OSError:
+            names = []
+        found.extend(p for p in (os.path.join(self.memory_dir, n) for n in names) if p not in found)
+        return found
+
+    def entries_of(self, path: str, text: str) -> list[tuple[str, str]]:
+        """A topic file is one entry (its whole text, named by the file); other files a line each."""
+        if os.path.dirname(path) == os.path.realpath(self.memory_dir) and os.path.basename(path) != INDEX_NAME:
+            return [(os.path.basename(path), text.strip())] if text.strip() else []
+        return super().entries_of(path, text)
+
     def row_names(self) -> Mapping[str, str]:
         """``[[name]]`` -> topic file (a memory links to another by its front-matter name or file name)."""
         folder = self.folder

@@ -16,7 +16,7 @@ Every file goes through ``@path`` import processing first, and nothing is size-c
 :mod:`.writes` (atomic, conflict-checked writes; the Auto Memory lock), :mod:`.patches` and
 :mod:`.inbox` (the Auto Memory inbox, applied as Gemini applies it), :mod:`.compact` (the review of a
 stale overwrite), :mod:`.documents`, :mod:`.bank` and :mod:`.backend` (the seam) and :mod:`.demo`;
-``keepgui inbox --agent gemini`` is :mod:`keepgui.commands.gemini`.
+``keepgui pending --agent gemini`` is :mod:`keepgui.commands.gemini`.
 
 Every rule was checked against the real CLI, version :data:`CHECKED_VERSION`, offline: its first
 request's elements compared byte for byte with keepgui's on generated trees, and its own exported inbox
@@ -83,7 +83,7 @@ BACKEND = Backend(
     projects=True,
     window_arg="gemini",
     window_help="Gemini CLI home (~/.gemini) or the folder a session starts in, to open in the window (repeatable)",
-    commands=(Command("inbox", "keepgui.commands.gemini"),),
+    commands=(Command("pending", "keepgui.commands.gemini"),),
     options=(
         Option(
             "context",

@@ -72,13 +72,13 @@ def test_keep_the_common_verbs_and_the_inbox(cli_place):
         os.path.join(memory, ".inbox", "private", "extraction.patch"),
         f"--- {memory}/MEMORY.md\n+++ {memory}/MEMORY.md\n@@ -1 +1,2 @@\n - Deploys need a ticket\n+- And a reviewer\n",
     )
-    code, out, _err = run_cli(["inbox", "--agent", "gemini", "--project", place.cwd, "--diff"])
+    code, out, _err = run_cli(["pending", "--agent", "gemini", "--project", place.cwd, "--diff"])
     assert code == 0 and "api:private/extraction.patch" in out and "+- And a reviewer" in out
     code, out, _err = run_cli(
-        ["inbox", "--agent", "gemini", "--project", place.cwd, "--approve", "api:private/extraction.patch"]
+        ["pending", "--agent", "gemini", "--project", place.cwd, "--approve", "api:private/extraction.patch"]
     )
     assert code == 0
     with open(os.path.join(memory, "MEMORY.md"), encoding="utf-8") as fh:
         assert fh.read() == "- Deploys need a ticket\n- And a reviewer\n"
-    code, out, _err = run_cli(["inbox", "--agent", "gemini", "--json"])  # the home: every launch folder
+    code, out, _err = run_cli(["pending", "--agent", "gemini", "--json"])  # the home: every launch folder
     assert code == 0 and json.loads(out) == []
