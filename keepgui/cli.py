@@ -326,6 +326,9 @@ def _global_parser(argv: list[str] | None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--query", metavar="TEXT", help="the preview question to show in the window")
     parser.add_argument(
+        "--tray", action="store_true", help="start in the tray, the window hidden (what starting at login runs)"
+    )
+    parser.add_argument(
         "--stand-alone", action="store_true", help="do not hand over to (or become) the single running instance"
     )
     return parser

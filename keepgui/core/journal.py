@@ -19,7 +19,9 @@ Layout under ``<app data dir>/journal/``::
 
 A version is stored whole or as a delta against the version before it (the bytes both share at the
 start and at the end are not stored again), so a large file that grows by one entry costs one
-entry. A chain of deltas ends in a whole version at most :data:`CHAIN` versions back. A file that is
+entry. A chain of deltas ends in a whole version at most :data:`CHAIN` versions back, and sooner when
+the deltas together outgrow half the file (so reading any version costs at most about two files' worth
+of bytes and a bounded number of small reads). A file that is
 missing is a version too (``gone``): a deletion is a change like any other.
 
 The journal is bounded (:meth:`Journal.thin`): above its size cap the oldest versions of each file
@@ -37,7 +39,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from keepgui.core import fsio
@@ -50,11 +52,13 @@ from keepgui.core.timefmt import now_ms
 if TYPE_CHECKING:
     from keepgui.core.source import Source
 
-CHAIN = 64
+CHAIN = 1024
 """At most this many deltas in a row before a version is stored whole again."""
 DEFAULT_CAP = 512 * 1024 * 1024
 """The journal's size cap in bytes unless ``$KEEPGUI_JOURNAL_CAP`` (bytes) says otherwise."""
 _READ_LIMIT = 256 * 1024 * 1024
+_CACHED = 64 * 1024 * 1024
+"""Files up to this size keep their last recorded bytes in memory (the next delta is made against them)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ class Journal:
         self.root = os.fspath(root) if root is not None else os.path.join(app_data_dir(), "journal")
         self._tracked: dict[str, Tracked] | None = None
         self._seen: dict[str, tuple[int, int]] = {}
+        self._last: dict[str, tuple[str, bytes]] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -260,6 +265,8 @@ class Journal:
         when = now_ms() if at is None else at
         entry = self._make(path, seq, data, last, log.versions, own=own, at=when)
         fsio.append_lines(index, [entry.line()], sole_writer=True)
+        if data is not None and len(data) <= _CACHED:
+            self._last[path] = (entry.sha256, data)
         return entry
 
     def _make(
@@ -269,23 +276,33 @@ class Journal:
         sha = _sha(body)
         if data is None:
             return Entry(path, seq, sha, 0, at, own, True, self._store(b""))
-        depth = 0
-        for v in reversed(versions):
-            if v.base is None:
-                break
+        whole = Entry(path, seq, sha, len(body), at, own, False, "")
+        depth, carried = 0, 0
+        by_seq = {v.seq: v for v in versions}
+        step = last
+        while step is not None and step.base is not None:
             depth += 1
-        if last is None or last.gone or depth >= CHAIN or last.size < 4096:
-            return Entry(path, seq, sha, len(body), at, own, False, self._store(body))
+            carried += step.size - step.pre - step.suf
+            step = by_seq.get(step.base)
+        if last is None or last.gone or depth >= CHAIN or last.size < 4096 or carried * 2 > len(body):
+            return replace(whole, blob=self._store(body))
         try:
-            before = self.read(last, versions)
+            before = self._cached(last, versions)
         except Unreadable:
-            return Entry(path, seq, sha, len(body), at, own, False, self._store(body))
+            return replace(whole, blob=self._store(body))
         pre = _common_prefix(before, body)
         suf = _common_suffix(before[pre:], body[pre:])
         middle = body[pre : len(body) - suf]
         if len(middle) * 2 > len(body):
-            return Entry(path, seq, sha, len(body), at, own, False, self._store(body))
-        return Entry(path, seq, sha, len(body), at, own, False, self._store(middle), last.seq, pre, suf)
+            return replace(whole, blob=self._store(body))
+        return replace(whole, blob=self._store(middle), base=last.seq, pre=pre, suf=suf)
+
+    def _cached(self, entry: Entry, versions: list[Entry]) -> bytes:
+        """The bytes of ``entry``, from the last version this process recorded of its file when it is that one."""
+        hit = self._last.get(entry.path)
+        if hit is not None and hit[0] == entry.sha256:
+            return hit[1]
+        return self.read(entry, versions)
 
     def accept(self, path: str, seqs: Iterable[int]) -> None:
         """Mark the changes ``seqs`` of ``path`` reviewed."""
