@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from keepgui.core import fsio
-from keepgui.core.errors import Unreadable
+from keepgui.core.errors import KeepguiError, Unreadable
 from keepgui.core.history import file_key
 from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.paths import app_data_dir
@@ -403,8 +403,8 @@ class Journal:
         for folder, _dirs, files in os.walk(blobs):
             for name in files:
                 if name not in named and not fsio.is_temp_name(name):
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(folder, name))
+                    with contextlib.suppress(OSError, KeepguiError):
+                        fsio.remove_file(os.path.join(folder, name))
 
 
 def _keep_from(log: FileLog) -> int:
