@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from keepgui.core import fsio
+from keepgui.core import fsio, pace
 from keepgui.core.approvals import PendingWrite, approvals_of
 from keepgui.core.errors import Conflict, InvalidInput, NotFound, ReadOnly
 from keepgui.core.journal import Entry, Journal, Tracked
@@ -126,8 +126,11 @@ def changes(
     for tracked in journal.tracked().values():
         if wanted is not None and tracked.source not in wanted:
             continue
+        pace.checkpoint()
         log = journal.log(tracked.path)
-        for before, version in zip(log.versions, log.versions[1:], strict=False):
+        for n, (before, version) in enumerate(zip(log.versions, log.versions[1:], strict=False)):
+            if n % 256 == 255:
+                pace.checkpoint()
             done = version.seq in log.accepted
             if version.own or (done and not reviewed):
                 continue

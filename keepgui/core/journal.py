@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from keepgui.core import fsio
+from keepgui.core import fsio, pace
 from keepgui.core.errors import KeepguiError, Unreadable
 from keepgui.core.history import file_key
 from keepgui.core.jsonl import dump_line, json_objects
@@ -123,6 +123,8 @@ class Journal:
         self._tracked: dict[str, Tracked] | None = None
         self._seen: dict[str, tuple[int, int]] = {}
         self._last: dict[str, tuple[str, bytes]] = {}
+        self._size: int | None = None
+        self._logs: dict[str, tuple[tuple[int, int], FileLog]] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -183,11 +185,22 @@ class Journal:
     # ------------------------------------------------------------------ versions
 
     def log(self, path: str) -> FileLog:
-        """The versions of ``path`` and its accepted changes."""
-        data, _stamp = fsio.read_stamped(self.index_path(path), limit=_READ_LIMIT)
+        """The versions of ``path`` and its accepted changes (read again only when the index changed)."""
+        index = self.index_path(path)
+        try:
+            st = os.stat(index)
+            mark: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            mark = None
+        cached = self._logs.get(path)
+        if cached is not None and mark is not None and cached[0] == mark:
+            return cached[1]
+        data, _stamp = fsio.read_stamped(index, limit=_READ_LIMIT)
         versions: list[Entry] = []
         accepted: set[int] = set()
-        for _number, obj, _why in json_objects(data or b""):
+        for number, obj, _why in json_objects(data or b""):
+            if number % 512 == 0:
+                pace.checkpoint()
             if obj is None:
                 continue  # a torn line from a crash: skipped, never fatal
             if isinstance(obj.get("accepted"), int):
@@ -204,7 +217,10 @@ class Journal:
                 )  # fmt: skip
             except (KeyError, TypeError, ValueError):
                 continue
-        return FileLog(versions, accepted)
+        found = FileLog(versions, accepted)
+        if mark is not None and data is not None and len(data) == mark[0]:
+            self._logs[path] = (mark, found)
+        return found
 
     def versions(self, path: str, until: int | None = None) -> list[Entry]:
         """The versions of ``path`` oldest first (those recorded at or before ``until`` ms, when given)."""
@@ -243,6 +259,7 @@ class Journal:
         if not os.path.exists(blob):
             fsio.make_dirs(os.path.dirname(blob))
             fsio.atomic_write(blob, data, mode=0o600)
+            self._grew(len(data))
         return sha
 
     def record(self, path: str, data: bytes | None, *, own: bool = False, at: int | None = None) -> Entry | None:
@@ -264,7 +281,9 @@ class Journal:
         seq = last.seq + 1 if last is not None else 0
         when = now_ms() if at is None else at
         entry = self._make(path, seq, data, last, log.versions, own=own, at=when)
-        fsio.append_lines(index, [entry.line()], sole_writer=True)
+        line = entry.line()
+        fsio.append_lines(index, [line], sole_writer=True)
+        self._grew(len(line))
         if data is not None and len(data) <= _CACHED:
             self._last[path] = (entry.sha256, data)
         return entry
@@ -346,20 +365,30 @@ class Journal:
 
     # ------------------------------------------------------------------ size and thinning
 
-    def size(self) -> int:
-        """The bytes the journal takes on disk (blobs and indexes)."""
-        total = 0
-        for folder, _dirs, files in os.walk(self.root):
-            for name in files:
-                with contextlib.suppress(OSError):
-                    total += os.lstat(os.path.join(folder, name)).st_size
-        return total
+    def size(self, *, fresh: bool = False) -> int:
+        """The bytes the journal takes on disk (blobs and indexes): counted once (or when ``fresh``),
+        then kept current by what this object writes (others' writes are counted at the next count)."""
+        if self._size is None or fresh:
+            total = 0
+            for folder, _dirs, files in os.walk(self.root):
+                pace.checkpoint()
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        total += os.lstat(os.path.join(folder, name)).st_size
+            self._size = total
+        return self._size
+
+    def _grew(self, n: int) -> None:
+        if self._size is not None:
+            self._size += n
 
     def thin(self, cap: int | None = None) -> int:
         """Keep the journal under ``cap`` bytes: drop the oldest versions of each file first, never the
         version an unreviewed change starts from nor anything after it. Returns the bytes freed."""
         cap = default_cap() if cap is None else cap
-        before = self.size()
+        if self.size() <= cap:
+            return 0
+        before = self.size(fresh=True)
         if before <= cap:
             return 0
         logs = {path: self.log(path) for path in self.tracked()}
@@ -376,7 +405,7 @@ class Journal:
         for path, upto in drop.items():
             self._drop_through(path, upto)
         self._collect()
-        return max(0, before - self.size())
+        return max(0, before - self.size(fresh=True))
 
     def _drop_through(self, path: str, upto: int) -> None:
         """Forget the versions of ``path`` up to ``upto``; the new oldest is stored whole."""
@@ -483,6 +512,7 @@ def sync_source(journal: Journal, source: Source) -> list[Entry]:
     paths = sorted(now | {t.path for t in known.values() if t.source == source.path})
     changes: list[Entry] = []
     for path in paths:
+        pace.checkpoint()
         if not first and not os.path.exists(journal.index_path(path)):
             journal.record(path, None, own=True)  # the file did not exist before: a change from nothing
         entry = journal.sync_file(path, baseline=first)

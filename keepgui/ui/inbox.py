@@ -125,7 +125,10 @@ class InboxLister(QObject):
         self._running = False
         if self._closed:
             return
+        same = [i.id for i in listing.items] == [i.id for i in self.listing.items] and listing.size == self.listing.size
         self.listing = listing
+        if same and self._seen is not None and not self._again:
+            return  # nothing new: the views keep what they show
         ids = {i.id for i in listing.items}
         if self._seen is not None:
             new = [i for i in listing.items if i.id not in self._seen]
@@ -237,12 +240,14 @@ class InboxPanel(QWidget):
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._show_selected())
         self.entries.itemSelectionChanged.connect(self._enable)
         lister.listed.connect(self.set_listing)
-        self.set_listing(lister.listing)
+        QTimer.singleShot(0, self, lambda: self.set_listing(lister.listing))  # after the first show
 
     def set_listing(self, listing: Listing) -> None:
-        """Show ``listing`` (the first item selected)."""
+        """Show ``listing`` (the selection kept where its items are still there, else the first item)."""
         chosen = {i.id for i in self.selected()}
-        self.model.set_items(listing.items)
+        changed = [i.id for i in listing.items] != [i.id for i in self.model.items]
+        if changed:
+            self.model.set_items(listing.items)
         n = listing.unreviewed
         problems = f" · {len(listing.problems)} source(s) unreadable" if listing.problems else ""
         self.status.setText(
@@ -250,6 +255,8 @@ class InboxPanel(QWidget):
             + (f" · journal {listing.size}" if listing.size else "")
             + problems
         )
+        if not changed:
+            return
         selection = self.view.selectionModel()
         rows = [r for r, i in enumerate(listing.items[:1000]) if i.id in chosen] or ([0] if listing.items else [])
         for r in rows:

@@ -41,23 +41,29 @@ window = build_window(args, Settings(os.path.join(workspace, "..", "settings.jso
 window.resize(1200, 800)
 window.show()
 marks = {}
-watch = None
+watch = guiwatch.GuiWatch()
 def opened():
-    global watch
-    watch = guiwatch.GuiWatch()
     marks["t"] = time.perf_counter()
+    marks["g0"] = len(watch.gaps)
     marks["dialog"] = window.show_inbox()
+    QTimer.singleShot(0, lambda: marks.setdefault("g1", len(watch.gaps)))
 def poll():
     if "t" not in marks:
         if window.current is not None and window._loading is None and not window.hub.busy():
             marks.setdefault("idle", time.perf_counter())
-            if time.perf_counter() - marks["idle"] > 1.0:
+            if time.perf_counter() - marks["idle"] > 3.0:
                 opened()
+        else:
+            marks.pop("idle", None)
         return
     panel = marks["dialog"].panel
-    if panel.model.rowCount() >= changes and panel.entries.count() > 0:
-        print(json.dumps({"block": watch.longest(), "own": watch.longest_own(), "rows": panel.model.rowCount(),
-                          "seconds": time.perf_counter() - marks["t"], "blocks": watch.report(3)}), flush=True)
+    if "g1" in marks and panel.model.rowCount() >= changes and panel.entries.count() > 0:
+        g0, g1 = marks["g0"], marks["g1"]
+        show = max((g for g, _ in watch.gaps[g0:g1 + 1]), default=0.0)
+        print(json.dumps({"block": watch.longest(g1 + 1), "own": watch.longest_own(g1 + 1), "show": show,
+                          "rows": panel.model.rowCount(), "seconds": time.perf_counter() - marks["t"],
+                          "blocks": [b.describe() for b in sorted(watch.blocks, key=lambda b: -b.seconds)
+                                     if b.start >= watch.gaps[g1][1]][:3]}), flush=True)
         watch.stop()
         app.quit()
 poller = QTimer(); poller.setInterval(10); poller.timeout.connect(poll); poller.start()
@@ -167,7 +173,7 @@ def inbox_window(entries: int, changes: int) -> list[Result]:
     got = found[-1]
     return [
         Result(
-            f"inbox opened, {changes:,} changes of {entries:,} entries: longest GUI block",
+            f"inbox, {changes:,} changes of {entries:,} entries: longest GUI block listing them",
             got["block"] * 1000,
             "ms",
             got["own"] * 1000,
@@ -176,8 +182,14 @@ def inbox_window(entries: int, changes: int) -> list[Result]:
             "",
             "≤ 16 ms",
             got["block"] <= 0.016,
-            f"{got['rows']:,} rows listed in {got['seconds']:.1f} s; " + " | ".join(got["blocks"][:1]),
-        )
+            f"{got['rows']:,} rows listed and the first change's entries shown in {got['seconds']:.1f} s; "
+            + " | ".join(got["blocks"][:2]),
+        ),
+        Result(
+            "inbox: the dialog's first show (Qt's own cost, before the listing)",
+            got["show"] * 1000,
+            "ms",
+        ),
     ]
 
 
