@@ -154,13 +154,25 @@ def test_a_revert_that_cannot_merge_is_refused_and_writes_nothing(place):
     assert read(keep) == before
 
 
-def test_the_agents_staged_writes_are_in_the_same_list(tmp_path, demo_copy):
+def test_staged_writes_sit_in_the_same_list_and_entries_are_the_backends_own(tmp_path, demo_copy):
     env = dict(os.environ, KEEPGUI_HOME=str(tmp_path / "home"), PYTHONPATH=ROOT)
-    items = listed(env, "--source", demo_copy.hermes)
-    assert any(i["kind"] == "approval" for i in items) or any(
-        i["kind"] == "approval" for i in listed(env, "--source", demo_copy.gemini)
-    )
-
+    home = demo_copy.hermes
+    staged = [i for i in listed(env, "--source", home) if i["kind"] == "approval"]
+    assert len(staged) == 1 and staged[0]["entries"][0]["kind"] == "added"
+    text = staged[0]["entries"][0]["after"][0]
+    keepgui(env, "inbox", "approve", staged[0]["id"], "--source", home)
+    memory = os.path.join(home, "memories", "MEMORY.md")
+    assert text in read(memory)
+    assert listed(env, "--source", home) == []  # keepgui's own write (the approval) is no change to review
+    # an agent adds one entry of two lines, in Hermes's own format: one entry, not two lines
+    with open(memory, "a", encoding="utf-8") as fh:
+        fh.write("\n§\nFirst line of a new entry\nand its second line")
+    (item,) = listed(env, "--source", home)
+    assert [(e["kind"], e["after"]) for e in item["entries"]] == [
+        ("added", ["First line of a new entry\nand its second line"])
+    ]
+    out = json.loads(keepgui(env, "inbox", "--json", "--source", home).stdout)
+    assert 0 < out["journal"]["bytes"] <= out["journal"]["cap"]
 
 def read(path: str) -> str:
     with open(path, encoding="utf-8") as fh:
