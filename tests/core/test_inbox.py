@@ -174,6 +174,7 @@ def test_staged_writes_sit_in_the_same_list_and_entries_are_the_backends_own(tmp
     out = json.loads(keepgui(env, "inbox", "--json", "--source", home).stdout)
     assert 0 < out["journal"]["bytes"] <= out["journal"]["cap"]
 
+
 def read(path: str) -> str:
     with open(path, encoding="utf-8") as fh:
         return fh.read()
