@@ -371,6 +371,33 @@ def replace_whole(key: tuple[str, str | None], path: str, text: str, expect: Sta
     return _replace_bytes(key, path, text.encode("utf-8", "surrogatepass"), expect)
 
 
+def create_whole(key: tuple[str, str | None], path: str, text: str) -> Change:
+    """Create ``path`` holding ``text`` (never replacing a file someone made meanwhile) as a
+    :class:`Change` of the bank ``key`` whose undo removes it again, refused when it changed since."""
+    from keepgui.core import fsio
+    from keepgui.core.errors import Conflict
+    from keepgui.core.source import Written
+
+    try:
+        written = fsio.create_new(path, text.encode("utf-8", "surrogatepass"))
+    except FileExistsError:
+        raise Conflict(path, Stamp.missing(), fsio.current_stamp(path)) from None
+    name = path.rsplit("/", 1)[-1]
+
+    def back() -> Change:
+        fsio.remove_file(path, expect=written)
+        return Change(source=key[0], bank=key[1], text=f"Remove {name}", files=(Written(path, None),))
+
+    return Change(
+        source=key[0],
+        bank=key[1],
+        text=f"Create {name}",
+        message=f"{path} created",
+        files=(Written(path, written),),
+        reverse=back,
+    )
+
+
 def _replace_bytes(key: tuple[str, str | None], path: str, data: bytes, expect: Stamp) -> Change:
     from keepgui.core import fsio
     from keepgui.core.errors import Conflict

@@ -54,14 +54,21 @@ class EntryChange:
         return {"n": number, "kind": self.kind, "before": list(self.before), "after": list(self.after)}
 
     def describe(self) -> str:
-        """One line for a person."""
+        """One line for a person (each text's first line, shortened)."""
+        before, after = [_short(t) for t in self.before], [_short(t) for t in self.after]
         if self.kind == "added":
-            return f"+ {self.after[0]}"
+            return f"+ {after[0]}"
         if self.kind == "removed":
-            return f"- {self.before[0]}"
+            return f"- {before[0]}"
         if self.kind == "edited":
-            return f"~ {self.before[0]}  →  {self.after[0]}"
-        return f"⇉ {' + '.join(self.before)}  →  {self.after[0]}"
+            return f"~ {before[0]}  →  {after[0]}"
+        return f"⇉ {' + '.join(before)}  →  {after[0]}"
+
+
+def _short(text: str, width: int = 100) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "---"]
+    first = (lines[0] if lines else "") + (" …" if len(lines) > 1 else "")
+    return first if len(first) <= width else first[: width - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -320,10 +327,10 @@ def revert(journal: Journal, item: Item, bank: Bank, entry: int | None = None) -
             raise InvalidInput(f"change {item.id} has {len(found)} entry changes; --entry takes 1 to {len(found)}")
         target = _revert_one(before, after, found[entry - 1])
     data, stamp = fsio.read_stamped(item.path)
-    if data is None and item.version.gone and item.base is not None:
-        raise ReadOnly(
-            f"{item.path} was deleted: keepgui does not create it again (its text is in `keepgui inbox --json`)"
-        )
+    if data is None and item.version.gone and item.base is not None and not item.base.gone and entry is None:
+        change = bank.write_file(item.path, before, stamp)  # the change deleted the file: it comes back
+        journal.accept(item.path, [item.version.seq])
+        return _with_review(change, journal, item, entry)
     if data is None:
         raise Conflict(item.path, None, stamp)
     if item.base is None or item.base.gone:

@@ -175,6 +175,32 @@ def test_staged_writes_sit_in_the_same_list_and_entries_are_the_backends_own(tmp
     assert 0 < out["journal"]["bytes"] <= out["journal"]["cap"]
 
 
+def test_files_an_agent_deleted_come_back_with_their_index_lines(tmp_path, demo_copy):
+    """Auto Dream deleting topic files and their index lines (claude-code #47959): each deletion is an
+    item of the inbox, and reverting them puts every file and line back."""
+    env = dict(os.environ, KEEPGUI_HOME=str(tmp_path / "home"), PYTHONPATH=ROOT)
+    home = os.path.join(demo_copy.claude_home, ".claude")
+    assert listed(env, "--source", home) == []
+    (memory,) = [
+        os.path.join(p, "memory")
+        for p in (os.path.join(home, "projects", n) for n in os.listdir(os.path.join(home, "projects")))
+    ]
+    names = sorted(n for n in os.listdir(memory) if n != "MEMORY.md")[:2]
+    originals = {n: read(os.path.join(memory, n)) for n in names}
+    index = read(os.path.join(memory, "MEMORY.md"))
+    code = "import os, sys; [os.unlink(p) for p in sys.argv[1:]]"
+    subprocess.run([sys.executable, "-c", code, *(os.path.join(memory, n) for n in names)], check=True)
+    agent(os.path.join(memory, "MEMORY.md"), "drop", f"({names[0]})")
+    agent(os.path.join(memory, "MEMORY.md"), "drop", f"({names[1]})")
+    items = listed(env, "--source", home)
+    assert sorted(i["kind"] for i in items) == ["changed", "deleted", "deleted"]
+    for item in items:
+        keepgui(env, "inbox", "revert", item["id"])
+    assert {n: read(os.path.join(memory, n)) for n in names} == originals
+    assert read(os.path.join(memory, "MEMORY.md")) == index
+    assert listed(env, "--source", home) == []
+
+
 def read(path: str) -> str:
     with open(path, encoding="utf-8") as fh:
         return fh.read()

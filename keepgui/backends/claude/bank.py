@@ -77,6 +77,7 @@ from keepgui.backends.claude.memory import (
     read_folder,
 )
 from keepgui.core import fsio
+from keepgui.core.defaults import create_whole, replace_whole
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
@@ -547,9 +548,22 @@ class ClaudeProject(BankDefaults):
         found.extend(p for p in (os.path.join(self.memory_dir, n) for n in names) if p not in found)
         return found
 
+    def write_file(self, path: str, text: str, expect: fsio.Stamp) -> Change:
+        """A topic file put back whole (created again when it was deleted, never over a file someone
+        made meanwhile; conflict-checked otherwise); MEMORY.md and the instruction files as the editor
+        saves them."""
+        if not self._is_topic(path):
+            return super().write_file(path, text, expect)
+        if not expect.exists:
+            return create_whole((self.key.source, self.key.bank), path, text)
+        return replace_whole((self.key.source, self.key.bank), path, text, expect)
+
+    def _is_topic(self, path: str) -> bool:
+        return os.path.dirname(path) == os.path.realpath(self.memory_dir) and os.path.basename(path) != INDEX_NAME
+
     def entries_of(self, path: str, text: str) -> list[tuple[str, str]]:
         """A topic file is one entry (its whole text, named by the file); other files a line each."""
-        if os.path.dirname(path) == os.path.realpath(self.memory_dir) and os.path.basename(path) != INDEX_NAME:
+        if self._is_topic(path):
             return [(os.path.basename(path), text.strip())] if text.strip() else []
         return super().entries_of(path, text)
 
