@@ -57,6 +57,8 @@ CHAIN = 1024
 DEFAULT_CAP = 512 * 1024 * 1024
 """The journal's size cap in bytes unless ``$KEEPGUI_JOURNAL_CAP`` (bytes) says otherwise."""
 _READ_LIMIT = 256 * 1024 * 1024
+RACY = 2000
+"""A file's time is trusted to say it is unchanged only when it was over this many ms older than the reading."""
 _CACHED = 64 * 1024 * 1024
 """Files up to this size keep their last recorded bytes in memory (the next delta is made against them)."""
 
@@ -77,6 +79,8 @@ class Entry:
     base: int | None = None
     pre: int = 0
     suf: int = 0
+    mtime: int = 0
+    """The file's modification time (ns) when this version was read from it (0: not read from a file)."""
 
     def line(self) -> bytes:
         """The index line of this version."""
@@ -84,6 +88,8 @@ class Entry:
         obj.update(own=self.own, gone=self.gone, blob=self.blob)
         if self.base is not None:
             obj.update(base=self.base, pre=self.pre, suf=self.suf)
+        if self.mtime:
+            obj.update(mtime=self.mtime)
         return dump_line(obj)
 
 
@@ -213,6 +219,7 @@ class Journal:
                         path, int(obj["seq"]), str(obj["sha256"]), int(obj["size"]), int(obj["at"]),
                         bool(obj.get("own")), bool(obj.get("gone")), str(obj["blob"]),
                         int(base) if base is not None else None, int(obj.get("pre", 0)), int(obj.get("suf", 0)),
+                        int(obj.get("mtime", 0)),
                     )
                 )  # fmt: skip
             except (KeyError, TypeError, ValueError):
@@ -271,7 +278,9 @@ class Journal:
         with self._locked(path) as index:
             return self._record(index, path, data, own=own, at=at)
 
-    def _record(self, index: str, path: str, data: bytes | None, *, own: bool, at: int | None) -> Entry | None:
+    def _record(
+        self, index: str, path: str, data: bytes | None, *, own: bool, at: int | None, mtime: int = 0
+    ) -> Entry | None:
         log = self.log(path)
         last = log.versions[-1] if log.versions else None
         sha = _sha(data or b"")
@@ -280,7 +289,7 @@ class Journal:
             return None
         seq = last.seq + 1 if last is not None else 0
         when = now_ms() if at is None else at
-        entry = self._make(path, seq, data, last, log.versions, own=own, at=when)
+        entry = replace(self._make(path, seq, data, last, log.versions, own=own, at=when), mtime=mtime)
         line = entry.line()
         fsio.append_lines(index, [line], sole_writer=True)
         self._grew(len(line))
@@ -355,13 +364,30 @@ class Journal:
             seen = None
         if seen is not None and self._seen.get(path) == seen:
             return None  # as this process last recorded it
+        if seen is not None and self._unchanged(path, seen):
+            return None  # as the last version was read from it, long enough ago to trust the time
         data, _stamp = _read(path)
         with self._locked(path) as index:
             first = baseline and not os.path.exists(index)
-            entry = self._record(index, path, data, own=first, at=None)
+            mtime = seen[1] if seen is not None and data is not None and len(data) == seen[0] else 0
+            entry = self._record(index, path, data, own=first, at=None, mtime=mtime)
         if seen is not None and data is not None and len(data) == seen[0]:
             self._seen[path] = seen
         return entry
+
+    def _unchanged(self, path: str, seen: tuple[int, int]) -> bool:
+        """True when the file's size and time are those its last version was read with, and that time
+        was over :data:`RACY` ms before the reading (a write within the clock's resolution of a
+        read could otherwise keep both)."""
+        versions = self.log(path).versions
+        last = versions[-1] if versions else None
+        return (
+            last is not None
+            and not last.gone
+            and last.mtime == seen[1]
+            and last.size == seen[0]
+            and last.at - last.mtime // 1_000_000 > RACY
+        )
 
     # ------------------------------------------------------------------ size and thinning
 
