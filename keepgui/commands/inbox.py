@@ -24,6 +24,7 @@ Exit status: 0; 1 when an item is not found or an action is refused.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +70,8 @@ def _sources(args: argparse.Namespace, ctx: Context, journal: Journal) -> list[S
     known = journal.sources() or [(f.kind, f.path) for f in registry.discover()]
     opened = []
     for kind, path in known:
+        if not os.path.isdir(path):
+            continue  # a folder since removed (a demo copy, a project deleted): nothing to compare
         try:
             source = registry.open_source(kind, path)
             sync_source(journal, source)

@@ -74,6 +74,8 @@ class _Opened:
         for path in set(self.sources) - {p for _k, p in wanted}:
             del self.sources[path]
         for kind, path in wanted:
+            if not os.path.isdir(path):
+                continue
             try:
                 source = self.sources.get(path) or registry.open_source(kind, path)
                 self.sources[path] = source
