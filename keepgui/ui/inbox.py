@@ -107,6 +107,10 @@ class InboxLister(QObject):
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.refresh)
         self._timer.start(REFRESH_MS)
+        self._retry = QTimer(self)
+        self._retry.setSingleShot(True)
+        self._retry.setInterval(500)
+        self._retry.timeout.connect(self.refresh)
 
     def refresh(self) -> None:
         """Compare and list again (one listing at a time; one more follows if asked meanwhile)."""
@@ -114,6 +118,9 @@ class InboxLister(QObject):
             return
         if self._running:
             self._again = True
+            return
+        if self.hub.busy():  # a load is under way: the inbox waits, never competing with it
+            self._retry.start()
             return
         self._running = True
         wanted = [(s.kind, path) for path, s in self.hub.sources.items()]
@@ -161,6 +168,7 @@ class InboxLister(QObject):
         """Stop listing (queued work is dropped; later refreshes do nothing)."""
         self._closed = True
         self._timer.stop()
+        self._retry.stop()
         self._lane.close(wait=False)
 
 
