@@ -45,6 +45,7 @@ GENERIC = {
     "context": "keepgui.commands.context",
     "pending": "keepgui.commands.pending",
     "quick-keep": "keepgui.commands.desktop",
+    **dict.fromkeys(("inbox", "watch"), "keepgui.commands.inbox"),
 }
 """The commands written once for every backend, and the module that adds each (a test holds it to
 what the modules add and to :data:`keepgui.core.registry.COMMON_COMMANDS`)."""
@@ -325,6 +326,9 @@ def _global_parser(argv: list[str] | None) -> argparse.ArgumentParser:
         help="the panel to show in the window (activity: the Memories panel with its activity strip)",
     )
     parser.add_argument("--query", metavar="TEXT", help="the preview question to show in the window")
+    parser.add_argument(
+        "--tray", action="store_true", help="start in the tray, the window hidden (what starting at login runs)"
+    )
     parser.add_argument(
         "--stand-alone", action="store_true", help="do not hand over to (or become) the single running instance"
     )

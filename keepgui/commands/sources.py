@@ -132,7 +132,9 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
     else:
         path, how = _home(backend), f"--agent {backend.kind}"
     options = registry.OpenOptions(reload_command=_reload_command(args), project=start)
-    return Chosen(backend, registry.open_source(backend.kind, path, options), how)
+    opened = registry.open_source(backend.kind, path, options)
+    record(opened)
+    return Chosen(backend, opened, how)
 
 
 def _project(given: str) -> str:
@@ -168,6 +170,18 @@ def _say_if_no_home(ctx: Context, backend: Backend, project: str) -> None:
             f"{home} does not exist (where --agent {backend.kind} looks for the agent's own folder): "
             f"only what {project} itself holds is here"
         )
+
+
+def record(source: Source) -> None:
+    """What changed in ``source`` since keepgui last looked goes into the journal, and every write this
+    command makes is recorded as keepgui's own (so a one-shot command misses nothing either)."""
+    from keepgui.core import journal
+    from keepgui.core.errors import KeepguiError
+
+    try:
+        journal.sync_source(journal.install(), source)
+    except (KeepguiError, OSError):
+        return  # the journal is keepgui's own record: a command never fails for it
 
 
 def _old_source_option(args: argparse.Namespace, ctx: Context, kind: str | None) -> tuple[str | None, str | None]:

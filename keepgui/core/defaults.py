@@ -297,6 +297,37 @@ class BankDefaults(ABC):
         """No row is named by another's entities."""
         return {}
 
+    def memory_files(self) -> builtins.list[str]:
+        """The files of its documents (a backend whose rows live in other files names those too)."""
+        documents = self.documents()
+        found: builtins.list[str] = []
+        for name, _title in documents.list():
+            path = documents.read(name).path
+            if path and path not in found:
+                found.append(path)
+        return found
+
+    def entries_of(self, path: str, text: str) -> builtins.list[tuple[str, str]]:
+        """Every line that is not blank is an entry, matched by its text."""
+        return [("", line.strip()) for line in text.splitlines() if line.strip()]
+
+    def write_file(self, path: str, text: str, expect: Stamp) -> Change:
+        """Saved as the document of that file is saved (its own checks and undo), when it is one that
+        may be saved; refused with the reason otherwise."""
+        from keepgui.core.errors import Conflict, ReadOnly
+
+        documents = self.documents()
+        for name, _title in documents.list():
+            doc = documents.read(name)
+            if doc.path != path:
+                continue
+            if doc.read_only:
+                raise ReadOnly(f"{path}: {doc.read_only}")
+            if not doc.stamp.same_content(expect):
+                raise Conflict(path, expect, doc.stamp)
+            return documents.save(doc, text, confirmed=True)
+        raise ReadOnly(f"keepgui does not rewrite {path} whole: only the agent's own operations change it")
+
 
 class SourceDefaults:
     """What a Source that has no bank operations or settings answers (see :class:`BankDefaults`)."""
@@ -336,3 +367,61 @@ def nothing_written(
 ) -> Change:
     """A Change that wrote nothing (already kept, refused by the backend's checks)."""
     return Change(source, bank, text, written=False, message=message, feedback=tuple(feedback), result=result)
+
+
+def replace_whole(key: tuple[str, str | None], path: str, text: str, expect: Stamp) -> Change:
+    """Replace ``path`` with ``text`` (atomic, refused when it no longer has the content of ``expect``)
+    as a :class:`Change` of the bank ``key`` (source folder, bank name) whose undo puts the previous
+    bytes back, refused in turn when the file changed again since."""
+    return _replace_bytes(key, path, text.encode("utf-8", "surrogatepass"), expect)
+
+
+def create_whole(key: tuple[str, str | None], path: str, text: str) -> Change:
+    """Create ``path`` holding ``text`` (never replacing a file someone made meanwhile) as a
+    :class:`Change` of the bank ``key`` whose undo removes it again, refused when it changed since."""
+    from keepgui.core import fsio
+    from keepgui.core.errors import Conflict
+    from keepgui.core.source import Written
+
+    try:
+        written = fsio.create_new(path, text.encode("utf-8", "surrogatepass"))
+    except FileExistsError:
+        raise Conflict(path, Stamp.missing(), fsio.current_stamp(path)) from None
+    name = path.rsplit("/", 1)[-1]
+
+    def back() -> Change:
+        fsio.remove_file(path, expect=written)
+        return Change(source=key[0], bank=key[1], text=f"Remove {name}", files=(Written(path, None),))
+
+    return Change(
+        source=key[0],
+        bank=key[1],
+        text=f"Create {name}",
+        message=f"{path} created",
+        files=(Written(path, written),),
+        reverse=back,
+    )
+
+
+def _replace_bytes(key: tuple[str, str | None], path: str, data: bytes, expect: Stamp) -> Change:
+    from keepgui.core import fsio
+    from keepgui.core.errors import Conflict
+    from keepgui.core.source import Written
+
+    previous, stamp = fsio.read_stamped(path)
+    if previous is None or not stamp.same_content(expect):
+        raise Conflict(path, expect, stamp)
+    written = fsio.atomic_write(path, data, expect=stamp)
+    name = path.rsplit("/", 1)[-1]
+
+    def back() -> Change:
+        return _replace_bytes(key, path, previous, written)
+
+    return Change(
+        source=key[0],
+        bank=key[1],
+        text=f"Rewrite {name}",
+        message=f"{path} rewritten",
+        files=(Written(path, written),),
+        reverse=back,
+    )

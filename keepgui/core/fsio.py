@@ -121,6 +121,26 @@ class Stamp:
         return not self.exists or (self.size == other.size and self.sha256 == other.sha256)
 
 
+WriteHook = Callable[[str, str, "bytes | None"], None]
+_WRITE_HOOKS: list[WriteHook] = []
+
+
+def on_write(hook: WriteHook) -> None:
+    """Call ``hook(stage, path, data)`` around every write this module makes to a file: ``stage`` is
+    ``"before"`` (nothing written yet) or ``"after"`` (``data`` the file's whole new bytes, or None
+    when only an append or a removal was made). keepgui's journal is the one listener; a hook that
+    fails never fails the write."""
+    _WRITE_HOOKS.append(hook)
+
+
+def _tell(stage: str, path: str | os.PathLike[str], data: bytes | None = None) -> None:
+    for hook in _WRITE_HOOKS:
+        try:
+            hook(stage, os.fspath(path), data)
+        except Exception:  # noqa: BLE001 - a listener never fails a write
+            continue
+
+
 def read_stamped(path: str | os.PathLike[str], limit: int | None = None) -> tuple[bytes | None, Stamp]:
     """Read a whole file and return ``(bytes, stamp)``; ``(None, missing)`` when absent.
 
@@ -386,6 +406,7 @@ def atomic_write(
     folder = os.path.dirname(path) or "."
     if os.path.islink(path):
         raise ReadOnly(f"{path} is a symbolic link; keepgui does not replace links")
+    _tell("before", path)
     old = check_unchanged(path, expect)
     keep_mode = None if old is None else stat.S_IMODE(old.st_mode)
     tmp = temp_name_for(path)
@@ -423,6 +444,7 @@ def atomic_write(
             os.unlink(tmp)
         raise
     fsync_dir(folder)
+    _tell("after", path, data)
     return Stamp.of(data, st)
 
 
@@ -542,6 +564,7 @@ def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) 
     """
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
+    _tell("before", path)
     tmp = temp_name_for(path)
     umask = os.umask(0)
     os.umask(umask)
@@ -581,6 +604,7 @@ def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) 
     with contextlib.suppress(OSError):
         os.unlink(tmp)
     fsync_dir(folder)
+    _tell("after", path, data)
     return Stamp.of(data, st)
 
 
@@ -596,12 +620,14 @@ def _create_in_place(path: str, data: bytes, mode: int) -> None:
 
 def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) -> None:
     """Delete ``path`` (durably), refusing with :class:`Conflict` if it changed since ``expect``."""
+    _tell("before", path)
     check_unchanged(path, expect)
     try:
         os.unlink(path)
     except FileNotFoundError:
         return
     fsync_dir(os.path.dirname(os.fspath(path)) or ".")
+    _tell("after", path)
 
 
 def mark_used(path: str | os.PathLike[str]) -> None:
@@ -886,7 +912,10 @@ class LockedLog:
         if self.sole_writer:
             size = os.fstat(self._fd).st_size
             prefix = b"" if not size or os.pread(self._fd, 1, size - 1) == b"\n" else b"\n"
-        return _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
+        _tell("before", self.path)
+        offset = _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
+        _tell("after", self.path)
+        return offset
 
 
 class Busy(KeepguiError):

@@ -891,6 +891,23 @@ class Bank(Protocol):
         """Every capture event of the rows (call after a load, off the GUI thread); refused with the
         reason of :data:`ACTIVITY` when the backend cannot say when its rows changed."""
 
+    def memory_files(self) -> Sequence[str]:
+        """The files that hold this bank's memory, each an absolute path (missing ones too): keepgui's
+        journal keeps every version of each, and its inbox lists what others changed in them."""
+        ...
+
+    def entries_of(self, path: str, text: str) -> Sequence[tuple[str, str]]:
+        """The entries of one version (``text``) of one of :meth:`memory_files`, in file order, in the
+        backend's own notion of an entry: ``(key, text)``, where ``key`` is the entry's identity when
+        it has one (a memory's id, a topic file's name) or "" (entries are then matched by text)."""
+        ...
+
+    def write_file(self, path: str, text: str, expect: Stamp) -> Change:
+        """Replace one of :meth:`memory_files` whole with ``text`` (a revert from the inbox), as the
+        agent accepts it, refused with :class:`~keepgui.core.errors.Conflict` when the file no longer
+        has the content of ``expect``, and with the reason when keepgui may not rewrite it."""
+        ...
+
     def row_names(self) -> Mapping[str, str]:
         """The names by which rows link to other rows of the bank: name -> key (a row whose entity is
         such a name links to that row, as a topic file's ``[[name]]`` does); {} when entities name

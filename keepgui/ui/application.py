@@ -228,7 +228,10 @@ def launch(args: argparse.Namespace) -> int:
         window.review_compaction(key)
 
     desktop.set_compaction_handler(compact)
-    window.show()
+    if getattr(args, "tray", False) and desktop.tray is not None:
+        app.setQuitOnLastWindowClosed(False)  # in the tray only: Quit in its menu ends it
+    else:
+        window.show()
     status = app.exec()
     finish(window)
     return status

@@ -32,6 +32,7 @@ from keepgui.core.errors import InvalidInput
 from keepgui.core.paths import short_path
 from keepgui.core.source import KEEP, BankKey
 from keepgui.ui.quickkeep import keep_into, open_quick_keep
+from keepgui.ui.settings import NOTIFY_SETTING
 from keepgui.ui.tray import KeepTray, tray_available
 
 if TYPE_CHECKING:  # the window is handed in; only its type is needed here
@@ -77,6 +78,9 @@ class Desktop(QObject):
             tray = self.tray
             window.approvals.listed.connect(lambda items: tray.set_pending(len(items)))
             window.approvals.arrived.connect(lambda _n, sentence: tray.notify(sentence))
+            self.tray.inboxRequested.connect(self.show_inbox)
+            window.inbox.listed.connect(lambda listing: tray.set_unreviewed(listing.unreviewed))
+            window.inbox.arrived.connect(self._change_arrived)
         self._apply_quit_policy()
         window.installEventFilter(self)
         # File → Quit must really quit, even when closing the window only hides it.
@@ -106,6 +110,16 @@ class Desktop(QObject):
             window.show()
         window.raise_()
         window.activateWindow()
+
+    def show_inbox(self) -> None:
+        """Show the window and its inbox (the tray's entry)."""
+        self.show_window()
+        self.window.show_inbox()
+
+    def _change_arrived(self, _count: int, sentence: str) -> None:
+        """A desktop notification per change an agent made, when the person asked for them."""
+        if self.tray is not None and self.window.settings.get(NOTIFY_SETTING, False):
+            self.tray.notify(sentence, "Memory changed")
 
     def show_approvals(self) -> None:
         """Show the window and the writes awaiting approval (the tray's entry)."""

@@ -53,10 +53,11 @@ from keepgui.ui.dialogs import NameDialog, TrashDialog
 from keepgui.ui.geometry import place_window
 from keepgui.ui.graph import GraphPanel
 from keepgui.ui.hub import Hub
+from keepgui.ui.inbox import InboxDialog, InboxLister
 from keepgui.ui.memorypanel import MemoryPanel
 from keepgui.ui.opening import FolderVerdicts, choose_source
 from keepgui.ui.palette import CommandPalette, PaletteIndex, carry_out, menu_actions
-from keepgui.ui.preferences import Preferences, PreferencesDialog
+from keepgui.ui.preferences import Preferences, PreferencesDialog, apply_inbox_preferences, inbox_preferences
 from keepgui.ui.preview import PreviewPane
 from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
 from keepgui.ui.rules import RulesPanel
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         # every open source's writes awaiting approval (Hermes's pending queue...), listed off the GUI thread
         self.approvals = PendingLister(hub, self)
         self.approvals.arrived.connect(lambda _n, sentence: self.note(sentence))
+        self.inbox = InboxLister(hub, self)  # every change made outside keepgui, across the open sources
         self.settings = settings
         self.persist_sources = persist_sources
         self.remembered: set[str] = set()  # the open sources the settings keep (not the demo, not a handover's)
@@ -275,6 +277,12 @@ class MainWindow(QMainWindow):
             shortcuts.APPROVALS,
             "Writes an agent staged for your approval: the change each makes, Approve or Reject (undoable)",
         )
+        self.act_inbox = a(
+            "&Inbox…",
+            lambda: self.show_inbox(),
+            shortcuts.INBOX,
+            "Every change made outside keepgui, across sources: accept, or revert an entry or the whole change",
+        )
         self.act_review = a(
             "Review &outside rewrite…",
             lambda: self.review_rewrite(),
@@ -355,6 +363,7 @@ class MainWindow(QMainWindow):
             None,
             self.act_compact,
             self.act_review,
+            self.act_inbox,
             self.act_approvals,
             None,
             self.act_problems,
@@ -853,6 +862,13 @@ class MainWindow(QMainWindow):
         self.attention_label.setToolTip(problem)
         self.attention_label.setVisible(bool(problem))
 
+    def show_inbox(self) -> InboxDialog:
+        """The inbox in a window of its own (accept, revert, approve, reject: each undoable)."""
+        dialog = InboxDialog(self.inbox, lambda path, op, text: self.perform(path, op, text), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
     def show_approvals(self) -> ApprovalsDialog:
         """The writes agents staged for approval, in a window of their own (approve or reject, undoable)."""
         dialog = ApprovalsDialog(self.approvals, lambda path, op, text: self.perform(path, op, text), self)
@@ -893,6 +909,7 @@ class MainWindow(QMainWindow):
             reload_command=settings.reload_command(),
             start_sources=None if fixed is None else [(s.get("kind", ""), s["path"]) for s in fixed],
             open_now=[(s.kind, s.path) for s in self.hub.sources.values() if s.path in self.remembered],
+            **inbox_preferences(settings),
         )
         dialog = PreferencesDialog(
             current,
@@ -915,6 +932,7 @@ class MainWindow(QMainWindow):
             self.hub.set_reload_command(chosen.reload_command)
         starts = chosen.start_sources
         settings.set_start_sources(None if starts is None else [{"kind": k, "path": p} for k, p in starts])
+        self.note(apply_inbox_preferences(chosen, settings))
         try:
             settings.save()
         except (KeepguiError, OSError) as exc:
@@ -978,5 +996,6 @@ class MainWindow(QMainWindow):
         self.save_state()
         self.palette_index.shutdown()
         self.approvals.shutdown()
+        self.inbox.shutdown()
         self.hub.shutdown()
         super().closeEvent(event)

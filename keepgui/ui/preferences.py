@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -41,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from keepgui.core import registry
 from keepgui.core.paths import short_path
+from keepgui.ui.settings import NOTIFY_SETTING
 
 THEME_CHOICES = (("system", "System (follow the desktop)"), ("light", "Light"), ("dark", "Dark"))
 
@@ -57,6 +60,10 @@ class Preferences:
     start_sources: list[tuple[str, str]] | None = None
     open_now: list[tuple[str, str]] = field(default_factory=list)
     """The sources open in the window now ("Use the open ones")."""
+    autostart: bool = False
+    """Start keepgui in the tray at login (the desktop's autostart entry, :mod:`keepgui.core.autostart`)."""
+    notify_changes: bool = False
+    """A desktop notification for each change an agent makes to its memory."""
 
 
 class PreferencesDialog(QDialog):
@@ -148,10 +155,21 @@ class PreferencesDialog(QDialog):
         buttons_row.addStretch(1)
         start_layout.addLayout(buttons_row)
 
+        self.autostart = QCheckBox("Start keepgui in the tray at login (it records every change agents make)", self)
+        self.autostart.setChecked(current.autostart)
+        self.notify_changes = QCheckBox("A desktop notification for each change an agent makes", self)
+        self.notify_changes.setChecked(current.notify_changes)
+        inbox_box = QWidget(self)
+        inbox_layout = QVBoxLayout(inbox_box)
+        inbox_layout.setContentsMargins(0, 0, 0, 0)
+        inbox_layout.addWidget(self.autostart)
+        inbox_layout.addWidget(self.notify_changes)
+
         form = QFormLayout()
         form.addRow("Theme", self.theme)
         form.addRow("Reload command", reload_box)
         form.addRow("Sources at start", start_box)
+        form.addRow("Inbox", inbox_box)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -203,4 +221,27 @@ class PreferencesDialog(QDialog):
             reload_command=self.reload.text().strip() if self.custom_reload.isChecked() else None,
             start_sources=self.start_list() if self.fixed.isChecked() else None,
             open_now=list(self._open_now),
+            autostart=self.autostart.isChecked(),
+            notify_changes=self.notify_changes.isChecked(),
         )
+
+
+def inbox_preferences(settings: Any) -> dict[str, bool]:
+    """The inbox's preferences as they are now (``Preferences(**...)``)."""
+    from keepgui.core import autostart
+
+    return {"autostart": autostart.is_enabled(), "notify_changes": bool(settings.get(NOTIFY_SETTING, False))}
+
+
+def apply_inbox_preferences(chosen: Preferences, settings: Any) -> str:
+    """Write or remove the autostart entry and remember the notification choice; "" or why not."""
+    from keepgui.core import autostart
+    from keepgui.core.errors import KeepguiError
+
+    settings.set(NOTIFY_SETTING, chosen.notify_changes)
+    try:
+        if chosen.autostart != autostart.is_enabled():
+            autostart.set_enabled(chosen.autostart)
+    except (KeepguiError, OSError) as exc:
+        return f"start at login not changed: {exc}"
+    return ""

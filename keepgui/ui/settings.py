@@ -67,6 +67,10 @@ def migrate(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+NOTIFY_SETTING = "inbox/notify"
+"""Settings key: a desktop notification for each change an agent makes (bool, default False)."""
+
+
 class Settings:
     """Typed access to keepgui's settings (window state, sources, last bank, view options).
 

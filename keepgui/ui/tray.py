@@ -46,6 +46,7 @@ class KeepTray(QSystemTrayIcon):
     showRequested = Signal()
     compactionRequested = Signal(object)
     approvalsRequested = Signal()
+    inboxRequested = Signal()
     keepRunningChanged = Signal(bool)
     quitRequested = Signal()
 
@@ -66,6 +67,9 @@ class KeepTray(QSystemTrayIcon):
         self.act_approvals.setEnabled(False)
         self.act_approvals.triggered.connect(self.approvalsRequested)
         self.pending = 0
+        self.act_inbox = QAction("Inbox: nothing to review", self.menu)
+        self.act_inbox.triggered.connect(self.inboxRequested)
+        self.unreviewed = 0
         self.compaction_menu = QMenu("Compaction due", self.menu)
         self.compaction_menu.setIcon(theme.icon("warning"))
         self.act_keep_running = QAction("&Keep running in the tray when the window closes", self.menu)
@@ -77,6 +81,7 @@ class KeepTray(QSystemTrayIcon):
         self.menu.addAction(self.act_quick_keep)
         self.menu.addAction(self.act_show)
         self.menu.addSeparator()
+        self.menu.addAction(self.act_inbox)
         self.menu.addAction(self.act_approvals)
         self.menu.addAction(self.act_compaction)
         self._compaction_submenu_action = self.menu.addMenu(self.compaction_menu)
@@ -132,6 +137,11 @@ class KeepTray(QSystemTrayIcon):
         self.act_approvals.setText(f"Pending approvals ({count})…" if count else "No writes await approval")
         base = self.toolTip().split(" — ")[0] if count else "keepgui"
         self.setToolTip(f"{base} — {count} write{'s' if count != 1 else ''} await approval" if count else base)
+
+    def set_unreviewed(self, count: int) -> None:
+        """How many changes made outside keepgui wait for review: the menu entry says it and opens them."""
+        self.unreviewed = count
+        self.act_inbox.setText(f"Inbox ({count} to review)…" if count else "Inbox: nothing to review")
 
     def _on_single_compaction(self) -> None:
         if len(self.due) == 1:

@@ -101,6 +101,7 @@ def test_tray_menu_entries_without_showing_it(qtbot):
     assert [a.text() for a in tray.menu.actions() if not a.isSeparator() and a.isVisible()] == [
         "&Quick keep…",
         "&Show window",
+        "Inbox: nothing to review",
         "No writes await approval",
         "No compaction due",
         "&Keep running in the tray when the window closes",

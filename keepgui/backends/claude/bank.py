@@ -78,6 +78,7 @@ from keepgui.backends.claude.memory import (
     read_folder,
 )
 from keepgui.core import fsio
+from keepgui.core.defaults import create_whole, replace_whole
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
@@ -540,6 +541,35 @@ class ClaudeProject(BankDefaults):
                 for r in writes.pending_forgets(self.memory_dir, self.history)
             }
             return self._activity.update(folder, forgotten)
+
+    def memory_files(self) -> list[str]:
+        """The instruction files and MEMORY.md (its documents), then every topic file of the memory folder."""
+        found = super().memory_files()
+        try:
+            names = sorted(n for n in os.listdir(self.memory_dir) if n.endswith(".md"))
+        except OSError:
+            names = []
+        found.extend(p for p in (os.path.join(self.memory_dir, n) for n in names) if p not in found)
+        return found
+
+    def write_file(self, path: str, text: str, expect: fsio.Stamp) -> Change:
+        """A topic file put back whole (created again when it was deleted, never over a file someone
+        made meanwhile; conflict-checked otherwise); MEMORY.md and the instruction files as the editor
+        saves them."""
+        if not self._is_topic(path):
+            return super().write_file(path, text, expect)
+        if not expect.exists:
+            return create_whole((self.key.source, self.key.bank), path, text)
+        return replace_whole((self.key.source, self.key.bank), path, text, expect)
+
+    def _is_topic(self, path: str) -> bool:
+        return os.path.dirname(path) == os.path.realpath(self.memory_dir) and os.path.basename(path) != INDEX_NAME
+
+    def entries_of(self, path: str, text: str) -> list[tuple[str, str]]:
+        """A topic file is one entry (its whole text, named by the file); other files a line each."""
+        if self._is_topic(path):
+            return [(os.path.basename(path), text.strip())] if text.strip() else []
+        return super().entries_of(path, text)
 
     def row_names(self) -> Mapping[str, str]:
         """``[[name]]`` -> topic file (a memory links to another by its front-matter name or file name)."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from keepgui.backends.hermes.entries import FILE_NAMES, MEMORY, SHORT, TARGETS, USER, Entry, FileState
+from keepgui.backends.hermes.entries import FILE_NAMES, MEMORY, SHORT, TARGETS, USER, Entry, FileState, parse
 from keepgui.backends.hermes.home import Settings, load_settings
 from keepgui.backends.hermes.threats import explain
 from keepgui.backends.hermes.writes import MemoryFiles, Refused, Snapshot, ToolResult
@@ -476,6 +476,10 @@ class HermesHome(BankDefaults):
             return entries, []
 
         return self.rewrite(target, shift, "Move entry " + ("up" if offset < 0 else "down"), force=True)
+
+    def entries_of(self, path: str, text: str) -> list[tuple[str, str]]:
+        """The entries of a version of MEMORY.md or USER.md as Hermes parses them (§-separated)."""
+        return [("", entry) for entry in parse(text)]
 
     def text_problem(self, text: str) -> tuple[str, bool]:
         """Characters of a new entry as Hermes counts them."""

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from keepgui.backends.iii.log import LOG_NAME
-from keepgui.backends.iii.record import Memory
+from keepgui.backends.iii.record import Memory, RecordError, parse_line
 from keepgui.backends.iii.store import (
     Bank as CoreBank,
     BankInfo,
@@ -257,6 +257,24 @@ class IiiBank(BankDefaults):
         bank = self.core()
         with self.lock:
             return list(bank.log.history(key))
+
+    def memory_files(self) -> list[str]:
+        """The bank's log, then its rules."""
+        return [self.core().log_path, *super().memory_files()]
+
+    def entries_of(self, path: str, text: str) -> list[tuple[str, str]]:
+        """A version of the log as its live memories (each by id, its latest record as the worker
+        replays it; lines the worker skips are skipped); a rule's lines as lines."""
+        if os.path.basename(path) != LOG_NAME:
+            return super().entries_of(path, text)
+        latest: dict[str, str | None] = {}
+        for line in text.splitlines():
+            try:
+                memory = parse_line(line)
+            except RecordError:
+                continue
+            latest[memory.id] = None if memory.invalid_at is not None else memory.text
+        return [(key, value) for key, value in latest.items() if value is not None]
 
     def activity(self) -> Activity:
         """Every revision in the log as a capture event (read once, then only what was appended)."""

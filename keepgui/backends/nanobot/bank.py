@@ -25,6 +25,7 @@ from keepgui.backends.nanobot.writes import (
     KeepStore,
 )
 from keepgui.core import fsio
+from keepgui.core.defaults import replace_whole
 from keepgui.core.errors import InvalidInput, KeepguiError
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
@@ -271,6 +272,18 @@ class KeepBank(BankDefaults):
     def rows(self) -> Sequence[Row]:
         """The rows as last read."""
         return list(self.delivered)
+
+    def memory_files(self) -> list[str]:
+        """keep.md, then the workspace's documents."""
+        return [self.store.path, *(p for p in super().memory_files() if p != self.store.path)]
+
+    def write_file(self, path: str, text: str, expect: fsio.Stamp) -> Change:
+        """keep.md replaced whole under the workspace's lock (conflict-checked, undoable); the
+        documents as the editor saves them."""
+        if path != self.store.path:
+            return super().write_file(path, text, expect)
+        with self.lock:
+            return replace_whole((self.source.path, KEEP_BANK), path, text, expect)
 
     def activity(self) -> Activity:
         """Entries that appeared, changed or went, version by version of keepgui's history of keep.md."""
