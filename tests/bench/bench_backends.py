@@ -97,7 +97,7 @@ def show(window):
         poller.start()
         QTimer.singleShot(900_000, QApplication.instance().quit)
 mainwindow.MainWindow.show = show
-main([option, folder, "--bank", bank, "--reload-command", ""])
+main([option, folder, "--bank=" + bank, "--reload-command", ""])
 """
 
 STEPS = (("open", "opened"), ("filter", f"filtered (typing '{WORD}')"), ("preview", "previewed"))

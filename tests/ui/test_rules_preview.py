@@ -115,6 +115,34 @@ def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo
     assert "## style [omitted: over the injection budget]" in result.system_prompt_section
 
 
+def test_a_long_document_is_shown_plain_and_says_so(make_window, demo_copy, qtbot):
+    from keepgui.ui.rules import HIGHLIGHT_MAX_LINES, PLAIN_NOTICE
+
+    long_rule = os.path.join(demo_copy.iii, "main", "rules", "learned.md")
+    with open(long_rule, "a", encoding="utf-8") as fh:
+        fh.writelines(f"- **fact** number {i}\n" for i in range(HIGHLIGHT_MAX_LINES))
+    win = make_window(demo_copy.iii, bank="main")
+    win.show_panel("rules")
+    rules = win.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    rules.open_document("learned")
+    with open(long_rule, encoding="utf-8") as fh:
+        assert rules.editor.toPlainText() == fh.read()
+    assert rules.highlighter.document() is None  # set without a pass of the highlighter over every line
+    assert PLAIN_NOTICE in rules.notices.text()
+    rules.open_document("style")  # a short one is highlighted again, and the notice goes
+    assert rules.highlighter.document() is rules.editor.document()
+    assert PLAIN_NOTICE not in rules.notices.text()
+    qtbot.waitUntil(lambda: any(b.layout().formats() for b in _blocks(rules.editor.document())))
+
+
+def _blocks(document):
+    block = document.firstBlock()
+    while block.isValid():
+        yield block
+        block = block.next()
+
+
 def test_cut_point_counts_the_leading_white_space_that_is_not_sent():
     from keepgui.backends.iii.documents import place_rules
 
