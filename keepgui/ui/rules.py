@@ -60,8 +60,9 @@ NameRole = Qt.ItemDataRole.UserRole + 40
 
 
 HIGHLIGHT_MAX_LINES = 2000
-"""A document of this many lines or more is shown without Markdown highlighting (see ``_load_text``)."""
-PLAIN_NOTICE = f"Shown without highlighting: {HIGHLIGHT_MAX_LINES:,} lines or more."
+"""A document of this many lines or more is shown without Markdown highlighting and not rendered (see
+``_load_text``)."""
+PLAIN_NOTICE = f"Shown without highlighting and not rendered: {HIGHLIGHT_MAX_LINES:,} lines or more."
 
 
 class RulesPanel(QWidget):
@@ -360,7 +361,10 @@ class RulesPanel(QWidget):
             return
         text = self.editor.toPlainText()
         if self.act_rendered.isChecked():
-            self.rendered.show_markdown(text)
+            if self.highlighter.document() is None:  # a long document: rendering it is seconds on the GUI thread
+                self.rendered.setPlainText(PLAIN_NOTICE)
+            else:
+                self.rendered.show_markdown(text)
         try:
             self._marks = marks_of(self.docs, self.doc.name, text) if self.docs is not None else []
         except (KeepguiError, OSError):

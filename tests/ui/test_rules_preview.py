@@ -130,9 +130,11 @@ def test_a_long_document_is_shown_plain_and_says_so(make_window, demo_copy, qtbo
         assert rules.editor.toPlainText() == fh.read()
     assert rules.highlighter.document() is None  # set without a pass of the highlighter over every line
     assert PLAIN_NOTICE in rules.notices.text()
+    assert rules.rendered.toPlainText() == PLAIN_NOTICE  # nor rendered (markdown-it and the HTML: seconds at 1 MB)
     rules.open_document("style")  # a short one is highlighted again, and the notice goes
     assert rules.highlighter.document() is rules.editor.document()
     assert PLAIN_NOTICE not in rules.notices.text()
+    assert "Write in a formal register" in rules.rendered.toPlainText()
     qtbot.waitUntil(lambda: any(b.layout().formats() for b in _blocks(rules.editor.document())))
 
 
