@@ -304,6 +304,28 @@ def test_nanobot_workspace_preview_shows_keep_md_as_its_own_part(make_window, de
     assert "keep.md" in text and "USER.md" in text and "not injected" in text
 
 
+def test_a_long_keep_md_is_shown_in_part_and_copied_whole(make_window, demo_copy, qtbot, monkeypatch):
+    from PySide6.QtGui import QGuiApplication
+
+    from keepgui.backends.nanobot.bank import KEEP_BANK
+    from keepgui.core.source import BankKey
+    from keepgui.ui.adapters import nanobot as adapter
+
+    monkeypatch.setattr(adapter, "PART_MAX_LINES", 50, raising=False)
+    window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
+    qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
+    window.select_bank(BankKey(demo_copy.nanobot, KEEP_BANK))
+    window.show_panel("preview")
+    result = wait_preview(qtbot, window.preview, lambda r: hasattr(r, "parts"))
+    with open(os.path.join(demo_copy.nanobot, "keep.md"), encoding="utf-8") as fh:
+        keep = fh.read().rstrip("\n").split("\n")
+    text = window.preview.view.section.toPlainText()
+    assert keep[49] in text and keep[50] not in text  # the 51st line and those after it are counted, not shown
+    assert f"… {len(keep) - 50:,} more lines (Copy copies them all)" in text
+    window.preview._copy("prompt")
+    assert QGuiApplication.clipboard().text() == result.memory_prompt
+
+
 def test_copy_puts_the_exact_injected_text_on_the_clipboard(window, qtbot):
     from PySide6.QtGui import QGuiApplication
 
