@@ -14,7 +14,6 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
 
-
 PART_MAX_LINES = 5000
 """A part shows this many lines at most: set into the view on the GUI thread, a keep.md of 100,000 lines
 held the window half a second to two. Copy still copies every byte."""
