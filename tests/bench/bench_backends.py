@@ -9,7 +9,8 @@ settles (no background work queued or running for :data:`SETTLE_S`): **open** (t
 table), **filter** (a word typed into the search box key by key, the window settling after each),
 **preview** (the Preview panel brought to the front and drawn). Each step's figure is the median over
 ``KEEPGUI_BENCH_REPEAT`` runs (3; 1 with ``--quick``) of its longest GUI-thread block, beside a bare
-PySide6 window's longest block while idling, measured alternately in the same run.
+PySide6 window's longest block while idling, or, with ``KEEPGUI_BENCH_BASELINE`` (a checkout of main),
+beside the same step of that tree's window; all measured alternately in the same run.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import statistics
 import sys
 import tempfile
 
-from tests.bench.bench_block import WATCH, bare_window
+from tests.bench.bench_block import WATCH, bare_window, trees_to_compare
 from tests.bench.common import ROOT, Result, print_table, run_in_tree
 
 SETTLE_S = 1.0
@@ -109,48 +110,57 @@ WHAT = {
 }
 
 
-def window_steps(option: str, folder: str, bank: str) -> dict:
-    """One window process opening, filtering and previewing the bank: each step's longest block."""
-    return run_in_tree(ROOT, _SCRIPT, [option, folder, bank, WATCH, str(SETTLE_S), WORD], timeout=1800)
+def window_steps(option: str, folder: str, bank: str, tree: str = ROOT) -> dict:
+    """One window process of ``tree`` opening, filtering and previewing the bank: each step's longest block."""
+    return run_in_tree(tree, _SCRIPT, [option, folder, bank, WATCH, str(SETTLE_S), WORD], timeout=1800)
 
 
 def run(quick: bool = False) -> list[Result]:
-    """``make bench``: each backend's three steps beside a bare window idling (see the module)."""
+    """``make bench``: each backend's three steps beside a bare window idling, and beside the
+    ``KEEPGUI_BENCH_BASELINE`` tree's when one is given, alternately (see the module)."""
     from tests.bench.synth_backends import make_sources
 
     repeat = int(os.environ.get("KEEPGUI_BENCH_REPEAT", "1" if quick else "3"))
+    trees = trees_to_compare()[:2]  # this tree, and the baseline tree when given
     sources = make_sources(tempfile.mkdtemp(prefix="keepgui-bench-backends-"))
-    found: dict[str, list[dict]] = {kind: [] for kind in sources}
+    found: dict[tuple[str, str], list[dict]] = {(kind, name): [] for kind in sources for name, _ in trees}
     bare: list[dict] = []
     for _ in range(repeat):
         bare.append(bare_window())
         for kind, (option, folder, bank) in sources.items():
-            found[kind].append(window_steps(option, folder, bank))
+            for name, tree in trees:
+                found[kind, name].append(window_steps(option, folder, bank, tree))
     idle = statistics.median(b["idle_block"] for b in bare)
-    out = []
-    for kind, runs in found.items():
-        for step, verb in STEPS:
-            block = statistics.median(m[step] for m in runs)
-            own = statistics.median(m[step + "_own"] for m in runs)
-            worst = max(runs, key=lambda m, s=step: m[s])[step + "_blocks"][:1]
-            note = f"{runs[0]['rows']:,} rows; less the GUI thread's run-queue wait {own * 1000:.1f} ms"
-            if step == "filter":
-                note += f"; {runs[0]['shown_after_filter']:,} rows shown"
-            out.append(
-                Result(
-                    f"longest GUI block, {WHAT[kind]}, {verb}",
-                    block * 1000,
-                    "ms",
-                    idle * 1000,
-                    "bare PySide6 window idling",
-                    block / idle if idle else None,
-                    "×",
-                    "≤ 16 ms",
-                    block <= 0.016,
-                    note + (f"; longest: {worst[0]}" if worst else ""),
-                )
-            )
-    return out
+    return [result(kind, step, found, idle) for kind in sources for step in STEPS]
+
+
+def result(kind: str, step: tuple[str, str], found: dict[tuple[str, str], list[dict]], idle: float) -> Result:
+    """One step of one backend: its median longest block beside the baseline tree's (else the bare window's)."""
+    key, verb = step
+    runs = found[kind, "lane"]
+    block = statistics.median(m[key] for m in runs)
+    own = statistics.median(m[key + "_own"] for m in runs)
+    worst = max(runs, key=lambda m: m[key])[key + "_blocks"][:1]
+    note = f"{runs[0]['rows']:,} rows; less the GUI thread's run-queue wait {own * 1000:.1f} ms"
+    if key == "filter":
+        note += f"; {runs[0]['shown_after_filter']:,} rows shown"
+    base, base_name = idle, "bare PySide6 window idling"
+    if (kind, "baseline") in found:
+        note += f"; a bare PySide6 window idling {idle * 1000:.1f} ms"
+        base = statistics.median(m[key] for m in found[kind, "baseline"])
+        base_name = "KEEPGUI_BENCH_BASELINE, same run"
+    return Result(
+        f"longest GUI block, {WHAT[kind]}, {verb}",
+        block * 1000,
+        "ms",
+        base * 1000,
+        base_name,
+        block / base if base else None,
+        "×",
+        "≤ 16 ms",
+        block <= 0.016,
+        note + (f"; longest: {worst[0]}" if worst else ""),
+    )
 
 
 if __name__ == "__main__":
