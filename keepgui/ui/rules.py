@@ -59,6 +59,12 @@ from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ThreeWayDialog
 NameRole = Qt.ItemDataRole.UserRole + 40
 
 
+HIGHLIGHT_MAX_LINES = 2000
+"""A document of this many lines or more is shown without Markdown highlighting and not rendered (see
+``_load_text``)."""
+PLAIN_NOTICE = f"Shown without highlighting and not rendered: {HIGHLIGHT_MAX_LINES:,} lines or more."
+
+
 class RulesPanel(QWidget):
     """Documents list + editor + rendered view + budget meter for the shown bank."""
 
@@ -287,7 +293,14 @@ class RulesPanel(QWidget):
 
     def _load_text(self, text: str) -> None:
         self._loading_text = True
+        # Highlighting costs ~0.1 ms a line on the GUI thread while the text is set (a 1 MB GEMINI.md of
+        # 10,000 lines held the window 12 s): a long document is shown plain, and the notices say so.
+        plain = text.count("\n") >= HIGHLIGHT_MAX_LINES
+        if plain and self.highlighter.document() is not None:
+            self.highlighter.setDocument(None)
         self.editor.setPlainText(text)
+        if not plain and self.highlighter.document() is None:
+            self.highlighter.setDocument(self.editor.document())  # highlights it once, at the next turn of the loop
         self._loading_text = False
         self.editor.setEnabled(True)
         # a document the backend will not save (a policy-managed file...) is shown, never edited
@@ -339,7 +352,8 @@ class RulesPanel(QWidget):
             status = f"🔒 Read-only: {self.doc.read_only}" + (f"\n{status}" if status else "")
         self.status.setText(status)
         self.status.setStyleSheet(f"color: {theme.strong('warning').name()}" if self.doc.managed_by else "")
-        self.notices.setText("\n".join(self.doc.notices))
+        plain = [PLAIN_NOTICE] if self.highlighter.document() is None else []
+        self.notices.setText("\n".join([*self.doc.notices, *plain]))
 
     def _refresh_derived(self) -> None:
         """The rendered view, the budget meter and the truncation highlight follow the text."""
@@ -347,7 +361,10 @@ class RulesPanel(QWidget):
             return
         text = self.editor.toPlainText()
         if self.act_rendered.isChecked():
-            self.rendered.show_markdown(text)
+            if self.highlighter.document() is None:  # a long document: rendering it is seconds on the GUI thread
+                self.rendered.setPlainText(PLAIN_NOTICE)
+            else:
+                self.rendered.show_markdown(text)
         try:
             self._marks = marks_of(self.docs, self.doc.name, text) if self.docs is not None else []
         except (KeepguiError, OSError):

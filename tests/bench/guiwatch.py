@@ -53,7 +53,9 @@ class Block:
         total = sum(self.samples.values()) or 1
         parts = [f"{100 * n // total}% {' < '.join(stack[:4])}" for stack, n in self.samples.most_common(top)]
         busy = [stack[0] for stack, _ in self.others.most_common(2)]
-        text = f"{self.seconds * 1000:.0f} ms at {self.start:.2f} s: " + (" | ".join(parts) or "no sample")
+        text = f"{self.seconds * 1000:.0f} ms at {self.start:.2f} s: " + (
+            " | ".join(parts) or "no sample (the watcher never ran in it: the interpreter lock was held throughout)"
+        )
         return text + (f" [other threads: {', '.join(busy)}]" if busy else "")
 
 
@@ -101,6 +103,8 @@ class GuiWatch:
         self.gaps.append((now - began, began - self.t0))
         self.waits.append(queued - self._queued)
         self._queued = queued
+        if block is None and now - began > self.threshold:
+            block = Block(began - self.t0)  # no sample: the watcher never ran in it (the lock held throughout)
         if block is not None:
             block.seconds = now - began
             self.blocks.append(block)
@@ -141,6 +145,7 @@ class GuiWatch:
         """The longest gap less the GUI thread's wait for a CPU in it (seconds), from gap ``since`` on."""
         return max((g - w for (g, _), w in zip(self.gaps[since:], self.waits[since:], strict=True)), default=0.0)
 
-    def report(self, top: int = 5) -> list[str]:
-        """The ``top`` longest blocks, explained."""
-        return [b.describe() for b in sorted(self.blocks, key=lambda b: -b.seconds)[:top]]
+    def report(self, top: int = 5, since_s: float = 0.0) -> list[str]:
+        """The ``top`` longest blocks that began ``since_s`` seconds after t0 or later, explained."""
+        blocks = [b for b in self.blocks if b.start >= since_s]
+        return [b.describe() for b in sorted(blocks, key=lambda b: -b.seconds)[:top]]

@@ -351,6 +351,20 @@ def test_the_preview_is_the_exact_reminder_with_the_cut_drawn_and_the_hidden_mem
     assert "MEMORY.md cut at line 201: 20 memories invisible to Claude" in pane.summary.text()
 
 
+def test_the_lists_beside_the_reminder_name_a_bounded_number_and_count_the_rest(claude_window, qtbot, monkeypatch):
+    from keepgui.ui.adapters import claude as adapter
+
+    monkeypatch.setattr(adapter, "LIST_MAX", 5, raising=False)
+    window, _key, _memory = claude_window(watch=False)
+    window.show_panel("preview")
+    pane = window.preview
+    qtbot.waitUntil(lambda: pane.last_result is not None, timeout=10_000)
+    lists = pane.view.lists.toPlainText()
+    assert "Past the cut: these 20 memories are invisible to Claude" in lists  # the count is the whole
+    assert "… and 15 more" in lists
+    assert "line 220: Post feed caching 11" not in lists  # the 20th entry past the cut is not named
+
+
 # ---------------------------------------------------------------------- 6. writes that cannot hurt
 
 

@@ -115,6 +115,36 @@ def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo
     assert "## style [omitted: over the injection budget]" in result.system_prompt_section
 
 
+def test_a_long_document_is_shown_plain_and_says_so(make_window, demo_copy, qtbot):
+    from keepgui.ui.rules import HIGHLIGHT_MAX_LINES, PLAIN_NOTICE
+
+    long_rule = os.path.join(demo_copy.iii, "main", "rules", "learned.md")
+    with open(long_rule, "a", encoding="utf-8") as fh:
+        fh.writelines(f"- **fact** number {i}\n" for i in range(HIGHLIGHT_MAX_LINES))
+    win = make_window(demo_copy.iii, bank="main")
+    win.show_panel("rules")
+    rules = win.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    rules.open_document("learned")
+    with open(long_rule, encoding="utf-8") as fh:
+        assert rules.editor.toPlainText() == fh.read()
+    assert rules.highlighter.document() is None  # set without a pass of the highlighter over every line
+    assert PLAIN_NOTICE in rules.notices.text()
+    assert rules.rendered.toPlainText() == PLAIN_NOTICE  # nor rendered (markdown-it and the HTML: seconds at 1 MB)
+    rules.open_document("style")  # a short one is highlighted again, and the notice goes
+    assert rules.highlighter.document() is rules.editor.document()
+    assert PLAIN_NOTICE not in rules.notices.text()
+    assert "Write in a formal register" in rules.rendered.toPlainText()
+    qtbot.waitUntil(lambda: any(b.layout().formats() for b in _blocks(rules.editor.document())))
+
+
+def _blocks(document):
+    block = document.firstBlock()
+    while block.isValid():
+        yield block
+        block = block.next()
+
+
 def test_cut_point_counts_the_leading_white_space_that_is_not_sent():
     from keepgui.backends.iii.documents import place_rules
 
@@ -272,6 +302,28 @@ def test_nanobot_workspace_preview_shows_keep_md_as_its_own_part(make_window, de
     wait_preview(qtbot, window.preview, lambda r: hasattr(r, "parts"))
     text = window.preview.view.section.toPlainText()
     assert "keep.md" in text and "USER.md" in text and "not injected" in text
+
+
+def test_a_long_keep_md_is_shown_in_part_and_copied_whole(make_window, demo_copy, qtbot, monkeypatch):
+    from PySide6.QtGui import QGuiApplication
+
+    from keepgui.backends.nanobot.bank import KEEP_BANK
+    from keepgui.core.source import BankKey
+    from keepgui.ui.adapters import nanobot as adapter
+
+    monkeypatch.setattr(adapter, "PART_MAX_LINES", 50, raising=False)
+    window = make_window(demo_copy.iii, bank=None, workspace=demo_copy.nanobot)
+    qtbot.waitUntil(lambda: window.hub.sources[demo_copy.nanobot].doc is not None, timeout=10_000)
+    window.select_bank(BankKey(demo_copy.nanobot, KEEP_BANK))
+    window.show_panel("preview")
+    result = wait_preview(qtbot, window.preview, lambda r: hasattr(r, "parts"))
+    with open(os.path.join(demo_copy.nanobot, "keep.md"), encoding="utf-8") as fh:
+        keep = fh.read().rstrip("\n").split("\n")
+    text = window.preview.view.section.toPlainText()
+    assert keep[49] in text and keep[50] not in text  # the 51st line and those after it are counted, not shown
+    assert f"… {len(keep) - 50:,} more lines (Copy copies them all)" in text
+    window.preview._copy("prompt")
+    assert QGuiApplication.clipboard().text() == result.memory_prompt
 
 
 def test_copy_puts_the_exact_injected_text_on_the_clipboard(window, qtbot):

@@ -269,9 +269,10 @@ def pending_write(p: Proposal, inbox: Inbox, bank: str | None) -> PendingWrite:
         after = "".join(f"==> {t.path} <==\n{t.after}\n" for t in p.targets)
         target = p.targets[0].path if p.targets else p.path
     names = ", ".join(_label(t.path, inbox.memory_dir, inbox.global_file) for t in p.targets) or "its targets"
-    added = [
-        line for t in p.targets for line in t.after.splitlines() if line.strip() and line not in t.before.splitlines()
-    ]
+    added = []
+    for t in p.targets:
+        had = set(t.before.splitlines())  # once per target: per line, a 1 MB GEMINI.md took minutes
+        added += [line for line in t.after.splitlines() if line.strip() and line not in had]
     if len(added) == 1:
         fact = added[0].strip().lstrip("-*+ ").strip()
         summary = f"Auto Memory ({p.kind}): add to {names}: “{fact if len(fact) <= 70 else fact[:69] + '…'}”"

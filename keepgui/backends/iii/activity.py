@@ -141,11 +141,15 @@ class ActivityIndex:
 
     def _sort(self) -> None:
         """Put each kind's events in time order (stable: a nearly sorted log costs one pass)."""
+        import numpy as np
+
         for kind in self._unsorted:
             times, rows = self._times[kind], self._rows[kind]
-            order = sorted(range(len(times)), key=times.__getitem__)
-            self._times[kind] = array("q", map(times.__getitem__, order))
-            self._rows[kind] = array("l", map(rows.__getitem__, order))
+            # numpy's sort lets the interpreter lock go (sorted() with a key held it throughout: 0.7 s
+            # for 250,000 events in no order, a block of the window's GUI thread as long)
+            order = np.argsort(np.frombuffer(times, dtype=np.int64), kind="stable")
+            self._times[kind] = array("q", np.frombuffer(times, dtype=np.int64)[order].tobytes())
+            self._rows[kind] = array("l", np.frombuffer(rows, dtype=f"i{rows.itemsize}")[order].tobytes())
         self._unsorted.clear()
 
     # ------------------------------------------------------------------ answers

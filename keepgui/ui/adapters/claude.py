@@ -29,6 +29,17 @@ def _esc(text: str) -> str:
     return html.escape(text)
 
 
+LIST_MAX = 200
+"""Each list beside the reminder names this many items at most: laid out as HTML on the GUI thread, the
+5,000 entries past the cut of a big project's index held the window 4 s."""
+
+
+def _more(total: int, muted: str) -> str:
+    """The line that says how many items a list did not name ("" when it named them all)."""
+    rest = total - LIST_MAX
+    return f"<p style='color:{muted}'>… and {rest:,} more</p>" if rest > 0 else ""
+
+
 class CutLineView(QPlainTextEdit):
     """Read-only text with one horizontal line drawn after the character ``cut_at`` (the index's cut)."""
 
@@ -160,36 +171,36 @@ class ClaudePreviewView(PreviewView):
                 f"<p style='color:{muted}'>Their index lines are past the cut, so a session does not see them at its "
                 "start (the agent appends, so these are the newest). Bank → Review compaction plans a fix.</p><ul>"
             )
-            for entry in preview.hidden:
+            for entry in preview.hidden[:LIST_MAX]:
                 part = " (only its start loads)" if entry.partial else ""
                 out.append(
                     f"<li>line {entry.line}: <b>{_esc(entry.title)}</b> → <code>{_esc(entry.target)}</code>{part}</li>"
                 )
-            out.append("</ul>")
+            out.append("</ul>" + _more(len(preview.hidden), muted))
         out.append(f"<h3>In the reminder, in this order ({len(preview.loaded)})</h3><ol>")
-        for item in preview.loaded:
+        for item in preview.loaded[:LIST_MAX]:
             out.append(
                 f"<li><code>{_esc(item.path)}</code><br><span style='color:{muted}'>{_esc(item.what)}"
                 + (f" · {_esc(item.detail)}" if item.detail else "")
                 + "</span></li>"
             )
-        out.append("</ol>")
+        out.append("</ol>" + _more(len(preview.loaded), muted))
         if preview.later:
             out.append("<h3>Loads later</h3><ul>")
-            for item in preview.later:
+            for item in preview.later[:LIST_MAX]:
                 detail = f" ({_esc(item.detail)})" if item.detail else ""
                 out.append(
                     f"<li><code>{_esc(item.path)}</code><br><span style='color:{muted}'>{_esc(item.what)}{detail}</span></li>"
                 )
-            out.append("</ul>")
+            out.append("</ul>" + _more(len(preview.later), muted))
         if preview.never:
             out.append("<h3>Never loads at session start</h3><ul>")
-            for item in preview.never:
+            for item in preview.never[:LIST_MAX]:
                 out.append(
                     f"<li><code>{_esc(_short(item.path, preview))}</code><br>"
                     f"<span style='color:{muted}'>{_esc(item.what)}</span></li>"
                 )
-            out.append("</ul>")
+            out.append("</ul>" + _more(len(preview.never), muted))
         out.append("<h3>When it takes effect</h3>" + "".join(f"<p>{_esc(note)}</p>" for note in preview.notes))
         return "".join(out)
 

@@ -14,6 +14,21 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
 
+PART_MAX_LINES = 5000
+"""A part shows this many lines at most: set into the view on the GUI thread, a keep.md of 100,000 lines
+held the window half a second to two. Copy still copies every byte."""
+
+
+def _head(text: str) -> str:
+    """``text``, or its first :data:`PART_MAX_LINES` lines and how many more there are."""
+    cut = -1
+    for _ in range(PART_MAX_LINES):
+        cut = text.find("\n", cut + 1)
+        if cut < 0:
+            return text
+    rest = text.count("\n", cut + 1) + 1
+    return text[:cut] + f"\n… {rest:,} more lines (Copy copies them all)"
+
 
 class NanobotPreviewView(PreviewView):
     """nanobot's prompt parts as one text, part by part."""
@@ -32,7 +47,7 @@ class NanobotPreviewView(PreviewView):
         lines = []
         for part in preview.parts:
             lines.append(f"── {part.label} · {part_state(part)} · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens")
-            lines.append(part.text.rstrip("\n"))
+            lines.append(_head(part.text.rstrip("\n")))
             lines.append("")
         self.section.setPlainText("\n".join(lines))
 

@@ -182,6 +182,25 @@ os.unlink(path)
 """
 
 
+def test_a_proposal_to_a_long_memory_file_is_listed_at_once(place):
+    from keepgui.core.approvals import approvals_of
+
+    bank = place.bank()
+    bank.keep("seed")
+    memory = bank.discovery().private.memory
+    put(os.path.join(memory, "MEMORY.md"), "".join(f"- fact {i}\n" for i in range(20_000)))
+    put(
+        os.path.join(memory, ".inbox", "private", "extraction.patch"),
+        f"--- {memory}/MEMORY.md\n+++ {memory}/MEMORY.md\n@@ -20000 +20000,2 @@\n - fact 19999\n+- proposed\n",
+    )
+    queue = approvals_of(place.source())
+    assert queue is not None
+    began = time.perf_counter()
+    [pending] = queue.pending()
+    assert time.perf_counter() - began < 3  # each line of the file was looked for in the file split anew: ~20 s
+    assert "add to MEMORY.md: “proposed”" in pending.summary and pending.after.endswith("- fact 19999\n- proposed\n")
+
+
 def test_the_inbox_is_not_touched_while_a_live_extraction_holds_its_lock(place):
     from keepgui.core.approvals import approvals_of
 
