@@ -44,6 +44,7 @@ GENERIC = {
     **dict.fromkeys(("compact", "review"), "keepgui.commands.plans"),
     "context": "keepgui.commands.context",
     "quick-keep": "keepgui.commands.desktop",
+    "secrets": "keepgui.commands.secrets",
 }
 """The commands written once for every backend, and the module that adds each (a test holds it to
 what the modules add and to :data:`keepgui.core.registry.COMMON_COMMANDS`)."""
