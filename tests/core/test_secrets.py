@@ -108,7 +108,8 @@ def test_purge_rewrites_the_history_and_keeps_every_version_readable(tmp_path):
     for folder in (data, cache):
         for root, _dirs, files in os.walk(folder):
             for name in files:
-                assert secret.encode() not in (open(os.path.join(root, name), "rb").read()), name
+                with open(os.path.join(root, name), "rb") as fh:
+                    assert secret.encode() not in fh.read(), name
     versions = history.versions(memory)
     assert [v.seq for v in versions] == [0, 1]
     assert history.read(versions[0]) == b"- a plain fact\n" and versions[0].sha256 == v1.sha256

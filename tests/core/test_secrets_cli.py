@@ -94,11 +94,11 @@ def test_found_masked_redacted_and_gone_from_every_file(demo, kind):
 
 def test_allow_marks_a_finding_not_a_secret_per_source(demo):
     plant(demo, "hermes")
-    code, out, _err = run_cli(["secrets", *where(demo, "hermes"), "--json"])
+    _code, out, _err = run_cli(["secrets", *where(demo, "hermes"), "--json"])
     first = json.loads(out)["findings"][0]
-    code, out, err = run_cli(["secrets", *where(demo, "hermes"), "--allow", first["id"]])
+    _code, out, err = run_cli(["secrets", *where(demo, "hermes"), "--allow", first["id"]])
     assert "marked not a secret" in err and "marked not a secret)" in out
-    code, out, _err = run_cli(["secrets", *where(demo, "hermes"), "--json"])
+    _code, out, _err = run_cli(["secrets", *where(demo, "hermes"), "--json"])
     assert first["id"] not in {f["id"] for f in json.loads(out)["findings"]}
     assert json.loads(out)["allowed"] >= 1
 
