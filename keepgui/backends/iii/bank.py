@@ -515,7 +515,8 @@ class IiiBank(BankDefaults):
         with self.lock:
             before, _stamp = fsio.read_stamped(bank.log_path)
             edited = self.edit(key, "text", text)
-            scrub_log(bank.log_path, pairs)
+            ours = next((w.stamp for w in edited.files if w.path == bank.log_path), None)
+            scrub_log(bank.log_path, pairs, ours)
         if not edited.written:
             return edited
         return self._replaced("Redact secret", before)

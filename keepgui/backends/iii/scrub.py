@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 
 from keepgui.core import fsio
+from keepgui.core.errors import Conflict
 
 
 def _json_bytes(text: str) -> bytes:
@@ -29,12 +30,24 @@ def scrubbed(data: bytes, pairs: Sequence[tuple[str, str]]) -> bytes:
     return data
 
 
-def scrub_log(path: str, pairs: Sequence[tuple[str, str]]) -> tuple[bytes, bytes, fsio.Stamp] | None:
+def _same(expect: fsio.Stamp, stamp: fsio.Stamp) -> bool:
+    """The file is as ``expect`` says (a write's stamp has its size and time; a read's its hash too)."""
+    if expect.sha256:
+        return expect.same_content(stamp)
+    return (expect.exists, expect.size, expect.mtime_ns) == (stamp.exists, stamp.size, stamp.mtime_ns)
+
+
+def scrub_log(
+    path: str, pairs: Sequence[tuple[str, str]], expect: fsio.Stamp | None = None
+) -> tuple[bytes, bytes, fsio.Stamp] | None:
     """Rewrite the log at ``path`` without the secrets; ``(before, after, stamp)`` or None when no
-    line held one. Raises :class:`~keepgui.core.errors.Conflict` when the log changed meanwhile."""
+    line held one. Raises :class:`~keepgui.core.errors.Conflict`, writing nothing, when the log is
+    not as ``expect`` says (the worker appended since keepgui's own last write) or changed meanwhile."""
     data, stamp = fsio.read_stamped(path)
     if data is None:
         return None
+    if expect is not None and not _same(expect, stamp):
+        raise Conflict(path, expect, stamp)
     clean = scrubbed(data, pairs)
     if clean == data:
         return None
