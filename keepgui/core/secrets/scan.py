@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from keepgui.core import fsio
+from keepgui.core import fsio, pace
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir, app_data_dir
 from keepgui.core.secrets.detect import Detector, Hit, mask
-from keepgui.core.source import Bank, Source
+from keepgui.core.source import Bank, Source, TextMark
 from keepgui.core.timefmt import now_ms
 
 SENT = "this secret is sent to the model at the start of every session"
@@ -181,6 +181,27 @@ class ScanCache:
             pass
 
 
+BLOCK = 2000
+"""Rows scanned (and cached) together: a change of one row costs a scan of its block only."""
+MARKS_LIMIT = 50_000
+"""The longest text :func:`secret_marks` scans on the caller's thread (the editor's, while typing)."""
+
+_marks_local = threading.local()
+
+
+def secret_marks(text: str) -> list[TextMark]:
+    """The secrets in an edited text as the editor's marks (a type and a masked form, never more)."""
+    if len(text) > MARKS_LIMIT:
+        return []
+    detector = getattr(_marks_local, "detector", None)
+    if detector is None:
+        detector = _marks_local.detector = Detector()
+    return [
+        TextMark(h.start, h.end, "warning", f"A secret ({h.kind}, {mask(text[h.start : h.end])}): redact it")
+        for h in detector.scan(text)
+    ]
+
+
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -214,20 +235,23 @@ class Scanner:
             self.cache.put(digest, found)
         return found
 
-    def _rows(self, bank: Bank, rows: Sequence[Any]) -> list[tuple[Any, Hit]]:
-        """Hits in the rows' texts: one scan of all of them joined (one line apart), by its hash."""
-        texts = [r.text if isinstance(r.text, str) else "" for r in rows]
-        joined = "\n".join(texts)
-        starts: list[int] = []
-        at = 0
-        for t in texts:
-            starts.append(at)
-            at += len(t) + 1
-        out = []
-        for hit in self.hits(joined):
-            i = bisect.bisect_right(starts, hit.start) - 1
-            base = starts[i]
-            out.append((rows[i], Hit(hit.kind, hit.start - base, hit.end - base)))
+    def _rows(self, rows: Sequence[Any]) -> list[tuple[Any, Hit]]:
+        """Hits in the rows' texts: blocks of :data:`BLOCK` rows joined (one line apart), each scanned
+        once and remembered by its hash; a pacing checkpoint between blocks."""
+        out: list[tuple[Any, Hit]] = []
+        for first in range(0, len(rows), BLOCK):
+            pace.checkpoint()
+            block = rows[first : first + BLOCK]
+            texts = [r.text if isinstance(r.text, str) else "" for r in block]
+            starts: list[int] = []
+            at = 0
+            for t in texts:
+                starts.append(at)
+                at += len(t) + 1
+            for hit in self.hits("\n".join(texts)):
+                i = bisect.bisect_right(starts, hit.start) - 1
+                base = starts[i]
+                out.append((block[i], Hit(hit.kind, hit.start - base, hit.end - base)))
         return out
 
     def scan_bank(self, bank: Bank, *, preview: bool = True) -> list[Finding]:
@@ -251,7 +275,7 @@ class Scanner:
         row_path: Callable[[str], str] | None = getattr(bank, "row_path", None)
         out: list[Finding] = []
         rows = list(bank.rows())
-        for row, hit in self._rows(bank, rows):
+        for row, hit in self._rows(rows):
             secret = row.text[hit.start : hit.end]
             path = row_path(row.id) if row_path is not None else ""
             if not path:
