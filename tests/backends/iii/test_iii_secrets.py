@@ -79,3 +79,14 @@ def test_the_secret_as_the_worker_writes_it_in_json():
     line = '{"id":"fp1","text":"key ' + secret.replace("\\", "\\\\").replace('"', '\\"') + ' end"}\n'
     clean = scrubbed(line.encode(), [(secret, REPLACEMENT)])
     assert clean == b'{"id":"fp1","text":"key [REDACTED] end"}\n'
+
+
+def test_doctor_includes_the_count(bank_with_secret, data_dir):
+    import json
+
+    from tests.conftest import run_cli
+
+    _code, out, _err = run_cli(["doctor", "--data-dir", str(data_dir), "--json"])
+    assert json.loads(out)["secrets"] == 1
+    _code, out, _err = run_cli(["doctor", "--data-dir", str(data_dir)])
+    assert "secrets: 1 in the banks' memories and rules" in out
