@@ -72,11 +72,24 @@ _LONG_BLOB = 256
 """A high-entropy string longer than this is data (an image, a file pasted whole), not a key."""
 
 _RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=.\\"
-_RUN_TABLE = str.maketrans(_RUN_CHARS, "a" * len(_RUN_CHARS))
-_HEX_TABLE = str.maketrans("0123456789abcdefABCDEF", "h" * 22)
+
+
+def _byte_table(chars: str, to: bytes) -> bytes:
+    """A ``bytes.translate`` table: ``chars`` to ``to``, a newline kept, every other byte a space."""
+    table = bytearray(b" " * 256)
+    table[10] = 10
+    for c in chars.encode():
+        table[c] = to[0]
+    return bytes(table)
+
+
+# On the text's UTF-8 bytes: a line's number is the same (a newline is one byte), and a run of these
+# ASCII characters is the same run; str.translate is slow on text that is not ASCII
+_RUN_TABLE = _byte_table(_RUN_CHARS, b"a")
+_HEX_TABLE = _byte_table("0123456789abcdefABCDEF", b"h")
 _HEX_PLUGIN = ("Hex High Entropy String",)
-_RUN = "a" * 20
-_HEX = "h" * 9
+_RUN = b"a" * 20
+_HEX = b"h" * 9
 _RUN_PLUGINS = (
     "AWS Access Key",
     "Azure Storage Account access key",
@@ -176,12 +189,11 @@ def _windows(line: str) -> Iterator[tuple[int, str]]:
 
 
 _WORDS = stdre.compile(r"\S+")
-_CONTROL = str.maketrans("", "", "".join(map(chr, range(32, 127))) + "\t")
 
 
 def _binary(piece: str) -> bool:
     """True when a tenth of the piece is control characters or undecodable bytes: binary garbage."""
-    return len(piece) >= 40 and len(piece.translate(_CONTROL)) * 10 > len(piece) and _mostly_control(piece)
+    return len(piece) >= 40 and not piece.isprintable() and _mostly_control(piece)
 
 
 def _mostly_control(piece: str) -> bool:
@@ -268,13 +280,16 @@ class Detector:
             for literal in literals:
                 mark(_positions(text, literal), (kind,))
         if self._lower:
-            lowered = text.lower() if text.isascii() else "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+            lowered = text.lower()
+            if len(lowered) != len(text):  # a character that lowers to two (İ): keep offsets, char by char
+                lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
             for kind, literals in self._lower.items():
                 for literal in literals:
                     mark(_positions(lowered, literal), (kind,))
+        raw = text.encode("utf-8", "surrogatepass")
         for table, run, kinds in ((_RUN_TABLE, _RUN, _RUN_PLUGINS), (_HEX_TABLE, _HEX, _HEX_PLUGIN)):
             # line by line: a search for a run in one long text of runs is slow, in short lines not
-            for number, line in enumerate(text.translate(table).split("\n")):
+            for number, line in enumerate(raw.translate(table).split(b"\n")):
                 if run in line:
                     out.setdefault(number, set()).update(kinds)
         return out
