@@ -46,6 +46,7 @@ GENERIC = {
     "pending": "keepgui.commands.pending",
     "quick-keep": "keepgui.commands.desktop",
     **dict.fromkeys(("inbox", "watch"), "keepgui.commands.inbox"),
+    "secrets": "keepgui.commands.secrets",
 }
 """The commands written once for every backend, and the module that adds each (a test holds it to
 what the modules add and to :data:`keepgui.core.registry.COMMON_COMMANDS`)."""

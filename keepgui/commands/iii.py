@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from keepgui.core.errors import InvalidInput, NotFound
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.timefmt import relative_time
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only; the backend's
@@ -488,6 +488,7 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     findings = diagnose(data)
     problems = [f for f in findings if not f.note]
     entries, size = cache_size()
+    secrets = _secrets_count(data.path)
     if ctx.json_mode:
         ctx.emit_json(
             {
@@ -495,6 +496,7 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
                 "ok": not problems,
                 "problems": [f.to_obj() for f in findings],
                 "cache": {"folder": cache_folder(), "entries": entries, "bytes": size},
+                "secrets": secrets,
             }
         )
     else:
@@ -505,7 +507,23 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out((f"{len(problems)} problem(s) in {data.path}" if problems else f"no problems in {data.path}") + tail)
         plural = "" if entries == 1 else "s"
         ctx.out(f"log cache: {entries} bank{plural}, {size / 2**20:.1f} MiB in {cache_folder()}")
+        if secrets:
+            ctx.out(f"secrets: {secrets} in the banks' memories and rules (see `keepgui secrets --source {data.path}`)")
+        else:
+            ctx.out("secrets: none found")
     return 1 if problems else 0
+
+
+def _secrets_count(path: str) -> int:
+    """How many secrets ``keepgui secrets`` finds in the data dir (allowed ones aside)."""
+    from keepgui.core import registry
+    from keepgui.core.secrets.scan import Scanner
+
+    try:
+        source = registry.open_source("iii", path, registry.OpenOptions(reload_command=""))
+        return sum(1 for f in Scanner(source).scan(preview=False) if not f.allowed)
+    except (KeepguiError, OSError):
+        return 0
 
 
 def cmd_compact(args: argparse.Namespace, ctx: Context) -> int:

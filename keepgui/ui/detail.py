@@ -19,6 +19,7 @@ import html
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
+from keepgui.core.secrets.scan import SENT, Finding
 from keepgui.core.source import ALL_FIELDS, Row
 from keepgui.core.textdiff import SHOWN_CHARS, shown_text, word_diff
 from keepgui.ui import theme
@@ -47,6 +48,7 @@ class DetailPanel(QWidget):
         self._record: Row | None = None
         self._history: list[Row] = []
         self.fields = ALL_FIELDS
+        self.secrets: dict[str, list[Finding]] = {}
         self.show_empty()
 
     def set_fields(self, fields: frozenset[str]) -> None:
@@ -79,6 +81,28 @@ class DetailPanel(QWidget):
     def _on_anchor(self, url: QUrl) -> None:
         if url.scheme() == "memory":
             self.memoryLinkActivated.emit(url.path() or url.host())
+
+    def set_secrets(self, secrets: dict[str, list[Finding]]) -> None:
+        """The secrets found in rows (key -> findings): marked in the text, listed with the fields."""
+        self.secrets = secrets
+        if self._record is not None:
+            self.browser.setHtml(self._render())
+
+    def _marked_text(self, text: str, key: str) -> str:
+        """The row's text with each secret's span tinted (the secret itself is the row's own text)."""
+        spans = sorted((f.start, f.end) for f in self.secrets.get(key, ()) if f.end <= len(text))
+        if not spans:
+            return _esc(shown_text(text))
+        out, at = [], 0
+        tint = theme.tint("warning").name()
+        for start, end in spans:
+            if start < at:
+                continue
+            out.append(_esc(shown_text(text[at:start])))
+            out.append(f"<span style='background:{tint}'>{_esc(shown_text(text[start:end]))}</span>")
+            at = end
+        out.append(_esc(shown_text(text[at:])))
+        return "".join(out)
 
     def _render(self) -> str:
         r = self._record
@@ -122,7 +146,13 @@ class DetailPanel(QWidget):
             field("revision", str(r.revision))
         for label, value in r.fields:  # the backend's own labelled values: where the row came from...
             field(_esc(label), f"<span style='white-space:pre-wrap'>{_esc(shown_text(value))}</span>")
-        body = [f"<p style='white-space:pre-wrap'><b>{_esc(shown_text(r.text))}</b></p>"]
+        body = [f"<p style='white-space:pre-wrap'><b>{self._marked_text(r.text, r.id)}</b></p>"]
+        for f in self.secrets.get(r.id, ()):
+            sent = f" — {SENT}" if f.sent else ""
+            field(
+                "secret",
+                f"<span style='color:{theme.strong('warning').name()}'>{_esc(f.kind)}: {_esc(f.masked)}{sent}</span>",
+            )
         body.append("<table>" + "".join(rows) + "</table>")
         body.append(self._render_history())
         return "".join(body)

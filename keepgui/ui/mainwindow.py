@@ -61,6 +61,7 @@ from keepgui.ui.preferences import Preferences, PreferencesDialog, apply_inbox_p
 from keepgui.ui.preview import PreviewPane
 from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
 from keepgui.ui.rules import RulesPanel
+from keepgui.ui.secrets import SecretsWatch
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
@@ -151,6 +152,7 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self._build_menus()
+        self.secrets = SecretsWatch(self)  # scans on every change; Bank → Secrets…
         self._connect()
         self._restore_state()
         self._clock = QTimer(self)

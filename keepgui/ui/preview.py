@@ -134,6 +134,10 @@ class PreviewPane(QWidget):
         layout.addLayout(top)
         layout.addLayout(whatif)
         layout.addWidget(self.summary)
+        self.secrets_line = QLabel(self)  # "this secret is sent to the model at the start of every session"
+        self.secrets_line.setWordWrap(True)
+        self.secrets_line.setVisible(False)
+        layout.addWidget(self.secrets_line)
         layout.addWidget(self.stack, 1)
 
         self._debounce = QTimer(self)
@@ -190,6 +194,12 @@ class PreviewPane(QWidget):
         self.query.setEnabled(asks)
         self._suggest()
         self.recompute()
+
+    def show_secrets(self, sentence: str) -> None:
+        """Say which secrets the agent is given here ("" hides the line)."""
+        self.secrets_line.setText(sentence)
+        self.secrets_line.setStyleSheet(f"color: {theme.strong('warning').name()}")
+        self.secrets_line.setVisible(bool(sentence))
 
     def set_query(self, text: str) -> None:
         """Preview this question (the window's ``--query``)."""

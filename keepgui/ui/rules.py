@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 
 from keepgui.core.errors import Conflict, KeepguiError
 from keepgui.core.fsio import Stamp
+from keepgui.core.secrets.scan import secret_marks
 from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet, TextMark, marks_of
 from keepgui.core.textdiff import unified
 from keepgui.core.textmerge import conflict_spans, merge3
@@ -367,6 +368,7 @@ class RulesPanel(QWidget):
                 self.rendered.show_markdown(text)
         try:
             self._marks = marks_of(self.docs, self.doc.name, text) if self.docs is not None else []
+            self._marks += secret_marks(text)
         except (KeepguiError, OSError):
             self._marks = []
         self.editor.setExtraSelections(self._conflict_marks(text))

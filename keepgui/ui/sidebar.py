@@ -60,6 +60,12 @@ class SourceTreeModel(QStandardItemModel):
                 return item
         return None
 
+    def set_source_note(self, path: str, note: str) -> None:
+        """A note on a source's second line (the secrets its banks hold), before its folder."""
+        item = self._source_item(path)
+        if item is not None:
+            _set(item, f"{note} · {path}" if note else path, DetailRole)
+
     def set_sources(self, sources: Sequence[Source]) -> None:
         """Make the top level match the open sources (in the given order)."""
         wanted = [s.path for s in sources]

@@ -35,7 +35,7 @@ def added_by(module: str) -> set[str]:
 
 
 def test_every_command_is_found_in_the_module_that_adds_it():
-    assert set(cli.GENERIC) == set(registry.COMMON_COMMANDS) | {"quick-keep", "inbox", "watch"}
+    assert set(cli.GENERIC) == set(registry.COMMON_COMMANDS) | {"quick-keep", "inbox", "watch", "secrets"}
     for module in set(cli.GENERIC.values()):
         assert added_by(module) == {c for c, m in cli.GENERIC.items() if m == module}, module
     for backend in registry.declared():

@@ -766,6 +766,25 @@ class ClaudeProject(BankDefaults):
             )
         raise InvalidInput(CAPABILITIES.why_not(ENTITIES) if field == "entities" else f"no field {field!r}")
 
+    def redact_row(self, key: str, text: str, pairs: Sequence[tuple[str, str]]) -> Change:
+        """A secret out of a topic file: its body, and its front matter's name and description too
+        (Keep fact made them of the same words), in one undoable write."""
+        topic = self._topic(key)
+
+        def clean(value: str) -> str:
+            for secret, replacement in pairs:
+                value = value.replace(secret, replacement).replace(secret.lower(), replacement.lower())
+            return value
+
+        values = {k: clean(v) for k, v in (("name", topic.name), ("description", topic.description)) if v}
+        values = {k: v for k, v in values.items() if v != getattr(topic, k)}
+        return self.write(
+            lambda: writes.edit_memory(
+                self.memory_dir, key, topic.stamp, body=clean(topic.body) or text, history=self.history, **values
+            ),
+            "Redact secret",
+        )
+
     def create(self, text: str, tags: Sequence[str] = (), entities: Sequence[str] = (), pinned: bool = False) -> Change:
         """A new memory (New memory): a topic file of the type given as a tag, and its index line."""
         types = [t for t in tags if t in MEMORY_TYPES]

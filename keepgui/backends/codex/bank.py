@@ -42,7 +42,7 @@ from keepgui.backends.codex.layout import CodexConfig, CodexEnv, MemoryRoot, act
 from keepgui.backends.codex.memory import consolidation_lease, version_word
 from keepgui.backends.codex.rows import NOTE, PENDING, HomeState, read_state, rows_of, sizes
 from keepgui.backends.codex.text import is_blank, size_words, utf8_len
-from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
     COMPACT,
@@ -383,6 +383,14 @@ class CodexBank(BankDefaults):
         if row is None:
             raise NotFound(f"{self.title} has no memory {key}")
         return row
+
+    def redact_row(self, key: str, text: str, pairs: Sequence[tuple[str, str]]) -> Change:
+        """A secret is never taken out through a correction note (the note would quote it): the summary
+        is redacted as a document, and the files Codex writes itself are Codex's to rewrite."""
+        raise ReadOnly(
+            f"{self._row(key).id}: Codex writes its memory files itself; keepgui redacts the secret in "
+            "memory_summary.md (a document), and Codex's own files keep it until its next consolidation"
+        )
 
     def edit(self, key: str, field: str, value: str | list[str]) -> Change:
         """Correct a memory: a note that quotes the entry and says what it should say (the files Codex

@@ -17,6 +17,7 @@ from keepgui.backends.iii.store import (
 )
 from keepgui.backends.iii.textrules import byte_len, rust_trim
 from keepgui.backends.iii.writes import Transition
+from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError
 from keepgui.core.source import (
     COMPACT,
@@ -532,6 +533,47 @@ class IiiBank(BankDefaults):
                     batch.pin(mid, on)
 
         return self._write(CAPABILITIES.describe("Apply what-if to", len(set(pins) | set(live))), action)
+
+    def row_path(self, key: str) -> str:
+        """The file that holds a memory: the bank's log (the secrets scan names it)."""
+        return self.core().log_path
+
+    def redact_row(self, key: str, text: str, pairs: Sequence[tuple[str, str]]) -> Change:
+        """A secret out of a memory: the redacted revision appended (the worker's update), then every
+        earlier line of the log rewritten without it (atomic, refused if anyone appended meanwhile).
+        Undo puts the log's exact previous bytes back (refused if it changed since)."""
+        from keepgui.backends.iii.scrub import scrub_log
+
+        bank = self.core()
+        with self.lock:
+            before, _stamp = fsio.read_stamped(bank.log_path)
+            edited = self.edit(key, "text", text)
+            ours = next((w.stamp for w in edited.files if w.path == bank.log_path), None)
+            scrub_log(bank.log_path, pairs, ours)
+        if not edited.written:
+            return edited
+        return self._replaced("Redact secret", before)
+
+    def _replaced(self, text: str, before: bytes | None) -> Change:
+        """The Change of a rewrite of the log; its undo writes ``before`` back over what it left."""
+        bank = self.core()
+        with self.lock:
+            bank.refresh()
+            rows: Sequence[Row] = list(bank.log.records.values())
+            self._info = bank.info()
+            now, stamp = fsio.read_stamped(bank.log_path)
+        change = Change(
+            self.source.path, self.name, text, rows=RowDelta(rows, (), True), files=stamps_of(bank.log_path)
+        )
+        if before is None or now is None:
+            return change
+
+        def back() -> Change:
+            with self.lock:
+                fsio.atomic_write(bank.log_path, before, expect=stamp)
+            return self._replaced(text, now)
+
+        return replace(change, reverse=back)
 
     def text_problem(self, text: str) -> tuple[str, bool]:
         """``"12 / 2000 bytes"`` and whether the worker would accept the text (3 to 2000 bytes)."""

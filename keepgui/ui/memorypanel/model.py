@@ -83,6 +83,7 @@ _FONT = int(Qt.ItemDataRole.FontRole)
 _FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
 _ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_DECORATION = int(Qt.ItemDataRole.DecorationRole)
 _NOTHING = frozenset({int(Qt.ItemDataRole.DecorationRole), int(Qt.ItemDataRole.BackgroundRole)})
 """Roles a delegate asks for on every paint that the table never answers."""
 
@@ -139,6 +140,7 @@ class MemoryTableModel(QAbstractTableModel):
         self._row_of: dict[str, int] = {}
         self.live_count = 0
         self._scores: Mapping[str, float] = {}
+        self._secrets: Mapping[str, str] = {}  # row key -> what its secrets are (the badge's tooltip)
         self.capabilities = NO_CAPABILITIES
         self.now = now_ms()
         self._strike = QFont()
@@ -233,6 +235,13 @@ class MemoryTableModel(QAbstractTableModel):
         thread): the caller hands over a mapping of its own (a dict, or the search's numpy answer read
         as one) and does not change it afterwards."""
         self._scores = scores
+
+    def set_secrets(self, secrets: Mapping[str, str]) -> None:
+        """Rows that hold a secret (key -> a sentence: types and masked forms): a badge on their text."""
+        self._secrets = secrets
+        if self._rows:
+            column = next(i for i, c in enumerate(COLUMNS) if c.field == "text")
+            self.dataChanged.emit(self.index(0, column), self.index(len(self._rows) - 1, column))
 
     def tick(self) -> None:
         """Refresh relative times ("5m ago") without touching anything else."""
@@ -330,6 +339,8 @@ class MemoryTableModel(QAbstractTableModel):
         if role == _DISPLAY:
             return self._display(row, field)
         if role in _NOTHING:
+            if role == _DECORATION and field == "text" and row.id in self._secrets:
+                return theme.icon("warning", theme.strong("warning"))
             return None
         if role == _CHECK:
             # Shown even when the backend cannot toggle it: the box is drawn greyed (see flags).
@@ -414,6 +425,8 @@ class MemoryTableModel(QAbstractTableModel):
         return None
 
     def _tooltip(self, row: Any, field: str) -> str | None:
+        if field == "text" and row.id in self._secrets:
+            return self._secrets[row.id]
         if field == "pinned":
             if not self.capabilities.can(PIN):
                 return self.capabilities.why_not(PIN)

@@ -1,0 +1,324 @@
+"""Secrets in a source's memory: every bank's rows and documents, through the protocol (no Qt).
+
+A :class:`Finding` says what was found and where — its type, the source, the bank, the file and
+line, the entry (a row's key) or the document, and a masked form — and never shows the secret
+itself (it is kept, out of every ``repr``, only so that a redaction can replace it). Scans are
+incremental: what a text holds is remembered by the text's hash (:class:`ScanCache`, kept in
+keepgui's cache folder between runs), so a bank scanned again costs a hash of its texts.
+"Not a secret" is kept per source in keepgui's data folder, by the secret's SHA-256, like a
+baseline file (:class:`Allowlist`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from keepgui.core import fsio, pace
+from keepgui.core.errors import KeepguiError
+from keepgui.core.paths import app_cache_dir, app_data_dir
+from keepgui.core.secrets.detect import Detector, Hit, mask
+from keepgui.core.source import Bank, Source, TextMark
+from keepgui.core.timefmt import now_ms
+
+SENT = "this secret is sent to the model at the start of every session"
+"""What the window and the command line say of a secret the bank's preview holds."""
+
+
+def secret_sha256(secret: str) -> str:
+    """How a secret is named where it must be remembered (the allowlist): its SHA-256."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret found in a bank: a row's text (``key``) or a document's (``document``).
+
+    ``start``/``end`` are character offsets in that text, ``line`` its line (1-based) there;
+    ``path`` the file that holds it where the bank says ("" when it does not); ``sent`` that the
+    bank's preview (what the agent is given) holds it. ``secret`` is never in a repr or ``to_obj``.
+    """
+
+    id: str
+    kind: str
+    source: str
+    source_kind: str
+    bank: str
+    path: str
+    line: int
+    key: str
+    document: str
+    start: int
+    end: int
+    masked: str
+    sent: bool = False
+    allowed: bool = False
+    secret: str = field(default="", repr=False, compare=False)
+
+    @property
+    def where(self) -> str:
+        """``entry KEY`` or ``document NAME``, with the file and line where known."""
+        what = f"entry {self.key}" if self.key else f"document {self.document}"
+        place = f"{self.path}:{self.line}" if self.path else f"line {self.line}"
+        return f"{what} ({place})"
+
+    def to_obj(self) -> dict[str, Any]:
+        """For ``--json``: everything but the secret."""
+        return {
+            "id": self.id,
+            "type": self.kind,
+            "source": self.source,
+            "agent": self.source_kind,
+            "bank": self.bank,
+            "path": self.path,
+            "line": self.line,
+            "entry": self.key or None,
+            "document": self.document or None,
+            "masked": self.masked,
+            "sent": self.sent,
+            "allowed": self.allowed,
+        }
+
+
+def finding_id(source: str, bank: str, where: str, secret: str) -> str:
+    """A short, stable id: the same secret in the same place keeps it across scans."""
+    h = hashlib.blake2b(f"{source}\0{bank}\0{where}\0".encode("utf-8", "surrogatepass"), digest_size=5)
+    h.update(secret.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _state_file(folder: str, source: str) -> str:
+    name = hashlib.sha256(os.path.abspath(source).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return os.path.join(folder, "secrets", name + ".json")
+
+
+class Allowlist:
+    """The findings a person marked "not a secret" in one source, by the secret's SHA-256."""
+
+    def __init__(self, source: str, root: str | None = None) -> None:
+        self.source = os.path.abspath(source)
+        self.path = _state_file(root or app_data_dir(), self.source)
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """sha256 -> ``{type, id, at}``."""
+        data, _stamp = fsio.read_stamped(self.path)
+        try:
+            obj = json.loads(data or b"{}")
+        except ValueError:
+            return {}
+        allowed = obj.get("allowed") if isinstance(obj, dict) else None
+        return {k: v for k, v in allowed.items() if isinstance(v, dict)} if isinstance(allowed, dict) else {}
+
+    def allow(self, findings: Iterable[Finding]) -> int:
+        """Mark these findings' secrets as allowed; returns how many were new."""
+        allowed = self.load()
+        new = 0
+        for f in findings:
+            sha = secret_sha256(f.secret)
+            if sha not in allowed:
+                allowed[sha] = {"type": f.kind, "id": f.id, "at": now_ms()}
+                new += 1
+        if new:
+            fsio.make_dirs(os.path.dirname(self.path))
+            body = {"source": self.source, "allowed": allowed}
+            fsio.atomic_write(self.path, json.dumps(body, indent=1, sort_keys=True).encode(), mode=0o600)
+        return new
+
+
+class ScanCache:
+    """What each scanned text held, by the text's hash: in memory, and on disk per source."""
+
+    def __init__(self, source: str, root: str | None = None) -> None:
+        self.path = _state_file(root or app_cache_dir(), source)
+        self.lock = threading.Lock()
+        self._hits: dict[str, list[list[Any]]] | None = None
+        self._dirty = False
+
+    def _table(self) -> dict[str, list[list[Any]]]:
+        if self._hits is None:
+            data, _stamp = fsio.read_stamped(self.path)
+            try:
+                obj = json.loads(data or b"{}")
+            except ValueError:
+                obj = {}
+            self._hits = obj if isinstance(obj, dict) else {}
+        return self._hits
+
+    def get(self, digest: str) -> list[Hit] | None:
+        """The hits of the text with this hash (None: not scanned yet)."""
+        with self.lock:
+            found = self._table().get(digest)
+        if not isinstance(found, list):
+            return None
+        try:
+            return [Hit(str(k), int(s), int(e)) for k, s, e in found]
+        except (TypeError, ValueError):
+            return None
+
+    def put(self, digest: str, hits: Sequence[Hit]) -> None:
+        """Remember the hits of a text (types and offsets: never a secret)."""
+        with self.lock:
+            self._table()[digest] = [[h.kind, h.start, h.end] for h in hits]
+            self._dirty = True
+
+    def save(self) -> None:
+        """Write the table to keepgui's cache folder (a cache: a failure costs only a slower scan)."""
+        with self.lock:
+            if not self._dirty or self._hits is None:
+                return
+            body = json.dumps(self._hits, separators=(",", ":")).encode()
+            self._dirty = False
+        try:
+            fsio.make_dirs(os.path.dirname(self.path))
+            fsio.atomic_write(self.path, body, mode=0o600)
+        except (OSError, KeepguiError):
+            pass
+
+
+BLOCK = 2000
+"""Rows scanned (and cached) together: a change of one row costs a scan of its block only."""
+MARKS_LIMIT = 50_000
+"""The longest text :func:`secret_marks` scans on the caller's thread (the editor's, while typing)."""
+
+_marks_local = threading.local()
+
+
+def secret_marks(text: str) -> list[TextMark]:
+    """The secrets in an edited text as the editor's marks (a type and a masked form, never more)."""
+    if len(text) > MARKS_LIMIT:
+        return []
+    detector = getattr(_marks_local, "detector", None)
+    if detector is None:
+        detector = _marks_local.detector = Detector()
+    return [
+        TextMark(h.start, h.end, "warning", f"A secret ({h.kind}, {mask(text[h.start : h.end])}): redact it")
+        for h in detector.scan(text)
+    ]
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _line_of(text: str, at: int) -> int:
+    return text.count("\n", 0, at) + 1
+
+
+class Scanner:
+    """Scans the banks of one source (one per source; any thread, one scan at a time per bank)."""
+
+    def __init__(self, source: Source, *, data_root: str | None = None, cache_root: str | None = None) -> None:
+        self.source = source
+        self.cache = ScanCache(source.path, cache_root)
+        self.allowlist = Allowlist(source.path, data_root)
+        self._local = threading.local()
+
+    def detector(self) -> Detector:
+        """This thread's detector."""
+        d = getattr(self._local, "detector", None)
+        if d is None:
+            d = self._local.detector = Detector()
+        return d
+
+    def hits(self, text: str) -> list[Hit]:
+        """What ``text`` holds, from the cache when the same text was scanned before."""
+        digest = _digest(text)
+        found = self.cache.get(digest)
+        if found is None:
+            found = self.detector().scan(text)
+            self.cache.put(digest, found)
+        return found
+
+    def _rows(self, rows: Sequence[Any]) -> list[tuple[Any, Hit]]:
+        """Hits in the rows' texts: blocks of :data:`BLOCK` rows joined (one line apart), each scanned
+        once and remembered by its hash; a pacing checkpoint between blocks."""
+        out: list[tuple[Any, Hit]] = []
+        for first in range(0, len(rows), BLOCK):
+            pace.checkpoint()
+            block = rows[first : first + BLOCK]
+            texts = [r.text if isinstance(r.text, str) else "" for r in block]
+            starts: list[int] = []
+            at = 0
+            for t in texts:
+                starts.append(at)
+                at += len(t) + 1
+            for hit in self.hits("\n".join(texts)):
+                i = bisect.bisect_right(starts, hit.start) - 1
+                base = starts[i]
+                out.append((block[i], Hit(hit.kind, hit.start - base, hit.end - base)))
+        return out
+
+    def scan_bank(self, bank: Bank, *, preview: bool = True) -> list[Finding]:
+        """Every secret in the bank's rows and documents (load the bank first)."""
+        allowed = self.allowlist.load()
+        src = self.source
+        docs: list[tuple[str, str, str]] = []  # name, path, text
+        documents = bank.documents()
+        for name, _title in documents.list():
+            try:
+                doc = documents.read(name)
+            except (KeepguiError, OSError):
+                continue
+            docs.append((name, doc.path, doc.text))
+        sent_text = ""
+        if preview:
+            try:
+                sent_text = bank.preview("").text
+            except (KeepguiError, OSError, NotImplementedError):
+                sent_text = ""
+        row_path: Callable[[str], str] | None = getattr(bank, "row_path", None)
+        out: list[Finding] = []
+        rows = list(bank.rows())
+        for row, hit in self._rows(rows):
+            secret = row.text[hit.start : hit.end]
+            path = row_path(row.id) if row_path is not None else ""
+            if not path:
+                path = next((p for _n, p, t in docs if secret in t), "")
+            fid = finding_id(src.path, bank.key.bank, f"row:{row.id}", secret)
+            out.append(self._finding(fid, hit, bank, path, _line_of(row.text, hit.start), row.id, "", secret))
+        for name, path, text in docs:
+            for hit in self.hits(text):
+                secret = text[hit.start : hit.end]
+                fid = finding_id(src.path, bank.key.bank, f"doc:{name}", secret)
+                out.append(self._finding(fid, hit, bank, path, _line_of(text, hit.start), "", name, secret))
+        return [
+            replace(f, sent=bool(sent_text) and f.secret in sent_text, allowed=secret_sha256(f.secret) in allowed)
+            for f in out
+        ]
+
+    def _finding(
+        self, fid: str, hit: Hit, bank: Bank, path: str, line: int, key: str, document: str, secret: str
+    ) -> Finding:
+        return Finding(
+            fid,
+            hit.kind,
+            self.source.path,
+            self.source.kind,
+            bank.key.bank,
+            path,
+            line,
+            key,
+            document,
+            hit.start,
+            hit.end,
+            mask(secret),
+            secret=secret,
+        )
+
+    def scan(self, banks: Sequence[str] | None = None, *, preview: bool = True) -> list[Finding]:
+        """Every bank of the source (or those named), loaded where they are not yet."""
+        names = self.source.scan().names if banks is None else tuple(banks)
+        out: list[Finding] = []
+        for name in names:
+            bank = self.source.bank(name)
+            if not bank.is_loaded():
+                bank.load()
+            out += self.scan_bank(bank, preview=preview)
+        self.cache.save()
+        return out
