@@ -71,11 +71,13 @@ def parse(text: str) -> Target:
     if match is None:
         raise InvalidInput(f"`{text}` is not a remote folder: write ssh://[user@]host[:port]/path or host:path")
     groups = match.groupdict()
-    path = unquote(groups.get("path") or "") if text.startswith("ssh://") else groups["path"]
-    if text.startswith("ssh://") and path.startswith("/~"):
-        path = path[2:]
-    path = path[2:] if path.startswith("~/") else ("" if path == "~" else path)
-    path = path.lstrip("/") if path.startswith("//") else path
+    url = text.startswith("ssh://")
+    path = unquote(groups.get("path") or "") if url else groups["path"]
+    home = "/~" if url else "~"
+    if path == home:
+        path = ""
+    elif path.startswith(home + "/"):
+        path = path[len(home) + 1 :]
     port = groups.get("port")
     if port is not None and not 0 < int(port) < 65536:
         raise InvalidInput(f"`{text}`: port {port} is not a port number")
