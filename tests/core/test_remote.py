@@ -102,7 +102,7 @@ def test_a_write_is_made_on_the_remote_whole_with_its_mode(server, folder):
     os.chmod(os.path.join(folder, "a.md"), 0o600)
     mirror = _open(folder)
     local = os.path.join(mirror.local, "a.md")
-    data, stamp = fsio.read_stamped(local)
+    _data, stamp = fsio.read_stamped(local)
     new = fsio.atomic_write(local, b"alpha\ngamma\n", expect=stamp)
     with open(os.path.join(folder, "a.md"), "rb") as fh:
         assert fh.read() == b"alpha\ngamma\n"
