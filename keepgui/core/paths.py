@@ -67,8 +67,14 @@ def app_runtime_dir() -> str:
 
 
 def short_path(path: str, limit: int = 0) -> str:
-    """``path`` with the home folder written as ``~``, and elided in the middle beyond ``limit`` characters."""
+    """``path`` with the home folder written as ``~``, and elided in the middle beyond ``limit`` characters.
+
+    A folder mirrored from another machine is named as it is there (``box:/home/me/.hermes``)."""
     home = os.path.expanduser("~")
+    if path.startswith(os.path.join(app_cache_dir(), "remote") + os.sep):
+        from keepgui.core import remote
+
+        path = remote.display(path) or path
     path = "~" + path[len(home) :] if path.startswith(home + os.sep) else path
     if limit and len(path) > limit:
         keep = limit - 1

@@ -59,6 +59,7 @@ from keepgui.ui.palette import CommandPalette, PaletteIndex, carry_out, menu_act
 from keepgui.ui.preferences import Preferences, PreferencesDialog
 from keepgui.ui.preview import PreviewPane
 from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
+from keepgui.ui.remote import RemoteDialog, RemoteStatus
 from keepgui.ui.rules import RulesPanel
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
@@ -222,6 +223,9 @@ class MainWindow(QMainWindow):
                 icon="folder" if not self.open_actions else None,
             )
             self.open_actions.append(action)
+        self.act_open_remote = a(
+            "Open on another &machine…", self.open_remote, tip="Open an agent's memory on another machine, over SSH"
+        )
         self.act_remove_source = a(
             "&Close source", self.remove_current_source, tip="Stop showing this source (nothing on disk changes)"
         )
@@ -311,7 +315,15 @@ class MainWindow(QMainWindow):
         m = self.memories
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        for act in (*self.open_actions, self.act_remove_source, None, self.act_reload, None, self.act_quit):
+        for act in (
+            *self.open_actions,
+            self.act_open_remote,
+            self.act_remove_source,
+            None,
+            self.act_reload,
+            None,
+            self.act_quit,
+        ):
             file_menu.addSeparator() if act is None else file_menu.addAction(act)
         edit = bar.addMenu("&Edit")
         for act in (
@@ -367,6 +379,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         hub = self.hub
         hub.sourcesChanged.connect(self._on_sources_changed)
+        RemoteStatus(lambda: list(hub.sources), self.tree_model.set_source_status, self)  # the window owns it
         hub.banksChanged.connect(self._on_banks_changed)
         hub.changed.connect(self._on_change)
         hub.bankProgress.connect(self._on_bank_progress)
@@ -407,6 +420,10 @@ class MainWindow(QMainWindow):
     def open_dialog(self, kind: str, _label: str = "") -> None:
         """File → Open <source>…: choose a folder, see what it is, and confirm one that is not such a source."""
         choose_source(self, kind, self.verdicts, self.open_source)
+
+    def open_remote(self) -> None:
+        """File → Open on another machine…: a host, the agents found there, each opened over SSH."""
+        RemoteDialog(self, self.open_source).open()
 
     def open_demo(self) -> None:
         """Open a throw-away copy of the demo (for this session: removed at exit, never remembered, and

@@ -14,6 +14,7 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, 
 from PySide6.QtGui import QFont, QPainter, QPalette, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView, QWidget
 
+from keepgui.core.paths import short_path
 from keepgui.core.source import BankKey, BankSummary, Source, Trashed
 from keepgui.ui import theme
 from keepgui.ui.timefmt import relative
@@ -74,9 +75,18 @@ class SourceTreeModel(QStandardItemModel):
                 item.setData("source", KindRole)
                 item.setData(source.path, SourceRole)
                 item.setData(source.path, DetailRole)
-                item.setToolTip(source.path)
+                item.setToolTip(short_path(source.path))
                 item.setEditable(False)
                 self.insertRow(position, [item])
+
+    def set_source_status(self, path: str, status: str) -> None:
+        """Show beside a source what keeps it from being written ("offline — read-only"), or nothing."""
+        item = self._source_item(path)
+        if item is None:
+            return
+        base = item.data(Qt.ItemDataRole.DisplayRole).split("  —  ", 1)[0]
+        item.setData(f"{base}  —  {status}" if status else base, Qt.ItemDataRole.DisplayRole)
+        item.setToolTip(f"{short_path(path)}\n{status}" if status else short_path(path))
 
     def set_banks(
         self,

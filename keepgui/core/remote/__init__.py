@@ -54,6 +54,12 @@ def open_mirror(spec: str | Target, *, sync: bool = True) -> Mirror:
             mirror = Mirror(target)
     if sync:
         mirror.sync()
+    with _lock:
+        held = _open.get(mirror.local) if mirror.remote else None
+    if held is not None and held is not mirror:  # the same folder named another way (relative, by alias...)
+        if sync:
+            held.sync()
+        return held
     _register(mirror)
     return mirror
 
