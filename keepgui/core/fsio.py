@@ -838,8 +838,14 @@ def sidecar_lock(path: str | os.PathLike[str], timeout: float = 2.0, what: str =
     file opened for appending (created if missing, mode 0666 less the umask, never written), or on
     Windows ``msvcrt.locking`` of its first byte — for an agent that locks a sidecar such as
     ``MEMORY.md.lock`` around its read-modify-write. Waits at most ``timeout`` seconds (polling, so
-    the caller's thread is never stuck behind a hung agent) and then raises :class:`Busy`."""
+    the caller's thread is never stuck behind a hung agent) and then raises :class:`Busy`. In a mirror
+    of another machine's folder the lock is taken there (``flock``), and held until the block ends."""
     path = os.fspath(path)
+    remote = _remote(path)
+    if remote is not None:
+        with remote.sidecar_lock(path, timeout, what):
+            yield
+        return
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o666)
     except OSError as exc:

@@ -26,14 +26,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar, cast
 
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 from keepgui.core.fsio import Stamp
 from keepgui.core.remote.mirror import Entry, Mirror, append_local, local_dirs, place_file, remove_local
-from keepgui.core.remote.ssh import Offline
+from keepgui.core.remote.ssh import CONNECT_TIMEOUT, Offline
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -306,11 +306,37 @@ class Pusher:
         self._run(_RENAME, src, (self._remote(dst),), what="moved")
         self.mirror.sync()
 
+    @contextlib.contextmanager
+    def sidecar_lock(self, path: str, timeout: float, what: str) -> Iterator[None]:
+        """:func:`keepgui.core.fsio.sidecar_lock` taken on the remote machine (``flock`` on the lock file
+        there, held by a remote shell until the block ends); a machine without ``flock`` has no lock to take."""
+        if not self.mirror.online:
+            raise ReadOnly(f"{self.mirror.target.machine} is offline — read-only until keepgui reconnects")
+        held = self.mirror.connection.start(_LOCK, args=(self._remote(path), f"{timeout:g}"))
+        try:
+            said = held.first_line(timeout + CONNECT_TIMEOUT)
+            if said == "busy":
+                raise fsio.Busy(
+                    f"{self.mirror.target.machine}:{self._remote(path)} is locked by {what or 'another program'} "
+                    f"(held for more than {timeout:g} s); nothing was written — try again in a moment"
+                )
+            if said not in ("locked", "no flock"):
+                raise WriteFailed(f"{self.mirror.target.machine}: the lock {self._remote(path)} could not be taken")
+            yield
+        finally:
+            held.release()
+
     @_locked
     def make_dirs(self, path: str) -> None:
         """:func:`keepgui.core.fsio.make_dirs` made on the remote."""
         self._run(_MKDIRS, path, ())
         local_dirs(path)
+
+
+_LOCK = r"""
+command -v flock >/dev/null 2>&1 || { echo "no flock"; exec cat >/dev/null; }
+flock -w "$2" -- "$1" sh -c 'echo locked; exec cat >/dev/null' || echo busy
+"""
 
 
 class _Stale(Exception):

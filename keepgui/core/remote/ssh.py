@@ -15,6 +15,7 @@ Each remote step is one POSIX ``sh`` script run by :meth:`Connection.run`, its i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shlex
@@ -141,6 +142,19 @@ class Connection:
             raise self._ssh_failure(err)
         return Result(done.returncode, done.stdout, err)
 
+    def start(self, script: str, *, args: tuple[str, ...] = ()) -> Held:
+        """Start ``script`` on the machine and leave it running (a lock held there): see :class:`Held`."""
+        remote = "exec sh -c " + shlex.quote(script) + " keepgui " + " ".join(shlex.quote(a) for a in args)
+        with self._lock:
+            self.round_trips += 1
+        process = subprocess.Popen(
+            [_ssh(), *self.options(), "--", self.target.host, remote],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        return Held(process, self.target.machine)
+
     def _ssh_failure(self, err: str) -> RemoteError:
         text = err.strip()
         if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or ("Host key for" in text and "has changed" in text):
@@ -202,6 +216,40 @@ class Connection:
                 timeout=10,
                 check=False,
             )
+
+
+class Held:
+    """A remote script left running (see :meth:`Connection.start`): its first line, then :meth:`release`,
+    which closes its input so it ends (a lock it held is let go)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], machine: str) -> None:
+        self._process = process
+        self._machine = machine
+
+    def first_line(self, timeout: float) -> str:
+        """The script's first line of output ("" when it ended without one); Offline after ``timeout`` seconds."""
+        import select
+
+        stdout = self._process.stdout
+        assert stdout is not None
+        ready, _w, _x = select.select([stdout], [], [], timeout)
+        if not ready:
+            self.release()
+            raise Offline(f"{self._machine} did not answer within {timeout:g} s")
+        return stdout.readline().decode("utf-8", "replace").strip()
+
+    def release(self) -> None:
+        """End the script: its input closed, waited for (killed after 10 s)."""
+        if self._process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
 
 
 def _fingerprints(keys: tuple[str, ...]) -> tuple[str, ...]:
