@@ -287,12 +287,18 @@ def test_an_agents_sidecar_lock_is_taken_on_the_remote(server, folder):
 
     mirror = _open(folder)
     remote_lock = os.path.join(folder, "a.md.lock")
-    with fsio.sidecar_lock(os.path.join(mirror.local, "a.md.lock"), timeout=1.0, what="the agent"):
-        with open(remote_lock, "a") as fh:  # the agent, on its machine, cannot take it meanwhile
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    lock = os.path.join(mirror.local, "a.md.lock")
+    # the agent, on its machine, cannot take it meanwhile
+    with (
+        fsio.sidecar_lock(lock, timeout=1.0, what="the agent"),
+        open(remote_lock, "a") as fh,
+        pytest.raises(BlockingIOError),
+    ):
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     with open(remote_lock, "a") as fh:  # and can once keepgui is done
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(fsio.Busy, match="locked by the agent"):
-            with fsio.sidecar_lock(os.path.join(mirror.local, "a.md.lock"), timeout=0.5, what="the agent"):
-                pass
+        with (
+            pytest.raises(fsio.Busy, match="locked by the agent"),
+            fsio.sidecar_lock(lock, timeout=0.5, what="the agent"),
+        ):
+            pass
