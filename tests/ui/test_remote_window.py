@@ -83,6 +83,20 @@ def test_a_remote_source_is_named_by_its_host_live_and_offline(
         fh.write("- The staging box is called kestrel.\n")
     qtbot.waitUntil(lambda: any("kestrel" in t for t in texts()), timeout=4_000)  # live: polled, watched, reloaded
 
+    change = window.hub.perform(key, lambda bank: bank.keep("The backup job runs at 03:00 on kestrel."))
+    assert change.written
+    with open(os.path.join(remote_home, ".nanobot", "workspace", "keep.md")) as fh:
+        assert "The backup job runs at 03:00 on kestrel." in fh.read()  # written on the remote machine
+    qtbot.waitUntil(lambda: any("03:00" in t for t in texts()), timeout=4_000)
+    reloads: list[object] = []
+    window.hub._changes.connect(reloads.append)
+    qtbot.wait(2_000)
+    assert reloads == []  # the next listings found the remote file as keepgui left it: nothing fetched, no echo
+    undone = change.undo()  # undo works over SSH too: the exact previous bytes go back there
+    window.hub.deliver(undone)
+    with open(os.path.join(remote_home, ".nanobot", "workspace", "keep.md")) as fh:
+        assert "03:00" not in fh.read()
+
     def unreachable(*_args, **_kwargs):
         raise Offline(f"{sshd.ALIAS}: Connection refused")
 
