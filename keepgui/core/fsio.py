@@ -105,9 +105,9 @@ def _remote(path: str | os.PathLike[str]) -> Any:
     for root, handler in _mounts.items():
         if path == root or path.startswith(root + os.sep):
             return handler
-    from keepgui.core.paths import app_cache_dir
+    from keepgui.core.paths import remote_cache_dir
 
-    cache = os.path.join(app_cache_dir(), "remote") + os.sep
+    cache = remote_cache_dir() + os.sep
     if not path.startswith(cache):
         return None
     from keepgui.core import remote

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from keepgui.core.errors import NotFound
 from keepgui.core.fsio import is_temp_name
-from keepgui.core.paths import app_cache_dir
+from keepgui.core.paths import remote_cache_dir
 from keepgui.core.remote.ssh import Connection, RemoteError
 from keepgui.core.remote.target import Target, config_file
 
@@ -112,12 +112,12 @@ def machine_folder(target: Target) -> str:
     """The cache folder of one machine (its name readable, with a hash of what identifies it)."""
     digest = hashlib.sha256(f"{target.machine}\0{config_file()}".encode()).hexdigest()[:8]
     name = re.sub(r"[^A-Za-z0-9_.@-]", "_", target.machine.replace(":", "_"))
-    return os.path.join(app_cache_dir(), "remote", f"{name}-{digest}")
+    return os.path.join(remote_cache_dir(), f"{name}-{digest}")
 
 
 def remote_cache() -> str:
     """The folder under which every mirror lives."""
-    return os.path.join(app_cache_dir(), "remote")
+    return remote_cache_dir()
 
 
 class Mirror:
