@@ -56,6 +56,16 @@ t="${TMPDIR:-/tmp}/.keepgui-fetch-$$"
 mkdir -m 700 "$t" || exit 12
 trap 'rm -rf "$t"' EXIT HUP INT TERM
 cat > "$t/list"
+listing() { tr '\n' '\0' < "$t/list" | xargs -0 -r sh -c 'for f; do [ -f "./$f" ] && [ ! -L "./$f" ] && printf "./%s\0" "$f"; done' keepgui |
+  xargs -0 -r sh -c 'exec find "$@" -maxdepth 0 -printf "%p\0%s %T@ %m\0" 2>/dev/null' keepgui; }
+listing > "$t/before"
+tr '\0' '\n' < "$t/before" | awk 'NR % 2 == 1' | tr '\n' '\0' | xargs -0 -r cat -- > "$t/data" 2>/dev/null
+listing > "$t/after"
+if cmp -s "$t/before" "$t/after"; then
+  printf 'batch\0%s\0' "$(wc -c < "$t/before" | tr -d ' ')"
+  cat "$t/before" "$t/data"
+  exit 0
+fi
 while IFS= read -r f; do
   if [ -f "./$f" ] && [ ! -L "./$f" ]; then
     a=$(find "./$f" -maxdepth 0 -printf '%s %T@ %m')
@@ -71,6 +81,9 @@ while IFS= read -r f; do
   printf 'gone\0%s\0' "$f"
 done < "$t/list"
 """
+"""Fetch files (relative paths on stdin, one a line): when none changed while they were read, all of
+them in one ``cat`` framed by one listing before and after (a handful of processes for any number of
+files); else one at a time, each copied aside first, and marked ``changing`` when it changed meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -267,6 +280,21 @@ class Mirror:
             pos = end + 1
             return text
 
+        if out.startswith(b"batch\0"):
+            pos = len(b"batch\0")
+            size = int(token())
+            fields = out[pos : pos + size].split(b"\0")[:-1]
+            pos += size
+            for i in range(0, len(fields) - 1, 2):
+                rel = fields[i].decode("utf-8", "surrogateescape").removeprefix("./")
+                stat = fields[i + 1].decode()
+                entry = Entry("f", stat)
+                data = out[pos : pos + entry.size]
+                pos += entry.size
+                place_file(os.path.join(self.local, rel), data, entry.mtime_ns, entry.mode)
+                self.manifest[rel] = entry
+                changed.add(os.path.join(self.local, rel))
+            return changed
         while pos < len(out):
             what, rel = token(), token()
             path = os.path.join(self.local, rel)
