@@ -302,3 +302,34 @@ def test_an_agents_sidecar_lock_is_taken_on_the_remote(server, folder):
             fsio.sidecar_lock(lock, timeout=0.5, what="the agent"),
         ):
             pass
+
+
+def test_a_mirror_kept_in_the_cache_is_found_again_after_a_restart(server, folder):
+    from keepgui.core import remote
+
+    mirror = _open(folder)
+    local = os.path.join(mirror.local, "a.md")
+    remote.close(mirror)  # as if keepgui had quit: the window remembers the mirror's folder only
+    again = remote.mirror_for(local)
+    assert again is not None and again is not mirror
+    assert again.remote == mirror.remote and again.manifest == mirror.manifest  # nothing to fetch again
+    assert remote.display(local) == f"{sshd.ALIAS}:{folder}/a.md"
+    assert again.sync().changed == set()
+    fsio.atomic_write(local, b"after a restart\n", expect=fsio.current_stamp(local))  # writes go there again
+    with open(os.path.join(folder, "a.md"), "rb") as fh:
+        assert fh.read() == b"after a restart\n"
+
+
+def test_the_agents_in_the_remote_home_are_found_in_one_round_trip(server, monkeypatch):
+    from keepgui.core import remote
+    from keepgui.core.remote.ssh import Connection
+
+    os.makedirs(os.path.join(server.home, ".hermes", "memories"), exist_ok=True)
+    os.makedirs(os.path.join(server.home, ".nanobot", "workspace"), exist_ok=True)
+    runs = []
+    real = Connection.run
+    monkeypatch.setattr(Connection, "run", lambda self, *a, **k: runs.append(1) or real(self, *a, **k))
+    found = {f.kind: f.path for f in remote.discover(sshd.ALIAS)}
+    assert found["hermes"] == f"{sshd.ALIAS}:{server.home}/.hermes"
+    assert found["nanobot"] == f"{sshd.ALIAS}:{server.home}/.nanobot/workspace"
+    assert len(runs) == 1
