@@ -468,7 +468,9 @@ class MainWindow(QMainWindow):
         self.update_start_page()
         self.tree_model.set_sources(list(self.hub.sources.values()))
         for path in self.hub.sources:
-            self.tree.expand(self.tree_model.index_of_source(path))
+            index = self.tree_model.index_of_source(path)
+            self.tree.expand(index.parent())  # a source on another machine is under that machine's row
+            self.tree.expand(index)
 
     def _on_banks_changed(self, path: str) -> None:
         if path not in self.hub.sources:
@@ -833,7 +835,7 @@ class MainWindow(QMainWindow):
             menu.addSeparator()
             menu.addAction(self.act_remove_source)
         else:
-            for action in self.open_actions:
+            for action in (*self.open_actions, self.act_open_remote):
                 menu.addAction(action)
         menu.exec(self.tree.viewport().mapToGlobal(pos))
 

@@ -72,6 +72,8 @@ def test_a_remote_source_is_named_by_its_host_live_and_offline(
     qtbot.waitUntil(lambda: window.hub.is_loaded(key), timeout=15_000)
     item = window.tree_model.index_of_source(mirror.local)
     assert f"{sshd.ALIAS}:{remote_home}/.nanobot/workspace" in item.data(Qt.ItemDataRole.DisplayRole)
+    assert item.parent().data(Qt.ItemDataRole.DisplayRole) == sshd.ALIAS  # listed under its machine
+    assert window.tree.isExpanded(item.parent())
     window.select_bank(key)
     qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=10_000)
 
@@ -105,3 +107,5 @@ def test_a_remote_source_is_named_by_its_host_live_and_offline(
     monkeypatch.undo()  # and answers again: the next poll reconnects
     qtbot.waitUntil(lambda: "offline" not in item.data(Qt.ItemDataRole.DisplayRole), timeout=40_000)
     window.hub.remove_source(mirror.local)
+    hosts = [window.tree_model.item(r).data(Qt.ItemDataRole.DisplayRole) for r in range(window.tree_model.rowCount())]
+    assert sshd.ALIAS not in hosts  # a machine with no source open is no longer listed

@@ -145,6 +145,14 @@ def display(path: str) -> str | None:
     return f"{mirror.target.machine}:/{rel}" if rel != "." else f"{mirror.target.machine}:/"
 
 
+def machine_of(path: str) -> str | None:
+    """The machine a mirrored path is on (``alice@box``), or None for a path of this machine."""
+    if not is_mirror_path(path):
+        return None
+    mirror = mirror_for(path)
+    return mirror.target.machine if mirror is not None else None
+
+
 def status(path: str) -> str:
     """ "" while the machine of a mirrored path answers, else "offline — read-only" and why."""
     mirror = mirror_for(path) if is_mirror_path(path) else None
