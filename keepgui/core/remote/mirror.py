@@ -205,6 +205,11 @@ class Mirror:
         result = self.connection.run(_LIST, args=(self.target.path or ".",), timeout=300)
         if result.status == 11:
             raise NotFound(f"{self.target}: no such folder on {self.target.machine}")
+        if result.status != 0 and "printf" in result.err:
+            raise RemoteError(
+                f"{self.target.machine}: its `find` has no -printf; keepgui needs GNU findutils there "
+                f"(Debian and most Linux have it; `apk add findutils` on Alpine)"
+            )
         if result.status != 0:
             raise RemoteError(f"{self.target}: listing failed: {result.err.strip() or result.status}")
         head, _, body = result.out.partition(b"\n")

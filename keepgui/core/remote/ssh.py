@@ -194,16 +194,18 @@ class Connection:
         prints: tuple[str, ...] = ()
         scan = shutil.which("ssh-keyscan")
         if scan is not None:
+            hashed = ["-H"] if (config.get("hashknownhosts") or ["no"])[0] == "yes" else []  # as ssh would write it
             done = subprocess.run(
-                [scan, "-T", str(CONNECT_TIMEOUT), "-p", port, name], capture_output=True, timeout=30, check=False
+                [scan, *hashed, "-T", str(CONNECT_TIMEOUT), "-p", port, name],
+                capture_output=True,
+                timeout=30,
+                check=False,
             )
             keys = tuple(
                 line
                 for line in done.stdout.decode("utf-8", "replace").splitlines()
                 if line.strip() and not line.startswith("#")
             )
-            if keys and port != "22":  # ssh-keyscan names a non-standard port as [host]:port already
-                pass
             prints = _fingerprints(keys)
         return UnknownHost(self.target.machine, prints, keys, os.path.expanduser(known))
 
