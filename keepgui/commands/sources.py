@@ -93,7 +93,7 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
     start: str | None = None  # where a session starts, for a backend whose source is the home
     how = ""
     if source is not None:
-        path = _path(source)
+        path = _remote_folder(source, ctx) if _looks_remote(source) else _path(source)
         if not os.path.isdir(path):
             what = "does not exist" if not os.path.exists(path) else "is not a folder"
             raise NotFound(f"{path}: the source {what}")
@@ -102,7 +102,7 @@ def open_chosen(args: argparse.Namespace, ctx: Context) -> Chosen:
             if verdict.kind is None:
                 raise InvalidInput(f"{path} is not an agent's memory keepgui knows: {verdict.why}")
             backend = registry.backend(verdict.kind)
-        how = f"--agent {backend.kind} --source {shlex.quote(path)}"
+        how = f"--agent {backend.kind} --source {shlex.quote(source if _looks_remote(source) else path)}"
         if project is not None:
             start = _project(project)
             how += f" --project {shlex.quote(start)}"
@@ -182,6 +182,34 @@ def record(source: Source) -> None:
         journal.sync_source(journal.install(), source)
     except (KeepguiError, OSError):
         return  # the journal is keepgui's own record: a command never fails for it
+
+
+def _looks_remote(text: str) -> bool:
+    from keepgui.core.remote import looks_remote
+
+    return looks_remote(text)
+
+
+def _remote_folder(spec: str, ctx: Context) -> str:
+    """The local mirror of a remote folder (``ssh://[user@]host[:port]/path`` or ``host:path``), brought up to
+    date. An unknown host is asked about on a terminal (its fingerprint shown) and refused without one."""
+    import sys
+
+    from keepgui.core.remote import open_mirror
+    from keepgui.core.remote.ssh import UnknownHost, accept_host
+
+    try:
+        return open_mirror(spec).local
+    except UnknownHost as unknown:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()) or not unknown.keys:
+            raise
+        ctx.note(str(unknown).split("\nCheck", 1)[0])
+        sys.stderr.write("Trust this host key and connect? [y/N] ")
+        sys.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            raise
+        accept_host(unknown)
+        return open_mirror(spec).local
 
 
 def _old_source_option(args: argparse.Namespace, ctx: Context, kind: str | None) -> tuple[str | None, str | None]:

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
 
@@ -82,6 +82,41 @@ TAIL_SETTLE_SECONDS = 0.05
 
 TEMP_MARKER = ".keepgui-"
 """Every temporary file keepgui creates has this in its name and ends in ``.tmp``."""
+
+# ---------------------------------------------------------------------- folders mirrored from other machines
+
+_mounts: dict[str, Any] = {}
+"""Mirrored folders (keepgui.core.remote): a write below one is made on its machine by its handler."""
+
+
+def mount(root: str, handler: Any) -> None:
+    """Hand every write below ``root`` (a mirror of a remote folder) to ``handler``
+    (a :class:`keepgui.core.remote.push.Pusher`), which makes it on the remote machine first."""
+    _mounts[os.path.abspath(root)] = handler
+
+
+def unmount(root: str) -> None:
+    """Stop handing writes below ``root`` over (the mirror was closed)."""
+    _mounts.pop(os.path.abspath(root), None)
+
+
+def _remote(path: str | os.PathLike[str]) -> Any:
+    """The handler of the mirror ``path`` is in, or None for a local file. A path in keepgui's mirror
+    cache that no open mirror holds is looked up there (ReadOnly when none claims it): a mirror is
+    never written alone."""
+    path = os.path.abspath(os.fspath(path))
+    for root, handler in _mounts.items():
+        if path == root or path.startswith(root + os.sep):
+            return handler
+    from keepgui.core.paths import remote_cache_dir
+
+    cache = remote_cache_dir() + os.sep
+    if not path.startswith(cache):
+        return None
+    from keepgui.core import remote
+
+    return remote.pusher_for(path)
+
 
 _BINARY = getattr(os, "O_BINARY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -403,6 +438,12 @@ def atomic_write(
     Returns the stamp of the new content.
     """
     path = os.fspath(path)
+    remote = _remote(path)
+    if remote is not None:
+        _tell("before", path)
+        stamp: Stamp = remote.atomic_write(path, data, expect, mode)
+        _tell("after", path, data)
+        return stamp
     folder = os.path.dirname(path) or "."
     if os.path.islink(path):
         raise ReadOnly(f"{path} is a symbolic link; keepgui does not replace links")
@@ -563,6 +604,12 @@ def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) 
     must tolerate). Returns the stamp of the new file.
     """
     path = os.fspath(path)
+    remote = _remote(path)
+    if remote is not None:
+        _tell("before", path)
+        made: Stamp = remote.atomic_write(path, data, None, mode, create=True)
+        _tell("after", path, data)
+        return made
     folder = os.path.dirname(path) or "."
     _tell("before", path)
     tmp = temp_name_for(path)
@@ -621,6 +668,11 @@ def _create_in_place(path: str, data: bytes, mode: int) -> None:
 def remove_file(path: str | os.PathLike[str], *, expect: Stamp | None = None) -> None:
     """Delete ``path`` (durably), refusing with :class:`Conflict` if it changed since ``expect``."""
     _tell("before", path)
+    remote = _remote(path)
+    if remote is not None:
+        remote.remove_file(os.fspath(path), expect)
+        _tell("after", path)
+        return
     check_unchanged(path, expect)
     try:
         os.unlink(path)
@@ -641,6 +693,10 @@ def mark_used(path: str | os.PathLike[str]) -> None:
 def make_dirs(path: str | os.PathLike[str]) -> None:
     """``mkdir -p`` that makes each new folder's entry durable."""
     path = os.path.abspath(os.fspath(path))
+    remote = _remote(path)
+    if remote is not None:
+        remote.make_dirs(path)
+        return
     missing = []
     probe = path
     while not os.path.isdir(probe):
@@ -661,6 +717,10 @@ def make_dirs(path: str | os.PathLike[str]) -> None:
 def rename_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
     """Rename a file or folder, refusing to replace anything at ``dst``; both parents are synced."""
     src, dst = os.fspath(src), os.fspath(dst)
+    remote = _remote(src) or _remote(dst)
+    if remote is not None:
+        remote.rename(src, dst)
+        return
     if os.path.lexists(dst):
         raise FileExistsError(errno.EEXIST, "already exists", dst)
     os.rename(src, dst)
@@ -794,6 +854,10 @@ def create_folder(path: str | os.PathLike[str], files: dict[str, bytes], folders
     import shutil
 
     path = os.path.abspath(os.fspath(path))
+    remote = _remote(path)
+    if remote is not None:
+        remote.create_folder(path, files, folders)
+        return
     if os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, "already exists", path)
     tmp = temp_name_for(path)
@@ -842,10 +906,13 @@ class LockedLog:
         self.path = os.fspath(path)
         self.sole_writer = sole_writer
         self._fd: int | None = None
+        self._remote = _remote(self.path)
 
     def __enter__(self) -> LockedLog:
         if os.path.islink(self.path):
             raise ReadOnly(f"{self.path} is a symbolic link; keepgui does not append through links")
+        if self._remote is not None:
+            self._remote.refresh(self.path)  # the log as the other machine has it now, read under the lock
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o644)
         except OSError as exc:
@@ -913,7 +980,10 @@ class LockedLog:
             size = os.fstat(self._fd).st_size
             prefix = b"" if not size or os.pread(self._fd, 1, size - 1) == b"\n" else b"\n"
         _tell("before", self.path)
-        offset = _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
+        if self._remote is not None:
+            offset: int = self._remote.append(self.path, prefix + b"".join(lines)) + len(prefix)
+        else:
+            offset = _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
         _tell("after", self.path)
         return offset
 
@@ -928,8 +998,14 @@ def sidecar_lock(path: str | os.PathLike[str], timeout: float = 2.0, what: str =
     file opened for appending (created if missing, mode 0666 less the umask, never written), or on
     Windows ``msvcrt.locking`` of its first byte — for an agent that locks a sidecar such as
     ``MEMORY.md.lock`` around its read-modify-write. Waits at most ``timeout`` seconds (polling, so
-    the caller's thread is never stuck behind a hung agent) and then raises :class:`Busy`."""
+    the caller's thread is never stuck behind a hung agent) and then raises :class:`Busy`. In a mirror
+    of another machine's folder the lock is taken there (``flock``), and held until the block ends."""
     path = os.fspath(path)
+    remote = _remote(path)
+    if remote is not None:
+        with remote.sidecar_lock(path, timeout, what):
+            yield
+        return
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o666)
     except OSError as exc:

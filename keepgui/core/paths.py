@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -48,6 +49,16 @@ def app_cache_dir() -> str:
     return _app_dir("cache", platformdirs.user_cache_dir)
 
 
+def remote_cache_dir() -> str:
+    """Where the mirrors of folders on other machines are kept (keepgui.core.remote), under the cache folder."""
+    return _remote_cache_dir(os.environ.get("KEEPGUI_HOME"), os.environ.get("XDG_CACHE_HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _remote_cache_dir(_home: str | None, _xdg: str | None) -> str:
+    return os.path.join(app_cache_dir(), "remote")  # asked of every path named to a person: computed once
+
+
 def app_config_dir() -> str:
     """keepgui's settings folder."""
     return _app_dir("config", platformdirs.user_config_dir)
@@ -67,8 +78,14 @@ def app_runtime_dir() -> str:
 
 
 def short_path(path: str, limit: int = 0) -> str:
-    """``path`` with the home folder written as ``~``, and elided in the middle beyond ``limit`` characters."""
+    """``path`` with the home folder written as ``~``, and elided in the middle beyond ``limit`` characters.
+
+    A folder mirrored from another machine is named as it is there (``box:/home/me/.hermes``)."""
     home = os.path.expanduser("~")
+    if path.startswith(remote_cache_dir() + os.sep):
+        from keepgui.core import remote
+
+        path = remote.display(path) or path
     path = "~" + path[len(home) :] if path.startswith(home + os.sep) else path
     if limit and len(path) > limit:
         keep = limit - 1

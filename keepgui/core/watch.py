@@ -28,7 +28,9 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
+from keepgui.core import remote
 from keepgui.core.fsio import is_temp_name
+from keepgui.core.remote import live
 
 _IGNORED_EVENTS = {"opened", "closed_no_write"}
 
@@ -136,6 +138,9 @@ class Watcher:
         """Stop watching and deliver nothing more."""
         self._stopped = True
         self._wake.set()
+        for root in self._watches:
+            if remote.is_mirror_path(root):
+                live.unfollow(root)
         if self._started:
             self._observer.stop()
             self._observer.join(timeout=5)
@@ -148,12 +153,16 @@ class Watcher:
         if not os.path.isdir(root):
             return False
         self._watches[root] = self._observer.schedule(self._handler, root, recursive=True)
+        if remote.is_mirror_path(root):
+            live.follow(root)  # a folder on another machine: polled, its changes land in the mirror watched here
         return True
 
     def unwatch(self, root: str) -> None:
         """Stop watching ``root``."""
         root = os.path.normpath(os.path.abspath(root))
         watch = self._watches.pop(root, None)
+        if watch is not None and remote.is_mirror_path(root):
+            live.unfollow(root)
         if watch is not None:
             with contextlib.suppress(KeyError, ValueError):  # the folder went away and its watch with it
                 self._observer.unschedule(watch)

@@ -60,6 +60,7 @@ from keepgui.ui.palette import CommandPalette, PaletteIndex, carry_out, menu_act
 from keepgui.ui.preferences import Preferences, PreferencesDialog, apply_inbox_preferences, inbox_preferences
 from keepgui.ui.preview import PreviewPane
 from keepgui.ui.problems import FileLinesDialog, ProblemsDialog
+from keepgui.ui.remote import RemoteDialog, RemoteStatus
 from keepgui.ui.rules import RulesPanel
 from keepgui.ui.secrets import SecretsWatch
 from keepgui.ui.settings import Settings
@@ -226,6 +227,9 @@ class MainWindow(QMainWindow):
                 icon="folder" if not self.open_actions else None,
             )
             self.open_actions.append(action)
+        self.act_open_remote = a(
+            "Open on another &machine…", self.open_remote, tip="Open an agent's memory on another machine, over SSH"
+        )
         self.act_remove_source = a(
             "&Close source", self.remove_current_source, tip="Stop showing this source (nothing on disk changes)"
         )
@@ -321,7 +325,15 @@ class MainWindow(QMainWindow):
         m = self.memories
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        for act in (*self.open_actions, self.act_remove_source, None, self.act_reload, None, self.act_quit):
+        for act in (
+            *self.open_actions,
+            self.act_open_remote,
+            self.act_remove_source,
+            None,
+            self.act_reload,
+            None,
+            self.act_quit,
+        ):
             file_menu.addSeparator() if act is None else file_menu.addAction(act)
         edit = bar.addMenu("&Edit")
         for act in (
@@ -378,6 +390,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         hub = self.hub
         hub.sourcesChanged.connect(self._on_sources_changed)
+        RemoteStatus(lambda: list(hub.sources), self.tree_model.set_source_status, self)  # the window owns it
         hub.banksChanged.connect(self._on_banks_changed)
         hub.changed.connect(self._on_change)
         hub.bankProgress.connect(self._on_bank_progress)
@@ -419,6 +432,10 @@ class MainWindow(QMainWindow):
     def open_dialog(self, kind: str, _label: str = "") -> None:
         """File → Open <source>…: choose a folder, see what it is, and confirm one that is not such a source."""
         choose_source(self, kind, self.verdicts, self.open_source)
+
+    def open_remote(self) -> None:
+        """File → Open on another machine…: a host, the agents found there, each opened over SSH."""
+        RemoteDialog(self, self.open_source).open()
 
     def open_demo(self) -> None:
         """Open a throw-away copy of the demo (for this session: removed at exit, never remembered, and
@@ -463,7 +480,9 @@ class MainWindow(QMainWindow):
         self.update_start_page()
         self.tree_model.set_sources(list(self.hub.sources.values()))
         for path in self.hub.sources:
-            self.tree.expand(self.tree_model.index_of_source(path))
+            index = self.tree_model.index_of_source(path)
+            self.tree.expand(index.parent())  # a source on another machine is under that machine's row
+            self.tree.expand(index)
 
     def _on_banks_changed(self, path: str) -> None:
         if path not in self.hub.sources:
@@ -831,7 +850,7 @@ class MainWindow(QMainWindow):
             menu.addSeparator()
             menu.addAction(self.act_remove_source)
         else:
-            for action in self.open_actions:
+            for action in (*self.open_actions, self.act_open_remote):
                 menu.addAction(action)
         menu.exec(self.tree.viewport().mapToGlobal(pos))
 

@@ -14,6 +14,8 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, 
 from PySide6.QtGui import QFont, QFontMetrics, QMouseEvent, QPainter, QPalette, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView, QWidget
 
+from keepgui.core import remote
+from keepgui.core.paths import short_path
 from keepgui.core.source import BankKey, BankSummary, Source, Trashed
 from keepgui.ui import theme
 from keepgui.ui.timefmt import relative
@@ -35,6 +37,8 @@ ProblemCountRole = Qt.ItemDataRole.UserRole + 26
 IconNameRole = Qt.ItemDataRole.UserRole + 27
 """The themed icon of a row (``warning!``: the warning in its strong colour), drawn again when the theme changes."""
 WARNING_ICON = "warning!"
+HostRole = Qt.ItemDataRole.UserRole + 28
+"""The machine a host row stands for (``alice@box``): its sources, opened over SSH, are its children."""
 
 
 def _themed(item: QStandardItem, name: str) -> None:
@@ -58,6 +62,10 @@ class SourceTreeModel(QStandardItemModel):
             item = self.item(row)
             if item.data(SourceRole) == path:
                 return item
+            if item.data(KindRole) == "host":  # the sources of another machine are listed under it
+                for inner in range(item.rowCount()):
+                    if item.child(inner).data(SourceRole) == path:
+                        return item.child(inner)
         return None
 
     def set_source_note(self, path: str, note: str) -> None:
@@ -65,24 +73,61 @@ class SourceTreeModel(QStandardItemModel):
         item = self._source_item(path)
         if item is not None:
             _set(item, f"{note} · {path}" if note else path, DetailRole)
+    def _host_item(self, machine: str) -> QStandardItem:
+        """The row of another machine (made, at the end, when it has none yet)."""
+        for row in range(self.rowCount()):
+            item = self.item(row)
+            if item.data(KindRole) == "host" and item.data(HostRole) == machine:
+                return item
+        item = QStandardItem(machine)
+        _themed(item, "folder")
+        item.setData("host", KindRole)
+        item.setData(machine, HostRole)
+        item.setToolTip(f"{machine}: sources on another machine, over SSH")
+        item.setEditable(False)
+        self.appendRow([item])
+        return item
 
     def set_sources(self, sources: Sequence[Source]) -> None:
-        """Make the top level match the open sources (in the given order)."""
+        """Make the top level match the open sources (in the given order); a source on another machine is
+        listed under that machine's row."""
         wanted = [s.path for s in sources]
         for row in reversed(range(self.rowCount())):
-            if self.item(row).data(SourceRole) not in wanted:
+            item = self.item(row)
+            if item.data(KindRole) == "host":
+                for inner in reversed(range(item.rowCount())):
+                    if item.child(inner).data(SourceRole) not in wanted:
+                        item.removeRow(inner)
+                if not item.rowCount():
+                    self.removeRow(row)
+            elif item.data(SourceRole) not in wanted:
                 self.removeRow(row)
-        for position, source in enumerate(sources):
-            item = self._source_item(source.path)
-            if item is None:
+        position = 0
+        for source in sources:
+            machine = remote.machine_of(source.path)
+            if self._source_item(source.path) is None:
                 item = QStandardItem(source.label)
                 _themed(item, "folder")
                 item.setData("source", KindRole)
                 item.setData(source.path, SourceRole)
                 item.setData(source.path, DetailRole)
-                item.setToolTip(source.path)
+                item.setToolTip(short_path(source.path))
                 item.setEditable(False)
-                self.insertRow(position, [item])
+                if machine is not None:
+                    self._host_item(machine).appendRow([item])
+                else:
+                    self.insertRow(position, [item])
+            if machine is None:
+                position += 1
+
+    def set_source_status(self, path: str, status: str) -> None:
+        """Show beside a source what keeps it from being written ("offline — read-only"), or nothing."""
+        item = self._source_item(path)
+        if item is None:
+            return
+        base = item.data(Qt.ItemDataRole.DisplayRole).split("  —  ", 1)[0]
+        item.setData(f"{base}  —  {status}" if status else base, Qt.ItemDataRole.DisplayRole)
+        item.setToolTip(f"{short_path(path)}\n{status}" if status else short_path(path))
 
     def set_banks(
         self,

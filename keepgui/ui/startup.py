@@ -16,7 +16,7 @@ from PySide6.QtCore import QAbstractEventDispatcher, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from keepgui import __version__
-from keepgui.core import pace, registry
+from keepgui.core import pace, registry, remote
 from keepgui.core.errors import InvalidInput
 from keepgui.ui import theme
 from keepgui.ui.settings import Settings
@@ -84,11 +84,14 @@ class Application(QApplication):
 
 def explicit_sources(args: Any) -> list[tuple[str, str]]:
     """The sources the command line names: ``(kind, absolute path)``, those of ``--source`` (recognised by
-    the registry) first, then each backend's window option in the registry's order."""
+    the registry; ``host:path`` and ``ssh://`` are mirrored from that machine) first, then each backend's window option in the registry's order."""
     sources = []
     given = getattr(args, "source", None)
     for path in given if isinstance(given, list) else [given] if given else []:
-        folder = os.path.abspath(os.path.expanduser(path))
+        if remote.looks_remote(path):  # another machine's folder: mirrored before the window opens
+            folder = remote.open_mirror(path).local
+        else:
+            folder = os.path.abspath(os.path.expanduser(path))
         verdict = registry.identify(folder)
         if verdict.kind is None:
             raise InvalidInput(f"{folder} is not an agent's memory keepgui knows: {verdict.why}")

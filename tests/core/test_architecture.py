@@ -71,6 +71,38 @@ ALLOWED = {
     ): "a private folder for a copy of Hermes's state.db (filled through fsio), so SQLite never opens Hermes's own",
     ("keepgui/backends/hermes/statedb.py", "shutil.rmtree"): "removes that private copy at once",
     (
+        "keepgui/core/remote/mirror.py",
+        "open",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
+        "keepgui/core/remote/mirror.py",
+        "os.chmod",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
+        "keepgui/core/remote/mirror.py",
+        "os.makedirs",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
+        "keepgui/core/remote/mirror.py",
+        "os.replace",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
+        "keepgui/core/remote/mirror.py",
+        "os.symlink",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
+        "keepgui/core/remote/mirror.py",
+        "os.unlink",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
+        "keepgui/core/remote/mirror.py",
+        "os.utime",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
+        "keepgui/core/remote/mirror.py",
+        "shutil.rmtree",
+    ): "keepgui's cache mirror of a remote folder (its files replaced as the remote ones change), never user data on this machine",
+    (
         "keepgui/ui/ipc.py",
         "os.chmod",
     ): "makes keepgui's own single-instance runtime folder and socket private (0700); no user data",
