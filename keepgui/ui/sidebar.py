@@ -73,6 +73,7 @@ class SourceTreeModel(QStandardItemModel):
         item = self._source_item(path)
         if item is not None:
             _set(item, f"{note} · {path}" if note else path, DetailRole)
+
     def _host_item(self, machine: str) -> QStandardItem:
         """The row of another machine (made, at the end, when it has none yet)."""
         for row in range(self.rowCount()):
