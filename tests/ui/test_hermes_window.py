@@ -84,6 +84,8 @@ def test_pending_approval_window_approves_undoes_and_raises_attention(hermes_win
     qtbot.waitUntil(lambda: len(panel.items) == 1, timeout=10_000)
     assert "Nightjar training data" in panel.diff.toPlainText()
     assert panel.diff.toPlainText().splitlines()[0] == "--- a/memories/MEMORY.md"
+    assert "\\ No newline at end of file" in panel.diff.toPlainText()  # the last entry is not rewritten
+    assert panel.list.item(0).text().splitlines()[1].strip().startswith("Hermes · ")  # whose write it is
     assert panel.approve_button.isEnabled()
     memory = os.path.join(demo_copy.hermes, "memories", "MEMORY.md")
     before = read(memory)
