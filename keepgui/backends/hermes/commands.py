@@ -1,9 +1,10 @@
-"""What the command line does with a Hermes home, as plain functions the generic CLI calls (no Qt).
+"""A Hermes home's command-line views as plain functions (no Qt).
 
-``keepgui context --agent hermes --project DIR [--json]`` is :func:`context_lines` /
-:meth:`~keepgui.backends.hermes.context.SessionContext.to_obj`; ``keepgui keep --agent hermes TEXT``
-is :func:`keep`; ``keepgui pending --agent hermes [--json]``, ``… approve ID|all`` and
-``… reject ID|all`` are :func:`pending`, :func:`approve` and :func:`reject`. Each returns what to
+``keepgui context --agent hermes --project DIR`` prints :func:`context_lines` (its ``--json`` is
+:meth:`~keepgui.backends.hermes.context.SessionContext.to_obj`). :func:`open_home`, :func:`keep`,
+:func:`pending`, :func:`approve` and :func:`reject` do what ``keepgui keep --agent hermes`` and
+``keepgui pending --agent hermes`` do, for a home opened in-process (the command line itself is
+generic: :mod:`keepgui.commands.memories`, :mod:`keepgui.commands.pending`). Each returns what to
 print (or the JSON object) and an exit status; none prints.
 """
 
