@@ -233,7 +233,8 @@ class RulesPanel(QWidget):
         self.list.blockSignals(False)
         creatable = self.docs.creatable
         for action in (self.act_new, self.act_rename, self.act_delete):
-            action.setEnabled(creatable)
+            # Rename and Delete need a rule to act on: none listed, they are greyed
+            action.setEnabled(creatable and (action is self.act_new or bool(items)))
             action.setToolTip(action.toolTip() if creatable else self.docs.why_not_create)
         names = [n for n, _ in items]
         target = select if select in names else (self.doc.name if self.doc and self.doc.name in names else None)
