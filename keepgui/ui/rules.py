@@ -54,7 +54,7 @@ from keepgui.ui.commands import Outcome
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
-from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ThreeWayDialog
+from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ConflictsDialog, ThreeWayDialog
 
 NameRole = Qt.ItemDataRole.UserRole + 40
 
@@ -536,23 +536,23 @@ class RulesPanel(QWidget):
         except KeepguiError as exc:
             self.banner.show_message(f"{opened.title} could not be merged: {exc}", "removed")
             return False
+        text = merged.text
+        if merged.conflicts:  # resolved side by side, not by editing markers
+            dialog = ConflictsDialog(opened.title, merged.text, self)
+            if not dialog.exec():
+                return False  # nothing changes: the editor keeps your edits, the save stays refused
+            text = dialog.resolved_text()
         self.doc = base
         self._loading_text = True
-        self.editor.setPlainText(merged.text)
+        self.editor.setPlainText(text)
         self._loading_text = False
         self._on_text_changed()
-        self._refresh_derived()  # the conflicts tinted now, not after the typing pause
+        self._refresh_derived()
         if merged.conflicts:
-            first = conflict_spans(merged.text)[0][0]
-            cursor = self.editor.textCursor()
-            cursor.setPosition(first)
-            self.editor.setTextCursor(cursor)
-            self.editor.centerCursor()
             self.banner.show_message(
                 f"Merged with the version on disk ({merged.tool}): {merged.conflicts} conflict"
-                f"{'s' if merged.conflicts != 1 else ''} marked, where both changed the same lines. Keep the "
-                "lines you want, remove the markers, then save.",
-                "warning",
+                f"{'s' if merged.conflicts != 1 else ''} resolved as you chose. Check the text, then save.",
+                "info",
             )
         else:
             self.banner.show_message(

@@ -172,3 +172,38 @@ def test_the_preview_says_how_it_ranked_in_plain_words(make_window, demo_copy, q
     )
     assert "Lexical only" not in pane.summary.text()
     assert "Ranked by words" in pane.summary.text()
+
+
+def test_a_merge_conflict_is_resolved_side_by_side_in_a_real_dialog(make_window, demo_copy, qtbot):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from keepgui.ui.threeway import BOTH_DISK_FIRST, ConflictsDialog
+
+    window = make_window(demo_copy.iii, watch=False)
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None)
+    path, opened = rules.doc.path, rules.doc.text
+    with open(path, "a", encoding="utf-8") as fh:  # each side appended a different line
+        fh.write("- from the agent\n")
+    rules.editor.setPlainText(opened + "- from me\n")
+    seen: list[list[str]] = []
+
+    def resolve() -> None:
+        dialog = QApplication.activeModalWidget()
+        if not isinstance(dialog, ConflictsDialog):
+            QTimer.singleShot(20, resolve)
+            return
+        seen.append([box.currentData() for box in dialog.choices])
+        dialog.accept()
+
+    QTimer.singleShot(20, resolve)
+    _on_disk, stamp = rules.docs.current(rules.doc)
+    rules.merge_with_disk(opened + "- from me\n", opened + "- from the agent\n", stamp)
+    text = rules.editor.toPlainText()
+    if seen:  # a conflict (the merge tool could not keep both by itself): shown side by side, both kept
+        assert seen == [[BOTH_DISK_FIRST]]
+    assert "<<<<<<<" not in text and ">>>>>>>" not in text
+    assert text.endswith("- from the agent\n- from me\n")
+    rules.discard()
