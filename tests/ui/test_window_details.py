@@ -41,6 +41,7 @@ def test_one_of_a_thing_is_said_in_the_singular(make_window, demo_copy, qtbot):
     )
     detail = window.tree_model.index_of_bank(key).data(DetailRole)
     assert "1 memories" not in detail and "1 rule" in detail and "1 rules" not in detail
+    qtbot.waitUntil(lambda: window.memories.model.live_count == 1, timeout=10_000)
     assert "1 memory " in window.memories.search.placeholderText()
     qtbot.waitUntil(lambda: rules.doc is not None and rules.meter.label.text() != "", timeout=10_000)
     assert "1 rules use" not in rules.meter.label.text() and "1 rule uses" in rules.meter.label.text()
