@@ -66,7 +66,7 @@ from keepgui.ui.secrets import SecretsWatch
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
-from keepgui.ui.toast import UndoToast
+from keepgui.ui.toast import ElidedPath, UndoToast
 from keepgui.ui.welcome import WelcomePage
 
 
@@ -133,7 +133,7 @@ class MainWindow(QMainWindow):
         self.compaction = CompactionFlow(self)
 
         self.counts_label = QLabel(self)
-        self.file_label = QLabel(self)
+        self.file_label = ElidedPath(self)
         self.reload_label = QLabel(self)
         self.progress = QProgressBar(self)
         self.progress.setMaximumWidth(180)
@@ -586,12 +586,12 @@ class MainWindow(QMainWindow):
             if setter is not None:
                 setter(key)
         if key is None:
-            self.file_label.setText("")
+            self.file_label.set_path("")
             self.setWindowTitle("keepgui")
             self._update_counts()
             return
         self.setWindowTitle(f"{key.bank} — keepgui")
-        self.file_label.setText(os.path.join(key.source, key.bank))
+        self.file_label.set_path(os.path.join(key.source, key.bank))
         self.progress.setRange(0, 0)
         self.progress.show()
         if self.persist_sources:

@@ -100,7 +100,10 @@ def test_the_home_and_its_project_in_the_sidebar_and_a_project_folder_opened(
         return index.data(Qt.ItemDataRole.DisplayRole), index.data(DetailRole)
 
     # the project, not `-tmp-…-slow-bytes`
-    qtbot.waitUntil(lambda: shown() == ("slow-bytes", "215 memories · index 220 lines · 20 not loaded"), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: shown() == ("slow-bytes", "216 memories · 1 without its file · index 220 lines · 20 not loaded"),
+        timeout=10_000,
+    )
     index = window.tree_model.index_of_bank(key)
     assert key.bank in index.data(Qt.ItemDataRole.ToolTipRole)
     source = window.tree_model.index_of_source(key.source)
@@ -123,7 +126,7 @@ def test_the_home_and_its_project_in_the_sidebar_and_a_project_folder_opened(
     assert window.hub._watcher is not None and memory in window.hub._watcher.roots
     other = BankKey(demo_copy.claude_project, key.bank)
     qtbot.waitUntil(lambda: window.hub.is_loaded(other), timeout=10_000)
-    assert window.hub.summary(other).detail == "215 memories · index 220 lines · 20 not loaded"
+    assert window.hub.summary(other).detail == "216 memories · 1 without its file · index 220 lines · 20 not loaded"
     # the agent writes a memory: the project folder's source hears it through the folder outside it
     write(os.path.join(memory, "timezone.md"), "---\nname: timezone\n---\n\nMike moved to Porto.\n")
     qtbot.waitUntil(

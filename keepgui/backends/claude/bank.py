@@ -596,7 +596,7 @@ class ClaudeProject(BankDefaults):
                 "a session. Review a plan that keeps every fact loaded; nothing is written before you apply it."
             )
         return BankSummary(
-            folder.counts(),
+            folder.counts(sum(1 for row in self.delivered if row.invalid_at is None)),  # as the table counts
             description=description,
             compaction_due=due,
             size=f"{folder.index.lines} lines",

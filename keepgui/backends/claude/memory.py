@@ -752,10 +752,14 @@ class MemoryFolder:
         """The topic file at ``rel``, or None."""
         return next((t for t in self.topics if t.rel == rel), None)
 
-    def counts(self) -> str:
-        """The sidebar's line: ``41 memories · index 230 lines · 30 not loaded``."""
-        n = len(self.topics)
+    def counts(self, listed: int | None = None) -> str:
+        """The sidebar's line: ``41 memories · index 230 lines · 30 not loaded``. ``listed``: the
+        memories the table lists (index lines without their file among them: said apart)."""
+        n = len(self.topics) if listed is None else listed
         parts = [f"{n} {'memory' if n == 1 else 'memories'}"]
+        if listed is not None and listed > len(self.topics):
+            extra = listed - len(self.topics)
+            parts.append(f"{extra} without {'its file' if extra == 1 else 'their files'}")
         if self.index.exists:
             parts.append(f"index {self.index.lines} {'line' if self.index.lines == 1 else 'lines'}")
             cut = self.index.cut
