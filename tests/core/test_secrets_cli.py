@@ -48,7 +48,7 @@ def plant(demo, kind: str) -> tuple[list[str], list[str]]:
     name = next(n for n, _t in docs.list() if not docs.read(n).read_only)
     doc = docs.read(name)
     docs.save(doc, doc.text + "\n" + doc_line + "\n", confirmed=True)
-    folders = [source.path, *source.also_watched]
+    folders = [source.path, *source.also_watched] + ([demo.claude_home] if kind == "claude" else [])
     secrets = [doc_secret] if kind == "codex" else [row_secret, doc_secret]  # Codex: a note, see below
     return secrets, folders
 

@@ -14,16 +14,16 @@ from keepgui.core.source import BankKey
 from keepgui.ui.memorypanel.model import COLUMNS
 from keepgui.ui.secrets import SecretsDialog
 from keepgui.ui.sidebar import DetailRole
-from tests.secrets_corpus import planted
+from tests.secrets_corpus import secret_named
 
 
 def _plant(demo_copy) -> tuple[str, str, str]:
     source = registry.open_source("iii", demo_copy.iii, registry.OpenOptions(reload_command=""))
     bank = source.bank("main")
     bank.load()
-    row_secret = planted()[2][1]  # a GitHub token
+    row_secret = secret_named("github")[0]
     change = bank.create(f"CI pushes tags with {row_secret}", pinned=True)
-    doc_secret = planted()[19][1]  # a Groq key
+    doc_secret = secret_named("groq")[0]
     docs = bank.documents()
     name = docs.list()[0][0]
     doc = docs.read(name)
