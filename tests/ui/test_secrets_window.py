@@ -73,3 +73,18 @@ def test_found_shown_and_redacted_with_undo(make_window, demo_copy, qtbot):
     window.undo_stack.undo()
     qtbot.waitUntil(lambda: _log(demo_copy) == before, timeout=10_000)
     qtbot.waitUntil(lambda: len(watch.found.get(key, [])) >= 2, timeout=20_000)
+
+
+def test_not_a_secret_is_an_undo_step(make_window, demo_copy, qtbot):
+    _plant(demo_copy)
+    window = make_window(demo_copy.iii, watch=False)
+    key = BankKey(demo_copy.iii, "main")
+    watch = window.secrets
+    qtbot.waitUntil(lambda: len(watch.found.get(key, [])) == 2, timeout=20_000)
+    dialog = SecretsDialog(watch, key, window)
+    dialog.list.setCurrentRow(0)
+    dialog.allow_button.click()
+    qtbot.waitUntil(lambda: len(watch.found.get(key, [])) == 1, timeout=20_000)
+    assert window.undo_stack.undoText() == "Mark not a secret"
+    window.undo_stack.undo()
+    qtbot.waitUntil(lambda: len(watch.found.get(key, [])) == 2, timeout=20_000)
