@@ -9,6 +9,8 @@ import os
 from PySide6.QtCore import Qt
 
 from keepgui.core import registry
+from keepgui.core.history import History
+from keepgui.core.secrets.purge import plan_purge
 from keepgui.core.secrets.scan import SENT
 from keepgui.core.source import BankKey
 from keepgui.ui.memorypanel.model import COLUMNS
@@ -66,9 +68,15 @@ def test_found_shown_and_redacted_with_undo(make_window, demo_copy, qtbot):
     before = _log(demo_copy)
     dialog = SecretsDialog(watch, key, window)
     assert all(row_secret not in dialog.list.item(i).text() for i in range(dialog.list.count()))
+    qtbot.waitUntil(lambda: "history" in dialog.purge_note.text(), timeout=10_000)  # what it removes, said first
+    # a version keepgui's history kept of a file that held it (as it does of keep.md, MEMORY.md...)
+    History().record(os.path.join(demo_copy.iii, "main", "rules", "old.md"), f"key {doc_secret}\n".encode())
+    assert plan_purge([row_secret, doc_secret])
+    dialog.purge.setChecked(True)
     dialog.redact_button.click()
     qtbot.waitUntil(lambda: not watch.found.get(key), timeout=20_000)
     assert row_secret.encode() not in _log(demo_copy)
+    qtbot.waitUntil(lambda: not plan_purge([row_secret, doc_secret]), timeout=20_000)  # keepgui's copies gone
     assert item.data(DetailRole) == demo_copy.iii
     window.undo_stack.undo()
     qtbot.waitUntil(lambda: _log(demo_copy) == before, timeout=10_000)
