@@ -4,8 +4,8 @@ Some agents queue their memory writes for a person to approve (Hermes's ``pendin
 Auto Memory inbox). This module shows every queue of every open source through
 :func:`keepgui.core.approvals.approvals_of` — it names no backend:
 
-* :class:`PendingLister` collects the staged writes of the open sources on a thread of its own
-  (a queue's ``pending()`` reads files and replays the agent's rules) whenever the hub reports a
+* :class:`PendingLister` collects the staged writes of the open sources on a lane of the runner
+  (:mod:`keepgui.ui.tasks`; a queue's ``pending()`` reads files and replays the agent's rules) whenever the hub reports a
   change or the sources change, and delivers them on the GUI thread (``listed``); it tells, once per
   write, when new ones appeared (``arrived``) — the tray's attention and a note;
 * :class:`ApprovalsPanel` lists them (summary, when, target), shows the selected one's change as a
@@ -22,7 +22,6 @@ Signals (PendingLister):
 
 from __future__ import annotations
 
-import concurrent.futures
 import difflib
 import time
 from collections.abc import Callable, Sequence
@@ -46,6 +45,7 @@ from keepgui.core.approvals import PendingWrite, approvals_of
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import Change
 from keepgui.ui.diffview import DiffView
+from keepgui.ui.tasks import lane
 
 Item = tuple[str, PendingWrite]
 
@@ -81,7 +81,6 @@ class PendingLister(QObject):
 
     listed = Signal(object)
     arrived = Signal(int, str)
-    _done = Signal(object)
 
     def __init__(self, hub: Any, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -89,11 +88,10 @@ class PendingLister(QObject):
         self.items: list[Item] = []
         self.problems: list[str] = []
         self._seen: set[tuple[str, str]] | None = None
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="keepgui-approvals")
+        self._lane = lane("approvals")
         self._running = False
         self._again = False
         self._closed = False
-        self._done.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         hub.changed.connect(lambda _change: self.refresh())
         hub.sourcesChanged.connect(self.refresh)
         hub.banksChanged.connect(lambda _path: self.refresh())
@@ -107,7 +105,10 @@ class PendingLister(QObject):
             return
         self._running = True
         sources = dict(self.hub.sources)
-        self._pool.submit(lambda: self._done.emit(_collect(sources)))
+        self._lane.run(lambda: _collect(sources), self._deliver, self._failed, owner=self)
+
+    def _failed(self, error: Exception) -> None:
+        self._deliver(([], [f"could not list the writes awaiting approval: {error}"]))
 
     def _deliver(self, result: tuple[list[Item], list[str]]) -> None:
         self._running = False
@@ -131,7 +132,7 @@ class PendingLister(QObject):
     def shutdown(self) -> None:
         """Stop the listing thread (pending listings are dropped; later refreshes do nothing)."""
         self._closed = True
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._lane.close(wait=False)
 
 
 def _age(created_ms: int | None) -> str:

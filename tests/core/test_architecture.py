@@ -434,3 +434,22 @@ def test_the_contracts_name_every_backend():
     assert set(registry.BUILTIN) <= set(packages)
     for name in ("The core imports no backend", "Generic UI modules import no backend (only keepgui.ui.adapters may)"):
         assert contracts[name]["forbidden_modules"] == ["keepgui.backends"]
+
+
+THREAD_START = re.compile(
+    r"\b(threading\.Thread|Thread\(|QThreadPool|QThread\b|QRunnable|ThreadPoolExecutor|ProcessPoolExecutor)"
+)
+
+
+def test_the_window_starts_threads_only_in_its_runner():
+    """Background work of the window goes through ``keepgui/ui/tasks.py`` (lanes, newest-wins, answers
+    on the GUI thread, never to a deleted widget): no other UI module starts a thread or a pool."""
+    found = []
+    for path, rel in _py_files(os.path.join(PACKAGE, "ui")):
+        if rel == "keepgui/ui/tasks.py":
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if THREAD_START.search(line.split("#", 1)[0]):
+                    found.append(f"{rel}:{number}: {line.strip()}")
+    assert found == []
