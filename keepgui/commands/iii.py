@@ -483,11 +483,17 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     (never a problem: it is swept as it is written)."""
     from keepgui.backends.iii.cache import cache_folder, cache_size
     from keepgui.backends.iii.doctor import diagnose
+    from keepgui.core import fsio
+    from keepgui.core.history import History
 
     data = datadir(ctx)
+    leftovers = fsio.leftover_temps(data.path)  # killed writes' temporary files: reported, then removed
+    removed = [path for path in leftovers if fsio.remove_leftover(path)]
     findings = diagnose(data)
     problems = [f for f in findings if not f.note]
     entries, size = cache_size()
+    history = History()
+    kept_files, kept_bytes = history.size()
     if ctx.json_mode:
         ctx.emit_json(
             {
@@ -495,9 +501,14 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
                 "ok": not problems,
                 "problems": [f.to_obj() for f in findings],
                 "cache": {"folder": cache_folder(), "entries": entries, "bytes": size},
+                "leftover_temps": {"found": leftovers, "removed": removed},
+                "history": {"folder": history.root, "files": kept_files, "bytes": kept_bytes},
             }
         )
     else:
+        for path in leftovers:
+            done = "removed" if path in removed else "could not be removed"
+            ctx.out(f"{path}: a temporary file a killed keepgui write left behind; {done}")
         for finding in findings:
             ctx.out(str(finding))
         notes = len(findings) - len(problems)
@@ -505,6 +516,7 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out((f"{len(problems)} problem(s) in {data.path}" if problems else f"no problems in {data.path}") + tail)
         plural = "" if entries == 1 else "s"
         ctx.out(f"log cache: {entries} bank{plural}, {size / 2**20:.1f} MiB in {cache_folder()}")
+        ctx.out(f"history: {kept_files:,} files, {kept_bytes / 2**20:.1f} MiB in {history.root}")
     return 1 if problems else 0
 
 

@@ -38,10 +38,10 @@ from tests.reliability.common import ROOT, child_env
 
 NANOBOT_AGENT = r"""
 import os, random, sys, time
-path, stop, seed, max_pause, gap = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+path, stop, seed, max_pause, gap, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 rng = random.Random(seed)
 i = 0
-while not os.path.exists(stop):
+while not os.path.exists(stop) and i < limit:
     # nanobot's keep skill: read keep.md, then open it for writing (truncating) and write it whole;
     # a busy machine can hold the process between the two for a moment (``gap``)
     with open(path, "rb") as fh:
@@ -150,7 +150,7 @@ def nanobot_race(folder: str, ops: int = 100, seed: int = 0, max_pause: float = 
         fh.write("".join(line + "\n" for line in seeded))
     facts = [nanobot_fact(rng) for _ in range(ops)]
     env = child_env(KEEPGUI_HOME=os.path.join(folder, "home"))
-    agent, stop = _agent(NANOBOT_AGENT, os.path.join(ws, "keep.md"), folder, seed, max_pause, gap)
+    agent, stop = _agent(NANOBOT_AGENT, os.path.join(ws, "keep.md"), folder, seed, max_pause, gap, 4 * ops)
     keeper = _run_keeper([["keep", "--source", ws, "--stand-alone", fact] for fact in facts], env)
     results = _results(keeper)
     agent_ops = _stop(agent, stop)

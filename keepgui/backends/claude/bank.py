@@ -371,6 +371,17 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict[str, Any], Topi
     return rows
 
 
+LEFTOVER = (
+    "a temporary file a killed keepgui write left behind (it may hold a line being forgotten); "
+    "look at it, then remove it"
+)
+
+
+def leftover_problems(folder: str) -> list[Problem]:
+    """keepgui's temporary files a killed write left in ``folder`` (one may hold a forgotten line)."""
+    return [Problem(path, 0, LEFTOVER, "leftover-temp") for path in fsio.leftover_temps(folder)]
+
+
 def one_line(text: str, limit: int = HOOK_UNITS) -> str:
     """``text`` on one line, cut at a word near ``limit`` UTF-16 units (with ``…``) when longer."""
     return short_hook(" ".join(text.split()), limit)
@@ -527,7 +538,8 @@ class ClaudeProject(BankDefaults):
         folder = self.folder
         if folder is None:
             return []
-        return [Problem(p.path, p.line, p.message, p.code, p.level) for p in folder.problems]
+        found = [Problem(p.path, p.line, p.message, p.code, p.level) for p in folder.problems]
+        return found + leftover_problems(self.memory_dir)
 
     def activity(self) -> Activity:
         """When the memories were written: their files' times and the folder's versions keepgui saw."""
