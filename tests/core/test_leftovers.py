@@ -57,7 +57,7 @@ def test_doctor_reports_and_removes_leftovers_and_shows_the_history_size(data_di
     rule.write_bytes(b"Be brief.\n")
     left = killed_write(str(rule))
     age(left, fsio.LEFTOVER_AGE_SECONDS + 5)
-    code, out, err = run_cli(["--data-dir", str(data_dir), "doctor"])
+    _code, out, err = run_cli(["--data-dir", str(data_dir), "doctor"])
     assert f"{left}: a temporary file a killed keepgui write left behind; removed" in out, out + err
     assert not os.path.exists(left) and rule.read_bytes() == b"Be brief.\n"
     assert "history: " in out and " MiB in " in out
