@@ -164,3 +164,20 @@ def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"… [{len(text) - limit:,} more characters not shown]"
+
+
+LONGEST_SHOWN_LINE = 2_000
+"""Longest line a view lays out whole: one line of a megabyte froze the window for a minute."""
+
+
+def elided_lines(text: str, width: int = LONGEST_SHOWN_LINE) -> str:
+    """``text`` for display with every line longer than ``width`` characters cut, saying how much was
+    left out; the other lines as they are. Copying takes the exact text, never this."""
+    if len(text) <= width:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if len(line) > width:
+            line = line[:width] + f"… [{len(line) - width:,} more characters on this line not shown]"
+        out.append(line)
+    return "\n".join(out)
