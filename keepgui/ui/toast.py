@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QUndoStack
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QStatusBar, QToolButton, QWidget
 
 SHOWN_MS = 10_000
 """How long the toast stays."""
@@ -48,6 +48,11 @@ class UndoToast(QWidget):
         """Say ``text`` ("Deleted 2 memories") and offer to undo the step just pushed."""
         self._index = self.stack.index()
         self.label.setText(text + " —")
+        bar = self.parentWidget()
+        if isinstance(bar, QStatusBar) and bar.currentMessage():
+            # a passing message is drawn over the bar's normal widgets: shown together, the two were
+            # drawn one on top of the other. The newer one, the toast, replaces it.
+            bar.clearMessage()
         self.show()
         self._timer.start()
 
