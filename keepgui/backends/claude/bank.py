@@ -668,7 +668,7 @@ class ClaudeProject(BankDefaults):
         steps: list[Callable[[], writes.MemoryChange]] = []
         if live:
             ids = [k[len(FORGOTTEN) :] for k in keys if k.startswith(FORGOTTEN)]
-            steps = [partial(writes.restore, self.memory_dir, i, history=history) for i in ids]
+            steps = [partial(fsio.retrying, partial(writes.restore, self.memory_dir, i, history=history)) for i in ids]
             text = CAPABILITIES.describe("Restore", len(steps))
         else:
             for key in keys:
@@ -687,7 +687,8 @@ class ClaudeProject(BankDefaults):
                     steps.append(partial(self._drop_index_lines, key[len(DANGLING) :]))
                 else:
                     self._topic(key)
-                    steps.append(partial(writes.forget, self.memory_dir, key, history=history))
+                    # tried again when the agent's own rewrite of the index gets in between (a bound)
+                    steps.append(partial(fsio.retrying, partial(writes.forget, self.memory_dir, key, history=history)))
             text = f"Forget {CAPABILITIES.count(len(steps))}"
         if not steps:
             return nothing_written(self.source.path, self.name, text)
@@ -788,8 +789,10 @@ class ClaudeProject(BankDefaults):
         title = title_of(words)
         summary = one_line(words)
         change = self.write(
-            lambda: writes.keep(
-                self.memory_dir, title=title, description=summary, body=fact, kind=kind, history=self.history
+            lambda: fsio.retrying(  # tried again when the agent's rewrite of the index gets in between
+                lambda: writes.keep(
+                    self.memory_dir, title=title, description=summary, body=fact, kind=kind, history=self.history
+                )
             ),
             f"Keep memory {title}",
         )
