@@ -8,7 +8,8 @@
 #   make bench   every benchmark (tests/bench/bench_*.py) at 10,000 and 100,000 memories, one table:
 #                figure, baseline (same run), ratio, target, met; fails only if a benchmark fails
 #   make bench-million  the benchmarks that run at several sizes, a million memories included
-#   make stress  the long reliability run (tests/stress), one summary; fails on any non-zero loss
+#   make stress  the long reliability run (tests/stress), one summary; fails on any non-zero loss; then
+#                the tests marked slow (the default suite runs their short versions)
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
 #   make nanobot-compare  install nanobot-ai into build/nanobot-venv and compare the prompt preview
@@ -79,6 +80,7 @@ bench-million: $(STAMP)
 
 stress: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.stress
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m slow
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.backends.claude.claude_cli

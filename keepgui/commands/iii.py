@@ -483,12 +483,18 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     (never a problem: it is swept as it is written)."""
     from keepgui.backends.iii.cache import cache_folder, cache_size
     from keepgui.backends.iii.doctor import diagnose
+    from keepgui.core import fsio
+    from keepgui.core.history import History
 
     data = datadir(ctx)
+    leftovers = fsio.leftover_temps(data.path)  # killed writes' temporary files: reported, then removed
+    removed = [path for path in leftovers if fsio.remove_leftover(path)]
     findings = diagnose(data)
     problems = [f for f in findings if not f.note]
     entries, size = cache_size()
     secrets = _secrets_count(data.path)
+    history = History()
+    kept_files, kept_bytes = history.size()
     if ctx.json_mode:
         ctx.emit_json(
             {
@@ -497,9 +503,14 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
                 "problems": [f.to_obj() for f in findings],
                 "cache": {"folder": cache_folder(), "entries": entries, "bytes": size},
                 "secrets": secrets,
+                "leftover_temps": {"found": leftovers, "removed": removed},
+                "history": {"folder": history.root, "files": kept_files, "bytes": kept_bytes},
             }
         )
     else:
+        for path in leftovers:
+            done = "removed" if path in removed else "could not be removed"
+            ctx.out(f"{path}: a temporary file a killed keepgui write left behind; {done}")
         for finding in findings:
             ctx.out(str(finding))
         notes = len(findings) - len(problems)
@@ -511,6 +522,7 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
             ctx.out(f"secrets: {secrets} in the banks' memories and rules (see `keepgui secrets --source {data.path}`)")
         else:
             ctx.out("secrets: none found")
+        ctx.out(f"history: {kept_files:,} files, {kept_bytes / 2**20:.1f} MiB in {history.root}")
     return 1 if problems else 0
 
 

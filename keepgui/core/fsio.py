@@ -401,6 +401,54 @@ def is_temp_name(name: str) -> bool:
     return name.endswith(".tmp") and (TEMP_MARKER in name or (name.startswith(".") and name.endswith(".md.tmp")))
 
 
+LEFTOVER_AGE_SECONDS = 600
+"""A temporary file of keepgui's older than this is a leftover of a killed write (a live write lasts
+milliseconds); younger ones are never touched."""
+
+
+def leftover_temps(folder: str | os.PathLike[str], *, now: float | None = None, deep: bool = True) -> list[str]:
+    """keepgui's temporary files (``.…keepgui-….tmp``) directly in ``folder`` and its subfolders that
+    a killed write left behind (older than :data:`LEFTOVER_AGE_SECONDS`), sorted (``deep=False``:
+    ``folder`` itself only). A killed forget
+    can leave the forgotten line in one: they are reported, and removed only by :func:`remove_leftover`."""
+    now = time.time() if now is None else now
+    found = []
+    for parent, dirs, names in os.walk(os.fspath(folder)):
+        dirs[:] = [d for d in dirs if deep and not os.path.islink(os.path.join(parent, d))]
+        for name in names:
+            if TEMP_MARKER in name and name.endswith(".tmp"):
+                path = os.path.join(parent, name)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > LEFTOVER_AGE_SECONDS:
+                    found.append(path)
+    return sorted(found)
+
+
+def remove_leftover(path: str | os.PathLike[str], *, now: float | None = None) -> bool:
+    """Remove one leftover temporary file of keepgui's (see :func:`leftover_temps`); False (and
+    nothing removed) when ``path`` is not one, or is young enough to belong to a write under way."""
+    path = os.fspath(path)
+    name = os.path.basename(path)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    now = time.time() if now is None else now
+    if not (TEMP_MARKER in name and name.endswith(".tmp") and stat.S_ISREG(st.st_mode)):
+        return False
+    if now - st.st_mtime <= LEFTOVER_AGE_SECONDS:
+        return False
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    fsync_dir(os.path.dirname(path) or ".")
+    return True
+
+
 _os_write = os.write
 """Every ``write()`` of this module goes through this name, so a test can inject a
 fault (``ENOSPC``, a short write) at any one call."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QResizeEvent, QUndoStack
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStatusBar, QToolButton, QWidget
 
 SHOWN_MS = 10_000
 """How long the toast stays."""
@@ -49,6 +49,11 @@ class UndoToast(QWidget):
         """Say ``text`` ("Deleted 2 memories") and offer to undo the step just pushed."""
         self._index = self.stack.index()
         self.label.setText(text + " —")
+        bar = self.parentWidget()
+        if isinstance(bar, QStatusBar) and bar.currentMessage():
+            # a passing message is drawn over the bar's normal widgets: shown together, the two were
+            # drawn one on top of the other. The newer one, the toast, replaces it.
+            bar.clearMessage()
         self.show()
         self._timer.start()
 

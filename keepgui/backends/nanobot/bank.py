@@ -49,6 +49,7 @@ from keepgui.core.source import (
     FileRow,
     Hint,
     Pending,
+    Problem,
     Progress,
     Row,
     RowDelta,
@@ -128,6 +129,12 @@ def _quote(text: str, limit: int = 70) -> str:
 def _sentence(text: str) -> str:
     text = text.strip()
     return text[:1].upper() + text[1:] if text else text
+
+
+LEFTOVER = (
+    "a temporary file a killed keepgui write left behind (it may hold a line being forgotten); "
+    "look at it, then remove it"
+)
 
 
 def keep_rows(doc: KeepDoc, removed: Iterable[Any] = (), projects: ProjectMatcher | None = None) -> list[Row]:
@@ -442,6 +449,13 @@ class KeepBank(BankDefaults):
             store.workspace.write(store.path, data, expect=expected[1])
 
         return replace(self._change(text, put), reverse=lambda: self._swap(text, expected, target))
+
+    def problems(self) -> list[Problem]:
+        """keepgui's temporary files a killed write left in the workspace or its memory folder (a killed
+        forget can leave the forgotten line in one)."""
+        root = self.source.workspace.root
+        found = fsio.leftover_temps(root, deep=False) + fsio.leftover_temps(os.path.join(root, "memory"), deep=False)
+        return [Problem(path, 0, LEFTOVER, "leftover-temp") for path in found]
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Forget entries (kept in keepgui's history), or put removed ones back where they were."""

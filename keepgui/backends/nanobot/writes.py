@@ -147,14 +147,17 @@ class Triage:
         }
 
 
-_EMAIL_RE = re.compile(r"\S+@\S+\.\w+")
+# Every pattern below is bounded (no two unbounded runs that can retry each other): a fact is a line
+# of someone else's file, and one 40,000-character token must cost milliseconds, not seconds.
+_EMAIL_RE = re.compile(r"[^\s@]{1,256}@[^\s@]{1,256}\.\w{1,63}")
+"""An e-mail address within one word (only words holding an ``@`` are searched: see :func:`_without_email`)."""
 _URL_RE = re.compile(
-    r"https?://\S+|\bwww\.\S+|(?<![\w.])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|ai|co|edu|gov|info|me|pt|de|uk)"
+    r"https?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]{1,63}(?:\.[\w-]{1,63}){0,8}\.(?:com|org|net|io|dev|app|ai|co|edu|gov|info|me|pt|de|uk)"
     r"(?:/\S*)?(?![\w])",
     re.IGNORECASE,
 )
 _LATER_RE = re.compile(
-    r"\b(?:read|watch|try|test|check|listen to|look at|look into|explore|play|visit)\b[^.;]*"
+    r"\b(?:read|watch|try|test|check|listen to|look at|look into|explore|play|visit)\b[^.;]{0,200}?"
     r"\b(?:later|sometime|some day|someday|when (?:i|he|she|they) (?:have|has|get|gets) time)\b",
     re.IGNORECASE,
 )
@@ -163,7 +166,7 @@ _NOTE_START_RE = re.compile(
 )
 _NOTE_PHRASE_RE = re.compile(
     r"\b(?:check out|worth (?:reading|trying|watching|a look|a try)|wants? to (?:read|try|watch|check out)"
-    r"|should (?:read|try|watch)|(?:article|paper|blog post|video|podcast|tutorial|talk|book) (?:about|on) .+ to (?:read|watch))\b",
+    r"|should (?:read|try|watch)|(?:article|paper|blog post|video|podcast|tutorial|talk|book) (?:about|on) .{1,200}? to (?:read|watch))\b",
     re.IGNORECASE,
 )
 _REMIND_RE = re.compile(
@@ -190,11 +193,11 @@ _WHEN_RE = re.compile(
 _PROJECT_RES = (
     # lower-case keyword only: "Ao 26 Vegan Food Project" is a restaurant's name, not a project scope
     re.compile(
-        r"\b(?:(?:in|for|on|of|at|inside) )?(?:the )?[`\"']?([A-Za-z0-9][\w.-]*)[`\"']? "
+        r"(?<![\w.-])(?:(?:in|for|on|of|at|inside) )?(?:the )?[`\"']?([A-Za-z0-9][\w.-]{0,99})[`\"']? "
         r"(?-i:project|repo|repository|codebase)\b",
         re.IGNORECASE,
     ),
-    re.compile(r"\b(?:project|repo|repository|codebase)[:\s]+[`\"']?([A-Za-z0-9][\w.-]*)", re.IGNORECASE),
+    re.compile(r"\b(?:project|repo|repository|codebase)[:\s]{1,8}[`\"']?([A-Za-z0-9][\w.-]{0,99})", re.IGNORECASE),
 )
 _NOT_PROJECT_NAMES = {
     "the",
@@ -242,8 +245,8 @@ _IMPERATIVE_RE = re.compile(
 _ALWAYS_NEVER_RE = re.compile(r"^(?:always|never)\s+([a-z'-]+)", re.IGNORECASE)
 _YOU_RE = re.compile(r"\b(?:you|your|yourself)\b", re.IGNORECASE)
 _AGENT_RE = re.compile(
-    r"\b(?:the )?(?:agent|assistant|bot|nanobot)\b[^.;]*\b(?:should|must|needs? to|has to|may not)\b"
-    r"|\b(?:should|must)\b[^.;]*\b(?:the )?(?:agent|assistant|bot|nanobot)\b",
+    r"\b(?:the )?(?:agent|assistant|bot|nanobot)\b[^.;]{0,200}?\b(?:should|must|needs? to|has to|may not)\b"
+    r"|\b(?:should|must)\b[^.;]{0,200}?\b(?:the )?(?:agent|assistant|bot|nanobot)\b",
     re.IGNORECASE,
 )
 _TOOLING_RE = re.compile(
@@ -266,6 +269,28 @@ def _third_person(word: str) -> bool:
     return len(word) > 2 and word.endswith("s") and not word.endswith("ss")
 
 
+TRIAGE_CHARS = 2_000
+"""How much of a fact triage reads: keep.md facts are 5–15 words; a line of megabytes is looked at
+only this far (its length is a warning of its own)."""
+
+
+def _without_email(text: str) -> str:
+    """``text`` with its e-mail addresses replaced by a space; only words holding an ``@`` are searched,
+    and the longest of those only as far as an address can reach, so one huge word costs little."""
+    if "@" not in text:
+        return text
+    words = re.split(r"(\s+)", text)
+    for n, word in enumerate(words):
+        if "@" in word:
+            at = word.index("@")
+            if len(word) > 600:  # an address is at most 256 + 1 + 256 + 64: look around the first @ only
+                head, near, tail = word[: max(0, at - 256)], word[max(0, at - 256) : at + 330], word[at + 330 :]
+                words[n] = head + _EMAIL_RE.sub(" ", near) + tail
+            else:
+                words[n] = _EMAIL_RE.sub(" ", word)
+    return "".join(words)
+
+
 def triage(text: str, known_projects: tuple[str, ...] | list[str] = ()) -> Triage:
     """Decide where a (cleaned) fact belongs, per the keep skill's triage. Heuristics, in order:
 
@@ -283,8 +308,9 @@ def triage(text: str, known_projects: tuple[str, ...] | list[str] = ()) -> Triag
       (a task verb without a date);
     * ``keep`` otherwise.
     """
+    text = text[:TRIAGE_CHARS]  # a fact is terse: its first 2,000 characters decide (every pattern stays cheap)
     lowered = text.casefold()
-    without_email = _EMAIL_RE.sub(" ", text)
+    without_email = _without_email(text)
     url = _URL_RE.search(without_email)
     if url:
         return Triage(NOTE, f"contains a link ({url.group()}); links and reference material go to /note", "/note")
