@@ -473,11 +473,17 @@ def _keep_from(log: FileLog) -> int:
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` share at their start (compared 64 KiB at a time, then halved)."""
     n = min(len(a), len(b))
-    lo, hi = 0, n
-    while lo < hi:  # binary search over slices: C-speed comparisons
+    i = 0
+    while i < n and a[i : i + _STEP] == b[i : i + _STEP]:
+        i += _STEP
+    if i >= n:
+        return n
+    lo, hi = i, min(i + _STEP, n)
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[i:mid] == b[i:mid]:
             lo = mid
         else:
             hi = mid - 1
@@ -485,15 +491,25 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 
 
 def _common_suffix(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` share at their end."""
     n = min(len(a), len(b))
-    lo, hi = 0, n
+    la, lb = len(a), len(b)
+    i = 0
+    while i < n and a[la - min(i + _STEP, n) : la - i] == b[lb - min(i + _STEP, n) : lb - i]:
+        i = min(i + _STEP, n)
+    if i >= n:
+        return n
+    lo, hi = i, min(i + _STEP, n)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
+        if a[la - mid : la - i] == b[lb - mid : lb - i]:
             lo = mid
         else:
             hi = mid - 1
     return lo
+
+
+_STEP = 65536
 
 
 def _read(path: str) -> tuple[bytes | None, fsio.Stamp]:
