@@ -293,8 +293,14 @@ class Journal:
         when = now_ms() if at is None else at
         entry = replace(self._make(path, seq, data, last, log.versions, own=own, at=when), mtime=mtime)
         line = entry.line()
+        cached = self._logs.get(path)
         fsio.append_lines(index, [line], sole_writer=True, durable=False)
         self._grew(len(line))
+        with contextlib.suppress(OSError):
+            st = os.stat(index)
+            if cached is not None and cached[1] is log and st.st_size == cached[0][0] + len(line):
+                # the index is what was read plus this line: no need to read it all again
+                self._logs[path] = ((st.st_size, st.st_mtime_ns), FileLog([*log.versions, entry], set(log.accepted)))
         if data is not None and len(data) <= _CACHED:
             self._last[path] = (entry.sha256, data)
         return entry
