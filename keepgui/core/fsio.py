@@ -475,6 +475,7 @@ def atomic_write(
     *,
     expect: Stamp | None = None,
     mode: int = 0o644,
+    durable: bool = True,
 ) -> Stamp:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix.
 
@@ -482,7 +483,8 @@ def atomic_write(
     :class:`Conflict` when the file on disk no longer has that content (use
     ``Stamp.missing()`` to insist the file does not exist yet). ``mode`` is used
     only for a new file; an existing file keeps its mode bits. A symlink is
-    never replaced (that would silently cut a link someone made).
+    never replaced (that would silently cut a link someone made). ``durable=False`` skips the
+    syncs (keepgui's own records that a power cut may lose but never tear: the journal).
     Returns the stamp of the new content.
     """
     path = os.fspath(path)
@@ -512,7 +514,8 @@ def atomic_write(
                 umask = os.umask(0)
                 os.umask(umask)
                 os.chmod(tmp, mode & ~umask)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
             st = os.fstat(fd)
         finally:
             os.close(fd)
@@ -532,7 +535,8 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
     _tell("after", path, data)
     return Stamp.of(data, st)
 
@@ -833,7 +837,7 @@ def _reserve(fd: int, path: str, offset: int, length: int) -> None:
         raise _failure(path, exc) from None
 
 
-def _append_whole(fd: int, path: str, data: bytes) -> int:
+def _append_whole(fd: int, path: str, data: bytes, durable: bool = True) -> int:
     """Append ``data`` to the ``O_APPEND`` file ``fd`` in one write, or leave the file as it was.
 
     Returns the size the file had just before (where ``data`` starts unless
@@ -849,7 +853,8 @@ def _append_whole(fd: int, path: str, data: bytes) -> int:
     if written < len(data):
         raise _short_write(fd, path, data, written)
     try:
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except OSError as exc:
         raise _failure(path, exc, "the lines were written but may not survive a power cut") from None
     return size
@@ -950,9 +955,10 @@ class LockedLog:
     then goes first only to end a line torn by a crash.
     """
 
-    def __init__(self, path: str | os.PathLike[str], sole_writer: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], sole_writer: bool = False, durable: bool = True) -> None:
         self.path = os.fspath(path)
         self.sole_writer = sole_writer
+        self.durable = durable
         self._fd: int | None = None
         self._remote = _remote(self.path)
 
@@ -1031,7 +1037,7 @@ class LockedLog:
         if self._remote is not None:
             offset: int = self._remote.append(self.path, prefix + b"".join(lines)) + len(prefix)
         else:
-            offset = _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
+            offset = _append_whole(self._fd, self.path, prefix + b"".join(lines), self.durable) + len(prefix)
         _tell("after", self.path)
         return offset
 
@@ -1081,9 +1087,11 @@ def sidecar_lock(path: str | os.PathLike[str], timeout: float = 2.0, what: str =
         os.close(fd)
 
 
-def append_lines(path: str | os.PathLike[str], lines: Iterable[bytes], sole_writer: bool = False) -> int:
-    """Append complete lines to a log under its lock (see :class:`LockedLog`)."""
-    with LockedLog(path, sole_writer) as log:
+def append_lines(
+    path: str | os.PathLike[str], lines: Iterable[bytes], sole_writer: bool = False, durable: bool = True
+) -> int:
+    """Append complete lines to a log under its lock (see :class:`LockedLog`; ``durable=False``: no sync)."""
+    with LockedLog(path, sole_writer, durable) as log:
         return log.write_lines(lines)
 
 

@@ -219,6 +219,9 @@ class InboxPanel(QWidget):
         self.view = QListView(self)
         self.view.setModel(self.model)
         self.view.setUniformItemSizes(True)
+        # laid out a batch at a time between events: Qt asks the model's rowCount once per row it lays out
+        self.view.setLayoutMode(QListView.LayoutMode.Batched)
+        self.view.setBatchSize(256)
         self.view.setSelectionMode(QListView.SelectionMode.ExtendedSelection)
         self.view.setAccessibleName("Changes made outside keepgui, newest first")
         self.entries = QListWidget(self)
