@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from keepgui.backends.nanobot.activity import KeepActivity, ProjectMatcher
 from keepgui.backends.nanobot.documents import DOCUMENT_FILES, WorkspaceDocs
 from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
+from keepgui.backends.nanobot.triage import KEEP as KEEP_VERDICT
 from keepgui.backends.nanobot.workspace import KEEP_MD
 from keepgui.backends.nanobot.writes import (
     ALREADY_KEPT,
-    KEEP as KEEP_VERDICT,
     KEEP_CAPABILITIES,
     MAX_WORDS,
     REDIRECTED,

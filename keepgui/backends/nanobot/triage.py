@@ -1,8 +1,6 @@
-"""Where a fact belongs — keep.md, AGENTS.md, a note, a reminder or a project — as the keep skill triages it.
-
-The triage half of :mod:`keepgui.backends.nanobot.writes` (split by size; writes re-exports every name
-here). Every pattern is bounded: no quantifier without a limit runs over untrusted text.
-"""
+"""Where a fact belongs, per nanobot's keep skill: keep.md, AGENTS.md, a note, a reminder or a project
+(no Qt). Every pattern is bounded: a fact is a line of someone else's file, and one token of 40,000
+characters, or a line of megabytes, costs milliseconds."""
 
 from __future__ import annotations
 
@@ -275,6 +273,3 @@ def triage(text: str, known_projects: tuple[str, ...] | list[str] = ()) -> Triag
             "/note",
         )
     return Triage(KEEP, "a durable fact, preference or decision about the user", "keep.md")
-
-
-# ---------------------------------------------------------------------- dedup

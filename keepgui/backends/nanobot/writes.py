@@ -42,18 +42,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
 from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, Entry, KeepDoc, contains, normalise
-from keepgui.backends.nanobot.triage import (  # the triage half, split by size; re-exported
-    AGENTS as AGENTS,
-    KEEP as KEEP,
-    NOTE as NOTE,
-    PROJECT as PROJECT,
-    REMIND as REMIND,
-    TRIAGE_CHARS as TRIAGE_CHARS,
-    VERDICTS as VERDICTS,
-    Triage as Triage,
-    slugify as slugify,
-    triage as triage,
-)
+from keepgui.backends.nanobot.triage import KEEP, Triage, triage
 from keepgui.backends.nanobot.workspace import KEEP_MD, MEMORY_MD, Notice, Workspace
 from keepgui.core import fsio
 from keepgui.core.compaction import ALIKE, Likeness, likeness
@@ -127,6 +116,11 @@ def clean_fact(text: str) -> str:
 def word_count(text: str) -> int:
     """Words as the keep skill's "5–15 words" counts them (whitespace-separated)."""
     return len(text.split())
+
+
+# ---------------------------------------------------------------------- triage (keepgui.backends.nanobot.triage)
+
+# ---------------------------------------------------------------------- dedup
 
 
 @dataclass(frozen=True)

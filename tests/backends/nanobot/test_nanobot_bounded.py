@@ -10,7 +10,8 @@ import pytest
 from keepgui.backends.nanobot.compact import dates
 from keepgui.backends.nanobot.compact.keep import plan_keep
 from keepgui.backends.nanobot.keepmd import KeepDoc
-from keepgui.backends.nanobot.writes import check_fact, clean_fact, triage
+from keepgui.backends.nanobot.triage import triage
+from keepgui.backends.nanobot.writes import check_fact, clean_fact
 from keepgui.core.history import History
 from tests.backends.nanobot.nanobot_helpers import make_workspace
 from tests.reliability.common import deadline
