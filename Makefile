@@ -1,8 +1,11 @@
 # keepgui — the two commands of the README, and the proof targets.
 #   make run     set up .venv if needed, check that Qt's X11 plugin can load (else print the one
-#                install command that fixes it), open keepgui on a fresh copy of the demo data
-#   make test    set up .venv if needed, run the whole test suite headless, then the nanobot comparisons
-#                in build/nanobot-venv (installed once, pinned)
+#                install command that fixes it), open keepgui on a fresh copy of the demo data (needs a
+#                display: DISPLAY or WAYLAND_DISPLAY; without one keepgui says so and stops)
+#   make test    set up .venv if needed, install the real agents, pinned, into build/ once (npm: Claude
+#                Code, Codex, Gemini CLIs; PyPI: hermes-agent, nanobot-ai; ~2 GB), run the whole test
+#                suite headless (about 10 minutes on 2 cores), then the nanobot comparisons in
+#                build/nanobot-venv
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
 #                the import-linter contracts and vulture (dead code); .ci/run runs it before make test
 #   make bench   every benchmark (tests/bench/bench_*.py) at 10,000 and 100,000 memories, one table:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
+from keepgui.core.source import plural
 from keepgui.core.timefmt import relative_time
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only; the backend's
@@ -220,7 +221,7 @@ def reload_command(ctx: Context) -> str | None:
 
 def report_reload(ctx: Context, outcome: ReloadOutcome | None) -> None:
     """Say plainly when a running worker could not be told to reload."""
-    if outcome is not None and not outcome.ok:
+    if outcome is not None and not outcome.ok and not outcome.standing:  # a standing one: `doctor` says it
         ctx.note(outcome.message)
 
 
@@ -290,7 +291,7 @@ def cmd_banks(args: argparse.Namespace, ctx: Context) -> int:
             ctx.out(f"{i.name:<{width}}  UNREADABLE: {i.reason}")
             continue
         desc = f"  — {i.description}" if i.description else ""
-        ctx.out(f"{i.name:<{width}}  {i.memories} memories · {i.pinned} pinned · {i.rules} rules{desc}")
+        ctx.out(f"{i.name:<{width}}  {i.counts()}{desc}")
     return 0
 
 
@@ -514,10 +515,16 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
         for finding in findings:
             ctx.out(str(finding))
         notes = len(findings) - len(problems)
-        tail = f" ({notes} note{'s' if notes != 1 else ''})" if notes else ""
-        ctx.out((f"{len(problems)} problem(s) in {data.path}" if problems else f"no problems in {data.path}") + tail)
-        plural = "" if entries == 1 else "s"
-        ctx.out(f"log cache: {entries} bank{plural}, {size / 2**20:.1f} MiB in {cache_folder()}")
+        tail = f" ({plural(notes, 'note', 'notes')})" if notes else ""
+        ctx.out(
+            (
+                f"{plural(len(problems), 'problem', 'problems')} in {data.path}"
+                if problems
+                else f"no problems in {data.path}"
+            )
+            + tail
+        )
+        ctx.out(f"log cache: {plural(entries, 'bank', 'banks')}, {size / 2**20:.1f} MiB in {cache_folder()}")
         if secrets:
             ctx.out(f"secrets: {secrets} in the banks' memories and rules (see `keepgui secrets --source {data.path}`)")
         else:

@@ -319,6 +319,22 @@ def demo_path(window, rel: str) -> str:
 # ---------------------------------------------------------------------- 4. the preview
 
 
+def test_the_preview_says_when_another_claude_code_is_installed(claude_window, qtbot, tmp_path, monkeypatch):
+    """#23.13: keepgui's reminder is checked against Claude Code 2.1.332; with 2.1.197 on PATH the preview
+    says so above what it shows (the version read on the preview's background task, never the GUI thread)."""
+    folder = tmp_path / "fake-bin"
+    folder.mkdir()
+    fake = folder / "claude"
+    fake.write_text('#!/bin/sh\necho "2.1.197 (Claude Code)"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    window, _key, _memory = claude_window(watch=False)
+    window.show_panel("preview")
+    pane = window.preview
+    qtbot.waitUntil(lambda: "Claude Code 2.1.197 is installed here" in pane.summary.text(), timeout=15_000)
+    assert "checked against 2.1.332" in pane.summary.text() and pane.injected_text("all")
+
+
 def test_the_preview_is_the_exact_reminder_with_the_cut_drawn_and_the_hidden_memories_named(claude_window, qtbot):
     window, key, _memory = claude_window(watch=False)
     window.show_panel("preview")

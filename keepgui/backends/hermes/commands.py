@@ -20,6 +20,7 @@ from keepgui.backends.hermes.entries import FILE_NAMES, MEMORY, USER
 from keepgui.backends.hermes.home import resolve_home
 from keepgui.backends.hermes.pending import unified
 from keepgui.core.history import History
+from keepgui.core.source import plural
 
 
 def open_home(environ: Mapping[str, str] | None = None, history: History | None = None) -> tuple[HermesSource, str]:
@@ -35,7 +36,8 @@ def context_lines(ctx: SessionContext) -> list[str]:
     """``keepgui context --agent hermes`` for a person."""
     out = [f"Hermes home {ctx.home} (profile {ctx.profile}: {ctx.why})"]
     for state in ctx.prompt.states.values():
-        line = f"  {state.name}: {len(state.entries)} entries, {state.meter()} (prompt header {state.header_count:,})"
+        entries = plural(len(state.entries), "entry", "entries")
+        line = f"  {state.name}: {entries}, {state.meter()} (prompt header {state.header_count:,})"
         if state.blocked:
             line += f", {len(state.blocked)} blocked by the injection scan"
         out.append(line + (f" — {state.problem}" if state.problem else ""))

@@ -53,6 +53,7 @@ from keepgui.core.source import (
     Progress,
     Row,
     RowDelta,
+    plural,
     stamps_of,
 )
 
@@ -313,7 +314,8 @@ class KeepBank(BankDefaults):
                 f"(target about {COMPACTION_TARGET}). Review a plan before anything is written."
             )
         return BankSummary(
-            f"{doc.entry_count} entries · {doc.line_count} lines" + (" · compaction due" if doc.compaction_due else ""),
+            f"{plural(doc.entry_count, 'entry', 'entries')} · {plural(doc.line_count, 'line', 'lines')}"
+            + (" · compaction due" if doc.compaction_due else ""),
             compaction_due=due,
             size=f"{doc.line_count} lines",
         )
