@@ -374,7 +374,14 @@ class Journal:
             return None  # as this process last recorded it
         if seen is not None and self._unchanged(path, seen):
             return None  # as the last version was read from it, long enough ago to trust the time
-        data, _stamp = _read(path)
+        versions = self.log(path).versions
+        before = versions[-1].size if versions and not versions[-1].gone else None
+        try:
+            data, _stamp = fsio.read_settled(path, limit=_READ_LIMIT, before=before)
+        except fsio.Unsettled:
+            return None  # caught mid-write (empty or shrunken): a transient is never a version
+        except (OSError, ValueError, KeepguiError):
+            data = None
         with self._locked(path) as index:
             first = baseline and not os.path.exists(index)
             mtime = seen[1] if seen is not None and data is not None and len(data) == seen[0] else 0
