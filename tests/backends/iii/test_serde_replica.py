@@ -28,7 +28,9 @@ from keepgui.backends.iii.record import read_record
 from tests.conftest import ROOT
 
 REGISTRY = "/usr/share/cargo/registry"
-CARGO = shutil.which("cargo")
+CARGO = shutil.which("cargo") or next(
+    (c for c in (os.path.expanduser("~/.cargo/bin/cargo"),) if os.access(c, os.X_OK)), None
+)  # rustup's cargo, where a login shell would have put it on PATH
 SOURCES = os.path.join(os.path.dirname(__file__), "serde_replica")
 BUILD = os.path.join(ROOT, "build", "serde-replica")
 
