@@ -68,12 +68,10 @@ def _banks(kind: str, source: str) -> list[str]:
 
 KINDS = ["iii", "nanobot", "claude", "hermes", "codex", "gemini"]
 
-PROJECT_KINDS = ("codex", "gemini")
+PROJECT_KINDS = ("gemini",)
 """Banks whose context depends on a project folder outside the mirrored one (compared for their rows only)."""
 
 KNOWN = {
-    # Codex's memory prompt names its memory folder by its absolute path: the mirror's path is longer.
-    ("codex", "context"): lambda obj: {k: v for k, v in obj.items() if k not in ("memory_parts", "memory_bytes")},
     # Gemini's Auto Memory patches name their targets by absolute path: over SSH they are outside the mirror.
     ("gemini", "memories"): lambda obj: None if str(obj.get("id", "")).startswith("inbox:") else obj,
 }
