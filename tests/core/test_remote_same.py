@@ -71,10 +71,7 @@ KINDS = ["iii", "nanobot", "claude", "hermes", "codex", "gemini"]
 PROJECT_KINDS = ("gemini",)
 """Banks whose context depends on a project folder outside the mirrored one (compared for their rows only)."""
 
-KNOWN = {
-    # Gemini's Auto Memory patches name their targets by absolute path: over SSH they are outside the mirror.
-    ("gemini", "memories"): lambda obj: None if str(obj.get("id", "")).startswith("inbox:") else obj,
-}
+KNOWN = {}
 """Where the remote answer differs by design, and how (see README, "Sources on other machines")."""
 
 

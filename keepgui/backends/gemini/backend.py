@@ -19,6 +19,7 @@ when one of its memory files, documents, settings or inbox changed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -96,6 +97,8 @@ class GeminiSource(SourceDefaults):
         self._banks: dict[str, GeminiBank] = {}
         self.is_home = bool(home_evidence(self.path))
         self.env = home_env(self.path, environ) if self.is_home else GeminiEnv.from_environ(environ)
+        if self.is_home:  # a Gemini dir's files name paths of its own machine
+            self.env = dataclasses.replace(self.env, paths=(options or OpenOptions()).paths)
         where = self.path if not self.env.home else self.path.replace(self.env.home, "~", 1)
         self.label = f"Gemini CLI · {where}"
 

@@ -38,6 +38,7 @@ from keepgui.backends.gemini.jstext import (
     node_resolve,
     robust_realpath,
 )
+from keepgui.core.pathmap import LOCAL, PathMap
 
 GEMINI_DIR = ".gemini"
 DEFAULT_NAME = "GEMINI.md"
@@ -55,6 +56,8 @@ class GeminiEnv:
     home: str
     gemini_dir: str
     runtime_dir: str
+    paths: PathMap = field(default=LOCAL, compare=False)
+    """Where the absolute paths Gemini's files name are read (another machine's, in a mirror)."""
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> GeminiEnv:
