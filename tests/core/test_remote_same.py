@@ -66,10 +66,17 @@ def _banks(kind: str, source: str) -> list[str]:
     return list(registry.open_source(kind, source).scan().names)
 
 
-KINDS = ["iii", "nanobot", "claude", "hermes", "codex", "gemini"]
+def _parts(kind: str, source: str, bank: str) -> list[str]:
+    from keepgui.core import registry
+    from keepgui.core.errors import KeepguiError
 
-PROJECT_KINDS = ("gemini",)
-"""Banks whose context depends on a project folder outside the mirrored one (compared for their rows only)."""
+    try:
+        return list(registry.open_source(kind, source).bank(bank).context("deploy tests").named_parts())
+    except KeepguiError:  # a bank whose context needs more than the command gives (compared above)
+        return []
+
+
+KINDS = ["iii", "nanobot", "claude", "hermes", "codex", "gemini"]
 
 KNOWN = {}
 """Where the remote answer differs by design, and how (see README, "Sources on other machines")."""
@@ -209,17 +216,18 @@ def test_memories_and_context_are_the_same_over_ssh(server, demo, kind):
             here = run_cli([*argv, "--source", local])
             there = _over_ssh(server, [*argv, "--source", f"{sshd.ALIAS}:{local}"])
             what = f"{kind} {bank} {command[0]}"
-            if kind in PROJECT_KINDS and bank.startswith("/") and not _namespaces():
-                assert there[0] != 0 and "has no bank" in there[2], what  # its project folder is not in the mirror
-                break
-            if command[0] == "context" and kind in PROJECT_KINDS and bank != "memory":
-                continue  # a session's project folder, named by its absolute remote path, is outside the mirror
             assert here[0] == there[0], (what, here[2], there[2])
             assert _known(kind, command[0], _without_paths(there[1])) == _known(
                 kind, command[0], _without_paths(here[1])
             ), what
             if command[0] == "memories":
                 assert here[0] == 0, here[2]
+        for part in _parts(kind, local, bank):  # the text the agent gets, byte for byte: paths not aside
+            argv = ["context", "--part", part, "--query", "deploy tests", "--agent", kind, f"--bank={bank}"]
+            here = run_cli([*argv, "--source", local])
+            there = _over_ssh(server, [*argv, "--source", f"{sshd.ALIAS}:{local}"])
+            assert here[0] == there[0] == 0, (kind, bank, part, here[2], there[2])
+            assert there[1] == here[1], (kind, bank, part)
 
 
 def test_hermes_pending_writes_over_ssh_are_the_same_and_approved_there(two_demos):
