@@ -64,11 +64,15 @@ def open_mirror(spec: str | Target, *, sync: bool = True, only: tuple[str, ...] 
         mirror = next((m for m in _open.values() if m.target == target), None)
         if mirror is None:
             mirror = Mirror(target, only=only)
+        if mirror.only and not only:
+            mirror.widen()
     if sync:
         mirror.sync()
     with _lock:
         held = _open.get(mirror.local) if mirror.remote else None
     if held is not None and held is not mirror:  # the same folder named another way (relative, by alias...)
+        if held.only and not only:
+            held.widen()
         if sync:
             held.sync()
         return held

@@ -189,7 +189,7 @@ class Mirror:
         if not isinstance(state, dict) or state.get("target") != str(self.target):
             return
         self.remote = str(state.get("remote", self.remote))
-        self.only = self.only or tuple(str(p) for p in state.get("only", ()))
+        self.only = tuple(str(p) for p in state.get("only", ()))  # what the mirror holds decides
         entries = state.get("manifest", {})
         self.manifest = {k: Entry(*v) for k, v in entries.items() if isinstance(v, list) and len(v) == 3}
         if not os.path.isdir(self.local):
@@ -342,6 +342,15 @@ class Mirror:
         os.symlink(target, path)
         self.manifest[rel] = entry
         return path
+
+    def widen(self) -> None:
+        """Fetch every file from now on (a project folder brought over for a few files, now opened itself):
+        the files left out are forgotten, so the next sync fetches them."""
+        with self.lock:
+            self.only = ()
+            self.manifest = {
+                k: e for k, e in self.manifest.items() if e.type != "f" or os.path.lexists(os.path.join(self.local, k))
+            }
 
     def note_written(self, rel: str, stat: str) -> None:
         """A write of keepgui left the remote file with this ``size mtime mode`` (its mirror holds the same bytes)."""
