@@ -252,12 +252,14 @@ class MirrorPaths(PathMap):
         self._included: dict[str, str] = {}
 
     def shown(self, path: str) -> str:
-        """A path of the mirror as the remote machine names it (any other path as it is)."""
+        """A path of the mirror as the remote machine names it (any other path as it is; the cache's own
+        folders may be reached through a link, so its real path counts too)."""
         full = os.path.abspath(path)
-        if full == self.root:
-            return "/"
-        if full.startswith(self.root + os.sep):
-            return full[len(self.root) :]
+        for root in dict.fromkeys((self.root, os.path.realpath(self.root))):
+            if full == root:
+                return "/"
+            if full.startswith(root + os.sep):
+                return full[len(root) :]
         return path
 
     def local(self, named: str) -> str:
