@@ -5,7 +5,9 @@ asks the bank for its :class:`~keepgui.core.source.AgentContext` (``Bank.context
 parts (each backend names its own), a report for a person and what
 to tell them beside it. It prints the report (the remarks on stderr); ``--json`` prints the
 backend's object, which holds every part under its own name; ``--part NAME`` prints one part
-exactly and nothing else (nothing when the part is absent this time). ``--query`` is the question
+exactly and nothing else (nothing when the part is absent this time). ``--json`` also holds
+``agent_version``: the version keepgui was checked against, the one installed here, and whether
+they differ (:mod:`keepgui.core.agents`); the report says so when they do. ``--query`` is the question
 of the turn, for the backends whose context depends on one. A backend's own options of this
 command (``--exact``...) are named in its registry entry.
 
@@ -18,6 +20,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from keepgui.commands.sources import add_backend_options, add_source_options, backend_options, open_bank, open_chosen
+from keepgui.core.agents import installed
 from keepgui.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
@@ -54,10 +57,17 @@ def cmd_context(args: argparse.Namespace, ctx: Context) -> int:
         if text is not None:
             ctx.stdout.write(text)
         return 0
+    agent = chosen.backend.agent
+    version = installed(agent) if agent is not None else None
     if ctx.json_mode:
-        ctx.emit_json(context.to_obj())
+        obj = context.to_obj()
+        if version is not None:
+            obj["agent_version"] = version.to_obj()
+        ctx.emit_json(obj)
         return 0
     ctx.stdout.write(context.describe())
     for warning in context.warnings:
         ctx.note(warning)
+    if version is not None and version.differs:
+        ctx.note(version.sentence())
     return 0
