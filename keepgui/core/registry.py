@@ -27,11 +27,12 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from keepgui.core.agents import Agent
 from keepgui.core.errors import InvalidInput
+from keepgui.core.pathmap import LOCAL, PathMap
 
 if TYPE_CHECKING:  # the protocol (and msgspec with it) is imported by the backends, when one opens a source
     from keepgui.core.source import Source
@@ -116,6 +117,9 @@ class OpenOptions:
     project: str | None = None
     """The folder a session starts in, for a backend whose source is the agent's home whatever the project
     (:attr:`Backend.home_is_source`); None: the current folder."""
+    paths: PathMap = LOCAL
+    """Where the absolute paths the agent's files name are read, and how a path read is named there
+    (:mod:`keepgui.core.pathmap`); a source below a remote mirror is given the mirror's map."""
 
 
 @dataclass(frozen=True)
@@ -311,8 +315,14 @@ def backend(kind: str) -> Backend:
 
 
 def open_source(kind: str, path: str, options: OpenOptions | None = None) -> Source:
-    """Open the folder ``path`` as a source of ``kind``."""
-    return backend(kind).open(os.path.abspath(path), options or OpenOptions())
+    """Open the folder ``path`` as a source of ``kind`` (below a remote mirror, with the mirror's paths)."""
+    options = options or OpenOptions()
+    path = os.path.abspath(path)
+    if options.paths is LOCAL:
+        from keepgui.core.remote import paths_of
+
+        options = replace(options, paths=paths_of(path))
+    return backend(kind).open(path, options)
 
 
 def identify(path: str) -> Verdict:

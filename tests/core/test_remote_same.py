@@ -66,25 +66,17 @@ def _banks(kind: str, source: str) -> list[str]:
     return list(registry.open_source(kind, source).scan().names)
 
 
+def _parts(kind: str, source: str, bank: str) -> list[str]:
+    from keepgui.core import registry
+    from keepgui.core.errors import KeepguiError
+
+    try:
+        return list(registry.open_source(kind, source).bank(bank).context("deploy tests").named_parts())
+    except KeepguiError:  # a bank whose context needs more than the command gives (compared above)
+        return []
+
+
 KINDS = ["iii", "nanobot", "claude", "hermes", "codex", "gemini"]
-
-PROJECT_KINDS = ("codex", "gemini")
-"""Banks whose context depends on a project folder outside the mirrored one (compared for their rows only)."""
-
-KNOWN = {
-    # Codex's memory prompt names its memory folder by its absolute path: the mirror's path is longer.
-    ("codex", "context"): lambda obj: {k: v for k, v in obj.items() if k not in ("memory_parts", "memory_bytes")},
-    # Gemini's Auto Memory patches name their targets by absolute path: over SSH they are outside the mirror.
-    ("gemini", "memories"): lambda obj: None if str(obj.get("id", "")).startswith("inbox:") else obj,
-}
-"""Where the remote answer differs by design, and how (see README, "Sources on other machines")."""
-
-
-def _known(kind: str, command: str, answer: list[object]) -> list[object]:
-    fix = KNOWN.get((kind, command))
-    if fix is None:
-        return answer
-    return [y for y in (fix(x) if isinstance(x, dict) else x for x in answer) if y is not None]
 
 
 def test_a_source_path_over_ssh_url_and_scp_forms(server, demo):
@@ -214,17 +206,16 @@ def test_memories_and_context_are_the_same_over_ssh(server, demo, kind):
             here = run_cli([*argv, "--source", local])
             there = _over_ssh(server, [*argv, "--source", f"{sshd.ALIAS}:{local}"])
             what = f"{kind} {bank} {command[0]}"
-            if kind in PROJECT_KINDS and bank.startswith("/") and not _namespaces():
-                assert there[0] != 0 and "has no bank" in there[2], what  # its project folder is not in the mirror
-                break
-            if command[0] == "context" and kind in PROJECT_KINDS and bank != "memory":
-                continue  # a session's project folder, named by its absolute remote path, is outside the mirror
             assert here[0] == there[0], (what, here[2], there[2])
-            assert _known(kind, command[0], _without_paths(there[1])) == _known(
-                kind, command[0], _without_paths(here[1])
-            ), what
+            assert _without_paths(there[1]) == _without_paths(here[1]), what
             if command[0] == "memories":
                 assert here[0] == 0, here[2]
+        for part in _parts(kind, local, bank):  # the text the agent gets, byte for byte: paths not aside
+            argv = ["context", "--part", part, "--query", "deploy tests", "--agent", kind, f"--bank={bank}"]
+            here = run_cli([*argv, "--source", local])
+            there = _over_ssh(server, [*argv, "--source", f"{sshd.ALIAS}:{local}"])
+            assert here[0] == there[0] == 0, (kind, bank, part, here[2], there[2])
+            assert there[1] == here[1], (kind, bank, part)
 
 
 def test_hermes_pending_writes_over_ssh_are_the_same_and_approved_there(two_demos):
@@ -249,3 +240,29 @@ def test_hermes_pending_writes_over_ssh_are_the_same_and_approved_there(two_demo
     assert {k: v for k, v in _files(there).items() if k in changed} == {
         k: v for k, v in _files(here).items() if k in changed
     }
+
+
+def test_a_project_outside_the_source_is_brought_over_with_only_the_files_named(server):
+    from keepgui.core.remote import open_mirror, paths_of
+
+    project = os.path.join(server.home, "work", "shop")
+    for rel, data in {"AGENTS.md": "root\n", "src/app.py": "print()\n", "src/api/AGENTS.md": "api\n"}.items():
+        os.makedirs(os.path.dirname(os.path.join(project, rel)), exist_ok=True)
+        with open(os.path.join(project, rel), "w") as fh:
+            fh.write(data)
+    os.makedirs(os.path.join(project, ".git"), exist_ok=True)
+    source = os.path.join(server.home, "agent-home")
+    os.makedirs(source, exist_ok=True)
+    with open(os.path.join(source, "keep.md"), "w") as fh:
+        fh.write("- a fact\n")
+    mirror = open_mirror(f"{sshd.ALIAS}:{source}")
+    paths = paths_of(mirror.local)
+    folder = os.path.join(project, "src", "api")
+    here = paths.include(folder, ("AGENTS.md",), (".git",))
+    assert here != folder and paths.shown(here) == folder and paths.local(folder) == here
+    brought = paths.local(project)
+    assert os.path.isfile(os.path.join(here, "AGENTS.md")) and os.path.isfile(os.path.join(brought, "AGENTS.md"))
+    assert os.path.isdir(os.path.join(brought, ".git"))  # the marker that made it the project
+    assert not os.path.exists(os.path.join(brought, "src", "app.py"))  # no file but those named
+    opened = open_mirror(f"{sshd.ALIAS}:{project}")  # the project opened itself: every file, from now on
+    assert os.path.isfile(os.path.join(opened.local, "src", "app.py"))

@@ -21,18 +21,20 @@ nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from keepgui.backends.codex.bank import HOME_BANK, CodexBank
 from keepgui.backends.codex.demo import place_demo
 from keepgui.backends.codex.instructions import GLOBAL_NAMES
-from keepgui.backends.codex.layout import CONFIG_NAME, ROOT_NAMES, CodexEnv
+from keepgui.backends.codex.layout import CONFIG_NAME, PROJECT_CONFIG, ROOT_NAMES, CodexEnv, read_config
 from keepgui.core import fsio
 from keepgui.core.errors import NotFound
 from keepgui.core.history import History
+from keepgui.core.pathmap import LOCAL, PathMap
 from keepgui.core.paths import short_path
 from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, Capabilities, Listing, SourceDefaults, WatchPlan
@@ -105,16 +107,33 @@ def session_logs(home: str) -> list[str]:
     return out
 
 
-def recent_projects(home: str, limit: int = PROJECTS_SHOWN) -> list[str]:
-    """The folders sessions of ``home`` started in, newest first: existing ones, outside the home."""
+def bring(home: str, paths: PathMap) -> Callable[[str], str]:
+    """Where a session folder (as Codex names it) is read, its project's files brought here (through
+    ``paths``: on another machine, those Codex reads — the AGENTS.md chain, the fallback names, a
+    trusted folder's ``.codex/config.toml`` — and the root markers)."""
+    if paths is LOCAL:
+        return paths.local
+    config = read_config(home, paths=paths)
+    names = (*GLOBAL_NAMES, *config.fallback_names, os.path.basename(PROJECT_CONFIG))
+    return lambda cwd: paths.include(cwd, names, config.root_markers)
+
+
+def recent_projects(home: str, limit: int = PROJECTS_SHOWN, paths: PathMap = LOCAL) -> list[str]:
+    """The folders sessions of ``home`` started in, newest first: existing ones, outside the home. They are
+    named as the machine Codex runs on names them; ``paths`` brings each here (with its project's files
+    Codex reads: the AGENTS.md chain and a trusted folder's ``.codex/config.toml``)."""
     found: list[str] = []
-    home_prefix = os.path.realpath(home) + os.sep
+    home_prefix = paths.shown(os.path.realpath(home)) + os.sep
+    brought = bring(home, paths)
     for log in session_logs(home)[:SESSIONS_READ]:
         cwd = _cwd_of(log)
-        if cwd is None or cwd in found or not os.path.isdir(cwd):
-            continue
-        if (os.path.realpath(cwd) + os.sep).startswith(home_prefix):
+        if cwd is None or cwd in found or (cwd + os.sep).startswith(home_prefix):
             continue  # Codex's own consolidation runs in its memory root
+        here = brought(cwd)
+        if not os.path.isdir(here):
+            continue
+        if (paths.shown(os.path.realpath(here)) + os.sep).startswith(home_prefix):
+            continue
         found.append(cwd)
         if len(found) >= limit:
             break
@@ -141,6 +160,7 @@ class CodexSource(SourceDefaults):
         outright, ``history`` keepgui's history."""
         self.path = os.path.abspath(path)
         self.history = history or History()
+        self.paths = (options or OpenOptions()).paths
         self.lock = threading.RLock()
         self._banks: dict[str, CodexBank] = {}
         self._logs: set[str] = set()
@@ -149,6 +169,7 @@ class CodexSource(SourceDefaults):
             self.env = env or CodexEnv.for_home(self.path, environ)
             self.project: str | None = None
             self.review_bank = HOME_BANK
+            self.env = dataclasses.replace(self.env, paths=self.paths)
         else:
             self.env = env or CodexEnv.from_environ(environ)
             self.project = os.path.realpath(self.path)
@@ -167,7 +188,7 @@ class CodexSource(SourceDefaults):
             return Listing((self.review_bank,), None)
         with self.lock:
             self._logs = set(session_logs(self.env.home)[:SESSIONS_READ])
-        projects = recent_projects(self.env.home)
+        projects = recent_projects(self.env.home, paths=self.paths)
         return Listing((HOME_BANK, *projects), own=HOME_BANK)
 
     def bank(self, name: str) -> CodexBank:
@@ -183,9 +204,10 @@ class CodexSource(SourceDefaults):
             elif name == HOME_BANK:
                 bank = CodexBank(self, name, None)
             else:
-                if not os.path.isabs(name) or not os.path.isdir(name):
+                here = bring(self.env.home, self.paths)(name) if os.path.isabs(name) else name
+                if not os.path.isabs(name) or not os.path.isdir(here):
                     raise NotFound(f"{name}: no such project folder")
-                bank = CodexBank(self, name, name)
+                bank = CodexBank(self, name, here)
             self._banks[name] = bank
             return bank
 

@@ -199,7 +199,7 @@ class CodexBank(BankDefaults):
         state = self._state
         if state is not None:
             return state.config
-        return read_config(self.env.home, None if self.cwd is None else os.path.realpath(self.cwd))
+        return read_config(self.env.home, None if self.cwd is None else os.path.realpath(self.cwd), self.env.paths)
 
     def forget_state(self) -> None:
         """The home changed: read it again when next asked."""

@@ -143,11 +143,11 @@ def session_context(project: str, env: CodexEnv | None = None) -> SessionContext
     if not os.path.isdir(project):
         raise NotFound(f"{project}: no such folder; give the folder a Codex session starts in with --project DIR")
     cwd = os.path.realpath(project)
-    config = read_config(env.home, cwd)
+    config = read_config(env.home, cwd, env.paths)
     root = active_root(env.home)
     summary = read_summary(root.path)
-    block = memory_block(root, summary) if config.memory_on else None
-    chain = agents_chain(cwd, env.home, config)
+    block = memory_block(root, summary, env.paths) if config.memory_on else None
+    chain = agents_chain(cwd, env.home, config, env.paths)
     notes: list[str] = []
     if env.problem:
         notes.append(env.problem)
@@ -176,7 +176,7 @@ def home_context(env: CodexEnv) -> SessionContext:
     config = read_config(env.home)
     root = active_root(env.home)
     summary = read_summary(root.path)
-    block = memory_block(root, summary) if config.memory_on else None
+    block = memory_block(root, summary, env.paths) if config.memory_on else None
     glob = global_file(env.home)
     chain = AgentsChain("", "", None, config.max_bytes, glob, (), render_block("", glob.text, []), glob.notes)
     notes = [f"memory root: {version_word(root.version)} — {root.why}"]

@@ -133,7 +133,7 @@ def listing(bank: CodexBank) -> list[Entry]:
         path = os.path.join(home, name)
         out.append(Entry(path, GLOBAL, None, bool(present), used=path == used or not present))
     if bank.cwd is not None and os.path.isdir(bank.cwd):
-        chain = agents_chain(bank.cwd, home, bank.state_config())
+        chain = agents_chain(bank.cwd, home, bank.state_config(), bank.env.paths)
         # named from the project root (the folder the budget starts from), as a person finds them
         out.extend(Entry(f.path, PROJECT, f, label=os.path.relpath(f.path, chain.root)) for f in chain.files)
         if not chain.files:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from keepgui.backends.codex.layout import CodexConfig
 from keepgui.backends.codex.text import char_offset, is_blank, lossy, rust_trim
+from keepgui.core.pathmap import LOCAL, PathMap
 
 OVERRIDE = "AGENTS.override.md"
 AGENTS = "AGENTS.md"
@@ -371,13 +372,14 @@ class AgentsChain:
         }
 
 
-def agents_chain(cwd: str, home: str, config: CodexConfig) -> AgentsChain:
-    """The AGENTS.md block of a session started in ``cwd`` (resolved here, as Codex resolves it)."""
+def agents_chain(cwd: str, home: str, config: CodexConfig, paths: PathMap = LOCAL) -> AgentsChain:
+    """The AGENTS.md block of a session started in ``cwd`` (resolved here, as Codex resolves it; named in
+    the block as the machine Codex runs on names it: ``paths``)."""
     cwd = os.path.realpath(cwd)
     glob = global_file(home)
     root, marker, files = chain_files(cwd, config)
     texts = [f.text for f in files if f.given and f.text is not None]
-    block = render_block(cwd, glob.text, texts)
+    block = render_block(paths.shown(cwd), glob.text, texts)
     warnings = list(glob.notes)
     budget = config.max_bytes
     for item in files:

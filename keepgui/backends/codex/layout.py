@@ -30,6 +30,7 @@ from typing import Any
 
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
+from keepgui.core.pathmap import LOCAL, PathMap
 
 V1, V2 = "v1", "v2"
 ROOT_NAMES = {V1: "memories", V2: "memories_v2"}
@@ -59,6 +60,8 @@ class CodexEnv:
     user_home: str
     custom: bool = False
     problem: str = ""
+    paths: PathMap = field(default=LOCAL, compare=False)
+    """Where the absolute paths Codex's files name are read (another machine's, in a mirror)."""
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> CodexEnv:
@@ -191,10 +194,10 @@ def trusted(raw: Mapping[str, Any], folder: str) -> bool:
     return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
 
 
-def read_config(home: str, cwd: str | None = None) -> CodexConfig:
+def read_config(home: str, cwd: str | None = None, paths: PathMap = LOCAL) -> CodexConfig:
     """The configuration a session in ``cwd`` (resolved; None: any folder) runs with: the home's
     ``config.toml`` (the defaults when there is none), and over it ``<cwd>/.codex/config.toml`` when
-    the home trusts ``cwd`` exactly.
+    the home trusts ``cwd`` exactly (as the machine it runs on names it: ``paths``).
 
     Observed on 0.169.0 (not in the spec): a trusted session folder's own ``.codex/config.toml`` is a
     layer of the configuration — it can set the budget, the markers, even turn memory on — while the
@@ -209,7 +212,7 @@ def read_config(home: str, cwd: str | None = None) -> CodexConfig:
     raw = raw or {}
     problems: list[str] = []
     layer = ""
-    if cwd is not None and trusted(raw, cwd):
+    if cwd is not None and trusted(raw, paths.shown(cwd)):
         local = os.path.join(cwd, PROJECT_CONFIG)
         over, problem = _load_toml(local)
         if problem:

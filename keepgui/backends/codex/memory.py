@@ -39,6 +39,7 @@ from keepgui.backends.codex.templates import render
 from keepgui.backends.codex.text import ceil_boundary, floor_boundary, rust_trim, split_bytes, strict
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
+from keepgui.core.pathmap import LOCAL, PathMap
 
 SUMMARY_NAME = "memory_summary.md"
 HANDBOOK_NAME = "MEMORY.md"
@@ -178,12 +179,13 @@ class MemoryBlock:
         return len(self.text.encode("utf-8"))
 
 
-def memory_block(root: MemoryRoot, summary: Summary) -> MemoryBlock | None:
-    """The block made from an injectable summary (None when the summary is not injected)."""
+def memory_block(root: MemoryRoot, summary: Summary, paths: PathMap = LOCAL) -> MemoryBlock | None:
+    """The block made from an injectable summary (None when the summary is not injected); the root is
+    named as the machine Codex runs on names it (``paths``)."""
     if not summary.injectable:
         return None
     processed, cut = processed_summary(summary.trimmed)
-    text = render(root.version, root.path, processed)
+    text = render(root.version, paths.shown(root.path), processed)
     if root.version == V2:
         parts = tuple(piece.decode("utf-8") for piece in split_bytes(text.encode("utf-8"), PART_LIMIT))
     else:

@@ -82,10 +82,10 @@ class HomeState:
 def read_state(env: CodexEnv, cwd: str | None = None) -> HomeState:
     """Read a Codex home as a session in ``cwd`` (None: any folder) sees it (off the GUI thread: it
     reads every file of the root)."""
-    config = read_config(env.home, None if cwd is None else os.path.realpath(cwd))
+    config = read_config(env.home, None if cwd is None else os.path.realpath(cwd), env.paths)
     root = active_root(env.home)
     summary = read_summary(root.path)
-    block = memory_block(root, summary) if config.memory_on else None
+    block = memory_block(root, summary, env.paths) if config.memory_on else None
     contents = read_root(root.path)
     problem = ""
     try:

@@ -19,6 +19,7 @@ when one of its memory files, documents, settings or inbox changed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ from keepgui.backends.gemini.layout import (
     GEMINI_DIR,
     PROJECT_ROOT_FILE,
     GeminiEnv,
+    load_settings,
     read_projects,
     resolve_private,
 )
@@ -39,6 +41,7 @@ from keepgui.core.approvals import PendingWrite
 from keepgui.core.defaults import SourceDefaults
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import History
+from keepgui.core.pathmap import LOCAL
 from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, Capabilities, Change, Listing, WatchPlan
 
@@ -96,6 +99,8 @@ class GeminiSource(SourceDefaults):
         self._banks: dict[str, GeminiBank] = {}
         self.is_home = bool(home_evidence(self.path))
         self.env = home_env(self.path, environ) if self.is_home else GeminiEnv.from_environ(environ)
+        if self.is_home:  # a Gemini dir's files name paths of its own machine
+            self.env = dataclasses.replace(self.env, paths=(options or OpenOptions()).paths)
         where = self.path if not self.env.home else self.path.replace(self.env.home, "~", 1)
         self.label = f"Gemini CLI · {where}"
 
@@ -116,8 +121,19 @@ class GeminiSource(SourceDefaults):
             if launch not in mapped and slug not in out:
                 out[slug] = launch
         if not out:
-            out[resolve_private(self.env, self.env.home).slug] = self.env.home
-        return out
+            return {resolve_private(self.env, self.env.home).slug: self.env.home}
+        return {slug: self._bring(launch) for slug, launch in out.items()}
+
+    def _bring(self, launch: str) -> str:
+        """Where a launch folder ``projects.json`` or a marker names is read: on another machine, its
+        project's files Gemini reads (its context files, any Markdown an import may name, workspace
+        settings, ignore files) brought over first (through the source's PathMap)."""
+        paths = self.env.paths
+        if paths is LOCAL:
+            return launch
+        settings = load_settings(self.env, self.env.home, trusted=False)
+        names = (*settings.names, "*.md", "settings.json", ".gitignore", ".geminiignore")
+        return paths.include(launch, names, settings.boundary_markers)
 
     def scan(self) -> Listing:
         """The launch folders' banks (sorted by slug); no trash."""

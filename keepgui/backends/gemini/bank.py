@@ -240,7 +240,7 @@ class GeminiBank(BankDefaults):
         """This launch folder's Auto Memory inbox."""
         found = found or self.discovery()
         global_file = os.path.join(self.env.gemini_dir, found.settings.names[0])
-        return Inbox(found.private.memory, global_file, self.history)
+        return Inbox(found.private.memory, global_file, self.history, self.env.paths)
 
     def _proposals(self, found: Discovery) -> list[FileRow]:
         """One row per Auto Memory proposal waiting in the inbox (approved or rejected in the approvals window)."""

@@ -42,6 +42,7 @@ from keepgui.backends.gemini.imports import describe_token
 from keepgui.backends.gemini.jstext import collapse_blank_runs, js_trim
 from keepgui.backends.gemini.layout import GeminiEnv
 from keepgui.core.errors import NotFound
+from keepgui.core.pathmap import LOCAL, PathMap
 
 PRIVATE_HEAD = "--- Private Project Memory Index (private, not committed to repo) ---"
 PRIVATE_TAIL = "--- End Private Project Memory Index ---"
@@ -64,9 +65,10 @@ def block(path: str, text: str) -> str | None:
     return f"--- Context from: {path} ---\n{trimmed}\n--- End of Context from: {path} ---"
 
 
-def tier_text(files: Sequence[MemoryFile]) -> str:
-    """The blocks of a tier's files, joined by a blank line ("" when none has text)."""
-    blocks = [block(f.path, f.processed.text) for f in files if f.processed is not None]
+def tier_text(files: Sequence[MemoryFile], paths: PathMap = LOCAL) -> str:
+    """The blocks of a tier's files, joined by a blank line ("" when none has text); each file named as
+    the machine Gemini runs on names it (``paths``)."""
+    blocks = [block(paths.shown(f.path), f.processed.text) for f in files if f.processed is not None]
     return "\n\n".join(b for b in blocks if b is not None)
 
 
@@ -161,7 +163,11 @@ class GeminiContext:
         loaded = [f for f in d.files if f.state in (LOADED, EMPTY)]
         lines += ["", f"Loaded at session start, in this order ({len(loaded)}):" if loaded else "Nothing loads."]
         for number, f in enumerate(loaded, start=1):
-            sent = size_of(block(f.path, f.processed.text)) if f.processed is not None else 0
+            sent = (
+                size_of(block(self.discovery.env.paths.shown(f.path), f.processed.text))
+                if f.processed is not None
+                else 0
+            )
             cost = " · empty: no block" if f.state == EMPTY else f" · {sent:,} bytes sent ≈ {tokens_of(sent):,} tokens"
             lines += [f"  {number:>2}. {f.path}", f"      {f.tier} · {f.size:,} bytes on disk{cost}"]
             tokens = f.processed.flagged() if f.processed is not None else []
@@ -193,7 +199,9 @@ class GeminiContext:
                 "state": f.state,
                 "reason": f.reason,
                 "bytes": f.size,
-                "sent_bytes": size_of(block(f.path, f.processed.text)) if f.processed is not None else 0,
+                "sent_bytes": size_of(block(self.discovery.env.paths.shown(f.path), f.processed.text))
+                if f.processed is not None
+                else 0,
                 "extension": f.extension or None,
                 "imports": [
                     {
@@ -256,7 +264,11 @@ def assemble(found: Discovery) -> GeminiContext:
     parts = []
     for name in (GLOBAL, PRIVATE, EXTENSION, PROJECT):
         files = [f for f in found.tier(name) if f.state in (LOADED, EMPTY)]
-        parts.append(Part(name, WHERE[name], tier_text(files), tuple(f.path for f in files if f.state == LOADED)))
+        parts.append(
+            Part(
+                name, WHERE[name], tier_text(files, found.env.paths), tuple(f.path for f in files if f.state == LOADED)
+            )
+        )
     by = {p.name: p.text for p in parts}
     system = system_element(by[GLOBAL], by[PRIVATE])
     session = session_element(by[EXTENSION], by[PROJECT])

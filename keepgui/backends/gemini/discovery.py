@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from keepgui.backends.gemini.imports import Processed, process, read_text
+from keepgui.backends.gemini.imports import Processed, Reader, process, read_text
 from keepgui.backends.gemini.jstext import decode_uri_component, is_subpath, js_sorted, js_trim, node_resolve
 from keepgui.backends.gemini.layout import (
     MEMORY_INDEX,
@@ -38,6 +38,7 @@ from keepgui.backends.gemini.layout import (
     resolve_private,
     trust_of,
 )
+from keepgui.core.pathmap import LOCAL, PathMap
 
 GLOBAL, PRIVATE, EXTENSION, PROJECT = "global", "private", "extension", "project"
 
@@ -390,11 +391,23 @@ def private_others(memory_dir: str, names: Sequence[str], loaded: Sequence[str])
 # ---------------------------------------------------------------------- the whole discovery
 
 
-def _read(path: str, tier: str, settings: Settings, extension: str = "") -> MemoryFile:
+def reader(paths: PathMap) -> Reader:
+    """Gemini's reader of imported files, its messages naming them as the machine Gemini runs on does."""
+    if paths is LOCAL:
+        return read_text
+
+    def read(path: str) -> tuple[str | None, str]:
+        text, error = read_text(path)
+        return text, error.replace(path, paths.shown(path))
+
+    return read
+
+
+def _read(path: str, tier: str, settings: Settings, extension: str = "", paths: PathMap = LOCAL) -> MemoryFile:
     raw, error = read_text(path)
     if raw is None:
         return MemoryFile(path, tier, NEVER, f"cannot be read ({error}): Gemini skips it", extension=extension)
-    done = process(raw, path, settings.import_format, settings.boundary_markers)
+    done = process(raw, path, settings.import_format, settings.boundary_markers, reader(paths))
     try:
         size = os.path.getsize(path)
     except OSError:
@@ -434,7 +447,7 @@ def discover(
         proj = js_sorted(dedupe(walked)[0])
     priv = private_paths(private.memory, names)
     kept, dropped = dedupe([*glob, *ext, *proj, *priv])
-    contents = {p: _read(p, _tier_of(p, glob, ext, proj), settings) for p in kept}
+    contents = {p: _read(p, _tier_of(p, glob, ext, proj), settings, paths=env.paths) for p in kept}
     for tier, paths in ((GLOBAL, glob), (PRIVATE, priv), (EXTENSION, ext), (PROJECT, proj)):
         for path in paths:
             if os.path.isdir(path):

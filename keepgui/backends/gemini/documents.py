@@ -36,6 +36,7 @@ from keepgui.backends.gemini.discovery import (
     PROJECT,
     MemoryFile,
     project_root,
+    reader,
 )
 from keepgui.backends.gemini.imports import CODE, IMPORTED, ImportToken, describe_token, process
 from keepgui.backends.gemini.layout import DEFAULT_NAME, MEMORY_INDEX
@@ -124,7 +125,7 @@ def listing(bank: GeminiBank) -> list[Entry]:
 
     for tier in (GLOBAL, PRIVATE, EXTENSION, PROJECT):
         for f in found.tier(tier):
-            sent = size_of(block(f.path, f.processed.text)) if f.processed is not None else 0
+            sent = size_of(block(found.env.paths.shown(f.path), f.processed.text)) if f.processed is not None else 0
             add(Entry(f.path, tier, f.state, f.reason, sent=sent, extension=f.extension))
             for imported in _imports(f):
                 add(imported)
@@ -292,7 +293,7 @@ class GeminiDocuments:
         if entry.state == "new" and not text:
             return []
         settings = self.bank.discovery().settings
-        done = process(text, entry.path, settings.import_format, settings.boundary_markers)
+        done = process(text, entry.path, settings.import_format, settings.boundary_markers, reader(self.bank.env.paths))
         return list(done.tokens)
 
     def marks(self, name: str, text: str) -> builtins.list[TextMark]:
@@ -373,8 +374,9 @@ class GeminiDocuments:
             sent = entry.sent
             if entry.path == name:
                 current = name
-                done = process(text, name, *self._format())
-                sent = size_of(block(name, done.text))
+                paths = self.bank.env.paths
+                done = process(text, name, *self._format(), reader(paths))
+                sent = size_of(block(paths.shown(name), done.text))
             segments.append(BudgetSegment(entry.path, start, sent, sent, "fit"))
             start += sent
         total = max(start, 1)

@@ -35,6 +35,7 @@ from keepgui.core import fsio
 from keepgui.core.approvals import PendingWrite
 from keepgui.core.errors import InvalidInput, NotFound, ReadOnly
 from keepgui.core.history import History
+from keepgui.core.pathmap import LOCAL, PathMap
 
 KINDS = ("private", "global")
 INBOX = ".inbox"
@@ -107,10 +108,12 @@ def _real_with_missing(path: str) -> str:
 class Inbox:
     """One launch folder's Auto Memory inbox (see the module docstring)."""
 
-    def __init__(self, memory_dir: str, global_file: str, history: History) -> None:
+    def __init__(self, memory_dir: str, global_file: str, history: History, paths: PathMap = LOCAL) -> None:
         self.memory_dir = memory_dir
         self.global_file = global_file
         self.history = history
+        self.paths = paths
+        """Where the targets a patch names (absolute paths of the machine Gemini runs on) are read."""
 
     def folder(self, kind: str) -> str:
         """``<pm>/.inbox/<kind>``."""
@@ -152,6 +155,7 @@ class Inbox:
         if not parsed or any(not p.hunks for p in parsed):
             return None
         heads = headers(parsed)
+        heads = None if heads is None else [(self.paths.local(t), new) for t, new in heads]
         if heads is None or not all(self.allowed(kind, t) for t, _new in heads):
             return None
         targets, problem = self._targets(parsed, heads)

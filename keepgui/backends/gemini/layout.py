@@ -38,6 +38,7 @@ from keepgui.backends.gemini.jstext import (
     node_resolve,
     robust_realpath,
 )
+from keepgui.core.pathmap import LOCAL, PathMap
 
 GEMINI_DIR = ".gemini"
 DEFAULT_NAME = "GEMINI.md"
@@ -55,6 +56,8 @@ class GeminiEnv:
     home: str
     gemini_dir: str
     runtime_dir: str
+    paths: PathMap = field(default=LOCAL, compare=False)
+    """Where the absolute paths Gemini's files name are read (another machine's, in a mirror)."""
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> GeminiEnv:
@@ -383,13 +386,14 @@ def trust_of(env: GeminiEnv, folder_trust: bool, cwd: str) -> Trust:
         return Trust(None, problem)
     if not isinstance(rules, dict):
         return Trust(None, "no trust decision for this folder yet (Gemini asks when a session starts there)")
-    location = _real_or_same(cwd)
+    named = env.paths  # the rules name folders of the machine Gemini runs on
+    location = named.shown(_real_or_same(cwd))
     best_len, best = -1, None
     for rule_path, level in rules.items():
         if level not in TRUST_LEVELS:
             return Trust(None, f"{env.trusted_folders_path}: unknown trust level {level!r}; Gemini refuses to start")
         effective = os.path.dirname(rule_path) if level == "TRUST_PARENT" else rule_path
-        if is_subpath(_real_or_same(effective), location) and len(rule_path) > best_len:
+        if is_subpath(named.shown(_real_or_same(named.local(effective))), location) and len(rule_path) > best_len:
             best_len, best = len(rule_path), (level, rule_path)
     if best is None:
         return Trust(None, "no trust decision for this folder yet (Gemini asks when a session starts there)")
@@ -510,8 +514,9 @@ def claim_slug(env: GeminiEnv, launch: str, taken: set[str]) -> str:
 
 
 def resolve_private(env: GeminiEnv, cwd: str, projects: Projects | None = None) -> PrivateFolder:
-    """The private folder of a session launched in ``cwd``, found as Gemini finds it, writing nothing."""
-    launch = node_resolve(os.path.realpath(cwd))
+    """The private folder of a session launched in ``cwd``, found as Gemini finds it, writing nothing (the
+    launch folder named as the machine Gemini runs on names it)."""
+    launch = env.paths.shown(node_resolve(os.path.realpath(cwd)))
     projects = read_projects(env) if projects is None else projects
     slug = projects.mapping.get(launch)
     how, note = "mapped", ""

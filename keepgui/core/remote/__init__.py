@@ -23,6 +23,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from keepgui.core.errors import KeepguiError, ReadOnly
+from keepgui.core.pathmap import LOCAL, PathMap
 from keepgui.core.remote.target import Target, looks_remote, parse
 
 if TYPE_CHECKING:
@@ -30,7 +31,17 @@ if TYPE_CHECKING:
     from keepgui.core.remote.mirror import Mirror
     from keepgui.core.remote.push import Pusher
 
-__all__ = ["Target", "display", "looks_remote", "mirror_for", "open_mirror", "parse", "status"]
+__all__ = [
+    "MirrorPaths",
+    "Target",
+    "display",
+    "looks_remote",
+    "mirror_for",
+    "open_mirror",
+    "parse",
+    "paths_of",
+    "status",
+]
 
 _open: dict[str, Mirror] = {}
 """Open mirrors by their local folder."""
@@ -38,12 +49,13 @@ _pushers: dict[str, Pusher] = {}
 _lock = threading.RLock()
 
 
-def open_mirror(spec: str | Target, *, sync: bool = True) -> Mirror:
+def open_mirror(spec: str | Target, *, sync: bool = True, only: tuple[str, ...] = ()) -> Mirror:
     """The mirror of a remote folder, brought up to date (``sync``), its writes mounted.
 
     Raises what reaching the machine raises (:class:`~keepgui.core.remote.ssh.UnknownHost`,
     :class:`~keepgui.core.remote.ssh.HostKeyChanged`, :class:`~keepgui.core.remote.ssh.Offline`)
-    and NotFound when the folder is not there.
+    and NotFound when the folder is not there. ``only``: the patterns of the file names fetched (all
+    when empty) for a mirror opened now.
     """
     from keepgui.core.remote.mirror import Mirror
 
@@ -51,12 +63,16 @@ def open_mirror(spec: str | Target, *, sync: bool = True) -> Mirror:
     with _lock:
         mirror = next((m for m in _open.values() if m.target == target), None)
         if mirror is None:
-            mirror = Mirror(target)
+            mirror = Mirror(target, only=only)
+        if mirror.only and not only:
+            mirror.widen()
     if sync:
         mirror.sync()
     with _lock:
         held = _open.get(mirror.local) if mirror.remote else None
     if held is not None and held is not mirror:  # the same folder named another way (relative, by alias...)
+        if held.only and not only:
+            held.widen()
         if sync:
             held.sync()
         return held
@@ -208,3 +224,83 @@ def discover(machine: str | Target) -> list[Found]:
     finally:
         remove_local(skeleton)
     return list(out.values())
+
+
+_PROJECT = r"""
+cd -- "$1" 2>/dev/null || exit 11
+d=$(pwd -P)
+shift
+r="$d"
+while :; do
+  for m in "$@"; do
+    if [ -e "$r/$m" ] || [ -L "$r/$m" ]; then printf '%s\n%s\n' "$d" "$r"; exit 0; fi
+  done
+  [ "$r" = / ] && break
+  r=$(dirname -- "$r")
+done
+printf '%s\n%s\n' "$d" "$d"
+"""
+"""A folder's physical path, and its project's: the nearest folder up from it holding one of the markers."""
+
+
+class MirrorPaths(PathMap):
+    """The paths of a remote machine, read in a mirror: ``/p`` there is ``<machine cache>/root/p`` here."""
+
+    def __init__(self, mirror: Mirror) -> None:
+        self.mirror = mirror
+        self.root = os.path.join(mirror.base, "root")
+        self._included: dict[str, str] = {}
+
+    def shown(self, path: str) -> str:
+        """A path of the mirror as the remote machine names it (any other path as it is; the cache's own
+        folders may be reached through a link, so its real path counts too)."""
+        full = os.path.abspath(path)
+        for root in dict.fromkeys((self.root, os.path.realpath(self.root))):
+            if full == root:
+                return "/"
+            if full.startswith(root + os.sep):
+                return full[len(root) :]
+        return path
+
+    def local(self, named: str) -> str:
+        """Where the mirror holds the remote absolute path ``named`` (a relative one as it is)."""
+        if not named.startswith("/"):
+            return named
+        return os.path.join(self.root, os.path.normpath(named).lstrip("/"))
+
+    def include(self, folder: str, names: tuple[str, ...], markers: tuple[str, ...] = ()) -> str:
+        """The remote folder ``folder`` in the mirror, its project brought over first (one round trip to find
+        it, then a mirror of its own holding only the files named; see :meth:`PathMap.include`).
+        A project holding the source's own folder is not brought over (only the folder is, alone)."""
+        mine = self.mirror.remote
+        if not folder.startswith("/") or _within(folder, mine):
+            return self.local(folder)
+        if folder in self._included:
+            return self._included[folder]
+        try:
+            found = self.mirror.connection.run(_PROJECT, args=(folder, *markers))
+            if found.status != 0:
+                return self.local(folder)
+            lines = found.out.decode("utf-8", "surrogateescape").splitlines()
+            real, project = lines[0], lines[1]
+            if _within(mine, project):
+                project = real
+            if not _within(mine, project):
+                open_mirror(self.mirror.target.with_path(project), only=(*names, *markers))
+        except (KeepguiError, OSError, IndexError):
+            return self.local(folder)  # not reachable now: the folder reads as missing
+        self._included[folder] = self.local(real)
+        return self._included[folder]
+
+
+def _within(path: str, folder: str) -> bool:
+    """True when ``path`` is ``folder`` or below it (both absolute)."""
+    return bool(folder) and (path == folder or path.startswith(folder.rstrip("/") + "/"))
+
+
+def paths_of(path: str) -> PathMap:
+    """The path map of a source opened at ``path``: its mirror's, or this machine's."""
+    if not is_mirror_path(path):
+        return LOCAL
+    mirror = mirror_for(path)
+    return MirrorPaths(mirror) if mirror is not None else LOCAL

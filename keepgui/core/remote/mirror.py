@@ -147,8 +147,11 @@ class Mirror:
     then read-only); ``problem`` says why.
     """
 
-    def __init__(self, target: Target, connection: Connection | None = None) -> None:
+    def __init__(self, target: Target, connection: Connection | None = None, only: tuple[str, ...] = ()) -> None:
         self.target = target
+        self.only = only
+        """Patterns of the file names fetched (all files when empty): a project folder brought over for
+        the files an agent reads in it (:meth:`keepgui.core.remote.MirrorPaths.include`)."""
         self.connection = connection or Connection(target)
         self.base = machine_folder(target)
         self.remote = target.path if target.path.startswith("/") else ""
@@ -186,6 +189,7 @@ class Mirror:
         if not isinstance(state, dict) or state.get("target") != str(self.target):
             return
         self.remote = str(state.get("remote", self.remote))
+        self.only = tuple(str(p) for p in state.get("only", ()))  # what the mirror holds decides
         entries = state.get("manifest", {})
         self.manifest = {k: Entry(*v) for k, v in entries.items() if isinstance(v, list) and len(v) == 3}
         if not os.path.isdir(self.local):
@@ -197,6 +201,7 @@ class Mirror:
             "target": str(self.target),
             "machine": self.target.machine,
             "remote": self.remote,
+            "only": list(self.only),
             "manifest": {k: [e.type, e.stat, e.link] for k, e in self.manifest.items()},
         }
         _write_cache(self._state_file(), json.dumps(state, separators=(",", ":")).encode())
@@ -236,6 +241,8 @@ class Mirror:
     def wanted(self, rel: str, entry: Entry) -> bool:
         """Whether a listed file is mirrored (not a temporary file, not too big, not in a skipped folder)."""
         if "\n" in rel or is_temp_name(os.path.basename(rel)) or entry.size > MAX_FILE_BYTES:
+            return False
+        if self.only and not any(fnmatch.fnmatch(os.path.basename(rel), p) for p in self.only):
             return False
         return not any(fnmatch.fnmatch("/" + rel, f"*/{folder}/*") for folder in SKIPPED_FOLDERS)
 
@@ -335,6 +342,15 @@ class Mirror:
         os.symlink(target, path)
         self.manifest[rel] = entry
         return path
+
+    def widen(self) -> None:
+        """Fetch every file from now on (a project folder brought over for a few files, now opened itself):
+        the files left out are forgotten, so the next sync fetches them."""
+        with self.lock:
+            self.only = ()
+            self.manifest = {
+                k: e for k, e in self.manifest.items() if e.type != "f" or os.path.lexists(os.path.join(self.local, k))
+            }
 
     def note_written(self, rel: str, stat: str) -> None:
         """A write of keepgui left the remote file with this ``size mtime mode`` (its mirror holds the same bytes)."""
