@@ -30,7 +30,15 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from keepgui.cli import one_line
-from keepgui.commands.sources import Chosen, add_source_options, bank_names, open_bank, open_chosen
+from keepgui.commands.sources import (
+    Chosen,
+    add_at_option,
+    add_source_options,
+    bank_names,
+    open_bank,
+    open_chosen,
+    past_of,
+)
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
@@ -45,6 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--history", action="store_true", help="include forgotten, deleted and superseded ones")
     p.add_argument("--tag", help="only those with this exact tag")
     p.add_argument("--json", action="store_true", help="one JSON object per row and line")
+    add_at_option(p, "the memories")
     p.set_defaults(func=cmd_memories)
 
     p = sub.add_parser("keep", parents=[common], help="keep a fact, as the agent's own keep would")
@@ -72,9 +81,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_edit)
 
+    p = sub.add_parser("restore", parents=[common], help="bring forgotten memories back, or memories as they were")
+    add_source_options(p)
+    p.add_argument("ids", nargs="*", metavar="ID", help="memories, by their ids as `memories` (--at) prints them")
+    add_at_option(p, "the memories (or --file)")
+    p.add_argument("--file", metavar="PATH", help="with --at: this memory file, whole, as it was then")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_restore)
+
     for name, func, text in (
         ("forget", cmd_forget, "forget memories (restore brings them back)"),
-        ("restore", cmd_restore, "bring forgotten, deleted or superseded memories back"),
         ("pin", cmd_pin, "pin memories"),
         ("unpin", cmd_unpin, "unpin memories"),
     ):
@@ -156,19 +172,33 @@ def _loaded(args: argparse.Namespace, ctx: Context) -> tuple[Chosen, Bank, str]:
 
 
 def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui memories``: the bank's rows, live ones (with ``--history`` every one)."""
+    """``keepgui memories``: the bank's rows, live ones (with ``--history`` every one); ``--at``: as they were."""
+    if args.at is not None:
+        from keepgui.core.timetravel import parse_when
+
+        at = parse_when(args.at)
+        chosen = open_chosen(args, ctx)
+        now, how = open_bank(args, chosen)
+        with past_of(args, ctx, chosen, at) as past:
+            bank = past.bank(now.key.bank)
+            bank.load(full=True)
+            return _listed(args, ctx, bank, how, past.shown)
     _chosen, bank, how = _loaded(args, ctx)
+    return _listed(args, ctx, bank, how, str)
+
+
+def _listed(args: argparse.Namespace, ctx: Context, bank: Bank, how: str, shown: Callable[[str], str]) -> int:
     rows = [
         r for r in bank.rows() if (args.history or r.invalid_at is None) and (args.tag is None or args.tag in r.tags)
     ]
     rows = ordered(bank, rows)
     if ctx.json_mode:
         ctx.stdout.write(
-            "".join(json.dumps(row_obj(r), ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows)
+            shown("".join(json.dumps(row_obj(r), ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows))
         )
         return 0
     for row in rows:
-        ctx.out(row_line(row))
+        ctx.out(shown(row_line(row)))
     if not rows:
         ctx.out(f"no {bank.capabilities.nouns}" + (f" tagged #{args.tag}" if args.tag else ""))
     summary = bank.summary()
@@ -346,8 +376,91 @@ def cmd_forget(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui restore ID…``: bring retired rows back."""
+    """``keepgui restore ID…``: bring retired rows back; with ``--at TIME``, memories (or ``--file``) as they were."""
+    if args.at is not None:
+        return _restore_at(args, ctx)
+    if args.file is not None:
+        raise InvalidInput("--file restores a file as it was: give the time with --at TIME")
+    if not args.ids:
+        raise InvalidInput("say which: keepgui restore ID… (or --at TIME with IDs or --file PATH)")
     return _write(args, ctx, _tombstone(), False, lambda bank, keys: bank.set_live(keys, True))
+
+
+def _restore_at(args: argparse.Namespace, ctx: Context) -> int:
+    """``restore --at TIME ID…`` (each memory as it was then: brought back, its text put back, or kept
+    again) or ``restore --at TIME --file PATH`` (the file whole), each a conflict-checked write of the bank."""
+    from keepgui.core.timetravel import describe_when, parse_when
+
+    at = parse_when(args.at)
+    if (args.file is None) == (not args.ids):
+        raise InvalidInput("with --at, give the memories' IDs (as `memories --at` prints them) or --file PATH")
+    chosen, bank, _how = _loaded(args, ctx)
+    if args.file is not None:
+        return _restore_file(ctx, chosen, bank, args.file, at)
+    with past_of(args, ctx, chosen, at) as past:
+        then_bank = past.bank(bank.key.bank)
+        then_bank.load(full=True)
+        keys = resolve(then_bank, args.ids, live=True)
+        then = {r.id: r for r in then_bank.rows()}
+        texts = {k: past.shown(then[k].text) for k in keys}
+    before = {r.id: r for r in bank.rows()}
+    code = 0
+    for key in keys:
+        change = _restore_row(bank, key, texts[key], before.get(key))
+        if change is None:
+            ctx.note(f"{key} is as it was at {describe_when(at)}: nothing to restore")
+            continue
+        code = max(code, report(ctx, chosen, bank, change, before, [key]))
+    return code
+
+
+def _restore_row(bank: Bank, key: str, text: str, now: Row | None) -> Change | None:
+    """The one write that makes ``key`` hold ``text`` again (None: it does already)."""
+    from keepgui.core.source import EDIT, FORCE, KEEP
+
+    if now is None:
+        _refuse_unless(bank, KEEP)
+        return bank.keep(text, force=bank.capabilities.can(FORCE), replace=False)
+    if now.invalid_at is not None:
+        _refuse_unless(bank, _tombstone())
+        change = bank.set_live([key], True)
+        if now.text == text or not change.written:
+            return change
+        _refuse_unless(bank, EDIT)
+        return bank.edit(key, "text", text)
+    if now.text == text:
+        return None
+    _refuse_unless(bank, EDIT)
+    return bank.edit(key, "text", text)
+
+
+def _restore_file(ctx: Context, chosen: Chosen, bank: Bank, given: str, at: int) -> int:
+    """One memory file of the bank, whole, as it was at ``at`` (through the bank's ``write_file``)."""
+    import os
+
+    from keepgui.core import fsio, journal
+    from keepgui.core.history import file_key
+    from keepgui.core.timetravel import describe_when
+
+    path = file_key(os.path.abspath(os.path.expanduser(given)))
+    mine = {file_key(p) for p in bank.memory_files()}
+    if path not in mine:
+        raise InvalidInput(f"{path} is not a memory file of bank `{bank.key}` (`keepgui inbox` names them)")
+    recorded = journal.install()
+    versions = recorded.versions(path, until=at)
+    if not versions:
+        first = recorded.versions(path)
+        since = f" (its record starts at {describe_when(first[0].at)})" if first else ""
+        raise NotFound(f"keepgui recorded no version of {path} at {describe_when(at)}{since}")
+    if versions[-1].gone:
+        raise InvalidInput(f"{path} did not exist at {describe_when(at)}; keepgui does not delete an agent's file")
+    text = recorded.read(versions[-1], versions).decode("utf-8", "replace")
+    data, stamp = fsio.read_stamped(path)
+    if data is not None and data.decode("utf-8", "replace") == text:
+        ctx.note(f"{path} is as it was at {describe_when(at)}: nothing to restore")
+        return 0
+    before = {r.id: r for r in bank.rows()}
+    return report(ctx, chosen, bank, bank.write_file(path, text, stamp), before)
 
 
 def cmd_pin(args: argparse.Namespace, ctx: Context) -> int:
