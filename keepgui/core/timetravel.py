@@ -146,7 +146,11 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
         outside = [file_key(a) for a in source.also_watched]
         copy.roots.update(outside)
         named = [source.path, *([project] if project else [])]
-        copy.rename([*named, *remapped.values(), *(a for n in named for a in _ancestors(n, root))])
+        above = [a for n in named for a in _ancestors(n, root)]
+        copy.rename([*named, *remapped.values(), *above])
+        copy.above.update(above)
+        for folder in named:  # the source's own folder (and the project) are there even with no recorded file
+            copy.make_dirs(copy.mapped(file_key(folder)), file_key(folder))
         copy.place([p for p in paths if not _under_any(p, outside)], {})
         copy.fill()
         with _environment({name: copy.mapped(os.path.realpath(v)) for name, v in remapped.items()}):
@@ -239,6 +243,8 @@ class _Copy:
         """A folder of the copy → the folder of the machine it mirrors (None: none; made only to hold others)."""
         self.placed: set[str] = set()
         self.notes: list[str] = []
+        self.above: set[str] = set()
+        """The folders above the source's whose other entries are linked (a repository's root marker)."""
         self.renames: list[tuple[bytes, bytes]] = []
         """In the copied settings: a folder of the machine → the copy's (a project's path maps it to its slug)."""
 
@@ -262,7 +268,7 @@ class _Copy:
             if not versions or versions[-1].gone:
                 continue  # not there at that moment
             target = self._target(path, pairs)
-            self._make_dirs(os.path.dirname(target), os.path.dirname(path))
+            self.make_dirs(os.path.dirname(target), os.path.dirname(path))
             self._write(target, versions[-1], versions)
             self.placed.add(target)
 
@@ -272,7 +278,7 @@ class _Copy:
                 return os.path.join(mine, os.path.relpath(path, theirs)) if path != theirs else mine
         return self.mapped(path)
 
-    def _make_dirs(self, folder: str, mirrors: str | None) -> None:
+    def make_dirs(self, folder: str, mirrors: str | None) -> None:
         """Make ``folder`` (a folder of the copy mirroring ``mirrors``) and the folders above it, top down
         (a link this copy made in the way is replaced by a real folder: nothing is written through one)."""
         chain: list[tuple[str, str | None]] = []
@@ -296,7 +302,10 @@ class _Copy:
         """Link every other file and folder of a mirrored folder (at or below a root) as it is now."""
         linked = 0
         for folder, mirrors in sorted(self.real.items()):
-            if mirrors is None or not _under_any(file_key(mirrors), sorted(self.roots)):
+            if mirrors is None:
+                continue
+            inside = _under_any(file_key(mirrors), sorted(self.roots))
+            if not inside and file_key(mirrors) not in self.above:
                 continue
             try:
                 names = os.listdir(mirrors)
@@ -309,7 +318,10 @@ class _Copy:
                     continue
                 if os.path.lexists(mine):
                     continue
-                _bring(theirs, mine, self.renames)
+                if inside:
+                    _bring(theirs, mine, self.renames)
+                else:  # beside a folder above the source (a repository's marker): linked, never copied
+                    os.symlink(theirs, mine)
                 linked += 1
         note = "files keepgui does not record (settings, transcripts, other files of the folders) are as they are now"
         if linked and note not in self.notes:
