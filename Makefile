@@ -1,14 +1,18 @@
 # keepgui — the two commands of the README, and the proof targets.
 #   make run     set up .venv if needed, check that Qt's X11 plugin can load (else print the one
-#                install command that fixes it), open keepgui on a fresh copy of the demo data
-#   make test    set up .venv if needed, run the whole test suite headless, then the nanobot comparisons
-#                in build/nanobot-venv (installed once, pinned)
+#                install command that fixes it), open keepgui on a fresh copy of the demo data (needs a
+#                display: DISPLAY or WAYLAND_DISPLAY; without one keepgui says so and stops)
+#   make test    set up .venv if needed, install the real agents, pinned, into build/ once (npm: Claude
+#                Code, Codex, Gemini CLIs; PyPI: hermes-agent, nanobot-ai; ~2 GB), run the whole test
+#                suite headless (about 10 minutes on 2 cores), then the nanobot comparisons in
+#                build/nanobot-venv
 #   make lint    ruff check, ruff format --check, mypy (strict but for pyproject's ui allow-list),
 #                the import-linter contracts and vulture (dead code); .ci/run runs it before make test
 #   make bench   every benchmark (tests/bench/bench_*.py) at 10,000 and 100,000 memories, one table:
 #                figure, baseline (same run), ratio, target, met; fails only if a benchmark fails
 #   make bench-million  the benchmarks that run at several sizes, a million memories included
-#   make stress  the long reliability run (tests/stress), one summary; fails on any non-zero loss
+#   make stress  the long reliability run (tests/stress), one summary; fails on any non-zero loss; then
+#                the tests marked slow (the default suite runs their short versions)
 #   make package build the one-folder app dist/keepgui/ with PyInstaller (in its own clean
 #                venv, build/pkg-venv, not .venv) and smoke-test it; see packaging/README.md
 #   make nanobot-compare  install nanobot-ai into build/nanobot-venv and compare the prompt preview
@@ -79,6 +83,7 @@ bench-million: $(STAMP)
 
 stress: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.stress
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m slow
 
 claude-cli: $(STAMP)
 	$(BIN)/python -m tests.backends.claude.claude_cli

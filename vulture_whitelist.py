@@ -6,6 +6,8 @@ code that uses each name; nothing imports it. A name joins the list with the rea
 _.wheelEvent  # keepgui/ui/activity.py, keepgui/ui/graph.py
 _.highlightBlock  # QSyntaxHighlighter: keepgui/ui/markdown.py, diffview.py, adapters/iii.py
 _.loadResource  # QTextBrowser: keepgui/ui/markdown.py
+_.createEditor  # QStyledItemDelegate: keepgui/ui/scores.py
+_.updateEditorGeometry  # QStyledItemDelegate: keepgui/ui/scores.py
 _.multiData  # QAbstractItemModel: keepgui/ui/memorymodel.py
 _.sourceModel  # QAbstractProxyModel's API: keepgui/ui/memorymodel.py
 _.textElideMode  # a QStyleOptionViewItem field Qt reads when it paints: keepgui/ui/problems.py

@@ -88,6 +88,11 @@ def planted(seed: int = 30) -> list[tuple[str, str, str]]:
         ),
         ("password", (t := _pick(rng, B62, 10) + "!" + _pick(rng, B62, 4)), f"wifi password: {t}"),
         (
+            "password-in-prose",
+            (t := _pick(rng, B62, 12) + "-" + _pick(rng, string.digits, 3)),
+            f"db_password = {t}, rotate it before the audit",
+        ),
+        (
             "openai-project",
             (t := f"sk-proj-{_pick(rng, B64URL, 58)}T3BlbkFJ{_pick(rng, B64URL, 58)}"),
             f"OPENAI_API_KEY={t}",
@@ -104,6 +109,11 @@ def planted(seed: int = 30) -> list[tuple[str, str, str]]:
         ("openrouter", (t := "sk-or-v1-" + _pick(rng, HEX, 64)), f"OpenRouter key {t}"),
         ("xai", (t := "xai-" + _pick(rng, B62, 80)), f"xAI Grok key {t}"),
     ]
+
+
+def secret_named(name: str) -> tuple[str, str]:
+    """``(secret, memory line)`` of one planted secret by its name."""
+    return next((secret, line) for n, secret, line in planted() if n == name)
 
 
 def lookalikes(seed: int = 30) -> list[tuple[str, str]]:
@@ -130,6 +140,7 @@ def lookalikes(seed: int = 30) -> list[tuple[str, str]]:
         ("password-prose", "The password is in 1Password under 'staging db'."),
         ("api-key-prose", "Never paste the api key into chat; read it from $OPENAI_API_KEY instead."),
         ("template", "password: ${DB_PASSWORD}"),
+        ("password-where", "password: stored in the team vault, ask Ana"),
         ("timestamp", "Last deploy 2025-06-15T15:06:40Z from build 20250615150640."),
         ("ip", "The runner is at 10.0.3.17 behind the VPN."),
         ("camel", "Prefers ReactQueryDevtoolsPanelWrapperComponent names spelled out."),

@@ -119,6 +119,7 @@ def main(out: str) -> None:
     shot("quickkeep", popup)
     popup.close()
     claude_shots(app, window, shot)
+    hermes_shots(app, window, shot)
     codex_shots(app, window, shot)
     gemini_shots(app, window, shot)
     window.select_bank(BankKey(iii, "main"))
@@ -182,6 +183,37 @@ def claude_shots(app, window, shot) -> None:
     dialog.resize(1300, 820)
     shot("claude-review", dialog)
     dialog.reject()
+
+
+def hermes_shots(app, window, shot) -> None:
+    """The Hermes views: the home's entries (the blocked one selected), the preview scrolled to what the
+    stored session would not see on resume, and its staged write in the approvals window."""
+    home = next(s for s in window.hub.sources.values() if s.kind == "hermes")
+    key = BankKey(home.path, "default")
+    window.banner.dismiss()
+    window.select_bank(key)
+    window.show_panel("memories")
+    settle(app, 1.0, lambda: window.current == key and window._loading is None)
+    window.memories.select_key(next(r.id for r in window.hub.rows(key) if "blocked" in r.tags))
+    shot("hermes-memories")
+    window.show_panel("preview")
+    settle(app, 1.0, lambda: window.preview.last_result is not None)
+    text = window.preview.view.section
+    text.moveCursor(text.textCursor().MoveOperation.End)
+    text.find("── resumed session", text.document().FindFlag.FindBackward)
+    cursor = text.textCursor()
+    cursor.clearSelection()
+    text.setTextCursor(cursor)
+    text.ensureCursorVisible()
+    shot("hermes-preview")
+    dialog = window.show_approvals()
+    dialog.resize(900, 560)
+    panel = dialog.panel
+    settle(app, 1.0, lambda: any(w.id == "5f0c2a91" for _p, w in panel.items))
+    panel.list.clearSelection()
+    panel.list.setCurrentRow(next(r for r, (_p, w) in enumerate(panel.items) if w.id == "5f0c2a91"))
+    shot("hermes-approvals", dialog)
+    dialog.close()
 
 
 def codex_shots(app, window, shot) -> None:

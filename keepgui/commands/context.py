@@ -5,7 +5,9 @@ asks the bank for its :class:`~keepgui.core.source.AgentContext` (``Bank.context
 parts (each backend names its own), a report for a person and what
 to tell them beside it. It prints the report (the remarks on stderr); ``--json`` prints the
 backend's object, which holds every part under its own name; ``--part NAME`` prints one part
-exactly and nothing else (nothing when the part is absent this time). ``--query`` is the question
+exactly and nothing else (nothing when the part is absent this time). ``--json`` also holds
+``agent_version``: the version keepgui was checked against, the one installed here, and whether
+they differ (:mod:`keepgui.core.agents`); the report says so when they do. ``--query`` is the question
 of the turn, for the backends whose context depends on one. A backend's own options of this
 command (``--exact``...) are named in its registry entry.
 
@@ -27,10 +29,12 @@ from keepgui.commands.sources import (
     open_bank,
     open_chosen,
 )
+from keepgui.core.agents import installed
 from keepgui.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
+    from keepgui.core.registry import Backend
     from keepgui.core.source import AgentContext, Bank
 
 
@@ -72,32 +76,37 @@ def cmd_context(args: argparse.Namespace, ctx: Context) -> int:
             return _shown(
                 args,
                 ctx,
-                chosen.backend.kind,
+                chosen.backend,
                 then.context(args.query, **backend_options(args, chosen, "context")),
                 past.shown,
             )
-    return _shown(
-        args, ctx, chosen.backend.kind, bank.context(args.query, **backend_options(args, chosen, "context")), str
-    )
+    return _shown(args, ctx, chosen.backend, bank.context(args.query, **backend_options(args, chosen, "context")), str)
 
 
 def _shown(
-    args: argparse.Namespace, ctx: Context, kind: str, context: AgentContext, shown: Callable[[str], str]
+    args: argparse.Namespace, ctx: Context, backend: Backend, context: AgentContext, shown: Callable[[str], str]
 ) -> int:
     if args.part is not None:
         parts = context.named_parts()
         if args.part not in parts:
-            raise InvalidInput(f"{kind}'s context has no part `{args.part}` (its parts: {', '.join(parts)})")
+            raise InvalidInput(f"{backend.kind}'s context has no part `{args.part}` (its parts: {', '.join(parts)})")
         text = parts[args.part]
         if text is not None:
             ctx.stdout.write(shown(text))
         return 0
+    agent = backend.agent
+    version = installed(agent) if agent is not None else None
     if ctx.json_mode:
-        ctx.emit_json(json.loads(shown(json.dumps(context.to_obj(), ensure_ascii=False))))
+        obj = json.loads(shown(json.dumps(context.to_obj(), ensure_ascii=False)))
+        if version is not None:
+            obj["agent_version"] = version.to_obj()
+        ctx.emit_json(obj)
         return 0
     ctx.stdout.write(shown(context.describe()))
     for warning in context.warnings:
         ctx.note(shown(warning))
+    if version is not None and version.differs:
+        ctx.note(version.sentence())
     return 0
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
+from keepgui.core.source import plural
 from keepgui.core.timefmt import relative_time
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only; the backend's
@@ -220,7 +221,7 @@ def reload_command(ctx: Context) -> str | None:
 
 def report_reload(ctx: Context, outcome: ReloadOutcome | None) -> None:
     """Say plainly when a running worker could not be told to reload."""
-    if outcome is not None and not outcome.ok:
+    if outcome is not None and not outcome.ok and not outcome.standing:  # a standing one: `doctor` says it
         ctx.note(outcome.message)
 
 
@@ -290,7 +291,7 @@ def cmd_banks(args: argparse.Namespace, ctx: Context) -> int:
             ctx.out(f"{i.name:<{width}}  UNREADABLE: {i.reason}")
             continue
         desc = f"  — {i.description}" if i.description else ""
-        ctx.out(f"{i.name:<{width}}  {i.memories} memories · {i.pinned} pinned · {i.rules} rules{desc}")
+        ctx.out(f"{i.name:<{width}}  {i.counts()}{desc}")
     return 0
 
 
@@ -483,12 +484,18 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     (never a problem: it is swept as it is written)."""
     from keepgui.backends.iii.cache import cache_folder, cache_size
     from keepgui.backends.iii.doctor import diagnose
+    from keepgui.core import fsio
+    from keepgui.core.history import History
 
     data = datadir(ctx)
+    leftovers = fsio.leftover_temps(data.path)  # killed writes' temporary files: reported, then removed
+    removed = [path for path in leftovers if fsio.remove_leftover(path)]
     findings = diagnose(data)
     problems = [f for f in findings if not f.note]
     entries, size = cache_size()
     secrets = _secrets_count(data.path)
+    history = History()
+    kept_files, kept_bytes = history.size()
     if ctx.json_mode:
         ctx.emit_json(
             {
@@ -497,20 +504,32 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
                 "problems": [f.to_obj() for f in findings],
                 "cache": {"folder": cache_folder(), "entries": entries, "bytes": size},
                 "secrets": secrets,
+                "leftover_temps": {"found": leftovers, "removed": removed},
+                "history": {"folder": history.root, "files": kept_files, "bytes": kept_bytes},
             }
         )
     else:
+        for path in leftovers:
+            done = "removed" if path in removed else "could not be removed"
+            ctx.out(f"{path}: a temporary file a killed keepgui write left behind; {done}")
         for finding in findings:
             ctx.out(str(finding))
         notes = len(findings) - len(problems)
-        tail = f" ({notes} note{'s' if notes != 1 else ''})" if notes else ""
-        ctx.out((f"{len(problems)} problem(s) in {data.path}" if problems else f"no problems in {data.path}") + tail)
-        plural = "" if entries == 1 else "s"
-        ctx.out(f"log cache: {entries} bank{plural}, {size / 2**20:.1f} MiB in {cache_folder()}")
+        tail = f" ({plural(notes, 'note', 'notes')})" if notes else ""
+        ctx.out(
+            (
+                f"{plural(len(problems), 'problem', 'problems')} in {data.path}"
+                if problems
+                else f"no problems in {data.path}"
+            )
+            + tail
+        )
+        ctx.out(f"log cache: {plural(entries, 'bank', 'banks')}, {size / 2**20:.1f} MiB in {cache_folder()}")
         if secrets:
             ctx.out(f"secrets: {secrets} in the banks' memories and rules (see `keepgui secrets --source {data.path}`)")
         else:
             ctx.out("secrets: none found")
+        ctx.out(f"history: {kept_files:,} files, {kept_bytes / 2**20:.1f} MiB in {history.root}")
     return 1 if problems else 0
 
 

@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         "in the window).",
     )
     add_source_options(p, banks="only the writes of this bank")
-    p.add_argument("action", nargs="?", choices=("approve", "reject"), help="approve or reject the writes IDS")
+    p.add_argument("action", nargs="?", choices=("approve", "reject"), help="approve or reject the writes named")
     p.add_argument("ids", nargs="*", metavar="ID", help="ids as listed, or `all`")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_pending)

@@ -19,6 +19,7 @@ from keepgui.backends.iii.vectors import read_vectors
 from keepgui.backends.iii.worker import WorkerLink
 from keepgui.commands.iii import datadir, with_data_dir
 from keepgui.core.errors import InvalidInput
+from keepgui.core.source import plural
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
@@ -109,10 +110,9 @@ def cmd_preview(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _print_preview(ctx: Context, engine: BankEngine, preview: Preview) -> None:
-    plural = "" if preview.rules == 1 else "s"
     truncated = " · over budget, truncated" if preview.rules_truncated else ""
     ctx.out(
-        f"=== system prompt gets: {preview.rules} rule{plural}{truncated} "
+        f"=== system prompt gets: {plural(preview.rules, 'rule', 'rules')}{truncated} "
         f"(appended to the harness's system prompt, exactly) ==="
     )
     ctx.stdout.write(preview.system_prompt_section)
@@ -122,7 +122,7 @@ def _print_preview(ctx: Context, engine: BankEngine, preview: Preview) -> None:
     if not preview.config.inject_rules:
         ctx.out("(inject_rules is off: only the header is sent)")
     ctx.out(
-        f"=== appended message ({len(preview.memories)} memories, in order) "
+        f"=== appended message ({plural(len(preview.memories), 'memory', 'memories')}, in order) "
         f"· retrieval: {preview.retrieval} (lexical only) ==="
     )
     if preview.notice is not None:

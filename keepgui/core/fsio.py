@@ -40,9 +40,8 @@ import random
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, TypeVar
 
 from keepgui.core.errors import Conflict, KeepguiError, ReadOnly, WriteFailed
@@ -401,6 +400,54 @@ def is_temp_name(name: str) -> bool:
     return name.endswith(".tmp") and (TEMP_MARKER in name or (name.startswith(".") and name.endswith(".md.tmp")))
 
 
+LEFTOVER_AGE_SECONDS = 600
+"""A temporary file of keepgui's older than this is a leftover of a killed write (a live write lasts
+milliseconds); younger ones are never touched."""
+
+
+def leftover_temps(folder: str | os.PathLike[str], *, now: float | None = None, deep: bool = True) -> list[str]:
+    """keepgui's temporary files (``.…keepgui-….tmp``) directly in ``folder`` and its subfolders that
+    a killed write left behind (older than :data:`LEFTOVER_AGE_SECONDS`), sorted (``deep=False``:
+    ``folder`` itself only). A killed forget
+    can leave the forgotten line in one: they are reported, and removed only by :func:`remove_leftover`."""
+    now = time.time() if now is None else now
+    found = []
+    for parent, dirs, names in os.walk(os.fspath(folder)):
+        dirs[:] = [d for d in dirs if deep and not os.path.islink(os.path.join(parent, d))]
+        for name in names:
+            if TEMP_MARKER in name and name.endswith(".tmp"):
+                path = os.path.join(parent, name)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > LEFTOVER_AGE_SECONDS:
+                    found.append(path)
+    return sorted(found)
+
+
+def remove_leftover(path: str | os.PathLike[str], *, now: float | None = None) -> bool:
+    """Remove one leftover temporary file of keepgui's (see :func:`leftover_temps`); False (and
+    nothing removed) when ``path`` is not one, or is young enough to belong to a write under way."""
+    path = os.fspath(path)
+    name = os.path.basename(path)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    now = time.time() if now is None else now
+    if not (TEMP_MARKER in name and name.endswith(".tmp") and stat.S_ISREG(st.st_mode)):
+        return False
+    if now - st.st_mtime <= LEFTOVER_AGE_SECONDS:
+        return False
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    fsync_dir(os.path.dirname(path) or ".")
+    return True
+
+
 _os_write = os.write
 """Every ``write()`` of this module goes through this name, so a test can inject a
 fault (``ENOSPC``, a short write) at any one call."""
@@ -427,6 +474,7 @@ def atomic_write(
     *,
     expect: Stamp | None = None,
     mode: int = 0o644,
+    durable: bool = True,
 ) -> Stamp:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix.
 
@@ -434,7 +482,8 @@ def atomic_write(
     :class:`Conflict` when the file on disk no longer has that content (use
     ``Stamp.missing()`` to insist the file does not exist yet). ``mode`` is used
     only for a new file; an existing file keeps its mode bits. A symlink is
-    never replaced (that would silently cut a link someone made).
+    never replaced (that would silently cut a link someone made). ``durable=False`` skips the
+    syncs (keepgui's own records that a power cut may lose but never tear: the journal).
     Returns the stamp of the new content.
     """
     path = os.fspath(path)
@@ -464,7 +513,8 @@ def atomic_write(
                 umask = os.umask(0)
                 os.umask(umask)
                 os.chmod(tmp, mode & ~umask)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
             st = os.fstat(fd)
         finally:
             os.close(fd)
@@ -484,7 +534,8 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
     _tell("after", path, data)
     return Stamp.of(data, st)
 
@@ -785,7 +836,7 @@ def _reserve(fd: int, path: str, offset: int, length: int) -> None:
         raise _failure(path, exc) from None
 
 
-def _append_whole(fd: int, path: str, data: bytes) -> int:
+def _append_whole(fd: int, path: str, data: bytes, durable: bool = True) -> int:
     """Append ``data`` to the ``O_APPEND`` file ``fd`` in one write, or leave the file as it was.
 
     Returns the size the file had just before (where ``data`` starts unless
@@ -801,7 +852,8 @@ def _append_whole(fd: int, path: str, data: bytes) -> int:
     if written < len(data):
         raise _short_write(fd, path, data, written)
     try:
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except OSError as exc:
         raise _failure(path, exc, "the lines were written but may not survive a power cut") from None
     return size
@@ -890,157 +942,11 @@ def create_folder(path: str | os.PathLike[str], files: dict[str, bytes], folders
         raise
 
 
-class LockedLog:
-    """An append-only log held under an exclusive lock, for read-then-append.
-
-    Use as a context manager. While it is held no other keepgui process can
-    append, so a caller can bring its view of the log up to date, decide what to
-    write, and write it, with nothing slipping in between. Writers that take
-    no lock (the worker) are why every append of a shared log begins with its
-    own ``\\n`` (see the module docstring). ``sole_writer=True`` is for
-    keepgui's own logs, which only lock-taking writers append to: a ``\\n``
-    then goes first only to end a line torn by a crash.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], sole_writer: bool = False) -> None:
-        self.path = os.fspath(path)
-        self.sole_writer = sole_writer
-        self._fd: int | None = None
-        self._remote = _remote(self.path)
-
-    def __enter__(self) -> LockedLog:
-        if os.path.islink(self.path):
-            raise ReadOnly(f"{self.path} is a symbolic link; keepgui does not append through links")
-        if self._remote is not None:
-            self._remote.refresh(self.path)  # the log as the other machine has it now, read under the lock
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o644)
-        except OSError as exc:
-            raise _failure(self.path, exc) from None
-        try:
-            _lock(fd)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            try:
-                _unlock(fd)
-            finally:
-                os.close(fd)
-
-    def settle(self, timeout: float = TAIL_SETTLE_SECONDS) -> bool:
-        """Wait briefly until the log ends with ``\\n``; True when it does (or is empty).
-
-        The worker writes a record's JSON and its ``\\n`` in two writes, and
-        Linux makes even one write visible page by page, so for a moment its
-        last line lacks the newline. Waiting up to ``timeout`` lets a caller
-        read the state from complete lines; a line torn by a crash never ends
-        and is then read as it is. (Appending needs no wait: it begins with
-        its own ``\\n`` whatever the tail is.)
-        """
-        if self._fd is None:
-            raise RuntimeError("LockedLog.settle outside its with-block")
-        deadline = time.monotonic() + timeout
-        delay = 0.0001
-        while True:
-            size = os.fstat(self._fd).st_size
-            if not size or os.pread(self._fd, 1, size - 1) == b"\n":
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(delay)  # nothing signals the end of another process's write; poll
-            delay = min(delay * 2, 0.005)
-
-    def write_lines(self, lines: Iterable[bytes]) -> int:
-        """Append complete lines in one write (see the module docstring); fsync.
-
-        Each item must be one line ending in ``\\n`` with no other newline.
-        Returns the file offset at which the first of ``lines`` starts (as
-        far as keepgui can know: a lock-free writer may append just before).
-        Raises WriteFailed naming the file, with the log as it was, when the
-        write cannot be completed.
-        """
-        if self._fd is None:
-            raise RuntimeError("LockedLog.write_lines outside its with-block")
-        lines = list(lines)
-        for line in lines:
-            if not line.endswith(b"\n") or b"\n" in line[:-1]:
-                raise ValueError("each appended record must be exactly one \\n-terminated line")
-        if not lines:
-            return os.fstat(self._fd).st_size
-        prefix = b"\n"
-        if self.sole_writer:
-            size = os.fstat(self._fd).st_size
-            prefix = b"" if not size or os.pread(self._fd, 1, size - 1) == b"\n" else b"\n"
-        _tell("before", self.path)
-        if self._remote is not None:
-            offset: int = self._remote.append(self.path, prefix + b"".join(lines)) + len(prefix)
-        else:
-            offset = _append_whole(self._fd, self.path, prefix + b"".join(lines)) + len(prefix)
-        _tell("after", self.path)
-        return offset
-
-
-class Busy(KeepguiError):
-    """Another program held a lock keepgui needs for longer than keepgui waits (nothing was written)."""
-
-
-@contextlib.contextmanager
-def sidecar_lock(path: str | os.PathLike[str], timeout: float = 2.0, what: str = "") -> Iterator[None]:
-    """Hold an exclusive lock on the lock file ``path`` as an agent takes it: ``flock(LOCK_EX)`` on the
-    file opened for appending (created if missing, mode 0666 less the umask, never written), or on
-    Windows ``msvcrt.locking`` of its first byte — for an agent that locks a sidecar such as
-    ``MEMORY.md.lock`` around its read-modify-write. Waits at most ``timeout`` seconds (polling, so
-    the caller's thread is never stuck behind a hung agent) and then raises :class:`Busy`. In a mirror
-    of another machine's folder the lock is taken there (``flock``), and held until the block ends."""
-    path = os.fspath(path)
-    remote = _remote(path)
-    if remote is not None:
-        with remote.sidecar_lock(path, timeout, what):
-            yield
-        return
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _BINARY | _NOFOLLOW, 0o666)
-    except OSError as exc:
-        raise _failure(path, exc) from None
-    try:
-        deadline = time.monotonic() + timeout
-        delay = 0.001
-        while True:
-            try:
-                _try_lock(fd)
-                break
-            except (BlockingIOError, PermissionError):
-                if time.monotonic() >= deadline:
-                    raise Busy(
-                        f"{path} is locked by {what or 'another program'} (held for more than {timeout:g} s); "
-                        "nothing was written — try again in a moment"
-                    ) from None
-                time.sleep(delay)  # flock has no timed wait: poll with a growing pause
-                delay = min(delay * 2, 0.05)
-        try:
-            yield
-        finally:
-            _unlock(fd)
-    finally:
-        os.close(fd)
-
-
-def append_lines(path: str | os.PathLike[str], lines: Iterable[bytes], sole_writer: bool = False) -> int:
-    """Append complete lines to a log under its lock (see :class:`LockedLog`)."""
-    with LockedLog(path, sole_writer) as log:
-        return log.write_lines(lines)
-
-
-@contextlib.contextmanager
-def locked_log(path: str | os.PathLike[str], sole_writer: bool = False) -> Iterator[LockedLog]:
-    """``with locked_log(p) as log: ...; log.write_lines([...])``."""
-    with LockedLog(path, sole_writer) as log:
-        yield log
+# The append half lives in fslog (split by size); every name stays reachable as fsio.<name>.
+from keepgui.core.fslog import (  # noqa: E402 - after every name fslog uses
+    Busy as Busy,
+    LockedLog as LockedLog,
+    append_lines as append_lines,
+    locked_log as locked_log,
+    sidecar_lock as sidecar_lock,
+)

@@ -149,6 +149,19 @@ class History:
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = os.fspath(root) if root is not None else os.path.join(app_data_dir(), "history")
 
+    def size(self) -> tuple[int, int]:
+        """``(files, bytes)`` keepgui's history holds now (versions, indexes and journals), read from
+        the folder as it is (``keepgui doctor`` shows it)."""
+        files = total = 0
+        for parent, _dirs, names in os.walk(self.root):
+            for name in names:
+                try:
+                    total += os.lstat(os.path.join(parent, name)).st_size
+                except OSError:
+                    continue
+                files += 1
+        return files, total
+
     # ---------------------------------------------------------------- layout
 
     def _blob_path(self, sha: str) -> str:

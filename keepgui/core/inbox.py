@@ -134,16 +134,31 @@ def changes(
         if wanted is not None and tracked.source not in wanted:
             continue
         pace.checkpoint()
-        log = journal.log(tracked.path)
-        for n, (before, version) in enumerate(zip(log.versions, log.versions[1:], strict=False)):
-            if n % 256 == 255:
-                pace.checkpoint()
-            done = version.seq in log.accepted
-            if version.own or (done and not reviewed):
-                continue
-            found.append(_item(tracked, version, before, done))
+        found.extend(_changes_of(journal, tracked, reviewed))
     found.sort(key=lambda i: (i.at, i.id), reverse=True)
     return found[:limit] if limit is not None else found
+
+
+_MADE: dict[tuple[str, str, bool], tuple[object, Tracked, list[Item]]] = {}
+"""The items of each file's log as last made (made again only when the journal read its index again)."""
+
+
+def _changes_of(journal: Journal, tracked: Tracked, reviewed: bool) -> list[Item]:
+    log = journal.log(tracked.path)
+    key = (journal.root, tracked.path, reviewed)
+    made = _MADE.get(key)
+    if made is not None and made[0] is log and made[1] == tracked:
+        return made[2]
+    found = []
+    for n, (before, version) in enumerate(zip(log.versions, log.versions[1:], strict=False)):
+        if n % 256 == 255:
+            pace.checkpoint()
+        done = version.seq in log.accepted
+        if version.own or (done and not reviewed):
+            continue
+        found.append(_item(tracked, version, before, done))
+    _MADE[key] = (log, tracked, found)
+    return found
 
 
 def _item(tracked: Tracked, version: Entry, before: Entry | None, done: bool) -> Item:
@@ -235,6 +250,7 @@ def diff_entries(old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]])
             out.append(EntryChange("edited", (old_keyed[key],), (text,), key))
     removed = [t for k, t in old if not (k and k in new_keyed)]
     added = [t for k, t in new if not (k and k in old_keyed)]
+    pace.checkpoint()
     counts: dict[str, int] = {}
     for text in removed:
         counts[text] = counts.get(text, 0) + 1
@@ -258,7 +274,9 @@ def _paired(removed: list[str], added: list[str]) -> list[EntryChange]:
     left = list(removed)
     if len(removed) * len(added) > _PAIRING_LIMIT:
         return [EntryChange("added", (), (a,)) for a in added] + [EntryChange("removed", (r,), ()) for r in removed]
-    for text in added:
+    for n, text in enumerate(added):
+        if n % 64 == 63:
+            pace.checkpoint()
         words = set(text.lower().split())
         parts = [r for r in left if _covered(r, words)]
         if len(parts) >= 2:

@@ -13,11 +13,13 @@ as keepgui's own just after).
 Layout under ``<app data dir>/journal/``::
 
     sources.jsonl                   one line per (source, bank, file): which files belong to which bank
-    blobs/<sha[:2]>/<sha256>        stored bytes: a whole version, or the middle of a delta
+    blobs/<sha256>                  stored bytes: a whole version, or the middle of a delta
     index/<sha256(path)[:24]>.jsonl one line per version of one file, and "accepted" lines
     index/<...>.lock                the sidecar lock every writer of that index holds
 
-A version is stored whole or as a delta against the version before it (the bytes both share at the
+Nothing here is synced to disk as the agents' files are: a power cut may lose the last versions
+recorded, never tear one (every stored part is checked against its hash when read, and a torn
+index line is skipped). A version is stored whole or as a delta against the version before it (the bytes both share at the
 start and at the end are not stored again), so a large file that grows by one entry costs one
 entry. A chain of deltas ends in a whole version at most :data:`CHAIN` versions back, and sooner when
 the deltas together outgrow half the file (so reading any version costs at most about two files' worth
@@ -135,7 +137,7 @@ class Journal:
     # ------------------------------------------------------------------ layout
 
     def _blob_path(self, sha: str) -> str:
-        return os.path.join(self.root, "blobs", sha[:2], sha)
+        return os.path.join(self.root, "blobs", sha)
 
     def index_path(self, path: str) -> str:
         """The index file of ``path`` (a :func:`~keepgui.core.history.file_key`)."""
@@ -180,7 +182,7 @@ class Journal:
         if new:
             fsio.make_dirs(self.root)
             lines = [dump_line({"kind": t.kind, "source": t.source, "bank": t.bank, "path": t.path}) for t in new]
-            fsio.append_lines(os.path.join(self.root, "sources.jsonl"), lines, sole_writer=True)
+            fsio.append_lines(os.path.join(self.root, "sources.jsonl"), lines, sole_writer=True, durable=False)
             for t in new:
                 known[t.path] = t
 
@@ -265,7 +267,7 @@ class Journal:
         blob = self._blob_path(sha)
         if not os.path.exists(blob):
             fsio.make_dirs(os.path.dirname(blob))
-            fsio.atomic_write(blob, data, mode=0o600)
+            fsio.atomic_write(blob, data, mode=0o600, durable=False)
             self._grew(len(data))
         return sha
 
@@ -293,8 +295,14 @@ class Journal:
         when = now_ms() if at is None else at
         entry = replace(self._make(path, seq, data, last, log.versions, own=own, at=when), mtime=mtime)
         line = entry.line()
-        fsio.append_lines(index, [line], sole_writer=True)
+        cached = self._logs.get(path)
+        fsio.append_lines(index, [line], sole_writer=True, durable=False)
         self._grew(len(line))
+        with contextlib.suppress(OSError):
+            st = os.stat(index)
+            if cached is not None and cached[1] is log and st.st_size == cached[0][0] + len(line):
+                # the index is what was read plus this line: no need to read it all again
+                self._logs[path] = ((st.st_size, st.st_mtime_ns), FileLog([*log.versions, entry], set(log.accepted)))
         if data is not None and len(data) <= _CACHED:
             self._last[path] = (entry.sha256, data)
         return entry
@@ -368,7 +376,14 @@ class Journal:
             return None  # as this process last recorded it
         if seen is not None and self._unchanged(path, seen):
             return None  # as the last version was read from it, long enough ago to trust the time
-        data, _stamp = _read(path)
+        versions = self.log(path).versions
+        before = versions[-1].size if versions and not versions[-1].gone else None
+        try:
+            data, _stamp = fsio.read_settled(path, limit=_READ_LIMIT, before=before)
+        except fsio.Unsettled:
+            return None  # caught mid-write (empty or shrunken): a transient is never a version
+        except (OSError, ValueError, KeepguiError):
+            data = None
         with self._locked(path) as index:
             first = baseline and not os.path.exists(index)
             mtime = seen[1] if seen is not None and data is not None and len(data) == seen[0] else 0
@@ -475,11 +490,17 @@ def _keep_from(log: FileLog) -> int:
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` share at their start (compared 64 KiB at a time, then halved)."""
     n = min(len(a), len(b))
-    lo, hi = 0, n
-    while lo < hi:  # binary search over slices: C-speed comparisons
+    i = 0
+    while i < n and a[i : i + _STEP] == b[i : i + _STEP]:
+        i += _STEP
+    if i >= n:
+        return n
+    lo, hi = i, min(i + _STEP, n)
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[i:mid] == b[i:mid]:
             lo = mid
         else:
             hi = mid - 1
@@ -487,11 +508,18 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 
 
 def _common_suffix(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` share at their end."""
     n = min(len(a), len(b))
-    lo, hi = 0, n
+    la, lb = len(a), len(b)
+    i = 0
+    while i < n and a[la - min(i + _STEP, n) : la - i] == b[lb - min(i + _STEP, n) : lb - i]:
+        i = min(i + _STEP, n)
+    if i >= n:
+        return n
+    lo, hi = i, min(i + _STEP, n)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
+        if a[la - mid : la - i] == b[lb - mid : lb - i]:
             lo = mid
         else:
             hi = mid - 1
@@ -505,6 +533,9 @@ def _mtime_of(path: str, data: bytes | None) -> int:
     except OSError:
         return 0
     return st.st_mtime_ns if data is None or st.st_size == len(data) else 0
+
+
+_STEP = 65536
 
 
 def _read(path: str) -> tuple[bytes | None, fsio.Stamp]:

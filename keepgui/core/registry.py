@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from keepgui.core.agents import Agent
 from keepgui.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the protocol (and msgspec with it) is imported by the backends, when one opens a source
@@ -187,6 +188,8 @@ class Backend:
     (``"source"``: the folder to open, when not ``folder`` itself).
     ``start_rank`` orders the banks a first start shows (lowest first);
     ``keep_rank`` orders Quick keep's targets.
+    ``agent`` is the agent's program and the version keepgui was checked against
+    (:mod:`keepgui.core.agents` reads the one installed here).
     """
 
     kind: str
@@ -206,6 +209,7 @@ class Backend:
     prepare_demo: Callable[[str, int, int], Mapping[str, str]] | None = None
     start_rank: int = 50
     keep_rank: int = 50
+    agent: Agent | None = None
 
     @property
     def window_flag(self) -> str | None:

@@ -203,6 +203,11 @@ class RowDelta:
         return [r.id for r in self.rows]
 
 
+def plural(n: int, one: str, many: str, *, digits: str = "") -> str:
+    """``"1 memory"``, ``"3 memories"`` (``digits``: a format spec for the number, ``","`` for ``1,024``)."""
+    return f"{n:{digits}} {one if n == 1 else many}"
+
+
 # ---------------------------------------------------------------------- capabilities
 
 PIN = "pin"

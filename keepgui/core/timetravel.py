@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import file_key
 from keepgui.core.journal import Entry, Journal
@@ -147,7 +148,7 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
         copy.roots.update(outside)
         named = [source.path, *([project] if project else [])]
         above = [a for n in named for a in _ancestors(n, root)]
-        copy.rename([*named, *remapped.values(), *above])
+        copy.rename_folders([*named, *remapped.values(), *above])
         copy.above.update(above)
         for folder in named:  # the source's own folder (and the project) are there even with no recorded file
             copy.make_dirs(copy.mapped(file_key(folder)), file_key(folder))
@@ -248,7 +249,7 @@ class _Copy:
         self.renames: list[tuple[bytes, bytes]] = []
         """In the copied settings: a folder of the machine → the copy's (a project's path maps it to its slug)."""
 
-    def rename(self, folders: Sequence[str]) -> None:
+    def rename_folders(self, folders: Sequence[str]) -> None:
         """Have the copied settings name ``folders`` by their places in the copy."""
         for folder in folders:
             for spelled in {os.path.abspath(folder), file_key(folder)}:
@@ -288,7 +289,7 @@ class _Copy:
         for made, mirrored in reversed(chain):
             if os.path.islink(made):
                 os.unlink(made)
-            os.makedirs(made, exist_ok=True)
+            fsio.make_dirs(made)
             self.real[made] = mirrored if mirrored and os.path.isdir(mirrored) else None
 
     def _write(self, target: str, entry: Entry, versions: list[Entry]) -> None:

@@ -20,11 +20,13 @@ Signals:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from PySide6.QtCore import QDate, QDateTime, QPointF, QRectF, QSize, Qt, QTime, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
+    QFont,
     QFontMetrics,
     QKeyEvent,
     QMouseEvent,
@@ -86,7 +88,7 @@ class ActivityStrip(QWidget):
         self._counts: dict[str, list[int]] = {}
         self._days: list[QDate] = []
         self._filter_token = 0
-        self.setFixedHeight(STRIP_HEIGHT)
+        self.setFixedHeight(STRIP_HEIGHT + self._label_height())
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -202,8 +204,49 @@ class ActivityStrip(QWidget):
 
     # ------------------------------------------------------------------ geometry
 
+    def _label_height(self) -> int:
+        return QFontMetrics(self._date_font()).height() + 2
+
+    def _date_font(self) -> QFont:
+        small = QFont(self.font())
+        small.setPointSizeF(max(6.0, self.font().pointSizeF() * 0.85))
+        return small
+
     def _bars_rect(self) -> QRectF:
-        return QRectF(self._label_width(), 4, len(self._days) * BAR_STEP, self.height() - 8)
+        return QRectF(self._label_width(), 4, len(self._days) * BAR_STEP, self.height() - 8 - self._label_height())
+
+    def bar_height(self, total: int, peak: int) -> float:
+        """How tall a day of ``total`` captures is drawn when the busiest day shown has ``peak``: on a
+        log scale, so a day of a few hundred (a bulk edit today) leaves a day of one or two readable."""
+        if total <= 0 or peak <= 0:
+            return 0.0
+        full = self._bars_rect().height() - 2
+        return max(2.0, full * math.log1p(total) / math.log1p(peak))
+
+    def date_labels(self) -> list[tuple[float, str]]:
+        """The dates written under the bars: ``(left x, text)`` for the first day shown, each month's
+        first day ("1 Mar", with the year in January) and today, never two on top of each other."""
+        if not self._days:
+            return []
+        metrics = QFontMetrics(self._date_font())
+        rect = self._bars_rect()
+        wanted: list[tuple[QDate, str]] = [(self._days[0], self._days[0].toString("d MMM"))]
+        for day in self._days[1:]:
+            if day.day() == 1:
+                wanted.append((day, day.toString("d MMM yyyy" if day.month() == 1 else "d MMM")))
+        last = self._days[-1]
+        end = ("today", last) if last == self.today else (last.toString("d MMM"), last)
+        labels: list[tuple[float, str]] = []
+        right_end = rect.right() - metrics.horizontalAdvance(end[0])
+        taken = -1.0
+        for day, text in wanted:
+            x = self.x_of(day) - BAR_STEP / 2
+            width = metrics.horizontalAdvance(text)
+            if x > taken and x + width < right_end - 6:
+                labels.append((x, text))
+                taken = x + width + 6
+        labels.append((right_end, end[0]))
+        return labels
 
     def day_at(self, x: float) -> QDate | None:
         """The day under a horizontal position (None outside the bars)."""
@@ -219,7 +262,7 @@ class ActivityStrip(QWidget):
     # ------------------------------------------------------------------ drawing
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return QSize(640, STRIP_HEIGHT)
+        return QSize(640, STRIP_HEIGHT + self._label_height())
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
@@ -258,17 +301,17 @@ class ActivityStrip(QWidget):
             colours = kind_colours()
             totals = [sum(self._counts[k][i] for k in CAPTURE_KINDS) for i in range(len(self._days))]
             peak = max(totals) or 1
-            scale = (rect.height() - 2) / peak
             painter.setPen(Qt.PenStyle.NoPen)
             for i, total in enumerate(totals):
                 if not total:
                     continue
                 x = rect.left() + i * BAR_STEP
                 y = baseline
+                height = self.bar_height(total, peak)  # the day's bar, shared by its kinds in proportion
                 for kind in CAPTURE_KINDS:
                     n = self._counts[kind][i]
                     if n:
-                        h = max(1.0, n * scale)
+                        h = max(1.0, height * n / total)
                         painter.fillRect(QRectF(x, y - h, BAR_STEP - 1, h), colours[kind])
                         y -= h
         # Month starts are ticked, so a person can find a date without hovering.
@@ -277,6 +320,11 @@ class ActivityStrip(QWidget):
             if day.day() == 1:
                 x = self.x_of(day) - BAR_STEP / 2
                 painter.drawLine(QPointF(x, baseline - 3), QPointF(x, baseline + 3))
+        painter.setFont(self._date_font())
+        for x, date_text in self.date_labels():
+            painter.drawText(
+                QRectF(x, baseline + 2, 400, self._label_height()), int(Qt.AlignmentFlag.AlignLeft), date_text
+            )
         if self.hasFocus() and self.selection is not None:
             painter.setPen(pal.color(QPalette.ColorRole.Highlight))
             painter.drawRect(self.rect().adjusted(0, 0, -1, -1))

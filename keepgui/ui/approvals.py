@@ -22,7 +22,6 @@ Signals (PendingLister):
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,6 +43,7 @@ from PySide6.QtWidgets import (
 from keepgui.core.approvals import PendingWrite, approvals_of
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import Change
+from keepgui.core.textdiff import unified
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.tasks import lane
 
@@ -51,15 +51,9 @@ Item = tuple[str, PendingWrite]
 
 
 def diff_of(write: PendingWrite, context: int = 3) -> str:
-    """The change a staged write would make, as a unified diff of its target."""
-    lines = difflib.unified_diff(
-        write.before.splitlines(keepends=True),
-        write.after.splitlines(keepends=True),
-        f"a/{write.target}",
-        f"b/{write.target}",
-        n=context,
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    """The change a staged write would make, as a unified diff of its target (a last line without its
+    newline marked, so a separator added after it does not read as that line rewritten)."""
+    return unified(write.before, write.after, f"a/{write.target}", f"b/{write.target}", context)
 
 
 def _collect(sources: dict[str, Any]) -> tuple[list[Item], list[str]]:
@@ -202,7 +196,9 @@ class ApprovalsPanel(QWidget):
         for path, write in self.items:
             mark = "" if write.applicable else "⚠ "
             when = _age(write.created_ms)
-            entry = QListWidgetItem(f"{mark}{write.summary}\n    {write.target}" + (f" · {when}" if when else ""))
+            source = getattr(self.lister.hub, "sources", {}).get(path)
+            where = f"{source.label} · {write.target}" if source is not None else write.target
+            entry = QListWidgetItem(f"{mark}{write.summary}\n    {where}" + (f" · {when}" if when else ""))
             entry.setToolTip(write.problem or write.summary)
             self.list.addItem(entry)
             entry.setSelected((path, write.id) in chosen)

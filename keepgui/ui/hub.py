@@ -495,14 +495,12 @@ class Hub(QObject):
             taken = mark is None or any(
                 self._written.get(os.path.join(root, *parts[:n]), ()) is None for n in range(1, len(parts))
             )
-        if taken:
-            return not os.path.lexists(path)
-        if not mark:
-            return False
+        if not mark:  # no stamp of ours for the file itself: ours only if we took it away
+            return taken and not os.path.lexists(path)
         try:
             st = os.stat(path)
         except OSError:
-            return False
+            return taken  # gone: ours when a write of ours took its folder away
         return (st.st_size, st.st_mtime_ns) == mark
 
     def _on_changes(self, changes: ChangeSet) -> None:

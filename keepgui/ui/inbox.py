@@ -125,7 +125,7 @@ class InboxLister(QObject):
         self._running = True
         wanted = [(s.kind, path) for path, s in self.hub.sources.items()]
         opened, journal = self._opened, self.journal
-        self._lane.run(lambda: opened.collect(journal, wanted), self._deliver, self._failed, owner=self)
+        self._lane.run(lambda: opened.collect(journal, wanted), self._deliver, self._failed, owner=self, made_old=True)
 
     def _failed(self, error: Exception) -> None:
         self._deliver(Listing(problems=[f"could not list the inbox: {error}"]))
@@ -162,7 +162,7 @@ class InboxLister(QObject):
             bank = source.bank(item.bank if item.bank in names else names[0])
             return inbox.entry_changes(journal, item, bank)
 
-        self._lane.run(work, done, lambda _e: done([]), owner=owner, newest=("entries", id(owner)))
+        self._lane.run(work, done, lambda _e: done([]), owner=owner, newest=("entries", id(owner)), made_old=True)
 
     def shutdown(self) -> None:
         """Stop listing (queued work is dropped; later refreshes do nothing)."""
@@ -219,6 +219,9 @@ class InboxPanel(QWidget):
         self.view = QListView(self)
         self.view.setModel(self.model)
         self.view.setUniformItemSizes(True)
+        # laid out a batch at a time between events: Qt asks the model's rowCount once per row it lays out
+        self.view.setLayoutMode(QListView.LayoutMode.Batched)
+        self.view.setBatchSize(256)
         self.view.setSelectionMode(QListView.SelectionMode.ExtendedSelection)
         self.view.setAccessibleName("Changes made outside keepgui, newest first")
         self.entries = QListWidget(self)

@@ -43,13 +43,12 @@ from keepgui import __version__
 from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
-from keepgui.ui import shortcuts, theme
+from keepgui.ui import bankactions, shortcuts, theme
 from keepgui.ui.appearance import apply_theme
 from keepgui.ui.approvals import ApprovalsDialog, PendingLister
 from keepgui.ui.banner import Banner
 from keepgui.ui.commands import ChangeCommand, Outcome
 from keepgui.ui.compaction import CompactionFlow
-from keepgui.ui.dialogs import NameDialog, TrashDialog
 from keepgui.ui.geometry import place_window
 from keepgui.ui.graph import GraphPanel
 from keepgui.ui.hub import Hub
@@ -66,7 +65,7 @@ from keepgui.ui.secrets import SecretsWatch
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
-from keepgui.ui.toast import UndoToast
+from keepgui.ui.toast import ElidedPath, UndoToast
 from keepgui.ui.welcome import WelcomePage
 
 
@@ -133,7 +132,7 @@ class MainWindow(QMainWindow):
         self.compaction = CompactionFlow(self)
 
         self.counts_label = QLabel(self)
-        self.file_label = QLabel(self)
+        self.file_label = ElidedPath(self)
         self.reload_label = QLabel(self)
         self.progress = QProgressBar(self)
         self.progress.setMaximumWidth(180)
@@ -586,12 +585,12 @@ class MainWindow(QMainWindow):
             if setter is not None:
                 setter(key)
         if key is None:
-            self.file_label.setText("")
+            self.file_label.set_path("")
             self.setWindowTitle("keepgui")
             self._update_counts()
             return
         self.setWindowTitle(f"{key.bank} — keepgui")
-        self.file_label.setText(os.path.join(key.source, key.bank))
+        self.file_label.set_path(os.path.join(key.source, key.bank))
         self.progress.setRange(0, 0)
         self.progress.show()
         if self.persist_sources:
@@ -751,72 +750,15 @@ class MainWindow(QMainWindow):
 
     def new_bank(self) -> None:
         """Bank → New bank."""
-        path = self._current_source()
-        source = self.hub.sources.get(path) if path else None
-        if path is None or source is None or not source.capabilities.can(CREATE_BANK) or source.bank_names is None:
-            self.show_error(
-                source.capabilities.why_not(CREATE_BANK)
-                if source is not None
-                else "Select a source first (File → Open…)."
-            )
-            return
-        dialog = NameDialog(
-            "New bank", "Bank name", source.bank_names, set(self.hub.banks(path)), self, extra_label="Description"
-        )
-        if not dialog.exec():
-            return
-        name, description = dialog.value(), dialog.extra_value()
-        outcome = self.perform(path, lambda s: s.create_bank(name, description), report=False)
-        if outcome.change is None:
-            self.show_error(f"Could not create the bank: {outcome.error}")
-            return
-        self.want_bank_named(name, [path])
+        bankactions.new_bank(self)
 
     def trash_bank(self, key: BankKey | None = None) -> None:
         """Bank → Trash bank (after asking)."""
-        key = key or self.current
-        source = self.hub.sources.get(key.source) if key else None
-        if key is None or source is None:
-            return
-        if not source.capabilities.can(TRASH_BANK):
-            self.note(source.capabilities.why_not(TRASH_BANK))
-            return
-        answer = QMessageBox.question(
-            self,
-            "Trash bank",
-            f"Move bank “{key.bank}” to the trash?\n\nNothing is deleted: the folder can be restored from the "
-            "Trash node (or with Undo).",
-        )
-        if answer != QMessageBox.StandardButton.Yes:
-            return
-        outcome = self.perform(key.source, lambda s: s.trash_bank(key.bank), report=False)
-        if outcome.change is None:
-            self.show_error(f"Could not trash `{key.bank}`: {outcome.error}")
-            return
-        if key == self.current:
-            self._show_bank(None)
-        self.note(outcome.change.message)
+        bankactions.trash_bank(self, key)
 
     def restore_bank(self, folder: str | None = None, source_path: str | None = None) -> None:
         """Bank → Restore from trash."""
-        path = source_path if source_path in self.hub.sources else self._current_source()
-        if path is None:
-            return
-        if folder is None:
-            trashed = self.hub.trashed(path)
-            if not trashed:
-                self.note("the trash is empty")
-                return
-            dialog = TrashDialog(trashed, set(self.hub.banks(path)), self)
-            if not dialog.exec() or dialog.folder() is None:
-                return
-            folder = dialog.folder()
-        chosen = folder
-        outcome = self.perform(path, lambda s: s.restore_bank(chosen), report=False)
-        if outcome.change is None:
-            self.show_error(f"Could not restore: {outcome.error}")
-            return
-        self.want_bank_named(str(outcome.change.result), [path])
+        bankactions.restore_bank(self, folder, source_path)
 
     # ------------------------------------------------------------------ context menus
 

@@ -23,9 +23,52 @@ _MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": 
 _IN_FENCE = 1
 
 
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_MARKER = re.compile(r"^(<{7}|={7}|>{7}|\|{7})(?=\s|$)")
+
+
+def _marker_block(line: str) -> str:
+    """A conflict marker line as a block of its own, shown as code (what it is: not prose)."""
+    shown = f"`{line}`" if "`" not in line else "\\" + line
+    return f"\n{shown}\n"
+
+
+def for_reading(text: str) -> str:
+    """The Markdown a reader sees rendered: HTML comments left out (renderers hide them, and Claude
+    Code strips them from CLAUDE.md before it injects it), and a merge's conflict markers
+    (``<<<<<<<``, ``=======``, ``>>>>>>>``) kept as the plain lines they are, never read as nested
+    quotes or a heading's underline. Fenced code is left as it is."""
+    out: list[str] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            joined = _COMMENT.sub("", "\n".join(prose))
+            out.extend(_marker_block(line) if _MARKER.match(line) else line for line in joined.split("\n"))
+            prose.clear()
+
+    fence = ""
+    for line in text.split("\n"):
+        found = _FENCE.match(line)
+        if fence:
+            out.append(line)
+            if found and found.group(1) == fence:
+                fence = ""
+        elif found:
+            flush()
+            fence = found.group(1)
+            out.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return "\n".join(out)
+
+
 def render_html(text: str) -> str:
-    """The HTML of a markdown text (raw HTML is shown as text, never interpreted)."""
-    html: str = _MD.render(text)
+    """The HTML of a markdown text as a reader sees it (:func:`for_reading`); raw HTML is shown as
+    text, never interpreted."""
+    html: str = _MD.render(for_reading(text))
     return html
 
 

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from keepgui.core import pace
+from keepgui.core import agents, pace
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import QUERY, BankKey, Change, Pending
 from keepgui.ui import theme
@@ -303,11 +303,11 @@ class PreviewPane(QWidget):
         if not self.hub.is_loaded(self.key):
             self._clear("Loading the bank…")
             return
-        key, token = self.key, self._token
+        key, token, kind = self.key, self._token, self.hub.source(self.key.source).kind
         query, pending, now_ms = self.query.currentText(), self.whatif(), self.now_ms
         self.hub.ask(
             key,
-            lambda bank: bank.preview(query, pending, now_ms),
+            lambda bank: agents.beside(kind, bank.preview(query, pending, now_ms)),  # the agent's version read too
             lambda result: self._on_ready(key, token, result),
             typing="preview",
             owner=self,
@@ -321,7 +321,8 @@ class PreviewPane(QWidget):
         if isinstance(result, Exception):
             self._clear(f"No preview: {result}")
             return
-        self.summary.setText(self.view.summary(result))
+        said = agents.said(self.hub.source(key.source).kind, run=False)  # #23.13: from the cache, never a process
+        self.summary.setText(self.view.summary(result) + (f"\n⚠ {said}" if said else ""))
         self.view.show_result(result)
 
     def _clear(self, text: str) -> None:

@@ -55,7 +55,7 @@ from keepgui.ui.commands import Outcome
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
-from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ThreeWayDialog
+from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ConflictsDialog, ThreeWayDialog
 
 NameRole = Qt.ItemDataRole.UserRole + 40
 
@@ -240,7 +240,8 @@ class RulesPanel(QWidget):
         self.list.blockSignals(False)
         creatable = self.docs.creatable
         for action in (self.act_new, self.act_rename, self.act_delete):
-            action.setEnabled(creatable)
+            # Rename and Delete need a rule to act on: none listed, they are greyed
+            action.setEnabled(creatable and (action is self.act_new or bool(items)))
             action.setToolTip(action.toolTip() if creatable else self.docs.why_not_create)
         names = [n for n, _ in items]
         target = select if select in names else (self.doc.name if self.doc and self.doc.name in names else None)
@@ -554,23 +555,23 @@ class RulesPanel(QWidget):
         except KeepguiError as exc:
             self.banner.show_message(f"{opened.title} could not be merged: {exc}", "removed")
             return False
+        text = merged.text
+        if merged.conflicts:  # resolved side by side, not by editing markers
+            dialog = ConflictsDialog(opened.title, merged.text, self)
+            if not dialog.exec():
+                return False  # nothing changes: the editor keeps your edits, the save stays refused
+            text = dialog.resolved_text()
         self.doc = base
         self._loading_text = True
-        self.editor.setPlainText(merged.text)
+        self.editor.setPlainText(text)
         self._loading_text = False
         self._on_text_changed()
-        self._refresh_derived()  # the conflicts tinted now, not after the typing pause
+        self._refresh_derived()
         if merged.conflicts:
-            first = conflict_spans(merged.text)[0][0]
-            cursor = self.editor.textCursor()
-            cursor.setPosition(first)
-            self.editor.setTextCursor(cursor)
-            self.editor.centerCursor()
             self.banner.show_message(
                 f"Merged with the version on disk ({merged.tool}): {merged.conflicts} conflict"
-                f"{'s' if merged.conflicts != 1 else ''} marked, where both changed the same lines. Keep the "
-                "lines you want, remove the markers, then save.",
-                "warning",
+                f"{'s' if merged.conflicts != 1 else ''} resolved as you chose. Check the text, then save.",
+                "info",
             )
         else:
             self.banner.show_message(

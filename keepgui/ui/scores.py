@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRectF, Qt
 from PySide6.QtGui import QPainter, QPalette
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+from PySide6.QtWidgets import QLineEdit, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from keepgui.ui import theme
 
@@ -45,7 +45,20 @@ def paint_with_room(
     return opt
 
 
-class ScoreDelegate(QStyledItemDelegate):
+class CellDelegate(QStyledItemDelegate):
+    """A table cell edited in place (F2) in a plain line edit that keeps to its cell: Qt's default
+    editor for text grows to the right as you type, over the next columns."""
+
+    def createEditor(self, parent: QWidget, option: QStyleOptionViewItem, index: Index) -> QWidget:  # noqa: N802 - Qt override
+        editor = QLineEdit(parent)
+        editor.setFrame(False)
+        return editor
+
+    def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem, index: Index) -> None:  # noqa: N802 - Qt override
+        editor.setGeometry(option.rect)
+
+
+class ScoreDelegate(CellDelegate):
     """The text cell, and in ranked mode its score (``scores()`` gives the ranking shown, or None)."""
 
     def __init__(self, scores: Callable[[], dict[str, float] | None], parent: QObject | None = None) -> None:

@@ -57,6 +57,8 @@ class SecretsWatch(QObject):
         self.found: dict[BankKey, list[Finding]] = {}
         self._scanners: dict[str, Scanner] = {}
         window.hub.changed.connect(self._on_change)
+        # an undo or redo of "Not a secret" changes no file the hub would deliver: scan again on every step
+        window.undo_stack.indexChanged.connect(lambda _i: self.scan(window.current) if window.current else None)
         self.act_secrets = QAction("&Secrets…", window)
         self.act_secrets.setToolTip("Secrets found in this bank: redact them, or mark one not a secret")
         self.act_secrets.triggered.connect(self.show_dialog)
@@ -199,6 +201,6 @@ class SecretsDialog(QDialog):
         if self.list.row(item) < 0:
             item = self.list.item(0)
         picked = [f for f in self.findings if f.id == item.data(Qt.ItemDataRole.UserRole)]
-        self.watch.scanner(self.key.source).allowlist.allow(picked)
-        self.watch.scan(self.key)
+        allowlist = self.watch.scanner(self.key.source).allowlist
+        self.watch.window.perform(self.key, lambda bank: allowlist.allow_change(bank, picked), "Mark not a secret")
         self.list.takeItem(self.list.row(item))

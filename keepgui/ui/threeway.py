@@ -10,14 +10,18 @@ saved until the person saves), "Keep editing" closes the view.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PySide6.QtCore import QSize
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -29,6 +33,129 @@ from keepgui.ui.diffview import DiffView
 from keepgui.ui.geometry import resize_to_fit
 
 TAKE_DISK, OVERWRITE, MERGE, KEEP_EDITING = "disk", "overwrite", "merge", "keep"
+BOTH_DISK_FIRST, BOTH_MINE_FIRST, DISK_ONLY, MINE_ONLY = "both-disk-first", "both-mine-first", "disk", "mine"
+CHOICES = (
+    (BOTH_DISK_FIRST, "Keep both: the disk's lines, then yours"),
+    (BOTH_MINE_FIRST, "Keep both: your lines, then the disk's"),
+    (DISK_ONLY, "Keep the disk's lines"),
+    (MINE_ONLY, "Keep your lines"),
+)
+"""What a person can make of one conflict, the first the default (nothing is lost)."""
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Where both sides changed the same lines: your lines and the disk's (each ending in a newline)."""
+
+    mine: str
+    disk: str
+
+    def resolved(self, choice: str) -> str:
+        """The lines kept for ``choice`` (one of :data:`CHOICES`)."""
+        return {
+            BOTH_DISK_FIRST: self.disk + self.mine,
+            BOTH_MINE_FIRST: self.mine + self.disk,
+            DISK_ONLY: self.disk,
+            MINE_ONLY: self.mine,
+        }[choice]
+
+
+def split_conflicts(text: str) -> list[str | Conflict]:
+    """A merged text (:func:`keepgui.core.textmerge.merge3`: your side first, then the disk's) as
+    its plain stretches and its conflicts, in order; a base section (``|||||||``) is left out."""
+    parts: list[str | Conflict] = []
+    plain: list[str] = []
+    side: list[str] | None = None
+    mine: list[str] = []
+    disk: list[str] = []
+    for line in text.splitlines(keepends=True):
+        marker = line[:8]
+        if side is None and marker == "<<<<<<< ":
+            parts.append("".join(plain))
+            plain, mine, disk = [], [], []
+            side = mine
+        elif side is not None and line.rstrip("\r\n") == "=======":
+            side = disk
+        elif side is not None and line.startswith("|||||||"):
+            side = []  # the base's lines: not offered
+        elif side is not None and marker == ">>>>>>> ":
+            parts.append(Conflict("".join(mine), "".join(disk)))
+            side = None
+        elif side is not None:
+            side.append(line)
+        else:
+            plain.append(line)
+    if side is not None:  # an unclosed conflict (not the tools' output): the text as it is
+        return [text]
+    parts.append("".join(plain))
+    return [p for p in parts if p != ""]
+
+
+class ConflictsDialog(QDialog):
+    """Each conflict of a merge side by side — on disk now, your edits — with what to keep of it;
+    the text it makes has no conflict markers."""
+
+    def __init__(self, title: str, merged: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"{title}: resolve the conflicts")
+        self.parts = split_conflicts(merged)
+        self.choices: list[QComboBox] = []
+        conflicts = [p for p in self.parts if isinstance(p, Conflict)]
+        intro = QLabel(
+            f"Both you and someone else changed the same lines of <b>{title}</b> in "
+            f"{len(conflicts)} place{'s' if len(conflicts) != 1 else ''}. Choose what to keep in each; "
+            "the rest of both changes is merged already. Nothing is saved until you save.",
+            self,
+        )
+        intro.setWordWrap(True)
+        inner = QWidget(self)
+        rows = QVBoxLayout(inner)
+        for number, conflict in enumerate(conflicts, start=1):
+            rows.addWidget(QLabel(f"<b>Conflict {number}</b>", inner))
+            sides = QHBoxLayout()
+            for side_title, text in (("On disk now", conflict.disk), ("Your edits", conflict.mine)):
+                box = QVBoxLayout()
+                box.addWidget(QLabel(side_title, inner))
+                view = QPlainTextEdit(inner)
+                view.setReadOnly(True)
+                view.setPlainText(text.rstrip("\n") or "(nothing: these lines were removed)")
+                view.setAccessibleName(f"Conflict {number}, {side_title.lower()}")
+                view.setMaximumHeight(max(60, view.fontMetrics().lineSpacing() * (text.count("\n") + 2) + 12))
+                box.addWidget(view)
+                sides.addLayout(box, 1)
+            rows.addLayout(sides)
+            choice = QComboBox(inner)
+            for key, label in CHOICES:
+                choice.addItem(label, key)
+            choice.setAccessibleName(f"What to keep of conflict {number}")
+            rows.addWidget(choice)
+            self.choices.append(choice)
+        rows.addStretch(1)
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(inner)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Put in the editor")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(scroll, 1)
+        layout.addWidget(buttons)
+        resize_to_fit(self, QSize(1000, 640))
+
+    def choose(self, number: int, choice: str) -> None:
+        """Keep ``choice`` (one of :data:`CHOICES`) of conflict ``number`` (from 1)."""
+        box = self.choices[number - 1]
+        box.setCurrentIndex(box.findData(choice))
+
+    def resolved_text(self) -> str:
+        """The merged text with each conflict as chosen: no markers left."""
+        out = []
+        chosen = iter(box.currentData() for box in self.choices)
+        for part in self.parts:
+            out.append(part.resolved(next(chosen)) if isinstance(part, Conflict) else part)
+        return "".join(out)
 
 
 def _pane(title: str, text: str, parent: QWidget | None) -> QWidget:

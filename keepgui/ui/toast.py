@@ -1,4 +1,5 @@
-"""A passing "Deleted 2 memories — Undo" in the status bar, after a change a person may regret.
+"""A passing "Deleted 2 memories — Undo" in the status bar, after a change a person may regret; and
+the status bar's path that gives way to what is beside it (:class:`ElidedPath`).
 
 Deleting rows gave no feedback: the rows simply vanished. The toast says what
 was done and offers Undo for a few seconds. Its Undo takes back exactly that
@@ -8,9 +9,9 @@ goes, so its button never undoes something else.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QTimer
-from PySide6.QtGui import QUndoStack
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QResizeEvent, QUndoStack
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStatusBar, QToolButton, QWidget
 
 SHOWN_MS = 10_000
 """How long the toast stays."""
@@ -48,6 +49,11 @@ class UndoToast(QWidget):
         """Say ``text`` ("Deleted 2 memories") and offer to undo the step just pushed."""
         self._index = self.stack.index()
         self.label.setText(text + " —")
+        bar = self.parentWidget()
+        if isinstance(bar, QStatusBar) and bar.currentMessage():
+            # a passing message is drawn over the bar's normal widgets: shown together, the two were
+            # drawn one on top of the other. The newer one, the toast, replaces it.
+            bar.clearMessage()
         self.show()
         self._timer.start()
 
@@ -57,3 +63,28 @@ class UndoToast(QWidget):
             self.stack.undo()
         self._index = None
         self.hide()
+
+
+class ElidedPath(QLabel):
+    """A path in the status bar that gives way: too long for its room, it loses its middle
+    ("/tmp/…/memory"), keeping a gap before the labels beside it; the whole path is its tooltip."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(40)
+
+    def set_path(self, path: str) -> None:
+        """Show ``path`` (elided to the room it has)."""
+        self._full = path
+        self.setToolTip(path)
+        self._elide()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        room = max(0, self.width() - 12)  # a gap before what follows
+        self.setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, room))

@@ -335,6 +335,11 @@ def _against(found: Measured) -> list[Result]:
         ("block", "the bank opened while the window is up", found.switched),
     ):
         ours, theirs = _median(marks["lane"], key), _median(marks["baseline"], key)
+        each = "; ".join(
+            f"{name} {', '.join(f'{m[key] * 1000:.0f}' for m in marks[name])} ms, less run-queue wait "
+            f"{_median(marks[name], 'own_block') * 1000:.1f} ms"
+            for name in ("lane", "baseline")
+        )
         out.append(
             Result(
                 f"longest GUI block, {what}, {n}, vs the baseline tree",
@@ -346,6 +351,7 @@ def _against(found: Measured) -> list[Result]:
                 "×",
                 "no worse",
                 ours <= theirs * 1.1,
+                f"each run: {each}",
             )
         )
     return out

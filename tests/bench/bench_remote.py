@@ -82,6 +82,7 @@ def run(quick: bool = False) -> list[Result]:
         began = time.perf_counter()
         Connection(parse(f"{ALIAS}:")).run("true")
         connect = time.perf_counter() - began
+        save, poll = _round_trips(server.home, os.path.join(folder, "home-rt"))
     finally:
         server.stop()
     note = f"{memories:,} memories, a {size / 1e6:.1f} MB log; sshd on 127.0.0.1, a new connection per open"
@@ -102,7 +103,37 @@ def run(quick: bool = False) -> list[Result]:
         )
         out.append(Result(f"round trips to open it over SSH ({name})", remote["round_trips"], "round trips"))
     out.append(Result("a new SSH connection alone (part of each open above)", round(connect, 3), "s", note=note))
+    out.append(Result("a save over SSH, once open (median of 20)", round(save * 1000, 1), "ms"))
+    out.append(Result("an idle poll over SSH, once open (median of 20)", round(poll * 1000, 1), "ms"))
     return out
+
+
+def _round_trips(home: str, keepgui_home: str) -> tuple[float, float]:
+    """Medians of 20 saves of a small file and of 20 polls that find nothing changed, over an open mirror."""
+    import statistics
+
+    from keepgui.core import fsio
+    from keepgui.core.remote import open_mirror
+    from tests.core.sshd import ALIAS
+
+    os.environ["KEEPGUI_HOME"] = keepgui_home
+    folder = os.path.join(home, "saves")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "keep.md"), "w") as fh:
+        fh.write("- a\n")
+    mirror = open_mirror(f"{ALIAS}:{folder}")
+    path = os.path.join(mirror.local, "keep.md")
+    saves, polls = [], []
+    for i in range(20):
+        stamp = fsio.current_stamp(path)
+        began = time.perf_counter()
+        fsio.atomic_write(path, b"- a\n- %d\n" % i, expect=stamp)
+        saves.append(time.perf_counter() - began)
+    for _ in range(20):
+        began = time.perf_counter()
+        mirror.sync()
+        polls.append(time.perf_counter() - began)
+    return statistics.median(saves), statistics.median(polls)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,25 @@ PACKAGE = os.path.join(ROOT, "keepgui")
 CORE = os.path.join(PACKAGE, "core")
 BACKENDS = os.path.join(PACKAGE, "backends")
 FORBIDDEN = ("PySide6", "shiboken6", "PyQt5", "PyQt6", "qtpy", "keepgui.ui", "keepgui.app")
-WRITER = "keepgui/core/fsio.py"
+WRITERS = ("keepgui/core/fsio.py", "keepgui/core/fslog.py")
+"""fsio and its append half (split by size; fsio re-exports it)."""
 
 ALLOWED = {
+    **{
+        ("keepgui/core/timetravel.py", call): "builds keepgui's own read-only copy of a source as it was, in a fresh "
+        "temporary folder of its own (never the source: nothing is written through a link, the copy is removed after)"
+        for call in (
+            "tempfile.mkdtemp",
+            "open",
+            "os.chmod",
+            "os.symlink",
+            "os.unlink",
+            "os.utime",
+            "shutil.copy2",
+            "shutil.copytree",
+            "shutil.rmtree",
+        )
+    },
     (
         "keepgui/core/demo.py",
         "tempfile.mkdtemp",
@@ -376,7 +392,7 @@ def _writes_in(tree: ast.AST) -> list[tuple[int, str, str]]:
 def test_only_fsio_writes_files():
     found, used = [], set()
     for path, rel in _py_files(PACKAGE):
-        if rel == WRITER:
+        if rel in WRITERS:
             continue
         with open(path, "rb") as fh:
             tree = ast.parse(fh.read(), rel)

@@ -326,10 +326,12 @@ def test_the_agents_in_the_remote_home_are_found_in_one_round_trip(server, monke
 
     os.makedirs(os.path.join(server.home, ".hermes", "memories"), exist_ok=True)
     os.makedirs(os.path.join(server.home, ".nanobot", "workspace"), exist_ok=True)
+    os.makedirs(os.path.join(server.home, ".iii", "data", "memory", "main"), exist_ok=True)  # found by discover
     runs = []
     real = Connection.run
     monkeypatch.setattr(Connection, "run", lambda self, *a, **k: runs.append(1) or real(self, *a, **k))
     found = {f.kind: f.path for f in remote.discover(sshd.ALIAS)}
     assert found["hermes"] == f"{sshd.ALIAS}:{server.home}/.hermes"
     assert found["nanobot"] == f"{sshd.ALIAS}:{server.home}/.nanobot/workspace"
+    assert found["iii"] == f"{sshd.ALIAS}:{server.home}/.iii/data/memory"
     assert len(runs) == 1

@@ -225,3 +225,27 @@ def test_memories_and_context_are_the_same_over_ssh(server, demo, kind):
             ), what
             if command[0] == "memories":
                 assert here[0] == 0, here[2]
+
+
+def test_hermes_pending_writes_over_ssh_are_the_same_and_approved_there(two_demos):
+    from keepgui.core import registry
+    from keepgui.core.approvals import approvals_of
+    from keepgui.core.remote import open_mirror
+
+    here, there = two_demos[0].path("hermes"), two_demos[1].path("hermes")
+    local = approvals_of(registry.open_source("hermes", here))
+    mirror = open_mirror(f"{sshd.ALIAS}:{there}")
+    remote = approvals_of(registry.open_source("hermes", mirror.local))
+    assert local is not None and remote is not None
+    mine, theirs = local.pending(), remote.pending()
+    assert mine and [(p.id, p.target, p.summary, p.after) for p in theirs] == [
+        (p.id, p.target, p.summary, p.after) for p in mine
+    ]
+    before = _files(there)
+    remote.approve([theirs[0].id])
+    local.approve([mine[0].id])
+    changed = {k for k, v in _files(there).items() if before.get(k) != v} | (set(before) - set(_files(there)))
+    assert changed  # approved on the remote machine: the entry written, the queue's file gone
+    assert {k: v for k, v in _files(there).items() if k in changed} == {
+        k: v for k, v in _files(here).items() if k in changed
+    }

@@ -41,16 +41,15 @@ def plant(demo, kind: str) -> tuple[list[str], list[str]]:
     bank = source.bank(source.scan().names[0])
     bank.load()
     rows = [s for s in planted() if s[0] in ("stripe", "anthropic", "github")]
-    _n, row_secret, row_line = rows[KINDS.index(kind) % len(rows)]
+    _n, row_secret, row_line = rows[KINDS.index(kind) % len(rows)]  # Codex: a note keepgui kept
     bank.keep(row_line + " " + lookalikes()[0][1], force=True)
     _n, doc_secret, doc_line = planted()[KINDS.index(kind) + 15]
     docs = bank.documents()
     name = next(n for n, _t in docs.list() if not docs.read(n).read_only)
     doc = docs.read(name)
     docs.save(doc, doc.text + "\n" + doc_line + "\n", confirmed=True)
-    folders = [source.path, *source.also_watched]
-    secrets = [doc_secret] if kind == "codex" else [row_secret, doc_secret]  # Codex: a note, see below
-    return secrets, folders
+    folders = [source.path, *source.also_watched] + ([demo.claude_home] if kind == "claude" else [])
+    return [row_secret, doc_secret], folders
 
 
 def files_holding(folders: list[str], secret: str) -> list[str]:
@@ -82,14 +81,8 @@ def test_found_masked_redacted_and_gone_from_every_file(demo, kind):
     for s in secrets:
         assert s not in out + err
         assert files_holding(folders, s) == [], (kind, s)
-    if kind == "codex":
-        # a note keepgui kept is Codex's to consolidate: refused, with the reason, never quoted in a new note
-        assert "Codex writes its memory files itself" in err
-        left = json.loads(run_cli(["secrets", *where(demo, kind), "--json"])[1])["findings"]
-        assert left and {f["entry"][:5] for f in left} == {"note:"}
-    else:
-        assert code == 0, out + err
-        assert out.startswith("0 secret(s) found")
+    assert code == 0, out + err
+    assert out.startswith("0 secret(s) found")
 
 
 def test_allow_marks_a_finding_not_a_secret_per_source(demo):

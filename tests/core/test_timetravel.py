@@ -91,8 +91,12 @@ def memory_file(kind: str, env: dict[str, str]) -> str:
     return files[0]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("place", sorted(SOURCES), indirect=True)
+@pytest.mark.parametrize(
+    "place",
+    # Claude Code's project (its memory outside the folder, under a slug of the path) runs by default
+    [k if k == "claude" else pytest.param(k, marks=pytest.mark.slow) for k in sorted(SOURCES)],
+    indirect=True,
+)
 def test_at_answers_are_the_bytes_the_source_gave_then(place):
     kind, env, where = place
     first = answers(kind, env, where)  # the first look records a baseline

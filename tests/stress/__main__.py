@@ -45,6 +45,7 @@ FULL = {
     "fuzz": 40,
     "walks": (100, 1_000),  # sequences x steps: 100,000 random mutations
     "hypothesis": 2_000,  # examples of the property test's generated sequences
+    "agents": (300, 60, 60),  # keeps racing nanobot, keeps/forgets racing Claude Code, kill rounds
 }
 QUICK = {
     "writers": dict(keepgui_procs=2, records_each=2_000, worker_style_records=2_000),
@@ -56,6 +57,7 @@ QUICK = {
     "fuzz": 4,
     "walks": (10, 500),
     "hypothesis": 100,
+    "agents": (30, 10, 6),
 }
 
 
@@ -219,12 +221,36 @@ def _hypothesis_sequences(examples: int, root: str) -> dict:
     return {**count, "mismatches": 0, "failures": []}
 
 
+def run_agents(root: str, size: dict, seed: int) -> Row:
+    """The command line racing nanobot's truncating rewrite and Claude Code's rewrites, and killed
+    between the two writes of a change (:mod:`tests.reliability.agents`)."""
+    from tests.reliability.agents import claude_kills, claude_race, nanobot_race
+
+    ops, claude_ops, rounds = size["agents"]
+    nb = nanobot_race(os.path.join(root, "nanobot"), ops, seed)
+    cl = claude_race(os.path.join(root, "claude"), claude_ops, seed)
+    kills = claude_kills(os.path.join(root, "kills"), rounds, seed)
+    done = (
+        f"{ops} `keepgui keep` vs nanobot ({nb['agent_ops']} rewrites): {nb['refused']} refused; "
+        f"{claude_ops} keep/forget vs Claude Code ({cl['agent_ops']} rewrites): {cl['refused']} refused; "
+        f"{rounds} kill rounds: {kills['orphaned_after_kill']} cut a change in two"
+    )
+    zeros = {
+        "lost": nb["lost_agent"] + cl["lost_agent"],
+        "torn": nb["torn"],
+        "orphaned after the next command": nb["orphaned"] + cl["orphaned"] + kills["orphaned"],
+        "empty versions in history": nb["empty_versions"],
+    }
+    return Row("agents racing the command line", done, zeros, nb["examples"] + cl["examples"])
+
+
 SCENARIOS = {
     "writers": run_writers,
     "race": run_race,
     "kills": run_kills,
     "hostile": run_corpus,
     "mutations": run_mutations,
+    "agents": run_agents,
 }
 
 

@@ -100,7 +100,10 @@ def test_the_home_and_its_project_in_the_sidebar_and_a_project_folder_opened(
         return index.data(Qt.ItemDataRole.DisplayRole), index.data(DetailRole)
 
     # the project, not `-tmp-…-slow-bytes`
-    qtbot.waitUntil(lambda: shown() == ("slow-bytes", "215 memories · index 220 lines · 20 not loaded"), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: shown() == ("slow-bytes", "216 memories · 1 without its file · index 220 lines · 20 not loaded"),
+        timeout=10_000,
+    )
     index = window.tree_model.index_of_bank(key)
     assert key.bank in index.data(Qt.ItemDataRole.ToolTipRole)
     source = window.tree_model.index_of_source(key.source)
@@ -123,7 +126,7 @@ def test_the_home_and_its_project_in_the_sidebar_and_a_project_folder_opened(
     assert window.hub._watcher is not None and memory in window.hub._watcher.roots
     other = BankKey(demo_copy.claude_project, key.bank)
     qtbot.waitUntil(lambda: window.hub.is_loaded(other), timeout=10_000)
-    assert window.hub.summary(other).detail == "215 memories · index 220 lines · 20 not loaded"
+    assert window.hub.summary(other).detail == "216 memories · 1 without its file · index 220 lines · 20 not loaded"
     # the agent writes a memory: the project folder's source hears it through the folder outside it
     write(os.path.join(memory, "timezone.md"), "---\nname: timezone\n---\n\nMike moved to Porto.\n")
     qtbot.waitUntil(
@@ -314,6 +317,22 @@ def demo_path(window, rel: str) -> str:
 
 
 # ---------------------------------------------------------------------- 4. the preview
+
+
+def test_the_preview_says_when_another_claude_code_is_installed(claude_window, qtbot, tmp_path, monkeypatch):
+    """#23.13: keepgui's reminder is checked against Claude Code 2.1.332; with 2.1.197 on PATH the preview
+    says so above what it shows (the version read on the preview's background task, never the GUI thread)."""
+    folder = tmp_path / "fake-bin"
+    folder.mkdir()
+    fake = folder / "claude"
+    fake.write_text('#!/bin/sh\necho "2.1.197 (Claude Code)"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    window, _key, _memory = claude_window(watch=False)
+    window.show_panel("preview")
+    pane = window.preview
+    qtbot.waitUntil(lambda: "Claude Code 2.1.197 is installed here" in pane.summary.text(), timeout=15_000)
+    assert "checked against 2.1.332" in pane.summary.text() and pane.injected_text("all")
 
 
 def test_the_preview_is_the_exact_reminder_with_the_cut_drawn_and_the_hidden_memories_named(claude_window, qtbot):

@@ -84,6 +84,8 @@ def test_pending_approval_window_approves_undoes_and_raises_attention(hermes_win
     qtbot.waitUntil(lambda: len(panel.items) == 1, timeout=10_000)
     assert "Nightjar training data" in panel.diff.toPlainText()
     assert panel.diff.toPlainText().splitlines()[0] == "--- a/memories/MEMORY.md"
+    assert "\\ No newline at end of file" in panel.diff.toPlainText()  # the last entry is not rewritten
+    assert panel.list.item(0).text().splitlines()[1].strip().startswith("Hermes · ")  # whose write it is
     assert panel.approve_button.isEnabled()
     memory = os.path.join(demo_copy.hermes, "memories", "MEMORY.md")
     before = read(memory)
@@ -137,6 +139,15 @@ def test_move_up_and_down_reorder_an_entry_in_its_file_and_undo(hermes_window, d
     assert read(memory) == before
     window.undo_stack.redo()
     assert parse(read(memory).decode())[:2] == [second, texts[0]]
+    # the first entry of USER.md has MEMORY.md's last above it in the table: Hermes moves nothing, and says so
+    notes: list[str] = []
+    panel.note.connect(notes.append)
+    first_user = min((r for r in window.hub.rows(key) if "USER.md" in r.tags), key=lambda r: r.position)
+    assert panel.select_key(first_user.id)
+    qtbot.waitUntil(lambda: panel.act_move_up.isEnabled(), timeout=5_000)
+    steps = window.undo_stack.count()
+    panel.act_move_up.trigger()
+    assert notes == ["already the first entry of USER.md"] and window.undo_stack.index() == steps
 
 
 def test_move_is_offered_by_capability_and_greyed_with_the_reason_elsewhere(qtbot, tmp_path, demo_copy):

@@ -26,7 +26,7 @@ def test_a_change_made_while_keepgui_runs_is_listed_and_an_entry_reverted_with_u
     window, _key = open_keep(make_window, demo_copy, qtbot)
     lister = window.inbox
     lister.refresh()
-    qtbot.waitUntil(lambda: lister._seen is not None and not lister._running, timeout=20_000)
+    qtbot.waitUntil(lambda: lister._seen is not None and not lister._running, timeout=60_000)
     keep = os.path.join(demo_copy.nanobot, "keep.md")
     mine = [i for i in lister.listing.items if i.source == demo_copy.nanobot]
     assert mine == []  # first seen: a baseline
@@ -34,18 +34,18 @@ def test_a_change_made_while_keepgui_runs_is_listed_and_an_entry_reverted_with_u
     arrived = []
     lister.arrived.connect(lambda n, sentence: arrived.append(sentence))
     lister.refresh()
-    qtbot.waitUntil(lambda: any(i.source == demo_copy.nanobot for i in lister.listing.items), timeout=20_000)
+    qtbot.waitUntil(lambda: any(i.source == demo_copy.nanobot for i in lister.listing.items), timeout=60_000)
     assert arrived and "keep.md" in arrived[0]
     dialog = window.show_inbox()
     panel = dialog.panel
-    qtbot.waitUntil(lambda: panel.entries.count() == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: panel.entries.count() == 1, timeout=60_000)
     assert panel.entries.item(0).text() == "1. + - Invented by the agent"
     panel.entries.setCurrentRow(0)
     assert panel.buttons["revert_entry"].isEnabled()
     panel.act("revert_entry")
-    qtbot.waitUntil(lambda: "- Invented by the agent" not in read(keep), timeout=20_000)
+    qtbot.waitUntil(lambda: "- Invented by the agent" not in read(keep), timeout=60_000)
     window.undo_stack.undo()
-    qtbot.waitUntil(lambda: "- Invented by the agent" in read(keep), timeout=20_000)
+    qtbot.waitUntil(lambda: "- Invented by the agent" in read(keep), timeout=60_000)
     dialog.close()
 
 

@@ -64,7 +64,7 @@ def test_sidebar_shows_banks_with_counts(make_window, demo_copy, qtbot):
     )
     index = window.tree_model.index_of_bank(window.current)
     info = DataDir(demo_copy.iii).bank("main").info()
-    assert index.data(DetailRole) == f"{info.memories} memories · {info.pinned} pinned · {info.rules} rules"
+    assert index.data(DetailRole) == info.counts()  # "1 rule", never "1 rules" (#23.12)
 
 
 def test_pin_toggle_writes_a_record_and_undo_redo(make_window, demo_copy, qtbot):

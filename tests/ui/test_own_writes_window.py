@@ -88,3 +88,19 @@ def test_undoing_a_rule_save_shows_no_changed_on_disk_banner(make_window, demo_c
     assert not rules.banner.isVisible() or "changed on disk" not in rules.banner.label.text()
     assert _outside(said) == []
     assert os.path.exists(path)
+
+
+def test_undoing_a_trash_is_not_reported_as_rules_changing_on_disk(make_window, demo_copy, qtbot):
+    window = make_window(demo_copy.iii)
+    path = str(demo_copy.iii)
+    window.select_bank(BankKey(path, "coding"))
+    qtbot.waitUntil(lambda: window.current == BankKey(path, "coding") and window._loading is None, timeout=10_000)
+    _yes_when_asked()
+    window.act_trash_bank.trigger()
+    qtbot.waitUntil(lambda: "coding" not in window.hub.banks(path), timeout=10_000)
+    qtbot.wait(1500)
+    said = _notes(window)
+    window.undo_stack.undo()  # the bank comes back from the trash
+    qtbot.waitUntil(lambda: "coding" in window.hub.banks(path), timeout=10_000)
+    qtbot.wait(1500)
+    assert _outside(said) == []

@@ -79,3 +79,17 @@ def test_a_long_status_message_stops_before_the_read_label(make_window, demo_cop
     assert bar.fontMetrics().horizontalAdvance(shown) + 6 < window.reload_label.x()
     assert bar.toolTip() == long
     assert BankKey(str(demo_copy.iii), "main") == window.current
+
+
+def test_a_long_path_in_the_status_bar_stops_before_the_read_label(claude_window, qtbot):  # noqa: F811
+    window, key, _memory = claude_window(watch=False)
+    window.resize(1024, 700)
+    window._mark_reloaded()
+    qtbot.waitUntil(lambda: window.reload_label.isVisible() and window.reload_label.text().startswith("read"))
+    qtbot.wait(50)
+    label = window.file_label
+    shown = label.text()
+    assert len(os.path.join(key.source, key.bank)) > 100
+    assert "…" in shown
+    right = label.mapTo(window, label.rect().topLeft()).x() + label.fontMetrics().horizontalAdvance(shown)
+    assert right + 6 < window.reload_label.mapTo(window, window.reload_label.rect().topLeft()).x()

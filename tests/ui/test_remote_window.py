@@ -109,3 +109,39 @@ def test_a_remote_source_is_named_by_its_host_live_and_offline(
     window.hub.remove_source(mirror.local)
     hosts = [window.tree_model.item(r).data(Qt.ItemDataRole.DisplayRole) for r in range(window.tree_model.rowCount())]
     assert sshd.ALIAS not in hosts  # a machine with no source open is no longer listed
+
+
+def test_an_unknown_host_is_asked_about_with_its_fingerprint_and_trusted(qtbot, server, remote_home):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from keepgui.core.remote.ssh import Connection
+    from keepgui.core.remote.target import parse
+    from keepgui.ui.remote import RemoteDialog
+
+    Connection(parse(f"{sshd.ALIAS}:")).close()  # a new connection, which checks the host key
+    with open(server.known_hosts, "w"):
+        pass
+    asked: list[str] = []
+
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(50, answer)
+            return
+        asked.append(box.text())
+        trust = next(b for b in box.buttons() if "Trust" in b.text())
+        trust.click()
+
+    try:
+        dialog = RemoteDialog(None, lambda _kind, _path: None)
+        qtbot.addWidget(dialog)
+        dialog.machine.setCurrentText(sshd.ALIAS)
+        QTimer.singleShot(50, answer)
+        dialog.find_agents.click()
+        qtbot.waitUntil(lambda: dialog.found.count() >= 2, timeout=30_000)
+        assert asked and "is not a known host" in asked[0] and "SHA256:" in asked[0]
+        with open(server.known_hosts) as fh:
+            assert "ssh-ed25519" in fh.read()  # trusted: added to known_hosts
+    finally:
+        server.trust_host_key()

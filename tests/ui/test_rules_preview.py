@@ -360,12 +360,12 @@ def test_the_preview_of_a_bank_the_worker_cannot_load_says_so(make_window, demo_
     assert pane.view.section.toPlainText() == "" and pane.view.hits.count() == 0
 
 
-def test_merge_in_the_three_way_view_marks_conflicts_and_saves_over_the_disk_version(
+def test_merge_in_the_three_way_view_resolves_conflicts_side_by_side_and_saves_over_the_disk_version(
     make_window, demo_copy, qtbot, monkeypatch
 ):
-    """#16.15: after a refused save, Merge combines opened → disk and opened → mine in the editor."""
-    from keepgui.ui import rules as rules_module
-    from keepgui.ui.threeway import MERGE, ThreeWayDialog
+    """#16.15, #23.6: after a refused save, Merge combines opened → disk and opened → mine; where both
+    changed the same lines the person chooses side by side, and no marker reaches the editor."""
+    from keepgui.ui.threeway import MERGE, MINE_ONLY, ConflictsDialog, ThreeWayDialog
 
     window = make_window(demo_copy.iii, watch=False)
     window.show_panel("rules")
@@ -379,33 +379,33 @@ def test_merge_in_the_three_way_view_marks_conflicts_and_saves_over_the_disk_ver
         fh.write(disk)
     rules.editor.setPlainText("# Learned, by me\n" + "".join(lines[1:]))
     shown = []
+    conflicts = []
 
     def choose_merge(dialog: ThreeWayDialog) -> int:
         shown.append(dialog.merge.isEnabled())
         dialog.choice = MERGE
         return 1
 
+    def keep_mine(dialog: ConflictsDialog) -> int:
+        conflicts.append([(p.disk, p.mine) for p in dialog.parts if not isinstance(p, str)])
+        dialog.choose(1, MINE_ONLY)
+        return 1
+
     monkeypatch.setattr(ThreeWayDialog, "exec", choose_merge)
+    monkeypatch.setattr(ConflictsDialog, "exec", keep_mine)
     assert not rules.save()  # refused: the file changed; merged into the editor instead
     assert shown == [True]
+    assert conflicts == [[("# Learned (kept by the agent)\n", "# Learned, by me\n")]]
     text = rules.editor.toPlainText()
-    assert "<<<<<<< your edits\n# Learned, by me\n=======\n# Learned (kept by the agent)\n>>>>>>> on disk now\n" in text
+    assert "<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text
+    assert text.startswith("# Learned, by me\n")
     assert text.endswith("- Added on disk.\n")  # the other change came in without a conflict
-    assert rules.editor.extraSelections()  # the conflict is tinted
-    assert "1 conflict marked" in rules.banner.label.text()
+    assert "1 conflict resolved" in rules.banner.label.text()
     with open(path, encoding="utf-8") as fh:
         assert fh.read() == disk  # nothing saved by merging
-    # saving with the markers still there asks first
-    monkeypatch.setattr(
-        rules_module.QMessageBox, "question", lambda *a, **k: rules_module.QMessageBox.StandardButton.Cancel
-    )
-    assert not rules.save()
-    resolved = text.replace("<<<<<<< your edits\n# Learned, by me\n=======\n", "").replace(">>>>>>> on disk now\n", "")
-    rules.editor.setPlainText(resolved)
-    qtbot.waitUntil(lambda: not rules.editor.extraSelections())  # the tint goes with the markers
     assert rules.save()  # written over exactly the disk version it was merged with
     with open(path, encoding="utf-8") as fh:
-        assert fh.read() == resolved
+        assert fh.read() == text
     window.undo_stack.undo()
     with open(path, encoding="utf-8") as fh:
         assert fh.read() == disk

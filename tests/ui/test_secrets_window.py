@@ -9,21 +9,23 @@ import os
 from PySide6.QtCore import Qt
 
 from keepgui.core import registry
+from keepgui.core.history import History
+from keepgui.core.secrets.purge import plan_purge
 from keepgui.core.secrets.scan import SENT
 from keepgui.core.source import BankKey
 from keepgui.ui.memorypanel.model import COLUMNS
 from keepgui.ui.secrets import SecretsDialog
 from keepgui.ui.sidebar import DetailRole
-from tests.secrets_corpus import planted
+from tests.secrets_corpus import secret_named
 
 
 def _plant(demo_copy) -> tuple[str, str, str]:
     source = registry.open_source("iii", demo_copy.iii, registry.OpenOptions(reload_command=""))
     bank = source.bank("main")
     bank.load()
-    row_secret = planted()[2][1]  # a GitHub token
+    row_secret = secret_named("github")[0]
     change = bank.create(f"CI pushes tags with {row_secret}", pinned=True)
-    doc_secret = planted()[19][1]  # a Groq key
+    doc_secret = secret_named("groq")[0]
     docs = bank.documents()
     name = docs.list()[0][0]
     doc = docs.read(name)
@@ -66,10 +68,31 @@ def test_found_shown_and_redacted_with_undo(make_window, demo_copy, qtbot):
     before = _log(demo_copy)
     dialog = SecretsDialog(watch, key, window)
     assert all(row_secret not in dialog.list.item(i).text() for i in range(dialog.list.count()))
+    qtbot.waitUntil(lambda: "history" in dialog.purge_note.text(), timeout=10_000)  # what it removes, said first
+    # a version keepgui's history kept of a file that held it (as it does of keep.md, MEMORY.md...)
+    History().record(os.path.join(demo_copy.iii, "main", "rules", "old.md"), f"key {doc_secret}\n".encode())
+    assert plan_purge([row_secret, doc_secret])
+    dialog.purge.setChecked(True)
     dialog.redact_button.click()
     qtbot.waitUntil(lambda: not watch.found.get(key), timeout=20_000)
     assert row_secret.encode() not in _log(demo_copy)
+    qtbot.waitUntil(lambda: not plan_purge([row_secret, doc_secret]), timeout=20_000)  # keepgui's copies gone
     assert item.data(DetailRole) == demo_copy.iii
     window.undo_stack.undo()
     qtbot.waitUntil(lambda: _log(demo_copy) == before, timeout=10_000)
     qtbot.waitUntil(lambda: len(watch.found.get(key, [])) >= 2, timeout=20_000)
+
+
+def test_not_a_secret_is_an_undo_step(make_window, demo_copy, qtbot):
+    _plant(demo_copy)
+    window = make_window(demo_copy.iii, watch=False)
+    key = BankKey(demo_copy.iii, "main")
+    watch = window.secrets
+    qtbot.waitUntil(lambda: len(watch.found.get(key, [])) == 2, timeout=20_000)
+    dialog = SecretsDialog(watch, key, window)
+    dialog.list.setCurrentRow(0)
+    dialog.allow_button.click()
+    qtbot.waitUntil(lambda: len(watch.found.get(key, [])) == 1, timeout=20_000)
+    assert window.undo_stack.undoText() == "Mark not a secret"
+    window.undo_stack.undo()
+    qtbot.waitUntil(lambda: len(watch.found.get(key, [])) == 2, timeout=20_000)

@@ -27,6 +27,7 @@ This package imports nothing from the other backends. This module is its registr
 (:data:`BACKEND`); its command-line commands are :mod:`keepgui.commands.claude`.
 """
 
+from keepgui.core.agents import Agent
 from keepgui.core.registry import Backend, Command, Option, lazy
 
 CHECKED_VERSION = "2.1.332"
@@ -55,6 +56,7 @@ BACKEND = Backend(
     ),
     demo_folder="claude",
     prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    agent=Agent(name="Claude Code", checked=CHECKED_VERSION, command="claude"),
     start_rank=60,
     keep_rank=60,
 )

@@ -372,6 +372,17 @@ def rows_of(folder: MemoryFolder, forgotten: Sequence[tuple[dict[str, Any], Topi
     return rows
 
 
+LEFTOVER = (
+    "a temporary file a killed keepgui write left behind (it may hold a line being forgotten); "
+    "look at it, then remove it"
+)
+
+
+def leftover_problems(folder: str) -> list[Problem]:
+    """keepgui's temporary files a killed write left in ``folder`` (one may hold a forgotten line)."""
+    return [Problem(path, 0, LEFTOVER, "leftover-temp") for path in fsio.leftover_temps(folder)]
+
+
 def one_line(text: str, limit: int = HOOK_UNITS) -> str:
     """``text`` on one line, cut at a word near ``limit`` UTF-16 units (with ``…``) when longer."""
     return short_hook(" ".join(text.split()), limit)
@@ -528,7 +539,8 @@ class ClaudeProject(BankDefaults):
         folder = self.folder
         if folder is None:
             return []
-        return [Problem(p.path, p.line, p.message, p.code, p.level) for p in folder.problems]
+        found = [Problem(p.path, p.line, p.message, p.code, p.level) for p in folder.problems]
+        return found + leftover_problems(self.memory_dir)
 
     def activity(self) -> Activity:
         """When the memories were written: their files' times and the folder's versions keepgui saw."""
@@ -596,7 +608,7 @@ class ClaudeProject(BankDefaults):
                 "a session. Review a plan that keeps every fact loaded; nothing is written before you apply it."
             )
         return BankSummary(
-            folder.counts(),
+            folder.counts(sum(1 for row in self.delivered if row.invalid_at is None)),  # as the table counts
             description=description,
             compaction_due=due,
             size=f"{folder.index.lines} lines",
@@ -687,7 +699,7 @@ class ClaudeProject(BankDefaults):
         steps: list[Callable[[], writes.MemoryChange]] = []
         if live:
             ids = [k[len(FORGOTTEN) :] for k in keys if k.startswith(FORGOTTEN)]
-            steps = [partial(writes.restore, self.memory_dir, i, history=history) for i in ids]
+            steps = [partial(fsio.retrying, partial(writes.restore, self.memory_dir, i, history=history)) for i in ids]
             text = CAPABILITIES.describe("Restore", len(steps))
         else:
             for key in keys:
@@ -706,7 +718,8 @@ class ClaudeProject(BankDefaults):
                     steps.append(partial(self._drop_index_lines, key[len(DANGLING) :]))
                 else:
                     self._topic(key)
-                    steps.append(partial(writes.forget, self.memory_dir, key, history=history))
+                    # tried again when the agent's own rewrite of the index gets in between (a bound)
+                    steps.append(partial(fsio.retrying, partial(writes.forget, self.memory_dir, key, history=history)))
             text = f"Forget {CAPABILITIES.count(len(steps))}"
         if not steps:
             return nothing_written(self.source.path, self.name, text)
@@ -826,8 +839,10 @@ class ClaudeProject(BankDefaults):
         title = title_of(words)
         summary = one_line(words)
         change = self.write(
-            lambda: writes.keep(
-                self.memory_dir, title=title, description=summary, body=fact, kind=kind, history=self.history
+            lambda: fsio.retrying(  # tried again when the agent's rewrite of the index gets in between
+                lambda: writes.keep(
+                    self.memory_dir, title=title, description=summary, body=fact, kind=kind, history=self.history
+                )
             ),
             f"Keep memory {title}",
         )

@@ -752,10 +752,14 @@ class MemoryFolder:
         """The topic file at ``rel``, or None."""
         return next((t for t in self.topics if t.rel == rel), None)
 
-    def counts(self) -> str:
-        """The sidebar's line: ``41 memories · index 230 lines · 30 not loaded``."""
-        n = len(self.topics)
+    def counts(self, listed: int | None = None) -> str:
+        """The sidebar's line: ``41 memories · index 230 lines · 30 not loaded``. ``listed``: the
+        memories the table lists (index lines without their file among them: said apart)."""
+        n = len(self.topics) if listed is None else listed
         parts = [f"{n} {'memory' if n == 1 else 'memories'}"]
+        if listed is not None and listed > len(self.topics):
+            extra = listed - len(self.topics)
+            parts.append(f"{extra} without {'its file' if extra == 1 else 'their files'}")
         if self.index.exists:
             parts.append(f"index {self.index.lines} {'line' if self.index.lines == 1 else 'lines'}")
             cut = self.index.cut
@@ -804,7 +808,17 @@ def index_problems(folder: str, index: MemoryIndex, refused: Mapping[str, Folder
     if not index.text:
         return out
     real = os.path.realpath(folder)
+    resolved: dict[str, str] = {}  # an index of 60,000 lines resolves each path once, not each line
+
+    def realpath(path: str) -> str:
+        if path not in resolved:
+            inner = os.path.dirname(path) == os.path.normpath(folder) and not os.path.islink(path)
+            resolved[path] = os.path.join(real, os.path.basename(path)) if inner else os.path.realpath(path)
+        return resolved[path]
+
     for number, line in enumerate(index.text.split("\n"), 1):
+        if "](" not in line:
+            continue  # no link can be on it (a fast look before the pattern)
         for match in _ANY_LINK.finditer(line):
             target = unquote(match.group(1)).split("#", 1)[0]
             if not target or "://" in target or target.startswith(("mailto:", "#")):
@@ -815,13 +829,13 @@ def index_problems(folder: str, index: MemoryIndex, refused: Mapping[str, Folder
                 out.append(FolderProblem(index.path, number, message, INDEX_NOT_A_FILE))
                 continue
             path = os.path.normpath(os.path.join(folder, target))
-            linked_out = not inside(real, os.path.realpath(path)) and not linked_memory_file(path)
+            linked_out = not inside(real, realpath(path)) and not linked_memory_file(path)
             if not inside(os.path.normpath(folder), path) or linked_out:
                 out.append(
                     FolderProblem(
                         index.path,
                         number,
-                        f"links to {target}, outside the memory folder (resolves to {os.path.realpath(path)}): "
+                        f"links to {target}, outside the memory folder (resolves to {realpath(path)}): "
                         "not a memory; the line is kept as it is",
                         INDEX_LINK_OUT,
                     )

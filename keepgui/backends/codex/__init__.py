@@ -43,6 +43,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 
+from keepgui.core.agents import Agent
 from keepgui.core.registry import Backend, lazy
 
 CHECKED_VERSION = "0.169.0"
@@ -84,6 +85,7 @@ BACKEND = Backend(
     window_help="Codex home (~/.codex, $CODEX_HOME) or project folder to open in the window (repeatable)",
     demo_folder="codex",
     prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    agent=Agent(name="Codex CLI", checked=CHECKED_VERSION, command="codex"),
     start_rank=70,
     keep_rank=70,
 )

@@ -42,6 +42,7 @@ from keepgui.backends.codex.layout import CodexConfig, CodexEnv, MemoryRoot, act
 from keepgui.backends.codex.memory import consolidation_lease, version_word
 from keepgui.backends.codex.rows import NOTE, PENDING, HomeState, read_state, rows_of, sizes
 from keepgui.backends.codex.text import is_blank, size_words, utf8_len
+from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.paths import short_path
 from keepgui.core.source import (
@@ -134,6 +135,15 @@ def _note_time(key: str) -> int | None:
 
 def _quoted(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.strip("\n").split("\n"))
+
+
+def _both(first: writes.Done, then: writes.Done) -> writes.Done:
+    """Two writes as one: their files, and a reverse that takes back the second, then the first."""
+    done = writes.Done(first.text, [*first.files, *then.files], first.result)
+    if first.reverse is not None and then.reverse is not None:
+        undo_first, undo_then = first.reverse, then.reverse
+        done.reverse = lambda: _both(undo_then(), undo_first())
+    return done
 
 
 class CodexBank(BankDefaults):
@@ -396,12 +406,30 @@ class CodexBank(BankDefaults):
         return row
 
     def redact_row(self, key: str, text: str, pairs: Sequence[tuple[str, str]]) -> Change:
-        """A secret is never taken out through a correction note (the note would quote it): the summary
-        is redacted as a document, and the files Codex writes itself are Codex's to rewrite."""
-        raise ReadOnly(
-            f"{self._row(key).id}: Codex writes its memory files itself; keepgui redacts the secret in "
-            "memory_summary.md (a document), and Codex's own files keep it until its next consolidation"
-        )
+        """A secret out of a note keepgui kept that no consolidation has read yet: the note is kept
+        again without it (a new name, made of the redacted text) and the old one removed, as one
+        undoable write. Never through a correction note (it would quote the secret); the files Codex
+        writes itself, and a note it has read, are Codex's: refused with the reason."""
+        if not key.startswith("note:"):
+            raise ReadOnly(
+                f"{self._row(key).id}: Codex writes its memory files itself; keepgui redacts the secret in "
+                "memory_summary.md (a document), and Codex's own files keep it until its next consolidation"
+            )
+        with self.lock:
+            root = self.root()
+            path = os.path.join(writes.notes_folder(root), key.split(":", 1)[1])
+            seen = writes.note_seen_by_codex(root, path)
+            if seen:
+                raise ReadOnly(f"{os.path.basename(path)}: {seen}; Codex's notes are never rewritten")
+            data, stamp = fsio.read_stamped(path)
+            if data is None:
+                raise NotFound(f"{path}: the note is gone")
+            clean = data.decode("utf-8", "replace")
+            for secret, replacement in pairs:
+                clean = clean.replace(secret, replacement)
+            kept = writes.keep_note(self.env.home, root, clean)
+            removed = writes.remove_own_note(self.env.home, root, path, stamp, data)
+        return self._change_of(_both(kept, removed), "Redact secret")
 
     def edit(self, key: str, field: str, value: str | list[str]) -> Change:
         """Correct a memory: a note that quotes the entry and says what it should say (the files Codex

@@ -42,6 +42,7 @@ import os
 import shutil
 from collections.abc import Mapping
 
+from keepgui.core.agents import Agent
 from keepgui.core.registry import Backend, Command, Option, lazy
 
 CHECKED_VERSION = "0.61.0"
@@ -93,6 +94,7 @@ BACKEND = Backend(
     ),
     demo_folder="gemini",
     prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    agent=Agent(name="Gemini CLI", checked=CHECKED_VERSION, command="gemini", npm_package="@google/gemini-cli"),
     start_rank=65,
     keep_rank=65,
 )

@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 
+from keepgui.core.agents import Agent
 from keepgui.core.registry import Backend, lazy
 
 CHECKED_VERSION = "0.19.0"
@@ -67,6 +68,7 @@ BACKEND = Backend(
     window_help="Hermes Agent home (~/.hermes, or a profile's folder) to open in the window (repeatable)",
     demo_folder="hermes",
     prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    agent=Agent(name="Hermes Agent", checked=CHECKED_VERSION, command="hermes", distribution="hermes-agent"),
     start_rank=40,
     keep_rank=40,
 )

@@ -1,9 +1,10 @@
-"""What the command line does with a Hermes home, as plain functions the generic CLI calls (no Qt).
+"""A Hermes home's command-line views as plain functions (no Qt).
 
-``keepgui context --agent hermes --project DIR [--json]`` is :func:`context_lines` /
-:meth:`~keepgui.backends.hermes.context.SessionContext.to_obj`; ``keepgui keep --agent hermes TEXT``
-is :func:`keep`; ``keepgui pending --agent hermes [--json]``, ``… approve ID|all`` and
-``… reject ID|all`` are :func:`pending`, :func:`approve` and :func:`reject`. Each returns what to
+``keepgui context --agent hermes --project DIR`` prints :func:`context_lines` (its ``--json`` is
+:meth:`~keepgui.backends.hermes.context.SessionContext.to_obj`). :func:`open_home`, :func:`keep`,
+:func:`pending`, :func:`approve` and :func:`reject` do what ``keepgui keep --agent hermes`` and
+``keepgui pending --agent hermes`` do, for a home opened in-process (the command line itself is
+generic: :mod:`keepgui.commands.memories`, :mod:`keepgui.commands.pending`). Each returns what to
 print (or the JSON object) and an exit status; none prints.
 """
 
@@ -19,6 +20,7 @@ from keepgui.backends.hermes.entries import FILE_NAMES, MEMORY, USER
 from keepgui.backends.hermes.home import resolve_home
 from keepgui.backends.hermes.pending import unified
 from keepgui.core.history import History
+from keepgui.core.source import plural
 
 
 def open_home(environ: Mapping[str, str] | None = None, history: History | None = None) -> tuple[HermesSource, str]:
@@ -34,7 +36,8 @@ def context_lines(ctx: SessionContext) -> list[str]:
     """``keepgui context --agent hermes`` for a person."""
     out = [f"Hermes home {ctx.home} (profile {ctx.profile}: {ctx.why})"]
     for state in ctx.prompt.states.values():
-        line = f"  {state.name}: {len(state.entries)} entries, {state.meter()} (prompt header {state.header_count:,})"
+        entries = plural(len(state.entries), "entry", "entries")
+        line = f"  {state.name}: {entries}, {state.meter()} (prompt header {state.header_count:,})"
         if state.blocked:
             line += f", {len(state.blocked)} blocked by the injection scan"
         out.append(line + (f" — {state.problem}" if state.problem else ""))

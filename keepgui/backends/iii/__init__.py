@@ -6,10 +6,15 @@ This module is the backend's registry entry (:data:`BACKEND`); :mod:`.backend` i
 are :mod:`keepgui.commands.iii` and :mod:`keepgui.commands.recall`.
 """
 
+from keepgui.core.agents import Agent
 from keepgui.core.registry import Backend, Command, Option, lazy
 
 _SOURCE = "keepgui.backends.iii.backend"
 _COMMANDS = "keepgui.commands.iii"
+
+CHECKED_VERSION = "0.2.2"
+"""The memory worker's version (iii-hq/workers, Cargo version 0.2.2 at the commits the spec cites) keepgui's
+rules were read from."""
 
 BACKEND = Backend(
     kind="iii",
@@ -56,6 +61,11 @@ BACKEND = Backend(
     ),
     demo_folder="iii",
     prepare_demo=lazy(_SOURCE, "prepare_demo"),
+    agent=Agent(
+        name="the iii memory worker",
+        checked=CHECKED_VERSION,
+        why_unread="the iii engine runs the memory worker, and says no version of it",
+    ),
     start_rank=0,
     keep_rank=10,
 )

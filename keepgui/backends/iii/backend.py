@@ -200,10 +200,20 @@ class IiiSource(SourceDefaults):
                 bank._engine.config = config
 
     def _listing_change(
-        self, text: str, result: object, reverse: Callable[[], Change] | None, message: str, gone: str = ""
+        self,
+        text: str,
+        result: object,
+        reverse: Callable[[], Change] | None,
+        message: str,
+        gone: str = "",
+        arrived: str = "",
     ) -> Change:
-        # ``gone``: the bank folder this change took away (its files' removal is our own echo)
+        # ``gone``: the bank folder this change took away (its files' removal is our own echo);
+        # ``arrived``: the one it brought back, each of its files stamped as it is now
         files = stamps_of(os.path.join(self.path, gone)) if gone else ()
+        if arrived:
+            folder = os.path.join(self.path, arrived)
+            files += stamps_of(*(os.path.join(base, f) for base, _dirs, names in os.walk(folder) for f in names))
         return Change(self.path, None, text, listing=True, result=result, message=message, reverse=reverse, files=files)
 
     def create_bank(self, name: str, description: str = "") -> Change:
@@ -234,7 +244,9 @@ class IiiSource(SourceDefaults):
             bank = self.datadir.restore_bank(folder)
         name = bank.name
         text = text or f"Restore bank {name}"
-        return self._listing_change(text, name, lambda: self.trash_bank(name, text), f"restored bank `{name}`")
+        return self._listing_change(
+            text, name, lambda: self.trash_bank(name, text), f"restored bank `{name}`", arrived=name
+        )
 
     def close(self) -> None:
         """Nothing to release: files are opened per read."""

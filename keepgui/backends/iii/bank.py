@@ -35,6 +35,7 @@ from keepgui.core.source import (
     Progress,
     Row,
     RowDelta,
+    plural,
     stamps_of,
 )
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # the preview and the activity index are imported when first 
     from keepgui.backends.iii.activity import ActivityIndex
     from keepgui.backends.iii.backend import IiiSource
     from keepgui.backends.iii.context import IiiContext, Preview
+    from keepgui.backends.iii.worker import ReloadOutcome
     from keepgui.core.compaction import Plan
 from keepgui.backends.iii.documents import RuleDocs
 
@@ -66,7 +68,7 @@ FUZZY_THRESHOLD = 85.0
 
 def count(n: int, one: str, many: str) -> str:
     """``"1 memory"``, ``"3 memories"``."""
-    return f"{n} {one if n == 1 else many}"
+    return plural(n, one, many)
 
 
 # ---------------------------------------------------------------------- a bank
@@ -127,7 +129,13 @@ Targets = dict[str, "Memory | None"]
 def _applied_notes(applied: Any) -> tuple[str, ...]:
     """What an apply (or its undo) of a consolidation could not do: saves that failed, a worker not told."""
     reload = applied.reload
-    return tuple(applied.errors) + ((reload.message,) if reload is not None and not reload.ok else ())
+    return tuple(applied.errors) + said_of(reload)
+
+
+def said_of(reload: ReloadOutcome | None) -> tuple[str, ...]:
+    """The note a write's reload deserves: why a running worker was not told, unless that is the
+    machine's standing condition (``doctor`` says that once)."""
+    return (reload.message,) if reload is not None and not reload.ok and not reload.standing else ()
 
 
 def restored_recency(n: int) -> str:
@@ -228,8 +236,7 @@ class IiiBank(BankDefaults):
         if not info.readable:
             return BankSummary(f"unreadable: {info.reason}", problem=info.reason, description=info.description)
         return BankSummary(
-            f"{count(info.memories, 'memory', 'memories')} · {info.pinned} pinned · "
-            f"{count(info.rules, 'rule', 'rules')}",
+            info.counts(),
             description=info.description,
             problems=self._log_problems,
         )
@@ -455,7 +462,7 @@ class IiiBank(BankDefaults):
             rows=RowDelta(rows, (), complete),
             files=stamps_of(bank.log_path),
             result=result,
-            notes=(reload.message,) if reload is not None and not reload.ok else (),
+            notes=said_of(reload),
         )
 
     def set_pinned(self, keys: Sequence[str], pinned: bool) -> Change:

@@ -16,6 +16,7 @@ from typing import Any
 
 from keepgui.backends.iii.store import BANK_YAML, NAME_PATTERN, Bank, DataDir, is_valid_name
 from keepgui.backends.iii.vectors import VECTORS_NAME, read_vectors
+from keepgui.core.source import plural
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ def diagnose(datadir: DataDir) -> list[Finding]:
         )
     for bank in datadir.banks():
         findings.extend(diagnose_bank(bank))
+    standing = getattr(datadir.worker, "standing_problem", None)
+    said = standing() if standing is not None else ""
+    if said:
+        findings.append(Finding("no-worker-link", "", datadir.path, 0, said, note=True))
     return findings
 
 
@@ -182,7 +187,7 @@ def _vector_findings(bank: Bank) -> list[Finding]:
                 name,
                 vectors,
                 0,
-                f"{len(report.stale)} memories have vectors only for an older revision "
+                f"{plural(len(report.stale), 'memory has', 'memories have')} vectors only for an older revision "
                 "(the worker ignores them and re-embeds when it backfills)",
             )
         )
@@ -193,7 +198,7 @@ def _vector_findings(bank: Bank) -> list[Finding]:
                 name,
                 vectors,
                 0,
-                f"{report.unparsed} lines cannot be read (the worker skips them)",
+                f"{plural(report.unparsed, 'line', 'lines')} cannot be read (the worker skips them)",
             )
         )
     return out

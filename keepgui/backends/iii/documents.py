@@ -20,6 +20,7 @@ from keepgui.core.source import (
     BudgetSegment,
     Change,
     Document,
+    plural,
     stamps_of,
 )
 
@@ -143,7 +144,7 @@ def rule_budget(rules: list[tuple[str, str]], current: str | None, max_rule_char
         segments,
         current,
         place.describe() if place else "",
-        f"{len(places)} {'rule uses' if len(places) == 1 else 'rules use'} {used:,} of {max_rule_chars:,} bytes",
+        f"{plural(len(places), 'rule uses', 'rules use')} {used:,} of {max_rule_chars:,} bytes",
         cut_char=place.cut_char if place is not None else None,
         warn=place is not None and place.outcome.status != "fit",
     )

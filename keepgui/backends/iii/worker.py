@@ -27,10 +27,16 @@ NOT_SEEN = "a running worker will not see this change until memory::reload"
 
 @dataclass(frozen=True)
 class ReloadOutcome:
-    """Whether the worker was asked to reload, and the sentence to show a person."""
+    """Whether the worker was asked to reload, and the sentence to show a person.
+
+    ``standing``: not this write's trouble but the machine's (the default ``iii`` is not installed,
+    so no worker is likely to run here): the command line says it once, in ``doctor``, not after
+    every write; the window once, in its status bar.
+    """
 
     ok: bool
     message: str
+    standing: bool = False
 
 
 class Reloader(Protocol):
@@ -68,7 +74,7 @@ class WorkerLink:
         if argv is None:
             return ReloadOutcome(False, f"worker notification is off; {NOT_SEEN}")
         if shutil.which(argv[0]) is None:
-            return ReloadOutcome(False, f"`{argv[0]}` is not on PATH; {NOT_SEEN}")
+            return ReloadOutcome(False, f"`{argv[0]}` is not on PATH; {NOT_SEEN}", standing=self.reload_command is None)
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
@@ -80,6 +86,17 @@ class WorkerLink:
             detail = f": {why[-1]}" if why else ""
             return ReloadOutcome(False, f"`{' '.join(argv)}` failed (exit {done.returncode}{detail}); {NOT_SEEN}")
         return ReloadOutcome(True, "the running worker reloaded")
+
+    def standing_problem(self) -> str:
+        """Why no write of keepgui's reaches a running worker on this machine ("" when it can): the
+        default reload command's ``iii`` is not installed (what ``doctor`` says once)."""
+        if self.reload_command is not None or self.available():
+            return ""
+        return (
+            f"`{self.iii}` is not on PATH, so after a write keepgui cannot ask a running worker to reload; "
+            "a worker running elsewhere sees keepgui's changes at its next memory::reload "
+            "(or give --reload-command, or set $KEEPGUI_RELOAD_COMMAND)"
+        )
 
     def available(self) -> bool:
         """True when the ``iii`` command is on PATH."""

@@ -6,10 +6,14 @@ This module is the backend's registry entry (:data:`BACKEND`); :mod:`.backend` i
 rewrite, :mod:`.writes` the writes. Its command-line commands are :mod:`keepgui.commands.nanobot`.
 """
 
+from keepgui.core.agents import Agent
 from keepgui.core.registry import Backend, Command, Option, lazy
 
 _SOURCE = "keepgui.backends.nanobot.backend"
 _COMMANDS = "keepgui.commands.nanobot"
+
+CHECKED_VERSION = "0.3.5"
+"""The nanobot-ai version keepgui's prompt preview was compared with (`make nanobot-compare`)."""
 
 BACKEND = Backend(
     kind="nanobot",
@@ -58,6 +62,7 @@ BACKEND = Backend(
         Option("context", "--exact", "nanobot: use nanobot's own ContextBuilder (needs nanobot-ai installed)"),
     ),
     demo_folder="nanobot",
+    agent=Agent(name="nanobot", checked=CHECKED_VERSION, command="nanobot", distribution="nanobot-ai"),
     start_rank=10,
     keep_rank=0,
 )

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from keepgui.backends.nanobot.activity import KeepActivity, ProjectMatcher
 from keepgui.backends.nanobot.documents import DOCUMENT_FILES, WorkspaceDocs
 from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
+from keepgui.backends.nanobot.triage import KEEP as KEEP_VERDICT
 from keepgui.backends.nanobot.workspace import KEEP_MD
 from keepgui.backends.nanobot.writes import (
     ALREADY_KEPT,
-    KEEP as KEEP_VERDICT,
     KEEP_CAPABILITIES,
     MAX_WORDS,
     REDIRECTED,
@@ -49,9 +49,11 @@ from keepgui.core.source import (
     FileRow,
     Hint,
     Pending,
+    Problem,
     Progress,
     Row,
     RowDelta,
+    plural,
     stamps_of,
 )
 
@@ -128,6 +130,12 @@ def _quote(text: str, limit: int = 70) -> str:
 def _sentence(text: str) -> str:
     text = text.strip()
     return text[:1].upper() + text[1:] if text else text
+
+
+LEFTOVER = (
+    "a temporary file a killed keepgui write left behind (it may hold a line being forgotten); "
+    "look at it, then remove it"
+)
 
 
 def keep_rows(doc: KeepDoc, removed: Iterable[Any] = (), projects: ProjectMatcher | None = None) -> list[Row]:
@@ -306,7 +314,8 @@ class KeepBank(BankDefaults):
                 f"(target about {COMPACTION_TARGET}). Review a plan before anything is written."
             )
         return BankSummary(
-            f"{doc.entry_count} entries · {doc.line_count} lines" + (" · compaction due" if doc.compaction_due else ""),
+            f"{plural(doc.entry_count, 'entry', 'entries')} · {plural(doc.line_count, 'line', 'lines')}"
+            + (" · compaction due" if doc.compaction_due else ""),
             compaction_due=due,
             size=f"{doc.line_count} lines",
         )
@@ -442,6 +451,13 @@ class KeepBank(BankDefaults):
             store.workspace.write(store.path, data, expect=expected[1])
 
         return replace(self._change(text, put), reverse=lambda: self._swap(text, expected, target))
+
+    def problems(self) -> list[Problem]:
+        """keepgui's temporary files a killed write left in the workspace or its memory folder (a killed
+        forget can leave the forgotten line in one)."""
+        root = self.source.workspace.root
+        found = fsio.leftover_temps(root, deep=False) + fsio.leftover_temps(os.path.join(root, "memory"), deep=False)
+        return [Problem(path, 0, LEFTOVER, "leftover-temp") for path in found]
 
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Forget entries (kept in keepgui's history), or put removed ones back where they were."""

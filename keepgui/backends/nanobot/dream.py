@@ -46,17 +46,9 @@ from rapidfuzz.utils import default_process
 
 from keepgui.backends.nanobot.context import Templates, bundled_templates, render_parts
 from keepgui.backends.nanobot.keepmd import BOM, Entry, KeepDoc, contains, decode_text
+from keepgui.backends.nanobot.triage import AGENTS, KEEP, Triage, triage
 from keepgui.backends.nanobot.workspace import AGENTS_MD, MEMORY_MD, SOUL_MD, USER_MD, Notice, Workspace
-from keepgui.backends.nanobot.writes import (
-    AGENTS,
-    FUZZY_THRESHOLD,
-    KEEP,
-    KeepStore,
-    RemoveResult,
-    Triage,
-    line_key,
-    triage,
-)
+from keepgui.backends.nanobot.writes import FUZZY_THRESHOLD, KeepStore, RemoveResult, line_key
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, NotFound
 from keepgui.core.history import History, Version

@@ -162,8 +162,11 @@ def status(path: str) -> str:
 
 
 def discover(machine: str | Target) -> list[Found]:
-    """The agents' homes on a machine (each backend's ``home`` for the remote user's home), in one round trip."""
+    """The agents' memory in the remote user's home, in one round trip: each backend's ``home`` for that
+    home, looked for there, and each backend's ``discover`` run on a skeleton of the home's hidden
+    folders (three levels of empty folders, made in keepgui's cache) — what it finds there is there."""
     from keepgui.core import registry
+    from keepgui.core.remote.mirror import local_dirs, machine_folder, remove_local
     from keepgui.core.remote.ssh import Connection
 
     target = parse(machine if ":" in machine else machine + ":") if isinstance(machine, str) else machine
@@ -178,12 +181,30 @@ def discover(machine: str | Target) -> list[Found]:
             continue
         if found and found.startswith(sentinel + "/"):
             candidates.append((backend.kind, found[len(sentinel) + 1 :]))
-    script = 'cd || exit 10; pwd -P; for p in "$@"; do [ -d "$p" ] && printf "%s\\n" "$p"; done; exit 0'
+    script = (
+        'cd || exit 10; pwd -P; for p in "$@"; do [ -d "$p" ] && printf "%s\\n" "$p"; done; echo /; '
+        "find . -mindepth 1 -maxdepth 3 -path './.*' -type d -printf '%P\\n' 2>/dev/null | head -n 5000; exit 0"
+    )
     result = Connection(target).run(script, args=tuple(p for _k, p in candidates))
     lines = result.out.decode("utf-8", "surrogateescape").splitlines()
-    home, present = (lines[0] if lines else ""), set(lines[1:])
-    out = []
+    home = lines[0] if lines else ""
+    cut = lines.index("/") if "/" in lines else len(lines)
+    present, folders = set(lines[1:cut]), lines[cut + 1 :]
+    out: dict[tuple[str, str], Found] = {}
     for kind, rel in candidates:
         if rel in present:
-            out.append(registry.Found(kind, str(target.with_path(f"{home}/{rel}")), f"on {target.machine}"))
-    return out
+            out[(kind, rel)] = registry.Found(kind, str(target.with_path(f"{home}/{rel}")), f"on {target.machine}")
+    skeleton = os.path.join(machine_folder(target), "home-skeleton")
+    remove_local(skeleton)
+    for folder in folders:
+        local_dirs(os.path.join(skeleton, folder))
+    try:
+        for backend in registry.backends():
+            for there in backend.discover({"HOME": skeleton}):
+                rel = os.path.relpath(there.path, skeleton)
+                if not rel.startswith("..") and (there.kind, rel) not in out:
+                    path = str(target.with_path(f"{home}/{rel}"))
+                    out[(there.kind, rel)] = registry.Found(there.kind, path, f"on {target.machine}: {there.why}")
+    finally:
+        remove_local(skeleton)
+    return list(out.values())

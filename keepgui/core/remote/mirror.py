@@ -47,8 +47,14 @@ cd || exit 10
 cd -- "$1" 2>/dev/null || { echo "no such folder"; exit 11; }
 [ -d . ] || exit 11
 pwd -P
-find . -mindepth 1 -printf '%y %s %T@ %m %P\0%l\0'
+t="${TMPDIR:-/tmp}/.keepgui-list-$$"
+trap 'rm -f "$t"' EXIT HUP INT TERM
+find . -mindepth 1 -printf '%y %s %T@ %m %P\0%l\0' > "$t"
+c=$(cksum < "$t")
+printf '%s\n' "$c"
+[ "$c" = "$2" ] || cat "$t"
 """
+"""The listing of a folder; only its checksum when it is the one the caller has (``$2``)."""
 
 _FETCH = r"""
 cd -- "$1" || exit 11
@@ -150,6 +156,7 @@ class Mirror:
         self.online = True
         self.problem = ""
         self.lock = threading.RLock()
+        self._listed: tuple[str, dict[str, Entry]] = ("", {})  # the last listing and its checksum there
         self._load_state()
 
     # ------------------------------------------------------------------ where
@@ -202,7 +209,7 @@ class Mirror:
 
     def list_remote(self) -> dict[str, Entry]:
         """The remote folder's listing (one round trip); sets :attr:`remote`."""
-        result = self.connection.run(_LIST, args=(self.target.path or ".",), timeout=300)
+        result = self.connection.run(_LIST, args=(self.target.path or ".", self._listed[0]), timeout=300)
         if result.status == 11:
             raise NotFound(f"{self.target}: no such folder on {self.target.machine}")
         if result.status != 0 and "printf" in result.err:
@@ -212,14 +219,18 @@ class Mirror:
             )
         if result.status != 0:
             raise RemoteError(f"{self.target}: listing failed: {result.err.strip() or result.status}")
-        head, _, body = result.out.partition(b"\n")
+        head, _, rest = result.out.partition(b"\n")
+        checksum, _, body = rest.partition(b"\n")
         self.remote = head.decode("utf-8", "surrogateescape")
+        if checksum.decode() == self._listed[0] and not body:
+            return self._listed[1]  # nothing changed there: the listing is not sent again
         listing: dict[str, Entry] = {}
         parts = body.split(b"\0")
         for i in range(0, len(parts) - 1, 2):
             meta, link = parts[i].decode("utf-8", "surrogateescape"), parts[i + 1].decode("utf-8", "surrogateescape")
             kind, size, mtime, mode, rel = meta.split(" ", 4)
             listing[rel] = Entry(kind, f"{size} {mtime} {mode}" if kind == "f" else "", link)
+        self._listed = (checksum.decode(), listing)
         return listing
 
     def wanted(self, rel: str, entry: Entry) -> bool:

@@ -43,8 +43,11 @@ _CHECKS = r"""
 f=$1; r=$2
 d=${f%/*}; n=${f##*/}
 [ -L "$f" ] && { echo "a symbolic link"; exit 20; }
-rr=$(cd -- "$r" 2>/dev/null && pwd -P) || { echo "the source folder is gone"; exit 21; }
-dd=$(cd -- "$d" 2>/dev/null && pwd -P) || { echo "its folder is gone"; exit 21; }
+cd -P -- "$r" 2>/dev/null || { echo "the source folder is gone"; exit 21; }
+rr=$PWD
+cd -P -- "$d" 2>/dev/null || { echo "its folder is gone"; exit 21; }
+dd=$PWD
+cd -- "$rr" || exit 21
 case "$dd/" in "$rr"/*) ;; *) echo "its folder is outside the source folder"; exit 22;; esac
 now() { if [ -e "$f" ] || [ -L "$f" ]; then find "$f" -maxdepth 0 -printf '%s %T@ %m'; else echo missing; fi; }
 receive() {
@@ -64,7 +67,7 @@ receive "$4"
 if [ "$cur" = missing ]; then
   chmod "$(printf '%o' $(( 0$5 & ~0$(umask) )))" "$t"
 else
-  chmod "$(find "$f" -maxdepth 0 -printf '%m')" "$t"
+  chmod --reference="$f" -- "$t" 2>/dev/null || chmod "$(find "$f" -maxdepth 0 -printf '%m')" "$t"
 fi
 [ "$3" = any ] || [ "$(now)" = "$3" ] || { echo "$(now)"; exit 23; }
 if [ "$6" = create ]; then

@@ -23,9 +23,11 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 
 from keepgui.core.errors import KeepguiError
+from keepgui.core.remote.session import Lost, Session
 from keepgui.core.remote.target import CONFIG_ENV, Target, config_file
 
 CONNECT_TIMEOUT = 10
@@ -101,6 +103,9 @@ class Connection:
         self._lock = threading.Lock()
         digest = hashlib.sha256(f"{target.machine}\0{config_file()}".encode()).hexdigest()[:16]
         self._control = os.path.join(control_folder(), digest)
+        self._session: Session | None = None
+        self._verified = False
+        self._no_session_until = 0.0
 
     def options(self) -> list[str]:
         """The options every ``ssh`` run gets (the destination's own come from ssh_config)."""
@@ -129,10 +134,21 @@ class Connection:
         Raises :class:`UnknownHost`, :class:`HostKeyChanged` or :class:`Offline` when ``ssh`` itself
         failed (exit 255); the script's own failures come back in the Result.
         """
-        remote = "exec sh -c " + shlex.quote(script) + " keepgui " + " ".join(shlex.quote(a) for a in args)
-        command = [_ssh(), *self.options(), "--", self.target.host, remote]
         with self._lock:
             self.round_trips += 1
+        session = self._session_for_call(timeout)
+        if session is not None:
+            try:
+                status, out, err_bytes = session.call(script, stdin, args, timeout)
+                return Result(status, out, err_bytes.decode("utf-8", "replace"))
+            except Lost as exc:
+                self._drop_session(session)
+                raise Offline(f"{self.target.machine}: {exc}") from None
+            finally:
+                if session.lock.locked():
+                    session.lock.release()
+        remote = "exec sh -c " + shlex.quote(script) + " keepgui " + " ".join(shlex.quote(a) for a in args)
+        command = [_ssh(), *self.options(), "--", self.target.host, remote]
         try:
             done = subprocess.run(command, input=stdin, capture_output=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
@@ -140,7 +156,31 @@ class Connection:
         err = done.stderr.decode("utf-8", "replace")
         if done.returncode == 255:
             raise self._ssh_failure(err)
+        self._verified = True
         return Result(done.returncode, done.stdout, err)
+
+    def _session_for_call(self, timeout: float) -> Session | None:
+        """The long-lived remote shell, held for one call; None when it is busy (another thread's call runs
+        there), not verified yet (the first call goes through a plain ``ssh`` run, so host keys and
+        errors are reported as such) or cannot be started (then every call is a plain run)."""
+        if not self._verified or time.monotonic() < self._no_session_until:
+            return None
+        with self._lock:
+            session = self._session
+            if session is None or not session.alive():
+                try:
+                    session = Session([_ssh(), *self.options(), "--", self.target.host], CONNECT_TIMEOUT)
+                except (Lost, OSError):
+                    self._no_session_until = time.monotonic() + 30  # plain runs meanwhile; then try again
+                    return None
+                self._session = session
+        return session if session.lock.acquire(blocking=False) else None
+
+    def _drop_session(self, session: Session) -> None:
+        with self._lock:
+            if self._session is session:
+                self._session = None
+        session.close()
 
     def start(self, script: str, *, args: tuple[str, ...] = ()) -> Held:
         """Start ``script`` on the machine and leave it running (a lock held there): see :class:`Held`."""
@@ -210,7 +250,11 @@ class Connection:
         return UnknownHost(self.target.machine, prints, keys, os.path.expanduser(known))
 
     def close(self) -> None:
-        """End the master connection (nothing else is running on it)."""
+        """End the long-lived shell and the master connection (nothing else is running on it)."""
+        with self._lock:
+            session, self._session, self._verified = self._session, None, False
+        if session is not None:
+            session.close()
         if os.path.exists(self._control):
             subprocess.run(
                 [_ssh(), *self.options(), "-O", "exit", "--", self.target.host],

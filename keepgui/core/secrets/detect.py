@@ -303,8 +303,11 @@ class Detector:
             # memory is prose and notes: `password: hunter2` needs no quotes there (the library's
             # rules for configuration files)
             for found in plugin.analyze_string(piece, denylist_regex_to_group=self._config_keywords):
-                if found and not any(c.isspace() for c in found):
-                    yield found, -1  # "password: see the vault" names no password
+                # in prose the value runs on into the sentence: its first word is the value, and a
+                # plain lower-case word is prose ("password: see the vault" names no password)
+                word = found.split()[0].rstrip(".,;:!?)]}'\"") if found.strip() else ""
+                if word and not (word.isalpha() and word.islower()):
+                    yield word, -1
         elif kind in _ENTROPY:
             limit = plugin.entropy_limit
             shortest = 2**limit  # a string of n characters has at most log2(n) bits of entropy per character

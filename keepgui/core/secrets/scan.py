@@ -24,7 +24,7 @@ from keepgui.core import fsio, pace
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir, app_data_dir
 from keepgui.core.secrets.detect import Detector, Hit, mask
-from keepgui.core.source import Bank, Source, TextMark
+from keepgui.core.source import Bank, Change, Source, TextMark
 from keepgui.core.timefmt import now_ms
 
 SENT = "this secret is sent to the model at the start of every session"
@@ -129,6 +129,27 @@ class Allowlist:
             body = {"source": self.source, "allowed": allowed}
             fsio.atomic_write(self.path, json.dumps(body, indent=1, sort_keys=True).encode(), mode=0o600)
         return new
+
+    def forget(self, shas: Iterable[str]) -> None:
+        """Take these secrets off the allowlist (the undo of :meth:`allow`)."""
+        allowed = self.load()
+        gone = [sha for sha in shas if allowed.pop(sha, None) is not None]
+        if gone:
+            body = {"source": self.source, "allowed": allowed}
+            fsio.atomic_write(self.path, json.dumps(body, indent=1, sort_keys=True).encode(), mode=0o600)
+
+    def allow_change(self, bank: Bank, findings: Sequence[Finding]) -> Change:
+        """ "Not a secret" as a Change of ``bank`` (the window's undo step): its undo forgets them again."""
+        new = [f for f in findings if secret_sha256(f.secret) not in self.load()]
+        self.allow(new)
+        shas = [secret_sha256(f.secret) for f in new]
+        change = Change(bank.key.source, bank.key.bank, "Mark not a secret", written=bool(new))
+
+        def back() -> Change:
+            self.forget(shas)
+            return replace(change, reverse=lambda: self.allow_change(bank, new))
+
+        return replace(change, reverse=back)
 
 
 class ScanCache:

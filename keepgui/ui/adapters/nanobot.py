@@ -12,6 +12,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from keepgui.core.textdiff import elided_lines
 from keepgui.ui.adapters.base import Adapter, PreviewView, plain_view
 
 PART_MAX_LINES = 5000
@@ -49,7 +50,8 @@ class NanobotPreviewView(PreviewView):
             lines.append(f"── {part.label} · {part_state(part)} · {part.size_bytes:,} bytes · ~{part.tokens:,} tokens")
             lines.append(_head(part.text.rstrip("\n")))
             lines.append("")
-        self.section.setPlainText("\n".join(lines))
+        # a line of megabytes laid out whole froze the window for minutes: long lines are cut for display
+        self.section.setPlainText(elided_lines("\n".join(lines)))
 
     def clear(self) -> None:
         """Nothing to show."""

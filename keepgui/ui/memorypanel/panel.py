@@ -381,7 +381,9 @@ class MemoryPanel(PanelFeed):
         if self._neighbour(live[0], offset) is None:
             return
         key = live[0].id
-        self._perform(lambda bank: bank.move([key], offset))
+        change = self._perform(lambda bank: bank.move([key], offset))
+        if change is not None and not change.written and change.message:
+            self.note.emit(change.message)  # already first or last in its file: nothing moved
         self.select_key(key)
 
     def _on_toggle(self, keys: list[str], field: str, value: bool) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QKeyEvent
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QSplitter, QToolButton, QVBoxLayout, QWidget
 
 from keepgui.core.source import BankKey, Capabilities
@@ -39,7 +39,7 @@ from keepgui.ui.memorypanel.model import (
 )
 from keepgui.ui.memorypanel.search import Match, SearchIndex
 from keepgui.ui.memorypanel.table import MemoryTableView
-from keepgui.ui.scores import ScoreDelegate
+from keepgui.ui.scores import CellDelegate, ScoreDelegate
 
 ASK_IN_BACKGROUND = 20_000
 """A bank of more rows than this is searched off the GUI thread (the newest query wins); a smaller
@@ -111,6 +111,7 @@ class PanelView(QWidget):
         self.table = MemoryTableView(self)
         self.table.setModel(self.proxy)
         self.columns = ColumnFitter(self.table, settings)
+        self.table.setItemDelegate(CellDelegate(self.table))  # an edited cell keeps to its column
         self.table.setItemDelegateForColumn(
             COLUMN_INDEX["text"], ScoreDelegate(lambda: self.proxy.ranked_scores, self.table)
         )
@@ -362,6 +363,19 @@ class PanelView(QWidget):
         """The id of the current row."""
         index: QModelIndex = self.table.currentIndex()
         return index.data(KeyRole) if index.isValid() else None
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
+        """Escape anywhere in the panel (the table, the detail pane, a chip) clears the search; a
+        widget that uses Escape itself (an open editor) has it first."""
+        if (
+            event.key() == Qt.Key.Key_Escape
+            and event.modifiers() == Qt.KeyboardModifier.NoModifier
+            and self.search.text()
+        ):
+            self.search.clear()
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def clear_search(self) -> None:
         """Esc in the search box: clear it; when it is empty already, back to the table."""

@@ -59,7 +59,7 @@ def test_the_source_lists_projects_and_finds_their_folder_from_a_transcript(worl
     bank = source.bank(name)
     assert bank.project is None  # found on the first load, off the GUI thread
     bank.load()
-    assert bank.project == str(proj) and bank.summary().detail == "2 memories · index 2 lines"
+    assert bank.project == str(proj) and bank.summary().detail == "3 memories · 1 without its file · index 2 lines"
     assert discover_homes({"HOME": str(env.home)})[0].config_dir == env.config_dir
 
 

@@ -11,7 +11,7 @@ from keepgui.core import fsio, registry
 from keepgui.core.errors import Conflict
 from keepgui.core.secrets.redact import REPLACEMENT, redact
 from keepgui.core.secrets.scan import Scanner
-from tests.secrets_corpus import planted
+from tests.secrets_corpus import secret_named
 
 
 def open_bank(path):
@@ -25,7 +25,7 @@ def open_bank(path):
 def bank_with_secret(data_dir):
     (data_dir / "main").mkdir()
     source, bank = open_bank(data_dir)
-    secret = planted()[17][1]  # an Anthropic key
+    secret = secret_named("anthropic")[0]
     change = bank.create(f"Evals use the key {secret} from the team vault")
     key = change.rows.rows[0].id
     bank.edit(key, "tags", ["evals"])  # a second revision, still holding it

@@ -8,24 +8,18 @@ import pytest
 
 from keepgui.backends.nanobot import writes as keep_module
 from keepgui.backends.nanobot.keepmd import KeepDoc
+from keepgui.backends.nanobot.triage import AGENTS, KEEP, NOTE, PROJECT, REMIND, slugify, triage
 from keepgui.backends.nanobot.workspace import Workspace
 from keepgui.backends.nanobot.writes import (
-    AGENTS,
     ALREADY_KEPT,
-    KEEP,
     KEEP_CAPABILITIES,
     KEPT,
-    NOTE,
-    PROJECT,
     REDIRECTED,
-    REMIND,
     REPLACE_OFFERED,
     REPLACED,
     KeepStore,
     clean_fact,
     memory_matches,
-    slugify,
-    triage,
 )
 from keepgui.core import fsio
 from keepgui.core.errors import Conflict, InvalidInput, NotFound

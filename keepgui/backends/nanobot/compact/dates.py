@@ -55,6 +55,11 @@ _HAS_DATE = re.compile(
     rf"|\b(?:in|on|since|from|during|until|by) {_YEAR}\b",
     re.IGNORECASE,
 )
+LONGEST_FACT = 2_000
+"""Entries longer than this many characters are not looked at for dates: a keep.md fact is one terse
+line, and the patterns here, run on a line of megabytes (or a run of 40,000 spaces), would cost
+seconds each; such a line is left exactly as it is."""
+
 _DANGLING = re.compile(r"\b(?:is|was|are|on|in|at|the|a|an|of|to|from|by|since|until)\s*$", re.IGNORECASE)
 
 
@@ -80,6 +85,8 @@ def strip_stamps(text: str) -> str | None:
     Only dates marked as stamps are taken (a stamp word, or a date with a clock
     time at either end of the entry), never the date a fact is about.
     """
+    if len(text) > LONGEST_FACT:
+        return None
     out = text
     for pattern in _STAMPS:
         out = pattern.sub(" ", out)
@@ -93,6 +100,8 @@ def strip_dates(text: str) -> str | None:
     in brackets at either end, or a ``DATE:`` prefix. "Birthday is 1988-03-14"
     has no such date: there the date is the fact.
     """
+    if len(text) > LONGEST_FACT:
+        return None
     out = text
     for pattern in _CONTENT_DATES:
         out = pattern.sub(" ", out)
@@ -101,4 +110,4 @@ def strip_dates(text: str) -> str | None:
 
 def has_date(text: str) -> bool:
     """True when ``text`` holds a calendar date or a year after a preposition."""
-    return bool(_HAS_DATE.search(text))
+    return bool(_HAS_DATE.search(text[:LONGEST_FACT]))

@@ -61,7 +61,8 @@ def plan_keep(
         raise InvalidInput(f"the near-duplicate threshold must be between 0 and 100, not {threshold}")
     if target < 0:
         raise InvalidInput(f"the target must be a line count of 0 or more, not {target}")
-    data, stamp = workspace.read(KEEP_MD)
+    last = history.latest(workspace.keep_md)  # a plan is the base of a whole-file write: read it settled
+    data, stamp = workspace.read(KEEP_MD, settled=True, before=last.size if last else None)
     doc = KeepDoc.parse(data, workspace.keep_md, stamp)  # refuses non-UTF-8, naming the line
     if data is not None:
         history.record(workspace.keep_md, data, source="seen")

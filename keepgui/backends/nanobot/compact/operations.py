@@ -23,7 +23,8 @@ from rapidfuzz.utils import default_process
 from keepgui.backends.nanobot.compact.dates import strip_dates, strip_stamps
 from keepgui.backends.nanobot.compact.edits import Edit, Item, drop, items_of, operation
 from keepgui.backends.nanobot.keepmd import ContainmentIndex, KeepDoc, canonical_line
-from keepgui.backends.nanobot.writes import AGENTS, NOTE, PROJECT, REMIND, Triage, line_key, triage
+from keepgui.backends.nanobot.triage import AGENTS, NOTE, PROJECT, REMIND, Triage, triage
+from keepgui.backends.nanobot.writes import line_key
 from keepgui.core.compaction import (
     Operation,
     likeness,
