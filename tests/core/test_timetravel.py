@@ -28,7 +28,7 @@ SOURCES = {
 }
 QUERY = {"iii": ["--query", "tests"]}
 CONTEXT_DIFFERS = {
-    "codex": "its context of the copy is not yet the same bytes (the AGENTS.md chain's budget, under investigation)",
+    "codex": "the texts match; its byte counts (the memory block, the AGENTS.md budget) include paths, longer in the copy",
     "gemini": "the copy's paths are longer: the parts' byte counts name them, and an import through a linked folder "
     "is refused as a path traversal",
     "iii": "recall's scores decay with the time of asking: the copy is asked now, not then (the last digits differ)",
