@@ -100,6 +100,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(func=func)
 
+    register_bundles(sub, common)
+
     p = sub.add_parser("problems", parents=[common], help="everything wrong with a source's files, bank by bank")
     add_source_options(p, banks="only this bank (default: every bank of the source)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -561,3 +563,197 @@ def cmd_problems(args: argparse.Namespace, ctx: Context) -> int:
     problems = sum(1 for item in found if item["level"] != "note")
     ctx.out(f"{problems} problem(s) in {chosen.source.path}" if problems else f"no problems in {chosen.source.path}")
     return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------- across agents: export, import, copy
+
+
+BUNDLE = "keepgui-bundle"
+"""The ``format`` of a JSON bundle (``version`` 1)."""
+
+
+def register_bundles(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Add ``export``, ``import`` and ``copy``."""
+    p = sub.add_parser("export", parents=[common], help="a bank's memories as a portable bundle (Markdown or JSON)")
+    add_source_options(p)
+    p.add_argument("--format", choices=("md", "json"), default="md", help="md for people (default), json for programs")
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (a new file) instead of stdout")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser(
+        "import", parents=[common], help="a bundle's memories as a plan for any agent (--apply keeps them)"
+    )
+    add_source_options(p)
+    p.add_argument("bundle", metavar="BUNDLE", help="a JSON bundle made by `keepgui export --format json`")
+    p.add_argument("--apply", action="store_true", help="keep them, through the agent's own keep")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_import)
+    p = sub.add_parser("copy", parents=[common], help="copy (or --move) one memory to another agent, in its format")
+    add_source_options(p)
+    p.add_argument("id", metavar="ID", help="the memory, by its id as `memories` prints it")
+    p.add_argument("--to-agent", metavar="KIND", required=True, help="the agent that gets it (its own memory)")
+    p.add_argument("--to-source", metavar="PATH", help="that agent's folder, when not its own place")
+    p.add_argument("--move", action="store_true", help="forget it at the source once the target kept it")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_copy)
+
+
+def bundle_obj(chosen: Chosen, bank: Bank, rows: Sequence[Row]) -> dict[str, Any]:
+    """A bank's live memories as a portable bundle."""
+    from keepgui.core.timefmt import now_ms
+
+    return {
+        "format": BUNDLE,
+        "version": 1,
+        "agent": chosen.backend.kind,
+        "source": chosen.source.path,
+        "bank": str(bank.key),
+        "exported_at": now_ms(),
+        "memories": [
+            {
+                "id": r.id,
+                "text": r.text,
+                "tags": list(r.tags),
+                "pinned": r.pinned,
+                "created_at": r.created_at,
+                "updated_at": r.updated_at,
+                "agent": chosen.backend.kind,
+            }
+            for r in rows
+        ],
+    }
+
+
+def bundle_markdown(obj: dict[str, Any]) -> str:
+    """The bundle for people: a heading per memory, its text, then its tags, pin and times."""
+    from keepgui.core.timetravel import describe_when
+
+    out = [
+        f"# Memories of {obj['agent']} · {obj['bank']}\n",
+        f"From {obj['source']}, exported {describe_when(obj['exported_at'])}.\n",
+    ]
+    for n, m in enumerate(obj["memories"], 1):
+        first = next((line.strip() for line in m["text"].splitlines() if line.strip()), "")
+        out.append(f"\n## {n}. {one_line(first)[:80]}\n\n{m['text'].rstrip()}\n")
+        facts = [f"id: `{m['id']}`", f"agent: {m['agent']}"]
+        if m["tags"]:
+            facts.append("tags: " + ", ".join(f"#{t}" for t in m["tags"]))
+        if m["pinned"]:
+            facts.append("pinned")
+        for key in ("created_at", "updated_at"):
+            if m[key]:
+                facts.append(f"{key.split('_')[0]}: {describe_when(m[key])}")
+        out.append("\n" + "".join(f"- {f}\n" for f in facts))
+    return "".join(out)
+
+
+def cmd_export(args: argparse.Namespace, ctx: Context) -> int:
+    """``keepgui export``: the bank's live memories, Markdown or JSON, to stdout or a new file."""
+    chosen, bank, _how = _loaded(args, ctx)
+    obj = bundle_obj(chosen, bank, ordered(bank, [r for r in bank.rows() if r.invalid_at is None]))
+    text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n" if args.format == "json" else bundle_markdown(obj)
+    if args.output is None:
+        ctx.stdout.write(text)
+        return 0
+    import os
+
+    from keepgui.core import fsio
+
+    path = os.path.abspath(os.path.expanduser(args.output))
+    if os.path.exists(path):
+        raise InvalidInput(f"{path} exists: keepgui export writes a new file (remove it or give another name)")
+    fsio.atomic_write(path, text.encode("utf-8"), expect=fsio.Stamp.missing())
+    ctx.note(f"{len(obj['memories'])} memories of {obj['agent']} written to {path}")
+    return 0
+
+
+def _read_bundle(given: str) -> dict[str, Any]:
+    import os
+
+    from keepgui.core import fsio
+
+    path = os.path.abspath(os.path.expanduser(given))
+    data, _stamp = fsio.read_stamped(path, limit=256 * 1024 * 1024)
+    if data is None:
+        raise NotFound(f"{path}: no such bundle")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInput(
+            f"{path} is not a JSON bundle ({exc}); make one with `keepgui export --format json`"
+        ) from None
+    if not isinstance(obj, dict) or obj.get("format") != BUNDLE or not isinstance(obj.get("memories"), list):
+        raise InvalidInput(f"{path} is not a keepgui bundle (its `format` is not {BUNDLE})")
+    return obj
+
+
+def cmd_import(args: argparse.Namespace, ctx: Context) -> int:
+    """``keepgui import BUNDLE``: each memory not in the bank yet, as a plan; ``--apply`` keeps each through
+    the bank's own keep (in its format, within its limits); those it refuses are listed with why."""
+    from keepgui.core.source import KEEP
+
+    obj = _read_bundle(args.bundle)
+    chosen, bank, how = _loaded(args, ctx)
+    _refuse_unless(bank, KEEP)
+    have = {r.text.strip() for r in bank.rows() if r.invalid_at is None}
+    texts = [str(m.get("text", "")) for m in obj["memories"] if isinstance(m, dict)]
+    plan = [(t, t.strip() in have or not t.strip()) for t in texts]
+    results: list[dict[str, Any]] = []
+    for text, present in plan:
+        if present:
+            results.append({"text": text, "state": "present", "why": "already there"})
+        elif not args.apply:
+            results.append({"text": text, "state": "planned", "why": ""})
+        else:
+            change = bank.keep(text, force=False, replace=False)
+            why = "; ".join(h.text for h in change.feedback) or change.message
+            results.append(
+                {"text": text, "state": "kept" if change.written else "refused", "why": "" if change.written else why}
+            )
+    if ctx.json_mode:
+        ctx.emit_json(
+            {
+                "bundle": {"agent": obj.get("agent"), "bank": obj.get("bank")},
+                "target": chosen.source.path,
+                "items": results,
+            }
+        )
+    else:
+        marks = {"planned": "+", "kept": "+", "present": "=", "refused": "!"}
+        for item in results:
+            line = f"{marks[item['state']]} {one_line(item['text'].splitlines()[0] if item['text'] else '')}"
+            ctx.out(line + (f"  ({item['why']})" if item["why"] else ""))
+        counts = {s: sum(1 for i in results if i["state"] == s) for s in marks}
+        done = f"{counts['kept']} kept" if args.apply else f"{counts['planned']} to keep"
+        ctx.out(
+            f"{done}, {counts['present']} already there, {counts['refused']} refused"
+            + ("" if args.apply else f"; to apply: keepgui import {args.bundle} {how} --apply")
+        )
+    return 1 if any(i["state"] == "refused" for i in results) else 0
+
+
+def cmd_copy(args: argparse.Namespace, ctx: Context) -> int:
+    """``keepgui copy ID --to-agent K``: the memory kept by the other agent's own keep; ``--move`` forgets it at
+    the source after the target's write succeeded."""
+    from keepgui.commands.sources import open_bank as bank_of
+    from keepgui.core.source import KEEP
+
+    chosen, bank, _how = _loaded(args, ctx)
+    (key,) = resolve(bank, [args.id], live=True)
+    row = next(r for r in bank.rows() if r.id == key)
+    if args.move:
+        _refuse_unless(bank, _tombstone())
+    target_args = argparse.Namespace(agent=args.to_agent)
+    if args.to_source:
+        target_args.source = args.to_source
+    target = open_chosen(target_args, ctx)
+    into, _into_how = bank_of(target_args, target)
+    into.load(full=True)
+    _refuse_unless(into, KEEP)
+    before = {r.id: r for r in into.rows()}
+    change = into.keep(row.text, force=False, replace=False)
+    code = report(ctx, target, into, change, before)
+    if change.written and args.move:
+        bank.set_live([key], False)
+        if not ctx.json_mode:
+            ctx.out(f"forgotten at {chosen.source.path}: {key}")
+    return code
