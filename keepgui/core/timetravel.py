@@ -146,6 +146,7 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
             copy.roots.add(file_key(project))
         outside = [file_key(a) for a in source.also_watched]
         copy.roots.update(outside)
+        copy.copied.update([file_key(source.path), *outside])
         named = [source.path, *([project] if project else [])]
         above = [a for n in named for a in _ancestors(n, root)]
         copy.rename_folders([*named, *remapped.values(), *above])
@@ -244,6 +245,8 @@ class _Copy:
         """A folder of the copy → the folder of the machine it mirrors (None: none; made only to hold others)."""
         self.placed: set[str] = set()
         self.notes: list[str] = []
+        self.copied: set[str] = set()
+        """The source's own folders: small things in them are copied; elsewhere (the home) only linked."""
         self.above: set[str] = set()
         """The folders above the source's whose other entries are linked (a repository's root marker)."""
         self.renames: list[tuple[bytes, bytes]] = []
@@ -319,9 +322,9 @@ class _Copy:
                     continue
                 if os.path.lexists(mine):
                     continue
-                if inside:
-                    _bring(theirs, mine, self.renames)
-                else:  # beside a folder above the source (a repository's marker): linked, never copied
+                if _under_any(file_key(mirrors), sorted(self.copied)) or not os.path.isdir(theirs):
+                    _bring(theirs, mine, self.renames)  # a settings file names the copy's folders
+                else:  # the home's other folders, a repository's marker above the source: linked, never copied
                     os.symlink(theirs, mine)
                 linked += 1
         note = "files keepgui does not record (settings, transcripts, other files of the folders) are as they are now"
