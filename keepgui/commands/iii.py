@@ -485,7 +485,7 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     from keepgui.backends.iii.cache import cache_folder, cache_size
     from keepgui.backends.iii.doctor import diagnose
     from keepgui.core import fsio
-    from keepgui.core.history import History
+    from keepgui.core.history import History, default_cap as default_history_cap
 
     data = datadir(ctx)
     leftovers = fsio.leftover_temps(data.path)  # killed writes' temporary files: reported, then removed
@@ -505,7 +505,12 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
                 "cache": {"folder": cache_folder(), "entries": entries, "bytes": size},
                 "secrets": secrets,
                 "leftover_temps": {"found": leftovers, "removed": removed},
-                "history": {"folder": history.root, "files": kept_files, "bytes": kept_bytes},
+                "history": {
+                    "folder": history.root,
+                    "files": kept_files,
+                    "bytes": kept_bytes,
+                    "cap": default_history_cap(),
+                },
             }
         )
     else:
@@ -529,7 +534,10 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
             ctx.out(f"secrets: {secrets} in the banks' memories and rules (see `keepgui secrets --source {data.path}`)")
         else:
             ctx.out("secrets: none found")
-        ctx.out(f"history: {kept_files:,} files, {kept_bytes / 2**20:.1f} MiB in {history.root}")
+        ctx.out(
+            f"history: {kept_files:,} files, {kept_bytes / 2**20:.1f} MiB in {history.root} "
+            f"(kept under {default_history_cap() / 2**20:,.0f} MiB, oldest versions thinned first)"
+        )
     return 1 if problems else 0
 
 

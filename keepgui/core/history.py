@@ -31,13 +31,23 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from keepgui.core import fsio
-from keepgui.core.errors import NotFound, Unreadable
+from keepgui.core.errors import KeepguiError, NotFound, Unreadable
 from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.paths import app_data_dir
 from keepgui.core.timefmt import now_ms
 
 _HEX = set("0123456789abcdef")
 _INDEX_LIMIT = 256 * 1024 * 1024
+DEFAULT_CAP = 256 * 1024 * 1024
+"""History's size cap in bytes unless ``$KEEPGUI_HISTORY_CAP`` (bytes) says otherwise (:meth:`History.thin`)."""
+THIN_EVERY = 50
+"""A process looks at the history's size at its first stored version and then every this many."""
+
+
+def default_cap() -> int:
+    """The history's size cap: ``$KEEPGUI_HISTORY_CAP`` (bytes) when set to a number, else :data:`DEFAULT_CAP`."""
+    value = os.environ.get("KEEPGUI_HISTORY_CAP", "")
+    return int(value) if value.isdigit() else DEFAULT_CAP
 
 
 def file_key(path: str | os.PathLike[str]) -> str:
@@ -148,6 +158,51 @@ class History:
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = os.fspath(root) if root is not None else os.path.join(app_data_dir(), "history")
+        self._stored = 0
+
+    def thin(self, cap: int | None = None) -> int:
+        """Keep the history under ``cap`` bytes (:func:`default_cap`): the stored bytes of the oldest
+        versions go first, never the latest version of any file (what a review or an undo starts from)
+        and never the removed-entries log (what restore needs). Index lines stay, so a thinned version
+        is still listed and reads as :class:`Unreadable` saying it was thinned. Returns the bytes freed."""
+        limit = default_cap() if cap is None else cap
+        _files, total = self.size()
+        if total <= limit:
+            return 0
+        keep: set[str] = set()
+        older: list[tuple[int, str]] = []
+        folder = os.path.join(self.root, "index")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            if not name.endswith(".jsonl"):
+                continue
+            data, _stamp = fsio.read_stamped(os.path.join(folder, name), limit=_INDEX_LIMIT)
+            lines, _problems = _parse_jsonl(data or b"", name)
+            shas = [(int(obj.get("at") or 0), str(obj.get("sha256", ""))) for _n, obj in lines]
+            if shas:
+                keep.add(shas[-1][1])
+                older.extend(shas[:-1])
+        freed = 0
+        for _at, sha in sorted(older):
+            if total - freed <= limit:
+                break
+            if sha in keep or len(sha) != 64 or not set(sha) <= _HEX:
+                continue
+            blob = self._blob_path(sha)
+            try:
+                size = os.lstat(blob).st_size
+            except OSError:
+                continue  # thinned already, or never stored
+            fsio.remove_file(blob)
+            freed += size
+        return freed
+
+    def _maybe_thin(self) -> None:
+        self._stored += 1
+        if self._stored % THIN_EVERY == 1:
+            try:
+                self.thin()
+            except (OSError, KeepguiError):
+                return  # the bound is kept at the next look; a write of history never fails for it
 
     def size(self) -> tuple[int, int]:
         """``(files, bytes)`` keepgui's history holds now (versions, indexes and journals), read from
@@ -247,7 +302,8 @@ class History:
             log.write_lines(
                 [dump_line({"path": key, "sha256": sha, "size": len(data), "at": version.at, "source": source})]
             )
-            return version
+        self._maybe_thin()  # after the index line: the new version is the latest, never thinned
+        return version
 
     def _store_blob(self, sha: str, data: bytes) -> None:
         blob = self._blob_path(sha)
@@ -263,7 +319,11 @@ class History:
         blob = self._blob_path(version.sha256)
         data, _stamp = fsio.read_stamped(blob)
         if data is None:
-            raise Unreadable(blob, f"the stored copy of {version.path} (version {version.seq}) is missing")
+            raise Unreadable(
+                blob,
+                f"the stored copy of {version.path} (version {version.seq}) is gone: keepgui's history keeps "
+                f"under {default_cap() / 2**20:,.0f} MiB and thins the oldest versions first",
+            )
         if hashlib.sha256(data).hexdigest() != version.sha256:
             raise Unreadable(blob, f"the stored copy of {version.path} (version {version.seq}) is damaged")
         return data

@@ -64,7 +64,7 @@ def test_doctor_reports_and_removes_leftovers_and_shows_the_history_size(data_di
     _code, out, err = run_cli(["--data-dir", str(data_dir), "doctor", "--json"])
     obj = json.loads(out)
     assert obj["leftover_temps"] == {"found": [], "removed": []}
-    assert set(obj["history"]) == {"folder", "files", "bytes"}
+    assert set(obj["history"]) == {"folder", "files", "bytes", "cap"} and obj["history"]["cap"] > 0
 
 
 def test_nanobot_and_claude_problems_report_leftovers(tmp_path, monkeypatch):
