@@ -406,9 +406,14 @@ def _restore_at(args: argparse.Namespace, ctx: Context) -> int:
         then = {r.id: r for r in then_bank.rows()}
         texts = {k: past.shown(then[k].text) for k in keys}
     before = {r.id: r for r in bank.rows()}
+    retired = {r.text: r for r in before.values() if r.invalid_at is not None}
     code = 0
     for key in keys:
-        change = _restore_row(bank, key, texts[key], before.get(key))
+        now, text = before.get(key), texts[key]
+        if now is None and text in retired:  # forgotten since, under an id of its own: brought back
+            now = retired[text]
+            key = now.id
+        change = _restore_row(bank, key, text, now)
         if change is None:
             ctx.note(f"{key} is as it was at {describe_when(at)}: nothing to restore")
             continue

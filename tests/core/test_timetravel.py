@@ -182,3 +182,16 @@ def test_context_diff_between_two_moments_names_new_memories_and_changed_files(p
     assert all(p["added"] >= 1 and len(p["sha256"]) == 2 for p in changed)
     text = keepgui(env, "context", *where, "--at", t1, "--diff", "now").stdout
     assert "sees 0 new memories (1 more kept but not given)" in text and "changed: " in text
+
+
+@pytest.mark.parametrize("place", ["claude"], indirect=True)
+def test_restore_at_brings_back_a_memory_forgotten_since_under_its_own_id(place):
+    kind, env, where = place
+    first = json.loads(keepgui(env, "memories", *where, "--json").stdout.splitlines()[0])
+    t1 = stamp()
+    keepgui(env, "forget", *where, first["id"])
+    assert first["id"] not in keepgui(env, "memories", *where, "--json").stdout
+    done = keepgui(env, "restore", *where, "--at", t1, first["id"])
+    assert f"restored {first['id']}" in done.stdout
+    now = [json.loads(line) for line in keepgui(env, "memories", *where, "--json").stdout.splitlines()]
+    assert [r["text"] for r in now if r["id"] == first["id"]] == [first["text"]], kind
