@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # each is imported when a command first needs it (start-up st
 
 GENERIC = {
     **dict.fromkeys(
-        ("memories", "keep", "edit", "forget", "restore", "pin", "unpin", "problems"), "keepgui.commands.memories"
+        ("memories", "keep", "edit", "forget", "restore", "pin", "unpin", "problems", "export", "import", "copy"),
+        "keepgui.commands.memories",
     ),
     **dict.fromkeys(("compact", "review"), "keepgui.commands.plans"),
     "context": "keepgui.commands.context",

@@ -17,14 +17,25 @@ Exit status: 0; 1 when the folder is not there or the part is not one of the bac
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from keepgui.commands.sources import add_backend_options, add_source_options, backend_options, open_bank, open_chosen
+from keepgui.commands.sources import (
+    add_at_option,
+    add_backend_options,
+    add_source_options,
+    backend_options,
+    open_bank,
+    open_chosen,
+)
 from keepgui.core.agents import installed
 from keepgui.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
+    from keepgui.core.registry import Backend
+    from keepgui.core.source import AgentContext, Bank
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -39,35 +50,162 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--part", metavar="NAME", help="print only this part, exactly")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_backend_options(p, "context")
+    add_at_option(p, "the context")
+    p.add_argument(
+        "--diff",
+        metavar="TIME",
+        default=None,
+        help="with --at T1: what changed in the context from T1 to this time (`now`, ISO 8601, or a time ago)",
+    )
     p.set_defaults(func=cmd_context)
 
 
 def cmd_context(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui context``: the bank's exact parts, the report, ``--json`` or one ``--part``."""
+    if args.diff is not None:
+        return _diff(args, ctx)
     chosen = open_chosen(args, ctx)
     bank, _how = open_bank(args, chosen)
-    context = bank.context(args.query, **backend_options(args, chosen, "context"))
+    if args.at is not None:
+        from keepgui.commands.sources import past_of
+        from keepgui.core.timetravel import parse_when
+
+        at = parse_when(args.at)
+        with past_of(args, ctx, chosen, at) as past:
+            then = past.bank(bank.key.bank)
+            return _shown(
+                args,
+                ctx,
+                chosen.backend,
+                then.context(args.query, **backend_options(args, chosen, "context")),
+                past.shown,
+            )
+    return _shown(args, ctx, chosen.backend, bank.context(args.query, **backend_options(args, chosen, "context")), str)
+
+
+def _shown(
+    args: argparse.Namespace, ctx: Context, backend: Backend, context: AgentContext, shown: Callable[[str], str]
+) -> int:
     if args.part is not None:
         parts = context.named_parts()
         if args.part not in parts:
-            raise InvalidInput(
-                f"{chosen.backend.kind}'s context has no part `{args.part}` (its parts: {', '.join(parts)})"
-            )
+            raise InvalidInput(f"{backend.kind}'s context has no part `{args.part}` (its parts: {', '.join(parts)})")
         text = parts[args.part]
         if text is not None:
-            ctx.stdout.write(text)
+            ctx.stdout.write(shown(text))
         return 0
-    agent = chosen.backend.agent
+    agent = backend.agent
     version = installed(agent) if agent is not None else None
     if ctx.json_mode:
-        obj = context.to_obj()
+        obj = json.loads(shown(json.dumps(context.to_obj(), ensure_ascii=False)))
         if version is not None:
             obj["agent_version"] = version.to_obj()
         ctx.emit_json(obj)
         return 0
-    ctx.stdout.write(context.describe())
+    ctx.stdout.write(shown(context.describe()))
     for warning in context.warnings:
-        ctx.note(warning)
+        ctx.note(shown(warning))
     if version is not None and version.differs:
         ctx.note(version.sentence())
+    return 0
+
+
+def _moment(args: argparse.Namespace, ctx: Context, when: str) -> dict[str, Any]:
+    """The context at ``when`` (``now`` the source as it is): its parts, the rows' texts, the files' hashes."""
+    import hashlib
+
+    from keepgui.commands.sources import past_of
+    from keepgui.core import fsio
+    from keepgui.core.timetravel import parse_when
+
+    chosen = open_chosen(args, ctx)
+    bank, _how = open_bank(args, chosen)
+    options = backend_options(args, chosen, "context")
+
+    def read(b: Bank, shown: Callable[[str], str]) -> dict[str, Any]:
+        b.load(full=True)
+        parts = {k: shown(v or "") for k, v in b.context(args.query, **options).named_parts().items()}
+        rows = {r.id: shown(r.text) for r in b.rows() if r.invalid_at is None}
+        files = {}
+        for path in b.memory_files():
+            data, _stamp = fsio.read_stamped(path)
+            files[shown(path)] = hashlib.sha256(data).hexdigest() if data is not None else None
+        return {"parts": parts, "rows": rows, "files": files}
+
+    if when.strip().lower() == "now":
+        return read(bank, str)
+    with past_of(args, ctx, chosen, parse_when(when)) as past:
+        return read(past.bank(bank.key.bank), past.shown)
+
+
+def _diff(args: argparse.Namespace, ctx: Context) -> int:
+    """``context --at T1 --diff T2``: each part's unified diff and what it means in memories and files."""
+    import difflib
+    import hashlib
+    import os
+
+    if args.at is None:
+        raise InvalidInput("--diff T2 compares with --at T1: give both")
+    one, two = _moment(args, ctx, args.at), _moment(args, ctx, args.diff)
+    seen_one, seen_two = "\n".join(one["parts"].values()), "\n".join(two["parts"].values())
+
+    def seen(text: str, whole: str) -> bool:
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        return bool(first) and first in whole
+
+    new = [k for k in two["rows"] if k not in one["rows"]]
+    removed = [k for k in one["rows"] if k not in two["rows"]]
+    new_seen = [k for k in new if seen(two["rows"][k], seen_two)]
+    cut = [
+        k
+        for k in two["rows"]
+        if k in one["rows"] and seen(one["rows"][k], seen_one) and not seen(two["rows"][k], seen_two)
+    ]
+    files = sorted(p for p in set(one["files"]) | set(two["files"]) if one["files"].get(p) != two["files"].get(p))
+    parts: dict[str, Any] = {}
+    for name in dict.fromkeys([*one["parts"], *two["parts"]]):
+        a, b = one["parts"].get(name, ""), two["parts"].get(name, "")
+        diff = "".join(
+            difflib.unified_diff(
+                a.splitlines(keepends=True),
+                b.splitlines(keepends=True),
+                f"{name} at {args.at}",
+                f"{name} at {args.diff}",
+            )
+        )
+        lines = diff.splitlines()[2:]
+        parts[name] = {
+            "sha256": [hashlib.sha256(a.encode()).hexdigest(), hashlib.sha256(b.encode()).hexdigest()],
+            "added": sum(1 for x in lines if x.startswith("+")),
+            "removed": sum(1 for x in lines if x.startswith("-")),
+            "diff": diff,
+        }
+    summary = (
+        f"from {args.at} to {args.diff}: the agent sees {len(new_seen)} new memor{'y' if len(new_seen) == 1 else 'ies'}"
+        f" ({len(new) - len(new_seen)} more kept but not given), {len(removed)} removed,"
+        f" {len(cut)} no longer given though still kept (a limit or a cut)"
+        + (f"; changed: {', '.join(os.path.basename(p) for p in files)}" if files else "; no memory file changed")
+    )
+    if ctx.json_mode:
+        counts = {"new": len(new), "new_seen": len(new_seen), "removed": len(removed), "cut": len(cut)}
+        whole = [hashlib.sha256(t.encode()).hexdigest() for t in (seen_one, seen_two)]
+        ctx.emit_json(
+            {
+                "at": args.at,
+                "to": args.diff,
+                "sha256": whole,
+                "summary": summary,
+                "memories": counts,
+                "files_changed": files,
+                "parts": parts,
+            }
+        )
+        return 0
+    ctx.out(summary)
+    for name, part in parts.items():
+        ctx.out(
+            f"part {name}: +{part['added']} −{part['removed']} lines" if part["diff"] else f"part {name}: unchanged"
+        )
+        if part["diff"]:
+            ctx.stdout.write(part["diff"] if part["diff"].endswith("\n") else part["diff"] + "\n")
     return 0

@@ -30,7 +30,15 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from keepgui.cli import one_line
-from keepgui.commands.sources import Chosen, add_source_options, bank_names, open_bank, open_chosen
+from keepgui.commands.sources import (
+    Chosen,
+    add_at_option,
+    add_source_options,
+    bank_names,
+    open_bank,
+    open_chosen,
+    past_of,
+)
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
@@ -45,6 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--history", action="store_true", help="include forgotten, deleted and superseded ones")
     p.add_argument("--tag", help="only those with this exact tag")
     p.add_argument("--json", action="store_true", help="one JSON object per row and line")
+    add_at_option(p, "the memories")
     p.set_defaults(func=cmd_memories)
 
     p = sub.add_parser("keep", parents=[common], help="keep a fact, as the agent's own keep would")
@@ -72,9 +81,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_edit)
 
+    p = sub.add_parser("restore", parents=[common], help="bring forgotten memories back, or memories as they were")
+    add_source_options(p)
+    p.add_argument("ids", nargs="*", metavar="ID", help="memories, by their ids as `memories` (--at) prints them")
+    add_at_option(p, "the memories (or --file)")
+    p.add_argument("--file", metavar="PATH", help="with --at: this memory file, whole, as it was then")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_restore)
+
     for name, func, text in (
         ("forget", cmd_forget, "forget memories (restore brings them back)"),
-        ("restore", cmd_restore, "bring forgotten, deleted or superseded memories back"),
         ("pin", cmd_pin, "pin memories"),
         ("unpin", cmd_unpin, "unpin memories"),
     ):
@@ -83,6 +99,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         p.add_argument("ids", nargs="+", metavar="ID", help="memories, by their ids as `memories` prints them")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(func=func)
+
+    register_bundles(sub, common)
 
     p = sub.add_parser("problems", parents=[common], help="everything wrong with a source's files, bank by bank")
     add_source_options(p, banks="only this bank (default: every bank of the source)")
@@ -156,19 +174,33 @@ def _loaded(args: argparse.Namespace, ctx: Context) -> tuple[Chosen, Bank, str]:
 
 
 def cmd_memories(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui memories``: the bank's rows, live ones (with ``--history`` every one)."""
+    """``keepgui memories``: the bank's rows, live ones (with ``--history`` every one); ``--at``: as they were."""
+    if args.at is not None:
+        from keepgui.core.timetravel import parse_when
+
+        at = parse_when(args.at)
+        chosen = open_chosen(args, ctx)
+        now, how = open_bank(args, chosen)
+        with past_of(args, ctx, chosen, at) as past:
+            bank = past.bank(now.key.bank)
+            bank.load(full=True)
+            return _listed(args, ctx, bank, how, past.shown)
     _chosen, bank, how = _loaded(args, ctx)
+    return _listed(args, ctx, bank, how, str)
+
+
+def _listed(args: argparse.Namespace, ctx: Context, bank: Bank, how: str, shown: Callable[[str], str]) -> int:
     rows = [
         r for r in bank.rows() if (args.history or r.invalid_at is None) and (args.tag is None or args.tag in r.tags)
     ]
     rows = ordered(bank, rows)
     if ctx.json_mode:
         ctx.stdout.write(
-            "".join(json.dumps(row_obj(r), ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows)
+            shown("".join(json.dumps(row_obj(r), ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows))
         )
         return 0
     for row in rows:
-        ctx.out(row_line(row))
+        ctx.out(shown(row_line(row)))
     if not rows:
         ctx.out(f"no {bank.capabilities.nouns}" + (f" tagged #{args.tag}" if args.tag else ""))
     summary = bank.summary()
@@ -346,8 +378,96 @@ def cmd_forget(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui restore ID…``: bring retired rows back."""
+    """``keepgui restore ID…``: bring retired rows back; with ``--at TIME``, memories (or ``--file``) as they were."""
+    if args.at is not None:
+        return _restore_at(args, ctx)
+    if args.file is not None:
+        raise InvalidInput("--file restores a file as it was: give the time with --at TIME")
+    if not args.ids:
+        raise InvalidInput("say which: keepgui restore ID… (or --at TIME with IDs or --file PATH)")
     return _write(args, ctx, _tombstone(), False, lambda bank, keys: bank.set_live(keys, True))
+
+
+def _restore_at(args: argparse.Namespace, ctx: Context) -> int:
+    """``restore --at TIME ID…`` (each memory as it was then: brought back, its text put back, or kept
+    again) or ``restore --at TIME --file PATH`` (the file whole), each a conflict-checked write of the bank."""
+    from keepgui.core.timetravel import describe_when, parse_when
+
+    at = parse_when(args.at)
+    if (args.file is None) == (not args.ids):
+        raise InvalidInput("with --at, give the memories' IDs (as `memories --at` prints them) or --file PATH")
+    chosen, bank, _how = _loaded(args, ctx)
+    if args.file is not None:
+        return _restore_file(ctx, chosen, bank, args.file, at)
+    with past_of(args, ctx, chosen, at) as past:
+        then_bank = past.bank(bank.key.bank)
+        then_bank.load(full=True)
+        keys = resolve(then_bank, args.ids, live=True)
+        then = {r.id: r for r in then_bank.rows()}
+        texts = {k: past.shown(then[k].text) for k in keys}
+    before = {r.id: r for r in bank.rows()}
+    retired = {r.text: r for r in before.values() if r.invalid_at is not None}
+    code = 0
+    for key in keys:
+        now, text = before.get(key), texts[key]
+        if now is None and text in retired:  # forgotten since, under an id of its own: brought back
+            now = retired[text]
+            key = now.id
+        change = _restore_row(bank, key, text, now)
+        if change is None:
+            ctx.note(f"{key} is as it was at {describe_when(at)}: nothing to restore")
+            continue
+        code = max(code, report(ctx, chosen, bank, change, before, [key]))
+    return code
+
+
+def _restore_row(bank: Bank, key: str, text: str, now: Row | None) -> Change | None:
+    """The one write that makes ``key`` hold ``text`` again (None: it does already)."""
+    from keepgui.core.source import EDIT, FORCE, KEEP
+
+    if now is None:
+        _refuse_unless(bank, KEEP)
+        return bank.keep(text, force=bank.capabilities.can(FORCE), replace=False)
+    if now.invalid_at is not None:
+        _refuse_unless(bank, _tombstone())
+        change = bank.set_live([key], True)
+        if now.text == text or not change.written:
+            return change
+        _refuse_unless(bank, EDIT)
+        return bank.edit(key, "text", text)
+    if now.text == text:
+        return None
+    _refuse_unless(bank, EDIT)
+    return bank.edit(key, "text", text)
+
+
+def _restore_file(ctx: Context, chosen: Chosen, bank: Bank, given: str, at: int) -> int:
+    """One memory file of the bank, whole, as it was at ``at`` (through the bank's ``write_file``)."""
+    import os
+
+    from keepgui.core import fsio, journal
+    from keepgui.core.history import file_key
+    from keepgui.core.timetravel import describe_when
+
+    path = file_key(os.path.abspath(os.path.expanduser(given)))
+    mine = {file_key(p) for p in bank.memory_files()}
+    if path not in mine:
+        raise InvalidInput(f"{path} is not a memory file of bank `{bank.key}` (`keepgui inbox` names them)")
+    recorded = journal.install()
+    versions = recorded.versions(path, until=at)
+    if not versions:
+        first = recorded.versions(path)
+        since = f" (its record starts at {describe_when(first[0].at)})" if first else ""
+        raise NotFound(f"keepgui recorded no version of {path} at {describe_when(at)}{since}")
+    if versions[-1].gone:
+        raise InvalidInput(f"{path} did not exist at {describe_when(at)}; keepgui does not delete an agent's file")
+    text = recorded.read(versions[-1], versions).decode("utf-8", "replace")
+    data, stamp = fsio.read_stamped(path)
+    if data is not None and data.decode("utf-8", "replace") == text:
+        ctx.note(f"{path} is as it was at {describe_when(at)}: nothing to restore")
+        return 0
+    before = {r.id: r for r in bank.rows()}
+    return report(ctx, chosen, bank, bank.write_file(path, text, stamp), before)
 
 
 def cmd_pin(args: argparse.Namespace, ctx: Context) -> int:
@@ -448,3 +568,197 @@ def cmd_problems(args: argparse.Namespace, ctx: Context) -> int:
     problems = sum(1 for item in found if item["level"] != "note")
     ctx.out(f"{problems} problem(s) in {chosen.source.path}" if problems else f"no problems in {chosen.source.path}")
     return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------- across agents: export, import, copy
+
+
+BUNDLE = "keepgui-bundle"
+"""The ``format`` of a JSON bundle (``version`` 1)."""
+
+
+def register_bundles(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Add ``export``, ``import`` and ``copy``."""
+    p = sub.add_parser("export", parents=[common], help="a bank's memories as a portable bundle (Markdown or JSON)")
+    add_source_options(p)
+    p.add_argument("--format", choices=("md", "json"), default="md", help="md for people (default), json for programs")
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (a new file) instead of stdout")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser(
+        "import", parents=[common], help="a bundle's memories as a plan for any agent (--apply keeps them)"
+    )
+    add_source_options(p)
+    p.add_argument("bundle", metavar="BUNDLE", help="a JSON bundle made by `keepgui export --format json`")
+    p.add_argument("--apply", action="store_true", help="keep them, through the agent's own keep")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_import)
+    p = sub.add_parser("copy", parents=[common], help="copy (or --move) one memory to another agent, in its format")
+    add_source_options(p)
+    p.add_argument("id", metavar="ID", help="the memory, by its id as `memories` prints it")
+    p.add_argument("--to-agent", metavar="KIND", required=True, help="the agent that gets it (its own memory)")
+    p.add_argument("--to-source", metavar="PATH", help="that agent's folder, when not its own place")
+    p.add_argument("--move", action="store_true", help="forget it at the source once the target kept it")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_copy)
+
+
+def bundle_obj(chosen: Chosen, bank: Bank, rows: Sequence[Row]) -> dict[str, Any]:
+    """A bank's live memories as a portable bundle."""
+    from keepgui.core.timefmt import now_ms
+
+    return {
+        "format": BUNDLE,
+        "version": 1,
+        "agent": chosen.backend.kind,
+        "source": chosen.source.path,
+        "bank": str(bank.key),
+        "exported_at": now_ms(),
+        "memories": [
+            {
+                "id": r.id,
+                "text": r.text,
+                "tags": list(r.tags),
+                "pinned": r.pinned,
+                "created_at": r.created_at,
+                "updated_at": r.updated_at,
+                "agent": chosen.backend.kind,
+            }
+            for r in rows
+        ],
+    }
+
+
+def bundle_markdown(obj: dict[str, Any]) -> str:
+    """The bundle for people: a heading per memory, its text, then its tags, pin and times."""
+    from keepgui.core.timetravel import describe_when
+
+    out = [
+        f"# Memories of {obj['agent']} · {obj['bank']}\n",
+        f"From {obj['source']}, exported {describe_when(obj['exported_at'])}.\n",
+    ]
+    for n, m in enumerate(obj["memories"], 1):
+        first = next((line.strip() for line in m["text"].splitlines() if line.strip()), "")
+        out.append(f"\n## {n}. {one_line(first)[:80]}\n\n{m['text'].rstrip()}\n")
+        facts = [f"id: `{m['id']}`", f"agent: {m['agent']}"]
+        if m["tags"]:
+            facts.append("tags: " + ", ".join(f"#{t}" for t in m["tags"]))
+        if m["pinned"]:
+            facts.append("pinned")
+        for key in ("created_at", "updated_at"):
+            if m[key]:
+                facts.append(f"{key.split('_')[0]}: {describe_when(m[key])}")
+        out.append("\n" + "".join(f"- {f}\n" for f in facts))
+    return "".join(out)
+
+
+def cmd_export(args: argparse.Namespace, ctx: Context) -> int:
+    """``keepgui export``: the bank's live memories, Markdown or JSON, to stdout or a new file."""
+    chosen, bank, _how = _loaded(args, ctx)
+    obj = bundle_obj(chosen, bank, ordered(bank, [r for r in bank.rows() if r.invalid_at is None]))
+    text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n" if args.format == "json" else bundle_markdown(obj)
+    if args.output is None:
+        ctx.stdout.write(text)
+        return 0
+    import os
+
+    from keepgui.core import fsio
+
+    path = os.path.abspath(os.path.expanduser(args.output))
+    if os.path.exists(path):
+        raise InvalidInput(f"{path} exists: keepgui export writes a new file (remove it or give another name)")
+    fsio.atomic_write(path, text.encode("utf-8"), expect=fsio.Stamp.missing())
+    ctx.note(f"{len(obj['memories'])} memories of {obj['agent']} written to {path}")
+    return 0
+
+
+def _read_bundle(given: str) -> dict[str, Any]:
+    import os
+
+    from keepgui.core import fsio
+
+    path = os.path.abspath(os.path.expanduser(given))
+    data, _stamp = fsio.read_stamped(path, limit=256 * 1024 * 1024)
+    if data is None:
+        raise NotFound(f"{path}: no such bundle")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInput(
+            f"{path} is not a JSON bundle ({exc}); make one with `keepgui export --format json`"
+        ) from None
+    if not isinstance(obj, dict) or obj.get("format") != BUNDLE or not isinstance(obj.get("memories"), list):
+        raise InvalidInput(f"{path} is not a keepgui bundle (its `format` is not {BUNDLE})")
+    return obj
+
+
+def cmd_import(args: argparse.Namespace, ctx: Context) -> int:
+    """``keepgui import BUNDLE``: each memory not in the bank yet, as a plan; ``--apply`` keeps each through
+    the bank's own keep (in its format, within its limits); those it refuses are listed with why."""
+    from keepgui.core.source import KEEP
+
+    obj = _read_bundle(args.bundle)
+    chosen, bank, how = _loaded(args, ctx)
+    _refuse_unless(bank, KEEP)
+    have = {r.text.strip() for r in bank.rows() if r.invalid_at is None}
+    texts = [str(m.get("text", "")) for m in obj["memories"] if isinstance(m, dict)]
+    plan = [(t, t.strip() in have or not t.strip()) for t in texts]
+    results: list[dict[str, Any]] = []
+    for text, present in plan:
+        if present:
+            results.append({"text": text, "state": "present", "why": "already there"})
+        elif not args.apply:
+            results.append({"text": text, "state": "planned", "why": ""})
+        else:
+            change = bank.keep(text, force=False, replace=False)
+            why = "; ".join(h.text for h in change.feedback) or change.message
+            results.append(
+                {"text": text, "state": "kept" if change.written else "refused", "why": "" if change.written else why}
+            )
+    if ctx.json_mode:
+        ctx.emit_json(
+            {
+                "bundle": {"agent": obj.get("agent"), "bank": obj.get("bank")},
+                "target": chosen.source.path,
+                "items": results,
+            }
+        )
+    else:
+        marks = {"planned": "+", "kept": "+", "present": "=", "refused": "!"}
+        for item in results:
+            line = f"{marks[item['state']]} {one_line(item['text'].splitlines()[0] if item['text'] else '')}"
+            ctx.out(line + (f"  ({item['why']})" if item["why"] else ""))
+        counts = {s: sum(1 for i in results if i["state"] == s) for s in marks}
+        done = f"{counts['kept']} kept" if args.apply else f"{counts['planned']} to keep"
+        ctx.out(
+            f"{done}, {counts['present']} already there, {counts['refused']} refused"
+            + ("" if args.apply else f"; to apply: keepgui import {args.bundle} {how} --apply")
+        )
+    return 1 if any(i["state"] == "refused" for i in results) else 0
+
+
+def cmd_copy(args: argparse.Namespace, ctx: Context) -> int:
+    """``keepgui copy ID --to-agent K``: the memory kept by the other agent's own keep; ``--move`` forgets it at
+    the source after the target's write succeeded."""
+    from keepgui.commands.sources import open_bank as bank_of
+    from keepgui.core.source import KEEP
+
+    chosen, bank, _how = _loaded(args, ctx)
+    (key,) = resolve(bank, [args.id], live=True)
+    row = next(r for r in bank.rows() if r.id == key)
+    if args.move:
+        _refuse_unless(bank, _tombstone())
+    target_args = argparse.Namespace(agent=args.to_agent)
+    if args.to_source:
+        target_args.source = args.to_source
+    target = open_chosen(target_args, ctx)
+    into, _into_how = bank_of(target_args, target)
+    into.load(full=True)
+    _refuse_unless(into, KEEP)
+    before = {r.id: r for r in into.rows()}
+    change = into.keep(row.text, force=False, replace=False)
+    code = report(ctx, target, into, change, before)
+    if change.written and args.move:
+        bank.set_live([key], False)
+        if not ctx.json_mode:
+            ctx.out(f"forgotten at {chosen.source.path}: {key}")
+    return code

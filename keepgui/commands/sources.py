@@ -15,8 +15,10 @@ Nothing here names a backend: what differs is in the registry's entries.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported fo
     from keepgui.cli import Context
     from keepgui.core.registry import Backend
     from keepgui.core.source import Bank, Source
+    from keepgui.core.timetravel import Past
 
 
 def add_source_options(p: argparse.ArgumentParser, *, banks: str = "the bank, where the source has several") -> None:
@@ -325,3 +328,37 @@ def given_options(options: dict[str, object]) -> str:
         shown = f"{value:g}" if isinstance(value, float) else str(value)
         out.append(flag if value is True else f"{flag} {shlex.quote(shown)}")
     return "".join(" " + item for item in out)
+
+
+# ---------------------------------------------------------------------- a source as it was (--at)
+
+
+def add_at_option(p: argparse.ArgumentParser, what: str = "the memory") -> None:
+    """``--at TIME``: ISO 8601, ``now``, or a time ago (``2h``, ``3d``, ``1w``)."""
+    p.add_argument(
+        "--at",
+        metavar="TIME",
+        default=None,
+        help=f"{what} as it was then (ISO 8601 such as 2026-03-01T14:30, or a time ago: 90s, 15m, 2h, 3d, 1w)",
+    )
+
+
+def chosen_project(args: argparse.Namespace, chosen: Chosen) -> str | None:
+    """The folder a session starts in, for a backend whose source is the agent's home (``--project``)."""
+    project = _given(args, "project")
+    return _project(project) if project is not None and chosen.backend.home_is_source else None
+
+
+@contextlib.contextmanager
+def past_of(args: argparse.Namespace, ctx: Context, chosen: Chosen, at: int) -> Iterator[Past]:
+    """The chosen source as it was at ``at`` (:func:`keepgui.core.timetravel.opened_at`), its notes said."""
+    from keepgui.core import journal, registry
+    from keepgui.core.timetravel import describe_when, opened_at
+
+    options = registry.OpenOptions(project=chosen_project(args, chosen))
+    with opened_at(journal.install(), chosen.source, at, options) as past:
+        if not ctx.json_mode:
+            ctx.note(f"as it was at {describe_when(at)} (read-only)")
+        for note in past.notes:
+            ctx.note(note)
+        yield past

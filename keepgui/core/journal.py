@@ -271,14 +271,16 @@ class Journal:
             self._grew(len(data))
         return sha
 
-    def record(self, path: str, data: bytes | None, *, own: bool = False, at: int | None = None) -> Entry | None:
+    def record(
+        self, path: str, data: bytes | None, *, own: bool = False, at: int | None = None, mtime: int = 0
+    ) -> Entry | None:
         """Record ``data`` (None: the file is missing) as the current version of ``path``.
 
         Returns the new version, or None when the last one already holds these bytes (nothing
-        recorded). ``own`` marks a write of keepgui's.
+        recorded). ``own`` marks a write of keepgui's; ``mtime`` is the file's time (ns) with these bytes.
         """
         with self._locked(path) as index:
-            return self._record(index, path, data, own=own, at=at)
+            return self._record(index, path, data, own=own, at=at, mtime=mtime)
 
     def _record(
         self, index: str, path: str, data: bytes | None, *, own: bool, at: int | None, mtime: int = 0
@@ -524,6 +526,15 @@ def _common_suffix(a: bytes, b: bytes) -> int:
     return lo
 
 
+def _mtime_of(path: str, data: bytes | None) -> int:
+    """The time (ns) of the file keepgui just wrote with ``data`` (0 when it is not those bytes' size)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0
+    return st.st_mtime_ns if data is None or st.st_size == len(data) else 0
+
+
 _STEP = 65536
 
 
@@ -603,11 +614,11 @@ def _hook(journal: Journal) -> Callable[[str, str, bytes | None], None]:
         key = file_key(path)
         if not journal.is_tracked(key):
             if stage == "after" and journal.is_near(key):  # a file keepgui creates beside followed ones
-                journal.record(key, data if data is not None else _read(key)[0], own=True)
+                journal.record(key, data if data is not None else _read(key)[0], own=True, mtime=_mtime_of(key, data))
             return
         if stage == "before":
             journal.sync_file(key)
         else:
-            journal.record(key, data if data is not None else _read(key)[0], own=True)
+            journal.record(key, data if data is not None else _read(key)[0], own=True, mtime=_mtime_of(key, data))
 
     return hook

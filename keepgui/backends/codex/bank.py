@@ -187,6 +187,17 @@ class CodexBank(BankDefaults):
         """The active memory root now."""
         return active_root(self.env.home)
 
+    def memory_files(self) -> list[str]:
+        """The documents' files and the ad hoc notes (rows of the bank, each a file of its own)."""
+        from keepgui.backends.codex.memory import NOTES_DIR
+
+        notes = os.path.join(self.root().path, NOTES_DIR)
+        try:
+            names = sorted(n for n in os.listdir(notes) if n.endswith(".md") and not n.startswith("."))
+        except OSError:
+            names = []
+        return [*super().memory_files(), *(os.path.join(notes, n) for n in names)]
+
     def state(self) -> HomeState:
         """The home as last read (read now when it was not yet)."""
         with self.lock:
