@@ -159,6 +159,9 @@ class CodexBank(BankDefaults):
         self.problem = ""
         self._state: HomeState | None = None
         self._loaded = False
+        self._loaded_summary: str | None = None
+        """The summary's SHA-256 at the last load: a read of the state by anyone else in between (a
+        background scan asking for a preview) must not hide a rewrite from the next load."""
         self._problem_count = 0
 
     # ------------------------------------------------------------ what it is
@@ -236,7 +239,7 @@ class CodexBank(BankDefaults):
                 self.problem = str(exc)
                 raise
             changed = first or rows != self.delivered
-            previous = self._state
+            previous, self._loaded_summary = self._loaded_summary, state.summary.stamp.sha256
             self._state, self.delivered, self.problem, self._loaded = state, rows, "", True
             self._problem_count = len(self.problems())
         change = Change(
@@ -246,7 +249,7 @@ class CodexBank(BankDefaults):
             rows=RowDelta(rows, (), True) if changed or full else RowDelta(),
             documents=frozenset({state.summary.path}) if changed and not first else frozenset(),
         )
-        summary_moved = previous is None or previous.summary.stamp.sha256 != state.summary.stamp.sha256
+        summary_moved = previous is None or previous != state.summary.stamp.sha256
         if pending and summary_moved and self.name == self.source.review_bank:
             # one bank of the source asks: they all show the same summary
             return dataclasses.replace(change, reviews=(REVIEW_NAME,))
