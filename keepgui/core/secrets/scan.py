@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -29,6 +30,8 @@ from keepgui.core.timefmt import now_ms
 
 SENT = "this secret is sent to the model at the start of every session"
 """What the window and the command line say of a secret the bank's preview holds."""
+
+log = logging.getLogger(__name__)
 
 
 def secret_sha256(secret: str) -> str:
@@ -198,8 +201,9 @@ class ScanCache:
         try:
             fsio.make_dirs(os.path.dirname(self.path))
             fsio.atomic_write(self.path, body, mode=0o600)
-        except (OSError, KeepguiError):
-            pass
+        except (OSError, KeepguiError) as exc:
+            self._dirty = True  # kept in memory and tried again at the next save: the cache only saves work
+            log.debug("secrets cache %s not saved: %s", self.path, exc)
 
 
 BLOCK = 2000
