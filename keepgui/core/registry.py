@@ -123,6 +123,10 @@ class OpenOptions:
     paths: PathMap = LOCAL
     """Where the absolute paths the agent's files name are read, and how a path read is named there
     (:mod:`keepgui.core.pathmap`); a source below a remote mirror is given the mirror's map."""
+    as_of: int | None = None
+    """The moment (epoch ms) the source is asked at; None: now. A source opened on a copy of its files as
+    they were (:mod:`keepgui.core.timetravel`) answers as if asked then: a backend whose answers depend on
+    the clock (a recall score's decay with age) computes them as of this moment."""
 
 
 @dataclass(frozen=True)

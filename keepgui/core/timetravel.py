@@ -12,8 +12,11 @@ so that the copy finds its own: the environment variables that name a folder hol
 (``HOME``, an agent's own ``*_HOME`` or config folder) point into the copy while it is open, and the
 folders the source watches outside its own (:attr:`~keepgui.core.source.Source.also_watched`) are
 paired with the copy's — which a backend may name differently, since it derives them from the copy's
-path — so each recorded file lands where the copy's backend looks for it. :meth:`Past.shown` maps
-the copy's paths in an answer back to the source's.
+path — so each recorded file lands where the copy's backend looks for it. The backend is opened with
+the copy's path map (:class:`~keepgui.core.pathmap.RootedPaths`, the seam a remote mirror uses): the
+copy's settings name the machine's paths as they do there, and what the backend prints names — and
+counts — the machine's paths, so an answer of then is byte for byte what the source gave then.
+:meth:`Past.shown` maps what a backend still names by the copy's paths back to the source's.
 
 :func:`parse_when` reads the moment: ISO 8601 (local time when it names no zone), ``now``, or a time
 ago (``90s``, ``15m``, ``2h``, ``3d``, ``1w``).
@@ -36,6 +39,7 @@ from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, NotFound
 from keepgui.core.history import file_key
 from keepgui.core.journal import Entry, Journal
+from keepgui.core.pathmap import RootedPaths
 from keepgui.core.timefmt import now_ms
 
 if TYPE_CHECKING:
@@ -149,14 +153,13 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
         copy.copied.update([file_key(source.path), *outside])
         named = [source.path, *([project] if project else [])]
         above = [a for n in named for a in _ancestors(n, root)]
-        copy.rename_folders([*named, *remapped.values(), *above])
         copy.above.update(above)
         for folder in named:  # the source's own folder (and the project) are there even with no recorded file
             copy.make_dirs(copy.mapped(file_key(folder)), file_key(folder))
         copy.place([p for p in paths if not _under_any(p, outside)], {})
         copy.fill()
         with _environment({name: copy.mapped(os.path.realpath(v)) for name, v in remapped.items()}):
-            opened = _open(source, copy.mapped(file_key(source.path)), project and copy.mapped(file_key(project)))
+            opened = _open(source, copy, project)
             theirs = [file_key(a) for a in opened.also_watched]
             pairs = dict(zip(outside, theirs, strict=False))
             if len(theirs) != len(outside):
@@ -166,7 +169,7 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
             copy.place([p for p in paths if _under_any(p, outside)], pairs)
             copy.fill()
             copy.seal()
-            opened = _open(source, copy.mapped(file_key(source.path)), project and copy.mapped(file_key(project)))
+            opened = _open(source, copy, project)
             past = Past(opened, source, root, at, copy.notes)
             past.pairs = _pairs(past, pairs)
             yield past
@@ -174,10 +177,15 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
         _remove(root)
 
 
-def _open(source: Source, path: str, project: str | None) -> Source:
+def _open(source: Source, copy: _Copy, project: str | None) -> Source:
+    """The source's backend opened on the copy, told that the copy repeats the machine's paths under its
+    root (:class:`~keepgui.core.pathmap.RootedPaths`): what it prints names, and counts, the machine's paths;
+    and asked as of the moment (``OpenOptions.as_of``): what depends on the clock is computed as then."""
     from keepgui.core import registry
 
-    return registry.open_source(source.kind, path, registry.OpenOptions(reload_command="", project=project))
+    path, where = copy.mapped(file_key(source.path)), project and copy.mapped(file_key(project))
+    options = registry.OpenOptions(reload_command="", project=where, paths=RootedPaths(copy.root), as_of=copy.at)
+    return registry.open_source(source.kind, path, options)
 
 
 def _pairs(past: Past, pairs: dict[str, str]) -> list[tuple[str, str]]:
@@ -249,17 +257,6 @@ class _Copy:
         """The source's own folders: small things in them are copied; elsewhere (the home) only linked."""
         self.above: set[str] = set()
         """The folders above the source's whose other entries are linked (a repository's root marker)."""
-        self.renames: list[tuple[bytes, bytes]] = []
-        """In the copied settings: a folder of the machine → the copy's (a project's path maps it to its slug)."""
-
-    def rename_folders(self, folders: Sequence[str]) -> None:
-        """Have the copied settings name ``folders`` by their places in the copy."""
-        for folder in folders:
-            for spelled in {os.path.abspath(folder), file_key(folder)}:
-                pair = (os.fsencode(spelled), os.fsencode(self.mapped(file_key(spelled))))
-                if pair not in self.renames:
-                    self.renames.append(pair)
-        self.renames.sort(key=lambda p: -len(p[0]))
 
     def mapped(self, path: str) -> str:
         """Where the machine's ``path`` is in the copy (below the root, by its absolute path)."""
@@ -323,7 +320,7 @@ class _Copy:
                 if os.path.lexists(mine):
                     continue
                 if _under_any(file_key(mirrors), sorted(self.copied)) or not os.path.isdir(theirs):
-                    _bring(theirs, mine, self.renames)  # a settings file names the copy's folders
+                    _bring(theirs, mine)
                 else:  # the home's other folders, a repository's marker above the source: linked, never copied
                     os.symlink(theirs, mine)
                 linked += 1
@@ -344,43 +341,21 @@ COPIED = 16 * 1024 * 1024
 COPIED_FILES = 512
 
 
-def _bring(theirs: str, mine: str, renames: Sequence[tuple[bytes, bytes]]) -> None:
+def _bring(theirs: str, mine: str) -> None:
     """What ``theirs`` holds now, at ``mine``: a copy (times kept) when small, else a link to it (a backend
-    that ignores links, as some do for safety, then does not see it). A small copied file that names a
-    renamed folder (a settings file keyed by a project's path) names the copy's instead."""
+    that ignores links, as some do for safety, then does not see it). A copied settings file names the
+    machine's paths as it does there: the backend reads it through the copy's path map."""
     try:
         if os.path.isdir(theirs) and not os.path.islink(theirs) and _small_tree(theirs):
-
-            def copied(src: str, dst: str) -> None:
-                shutil.copy2(src, dst)
-                _renamed(dst, renames)
-
-            shutil.copytree(theirs, mine, symlinks=True, copy_function=copied)
+            shutil.copytree(theirs, mine, symlinks=True)
             return
         if os.path.isfile(theirs) and not os.path.islink(theirs) and os.path.getsize(theirs) <= COPIED:
             shutil.copy2(theirs, mine)
-            _renamed(mine, renames)
             return
     except OSError:
         shutil.rmtree(mine, ignore_errors=True)
     if not os.path.lexists(mine):
         os.symlink(theirs, mine)
-
-
-def _renamed(path: str, renames: Sequence[tuple[bytes, bytes]]) -> None:
-    if os.path.getsize(path) > 1024 * 1024:
-        return
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if b"\0" in data or not any(old in data for old, _new in renames):
-        return
-    st = os.stat(path)
-    table = dict(renames)
-    pattern = rb"(" + rb"|".join(re.escape(old) for old, _new in renames) + rb")(?![A-Za-z0-9._-])"
-    changed = re.sub(pattern, lambda m: table[m.group(1)], data)  # one pass: nothing renamed twice
-    with open(path, "wb") as fh:
-        fh.write(changed)
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def _small_tree(folder: str) -> bool:

@@ -172,6 +172,8 @@ class CodexSource(SourceDefaults):
             self.env = dataclasses.replace(self.env, paths=self.paths)
         else:
             self.env = env or CodexEnv.from_environ(environ)
+            if self.paths.shown(self.env.home) != self.env.home:  # the home is read through the map too (a copy)
+                self.env = dataclasses.replace(self.env, paths=self.paths)
             self.project = os.path.realpath(self.path)
             self.review_bank = os.path.basename(self.project) or self.project
         self.label = f"Codex · {short_path(self.path)}"

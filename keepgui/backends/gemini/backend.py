@@ -99,8 +99,11 @@ class GeminiSource(SourceDefaults):
         self._banks: dict[str, GeminiBank] = {}
         self.is_home = bool(home_evidence(self.path))
         self.env = home_env(self.path, environ) if self.is_home else GeminiEnv.from_environ(environ)
-        if self.is_home:  # a Gemini dir's files name paths of its own machine
-            self.env = dataclasses.replace(self.env, paths=(options or OpenOptions()).paths)
+        paths = (options or OpenOptions()).paths
+        if self.is_home or (self.env.home and paths.shown(self.env.home) != self.env.home):
+            # a Gemini dir's files name paths of its own machine (a launch folder's too when its home is
+            # read through the same map: a copy of the machine's files)
+            self.env = dataclasses.replace(self.env, paths=paths)
         where = self.path if not self.env.home else self.path.replace(self.env.home, "~", 1)
         self.label = f"Gemini CLI · {where}"
 

@@ -407,7 +407,7 @@ def _read(path: str, tier: str, settings: Settings, extension: str = "", paths: 
     raw, error = read_text(path)
     if raw is None:
         return MemoryFile(path, tier, NEVER, f"cannot be read ({error}): Gemini skips it", extension=extension)
-    done = process(raw, path, settings.import_format, settings.boundary_markers, reader(paths))
+    done = process(raw, path, settings.import_format, settings.boundary_markers, reader(paths), paths.resolved)
     try:
         size = os.path.getsize(path)
     except OSError:

@@ -293,7 +293,10 @@ class GeminiDocuments:
         if entry.state == "new" and not text:
             return []
         settings = self.bank.discovery().settings
-        done = process(text, entry.path, settings.import_format, settings.boundary_markers, reader(self.bank.env.paths))
+        paths = self.bank.env.paths
+        done = process(
+            text, entry.path, settings.import_format, settings.boundary_markers, reader(paths), paths.resolved
+        )
         return list(done.tokens)
 
     def marks(self, name: str, text: str) -> builtins.list[TextMark]:
@@ -375,7 +378,7 @@ class GeminiDocuments:
             if entry.path == name:
                 current = name
                 paths = self.bank.env.paths
-                done = process(text, name, *self._format(), reader(paths))
+                done = process(text, name, *self._format(), reader(paths), paths.resolved)
                 sent = size_of(block(paths.shown(name), done.text))
             segments.append(BudgetSegment(entry.path, start, sent, sent, "fit"))
             start += sent

@@ -151,13 +151,14 @@ def import_root(folder: str, markers: Sequence[str]) -> str:
         current = parent
 
 
-def allowed(path: str, base: str, root: str) -> bool:
-    """Whether Gemini accepts the import ``path`` written in a file of folder ``base`` (import root ``root``)."""
+def allowed(path: str, base: str, root: str, resolved: Callable[[str], str] = str) -> bool:
+    """Whether Gemini accepts the import ``path`` written in a file of folder ``base`` (import root ``root``);
+    ``resolved`` reads a real path as the machine Gemini runs on resolves it (:meth:`PathMap.resolved`)."""
     if _URL.match(path):
         return False
     try:
-        target = real_of(node_resolve(base, path))
-        root_real = real_of(root.strip()) if root.strip() else None
+        target = resolved(real_of(node_resolve(base, path)))
+        root_real = resolved(real_of(root.strip())) if root.strip() else None
     except (OSError, ValueError):
         return False
     return root_real is not None and is_subpath(root_real, target)
@@ -229,7 +230,14 @@ class Processed:
 
 
 def _tree(
-    content: str, base: str, root: str, chain: frozenset[str], depth: int, read: Reader, files: list[str]
+    content: str,
+    base: str,
+    root: str,
+    chain: frozenset[str],
+    depth: int,
+    read: Reader,
+    files: list[str],
+    resolved: Callable[[str], str],
 ) -> tuple[str, list[ImportToken]]:
     if depth >= MAX_DEPTH:
         return content, [
@@ -248,7 +256,7 @@ def _tree(
             pieces.append("@" + path)
             tokens.append(ImportToken(start, end, *where, path, CODE, "inside a code span: left as written"))
             continue
-        if not allowed(path, base, root):
+        if not allowed(path, base, root, resolved):
             text = f"<!-- Import failed: {path} - Path traversal attempt -->"
             pieces.append(text)
             tokens.append(ImportToken(start, end, *where, path, REFUSED, "outside the import root " + root, "", text))
@@ -266,7 +274,7 @@ def _tree(
             tokens.append(ImportToken(start, end, *where, path, FAILED, error, full, text))
             continue
         files.append(full)
-        inner, children = _tree(body, os.path.dirname(full), root, chain | {full}, depth + 1, read, files)
+        inner, children = _tree(body, os.path.dirname(full), root, chain | {full}, depth + 1, read, files, resolved)
         text = f"<!-- Imported from: {path} -->\n{inner}\n<!-- End of import from: {path} -->"
         pieces.append(text)
         tokens.append(ImportToken(start, end, *where, path, IMPORTED, full, full, text, tuple(children)))
@@ -274,7 +282,9 @@ def _tree(
     return "".join(pieces), tokens
 
 
-def _flat(content: str, file_path: str, base: str, root: str, read: Reader) -> Processed:
+def _flat(
+    content: str, file_path: str, base: str, root: str, read: Reader, resolved: Callable[[str], str]
+) -> Processed:
     sections: list[tuple[str, str]] = []
     done: set[str] = set()
     out = Processed("")
@@ -295,7 +305,7 @@ def _flat(content: str, file_path: str, base: str, root: str, read: Reader) -> P
             if _in_code(start, regions):
                 tokens[start] = ImportToken(start, end, *where, path, CODE, "inside a code span: left as written")
                 continue
-            if not allowed(path, folder, root):
+            if not allowed(path, folder, root, resolved):
                 tokens[start] = ImportToken(start, end, *where, path, REFUSED, "outside the import root " + root)
                 continue
             full = node_normalize(node_resolve(folder, path))
@@ -316,14 +326,20 @@ def _flat(content: str, file_path: str, base: str, root: str, read: Reader) -> P
 
 
 def process(
-    content: str, file_path: str, import_format: str, markers: Sequence[str], read: Reader = read_text
+    content: str,
+    file_path: str,
+    import_format: str,
+    markers: Sequence[str],
+    read: Reader = read_text,
+    resolved: Callable[[str], str] = str,
 ) -> Processed:
     """``content`` of the file ``file_path`` after Gemini's import processing in ``import_format``
-    (``tree`` or ``flat``) with these boundary markers; ``read`` reads an imported file."""
+    (``tree`` or ``flat``) with these boundary markers; ``read`` reads an imported file, ``resolved`` reads
+    a real path as the machine Gemini runs on resolves it (a link out of a copy of its files leads back in)."""
     base = os.path.dirname(file_path)
     root = import_root(base, markers)
     if import_format == "flat":
-        return _flat(content, file_path, base, root, read)
+        return _flat(content, file_path, base, root, read, resolved)
     files: list[str] = []
-    text, tokens = _tree(content, base, root, frozenset(), 0, read, files)
+    text, tokens = _tree(content, base, root, frozenset(), 0, read, files, resolved)
     return Processed(text, tokens, files)

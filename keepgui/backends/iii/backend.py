@@ -108,6 +108,8 @@ class IiiSource(SourceDefaults):
         self.lock = threading.RLock()
         self.config = MemoryConfig()
         self._banks: dict[str, IiiBank] = {}
+        self.as_of = options.as_of
+        """The moment recall is computed at (a copy of then, :mod:`keepgui.core.timetravel`); None: now."""
 
     @property
     def label(self) -> str:

@@ -298,9 +298,11 @@ class IiiBank(BankDefaults):
             return self._activity.snapshot()
 
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> Preview:
-        """``memory::preview`` exactly, with unsaved rules and what-if toggles when given."""
+        """``memory::preview`` exactly, with unsaved rules and what-if toggles when given (asked at ``now_ms``;
+        by default now, or the moment the source was opened as of)."""
         from keepgui.backends.iii.context import WhatIf
 
+        now_ms = self.source.as_of if now_ms is None else now_ms
         pending = pending or Pending()
         whatif = WhatIf(
             rules=dict(pending.drafts), pins=dict(pending.pins), live=dict(pending.live), config=self.source.config
@@ -327,7 +329,7 @@ class IiiBank(BankDefaults):
         """Recall scores (id -> fused score) of the best memories for ``query``."""
         bank = self.core()
         with self.lock:
-            result = self.engine(bank).recall(query, limit=limit)
+            result = self.engine(bank).recall(query, limit=limit, now_ms=self.source.as_of)
         return {hit.memory.id: hit.score for hit in result.hits}
 
     # ------------------------------------------------------------------ plans
