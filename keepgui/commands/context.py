@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from keepgui.commands.sources import (
     add_at_option,
@@ -34,8 +34,9 @@ from keepgui.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
+    from keepgui.core.contextdiff import Moment
     from keepgui.core.registry import Backend
-    from keepgui.core.source import AgentContext, Bank
+    from keepgui.core.source import AgentContext
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -110,102 +111,35 @@ def _shown(
     return 0
 
 
-def _moment(args: argparse.Namespace, ctx: Context, when: str) -> dict[str, Any]:
+def _moment(args: argparse.Namespace, ctx: Context, when: str) -> Moment:
     """The context at ``when`` (``now`` the source as it is): its parts, the rows' texts, the files' hashes."""
-    import hashlib
-
     from keepgui.commands.sources import past_of
-    from keepgui.core import fsio
+    from keepgui.core.contextdiff import read_moment
     from keepgui.core.timetravel import parse_when
 
     chosen = open_chosen(args, ctx)
     bank, _how = open_bank(args, chosen)
     options = backend_options(args, chosen, "context")
-
-    def read(b: Bank, shown: Callable[[str], str]) -> dict[str, Any]:
-        b.load(full=True)
-        parts = {k: shown(v or "") for k, v in b.context(args.query, **options).named_parts().items()}
-        rows = {r.id: shown(r.text) for r in b.rows() if r.invalid_at is None}
-        files = {}
-        for path in b.memory_files():
-            data, _stamp = fsio.read_stamped(path)
-            files[shown(path)] = hashlib.sha256(data).hexdigest() if data is not None else None
-        return {"parts": parts, "rows": rows, "files": files}
-
     if when.strip().lower() == "now":
-        return read(bank, str)
+        return read_moment(bank, args.query, options)
     with past_of(args, ctx, chosen, parse_when(when)) as past:
-        return read(past.bank(bank.key.bank), past.shown)
+        return read_moment(past.bank(bank.key.bank), args.query, options, past.shown)
 
 
 def _diff(args: argparse.Namespace, ctx: Context) -> int:
-    """``context --at T1 --diff T2``: each part's unified diff and what it means in memories and files."""
-    import difflib
-    import hashlib
-    import os
+    """``context --at T1 --diff T2``: each part's unified diff and what it means in memories and files
+    (:func:`keepgui.core.contextdiff.compare`)."""
+    from keepgui.core.contextdiff import compare
 
     if args.at is None:
         raise InvalidInput("--diff T2 compares with --at T1: give both")
-    one, two = _moment(args, ctx, args.at), _moment(args, ctx, args.diff)
-    seen_one, seen_two = "\n".join(one["parts"].values()), "\n".join(two["parts"].values())
-
-    def seen(text: str, whole: str) -> bool:
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-        return bool(first) and first in whole
-
-    new = [k for k in two["rows"] if k not in one["rows"]]
-    removed = [k for k in one["rows"] if k not in two["rows"]]
-    new_seen = [k for k in new if seen(two["rows"][k], seen_two)]
-    cut = [
-        k
-        for k in two["rows"]
-        if k in one["rows"] and seen(one["rows"][k], seen_one) and not seen(two["rows"][k], seen_two)
-    ]
-    files = sorted(p for p in set(one["files"]) | set(two["files"]) if one["files"].get(p) != two["files"].get(p))
-    parts: dict[str, Any] = {}
-    for name in dict.fromkeys([*one["parts"], *two["parts"]]):
-        a, b = one["parts"].get(name, ""), two["parts"].get(name, "")
-        diff = "".join(
-            difflib.unified_diff(
-                a.splitlines(keepends=True),
-                b.splitlines(keepends=True),
-                f"{name} at {args.at}",
-                f"{name} at {args.diff}",
-            )
-        )
-        lines = diff.splitlines()[2:]
-        parts[name] = {
-            "sha256": [hashlib.sha256(a.encode()).hexdigest(), hashlib.sha256(b.encode()).hexdigest()],
-            "added": sum(1 for x in lines if x.startswith("+")),
-            "removed": sum(1 for x in lines if x.startswith("-")),
-            "diff": diff,
-        }
-    summary = (
-        f"from {args.at} to {args.diff}: the agent sees {len(new_seen)} new memor{'y' if len(new_seen) == 1 else 'ies'}"
-        f" ({len(new) - len(new_seen)} more kept but not given), {len(removed)} removed,"
-        f" {len(cut)} no longer given though still kept (a limit or a cut)"
-        + (f"; changed: {', '.join(os.path.basename(p) for p in files)}" if files else "; no memory file changed")
-    )
+    diff = compare(_moment(args, ctx, args.at), _moment(args, ctx, args.diff), args.at, args.diff)
     if ctx.json_mode:
-        counts = {"new": len(new), "new_seen": len(new_seen), "removed": len(removed), "cut": len(cut)}
-        whole = [hashlib.sha256(t.encode()).hexdigest() for t in (seen_one, seen_two)]
-        ctx.emit_json(
-            {
-                "at": args.at,
-                "to": args.diff,
-                "sha256": whole,
-                "summary": summary,
-                "memories": counts,
-                "files_changed": files,
-                "parts": parts,
-            }
-        )
+        ctx.emit_json(diff.to_obj())
         return 0
-    ctx.out(summary)
-    for name, part in parts.items():
-        ctx.out(
-            f"part {name}: +{part['added']} −{part['removed']} lines" if part["diff"] else f"part {name}: unchanged"
-        )
-        if part["diff"]:
-            ctx.stdout.write(part["diff"] if part["diff"].endswith("\n") else part["diff"] + "\n")
+    ctx.out(diff.summary)
+    for name, part in diff.parts.items():
+        ctx.out(f"part {name}: +{part.added} −{part.removed} lines" if part.diff else f"part {name}: unchanged")
+        if part.diff:
+            ctx.stdout.write(part.diff if part.diff.endswith("\n") else part.diff + "\n")
     return 0

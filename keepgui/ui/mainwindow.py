@@ -43,7 +43,7 @@ from keepgui import __version__
 from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
-from keepgui.ui import bankactions, shortcuts, theme
+from keepgui.ui import bankactions, contextdiff, shortcuts, theme
 from keepgui.ui.appearance import apply_theme
 from keepgui.ui.approvals import ApprovalsDialog, PendingLister
 from keepgui.ui.banner import Banner
@@ -368,6 +368,7 @@ class MainWindow(QMainWindow):
         self.view_menu.addSeparator()
         for action in self.panel_actions.actions():
             self.view_menu.addAction(action)
+        self.act_compare_context = contextdiff.add_action(self)  # View → Compare context…
         self.bank_menu = bar.addMenu("&Bank")
         for act in (
             self.act_new_bank,
