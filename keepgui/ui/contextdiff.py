@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from keepgui.core import contextdiff, registry
 from keepgui.core.errors import KeepguiError
+from keepgui.core.paths import short_path
 from keepgui.core.timetravel import parse_when
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.tasks import lane
@@ -83,7 +84,8 @@ class CompareContextDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.journal, self.kind, self.path, self.bank = journal, kind, path, bank
-        self.result: ContextDiff | None = None
+        self.compared: ContextDiff | None = None
+        """The comparison shown last."""
         self._lane = lane("contextdiff")
         self.setWindowTitle("Compare context")
         self.setAccessibleName("Compare what the agent was given at two moments")
@@ -116,6 +118,10 @@ class CompareContextDialog(QDialog):
         self.status.setWordWrap(True)
         self.summary = QLabel(self)
         self.summary.setAccessibleName("Summary")
+        bold = self.summary.font()
+        bold.setBold(True)
+        self.summary.setFont(bold)
+        self.summary.hide()
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.changes = QTreeWidget(self)
@@ -180,11 +186,15 @@ class CompareContextDialog(QDialog):
                 box.addItem(moment_text(ms), ms)
         if len(moments) >= 2:  # from the moment before the last change, to now
             self.first.setCurrentIndex(2)
-        self.status.setText(
+        self._say(
             f"keepgui recorded {len(moments)} moment{'s' if len(moments) != 1 else ''} of this source"
             if moments
             else "keepgui has recorded nothing of this source yet: only `now` can be shown"
         )
+
+    def _say(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setVisible(bool(text))
 
     def chosen(self, box: QComboBox) -> tuple[int | None, str]:
         """The moment a box names (epoch ms, None for now) and its text; InvalidInput for a text that is no time."""
@@ -203,12 +213,12 @@ class CompareContextDialog(QDialog):
         try:
             moments = (self.chosen(self.first), self.chosen(self.second))
         except KeepguiError as exc:
-            self.status.setText(str(exc))
+            self._say(str(exc))
             return
         journal, kind, path, bank, query = self.journal, self.kind, self.path, self.bank, self.query.text()
         self.progress.show()
         self.compare_button.setEnabled(False)
-        self.status.setText(f"Computing the context at {moments[0][1]} and at {moments[1][1]}…")
+        self._say(f"Computing the context at {moments[0][1]} and at {moments[1][1]}…")
         self._lane.run(
             lambda: _compare(journal, kind, path, bank, moments, query),
             self.show_result,
@@ -221,15 +231,16 @@ class CompareContextDialog(QDialog):
         self.progress.hide()
         self.compare_button.setEnabled(True)
         why = str(error) if isinstance(error, (KeepguiError, OSError)) else f"{type(error).__name__}: {error}"
-        self.status.setText(f"Could not compare: {why}")
+        self._say(f"Could not compare: {why}")
 
     def show_result(self, diff: ContextDiff) -> None:
         """Show a comparison: the summary, the memories and files behind it, each part's diff."""
-        self.result = diff
+        self.compared = diff
         self.progress.hide()
         self.compare_button.setEnabled(True)
-        self.status.setText("")
+        self._say("")
         self.summary.setText(diff.summary)
+        self.summary.show()
         self.changes.clear()
         new_kept = {k: t for k, t in diff.new.items() if k not in diff.new_seen}
         for title, memories in (
@@ -239,7 +250,7 @@ class CompareContextDialog(QDialog):
             ("Memories removed", diff.removed),
         ):
             self._group(title, [(t.strip().splitlines()[0] if t.strip() else k, t) for k, t in memories.items()])
-        self._group("Memory files changed", [(p, p) for p in diff.files_changed])
+        self._group("Memory files changed", [(short_path(p), p) for p in diff.files_changed])
         self.parts.clear()
         first_changed = None
         for name, part in diff.parts.items():
@@ -253,17 +264,20 @@ class CompareContextDialog(QDialog):
 
     def _group(self, title: str, lines: list[tuple[str, str]]) -> None:
         group = QTreeWidgetItem(self.changes, [f"{title} ({len(lines)})"])
+        font = group.font(0)
+        font.setBold(True)
+        group.setFont(0, font)
         for shown, whole in lines:
             child = QTreeWidgetItem(group, [shown if len(shown) <= SHOWN_TEXT else shown[: SHOWN_TEXT - 1] + "…"])
             child.setToolTip(0, whole)
         group.setExpanded(bool(lines))
 
     def _show_part(self) -> None:
-        item = self.parts.currentItem()
-        if item is None or self.result is None:
+        row = self.parts.currentRow()
+        if row < 0 or self.compared is None:
             self.diff.setPlainText("")
             return
-        part = self.result.parts[item.data(Qt.ItemDataRole.UserRole)]
+        part = self.compared.parts[self.parts.item(row).data(Qt.ItemDataRole.UserRole)]
         self.diff.setPlainText(part.diff or "This part is the same at both moments.")
 
     def done(self, result: int) -> None:

@@ -50,9 +50,9 @@ def test_the_dialog_shows_what_the_cli_diff_prints(qtbot, nanobot):
     dialog.first.setEditText(t1)
     dialog.second.setEditText(NOW)
     qtbot.mouseClick(dialog.compare_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.result is not None, timeout=60_000)
-    assert dialog.result is not None
-    assert dialog.result.to_obj() == cli  # summary, counts, files, every part's hashes and diff
+    qtbot.waitUntil(lambda: dialog.compared is not None, timeout=60_000)
+    assert dialog.compared is not None
+    assert dialog.compared.to_obj() == cli  # summary, counts, files, every part's hashes and diff
     assert dialog.summary.text() == cli["summary"]
     assert "sees 0 new memories (1 more kept but not given)" in dialog.summary.text()
     groups = {
@@ -81,9 +81,9 @@ def test_a_recorded_moment_picked_from_the_list_and_enter_compares(qtbot, nanobo
     assert isinstance(at, int) and label == dialog.first.currentText()
     dialog.query.setFocus()
     qtbot.keyClick(dialog.query, Qt.Key.Key_Return)  # the default button
-    qtbot.waitUntil(lambda: dialog.result is not None, timeout=60_000)
-    assert dialog.result is not None and dialog.result.files_changed
-    assert dialog.result.summary.startswith(f"from {label} to now:")
+    qtbot.waitUntil(lambda: dialog.compared is not None, timeout=60_000)
+    assert dialog.compared is not None and dialog.compared.files_changed
+    assert dialog.compared.summary.startswith(f"from {label} to now:")
 
 
 def test_a_time_that_is_no_time_or_before_the_record_is_said_plainly(qtbot, nanobot):
@@ -91,7 +91,7 @@ def test_a_time_that_is_no_time_or_before_the_record_is_said_plainly(qtbot, nano
     dialog = _dialog(qtbot, journal, path)
     dialog.first.setEditText("yesterday-ish")
     dialog.compare()
-    assert "not a time" in dialog.status.text() and dialog.result is None
+    assert "not a time" in dialog.status.text() and dialog.compared is None
     dialog.first.setEditText("3d")
     dialog.compare()
     qtbot.waitUntil(lambda: dialog.status.text().startswith("Could not compare"), timeout=60_000)
@@ -114,3 +114,23 @@ def test_every_control_has_an_accessible_name(qtbot, nanobot):
         dialog.diff,
     ):
         assert widget.accessibleName(), widget
+
+
+def test_view_compare_context_opens_on_the_current_bank(make_window, demo_copy, qtbot, tmp_path, monkeypatch):
+    from tests.ui.conftest import open_keep
+
+    monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "kg"))
+    window, key = open_keep(make_window, demo_copy, qtbot)
+    action = window.act_compare_context
+    assert action in window.view_menu.actions() and action.text() == "Compare &context…"
+    action.trigger()
+    dialogs = [w for w in window.findChildren(CompareContextDialog) if w.isVisible()]
+    assert len(dialogs) == 1
+    dialog = dialogs[0]
+    assert (dialog.kind, dialog.path, dialog.bank) == ("nanobot", key.source, key.bank)
+    dialog.second.setEditText(NOW)
+    dialog.compare()  # now against now: nothing changed
+    qtbot.waitUntil(lambda: dialog.compared is not None, timeout=60_000)
+    assert dialog.compared is not None and not dialog.compared.files_changed
+    assert all(not p.diff for p in dialog.compared.parts.values())
+    dialog.close()
