@@ -199,3 +199,19 @@ def test_restore_at_brings_back_a_memory_forgotten_since_under_its_own_id(place)
     assert f"restored {first['id']}" in done.stdout
     now = [json.loads(line) for line in keepgui(env, "memories", *where, "--json").stdout.splitlines()]
     assert [r["text"] for r in now if r["id"] == first["id"]] == [first["text"]], kind
+
+
+def test_a_copy_of_the_machine_maps_its_paths_both_ways(tmp_path):
+    from keepgui.core.pathmap import RootedPaths
+
+    root = str(tmp_path / "copy")
+    os.makedirs(root)
+    paths = RootedPaths(root)
+    inside = os.path.join(root, "home", "me", "project")
+    assert paths.shown(inside) == "/home/me/project" and paths.shown(root) == os.sep
+    assert paths.shown("/elsewhere/x") == "/elsewhere/x"  # not below the copy: as it is
+    assert paths.local("/home/me/project") == inside
+    assert paths.local(inside) == inside  # already in the copy
+    assert paths.local("relative/x") == "relative/x"
+    # a link the copy made to the machine's own folder leads back into the copy
+    assert paths.resolved("/home/me/project/docs/a.md") == os.path.join(inside, "docs", "a.md")
