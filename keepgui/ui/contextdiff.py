@@ -96,7 +96,7 @@ class CompareContextDialog(QDialog):
         self.query = QLineEdit(self)
         self.query.setAccessibleName("Question of the turn")
         self.query.setPlaceholderText("the question of the turn, for agents whose context depends on one")
-        self.compare_button = QPushButton("&Compare", self)
+        self.compare_button = QPushButton("Co&mpare", self)
         self.compare_button.setDefault(True)
         self.compare_button.setToolTip("Compute the context at both moments and show what changed")
         self.compare_button.clicked.connect(self.compare)
@@ -290,7 +290,7 @@ class CompareContextDialog(QDialog):
 
 def add_action(window: MainWindow) -> QAction:
     """View → Compare context… on ``window`` (of its current bank's source)."""
-    action = QAction("Compare &context…", window)
+    action = QAction("C&ompare context…", window)
     action.setStatusTip("What the agent was given at two moments: new memories, ones lost to a cut, each part's diff")
     action.setToolTip(action.statusTip())
     action.triggered.connect(lambda: show(window))

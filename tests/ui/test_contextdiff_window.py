@@ -122,7 +122,7 @@ def test_view_compare_context_opens_on_the_current_bank(make_window, demo_copy, 
     monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "kg"))
     window, key = open_keep(make_window, demo_copy, qtbot)
     action = window.act_compare_context
-    assert action in window.view_menu.actions() and action.text() == "Compare &context…"
+    assert action in window.view_menu.actions() and action.text() == "C&ompare context…"
     action.trigger()
     dialogs = [w for w in window.findChildren(CompareContextDialog) if w.isVisible()]
     assert len(dialogs) == 1
