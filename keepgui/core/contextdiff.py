@@ -77,28 +77,29 @@ def moment(
 
 
 SYNC_MS = 1000
-"""Versions recorded within this long of each other (one look at a source records its files one by one)
-are one moment: the last of them, when every file of that look was recorded."""
+"""Versions of different files recorded within this long of each other are one moment (one look at a
+source records its files one by one)."""
 
 
 def recorded_moments(journal: Journal, source: Source) -> list[int]:
-    """The moments (epoch ms, newest first) the journal recorded versions of ``source``'s files: each run
-    of versions less than :data:`SYNC_MS` apart is one moment, its last."""
+    """The moments (epoch ms, newest first) the journal recorded versions of ``source``'s files: a run of
+    versions each less than :data:`SYNC_MS` after the one before, no file twice, is one moment, its last."""
     mine = {source.path, file_key(source.path)}
     times = sorted(
-        {
-            v.at
-            for tracked in journal.tracked().values()
-            if tracked.source in mine
-            for v in journal.versions(tracked.path)
-        }
+        (v.at, tracked.path)
+        for tracked in journal.tracked().values()
+        if tracked.source in mine
+        for v in journal.versions(tracked.path)
     )
     moments: list[int] = []
-    for at in times:
-        if moments and at - moments[-1] < SYNC_MS:
+    run: set[str] = set()
+    for at, path in times:
+        if moments and at - moments[-1] < SYNC_MS and path not in run:
             moments[-1] = at
         else:
             moments.append(at)
+            run = set()
+        run.add(path)
     return moments[::-1]
 
 
