@@ -123,6 +123,10 @@ class OpenOptions:
     paths: PathMap = LOCAL
     """Where the absolute paths the agent's files name are read, and how a path read is named there
     (:mod:`keepgui.core.pathmap`); a source below a remote mirror is given the mirror's map."""
+    environ: Mapping[str, str] | None = None
+    """The environment the agent's sessions run in (``HOME``, ``CODEX_HOME``...); None: this process's.
+    A source opened as it was at a moment (:mod:`keepgui.core.timetravel`) is given one whose folders
+    point into its copy, so opening it changes nothing process-wide (other threads open other sources)."""
 
 
 @dataclass(frozen=True)

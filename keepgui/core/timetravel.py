@@ -8,8 +8,11 @@ the copy. Files the journal does not record (settings, transcripts, the project'
 linked to as they are now, and the answer says so.
 
 A source whose files live outside its folder (a project's memory under the agent's home) is mapped
-so that the copy finds its own: the environment variables that name a folder holding recorded files
-(``HOME``, an agent's own ``*_HOME`` or config folder) point into the copy while it is open, and the
+so that the copy finds its own: the copy's backend is opened in an environment (given to it as
+:attr:`~keepgui.core.registry.OpenOptions.environ`, this process's own never changed) where the
+variables that name a folder holding recorded files (``HOME``, an agent's own ``*_HOME`` or config
+folder) point into the copy — so a window may look at a moment while other threads open other
+sources — and the
 folders the source watches outside its own (:attr:`~keepgui.core.source.Source.also_watched`) are
 paired with the copy's — which a backend may name differently, since it derives them from the copy's
 path — so each recorded file lands where the copy's backend looks for it. :meth:`Past.shown` maps
@@ -27,7 +30,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -133,9 +136,10 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
     root = tempfile.mkdtemp(prefix="keepgui-at-")
     copy = _Copy(journal, root, at, paths)
     try:
+        base = dict(os.environ if options is None or options.environ is None else options.environ)
         remapped = {
             name: value
-            for name, value in os.environ.items()
+            for name, value in base.items()
             if _names_folder(value) and _FOLDER_VARIABLE.search(name) and not name.startswith("KEEPGUI")
             and any(p.startswith(os.path.realpath(value).rstrip(os.sep) + os.sep) for p in paths)
         }  # fmt: skip
@@ -155,29 +159,29 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
             copy.make_dirs(copy.mapped(file_key(folder)), file_key(folder))
         copy.place([p for p in paths if not _under_any(p, outside)], {})
         copy.fill()
-        with _environment({name: copy.mapped(os.path.realpath(v)) for name, v in remapped.items()}):
-            opened = _open(source, copy.mapped(file_key(source.path)), project and copy.mapped(file_key(project)))
-            theirs = [file_key(a) for a in opened.also_watched]
-            pairs = dict(zip(outside, theirs, strict=False))
-            if len(theirs) != len(outside):
-                copy.notes.append(
-                    "the copy watches other folders than the source does: some files may be as they are now"
-                )
-            copy.place([p for p in paths if _under_any(p, outside)], pairs)
-            copy.fill()
-            copy.seal()
-            opened = _open(source, copy.mapped(file_key(source.path)), project and copy.mapped(file_key(project)))
-            past = Past(opened, source, root, at, copy.notes)
-            past.pairs = _pairs(past, pairs)
-            yield past
+        environ = {**base, **{name: copy.mapped(os.path.realpath(v)) for name, v in remapped.items()}}
+        at_copy = copy.mapped(file_key(source.path)), project and copy.mapped(file_key(project))
+        opened = _open(source, *at_copy, environ)
+        theirs = [file_key(a) for a in opened.also_watched]
+        pairs = dict(zip(outside, theirs, strict=False))
+        if len(theirs) != len(outside):
+            copy.notes.append("the copy watches other folders than the source does: some files may be as they are now")
+        copy.place([p for p in paths if _under_any(p, outside)], pairs)
+        copy.fill()
+        copy.seal()
+        opened = _open(source, *at_copy, environ)
+        past = Past(opened, source, root, at, copy.notes)
+        past.pairs = _pairs(past, pairs)
+        yield past
     finally:
         _remove(root)
 
 
-def _open(source: Source, path: str, project: str | None) -> Source:
+def _open(source: Source, path: str, project: str | None, environ: Mapping[str, str]) -> Source:
     from keepgui.core import registry
 
-    return registry.open_source(source.kind, path, registry.OpenOptions(reload_command="", project=project))
+    options = registry.OpenOptions(reload_command="", project=project, environ=environ)
+    return registry.open_source(source.kind, path, options)
 
 
 def _pairs(past: Past, pairs: dict[str, str]) -> list[tuple[str, str]]:
@@ -211,20 +215,6 @@ def _names_folder(value: str) -> bool:
 
 def _under_any(path: str, folders: Sequence[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
-
-
-@contextlib.contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 class _Copy:
