@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from keepgui.core import registry, restore
+from keepgui.core import pace, registry, restore
 from keepgui.core.errors import KeepguiError
 from keepgui.core.journal import Journal, sync_source
 from keepgui.core.source import BankKey
@@ -88,8 +88,10 @@ def read_moment(journal: Journal, kind: str, key: BankKey, at: int) -> Moment:
     moment = Moment(key, at, source.label)
     with opened_at(journal, source, at) as past:
         bank = past.bank(key.bank)
-        bank.load(full=True)
-        for r in bank.rows():
+        bank.load(lambda _done, _total, _since: pace.checkpoint(), full=True)  # gives way to a busy window
+        for n, r in enumerate(bank.rows()):
+            if n % 1000 == 0:
+                pace.checkpoint()
             tags = " ".join("#" + t for t in r.tags)
             moment.rows.append((r.id, past.shown(r.text), tags, r.updated_at, r.invalid_at is None))
         try:
@@ -181,8 +183,10 @@ class PastView(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in range(1, len(_COLUMNS)):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        width = self.fontMetrics().averageCharWidth()
+        for column, chars in ((1, 18), (2, 12), (3, 10)):  # fixed: fitting to contents reads every row
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(column, width * chars)
         self.documents = QListWidget(self)
         self.documents.setAccessibleName("Documents as they were")
         self.document = QPlainTextEdit(self)
@@ -225,13 +229,13 @@ class PastView(QWidget):
             self.documents.setCurrentRow(0)
         else:
             self.document.setPlainText("")
-        self.preview.setPlainText(moment.preview)
+        self.preview.setPlainText(_cut(moment.preview))
         live = sum(1 for r in moment.rows if r[4])
         self.status.setText(f"{live} then · " + "; ".join(moment.notes) if moment.notes else f"{live} then")
         self.status.setToolTip("\n".join(moment.notes))
 
     def _show_document(self, row: int) -> None:
-        self.document.setPlainText(self._texts[row] if 0 <= row < len(self._texts) else "")
+        self.document.setPlainText(_cut(self._texts[row]) if 0 <= row < len(self._texts) else "")
 
     def selected_ids(self) -> list[str]:
         """The ids (as they were) of the selected memories."""
@@ -299,6 +303,11 @@ class TimeTravel:
 
     def _strip_menu(self, pos: Any) -> None:
         strip = self.window.memories.strip
+        self.strip_menu(pos).exec(strip.mapToGlobal(pos))
+
+    def strip_menu(self, pos: Any) -> QMenu:
+        """The activity strip's context menu at ``pos``: the end of the day there, or a time asked."""
+        strip = self.window.memories.strip
         day = strip.day_at(pos.x())
         menu = QMenu(strip)
         if day is not None:
@@ -312,7 +321,7 @@ class TimeTravel:
         menu.addAction(self.act_view_at)
         if self.asked is not None:
             menu.addAction(self.act_now)
-        menu.exec(strip.mapToGlobal(pos))
+        return menu
 
     def ask_time(self) -> None:
         """View → View as of…: a time, then the view of that moment."""
@@ -353,12 +362,17 @@ class TimeTravel:
             self._failed,
             owner=self.view,
             newest="moment",
+            made_old=True,  # the rows of then, allocated at once: never walked by a young collection
         )
 
     def _enter(self, key: BankKey, at: int) -> None:
         label = self.window.hub.source(key.source).label
+        text = f"Viewing <b>{_escape(label)} · {_escape(key.bank)}</b> as of <b>{describe_when(at)}</b> — read-only"
+        if self.view.isVisible():  # the moment moved: only the words change (the buttons stay)
+            self.view.banner.label.setText(text)
+            return
         self.view.banner.show_message(
-            f"Viewing <b>{_escape(label)} · {_escape(key.bank)}</b> as of <b>{describe_when(at)}</b> — read-only",
+            text,
             "info",
             [
                 ("Restore selected", self.restore_selected),
@@ -463,6 +477,19 @@ def menu_titled(window: Any, title: str) -> QMenu | None:
         if isinstance(menu, QMenu) and menu.title() == title:
             return menu
     return None
+
+
+SHOWN_CHARS = 64 * 1024
+"""A document or preview of then longer than this is shown cut (laying out more blocks the GUI thread)."""
+
+
+def _cut(text: str) -> str:
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return (
+        text[:SHOWN_CHARS]
+        + f"\n\n… shown cut: {len(text) - SHOWN_CHARS:,} more characters (keepgui context --at has all)"
+    )
 
 
 def _escape(text: str) -> str:

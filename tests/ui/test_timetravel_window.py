@@ -128,6 +128,22 @@ def test_a_whole_file_comes_back_as_it_was_and_undo_takes_it_back(travelled, qtb
     qtbot.waitUntil(lambda: file_text(keep) == rewritten, timeout=10_000)
 
 
+def test_the_activity_strips_menu_shows_the_end_of_a_day(travelled, qtbot):
+    from PySide6.QtCore import QDate, QPoint
+
+    window, key, victim, _t1, _keep, _original = travelled
+    window.show_panel("activity")
+    strip = window.memories.strip
+    qtbot.waitUntil(lambda: strip.width() > 100, timeout=5_000)
+    menu = window.time_travel.strip_menu(QPoint(int(strip.x_of(QDate.currentDate())) + 1, strip.height() // 2))
+    day = next(a for a in menu.actions() if a.text().startswith("View as of the end of"))
+    day.trigger()  # today's end is now: the rows as they are
+    travel = window.time_travel
+    qtbot.waitUntil(lambda: travel.moment is not None, timeout=30_000)
+    assert sorted(r[1] for r in travel.view.rows.rows if r[4]) == sorted(texts(window, key))
+    assert victim not in [r[1] for r in travel.view.rows.rows]
+
+
 def test_a_time_is_read_as_people_write_it_and_a_bad_one_is_said(travelled, qtbot):
     window, key, _victim, _t1, _keep, _original = travelled
     travel = window.time_travel
