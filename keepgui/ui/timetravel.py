@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -269,6 +269,11 @@ class TimeTravel:
         )
         for act in (self.act_now, self.act_restore, self.act_restore_file):
             act.setEnabled(False)
+        leave = QAction("Back to now", self.view)  # Esc inside the view of a moment
+        leave.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        leave.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        leave.triggered.connect(lambda _checked=False: self.back_to_now())
+        self.view.addAction(leave)
         strip = window.memories.strip
         strip.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         strip.customContextMenuRequested.connect(self._strip_menu)
@@ -380,8 +385,10 @@ class TimeTravel:
                 ("Back to now", self.back_to_now),
             ],
         )
+        self.window.memories.table.clearSelection()  # the hidden panels' row actions act on nothing meanwhile
         self.window.tabs.hide()
         self.view.show()
+        self.view.table.setFocus()
         self.act_now.setEnabled(True)
 
     def _arrived(self, moment: Moment) -> None:
