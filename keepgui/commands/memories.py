@@ -399,6 +399,8 @@ def _restore_at(args: argparse.Namespace, ctx: Context) -> int:
     chosen, bank, _how = _loaded(args, ctx)
     if args.file is not None:
         return _restore_file(ctx, chosen, bank, args.file, at)
+    from keepgui.core import restore
+
     with past_of(args, ctx, chosen, at) as past:
         then_bank = past.bank(bank.key.bank)
         then_bank.load(full=True)
@@ -406,68 +408,29 @@ def _restore_at(args: argparse.Namespace, ctx: Context) -> int:
         then = {r.id: r for r in then_bank.rows()}
         texts = {k: past.shown(then[k].text) for k in keys}
     before = {r.id: r for r in bank.rows()}
-    retired = {r.text: r for r in before.values() if r.invalid_at is not None}
     code = 0
-    for key in keys:
-        now, text = before.get(key), texts[key]
-        if now is None and text in retired:  # forgotten since, under an id of its own: brought back
-            now = retired[text]
-            key = now.id
-        change = _restore_row(bank, key, text, now)
-        if change is None:
-            ctx.note(f"{key} is as it was at {describe_when(at)}: nothing to restore")
+    for item in restore.planned(list(before.values()), texts):
+        changes = restore.run(bank, item.writes(bank))
+        if not changes:
+            ctx.note(f"{item.key} is as it was at {describe_when(at)}: nothing to restore")
             continue
-        code = max(code, report(ctx, chosen, bank, change, before, [key]))
+        last = ([c for c in changes if c.written] or changes)[-1]
+        code = max(code, report(ctx, chosen, bank, last, before, [item.key]))
     return code
-
-
-def _restore_row(bank: Bank, key: str, text: str, now: Row | None) -> Change | None:
-    """The one write that makes ``key`` hold ``text`` again (None: it does already)."""
-    from keepgui.core.source import EDIT, FORCE, KEEP
-
-    if now is None:
-        _refuse_unless(bank, KEEP)
-        return bank.keep(text, force=bank.capabilities.can(FORCE), replace=False)
-    if now.invalid_at is not None:
-        _refuse_unless(bank, _tombstone())
-        change = bank.set_live([key], True)
-        if now.text == text or not change.written:
-            return change
-        _refuse_unless(bank, EDIT)
-        return bank.edit(key, "text", text)
-    if now.text == text:
-        return None
-    _refuse_unless(bank, EDIT)
-    return bank.edit(key, "text", text)
 
 
 def _restore_file(ctx: Context, chosen: Chosen, bank: Bank, given: str, at: int) -> int:
     """One memory file of the bank, whole, as it was at ``at`` (through the bank's ``write_file``)."""
-    import os
-
-    from keepgui.core import fsio, journal
-    from keepgui.core.history import file_key
+    from keepgui.core import journal, restore
     from keepgui.core.timetravel import describe_when
 
-    path = file_key(os.path.abspath(os.path.expanduser(given)))
-    mine = {file_key(p) for p in bank.memory_files()}
-    if path not in mine:
-        raise InvalidInput(f"{path} is not a memory file of bank `{bank.key}` (`keepgui inbox` names them)")
-    recorded = journal.install()
-    versions = recorded.versions(path, until=at)
-    if not versions:
-        first = recorded.versions(path)
-        since = f" (its record starts at {describe_when(first[0].at)})" if first else ""
-        raise NotFound(f"keepgui recorded no version of {path} at {describe_when(at)}{since}")
-    if versions[-1].gone:
-        raise InvalidInput(f"{path} did not exist at {describe_when(at)}; keepgui does not delete an agent's file")
-    text = recorded.read(versions[-1], versions).decode("utf-8", "replace")
-    data, stamp = fsio.read_stamped(path)
-    if data is not None and data.decode("utf-8", "replace") == text:
+    path, text = restore.file_then(journal.install(), bank, given, at)
+    write = restore.file_write(path, text)
+    if write is None:
         ctx.note(f"{path} is as it was at {describe_when(at)}: nothing to restore")
         return 0
     before = {r.id: r for r in bank.rows()}
-    return report(ctx, chosen, bank, bank.write_file(path, text, stamp), before)
+    return report(ctx, chosen, bank, write(bank), before)
 
 
 def cmd_pin(args: argparse.Namespace, ctx: Context) -> int:
@@ -573,10 +536,6 @@ def cmd_problems(args: argparse.Namespace, ctx: Context) -> int:
 # ---------------------------------------------------------------------- across agents: export, import, copy
 
 
-BUNDLE = "keepgui-bundle"
-"""The ``format`` of a JSON bundle (``version`` 1)."""
-
-
 def register_bundles(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``export``, ``import`` and ``copy``."""
     p = sub.add_parser("export", parents=[common], help="a bank's memories as a portable bundle (Markdown or JSON)")
@@ -602,118 +561,33 @@ def register_bundles(sub: argparse._SubParsersAction[argparse.ArgumentParser], c
     p.set_defaults(func=cmd_copy)
 
 
-def bundle_obj(chosen: Chosen, bank: Bank, rows: Sequence[Row]) -> dict[str, Any]:
-    """A bank's live memories as a portable bundle."""
-    from keepgui.core.timefmt import now_ms
-
-    return {
-        "format": BUNDLE,
-        "version": 1,
-        "agent": chosen.backend.kind,
-        "source": chosen.source.path,
-        "bank": str(bank.key),
-        "exported_at": now_ms(),
-        "memories": [
-            {
-                "id": r.id,
-                "text": r.text,
-                "tags": list(r.tags),
-                "pinned": r.pinned,
-                "created_at": r.created_at,
-                "updated_at": r.updated_at,
-                "agent": chosen.backend.kind,
-            }
-            for r in rows
-        ],
-    }
-
-
-def bundle_markdown(obj: dict[str, Any]) -> str:
-    """The bundle for people: a heading per memory, its text, then its tags, pin and times."""
-    from keepgui.core.timetravel import describe_when
-
-    out = [
-        f"# Memories of {obj['agent']} · {obj['bank']}\n",
-        f"From {obj['source']}, exported {describe_when(obj['exported_at'])}.\n",
-    ]
-    for n, m in enumerate(obj["memories"], 1):
-        first = next((line.strip() for line in m["text"].splitlines() if line.strip()), "")
-        out.append(f"\n## {n}. {one_line(first)[:80]}\n\n{m['text'].rstrip()}\n")
-        facts = [f"id: `{m['id']}`", f"agent: {m['agent']}"]
-        if m["tags"]:
-            facts.append("tags: " + ", ".join(f"#{t}" for t in m["tags"]))
-        if m["pinned"]:
-            facts.append("pinned")
-        for key in ("created_at", "updated_at"):
-            if m[key]:
-                facts.append(f"{key.split('_')[0]}: {describe_when(m[key])}")
-        out.append("\n" + "".join(f"- {f}\n" for f in facts))
-    return "".join(out)
-
-
 def cmd_export(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui export``: the bank's live memories, Markdown or JSON, to stdout or a new file."""
+    from keepgui.core import bundles
+
     chosen, bank, _how = _loaded(args, ctx)
-    obj = bundle_obj(chosen, bank, ordered(bank, [r for r in bank.rows() if r.invalid_at is None]))
-    text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n" if args.format == "json" else bundle_markdown(obj)
+    live = ordered(bank, [r for r in bank.rows() if r.invalid_at is None])
+    obj = bundles.bundle_of(chosen.backend.kind, chosen.source.path, bank, live)
+    text = bundles.bundle_json(obj) if args.format == "json" else bundles.bundle_markdown(obj)
     if args.output is None:
         ctx.stdout.write(text)
         return 0
-    import os
-
-    from keepgui.core import fsio
-
-    path = os.path.abspath(os.path.expanduser(args.output))
-    if os.path.exists(path):
-        raise InvalidInput(f"{path} exists: keepgui export writes a new file (remove it or give another name)")
-    fsio.atomic_write(path, text.encode("utf-8"), expect=fsio.Stamp.missing())
+    path = bundles.write_new(args.output, text)
     ctx.note(f"{len(obj['memories'])} memories of {obj['agent']} written to {path}")
     return 0
-
-
-def _read_bundle(given: str) -> dict[str, Any]:
-    import os
-
-    from keepgui.core import fsio
-
-    path = os.path.abspath(os.path.expanduser(given))
-    data, _stamp = fsio.read_stamped(path, limit=256 * 1024 * 1024)
-    if data is None:
-        raise NotFound(f"{path}: no such bundle")
-    try:
-        obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InvalidInput(
-            f"{path} is not a JSON bundle ({exc}); make one with `keepgui export --format json`"
-        ) from None
-    if not isinstance(obj, dict) or obj.get("format") != BUNDLE or not isinstance(obj.get("memories"), list):
-        raise InvalidInput(f"{path} is not a keepgui bundle (its `format` is not {BUNDLE})")
-    return obj
 
 
 def cmd_import(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui import BUNDLE``: each memory not in the bank yet, as a plan; ``--apply`` keeps each through
     the bank's own keep (in its format, within its limits); those it refuses are listed with why."""
+    from keepgui.core import bundles
     from keepgui.core.source import KEEP
 
-    obj = _read_bundle(args.bundle)
+    obj = bundles.read_bundle(args.bundle)
     chosen, bank, how = _loaded(args, ctx)
     _refuse_unless(bank, KEEP)
-    have = {r.text.strip() for r in bank.rows() if r.invalid_at is None}
-    texts = [str(m.get("text", "")) for m in obj["memories"] if isinstance(m, dict)]
-    plan = [(t, t.strip() in have or not t.strip()) for t in texts]
-    results: list[dict[str, Any]] = []
-    for text, present in plan:
-        if present:
-            results.append({"text": text, "state": "present", "why": "already there"})
-        elif not args.apply:
-            results.append({"text": text, "state": "planned", "why": ""})
-        else:
-            change = bank.keep(text, force=False, replace=False)
-            why = "; ".join(h.text for h in change.feedback) or change.message
-            results.append(
-                {"text": text, "state": "kept" if change.written else "refused", "why": "" if change.written else why}
-            )
+    items = bundles.plan(bank, bundles.texts_of(obj))
+    results = [i.to_obj() for i in (bundles.apply(bank, items) if args.apply else items)]
     if ctx.json_mode:
         ctx.emit_json(
             {
@@ -740,6 +614,7 @@ def cmd_copy(args: argparse.Namespace, ctx: Context) -> int:
     """``keepgui copy ID --to-agent K``: the memory kept by the other agent's own keep; ``--move`` forgets it at
     the source after the target's write succeeded."""
     from keepgui.commands.sources import open_bank as bank_of
+    from keepgui.core import bundles
     from keepgui.core.source import KEEP
 
     chosen, bank, _how = _loaded(args, ctx)
@@ -755,10 +630,10 @@ def cmd_copy(args: argparse.Namespace, ctx: Context) -> int:
     into.load(full=True)
     _refuse_unless(into, KEEP)
     before = {r.id: r for r in into.rows()}
-    change = into.keep(row.text, force=False, replace=False)
+    change = bundles.keep(into, bundles.Item(row.text, bundles.PLANNED, key=key))
     code = report(ctx, target, into, change, before)
     if change.written and args.move:
-        bank.set_live([key], False)
+        bundles.forget_moved(bank, key)
         if not ctx.json_mode:
             ctx.out(f"forgotten at {chosen.source.path}: {key}")
     return code

@@ -127,6 +127,10 @@ class OpenOptions:
     """The moment (epoch ms) the source is asked at; None: now. A source opened on a copy of its files as
     they were (:mod:`keepgui.core.timetravel`) answers as if asked then: a backend whose answers depend on
     the clock (a recall score's decay with age) computes them as of this moment."""
+    environ: Mapping[str, str] | None = None
+    """The environment the agent's sessions run in (``HOME``, ``CODEX_HOME``...); None: this process's.
+    A source opened as it was at a moment (:mod:`keepgui.core.timetravel`) is given one whose folders
+    point into its copy, so opening it changes nothing process-wide (other threads open other sources)."""
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,11 @@ the copy. Files the journal does not record (settings, transcripts, the project'
 linked to as they are now, and the answer says so.
 
 A source whose files live outside its folder (a project's memory under the agent's home) is mapped
-so that the copy finds its own: the environment variables that name a folder holding recorded files
-(``HOME``, an agent's own ``*_HOME`` or config folder) point into the copy while it is open, and the
+so that the copy finds its own: the copy's backend is opened in an environment (given to it as
+:attr:`~keepgui.core.registry.OpenOptions.environ`, this process's own never changed) where the
+variables that name a folder holding recorded files (``HOME``, an agent's own ``*_HOME`` or config
+folder) point into the copy — so a window may look at a moment while other threads open other
+sources — and the
 folders the source watches outside its own (:attr:`~keepgui.core.source.Source.also_watched`) are
 paired with the copy's — which a backend may name differently, since it derives them from the copy's
 path — so each recorded file lands where the copy's backend looks for it. The backend is opened with
@@ -30,7 +33,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -137,9 +140,10 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
     root = tempfile.mkdtemp(prefix="keepgui-at-")
     copy = _Copy(journal, root, at, paths)
     try:
+        base = dict(os.environ if options is None or options.environ is None else options.environ)
         remapped = {
             name: value
-            for name, value in os.environ.items()
+            for name, value in base.items()
             if _names_folder(value) and _FOLDER_VARIABLE.search(name) and not name.startswith("KEEPGUI")
             and any(p.startswith(os.path.realpath(value).rstrip(os.sep) + os.sep) for p in paths)
         }  # fmt: skip
@@ -158,33 +162,34 @@ def opened_at(journal: Journal, source: Source, at: int, options: OpenOptions | 
             copy.make_dirs(copy.mapped(file_key(folder)), file_key(folder))
         copy.place([p for p in paths if not _under_any(p, outside)], {})
         copy.fill()
-        with _environment({name: copy.mapped(os.path.realpath(v)) for name, v in remapped.items()}):
-            opened = _open(source, copy, project)
-            theirs = [file_key(a) for a in opened.also_watched]
-            pairs = dict(zip(outside, theirs, strict=False))
-            if len(theirs) != len(outside):
-                copy.notes.append(
-                    "the copy watches other folders than the source does: some files may be as they are now"
-                )
-            copy.place([p for p in paths if _under_any(p, outside)], pairs)
-            copy.fill()
-            copy.seal()
-            opened = _open(source, copy, project)
-            past = Past(opened, source, root, at, copy.notes)
-            past.pairs = _pairs(past, pairs)
-            yield past
+        environ = {**base, **{name: copy.mapped(os.path.realpath(v)) for name, v in remapped.items()}}
+        opened = _open(source, copy, project, environ)
+        theirs = [file_key(a) for a in opened.also_watched]
+        pairs = dict(zip(outside, theirs, strict=False))
+        if len(theirs) != len(outside):
+            copy.notes.append("the copy watches other folders than the source does: some files may be as they are now")
+        copy.place([p for p in paths if _under_any(p, outside)], pairs)
+        copy.fill()
+        copy.seal()
+        opened = _open(source, copy, project, environ)
+        past = Past(opened, source, root, at, copy.notes)
+        past.pairs = _pairs(past, pairs)
+        yield past
     finally:
         _remove(root)
 
 
-def _open(source: Source, copy: _Copy, project: str | None) -> Source:
-    """The source's backend opened on the copy, told that the copy repeats the machine's paths under its
-    root (:class:`~keepgui.core.pathmap.RootedPaths`): what it prints names, and counts, the machine's paths;
+def _open(source: Source, copy: _Copy, project: str | None, environ: Mapping[str, str]) -> Source:
+    """The source's backend opened on the copy, in ``environ`` (its folders pointing into the copy; this
+    process's environment untouched), told that the copy repeats the machine's paths under its root
+    (:class:`~keepgui.core.pathmap.RootedPaths`): what it prints names, and counts, the machine's paths;
     and asked as of the moment (``OpenOptions.as_of``): what depends on the clock is computed as then."""
     from keepgui.core import registry
 
     path, where = copy.mapped(file_key(source.path)), project and copy.mapped(file_key(project))
-    options = registry.OpenOptions(reload_command="", project=where, paths=RootedPaths(copy.root), as_of=copy.at)
+    options = registry.OpenOptions(
+        reload_command="", project=where, paths=RootedPaths(copy.root), as_of=copy.at, environ=environ
+    )
     return registry.open_source(source.kind, path, options)
 
 
@@ -219,20 +224,6 @@ def _names_folder(value: str) -> bool:
 
 def _under_any(path: str, folders: Sequence[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
-
-
-@contextlib.contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 class _Copy:

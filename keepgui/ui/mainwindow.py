@@ -43,7 +43,7 @@ from keepgui import __version__
 from keepgui.core import registry
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey, Change, Pending, Problem
-from keepgui.ui import bankactions, contextdiff, shortcuts, theme
+from keepgui.ui import bankactions, contextdiff, shortcuts, theme, timetravel, transfer
 from keepgui.ui.appearance import apply_theme
 from keepgui.ui.approvals import ApprovalsDialog, PendingLister
 from keepgui.ui.banner import Banner
@@ -153,6 +153,8 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._build_menus()
         self.secrets = SecretsWatch(self)  # scans on every change; Bank → Secrets…
+        self.time_travel = timetravel.install(self)  # View → View as of…, the strip's menu (issue 29.3)
+        self.transfer = transfer.install(self)  # File → Export…/Import…, Memory → Copy/Move to… (29.5)
         self._connect()
         self._restore_state()
         self._clock = QTimer(self)

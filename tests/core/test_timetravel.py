@@ -215,3 +215,42 @@ def test_a_copy_of_the_machine_maps_its_paths_both_ways(tmp_path):
     assert paths.local("relative/x") == "relative/x"
     # a link the copy made to the machine's own folder leads back into the copy
     assert paths.resolved("/home/me/project/docs/a.md") == os.path.join(inside, "docs", "a.md")
+
+
+@pytest.mark.parametrize("place", ["claude"], indirect=True)
+def test_a_moment_is_opened_without_touching_this_process_environment(place, monkeypatch):
+    """A window looks at a moment while other threads open other sources: the copy's backend gets an
+    environment of its own (HOME into the copy), and ``os.environ`` stays as it was the whole time."""
+    import threading
+
+    from keepgui.core import registry
+    from keepgui.core.journal import Journal
+    from keepgui.core.timetravel import opened_at
+
+    kind, env, where = place
+    for name in ("HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", env["HOME"])  # this process runs as the agent's user
+    then = [json.loads(line)["text"] for line in keepgui(env, "memories", *where, "--json").stdout.splitlines()]
+    t1 = parse_when(stamp())
+    first = json.loads(keepgui(env, "memories", *where, "--json").stdout.splitlines()[0])
+    keepgui(env, "forget", *where, first["id"])  # recorded: the present lacks it
+    journal = Journal(os.path.join(env["KEEPGUI_HOME"], "data", "journal"))
+    project = where[-1]
+
+    def texts(source) -> list[str]:
+        bank = source.bank(source.scan().names[0])
+        bank.load(full=True)
+        return [r.text for r in bank.rows() if r.invalid_at is None]
+
+    before = dict(os.environ)
+    meanwhile: list[list[str]] = []
+    with opened_at(journal, registry.open_source(kind, project), t1) as past:
+        assert dict(os.environ) == before  # nothing process-wide moved into the copy
+        other = threading.Thread(target=lambda: meanwhile.append(texts(registry.open_source(kind, project))))
+        other.start()
+        other.join(60)
+        assert sorted(texts(past.source)) == sorted(then)  # the copy is the moment ...
+    assert dict(os.environ) == before
+    assert first["text"] in then and first["text"] not in meanwhile[0]  # ... the other open, meanwhile, is now
+    assert sorted(meanwhile[0]) == sorted(texts(registry.open_source(kind, project)))

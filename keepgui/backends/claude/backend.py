@@ -236,8 +236,8 @@ class ClaudeSource(SourceDefaults):
 
 
 def open_source(path: str, options: OpenOptions) -> ClaudeSource:
-    """Open a Claude Code home or project folder."""
-    return ClaudeSource(path, options)
+    """Open a Claude Code home or project folder (in ``options.environ``, this process's by default)."""
+    return ClaudeSource(path, options, options.environ)
 
 
 def identify(path: str, environ: Mapping[str, str] | None = None) -> Verdict:

@@ -260,8 +260,8 @@ class CodexSource(SourceDefaults):
 
 
 def open_source(path: str, options: OpenOptions) -> CodexSource:
-    """Open a Codex home or project folder."""
-    return CodexSource(path, options)
+    """Open a Codex home or project folder (in ``options.environ``, this process's by default)."""
+    return CodexSource(path, options, options.environ)
 
 
 def identify(path: str, environ: Mapping[str, str] | None = None) -> Verdict:

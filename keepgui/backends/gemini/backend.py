@@ -280,8 +280,8 @@ class GeminiApprovals:
 
 
 def open_source(path: str, options: OpenOptions) -> GeminiSource:
-    """Open a Gemini dir or a launch folder."""
-    return GeminiSource(path, options)
+    """Open a Gemini dir or a launch folder (in ``options.environ``, this process's by default)."""
+    return GeminiSource(path, options, options.environ)
 
 
 def project_evidence(path: str, environ: Mapping[str, str] | None = None) -> str:

@@ -162,7 +162,7 @@ class HermesSource(SourceDefaults):
 def open_source(path: str, options: OpenOptions) -> HermesSource:
     """Open a Hermes root or profile home (``options.project``: the folder whose context file a session
     started there loads; None: the current folder)."""
-    return HermesSource(path, options, project=options.project)
+    return HermesSource(path, options, options.environ, project=options.project)
 
 
 def identify(path: str) -> Verdict:

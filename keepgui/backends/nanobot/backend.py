@@ -23,7 +23,7 @@ from keepgui.backends.nanobot.activity import PROJECTS_DIR, ProjectMatcher, proj
 from keepgui.backends.nanobot.bank import KEEP_BANK, KeepBank
 from keepgui.backends.nanobot.documents import DOCUMENT_FILES
 from keepgui.backends.nanobot.keepmd import KeepDoc
-from keepgui.backends.nanobot.workspace import KEEP_MD, Workspace, default_workspace_path
+from keepgui.backends.nanobot.workspace import KEEP_MD, Workspace, default_config_path, default_workspace_path
 from keepgui.backends.nanobot.writes import (
     KeepStore,
 )
@@ -61,7 +61,9 @@ class NanobotSource(SourceDefaults):
 
     def __init__(self, path: str, options: OpenOptions | None = None) -> None:
         self.path = os.path.abspath(path)
-        self.workspace = Workspace(self.path)
+        environ = options.environ if options is not None else None
+        # nanobot's config folder (its session files) as the given environment names it; None: looked up when read
+        self.workspace = Workspace(self.path, None if environ is None else default_config_path(environ))
         self.history = History()
         self.store = KeepStore(self.workspace, self.history)
         self.lock = threading.RLock()
