@@ -116,10 +116,10 @@ def test_every_control_has_an_accessible_name(qtbot, nanobot):
         assert widget.accessibleName(), widget
 
 
-def test_view_compare_context_opens_on_the_current_bank(make_window, demo_copy, qtbot, tmp_path, monkeypatch):
+def test_view_compare_context_opens_on_the_current_bank(make_window, demo_copy, qtbot):
     from tests.ui.conftest import open_keep
 
-    monkeypatch.setenv("KEEPGUI_HOME", str(tmp_path / "kg"))
+    # the session's KEEPGUI_HOME: the window's journal is installed once per process (journal.install)
     window, key = open_keep(make_window, demo_copy, qtbot)
     action = window.act_compare_context
     assert action in window.view_menu.actions() and action.text() == "C&ompare context…"
