@@ -26,7 +26,7 @@ def test_a_change_made_while_keepgui_runs_is_listed_and_an_entry_reverted_with_u
     window, _key = open_keep(make_window, demo_copy, qtbot)
     lister = window.inbox
     lister.refresh()
-    qtbot.waitUntil(lambda: lister._seen is not None and not lister._running, timeout=60_000)
+    qtbot.waitUntil(lambda: lister.listed_once and not lister._running, timeout=60_000)
     keep = os.path.join(demo_copy.nanobot, "keep.md")
     mine = [i for i in lister.listing.items if i.source == demo_copy.nanobot]
     assert mine == []  # first seen: a baseline
