@@ -30,7 +30,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import QListView, QListWidget, QWidget
 
-from keepgui.core import inbox, registry
+from keepgui.core import inbox, pace, registry
 from keepgui.core.errors import KeepguiError
 from keepgui.core.inbox import EntryChange, Item
 from keepgui.core.journal import Journal, install, sync_source
@@ -109,6 +109,7 @@ class _Opened:
         key = (item.id, item.version.sha256 if item.version is not None else "")
         if key in self.entries:
             return self.entries[key]
+        pace.checkpoint()  # a window that just opened lays itself out first
         source = self.sources.get(item.source)
         if source is None:
             return []
@@ -294,7 +295,10 @@ class InboxPanel(ReviewPanel):
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._show_selected())
         self.entries.itemSelectionChanged.connect(self._enable)
         lister.listed.connect(self.set_listing)
-        QTimer.singleShot(0, self, lambda: self.set_listing(lister.listing))  # after the first show
+
+    def first_shown(self) -> None:
+        """The window was painted once: show what the lister listed last."""
+        self.set_listing(self.lister.listing)
 
     def set_listing(self, listing: Listing) -> None:
         """Show ``listing`` (the selection kept where its items are still there, else the first item)."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QPaintEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -68,6 +69,9 @@ class ReviewPanel(QWidget):
             layout.addWidget(widget)
         layout.addLayout(self._row)
 
+    def first_shown(self) -> None:
+        """The window was painted once: fill what waited for that (nothing here)."""
+
     def add_button(self, name: str, label: str, tip: str, slot: Callable[[], object]) -> QPushButton:
         """An action button at the end of the row (``label`` with its ``&`` mnemonic)."""
         button = QPushButton(label, self)
@@ -79,13 +83,18 @@ class ReviewPanel(QWidget):
 
 
 class ReviewDialog(QDialog):
-    """A review panel in a window of its own, with a Close button; the lister lists afresh."""
+    """A review panel in a window of its own, with a Close button.
+
+    Once the window was painted the first time (its layout, fonts and frame, Qt's own work on the GUI
+    thread), the panel fills what waited (:meth:`ReviewPanel.first_shown`) and the lister lists
+    afresh: the listing's work on its lane never competes with that first paint for the interpreter
+    lock."""
 
     def __init__(
         self,
         title: str,
         size: tuple[int, int],
-        make_panel: Callable[[QWidget], QWidget],
+        make_panel: Callable[[QWidget], ReviewPanel],
         lister: Refreshable,
         parent: QWidget | None = None,
     ) -> None:
@@ -98,7 +107,18 @@ class ReviewDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.body, 1)
         layout.addWidget(close)
-        lister.refresh()
+        self._lister = lister
+        self._painted = False
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        super().paintEvent(event)
+        if not self._painted:
+            self._painted = True
+            QTimer.singleShot(0, self, self._first_shown)
+
+    def _first_shown(self) -> None:
+        self.body.first_shown()
+        self._lister.refresh()
 
 
 def by_source(items: Iterable[T], source_of: Callable[[T], str]) -> dict[str, list[T]]:
