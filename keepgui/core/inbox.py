@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import operator
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -129,14 +130,25 @@ def changes(
     """The changes someone other than keepgui made, newest first (only unreviewed ones unless
     ``reviewed``), of the sources whose folders are ``sources`` (all when None)."""
     wanted = None if sources is None else set(sources)
-    found: list[Item] = []
+    parts: list[list[Item]] = []
     for tracked in journal.tracked().values():
         if wanted is not None and tracked.source not in wanted:
             continue
         pace.checkpoint()
-        found.extend(_changes_of(journal, tracked, reviewed))
-    found.sort(key=lambda i: (i.at, i.id), reverse=True)
-    return found[:limit] if limit is not None else found
+        parts.append(_changes_of(journal, tracked, reviewed))
+    key = (journal.root, reviewed)
+    merged = _MERGED.get(key)
+    if merged is not None and len(merged[0]) == len(parts) and all(map(operator.is_, merged[0], parts)):
+        found = merged[1]  # every file's log as it was: the same lists, not merged and sorted again
+    else:
+        found = [item for part in parts for item in part]
+        found.sort(key=lambda i: (i.at, i.id), reverse=True)
+        _MERGED[key] = (parts, found)
+    return list(found[:limit] if limit is not None else found)
+
+
+_MERGED: dict[tuple[str, bool], tuple[list[list[Item]], list[Item]]] = {}
+"""The changes as last merged and sorted, with the lists of each file they were made from."""
 
 
 _MADE: dict[tuple[str, str, bool], tuple[object, Tracked, list[Item]]] = {}
@@ -200,8 +212,11 @@ def approvals(opened: Iterable[Source]) -> list[Item]:
 
 def items(journal: Journal, opened: Sequence[Source], *, reviewed: bool = False) -> list[Item]:
     """The whole inbox of the sources ``opened``: their changes and their pending approvals, newest first."""
-    found = changes(journal, sources=[s.path for s in opened], reviewed=reviewed) + approvals(opened)
-    found.sort(key=lambda i: (i.at, i.id), reverse=True)
+    found = changes(journal, sources=[s.path for s in opened], reviewed=reviewed)
+    staged = approvals(opened)
+    if staged:
+        found += staged
+        found.sort(key=lambda i: (i.at, i.id), reverse=True)
     return found
 
 

@@ -5,7 +5,8 @@ Written once against the protocol through :mod:`keepgui.core.inbox` (it names no
 * :class:`InboxLister` compares every open source with its last recorded version in keepgui's
   journal and lists the inbox on a lane of the runner (:mod:`keepgui.ui.tasks`) — whenever the hub
   reports a change, the sources change, and every few seconds — and delivers the items on the GUI
-  thread (``listed``, with the ids compared on the lane). For each change that arrived since, it says
+  thread (``listed``, with the ids compared on the lane), then works out the newest item's entry
+  changes ahead of the person opening the inbox. For each change that arrived since, it says
   once which agent changed which file and how many entries it added, removed and edited
   (``arrived``: a desktop notification per change if the person wants them, :data:`NOTIFY_EACH` at
   most, then one "and N more"); the tray counts what waits from ``listed``. It opens sources of its
@@ -21,6 +22,7 @@ Written once against the protocol through :mod:`keepgui.core.inbox` (it names no
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -192,11 +194,23 @@ class InboxLister(QObject):
         self.listed_once = True
         for count, sentence in listing.news:
             self.arrived.emit(count, sentence)
+        if listing.ids[:1] != old.ids[:1] and listing.items:
+            self._warm(listing.items[0])
         if not same or self._again:  # else nothing new: the views keep what they show
             self.listed.emit(listing)
         if self._again:
             self._again = False
             self.refresh()
+
+    def _warm(self, item: Item) -> None:
+        """Work out the newest item's entry changes now, on the lane, so the inbox opens with them ready."""
+        opened, journal = self._opened, self.journal
+
+        def work() -> None:
+            with contextlib.suppress(KeepguiError, OSError, ValueError, LookupError):  # said when it is shown
+                opened.changes_of(journal, item)
+
+        self._lane.run(work, newest="warm", made_old=True)
 
     def entries(self, item: Item, done: Callable[[list[EntryChange]], object], owner: QObject) -> None:
         """The entry changes of ``item``, computed on the lane, handed to ``done`` on the GUI thread."""
