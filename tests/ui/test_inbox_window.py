@@ -151,3 +151,28 @@ def agent_rewrites(path: str, text: str) -> None:
     """An agent-like process rewrites the file whole (as agents that regenerate their memory do)."""
     code = "import sys; open(sys.argv[1], 'w', encoding='utf-8').write(sys.argv[2])"
     subprocess.run([sys.executable, "-c", code, path, text], check=True, timeout=60)
+
+
+def test_the_inbox_list_is_fed_a_step_at_a_time_as_the_view_scrolls(qtbot):
+    from PySide6.QtWidgets import QListView
+
+    from keepgui.core.inbox import Item
+    from keepgui.ui.inbox import InboxModel
+
+    items = [Item(f"id{n}", "nanobot", "/w", "keep.md", f"/w/f{n}.md", 1000 + n) for n in range(1000)]
+    model = InboxModel()
+    model.set_items(items, tuple(i.id for i in items))
+    assert model.rowCount() == InboxModel.STEP and model.canFetchMore(model.index(0).parent())
+    view = QListView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    view.resize(300, 200)
+    view.show()
+    view.scrollToBottom()  # Qt asks for more when the view reaches the end of what it has
+    qtbot.waitUntil(lambda: model.rowCount() > InboxModel.STEP, timeout=5_000)
+    assert model.data(model.index(model.rowCount() - 1)).startswith(f"nanobot · created · f{model.rowCount() - 1}.md")
+    while model.canFetchMore(model.index(0).parent()):
+        model.fetchMore(model.index(0).parent())
+    assert model.rowCount() == 1000
+    model.set_items(items[:10], tuple(i.id for i in items[:10]))
+    assert model.rowCount() == 10 and not model.canFetchMore(model.index(0).parent())
