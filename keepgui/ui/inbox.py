@@ -29,7 +29,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QItemSelection,
+    QItemSelectionModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtWidgets import QListView, QListWidget, QWidget
 
 from keepgui.core import inbox, pace, registry
@@ -74,6 +84,7 @@ class _Opened:
     def __init__(self) -> None:
         self.sources: dict[str, Source] = {}
         self.seen: set[str] | None = None
+        self.ids: tuple[str, ...] = ()
         self.entries: dict[tuple[str, str], list[EntryChange]] = {}
 
     def collect(self, journal: Journal, wanted: Sequence[tuple[str, str]]) -> Listing:
@@ -95,7 +106,7 @@ class _Opened:
         news: list[tuple[int, str]] = []
         if self.seen is None:
             self.seen = set(ids)
-        else:
+        elif ids != self.ids:  # else nothing arrived
             # every item ever listed counts as seen: one put back by an undo is not news
             new = [i for i in found if i.version is not None and i.id not in self.seen]
             self.seen.update(ids)
@@ -103,6 +114,7 @@ class _Opened:
             if len(new) > NOTIFY_EACH:
                 rest = len(new) - NOTIFY_EACH
                 news.append((rest, f"and {rest} more change{'s' if rest != 1 else ''} to review in the inbox"))
+        self.ids = ids
         return Listing(found, inbox.size_text(journal), problems, ids, news)
 
     def changes_of(self, journal: Journal, item: Item) -> list[EntryChange]:
@@ -329,12 +341,16 @@ class InboxPanel(ReviewPanel):
         )
         if not changed:
             return
-        selection = self.view.selectionModel()
         shown = listing.items[: self.model.shown]
         rows = [r for r, i in enumerate(shown) if i.id in chosen] if chosen else []
-        for r in rows or ([0] if shown else []):
-            selection.select(self.model.index(r), selection.SelectionFlag.Select)
-        self._show_selected()
+        rows = rows or ([0] if shown else [])
+        if not rows:
+            self._show_selected()
+            return
+        wanted = QItemSelection()
+        for r in rows:
+            wanted.select(self.model.index(r), self.model.index(r))
+        self.view.selectionModel().select(wanted, QItemSelectionModel.SelectionFlag.Select)  # shows it
 
     def selected(self) -> list[Item]:
         """The selected items, in list order."""
