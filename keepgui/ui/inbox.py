@@ -120,7 +120,8 @@ class _Opened:
     def changes_of(self, journal: Journal, item: Item) -> list[EntryChange]:
         """The entry changes of ``item`` (the last few worked out are kept: a listing's news and the
         selection ask for the same ones)."""
-        key = (item.id, item.version.sha256 if item.version is not None else "")
+        staged = item.pending
+        key = (item.id, item.version.sha256 if item.version is not None else str(staged and hash(staged.after)))
         if key in self.entries:
             return self.entries[key]
         pace.checkpoint()  # a window that just opened lays itself out first
