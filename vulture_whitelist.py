@@ -9,6 +9,8 @@ _.loadResource  # QTextBrowser: keepgui/ui/markdown.py
 _.createEditor  # QStyledItemDelegate: keepgui/ui/scores.py
 _.updateEditorGeometry  # QStyledItemDelegate: keepgui/ui/scores.py
 _.multiData  # QAbstractItemModel: keepgui/ui/memorymodel.py
+_.canFetchMore  # QAbstractItemModel, asked by the view as it scrolls: keepgui/ui/inbox.py
+_.fetchMore  # the same
 _.sourceModel  # QAbstractProxyModel's API: keepgui/ui/memorymodel.py
 _.textElideMode  # a QStyleOptionViewItem field Qt reads when it paints: keepgui/ui/problems.py
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from keepgui.core import pace
 from keepgui.core.fsio import Stamp
 from keepgui.core.source import (
     ACTIVITY,
@@ -309,7 +310,7 @@ class BankDefaults(ABC):
 
     def entries_of(self, path: str, text: str) -> builtins.list[tuple[str, str]]:
         """Every line that is not blank is an entry, matched by its text."""
-        return [("", line.strip()) for line in text.splitlines() if line.strip()]
+        return [("", line.strip()) for line in pace.lines(text) if line.strip()]
 
     def write_file(self, path: str, text: str, expect: Stamp) -> Change:
         """Saved as the document of that file is saved (its own checks and undo), when it is one that

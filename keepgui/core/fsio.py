@@ -200,13 +200,12 @@ def _read_fd(path: str | os.PathLike[str], limit: int | None) -> tuple[bytes | N
         _refuse_non_file(path, st)
         if limit is not None and st.st_size > limit:
             raise KeepguiError(f"{os.fspath(path)} is {st.st_size:,} bytes, more than the {limit:,} keepgui reads")
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        data = b"".join(chunks)
+        # One read of the whole file (and a byte more, to see its end): a file of megabytes is not
+        # joined from chunks in one call that holds the interpreter lock for milliseconds.
+        chunks = [os.read(fd, st.st_size + 1)] if st.st_size else []
+        while not chunks or chunks[-1]:
+            chunks.append(os.read(fd, 1 << 20))
+        data = chunks[0] if len(chunks) == 2 else b"".join(chunks)
         return data, Stamp.of(data, st), os.fstat(fd)
     finally:
         os.close(fd)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import operator
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -129,14 +130,25 @@ def changes(
     """The changes someone other than keepgui made, newest first (only unreviewed ones unless
     ``reviewed``), of the sources whose folders are ``sources`` (all when None)."""
     wanted = None if sources is None else set(sources)
-    found: list[Item] = []
+    parts: list[list[Item]] = []
     for tracked in journal.tracked().values():
         if wanted is not None and tracked.source not in wanted:
             continue
         pace.checkpoint()
-        found.extend(_changes_of(journal, tracked, reviewed))
-    found.sort(key=lambda i: (i.at, i.id), reverse=True)
-    return found[:limit] if limit is not None else found
+        parts.append(_changes_of(journal, tracked, reviewed))
+    key = (journal.root, reviewed)
+    merged = _MERGED.get(key)
+    if merged is not None and len(merged[0]) == len(parts) and all(map(operator.is_, merged[0], parts)):
+        found = merged[1]  # every file's log as it was: the same lists, not merged and sorted again
+    else:
+        found = [item for part in parts for item in part]
+        found.sort(key=lambda i: (i.at, i.id), reverse=True)
+        _MERGED[key] = (parts, found)
+    return list(found[:limit] if limit is not None else found)
+
+
+_MERGED: dict[tuple[str, bool], tuple[list[list[Item]], list[Item]]] = {}
+"""The changes as last merged and sorted, with the lists of each file they were made from."""
 
 
 _MADE: dict[tuple[str, str, bool], tuple[object, Tracked, list[Item]]] = {}
@@ -200,8 +212,11 @@ def approvals(opened: Iterable[Source]) -> list[Item]:
 
 def items(journal: Journal, opened: Sequence[Source], *, reviewed: bool = False) -> list[Item]:
     """The whole inbox of the sources ``opened``: their changes and their pending approvals, newest first."""
-    found = changes(journal, sources=[s.path for s in opened], reviewed=reviewed) + approvals(opened)
-    found.sort(key=lambda i: (i.at, i.id), reverse=True)
+    found = changes(journal, sources=[s.path for s in opened], reviewed=reviewed)
+    staged = approvals(opened)
+    if staged:
+        found += staged
+        found.sort(key=lambda i: (i.at, i.id), reverse=True)
     return found
 
 
@@ -229,7 +244,7 @@ def texts(journal: Journal, item: Item) -> tuple[str, str]:
         return "", ""
     versions = journal.versions(item.path)
     before = journal.read(item.base, versions) if item.base is not None else b""
-    after = journal.read(item.version, versions)
+    after = journal.read(item.version, versions, (item.base, before) if item.base is not None else None)
     return before.decode("utf-8", "replace"), after.decode("utf-8", "replace")
 
 
@@ -243,30 +258,62 @@ def diff_entries(old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]])
     """Entries added, removed, edited (the same key, or a text much alike) and merged (one new
     entry holding most of two or more removed ones), in the order of the new file."""
     out: list[EntryChange] = []
-    old_keyed = {k: t for k, t in old if k}
-    new_keyed = {k: t for k, t in new if k}
-    for key, text in new:
+    old_keyed = _keyed(old)
+    new_keyed = _keyed(new)
+    for n, (key, text) in enumerate(new):
+        if n % _STEP == _STEP - 1:
+            pace.checkpoint()
         if key and key in old_keyed and old_keyed[key] != text:
             out.append(EntryChange("edited", (old_keyed[key],), (text,), key))
-    removed = [t for k, t in old if not (k and k in new_keyed)]
-    added = [t for k, t in new if not (k and k in old_keyed)]
-    pace.checkpoint()
+    removed = _unmatched(old, new_keyed)
+    added = _unmatched(new, old_keyed)
     counts: dict[str, int] = {}
-    for text in removed:
+    for n, text in enumerate(removed):
+        if n % _STEP == _STEP - 1:
+            pace.checkpoint()
         counts[text] = counts.get(text, 0) + 1
     still_added = []
-    for text in added:
+    for n, text in enumerate(added):
+        if n % _STEP == _STEP - 1:
+            pace.checkpoint()
         if counts.get(text, 0) > 0:
             counts[text] -= 1
         else:
             still_added.append(text)
     still_removed = []
-    for text in removed:
+    for n, text in enumerate(removed):
+        if n % _STEP == _STEP - 1:
+            pace.checkpoint()
         if counts.get(text, 0) > 0:
             counts[text] -= 1
             still_removed.append(text)
     out.extend(_paired(still_removed, still_added))
     return out
+
+
+_STEP = 4096
+"""Entries looked at between two :func:`~keepgui.core.pace.checkpoint` calls (100,000 of them give way 25 times)."""
+
+
+def _keyed(entries: Sequence[tuple[str, str]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for n, (key, text) in enumerate(entries):
+        if n % _STEP == _STEP - 1:
+            pace.checkpoint()
+        if key:
+            found[key] = text
+    return found
+
+
+def _unmatched(entries: Sequence[tuple[str, str]], other: dict[str, str]) -> list[str]:
+    """The texts of ``entries`` whose key is not one of ``other``'s (all those without a key)."""
+    found = []
+    for n, (key, text) in enumerate(entries):
+        if n % _STEP == _STEP - 1:
+            pace.checkpoint()
+        if not (key and key in other):
+            found.append(text)
+    return found
 
 
 def _paired(removed: list[str], added: list[str]) -> list[EntryChange]:

@@ -236,8 +236,14 @@ class Journal:
         found = self.log(path).versions
         return found if until is None else [v for v in found if v.at <= until]
 
-    def read(self, entry: Entry, versions: list[Entry] | None = None) -> bytes:
-        """The bytes of ``entry`` (b"" for a missing file); :class:`Unreadable` when a stored part is lost."""
+    def read(
+        self, entry: Entry, versions: list[Entry] | None = None, known: tuple[Entry, bytes] | None = None
+    ) -> bytes:
+        """The bytes of ``entry`` (b"" for a missing file); :class:`Unreadable` when a stored part is lost.
+
+        ``known`` is a version of the same file read before, with its bytes: a chain of deltas that
+        passes through it starts from them (the version after a change is read from the one before
+        it and one delta, not from the last whole version again)."""
         if entry.gone:
             return b""
         if entry.base is None:
@@ -245,20 +251,29 @@ class Journal:
         versions = versions if versions is not None else self.log(entry.path).versions
         by_seq = {v.seq: v for v in versions}
         chain = [entry]
+        start: bytes | None = None
         while chain[-1].base is not None:
+            if known is not None and chain[-1].base == known[0].seq:
+                start = known[1]
+                break
             base = by_seq.get(chain[-1].base)
             if base is None:
                 raise Unreadable(self.index_path(entry.path), f"version {chain[-1].base} of {entry.path} is missing")
             chain.append(base)
-        data = bytearray(self._blob(chain[-1].blob, entry.path) if not chain[-1].gone else b"")
-        for step in reversed(chain[:-1]):
+        if start is None:
+            last = chain.pop()
+            start = self._blob(last.blob, entry.path) if not last.gone else b""
+        data = bytearray(start)
+        for n, step in enumerate(reversed(chain)):
+            if n % 16 == 15:
+                pace.checkpoint()
             middle = self._blob(step.blob, entry.path)
             data[step.pre : len(data) - step.suf] = middle
         return bytes(data)
 
     def _blob(self, sha: str, path: str) -> bytes:
-        data, _stamp = fsio.read_stamped(self._blob_path(sha), limit=None)
-        if data is None or _sha(data) != sha:
+        data, stamp = fsio.read_stamped(self._blob_path(sha), limit=None)
+        if data is None or stamp.sha256 != sha:
             raise Unreadable(self._blob_path(sha), f"a stored part of a version of {path} is missing or damaged")
         return data
 

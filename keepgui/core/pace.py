@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 MAX_WAIT = 0.05
@@ -148,3 +148,18 @@ def checkpoint() -> None:
     fg = _foreground
     if fg is not None and threading.get_ident() != fg.thread:
         fg.wait()
+
+
+def lines(text: str, step: int = 1 << 16) -> Iterator[str]:
+    """``text.splitlines()`` a step of about ``step`` characters at a time, with a :func:`checkpoint`
+    between two steps: the lines of a file of 6 MB are not split in one call holding the lock for
+    tens of milliseconds. Each step ends just after a ``\\n`` (or at the end), so the lines are those of
+    ``text.splitlines()``, one for one."""
+    start, end = 0, len(text)
+    while start < end:
+        cut = text.find("\n", start + step)
+        stop = end if cut < 0 else cut + 1
+        yield from text[start:stop].splitlines()
+        start = stop
+        if start < end:
+            checkpoint()

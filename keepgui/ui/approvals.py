@@ -13,7 +13,7 @@ Auto Memory inbox). This module shows every queue of every open source through
   now, and approves or rejects the selected writes — each action one undoable change on the window's
   undo stack, run through the hub like every Change;
 * :class:`ApprovalsDialog` is the panel in a window of its own (menu Bank → Pending approvals…,
-  the tray's entry).
+  the tray's entry); both have the shape every review window shares (:mod:`keepgui.ui.reviewlist`).
 
 Signals (PendingLister):
     listed(object items): ``[(source folder, PendingWrite), ...]``, oldest first, on the GUI thread.
@@ -23,28 +23,18 @@ Signals (PendingLister):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QHBoxLayout,
-    QLabel,
-    QListWidget,
-    QListWidgetItem,
-    QPushButton,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QWidget
 
 from keepgui.core.approvals import PendingWrite, approvals_of
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import Change
 from keepgui.core.textdiff import unified
 from keepgui.ui.diffview import DiffView
+from keepgui.ui.reviewlist import Perform, ReviewDialog, ReviewPanel, by_source
 from keepgui.ui.tasks import lane
 
 Item = tuple[str, PendingWrite]
@@ -139,50 +129,34 @@ def _age(created_ms: int | None) -> str:
     return f"{hours} h ago" if hours < 48 else f"{hours // 24} d ago"
 
 
-class ApprovalsPanel(QWidget):
+class ApprovalsPanel(ReviewPanel):
     """The staged writes, the diff of the selected one, Approve and Reject (see the module docstring).
 
     ``perform(source folder, operation, text)`` runs a write as one undo step (the window's
     ``perform``); ``on_error`` reports a refusal.
     """
 
-    def __init__(
-        self,
-        lister: PendingLister,
-        perform: Callable[[str, Callable[[Any], Change], str], Any],
-        parent: QWidget | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self.lister = lister
-        self.perform = perform
-        self.items: list[Item] = []
+    def __init__(self, lister: PendingLister, perform: Perform, parent: QWidget | None = None) -> None:
+        super().__init__("Pending writes", parent)
         self.list = QListWidget(self)
         self.list.setAccessibleName("Writes awaiting approval")
-        self.list.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
         self.diff = DiffView(self)
         self.diff.setAccessibleName("The change the selected write would make")
         self.problem = QLabel(self)
         self.problem.setWordWrap(True)
         self.problem.setAccessibleName("Why the selected write cannot be approved now")
-        self.status = QLabel(self)
-        self.status.setAccessibleName("Pending writes")
-        self.approve_button = QPushButton("&Approve", self)
-        self.approve_button.setToolTip("Apply the selected writes by the agent's own rules (Undo takes them back)")
-        self.reject_button = QPushButton("&Reject", self)
-        self.reject_button.setToolTip("Drop the selected writes without applying them (Undo puts them back)")
-        self.approve_button.clicked.connect(lambda: self.decide(True))
-        self.reject_button.clicked.connect(lambda: self.decide(False))
-        split = QSplitter(Qt.Orientation.Vertical, self)
-        split.addWidget(self.list)
-        split.addWidget(self.diff)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.status, 1)
-        buttons.addWidget(self.reject_button)
-        buttons.addWidget(self.approve_button)
-        layout = QVBoxLayout(self)
-        layout.addWidget(split, 1)
-        layout.addWidget(self.problem)
-        layout.addLayout(buttons)
+        self.place(self.list, self.diff, under=[self.problem])
+        self.lister = lister
+        self.perform = perform
+        self.items: list[Item] = []
+        self.reject_button = self.add_button(
+            "reject", "&Reject", "Drop the selected writes without applying them (Undo puts them back)",
+            lambda: self.decide(False),
+        )  # fmt: skip
+        self.approve_button = self.add_button(
+            "approve", "&Approve", "Apply the selected writes by the agent's own rules (Undo takes them back)",
+            lambda: self.decide(True),
+        )  # fmt: skip
         self.list.itemSelectionChanged.connect(self._show_selected)
         lister.listed.connect(self.set_items)
         self.set_items(lister.items)
@@ -228,10 +202,8 @@ class ApprovalsPanel(QWidget):
 
     def decide(self, approve: bool) -> None:
         """Approve or reject the selected writes: one undoable change per source."""
-        by_source: dict[str, list[str]] = {}
-        for path, write in self.selected():
-            by_source.setdefault(path, []).append(write.id)
-        for path, ids in by_source.items():
+        for path, chosen in by_source(self.selected(), lambda item: item[0]).items():
+            ids = [write.id for _path, write in chosen]
             verb = "Approve" if approve else "Reject"
             text = f"{verb} {len(ids)} staged write{'s' if len(ids) != 1 else ''}"
 
@@ -245,22 +217,11 @@ class ApprovalsPanel(QWidget):
         self.lister.refresh()
 
 
-class ApprovalsDialog(QDialog):
+class ApprovalsDialog(ReviewDialog):
     """:class:`ApprovalsPanel` in a window of its own."""
 
-    def __init__(
-        self,
-        lister: PendingLister,
-        perform: Callable[[str, Callable[[Any], Change], str], Any],
-        parent: QWidget | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Pending approvals")
-        self.resize(760, 560)
-        self.panel = ApprovalsPanel(lister, perform, self)
-        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        close.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.panel, 1)
-        layout.addWidget(close)
-        lister.refresh()
+    def __init__(self, lister: PendingLister, perform: Perform, parent: QWidget | None = None) -> None:
+        super().__init__(
+            "Pending approvals", (760, 560), lambda me: ApprovalsPanel(lister, perform, me), lister, parent
+        )
+        self.panel: ApprovalsPanel = self.body  # type: ignore[assignment]

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from keepgui.core import autostart
 from tests.ui.conftest import open_keep
 
@@ -26,7 +28,7 @@ def test_a_change_made_while_keepgui_runs_is_listed_and_an_entry_reverted_with_u
     window, _key = open_keep(make_window, demo_copy, qtbot)
     lister = window.inbox
     lister.refresh()
-    qtbot.waitUntil(lambda: lister._seen is not None and not lister._running, timeout=60_000)
+    qtbot.waitUntil(lambda: lister.listed_once and not lister._running, timeout=60_000)
     keep = os.path.join(demo_copy.nanobot, "keep.md")
     mine = [i for i in lister.listing.items if i.source == demo_copy.nanobot]
     assert mine == []  # first seen: a baseline
@@ -75,3 +77,102 @@ def test_start_at_login_writes_and_removes_the_autostart_entry(tmp_path, monkeyp
     assert not entry.exists()
     entry.write_text("[Desktop Entry]\nName=someone else's\n")
     assert "not written by keepgui" in apply_inbox_preferences(Preferences(autostart=True), settings)
+
+
+def listed(lister, qtbot) -> None:
+    lister.refresh()
+    qtbot.waitUntil(lambda: lister.listed_once and not lister._running and not lister._again, timeout=60_000)
+
+
+@pytest.mark.qt_log_ignore("No such signal QPlatformNativeInterface::systemTrayWindowChanged")  # offscreen: no tray
+def test_a_notification_per_change_three_at_most_then_one_for_the_rest(make_window, demo_copy, qtbot):
+    """Five changes arrive at once (four recorded by another keepgui, a headless `keepgui watch` say,
+    the fifth written by an agent-like process): the tray tells the three newest one by one with what
+    each did entry by entry, then one sentence for the two others, and counts the five; with the
+    preference off it tells nothing."""
+    from PySide6.QtWidgets import QApplication
+
+    from keepgui.ui.desktop import Desktop
+    from keepgui.ui.settings import NOTIFY_SETTING
+
+    window, _key = open_keep(make_window, demo_copy, qtbot)
+    desktop = Desktop(window, QApplication.instance(), use_tray=True)
+    tray = desktop.tray
+    assert tray is not None
+    told: list[tuple[str, str]] = []
+    tray.notify = lambda text, title="keepgui": told.append((title, text)) or True  # type: ignore[method-assign]
+    lister = window.inbox
+    lister._timer.stop()  # the listings come when the test asks (and when the agent writes)
+    listed(lister, qtbot)
+    keep = os.path.join(demo_copy.nanobot, "keep.md")
+    text = read(keep)
+    journal = lister.journal
+    for n in range(1, 5):
+        text += f"- Fact {n} the agent learned\n"
+        journal.record(keep, text.encode())
+    window.settings.set(NOTIFY_SETTING, True)
+    agent_rewrites(
+        keep, text.replace("- Fact 2 the agent learned\n", "") + "- The user prefers tea\n- Deploys on Fridays\n"
+    )
+    listed(lister, qtbot)
+    mine = [i for i in lister.listing.items if i.source == demo_copy.nanobot]
+    assert len(mine) == 5
+    assert told == [
+        ("Memory changed", "nanobot changed keep.md: +2 added, −1 removed"),
+        ("Memory changed", "nanobot changed keep.md: +1 added"),
+        ("Memory changed", "nanobot changed keep.md: +1 added"),
+        ("Memory changed", "and 2 more changes to review in the inbox"),
+    ]
+    assert tray.unreviewed == len(lister.listing.items)
+    assert tray.act_inbox.text() == f"Inbox ({len(lister.listing.items)} to review)…"
+    window.settings.set(NOTIFY_SETTING, False)
+    told.clear()
+    agent_appends(keep, "- Fact 6 the agent learned")
+    listed(lister, qtbot)
+    qtbot.waitUntil(
+        lambda: len([i for i in lister.listing.items if i.source == demo_copy.nanobot]) == 6, timeout=60_000
+    )
+    assert told == [] and tray.unreviewed == len(lister.listing.items)
+    window.settings.set(NOTIFY_SETTING, True)
+    dialog = window.show_inbox()
+    panel = dialog.panel
+    qtbot.waitUntil(lambda: panel.entries.count() == 1, timeout=60_000)
+    panel.act("accept_all")
+    qtbot.waitUntil(lambda: tray.unreviewed == 0, timeout=60_000)
+    assert tray.act_inbox.text() == "Inbox: nothing to review"
+    window.undo_stack.undo()
+    qtbot.waitUntil(lambda: tray.unreviewed >= 6, timeout=60_000)
+    assert told == []  # changes put back by an undo are not news
+    dialog.close()
+    tray.hide()
+
+
+def agent_rewrites(path: str, text: str) -> None:
+    """An agent-like process rewrites the file whole (as agents that regenerate their memory do)."""
+    code = "import sys; open(sys.argv[1], 'w', encoding='utf-8').write(sys.argv[2])"
+    subprocess.run([sys.executable, "-c", code, path, text], check=True, timeout=60)
+
+
+def test_the_inbox_list_is_fed_a_step_at_a_time_as_the_view_scrolls(qtbot):
+    from PySide6.QtWidgets import QListView
+
+    from keepgui.core.inbox import Item
+    from keepgui.ui.inbox import InboxModel
+
+    items = [Item(f"id{n}", "nanobot", "/w", "keep.md", f"/w/f{n}.md", 1000 + n) for n in range(1000)]
+    model = InboxModel()
+    model.set_items(items, tuple(i.id for i in items))
+    assert model.rowCount() == InboxModel.STEP and model.canFetchMore(model.index(0).parent())
+    view = QListView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    view.resize(300, 200)
+    view.show()
+    view.scrollToBottom()  # Qt asks for more when the view reaches the end of what it has
+    qtbot.waitUntil(lambda: model.rowCount() > InboxModel.STEP, timeout=5_000)
+    assert model.data(model.index(model.rowCount() - 1)).startswith(f"nanobot · created · f{model.rowCount() - 1}.md")
+    while model.canFetchMore(model.index(0).parent()):
+        model.fetchMore(model.index(0).parent())
+    assert model.rowCount() == 1000
+    model.set_items(items[:10], tuple(i.id for i in items[:10]))
+    assert model.rowCount() == 10 and not model.canFetchMore(model.index(0).parent())
