@@ -261,6 +261,10 @@ class BankDefaults(ABC):
         """Refused: rows are not retired."""
         return self._refuse(TOMBSTONE)
 
+    def forget(self, keys: Sequence[str]) -> Change:
+        """Retire the rows (refused where rows are not retired)."""
+        return self.set_live(keys, False)
+
     def move(self, keys: Sequence[str], offset: int) -> Change:
         """Refused: rows are not reordered."""
         return self._refuse(MOVE)
