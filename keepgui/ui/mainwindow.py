@@ -123,7 +123,7 @@ class MainWindow(QMainWindow):
         self.pages.addWidget(self.welcome)
         self.setCentralWidget(self.pages)
         self.add_panel("memories", "Memories", self.memories)
-        self.rules = RulesPanel(hub, self.perform, self)
+        self.rules = RulesPanel(hub, self.perform_now, self)
         self.add_panel("rules", "Rules", self.rules)
         self.preview = PreviewPane(hub, self, settings.source_settings)
         self.add_panel("preview", "Preview", self.preview)
@@ -191,16 +191,30 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ writes
 
     def perform(
-        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+        self,
+        target: BankKey | str,
+        operation: Callable[[Any], Change],
+        text: str | None = None,
+        report: bool = True,
+        wait: bool = False,
     ) -> Outcome:
         """Run a write of any backend as one undo step (``operation(bank)``, or ``operation(source)``
-        for a source folder). Failures are shown in the banner; with ``report`` False the caller
-        handles the first run's (its ``Outcome`` says why), and undo's and redo's are still shown."""
+        for a source folder), off the GUI thread: the returned ``Outcome`` settles when it ran (its
+        ``then``). Failures are shown in the banner; with ``report`` False the caller handles the
+        first run's (its ``Outcome`` says why), and undo's and redo's are still shown. ``wait``:
+        settled before this returns (the GUI thread waits; only where an answer is due at once)."""
         outcome = Outcome()
-        self.undo_stack.push(
-            ChangeCommand(self.hub, target, operation, text, self.show_error, outcome, quiet_first=not report)
+        command = ChangeCommand(
+            self.hub, target, operation, text, self.show_error, outcome, not report, self.undo_stack, wait
         )
+        self.undo_stack.push(command)
         return outcome
+
+    def perform_now(
+        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+    ) -> Outcome:
+        """:meth:`perform`, settled before it returns (the rules editor's save answers at once)."""
+        return self.perform(target, operation, text, report, wait=True)
 
     # ------------------------------------------------------------------ actions and menus
 
@@ -397,6 +411,8 @@ class MainWindow(QMainWindow):
         hub.note.connect(self.note)
         hub.error.connect(self.show_error)
         hub.attention.connect(self._on_attention)
+        # A write of any kind (one the inbox or the approvals list) comes back after they last listed.
+        hub.written.connect(self._after_write)
         self.tree.bankActivated.connect(self._on_bank_activated)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.tree.problemsRequested.connect(self.show_problems)
@@ -818,6 +834,10 @@ class MainWindow(QMainWindow):
     def _update_reload_label(self) -> None:
         if self._last_reload is not None:
             self.reload_label.setText(f"read {relative(int(self._last_reload * 1000))}")
+
+    def _after_write(self, _change: Change) -> None:
+        self.inbox.refresh()
+        self.approvals.refresh()
 
     def _on_attention(self, problem: str) -> None:
         # The sentence's first clause ("`iii` is not on PATH"), with the whole of it in the tooltip.

@@ -181,16 +181,19 @@ class SecretsDialog(QDialog):
             refused.extend(f"{r.where}: {r.reason}" for r in no)
             return change
 
-        window = self.watch.window
-        window.perform(self.key, operation, "Redact secrets")
-        if refused:
-            window.show_error("Not redacted: " + "; ".join(refused))
-        if self.purge.isChecked():
-            tasks.lane(_LANE).run(
-                lambda: plan_purge(secrets).apply(),
-                lambda n: window.note(f"Purged the secrets from keepgui's history ({n} file(s))"),
-                lambda exc: window.show_error(f"The purge failed: {exc}"),
-            )
+        window, purge = self.watch.window, self.purge.isChecked()
+
+        def redacted(_outcome: Any) -> None:  # the redaction ran (off the GUI thread); the purge comes after
+            if refused:
+                window.show_error("Not redacted: " + "; ".join(refused))
+            if purge:
+                tasks.lane(_LANE).run(
+                    lambda: plan_purge(secrets).apply(),
+                    lambda n: window.note(f"Purged the secrets from keepgui's history ({n} file(s))"),
+                    lambda exc: window.show_error(f"The purge failed: {exc}"),
+                )
+
+        window.perform(self.key, operation, "Redact secrets").then(redacted)
         self.accept()
 
     def allow_selected(self) -> None:
