@@ -65,7 +65,7 @@ from keepgui.ui.secrets import SecretsWatch
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
-from keepgui.ui.toast import ElidedPath, UndoToast
+from keepgui.ui.toast import ElidedLabel, ElidedPath, StatusNote, UndoToast
 from keepgui.ui.welcome import WelcomePage
 
 
@@ -131,7 +131,7 @@ class MainWindow(QMainWindow):
         self.add_panel("graph", "Graph", self.graph)
         self.compaction = CompactionFlow(self)
 
-        self.counts_label = QLabel(self)
+        self.counts_label = ElidedLabel(self)
         self.file_label = ElidedPath(self)
         self.reload_label = QLabel(self)
         self.progress = QProgressBar(self)
@@ -146,6 +146,7 @@ class MainWindow(QMainWindow):
         self.attention_label = QLabel(self)  # a lasting condition, said once (see Hub.attention)
         self.attention_label.setAccessibleName("Lasting problem")
         self.attention_label.hide()
+        self.status_note = StatusNote(self.statusBar(), [self.progress, self.attention_label, self.reload_label])
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.attention_label)
         self.statusBar().addPermanentWidget(self.reload_label)
@@ -862,14 +863,8 @@ class MainWindow(QMainWindow):
     def note(self, text: str) -> None:
         """A short status-bar note: one too long for the room left of the lasting labels ("read …")
         ends in "…" before them, the whole of it in the status bar's tooltip."""
-        if not text:
-            return
-        bar = self.statusBar()
-        permanent = [w for w in (self.progress, self.attention_label, self.reload_label) if w.isVisible()]
-        room = (min(w.x() for w in permanent) if permanent else bar.width()) - 24
-        shown = bar.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(80, room))
-        bar.setToolTip(text if shown != text else "")
-        bar.showMessage(shown, 8000)
+        if text:
+            self.status_note.show(text)
 
     def show_error(self, text: str) -> None:
         """Show a failure in the banner (it stays until dismissed)."""

@@ -158,7 +158,10 @@ def notify_for(host: KeepHost) -> Callable[[str], None]:
         tray = host.findChild(KeepTray) if isinstance(host, QObject) else None
         if tray is not None and tray.notify(text):
             return
-        if hasattr(host, "statusBar"):
+        note = getattr(host, "note", None)  # the window's note ends in "…" before the status bar's labels
+        if callable(note):
+            note(text)
+        elif hasattr(host, "statusBar"):
             host.statusBar().showMessage(text, 8000)
 
     return notify
