@@ -351,7 +351,8 @@ def _write(
     args: argparse.Namespace, ctx: Context, capability: str, live: bool, act: Callable[[Bank, list[str]], Change]
 ) -> int:
     chosen, bank, how = _loaded(args, ctx)
-    _refuse_unless(bank, capability)
+    if not (capability == _tombstone() and live and _forgets_its_own_way(bank)):
+        _refuse_unless(bank, capability)
     keys = resolve(bank, args.ids, live=live)
     before = {r.id: r for r in bank.rows()}
     code = report(ctx, chosen, bank, act(bank, keys), before, keys)
@@ -372,9 +373,17 @@ def _tombstone() -> str:
     return TOMBSTONE
 
 
+def _forgets_its_own_way(bank: Bank) -> bool:
+    """The bank forgets otherwise than by retiring rows (a note its agent applies): its own ``forget``."""
+    from keepgui.core.defaults import BankDefaults
+
+    return getattr(type(bank), "forget", BankDefaults.forget) is not BankDefaults.forget
+
+
 def cmd_forget(args: argparse.Namespace, ctx: Context) -> int:
-    """``keepgui forget ID…``: retire rows (reversibly: ``restore`` with the ids it prints)."""
-    return _write(args, ctx, _tombstone(), True, lambda bank, keys: bank.set_live(keys, False))
+    """``keepgui forget ID…``: retire rows (reversibly: ``restore`` with the ids it prints), or forget
+    them the agent's own way where it has one (a note that asks its consolidation to drop them)."""
+    return _write(args, ctx, _tombstone(), True, lambda bank, keys: bank.forget(keys))
 
 
 def cmd_restore(args: argparse.Namespace, ctx: Context) -> int:

@@ -262,6 +262,10 @@ class BankDefaults(ABC):
         """Refused: rows are not retired."""
         return self._refuse(TOMBSTONE)
 
+    def forget(self, keys: Sequence[str]) -> Change:
+        """Retire the rows (refused where rows are not retired)."""
+        return self.set_live(keys, False)
+
     def move(self, keys: Sequence[str], offset: int) -> Change:
         """Refused: rows are not reordered."""
         return self._refuse(MOVE)
@@ -374,55 +378,50 @@ def replace_whole(key: tuple[str, str | None], path: str, text: str, expect: Sta
     """Replace ``path`` with ``text`` (atomic, refused when it no longer has the content of ``expect``)
     as a :class:`Change` of the bank ``key`` (source folder, bank name) whose undo puts the previous
     bytes back, refused in turn when the file changed again since."""
-    return _replace_bytes(key, path, text.encode("utf-8", "surrogatepass"), expect)
+    return _write_whole(key, path, text.encode("utf-8", "surrogatepass"), expect)
 
 
 def create_whole(key: tuple[str, str | None], path: str, text: str) -> Change:
     """Create ``path`` holding ``text`` (never replacing a file someone made meanwhile) as a
     :class:`Change` of the bank ``key`` whose undo removes it again, refused when it changed since."""
+    return _write_whole(key, path, text.encode("utf-8", "surrogatepass"), None)
+
+
+def _write_whole(key: tuple[str, str | None], path: str, data: bytes, expect: Stamp | None) -> Change:
+    """The one body of :func:`replace_whole` and :func:`create_whole`: ``path`` holding ``data``,
+    as an undoable Change. ``expect`` None creates it (undone by removing it again); a stamp
+    replaces exactly that content (undone by putting the previous bytes back)."""
     from keepgui.core import fsio
     from keepgui.core.errors import Conflict
     from keepgui.core.source import Written
 
-    try:
-        written = fsio.create_new(path, text.encode("utf-8", "surrogatepass"))
-    except FileExistsError:
-        raise Conflict(path, Stamp.missing(), fsio.current_stamp(path)) from None
     name = path.rsplit("/", 1)[-1]
+    if expect is None:
+        try:
+            written = fsio.create_new(path, data)
+        except FileExistsError:
+            raise Conflict(path, Stamp.missing(), fsio.current_stamp(path)) from None
 
-    def back() -> Change:
-        fsio.remove_file(path, expect=written)
-        return Change(source=key[0], bank=key[1], text=f"Remove {name}", files=(Written(path, None),))
+        def back() -> Change:
+            fsio.remove_file(path, expect=written)
+            return Change(source=key[0], bank=key[1], text=f"Remove {name}", files=(Written(path, None),))
 
+        verb, done = "Create", "created"
+    else:
+        previous, stamp = fsio.read_stamped(path)
+        if previous is None or not stamp.same_content(expect):
+            raise Conflict(path, expect, stamp)
+        written = fsio.atomic_write(path, data, expect=stamp)
+
+        def back() -> Change:
+            return _write_whole(key, path, previous, written)
+
+        verb, done = "Rewrite", "rewritten"
     return Change(
         source=key[0],
         bank=key[1],
-        text=f"Create {name}",
-        message=f"{path} created",
-        files=(Written(path, written),),
-        reverse=back,
-    )
-
-
-def _replace_bytes(key: tuple[str, str | None], path: str, data: bytes, expect: Stamp) -> Change:
-    from keepgui.core import fsio
-    from keepgui.core.errors import Conflict
-    from keepgui.core.source import Written
-
-    previous, stamp = fsio.read_stamped(path)
-    if previous is None or not stamp.same_content(expect):
-        raise Conflict(path, expect, stamp)
-    written = fsio.atomic_write(path, data, expect=stamp)
-    name = path.rsplit("/", 1)[-1]
-
-    def back() -> Change:
-        return _replace_bytes(key, path, previous, written)
-
-    return Change(
-        source=key[0],
-        bank=key[1],
-        text=f"Rewrite {name}",
-        message=f"{path} rewritten",
+        text=f"{verb} {name}",
+        message=f"{path} {done}",
         files=(Written(path, written),),
         reverse=back,
     )

@@ -871,6 +871,10 @@ class Bank(Protocol):
     def set_live(self, keys: Sequence[str], live: bool) -> Change:
         """Retire rows (a tombstone, a reversible forget) or bring them back."""
 
+    def forget(self, keys: Sequence[str]) -> Change:
+        """Forget rows the agent's way (``keepgui forget``): retire them (:meth:`set_live`) by default;
+        an agent that forgets otherwise (a note its own consolidation applies) says so here."""
+
     def move(self, keys: Sequence[str], offset: int) -> Change:
         """Move one row ``offset`` places up (negative) or down in its file (:data:`MOVE`)."""
 

@@ -1,6 +1,7 @@
 """The window's bank actions — Bank → New bank, Trash bank, Restore from trash — split from
 :mod:`keepgui.ui.mainwindow` by size. Each takes the window (``self``) and works through its hub,
-its ``perform`` (one undoable change) and its notes, exactly as a method of it would."""
+its ``perform`` (one undoable change, written off the GUI thread: what follows it waits for its
+``Outcome``) and its notes, exactly as a method of it would."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from keepgui.core.source import CREATE_BANK, TRASH_BANK, BankKey
 from keepgui.ui.dialogs import NameDialog, TrashDialog
 
 if TYPE_CHECKING:
+    from keepgui.ui.commands import Outcome
     from keepgui.ui.mainwindow import MainWindow
 
 
@@ -30,11 +32,13 @@ def new_bank(self: MainWindow) -> None:
     if not dialog.exec():
         return
     name, description = dialog.value(), dialog.extra_value()
-    outcome = self.perform(path, lambda s: s.create_bank(name, description), report=False)
-    if outcome.change is None:
-        self.show_error(f"Could not create the bank: {outcome.error}")
-        return
-    self.want_bank_named(name, [path])
+    self.perform(path, lambda s: s.create_bank(name, description), report=False).then(
+        lambda outcome: (
+            self.want_bank_named(name, [path])
+            if outcome.change is not None
+            else self.show_error(f"Could not create the bank: {outcome.error}")
+        )
+    )
 
 
 def trash_bank(self: MainWindow, key: BankKey | None = None) -> None:
@@ -54,7 +58,12 @@ def trash_bank(self: MainWindow, key: BankKey | None = None) -> None:
     )
     if answer != QMessageBox.StandardButton.Yes:
         return
-    outcome = self.perform(key.source, lambda s: s.trash_bank(key.bank), report=False)
+    self.perform(key.source, lambda s: s.trash_bank(key.bank), report=False).then(
+        lambda outcome: _trashed(self, key, outcome)
+    )
+
+
+def _trashed(self: MainWindow, key: BankKey, outcome: Outcome) -> None:
     if outcome.change is None:
         self.show_error(f"Could not trash `{key.bank}`: {outcome.error}")
         return
@@ -78,8 +87,10 @@ def restore_bank(self: MainWindow, folder: str | None = None, source_path: str |
             return
         folder = dialog.folder()
     chosen = folder
-    outcome = self.perform(path, lambda s: s.restore_bank(chosen), report=False)
-    if outcome.change is None:
-        self.show_error(f"Could not restore: {outcome.error}")
-        return
-    self.want_bank_named(str(outcome.change.result), [path])
+    self.perform(path, lambda s: s.restore_bank(chosen), report=False).then(
+        lambda outcome: (
+            self.want_bank_named(str(outcome.change.result), [path])
+            if outcome.change is not None
+            else self.show_error(f"Could not restore: {outcome.error}")
+        )
+    )

@@ -2,7 +2,9 @@
 
 Used for errors a person must see ("the last action failed: …") and for
 notices that offer a choice ("keep.md was rewritten by another program … Review").
-The colours are palette tints, so the banner reads in light and dark mode.
+The colours are palette tints, so the banner reads in light and dark mode: its text is at least
+4.5:1 on the tint, and a bar of the hue along its left edge (at least 3:1 on the window) shows it
+apart from the window where a dark palette makes the tint itself faint.
 
 A message may belong to a view (its ``owner``, e.g. the bank it describes):
 it shows only while that view is the one shown (:meth:`Banner.set_view`), and
@@ -14,9 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtCore import QRect
+from PySide6.QtGui import QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
 
 from keepgui.ui import theme
+
+EDGE_WIDTH = 4
+"""The width of the bar of the banner's hue along its left edge, in pixels."""
 
 
 class Banner(QFrame):
@@ -36,13 +43,14 @@ class Banner(QFrame):
         self.close_button.setToolTip("Dismiss")
         self.close_button.clicked.connect(self.dismiss)
         self._layout = QHBoxLayout(self)
-        self._layout.setContentsMargins(8, 4, 4, 4)
+        self._layout.setContentsMargins(8 + EDGE_WIDTH, 4, 4, 4)
         self._layout.addWidget(self.label, 1)
         self._buttons: list[QPushButton] = []
         self._layout.addWidget(self.close_button)
         self._view: object = None  # the view shown now (see set_view)
         self._owner: object = None  # the view the message shown belongs to (None: every view)
         self._kept: dict[object, tuple[str, str, list[tuple[str, Callable[[], None]]]]] = {}
+        self.kind = "warning"  # the tint shown
         self.hide()
 
     @property
@@ -79,6 +87,7 @@ class Banner(QFrame):
     def _draw(self, text: str, kind: str, actions: list[tuple[str, Callable[[], None]]] | None) -> None:
         for button in self._buttons:
             self._layout.removeWidget(button)
+            button.hide()  # not drawn until it is deleted (when the event loop next gets there)
             button.deleteLater()
         self._buttons = []
         for title, callback in actions or []:
@@ -86,13 +95,26 @@ class Banner(QFrame):
             button.clicked.connect(callback)
             self._layout.insertWidget(self._layout.count() - 1, button)
             self._buttons.append(button)
+        self.kind = kind if kind in ("added", "removed", "warning", "info") else "warning"
         pal = self.palette()
+        tint = theme.tint(self.kind)
+        pal.setColor(self.backgroundRole(), tint)
         pal.setColor(
-            self.backgroundRole(), theme.tint(kind if kind in ("added", "removed", "warning", "info") else "warning")
+            QPalette.ColorRole.WindowText,
+            theme.readable(theme.palette().color(QPalette.ColorRole.WindowText), tint, 4.5),
         )
         self.setPalette(pal)
         self.label.setText(text)
         self.show()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        super().paintEvent(event)
+        painter = QPainter(self)
+        painter.fillRect(
+            QRect(0, 0, EDGE_WIDTH, self.height()),
+            theme.edge(self.kind, theme.palette().color(QPalette.ColorRole.Window)),
+        )
+        painter.end()
 
     def dismiss(self) -> None:
         """Hide the banner (a view's message does not come back)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
@@ -38,6 +39,7 @@ from keepgui.core.compaction import UNREVIEWED_REWRITE, Plan, excerpt
 from keepgui.core.errors import KeepguiError
 from keepgui.core.source import COMPACT, DISK, REVIEW, BankKey, Change
 from keepgui.ui import theme
+from keepgui.ui.commands import Outcome
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.geometry import resize_to_fit
 
@@ -408,8 +410,17 @@ class CompactionFlow(QObject):
         )
         if not dialog.confirmed(plan):
             return
-        outcome = self.window.perform(key, lambda bank: bank.apply_plan(plan, selection, text), text, False)
+        dialog.setEnabled(False)  # until the write, off the GUI thread, has run
+        self.window.perform(key, lambda bank: bank.apply_plan(plan, selection, text), text, False).then(
+            lambda outcome: self._applied(key, dialog, text, outcome)
+        )
+
+    def _applied(self, key: BankKey, dialog: CompactionDialog, text: str, outcome: Outcome) -> None:
         if outcome.change is None:
+            if not shiboken6.isValid(dialog):
+                self.window.show_error(f"{text} failed: {outcome.error}")
+                return
+            dialog.setEnabled(True)
             error = outcome.exception
             replanned = getattr(error, "replanned", None)
             if replanned is not None:
@@ -422,14 +433,23 @@ class CompactionFlow(QObject):
         self.window.banner.forget(key)
         lines = getattr(outcome.change.result, "lines", ())
         self.window.note("; ".join(lines[:3]) if lines else text)
-        dialog.accept()
+        if shiboken6.isValid(dialog):
+            dialog.accept()
 
     def _accept(self, key: BankKey, dialog: CompactionDialog, plan: Any) -> None:
-        try:
-            change = self.hub.perform(key, lambda bank: bank.accept_review(plan))
-        except (KeepguiError, OSError) as exc:
-            dialog.show_error(f"Not accepted: {exc}")
-            return
-        self.window.banner.forget(key)
-        self.window.note(change.message or "rewrite accepted")
-        dialog.accept()
+        dialog.setEnabled(False)  # until the write, off the GUI thread, has run
+
+        def failed(exc: Exception) -> None:
+            if shiboken6.isValid(dialog):
+                dialog.setEnabled(True)
+                dialog.show_error(f"Not accepted: {exc}")
+            else:
+                self.window.show_error(f"Not accepted: {exc}")
+
+        def accepted(change: Change) -> None:
+            self.window.banner.forget(key)
+            self.window.note(change.message or "rewrite accepted")
+            if shiboken6.isValid(dialog):
+                dialog.accept()
+
+        self.hub.write(lambda: self.hub.target(key).accept_review(plan), accepted, failed)

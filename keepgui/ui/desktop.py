@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QApplication
 from keepgui.core import registry
 from keepgui.core.errors import InvalidInput
 from keepgui.core.paths import short_path
-from keepgui.core.source import KEEP, BankKey
+from keepgui.core.source import KEEP, BankKey, Change
 from keepgui.ui.quickkeep import keep_into, open_quick_keep
 from keepgui.ui.settings import NOTIFY_SETTING
 from keepgui.ui.tray import KeepTray, tray_available
@@ -250,14 +250,18 @@ class Desktop(QObject):
         key = self._keep_target(workspace, bank if isinstance(bank, str) else None)
         if key is None:
             return {"handled": False, "reason": f"the running keepgui window does not show {workspace}"}
-        change, error = keep_into(
+        answer: list[tuple[Change | None, str | None]] = []
+        keep_into(  # the command line waits for its answer: this keep is waited for
             self.window,
             key,
             text,
+            lambda change, error: answer.append((change, error)),
             force=bool(args.get("force")),
             replace=bool(args.get("replace")),
             undo_text="Keep fact",
+            wait=True,
         )
+        change, error = answer[0]
         if change is None:
             raise InvalidInput(error or "not kept")
         if change.written:

@@ -10,6 +10,10 @@ means (:meth:`~keepgui.core.source.Source.classify`). Results come back to the
 GUI thread by signal; a background thread never touches a widget. The locks
 belong to the backends: the hub and the window take none.
 
+A person's write runs off the GUI thread too, on the hub's one lane of writes, in the order the
+writes were asked for (:meth:`Hub.write`; the window's undo stack asks, see
+:mod:`keepgui.ui.commands`); its Change comes back to the GUI thread and is delivered there.
+
 Every change of rows, documents or banks — a person's write or one found on
 disk — is one :class:`~keepgui.core.source.Change` on one signal, ``changed``;
 views look at it and decide what to redraw. The watcher's echo of a write this
@@ -25,6 +29,8 @@ Signals:
     sourcesChanged(): a source was added or removed.
     banksChanged(str source): banks appeared, vanished or changed their summary.
     changed(object change): a Change (rows of a bank, its documents, a source's listing).
+    written(object change): a Change this program made came back (every one, even one of no rows,
+        documents or listing: an inbox entry accepted); its views were told first.
     bankProgress(object key, int done, int total): bytes of a long load.
     bankFailed(object key, str reason): a bank could not be read.
     note(str): a short status-bar note ("main: 3 memories added").
@@ -47,7 +53,7 @@ from typing import Any, TypeVar
 from PySide6.QtCore import QObject, Qt, Signal
 
 from keepgui.core import registry
-from keepgui.core.errors import KeepguiError
+from keepgui.core.errors import KeepguiError, NotFound
 from keepgui.core.pace import made_old
 from keepgui.core.registry import Backend, OpenOptions
 from keepgui.core.source import (
@@ -72,6 +78,9 @@ from keepgui.ui.tasks import Lane
 _PROGRESSIVE_ROWS_MAX = 100_000
 # Seconds between progress reports (a load reports after every block it reads).
 _PROGRESS_INTERVAL = 0.05
+
+# Seconds the closing window waits for the writes asked for before (each one is bounded by the backend).
+_WRITES_AT_EXIT = 60.0
 
 RANKED_LIMIT = 100
 """Ranked search shows the recall API's maximum: the top 100 by fused score."""
@@ -100,6 +109,7 @@ class Hub(QObject):
     sourcesChanged = Signal()
     banksChanged = Signal(str)
     changed = Signal(object)
+    written = Signal(object)
     bankProgress = Signal(object, int, int)
     bankFailed = Signal(object, str)
     note = Signal(str)
@@ -127,7 +137,10 @@ class Hub(QObject):
         # Previews and rankings answer as the person types: their own lane, so a long
         # load of another bank never delays them.
         self._questions = tasks.lane("questions")
-        self._lanes: list[Lane] = [self._questions]  # the lanes whose work busy() counts
+        # Every write of the window, one after another in the order they were asked for.
+        self._writes = tasks.lane("writes")
+        self._unsettled = 0  # writes asked for, not yet answered on the GUI thread
+        self._lanes: list[Lane] = [self._questions, self._writes]  # the lanes whose work busy() counts
         self._written: dict[str, tuple[int, int] | None] = {}  # file -> (size, mtime_ns) a write of ours left;
         # None: a file or folder a write of ours took away (a bank moved to the trash)
         self._written_lock = threading.Lock()
@@ -165,7 +178,9 @@ class Hub(QObject):
 
     def shutdown(self) -> None:
         """Stop the watcher and the background threads (the window is closing)."""
+        self._writes.drain(_WRITES_AT_EXIT)  # a write asked for is made, not dropped
         self._closed = True
+        self._writes.close(wait=True)
         if self._watcher is not None:
             self._watcher.stop()
         for opened in self._opened.values():
@@ -401,19 +416,75 @@ class Hub(QObject):
 
     # ------------------------------------------------------------------ writes
 
+    def target(self, target: BankKey | str) -> Any:
+        """The Bank of a BankKey, or the Source of a source folder (NotFound when it is not open)."""
+        try:
+            return self.bank(target) if isinstance(target, BankKey) else self.source(target)
+        except KeyError:
+            where = target.source if isinstance(target, BankKey) else target
+            raise NotFound(f"{where} is not open") from None
+
+    def write(
+        self,
+        work: Callable[[], Change],
+        done: Callable[[Change], object],
+        failed: Callable[[Exception], object],
+        *,
+        wait: bool = False,
+    ) -> None:
+        """Run a write off the GUI thread, on the one lane of writes, after every write asked for
+        before it: ``work()`` returns the Change a backend made; on the GUI thread that Change is
+        delivered (:meth:`deliver`), then ``done(change)``; ``failed(exception)`` when it raised
+        (nothing was written). ``wait``: the GUI thread waits for it (and the writes queued before
+        it) and both run before this returns — only for a caller that must answer at once."""
+
+        def written() -> Change:
+            change = work()
+            self._remember(change)  # before the watcher can report the files: they are ours
+            return change
+
+        def delivered(change: Change) -> None:
+            self._unsettled -= 1
+            self.deliver(change)
+            done(change)
+
+        def refused(exc: Exception) -> None:
+            self._unsettled -= 1
+            failed(exc)
+
+        if self._closed:
+            failed(KeepguiError("the window is closing: nothing was written"))
+            return
+        self._unsettled += 1
+        if not wait:
+            self._writes.run(written, delivered, refused)
+            return
+        task = self._writes.run(written, failed=_ignored)
+        task.wait()
+        if task.error is not None:
+            refused(task.error)
+        elif task.state == "finished" and task.result is not None:
+            delivered(task.result)
+        else:
+            refused(KeepguiError("the window is closing: nothing was written"))
+
+    def writing(self) -> int:
+        """Writes asked for whose answer has not come back to the GUI thread yet."""
+        return self._unsettled
+
     def perform(self, target: BankKey | str, operation: Callable[[Any], Change]) -> Change:
-        """Run a write on the GUI thread and deliver its Change.
+        """Run a write and deliver its Change, waiting for it (see :meth:`write`; the window's
+        writes go through its undo stack instead, and do not wait).
 
         ``operation`` gets the Bank of a BankKey, or the Source of a source
         folder, and returns the Change the backend made. Raises what the backend
         raises (KeepguiError, OSError): nothing was written then.
         """
-        if isinstance(target, BankKey):
-            change = operation(self.bank(target))
-        else:
-            change = operation(self.source(target))
-        self.deliver(change)
-        return change
+        answer: list[Change | Exception] = []
+        self.write(lambda: operation(self.target(target)), answer.append, answer.append, wait=True)
+        if isinstance(answer[0], Exception):
+            raise answer[0]
+        return answer[0]
 
     def deliver(self, change: Change) -> Change:
         """Tell every view about a Change this program made (an operation, its undo or redo)."""
@@ -437,6 +508,7 @@ class Hub(QObject):
             self.banksChanged.emit(change.source)
         for line in change.notes:
             self.note.emit(line)
+        self.written.emit(change)
         return change
 
     # ------------------------------------------------------------------ questions answered in the background
@@ -536,6 +608,10 @@ class Hub(QObject):
             for name in sorted(plan.refresh):
                 if name in opened.loaded or name in opened.listing.names:
                     self.refresh_bank(BankKey(path, name))
+
+
+def _ignored(_exc: Exception) -> None:
+    """A waited-for write's failure is read off its task."""
 
 
 def _roots(source: Source) -> list[str]:

@@ -65,7 +65,7 @@ from keepgui.ui.secrets import SecretsWatch
 from keepgui.ui.settings import Settings
 from keepgui.ui.sidebar import BankKeyRole, FolderRole, KindRole, SourceRole, SourceTree, SourceTreeModel
 from keepgui.ui.timefmt import relative
-from keepgui.ui.toast import ElidedPath, UndoToast
+from keepgui.ui.toast import ElidedLabel, ElidedPath, StatusNote, UndoToast
 from keepgui.ui.welcome import WelcomePage
 
 
@@ -123,7 +123,7 @@ class MainWindow(QMainWindow):
         self.pages.addWidget(self.welcome)
         self.setCentralWidget(self.pages)
         self.add_panel("memories", "Memories", self.memories)
-        self.rules = RulesPanel(hub, self.perform, self)
+        self.rules = RulesPanel(hub, self.perform_now, self)
         self.add_panel("rules", "Rules", self.rules)
         self.preview = PreviewPane(hub, self, settings.source_settings)
         self.add_panel("preview", "Preview", self.preview)
@@ -131,7 +131,7 @@ class MainWindow(QMainWindow):
         self.add_panel("graph", "Graph", self.graph)
         self.compaction = CompactionFlow(self)
 
-        self.counts_label = QLabel(self)
+        self.counts_label = ElidedLabel(self)
         self.file_label = ElidedPath(self)
         self.reload_label = QLabel(self)
         self.progress = QProgressBar(self)
@@ -146,6 +146,7 @@ class MainWindow(QMainWindow):
         self.attention_label = QLabel(self)  # a lasting condition, said once (see Hub.attention)
         self.attention_label.setAccessibleName("Lasting problem")
         self.attention_label.hide()
+        self.status_note = StatusNote(self.statusBar(), [self.progress, self.attention_label, self.reload_label])
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.attention_label)
         self.statusBar().addPermanentWidget(self.reload_label)
@@ -193,16 +194,30 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ writes
 
     def perform(
-        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+        self,
+        target: BankKey | str,
+        operation: Callable[[Any], Change],
+        text: str | None = None,
+        report: bool = True,
+        wait: bool = False,
     ) -> Outcome:
         """Run a write of any backend as one undo step (``operation(bank)``, or ``operation(source)``
-        for a source folder). Failures are shown in the banner; with ``report`` False the caller
-        handles the first run's (its ``Outcome`` says why), and undo's and redo's are still shown."""
+        for a source folder), off the GUI thread: the returned ``Outcome`` settles when it ran (its
+        ``then``). Failures are shown in the banner; with ``report`` False the caller handles the
+        first run's (its ``Outcome`` says why), and undo's and redo's are still shown. ``wait``:
+        settled before this returns (the GUI thread waits; only where an answer is due at once)."""
         outcome = Outcome()
-        self.undo_stack.push(
-            ChangeCommand(self.hub, target, operation, text, self.show_error, outcome, quiet_first=not report)
+        command = ChangeCommand(
+            self.hub, target, operation, text, self.show_error, outcome, not report, self.undo_stack, wait
         )
+        self.undo_stack.push(command)
         return outcome
+
+    def perform_now(
+        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+    ) -> Outcome:
+        """:meth:`perform`, settled before it returns (the rules editor's save answers at once)."""
+        return self.perform(target, operation, text, report, wait=True)
 
     # ------------------------------------------------------------------ actions and menus
 
@@ -400,6 +415,8 @@ class MainWindow(QMainWindow):
         hub.note.connect(self.note)
         hub.error.connect(self.show_error)
         hub.attention.connect(self._on_attention)
+        # A write of any kind (one the inbox or the approvals list) comes back after they last listed.
+        hub.written.connect(self._after_write)
         self.tree.bankActivated.connect(self._on_bank_activated)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.tree.problemsRequested.connect(self.show_problems)
@@ -822,6 +839,10 @@ class MainWindow(QMainWindow):
         if self._last_reload is not None:
             self.reload_label.setText(f"read {relative(int(self._last_reload * 1000))}")
 
+    def _after_write(self, _change: Change) -> None:
+        self.inbox.refresh()
+        self.approvals.refresh()
+
     def _on_attention(self, problem: str) -> None:
         # The sentence's first clause ("`iii` is not on PATH"), with the whole of it in the tooltip.
         self.attention_label.setText("⚠ " + problem.split(";")[0].strip() if problem else "")
@@ -845,14 +866,8 @@ class MainWindow(QMainWindow):
     def note(self, text: str) -> None:
         """A short status-bar note: one too long for the room left of the lasting labels ("read …")
         ends in "…" before them, the whole of it in the status bar's tooltip."""
-        if not text:
-            return
-        bar = self.statusBar()
-        permanent = [w for w in (self.progress, self.attention_label, self.reload_label) if w.isVisible()]
-        room = (min(w.x() for w in permanent) if permanent else bar.width()) - 24
-        shown = bar.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(80, room))
-        bar.setToolTip(text if shown != text else "")
-        bar.showMessage(shown, 8000)
+        if text:
+            self.status_note.show(text)
 
     def show_error(self, text: str) -> None:
         """Show a failure in the banner (it stays until dismissed)."""

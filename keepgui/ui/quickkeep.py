@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor, QGuiApplication, QHideEvent, QKeyEvent, QPainter, QPaintEvent, QPalette, QUndoStack
 from PySide6.QtWidgets import (
@@ -107,25 +108,44 @@ class KeepHost(Protocol):
         """Where the last target is remembered."""
 
     def perform(
-        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+        self,
+        target: BankKey | str,
+        operation: Callable[[Any], Change],
+        text: str | None = None,
+        report: bool = True,
+        wait: bool = False,
     ) -> Outcome:
-        """Run a write as one undo step."""
+        """Run a write as one undo step (off the GUI thread; ``wait``: settled before it returns)."""
 
 
 def keep_into(
-    host: KeepHost, key: BankKey, text: str, *, force: bool = False, replace: bool = False, undo_text: str | None = None
-) -> tuple[Change | None, str | None]:
-    """Keep ``text`` in the bank ``key`` through ``host``'s undo stack: ``(change, error)``.
+    host: KeepHost,
+    key: BankKey,
+    text: str,
+    then: Callable[[Change | None, str | None], object],
+    *,
+    force: bool = False,
+    replace: bool = False,
+    undo_text: str | None = None,
+    wait: bool = False,
+) -> None:
+    """Keep ``text`` in the bank ``key`` through ``host``'s undo stack; ``then(change, error)`` once
+    it ran, off the GUI thread (``wait``: before this returns).
 
     Nothing written (already kept, a suggestion) leaves nothing on the stack;
     an error is also reported by the host (its banner).
     """
     if key.source not in host.hub.sources:
-        return None, f"{key.source} is not open"
-    outcome = host.perform(key, lambda bank: bank.keep(text, force=force, replace=replace), undo_text)
-    if outcome.change is None:
-        return None, outcome.error or f"bank `{key.bank}` is not open"
-    return outcome.change, None
+        then(None, f"{key.source} is not open")
+        return
+    operation: Callable[[Any], Change] = lambda bank: bank.keep(text, force=force, replace=replace)  # noqa: E731
+    host.perform(key, operation, undo_text, True, wait).then(
+        lambda outcome: (
+            then(outcome.change, None)
+            if outcome.change is not None
+            else then(None, outcome.error or f"bank `{key.bank}` is not open")
+        )
+    )
 
 
 # ---------------------------------------------------------------------- the popup
@@ -138,7 +158,10 @@ def notify_for(host: KeepHost) -> Callable[[str], None]:
         tray = host.findChild(KeepTray) if isinstance(host, QObject) else None
         if tray is not None and tray.notify(text):
             return
-        if hasattr(host, "statusBar"):
+        note = getattr(host, "note", None)  # the window's note ends in "…" before the status bar's labels
+        if callable(note):
+            note(text)
+        elif hasattr(host, "statusBar"):
             host.statusBar().showMessage(text, 8000)
 
     return notify
@@ -477,7 +500,8 @@ class QuickKeepPopup(QFrame):
     # ------------------------------------------------------------------ keeping
 
     def keep(self, force: bool = False, replace: bool = False) -> bool:
-        """Keep the typed fact in the chosen target; True when something was written.
+        """Keep the typed fact in the chosen target; True when the keep was asked for (it is
+        written off the GUI thread: the popup waits, then says what it did, or closes).
 
         ``force`` keeps it past a triage suggestion or a containing entry; ``replace``
         replaces the entries it contains (both only matter where the backend can refuse a keep).
@@ -488,13 +512,25 @@ class QuickKeepPopup(QFrame):
         if key.source not in self.host.hub.sources:
             self._show_hints((Hint("error", f"{key.source} is no longer open"),))
             return False
-        change, error = keep_into(self.host, key, text, force=force, replace=replace)
-        if change is None:
-            self._show_hints((Hint("error", error or "not kept"),))
-            return False
-        if not change.written:
-            self._show_hints(change.feedback or (Hint("warning", change.message or "Nothing was written"),))
-            return False
+        self.edit.setEnabled(False)  # until the keep has run
+        keep_into(
+            self.host,
+            key,
+            text,
+            lambda change, error: self._kept(key, change, error) if shiboken6.isValid(self) else None,
+            force=force,
+            replace=replace,
+        )
+        return True
+
+    def _kept(self, key: BankKey, change: Change | None, error: str | None) -> None:
+        if change is None or not change.written:
+            self.edit.setEnabled(True)
+            if change is None:
+                self._show_hints((Hint("error", error or "not kept"),))
+            else:
+                self._show_hints(change.feedback or (Hint("warning", change.message or "Nothing was written"),))
+            return
         message = change.message
         self._remember_target(key)
         self.notify(message)
@@ -502,11 +538,9 @@ class QuickKeepPopup(QFrame):
         self._last = None
         if self.linger_ms > 0:
             self._show_hints((Hint("ok", message),))
-            self.edit.setEnabled(False)
             QTimer.singleShot(self.linger_ms, self.close)
         else:
             self.close()
-        return True
 
     def _remember_target(self, key: BankKey) -> None:
         self.host.settings.set(TARGET_SETTING, [key.source, key.bank])
@@ -604,13 +638,19 @@ class StandaloneHost(QObject):
         self.undo_stack = QUndoStack(self)
 
     def perform(
-        self, target: BankKey | str, operation: Callable[[Any], Change], text: str | None = None, report: bool = True
+        self,
+        target: BankKey | str,
+        operation: Callable[[Any], Change],
+        text: str | None = None,
+        report: bool = True,
+        wait: bool = False,
     ) -> Outcome:
         """Run a write as an undo step of this popup's own stack."""
         outcome = Outcome()
-        self.undo_stack.push(
-            ChangeCommand(self.hub, target, operation, text, self.show_error, outcome, quiet_first=not report)
+        command = ChangeCommand(
+            self.hub, target, operation, text, self.show_error, outcome, not report, self.undo_stack, wait
         )
+        self.undo_stack.push(command)
         return outcome
 
     def show_error(self, text: str) -> None:

@@ -56,9 +56,11 @@ class SecretsWatch(QObject):
         self.window = window
         self.found: dict[BankKey, list[Finding]] = {}
         self._scanners: dict[str, Scanner] = {}
+        self._shown: tuple[BankKey | None, dict[str, str]] | None = None  # the badges the table shows
         window.hub.changed.connect(self._on_change)
-        # an undo or redo of "Not a secret" changes no file the hub would deliver: scan again on every step
-        window.undo_stack.indexChanged.connect(lambda _i: self.scan(window.current) if window.current else None)
+        # an undo or redo of "Not a secret" changes no file the hub would deliver: scan again once each
+        # step of the undo stack has run (off the GUI thread), not when the stack moved
+        window.hub.written.connect(lambda _change: self.scan(window.current) if window.current else None)
         self.act_secrets = QAction("&Secrets…", window)
         self.act_secrets.setToolTip("Secrets found in this bank: redact them, or mark one not a secret")
         self.act_secrets.triggered.connect(self.show_dialog)
@@ -115,8 +117,11 @@ class SecretsWatch(QObject):
             if f.key:
                 by_row.setdefault(f.key, []).append(f)
         memories: Any = self.window.memories
-        memories.model.set_secrets({k: badge_text(v) for k, v in by_row.items()})
-        memories.detail.set_secrets(by_row)
+        badges = {k: badge_text(v) for k, v in by_row.items()}
+        if (key, badges) != self._shown:  # unchanged (a write's rescan found the same): no repaint of every row
+            self._shown = (key, badges)
+            memories.model.set_secrets(badges)
+            memories.detail.set_secrets(by_row)
         sent = [f for f in found if f.sent]
         self.window.preview.show_secrets(
             f"{len(sent)} secret(s) here ({', '.join(sorted({f.kind for f in sent}))}): {SENT}." if sent else ""
@@ -181,16 +186,19 @@ class SecretsDialog(QDialog):
             refused.extend(f"{r.where}: {r.reason}" for r in no)
             return change
 
-        window = self.watch.window
-        window.perform(self.key, operation, "Redact secrets")
-        if refused:
-            window.show_error("Not redacted: " + "; ".join(refused))
-        if self.purge.isChecked():
-            tasks.lane(_LANE).run(
-                lambda: plan_purge(secrets).apply(),
-                lambda n: window.note(f"Purged the secrets from keepgui's history ({n} file(s))"),
-                lambda exc: window.show_error(f"The purge failed: {exc}"),
-            )
+        window, purge = self.watch.window, self.purge.isChecked()
+
+        def redacted(_outcome: Any) -> None:  # the redaction ran (off the GUI thread); the purge comes after
+            if refused:
+                window.show_error("Not redacted: " + "; ".join(refused))
+            if purge:
+                tasks.lane(_LANE).run(
+                    lambda: plan_purge(secrets).apply(),
+                    lambda n: window.note(f"Purged the secrets from keepgui's history ({n} file(s))"),
+                    lambda exc: window.show_error(f"The purge failed: {exc}"),
+                )
+
+        window.perform(self.key, operation, "Redact secrets").then(redacted)
         self.accept()
 
     def allow_selected(self) -> None:

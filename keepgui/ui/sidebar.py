@@ -338,9 +338,12 @@ def draw_badge(painter: QPainter, opt: QStyleOptionViewItem, rect: QRect, count:
     height = painter.fontMetrics().height() + 2
     pill = QRect(rect.right() - width, rect.center().y() - height // 2, width, height)
     painter.setPen(Qt.PenStyle.NoPen)
-    painter.setBrush(theme.tint("warning"))
+    tint = theme.tint("warning")
+    painter.setBrush(tint)
     painter.drawRoundedRect(pill, height / 2, height / 2)
-    painter.setPen(theme.strong("warning") if not selected else opt.palette.color(QPalette.ColorRole.Text))
+    # its small bold count 4.5:1 on the pill (in the dark palette the strong amber was 3.2:1)
+    readable = theme.readable(theme.strong("warning"), tint, 4.5)
+    painter.setPen(readable if not selected else opt.palette.color(QPalette.ColorRole.Text))
     painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
     return width
 

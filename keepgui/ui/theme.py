@@ -98,10 +98,22 @@ def tint(hue: str) -> QColor:
 
 
 def strong(hue: str) -> QColor:
-    """A foreground colour for ``added``, ``removed`` or ``warning`` text that stays readable."""
-    target = {"added": QColor(46, 160, 67), "removed": QColor(218, 54, 51), "warning": QColor(190, 140, 10)}[hue]
+    """A foreground colour for ``added``, ``removed``, ``warning`` or ``info`` text that stays readable."""
+    target = {
+        "added": QColor(46, 160, 67),
+        "removed": QColor(218, 54, 51),
+        "warning": QColor(190, 140, 10),
+        "info": palette().color(QPalette.ColorRole.Highlight),
+    }[hue]
     text = palette().color(QPalette.ColorRole.Text)
     return mix(target, text, 0.15 if is_dark() else 0.25)
+
+
+def edge(hue: str, background: QColor) -> QColor:
+    """The edge of a tinted area (a banner) on ``background``: its hue made strong enough to stand
+    out against it (3:1, what WCAG asks of a shape a person must see), so a tint that is close to
+    a dark window still shows where the message is."""
+    return readable(strong(hue), background, 3.0)
 
 
 ICON_PROPERTY = "keepgui_icon"

@@ -1,5 +1,6 @@
 """A passing "Deleted 2 memories — Undo" in the status bar, after a change a person may regret; and
-the status bar's path that gives way to what is beside it (:class:`ElidedPath`).
+the status bar's labels that give way to what is beside them (:class:`ElidedPath`, :class:`ElidedLabel`)
+instead of running into it.
 
 Deleting rows gave no feedback: the rows simply vanished. The toast says what
 was done and offers Undo for a few seconds. Its Undo takes back exactly that
@@ -9,7 +10,9 @@ goes, so its button never undoes something else.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+import time
+
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer
 from PySide6.QtGui import QResizeEvent, QUndoStack
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStatusBar, QToolButton, QWidget
 
@@ -63,6 +66,104 @@ class UndoToast(QWidget):
             self.stack.undo()
         self._index = None
         self.hide()
+
+
+class StatusNote(QObject):
+    """The window's passing note in the status bar, ending in "…" before the lasting labels (the
+    whole of it in the bar's tooltip).
+
+    Its room is measured once the bar's own widgets gave way to it (a passing message hides them,
+    and the lasting labels then widen: a progress bar squeezed to 95 px grows to its 180), and again
+    whenever a lasting label moves, appears, grows, or the bar is resized: measured before, a note
+    at 1024 px ran under the progress bar that widened once it was shown."""
+
+    GAP = 24
+    """Pixels kept free before the first lasting label."""
+
+    def __init__(self, bar: QStatusBar, lasting: list[QWidget]) -> None:
+        super().__init__(bar)
+        self.bar = bar
+        self.lasting = lasting
+        self._text = ""
+        self._until = 0.0
+        for widget in [bar, *lasting]:
+            widget.installEventFilter(self)
+        bar.messageChanged.connect(self._on_message)
+
+    def show(self, text: str, ms: int = 8000) -> None:
+        """Say ``text`` for ``ms`` milliseconds."""
+        self._text = text
+        self._until = time.monotonic() + ms / 1000
+        self.bar.showMessage(text, ms)  # the bar's own widgets give way now
+        self._fit()
+
+    def _on_message(self, message: str) -> None:
+        if not message:
+            self._text = ""  # timed out, cleared, or replaced by the toast
+            self.bar.setToolTip("")
+
+    def _fit(self) -> None:
+        if not self._text or not self.bar.currentMessage():
+            return
+        layout = self.bar.layout()
+        if layout is not None:
+            layout.activate()
+        shown_lasting = [w for w in self.lasting if w.isVisible()]
+        room = (min(w.x() for w in shown_lasting) if shown_lasting else self.bar.width()) - self.GAP
+        shown = self.bar.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, max(0, room))
+        self.bar.setToolTip(self._text if shown != self._text else "")
+        if shown != self.bar.currentMessage():
+            left = max(1, round((self._until - time.monotonic()) * 1000))
+            text = self._text
+            self.bar.showMessage(shown, left)
+            self._text = text
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if self._text and event.type() in (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide):
+            QTimer.singleShot(0, self._fit)
+        return False
+
+
+class ElidedLabel(QLabel):
+    """A status-bar label that asks for the room of its whole text and, given less, ends in "…"
+    (the whole text its tooltip): beside the toast at 1024 px the bank's counts ran into it, cut
+    mid-word. ``text()`` is the whole text."""
+
+    MINIMUM = 60
+    """The narrowest it becomes (pixels)."""
+    SLACK = 4
+    """Pixels beyond the text's advance it asks for (rounding of the label's own layout)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        self._full = text
+        self._elide()
+        self.updateGeometry()
+
+    def text(self) -> str:
+        return self._full
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().sizeHint()
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(self._full) + margins.left() + margins.right() + 2 * self.SLACK
+        return QSize(width, hint.height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(min(self.MINIMUM, self.sizeHint().width()), super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        room = max(0, self.contentsRect().width() - self.SLACK)
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
+        self.setToolTip(self._full if shown != self._full else "")
+        super().setText(shown)
 
 
 class ElidedPath(QLabel):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 
 import pytest
 
@@ -125,3 +126,27 @@ def test_a_memorys_provenance_is_one_of_its_labelled_fields():
     assert Memory(**base).fields == ()
     said = Memory(**base, source=Source(session_id="s-1", agent="hermes")).fields
     assert said == (("source", "session: s-1, agent: hermes"),)  # the detail pane: tests/ui/test_detail_fields.py
+
+
+def test_a_whole_file_created_or_replaced_is_undone_exactly(tmp_path):
+    """create_whole and replace_whole share one body: each refuses what changed since, and undoes."""
+    from keepgui.core.defaults import create_whole, replace_whole
+    from keepgui.core.errors import Conflict
+
+    key = (str(tmp_path), "b")
+    path = str(tmp_path / "note.md")
+    made = create_whole(key, path, "one\n")
+    assert (made.text, made.message) == ("Create note.md", f"{path} created")
+    with pytest.raises(Conflict):
+        create_whole(key, path, "again\n")  # never replaces a file made meanwhile
+    _data, stamp = fsio.read_stamped(path)
+    rewritten = replace_whole(key, path, "two\n", stamp)
+    assert (rewritten.text, rewritten.message) == ("Rewrite note.md", f"{path} rewritten")
+    assert (tmp_path / "note.md").read_text() == "two\n"
+    with pytest.raises(Conflict):
+        replace_whole(key, path, "three\n", stamp)  # the content it expected is gone
+    with pytest.raises(Conflict):
+        made.undo()  # the file is not what the create left any more: nothing removed
+    back = rewritten.undo()
+    assert (tmp_path / "note.md").read_text() == "one\n" and back.text == "Rewrite note.md"
+    assert made.undo().text == "Remove note.md" and not os.path.exists(path)

@@ -682,23 +682,8 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
             expect=_expect_records("main", {"protected memory"}, []),
         )
 
-    if chmod_protects():  # unreadable entries cannot be made for root
-        f, d = case("no-permission")
-        _bank(d, "locked", log=record_line("x" * 10))
-        _bank(d, "log", log=record_line("y" * 10), rules={"r.md": b"rule"})
-        _bank(d, "yaml", log=record_line("z" * 10))
-        os.chmod(os.path.join(d, "log", "memories.jsonl"), 0)
-        os.chmod(os.path.join(d, "log", "rules", "r.md"), 0)
-        os.chmod(os.path.join(d, "yaml", "bank.yaml"), 0)
-        os.chmod(os.path.join(d, "locked"), 0)
-        add(
-            "no-permission",
-            f,
-            d,
-            banks=["locked", "log", "yaml"],
-            special=True,
-            writes=[["save", "log", "cannot append here"], ["save", "locked", "nor here"]],
-        )
+    if chmod_protects():  # unreadable entries cannot be made for root (see no_permission_unprivileged)
+        cases.append(no_permission_case(root))
 
     # -- seeded random damage -----------------------------------------------------------------------
     for n in range(fuzz):
@@ -706,6 +691,71 @@ def hostile_corpus(root: str, fuzz: int = 4, seed: int = 0) -> list[HostileCase]
         _fuzz_bank(d, random.Random(f"{seed}/{n}"))
         add(f"fuzz-{seed}-{n}", f, d, banks=["main", "yaml"], cli_banks=["main"])
     return cases
+
+
+def no_permission_case(root: str) -> HostileCase:
+    """The case of unreadable entries (a bank folder, a log, a rule, a bank.yaml at mode 0), under
+    ``root``; it only means something where chmod binds (not for root: see
+    :func:`no_permission_unprivileged`)."""
+    folder = os.path.join(root, "no-permission")
+    d = os.path.join(folder, "memory")
+    os.makedirs(d, exist_ok=True)
+    _bank(d, "locked", log=record_line("x" * 10))
+    _bank(d, "log", log=record_line("y" * 10), rules={"r.md": b"rule"})
+    _bank(d, "yaml", log=record_line("z" * 10))
+    os.chmod(os.path.join(d, "log", "memories.jsonl"), 0)
+    os.chmod(os.path.join(d, "log", "rules", "r.md"), 0)
+    os.chmod(os.path.join(d, "yaml", "bank.yaml"), 0)
+    os.chmod(os.path.join(d, "locked"), 0)
+    return HostileCase(
+        name="no-permission",
+        folder=folder,
+        data_dir=d,
+        banks=["locked", "log", "yaml"],
+        special=True,
+        writes=[["save", "log", "cannot append here"], ["save", "locked", "nor here"]],
+    )
+
+
+BYPASS_CAPABILITIES = "-dac_override,-dac_read_search"
+"""The capabilities that let root read and write whatever the permission bits say: a child without
+them is held by chmod like any user (what :func:`no_permission_unprivileged` runs the case as)."""
+
+
+def no_permission_unprivileged(timeout: float = 600.0) -> list[str] | None:
+    """Build and read the no-permission case in a child process that file permissions bind, when
+    this one is root (CI): ``setpriv`` drops the capabilities that bypass them from the child's
+    bounding set (and so from every process it starts). Not a switch to another uid: the
+    interpreter of a virtual environment made by root is often under ``/root`` (mode 0700), out of
+    another user's reach. Returns the case's failures, or None when no such child can run here (no
+    ``setpriv``, or not allowed to drop them). Its folder is a fresh one, removed after."""
+    import sys
+
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    base = tempfile.mkdtemp(prefix="keepgui-hostile-unprivileged-")
+    script = (
+        "import json, sys\n"
+        "from tests.reliability.hostile import chmod_protects, no_permission_case, run_hostile\n"
+        "if not chmod_protects():\n"
+        "    sys.exit('chmod does not bind in this child')\n"
+        "case = no_permission_case(sys.argv[1])\n"
+        "print(json.dumps(run_hostile([case], thorough=False)['by_case']['no-permission']))\n"
+    )
+    argv = [setpriv, f"--bounding-set={BYPASS_CAPABILITIES}", "--inh-caps=-all", sys.executable, "-c", script, base]
+    from tests.reliability.common import ROOT, child_env
+
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=child_env())
+    finally:
+        release_corpus(base)
+        shutil.rmtree(base, ignore_errors=True)
+    if done.returncode != 0 and done.stderr.startswith("setpriv:"):
+        return None  # not allowed to drop capabilities here
+    if done.returncode != 0:
+        return [f"the unprivileged child failed: {done.stderr.strip()[-2000:]}"]
+    return [str(f) for f in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 def _fuzz_bank(data_dir: str, rng: random.Random) -> None:

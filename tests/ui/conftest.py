@@ -11,6 +11,25 @@ import pytest
 from keepgui.core.demo import make_demo_copy
 
 
+@pytest.fixture(autouse=True)
+def _writes_waited(request, monkeypatch):
+    """A window's writes run off the GUI thread, and their Change comes back later
+    (:meth:`keepgui.ui.hub.Hub.write`). The window tests that act and then check the disk at once
+    have their writes waited for: the same lane of writes, the same delivery and callbacks, the
+    GUI thread waiting for each. A test marked ``async_writes`` runs them as the window does
+    (tests/ui/test_async_writes.py; :func:`settle` waits for them there)."""
+    if request.node.get_closest_marker("async_writes"):
+        return
+    from keepgui.ui.hub import Hub
+
+    write = Hub.write
+
+    def waited(self, work, done, failed, *, wait=False):
+        return write(self, work, done, failed, wait=True)
+
+    monkeypatch.setattr(Hub, "write", waited)
+
+
 @pytest.fixture
 def demo_copy(tmp_path):
     """A fresh copy of the demo data (times moved to the present)."""
@@ -89,3 +108,15 @@ def paint_cell(delegate, index, widget, width: int, height: int):
     delegate.paint(painter, option, index)
     painter.end()
     return image
+
+
+def settle(qtbot, window, timeout: int = 15_000):
+    """Wait until every write the window asked for ran and came back (they run off the GUI thread)."""
+    hub = getattr(window, "hub", window)
+    qtbot.waitUntil(lambda: not hub.writing(), timeout=timeout)
+
+
+def ran(qtbot, outcome, timeout: int = 15_000):
+    """The ``Outcome`` of a write, once the write ran (off the GUI thread)."""
+    qtbot.waitUntil(lambda: outcome.settled, timeout=timeout)
+    return outcome

@@ -31,6 +31,9 @@ from keepgui.backends.codex.memory import MemoryBlock, Summary, memory_block, re
 from keepgui.backends.codex.text import size_words, utf8_len
 from keepgui.core.errors import NotFound
 
+STATUS_WORD = {"loaded": "loaded", "cut": "CUT", "skipped": "SKIPPED", "blank": "blank", "hidden": "not read"}
+"""How :func:`context_lines` names what became of each AGENTS.md file."""
+
 TAKES_EFFECT = "A running Codex session keeps what it was given at its start; an edit shows in the next session."
 OVERRIDES = (
     "Per-run overrides (`codex -c key=value`, `--enable`, `--profile`) are not in any file keepgui can read: "
@@ -87,8 +90,6 @@ class SessionContext:
 
     def describe(self) -> str:
         """``keepgui context --agent codex`` for a person."""
-        from keepgui.backends.codex.commands import context_lines
-
         return "".join(line + "\n" for line in context_lines(self))
 
     def to_obj(self) -> dict[str, Any]:
@@ -224,3 +225,39 @@ def build_preview(context: SessionContext, *, folder_known: bool = True) -> Code
     else:
         parts.append(f"── AGENTS.md block ({where}) · {size_words(utf8_len(agents))} ──\n{agents}")
     return CodexPreview("\n\n".join(parts), context, folder_known)
+
+
+def context_lines(context: SessionContext) -> list[str]:
+    """``keepgui context --agent codex`` for a person: the home, the root, why memory is on or off, the
+    AGENTS.md chain with the budget, then both blocks exactly."""
+    out = [f"Codex (checked against {context.codex_version}) · session started in {context.cwd}"]
+    out.append(f"  Codex home {context.env.home}" + (f" ({context.env.problem})" if context.env.problem else ""))
+    out.append(f"  memory root {context.root.path}: {context.root.why}")
+    if context.block is not None:
+        block = context.block
+        out.append(f"  memory ON: {size_words(block.size)} injected in {len(block.parts)} part(s)")
+    else:
+        out.append(f"  no memory block: {context.why_no_memory}")
+    chain = context.chain
+    out.append("")
+    out.append(f"AGENTS.md: global {chain.glob.path or '(none)'}; project root {chain.root or '(none)'}")
+    for item in chain.files:
+        where = f"bytes {item.start:,}–{item.start + item.read:,}" if item.read else ""
+        out.append(f"  {STATUS_WORD.get(item.status, item.status):>8}  {item.path}  {where}".rstrip())
+        if item.reason:
+            out.append(f"            {item.reason}")
+    out.append(f"  project budget {chain.spent:,} of {chain.budget:,} bytes used")
+    for note in context.notes:
+        out.append(f"note: {note}")
+    for problem in context.to_obj()["problems"]:
+        out.append(f"problem: {problem}")
+    out.append("")
+    out.append("--- the memory block, exactly ---" if context.memory is not None else "--- no memory block ---")
+    if context.memory is not None:
+        out.append(context.memory)
+    out.append(
+        "--- the AGENTS.md block, exactly ---" if context.agents_md is not None else "--- no AGENTS.md block ---"
+    )
+    if context.agents_md is not None:
+        out.append(context.agents_md)
+    return out

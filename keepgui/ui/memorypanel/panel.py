@@ -332,10 +332,19 @@ class MemoryPanel(PanelFeed):
             owner=self,
         )
 
-    def _perform(self, operation: Callable[[Any], Change], text: str | None = None) -> Change | None:
+    def _perform(
+        self,
+        operation: Callable[[Any], Change],
+        text: str | None = None,
+        then: Callable[[Change], object] | None = None,
+    ) -> None:
+        """A write as one undo step, off the GUI thread; ``then(change)`` once it ran (a failure:
+        the window said why)."""
         if self.key is None or self.perform is None:
-            return None
-        return self.perform(self.key, operation, text).change  # None when the write failed (the window said why)
+            return
+        outcome = self.perform(self.key, operation, text)
+        if then is not None:
+            outcome.then(lambda o: then(o.change) if o.change is not None else None)
 
     def set_pinned(self, pinned: bool, records: list[Any] | None = None) -> None:
         """Pin or unpin the selection (one undo step)."""
@@ -356,9 +365,11 @@ class MemoryPanel(PanelFeed):
         if targets and self.capabilities.can(TOMBSTONE):
             ids = [r.id for r in targets]
             caps = self.capabilities
-            change = self._perform(lambda bank: bank.set_live(ids, live))
-            if not live and change is not None and change.written:
-                self.retired.emit(f"{caps.count(len(ids))} {past_participle(caps.retire)}")
+            said = f"{caps.count(len(ids))} {past_participle(caps.retire)}"
+            self._perform(
+                lambda bank: bank.set_live(ids, live),
+                then=lambda change: self.retired.emit(said) if not live and change.written else None,
+            )
 
     def _neighbour(self, record: Any, offset: int) -> Any:
         """The live row ``offset`` places from ``record`` in file order, or None (the bank itself says when
@@ -381,10 +392,13 @@ class MemoryPanel(PanelFeed):
         if self._neighbour(live[0], offset) is None:
             return
         key = live[0].id
-        change = self._perform(lambda bank: bank.move([key], offset))
-        if change is not None and not change.written and change.message:
-            self.note.emit(change.message)  # already first or last in its file: nothing moved
-        self.select_key(key)
+
+        def moved(change: Change) -> None:
+            if not change.written and change.message:
+                self.note.emit(change.message)  # already first or last in its file: nothing moved
+            self.select_key(key)
+
+        self._perform(lambda bank: bank.move([key], offset), then=moved)
 
     def _on_toggle(self, keys: list[str], field: str, value: bool) -> None:
         selected = self.selected_records()
@@ -430,9 +444,7 @@ class MemoryPanel(PanelFeed):
             return
         text, ok = QInputDialog.getText(self, "Keep a fact", f"Fact to keep in {self.key.bank}:")
         if ok and text.strip():
-            change = self._perform(lambda bank: bank.keep(text), "Keep fact")
-            if change is not None:
-                self.report_keep(change)
+            self._perform(lambda bank: bank.keep(text), "Keep fact", self.report_keep)
 
     def report_keep(self, change: Change) -> None:
         """Say what keeping a fact did (kept, already kept, a suggestion, warnings)."""
