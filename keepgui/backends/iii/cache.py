@@ -28,13 +28,14 @@ import os
 import struct
 import sys
 import threading
+import zlib
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
 from keepgui import __version__
+from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, encode_block
 from keepgui.backends.iii.log import LogState, MemoryLog, gc_paused, newest_first, prefix_hasher
-from keepgui.backends.iii.record import Memory
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir
@@ -42,11 +43,10 @@ from keepgui.core.paths import app_cache_dir
 if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
     from keepgui.backends.iii.index import BankIndex, CachedIndex
 
-FORMAT = 6
+FORMAT = 7
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
 
 _READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)
-_SLICE = 4096  # records are cached in msgpack slices of this many, decoded one by one (see _LogFile)
 _MAGIC = (
     f"keepgui-log-cache {FORMAT} {__version__} {sys.implementation.cache_tag} {sys.byteorder}\n".encode()
 )  # arrays are cached as native machine words: another interpreter or byte order starts afresh
@@ -60,16 +60,17 @@ _SUFFIXES = (".log", ".index")
 
 
 class _LogFile(msgspec.Struct, array_like=True, gc=False):
-    """The log cache after its check: the state without its records, and the records in msgpack slices
-    of :data:`_SLICE`. Decoded slice by slice, the decode gives the interpreter lock up between slices,
-    so the prefix's hash (on its own thread) goes on while the records decode."""
+    """The log cache after its check: the state without its records, and the records as a column
+    block (:func:`keepgui.backends.iii.lazy.encode_block`): their ids, and their encodings in one
+    buffer with offsets, so a command decodes only the records it reads."""
 
     state: LogState
-    slices: list[bytes]
+    ids: list[str]
+    block: bytes
+    starts: bytes
 
 
 _LOG_DECODER = msgspec.msgpack.Decoder(_LogFile)
-_RECORDS_DECODER = msgspec.msgpack.Decoder(list[Memory])
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -83,6 +84,7 @@ class _Check(msgspec.Struct, array_like=True, gc=False):
     offset: int
     digest: bytes
     listing_head: str  # the first LISTING_HEAD lines of `memories --json` of this state (live, newest first)
+    body_crc: int  # CRC-32 of the encoded state after the check: a damaged cache file is not read
 
 
 LISTING_HEAD = 512
@@ -130,18 +132,19 @@ def _split_check(body: bytes) -> tuple[_Check, memoryview] | None:
 
 def _encode_state(state: LogState) -> bytes:
     records = state.records
-    slices = [_ENCODER.encode(records[start : start + _SLICE]) for start in range(0, len(records), _SLICE)]
-    return _ENCODER.encode(_LogFile(msgspec.structs.replace(state, records=[]), slices))
+    block, starts = encode_block(records)
+    ids = [m.id for m in records]
+    return _ENCODER.encode(_LogFile(msgspec.structs.replace(state, records=[]), ids, block, starts))
 
 
-def _decode_state(body: memoryview) -> LogState:
-    """The state :func:`_encode_state` encoded (raises msgspec's errors for anything else)."""
+def _decode_state(body: memoryview) -> tuple[LogState, LazyRecords] | None:
+    """The state :func:`_encode_state` encoded and its records (decoded on demand), or None when the
+    parts disagree (raises msgspec's errors for anything that is not one)."""
     cached = _LOG_DECODER.decode(body)
-    records: list[Memory] = []
-    for part in cached.slices:
-        records += _RECORDS_DECODER.decode(part)
-    cached.state.records = records
-    return cached.state
+    packed = RecordBlock.of(cached.ids, cached.block, cached.starts)
+    if packed is None:
+        return None
+    return cached.state, LazyRecords(packed)
 
 
 class _Hashed:
@@ -426,17 +429,18 @@ class LogCache:
             hashing.result()
             return False
         rest = memoryview(body)
+        cached_index = None
         try:
-            state = _decode_state(rest)
-            cached_index = self._read_index() if self.index is not None else None
+            decoded = _decode_state(rest) if zlib.crc32(rest) == check.body_crc else None
+            cached_index = self._read_index() if self.index is not None and decoded is not None else None
         except (msgspec.DecodeError, msgspec.ValidationError):
-            hashing.result()
-            return False
+            decoded = None
         finally:
             rest.release()
         hasher = hashing.result()
-        if hasher is None or hasher.digest() != check.digest:
+        if decoded is None or hasher is None or hasher.digest() != check.digest:
             return False
+        state, records = decoded
         if (state.path, state.dev, state.ino, state.offset, state.digest) != (
             check.path,
             check.dev,
@@ -445,7 +449,7 @@ class LogCache:
             check.digest,
         ):
             return False
-        if not self.log.restore(state, hasher):
+        if not self.log.restore(state, hasher, records):
             return False
         self._loaded = (state.offset, state.digest)
         if self.index is not None and cached_index is not None:
@@ -456,12 +460,15 @@ class LogCache:
     def _read_index(self) -> CachedIndex | None:
         """The index cache file decoded (checked against the log state by :meth:`_restore_index`), or None."""
         body = _read(self.index_file)
-        if body is None:
+        if body is None or len(body) < _CHECK_LENGTH.size:
+            return None
+        view = memoryview(body)[_CHECK_LENGTH.size :]
+        if zlib.crc32(view) != _CHECK_LENGTH.unpack_from(body)[0]:
             return None
         try:
             from keepgui.backends.iii.index import CACHED_INDEX_DECODER
 
-            return CACHED_INDEX_DECODER.decode(body)
+            return CACHED_INDEX_DECODER.decode(view)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
 
@@ -491,16 +498,26 @@ class LogCache:
         try:
             log_bytes = b""
             if write_log:
+                body = _encode_state(state)
                 check = _ENCODER.encode(
-                    _Check(state.path, state.dev, state.ino, state.offset, state.digest, self._listing_head())
+                    _Check(
+                        state.path,
+                        state.dev,
+                        state.ino,
+                        state.offset,
+                        state.digest,
+                        self._listing_head(),
+                        zlib.crc32(body),
+                    )
                 )
-                log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + _encode_state(state)
+                log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + body
             index_bytes = b""
             if index_state is not None and write_index:
                 from keepgui.backends.iii.index import CachedIndex
 
                 index_file = CachedIndex(offset=state.offset, digest=state.digest, index=index_state)
-                index_bytes = _MAGIC + _ENCODER.encode(index_file)
+                encoded = _ENCODER.encode(index_file)
+                index_bytes = _MAGIC + _CHECK_LENGTH.pack(zlib.crc32(encoded)) + encoded
             fsio.make_dirs(self.folder)
             if write_log:
                 fsio.atomic_write(self.log_file, log_bytes, mode=0o600)
