@@ -38,7 +38,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
 from contextlib import contextmanager
-from operator import add, mul
+from operator import add, floordiv, mul
 from typing import Any, cast
 
 import msgspec
@@ -53,7 +53,6 @@ from keepgui.core import pace
 K1 = 1.2
 B = 0.75
 _TOP_CACHE = 256  # head of the top_memories order kept ready; the floor asks for recall_limit of it
-_REBASE_MS = 3_600_000  # recency bounds are recomputed when they are older than this (they loosen with time)
 
 Bounds = dict[int, float]
 """Candidate slot -> BM25 + entity bonus (float rounding aside); never reported, only used to prune."""
@@ -137,7 +136,7 @@ class IndexState(msgspec.Struct, array_like=True, gc=False):
     the per-slot signals, the head of the top order), packed so that a restore reads none of it whole:
     per-slot numbers as native arrays, the postings as :class:`PackedTerms`, the days as runs. A slot's
     memory is named by its record's place in the log's records (their order in the same cache), so no
-    id is decoded twice. The recency bounds (``rb``, taken at ``rb_at``) stay valid bounds later on."""
+    id is decoded twice."""
 
     offset: int
     retired: list[str]
@@ -157,8 +156,6 @@ class IndexState(msgspec.Struct, array_like=True, gc=False):
     day_slots: bytes
     top: list[tuple[bool, int, int, str]]
     top_all: bool
-    rb: bytes  # float64 per slot (empty unless rb_at)
-    rb_at: tuple[int, int] | None
 
 
 class CachedIndex(msgspec.Struct, array_like=True, gc=False):
@@ -173,12 +170,26 @@ class CachedIndex(msgspec.Struct, array_like=True, gc=False):
 CACHED_INDEX_DECODER = msgspec.msgpack.Decoder(CachedIndex)
 
 
+class _DayRecency(dict[int, float]):
+    """day -> the recency at ``now_ms`` of that day's last millisecond, computed when first asked for:
+    no document of the day is newer, so none has more recency (it only falls with age)."""
+
+    def __init__(self, now_ms: int, half_life_days: int) -> None:
+        super().__init__()
+        self.now_ms = now_ms
+        self.half_life_days = half_life_days
+
+    def __missing__(self, day: int) -> float:
+        bound = self[day] = recency((day + 1) * DAY_MS - 1, self.now_ms, self.half_life_days)
+        return bound
+
+
 class _Restored:
     """An :class:`IndexState`'s packed parts read back and checked against the log's records."""
 
     def __init__(self) -> None:
         self.record_at = array("i")
-        self.dl, self.upd, self.static, self.rb = array("q"), array("q"), array("d"), array("d")
+        self.dl, self.upd, self.static = array("q"), array("q"), array("d")
         self.ids: list[str | None] = []
         self.ones: PackedRuns[str] | None = None
         self.multi: PackedRuns[str] | None = None
@@ -195,13 +206,12 @@ class _Restored:
             out.dl.frombytes(state.dl)
             out.upd.frombytes(state.upd)
             out.static.frombytes(state.static)
-            out.rb.frombytes(state.rb)
         except ValueError:
             return None
         order: list[str | None] = list(records.order() if isinstance(records, LazyRecords) else records)
         slots = len(out.record_at)
         if (
-            {len(out.dl), len(out.upd), len(out.static), len(out.rb) if state.rb_at else slots} != {slots}
+            {len(out.dl), len(out.upd), len(out.static)} != {slots}
             or (slots and not (min(out.record_at) >= -1 and max(out.record_at) < len(order)))
             or out.record_at.count(-1) != len(state.free)
         ):
@@ -254,8 +264,7 @@ class BankIndex:
         self._ent: dict[str, dict[int, int]] = {}  # term -> slot -> how many entity tokens equal it
         self._days: dict[int, set[int]] = {}  # updated_at // day -> live slots (newest are ranked first)
         self._day_order: list[int] = []  # the keys of _days, ascending
-        self._rb: MutableSequence[float] = []
-        self._rb_at: tuple[int, int] | None = None  # (now_ms, half_life) the recency bounds were taken at
+        self._day_rb = _DayRecency(-1, 0)  # the recency bounds of the last query's instant
         self._w1: list[float] = []
         self._w1_version = -1
         self._docs_version = 0  # bumped whenever a document's length can have changed
@@ -335,8 +344,6 @@ class BankIndex:
             day_slots=array("i", itertools.chain.from_iterable(slots for _day, slots in days)).tobytes(),
             top=self._top,
             top_all=self._top_all,
-            rb=array("d", self._rb if self._rb_at is not None else ()).tobytes(),
-            rb_at=self._rb_at,
         )
 
     def restore(self, state: IndexState) -> bool:
@@ -368,8 +375,6 @@ class BankIndex:
         self._day_order = list(state.day_keys)
         self._top = state.top
         self._top_all = state.top_all
-        if state.rb_at is not None:  # bounds taken at a past instant stay valid bounds (recency_bounds says when not)
-            self._rb, self._rb_at = restored.rb, state.rb_at
         self._synced_records = log.records
         self._synced_offset = log.offset
         self._synced_tail = None
@@ -478,8 +483,6 @@ class BankIndex:
                 self._static_max = new_static
             elif old_static >= self._static_max:
                 self._static_max = None
-        if self._rb_at is not None:
-            self._rb[slot] = recency(memory.updated_at, *self._rb_at)
 
     def _day_discard(self, slot: int, updated_at: int) -> None:
         day = updated_at // DAY_MS
@@ -501,8 +504,6 @@ class BankIndex:
             self._dl.append(0)
             self._upd.append(0)
             self._static.append(0.0)
-            if self._rb_at is not None:
-                self._rb.append(0.0)
         if self._slot_of is not None:
             self._slot_of[mid] = slot
         self._docs_version += 1
@@ -750,24 +751,22 @@ class BankIndex:
         """The live slots last updated on any of these days."""
         return builtins.set[int]().union(*(self._days[day] for day in days))
 
-    def recency_bounds(self, now_ms: int, half_life_days: int) -> MutableSequence[float]:
-        """Per slot, a recency factor no smaller than the true one at ``now_ms``.
-
-        Taken at an instant no later than ``now_ms``; recomputed when the half
-        life differs, time went backwards, or the bounds are over an hour old.
-        """
-        at = self._rb_at
-        if at is None or at[1] != half_life_days or now_ms < at[0] or now_ms - at[0] > _REBASE_MS:
-            self._rb_at = (now_ms, half_life_days)
-            self._rb = [recency(updated_at, now_ms, half_life_days) for updated_at in self._upd]
-        return self._rb
+    def recency_bounds(self, now_ms: int, half_life_days: int) -> dict[int, float]:
+        """Per day (``updated_at // 86_400_000``), a recency factor no smaller than the true one at
+        ``now_ms`` of any document last updated that day: the recency of the day's last millisecond.
+        Computed for the days a query's candidates fall on, not per document (nor kept between instants)."""
+        day_rb = self._day_rb
+        if (day_rb.now_ms, day_rb.half_life_days) != (now_ms, half_life_days):
+            day_rb = self._day_rb = _DayRecency(now_ms, half_life_days)
+        return day_rb
 
     def upper_bounds(self, acc: Bounds, now_ms: int, half_life_days: int) -> tuple[list[int], list[float]]:
-        """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound``."""
+        """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound of their day``."""
         slots = list(acc)
-        rb = self.recency_bounds(now_ms, half_life_days)
+        day_rb = self.recency_bounds(now_ms, half_life_days)
+        days = map(floordiv, map(self._upd.__getitem__, slots), itertools.repeat(DAY_MS))
         values = list(
-            map(mul, map(add, acc.values(), map(self._static.__getitem__, slots)), map(rb.__getitem__, slots))
+            map(mul, map(add, acc.values(), map(self._static.__getitem__, slots)), map(day_rb.__getitem__, days))
         )
         return slots, values
 
