@@ -70,7 +70,18 @@ class _LogFile(msgspec.Struct, array_like=True, gc=False):
     starts: bytes
 
 
-_LOG_DECODER = msgspec.msgpack.Decoder(_LogFile)
+class _LogFileView(msgspec.Struct, array_like=True, gc=False):
+    """:class:`_LogFile` as it is read: the record block left where it lies in the file's bytes (a view,
+    not a copy of a quarter of a gigabyte at a million memories)."""
+
+    state: LogState
+    ids: list[str]
+    block: msgspec.Raw
+    starts: bytes
+
+
+_LOG_DECODER = msgspec.msgpack.Decoder(_LogFileView)
+_BIN_HEADER = {0xC4: 2, 0xC5: 3, 0xC6: 5}  # msgpack bin 8/16/32: how long the header before the bytes is
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -141,7 +152,11 @@ def _decode_state(body: memoryview) -> tuple[LogState, LazyRecords] | None:
     """The state :func:`_encode_state` encoded and its records (decoded on demand), or None when the
     parts disagree (raises msgspec's errors for anything that is not one)."""
     cached = _LOG_DECODER.decode(body)
-    packed = RecordBlock.of(cached.ids, cached.block, cached.starts)
+    raw = memoryview(cached.block)
+    skip = _BIN_HEADER.get(raw[0]) if len(raw) else None
+    if skip is None:
+        return None
+    packed = RecordBlock.of(cached.ids, raw[skip:], cached.starts)
     if packed is None:
         return None
     return cached.state, LazyRecords(packed)
@@ -435,8 +450,6 @@ class LogCache:
             cached_index = self._read_index() if self.index is not None and decoded is not None else None
         except (msgspec.DecodeError, msgspec.ValidationError):
             decoded = None
-        finally:
-            rest.release()
         hasher = hashing.result()
         if decoded is None or hasher is None or hasher.digest() != check.digest:
             return False

@@ -208,16 +208,21 @@ class _Restored:
             out.static.frombytes(state.static)
         except ValueError:
             return None
-        order: list[str | None] = list(records.order() if isinstance(records, LazyRecords) else records)
+        order: Sequence[str] = records.order() if isinstance(records, LazyRecords) else list(records)
         slots = len(out.record_at)
         if (
             {len(out.dl), len(out.upd), len(out.static)} != {slots}
             or (slots and not (min(out.record_at) >= -1 and max(out.record_at) < len(order)))
             or out.record_at.count(-1) != len(state.free)
+            or (state.free and (min(state.free) < 0 or max(state.free) >= slots))
         ):
             return None
-        order.append(None)  # place -1: a free slot
-        out.ids = list(map(order.__getitem__, out.record_at))
+        if not order:
+            out.ids = [None] * slots
+        else:  # place -1 (a free slot) picks the last id for a moment
+            out.ids = list(map(order.__getitem__, out.record_at))
+            for slot in state.free:
+                out.ids[slot] = None
         out.ones, out.multi, out.ent = state.ones.unpack(), state.multi.unpack(), state.ent.unpack()
         out.days = PackedRuns.of(state.day_keys, state.day_ends, state.day_slots)
         if None in (out.ones, out.multi, out.ent, out.days):
