@@ -24,6 +24,7 @@ import contextlib
 import gc
 import hashlib
 import heapq
+import mmap
 import os
 import struct
 import sys
@@ -324,9 +325,22 @@ def _mark_used(path: str) -> None:
             fsio.mark_used(path)
 
 
+def _map_rest(fh: BinaryIO) -> memoryview:
+    """The file from where ``fh`` stands to its end, mapped read-only (no copy of a cache of hundreds of
+    megabytes; the map outlives ``fh`` and lives as long as what is read from it). Only keepgui's own
+    cache files are mapped: they are replaced whole by a rename, never truncated in place."""
+    start = fh.tell()
+    size = os.fstat(fh.fileno()).st_size
+    if size <= start:
+        return memoryview(b"")
+    mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    return memoryview(mapped)[start:]
+
+
 def _hash_prefix(path: str, dev: int, ino: int, length: int) -> Any | None:
     """A hasher fed the first ``length`` bytes of ``path`` when it is still that file (dev, ino) and
-    at least that long; None otherwise."""
+    at least that long; None otherwise. Read, not mapped: the log is the agent's, and a map of a file
+    truncated in place would kill the process when touched past the new end."""
     hasher = prefix_hasher()
     try:
         with open(path, "rb") as fh:
@@ -439,11 +453,10 @@ class LogCache:
             hashing = _PrefixHash(self.log.path, check)
         try:
             with fh:
-                body = fh.read()
-        except OSError:
+                rest = _map_rest(fh)
+        except (OSError, ValueError):
             hashing.result()
             return False
-        rest = memoryview(body)
         cached_index = None
         try:
             decoded = _decode_state(rest) if zlib.crc32(rest) == check.body_crc else None
