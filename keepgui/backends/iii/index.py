@@ -38,7 +38,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
 from contextlib import contextmanager
-from operator import add, floordiv, mul
+from operator import add, mul
 from typing import Any, cast
 
 import msgspec
@@ -52,6 +52,7 @@ from keepgui.core import pace
 
 K1 = 1.2
 B = 0.75
+_REBASE_MS = 3_600_000  # per-slot recency bounds are taken again when older than this (they loosen with time)
 _TOP_CACHE = 256  # head of the top_memories order kept ready; the floor asks for recall_limit of it
 
 Bounds = dict[int, float]
@@ -144,6 +145,7 @@ class IndexState(msgspec.Struct, array_like=True, gc=False):
     free: list[int]
     dl: bytes  # int64 per slot
     upd: bytes  # int64 per slot
+    day_of: bytes  # int64 per slot: updated_at // 86_400_000
     static: bytes  # float64 per slot
     static_max: float | None
     dl_counts: dict[int, int]
@@ -189,7 +191,7 @@ class _Restored:
 
     def __init__(self) -> None:
         self.record_at = array("i")
-        self.dl, self.upd, self.static = array("q"), array("q"), array("d")
+        self.dl, self.upd, self.day_of, self.static = array("q"), array("q"), array("q"), array("d")
         self.ids: list[str | None] = []
         self.ones: PackedRuns[str] | None = None
         self.multi: PackedRuns[str] | None = None
@@ -205,13 +207,14 @@ class _Restored:
             out.record_at.frombytes(state.slot_records)
             out.dl.frombytes(state.dl)
             out.upd.frombytes(state.upd)
+            out.day_of.frombytes(state.day_of)
             out.static.frombytes(state.static)
         except ValueError:
             return None
         order: Sequence[str] = records.order() if isinstance(records, LazyRecords) else list(records)
         slots = len(out.record_at)
         if (
-            {len(out.dl), len(out.upd), len(out.static)} != {slots}
+            {len(out.dl), len(out.upd), len(out.day_of), len(out.static)} != {slots}
             or (slots and not (min(out.record_at) >= -1 and max(out.record_at) < len(order)))
             or out.record_at.count(-1) != len(state.free)
             or (state.free and (min(state.free) < 0 or max(state.free) >= slots))
@@ -260,6 +263,7 @@ class BankIndex:
         self._free: list[int] = []
         self._dl: MutableSequence[int] = []  # per slot, 0 when free
         self._upd: MutableSequence[int] = []  # updated_at per slot
+        self._day_of: MutableSequence[int] = []  # updated_at // day per slot (what its recency bound is of)
         self._static: MutableSequence[float] = []  # corroboration + pin bonus per slot
         self._static_max: float | None = 0.0  # None: recompute on demand
         self._dl_counts: dict[int, int] = {}
@@ -269,7 +273,10 @@ class BankIndex:
         self._ent: dict[str, dict[int, int]] = {}  # term -> slot -> how many entity tokens equal it
         self._days: dict[int, set[int]] = {}  # updated_at // day -> live slots (newest are ranked first)
         self._day_order: list[int] = []  # the keys of _days, ascending
-        self._day_rb = _DayRecency(-1, 0)  # the recency bounds of the last query's instant
+        self._day_rb = _DayRecency(-1, 0)  # the recency bounds of the last query's instant, by day
+        self._rb: MutableSequence[float] = []  # per slot, once enough candidates were bounded by day
+        self._rb_at: tuple[int, int] | None = None  # (now_ms, half_life) the per-slot bounds were taken at
+        self._day_bounded = 0  # candidates bounded by day since the per-slot bounds were last taken
         self._w1: list[float] = []
         self._w1_version = -1
         self._docs_version = 0  # bumped whenever a document's length can have changed
@@ -337,6 +344,7 @@ class BankIndex:
             free=self._free,
             dl=array("q", self._dl).tobytes(),
             upd=array("q", self._upd).tobytes(),
+            day_of=array("q", self._day_of).tobytes(),
             static=array("d", self._static).tobytes(),
             static_max=self._static_max,
             dl_counts=self._dl_counts,
@@ -369,7 +377,7 @@ class BankIndex:
         self._slot_of = None
         self._ids = restored.ids
         self._free = state.free
-        self._dl, self._upd, self._static = restored.dl, restored.upd, restored.static
+        self._dl, self._upd, self._day_of, self._static = restored.dl, restored.upd, restored.day_of, restored.static
         self._static_max = state.static_max
         self._dl_counts = state.dl_counts
         self._total = state.total
@@ -474,7 +482,9 @@ class BankIndex:
     def _set_signals(self, slot: int, memory: Memory) -> None:
         """The per-slot data the bounds use: updated_at, static bonus, recency bound."""
         self._upd[slot] = memory.updated_at
-        day = memory.updated_at // DAY_MS
+        day = self._day_of[slot] = memory.updated_at // DAY_MS
+        if self._rb_at is not None:
+            self._rb[slot] = recency(memory.updated_at, *self._rb_at)
         docs = self._days.get(day)
         if docs is None:
             self._days[day] = {slot}
@@ -508,6 +518,9 @@ class BankIndex:
             self._ids.append(mid)
             self._dl.append(0)
             self._upd.append(0)
+            self._day_of.append(0)
+            if self._rb_at is not None:
+                self._rb.append(0.0)
             self._static.append(0.0)
         if self._slot_of is not None:
             self._slot_of[mid] = slot
@@ -766,14 +779,25 @@ class BankIndex:
         return day_rb
 
     def upper_bounds(self, acc: Bounds, now_ms: int, half_life_days: int) -> tuple[list[int], list[float]]:
-        """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound of their day``."""
+        """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound``.
+
+        The recency bound of a slot is its day's (:meth:`recency_bounds`), looked up per candidate; once
+        as many candidates were bounded that way as there are slots (a window asking again and again),
+        every slot's bound is taken at once and kept while it stays valid (an hour, the same half life).
+        A command's single query never pays for every slot."""
         slots = list(acc)
-        day_rb = self.recency_bounds(now_ms, half_life_days)
-        days = map(floordiv, map(self._upd.__getitem__, slots), itertools.repeat(DAY_MS))
-        values = list(
-            map(mul, map(add, acc.values(), map(self._static.__getitem__, slots)), map(day_rb.__getitem__, days))
-        )
-        return slots, values
+        static = map(self._static.__getitem__, slots)
+        at = self._rb_at
+        if not (at is not None and at[1] == half_life_days and at[0] <= now_ms <= at[0] + _REBASE_MS):
+            self._day_bounded += len(slots)
+            day_rb = self.recency_bounds(now_ms, half_life_days)
+            if self._day_bounded <= len(self._ids):
+                rb_of = map(day_rb.__getitem__, map(self._day_of.__getitem__, slots))
+                return slots, list(map(mul, map(add, acc.values(), static), rb_of))
+            self._rb = list(map(day_rb.__getitem__, self._day_of))
+            self._rb_at = (now_ms, half_life_days)
+            self._day_bounded = 0
+        return slots, list(map(mul, map(add, acc.values(), static), map(self._rb.__getitem__, slots)))
 
     # ------------------------------------------------------------------ top_memories
 
