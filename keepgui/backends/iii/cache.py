@@ -7,6 +7,11 @@ that every time. :class:`LogCache` keeps, in keepgui's own cache folder
 state of a :class:`~keepgui.backends.iii.log.MemoryLog` and, in a second file, of its
 :class:`~keepgui.backends.iii.index.BankIndex`, encoded with msgspec.
 
+Neither is decoded whole when a command answers from it: the log cache file is mapped, its records
+are a column block (:mod:`keepgui.backends.iii.lazy`) decoded one by one as a query reads them, and
+the index keeps its postings, days and per-slot numbers packed, unpacked only where a query's terms
+go. Each file carries a CRC-32 of its body, checked before anything in it is used.
+
 A cache is never the source of truth. A cached state is used only when the log
 is the same file (device and inode), at least as long as the replayed prefix,
 and that prefix still hashes (SHA-1 over every byte, read back from the file)
