@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
-from keepgui.core.source import plural
 from keepgui.core.timefmt import relative_time
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only; the backend's
@@ -486,6 +485,7 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     from keepgui.backends.iii.doctor import diagnose
     from keepgui.core import fsio
     from keepgui.core.history import History, default_cap as default_history_cap
+    from keepgui.core.source import plural  # not at import: a preview's start-up need not pay for it
 
     data = datadir(ctx)
     leftovers = fsio.leftover_temps(data.path)  # killed writes' temporary files: reported, then removed

@@ -19,7 +19,6 @@ from keepgui.backends.iii.vectors import read_vectors
 from keepgui.backends.iii.worker import WorkerLink
 from keepgui.commands.iii import datadir, with_data_dir
 from keepgui.core.errors import InvalidInput
-from keepgui.core.source import plural
 
 if TYPE_CHECKING:  # the cli imports the commands, so its Context is imported for types only
     from keepgui.cli import Context
@@ -110,6 +109,8 @@ def cmd_preview(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _print_preview(ctx: Context, engine: BankEngine, preview: Preview) -> None:
+    from keepgui.core.source import plural  # not at import: a preview's start-up need not pay for it
+
     truncated = " · over budget, truncated" if preview.rules_truncated else ""
     ctx.out(
         f"=== system prompt gets: {plural(preview.rules, 'rule', 'rules')}{truncated} "

@@ -7,6 +7,11 @@ that every time. :class:`LogCache` keeps, in keepgui's own cache folder
 state of a :class:`~keepgui.backends.iii.log.MemoryLog` and, in a second file, of its
 :class:`~keepgui.backends.iii.index.BankIndex`, encoded with msgspec.
 
+Neither is decoded whole when a command answers from it: the log cache file is mapped, its records
+are a column block (:mod:`keepgui.backends.iii.lazy`) decoded one by one as a query reads them, and
+the index keeps its postings, days and per-slot numbers packed, unpacked only where a query's terms
+go. Each file carries a CRC-32 of its body, checked before anything in it is used.
+
 A cache is never the source of truth. A cached state is used only when the log
 is the same file (device and inode), at least as long as the replayed prefix,
 and that prefix still hashes (SHA-1 over every byte, read back from the file)
@@ -24,17 +29,19 @@ import contextlib
 import gc
 import hashlib
 import heapq
+import mmap
 import os
 import struct
 import sys
 import threading
+import zlib
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
 from keepgui import __version__
+from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, encode_block
 from keepgui.backends.iii.log import LogState, MemoryLog, gc_paused, newest_first, prefix_hasher
-from keepgui.backends.iii.record import Memory
 from keepgui.core import fsio
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir
@@ -42,11 +49,10 @@ from keepgui.core.paths import app_cache_dir
 if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
     from keepgui.backends.iii.index import BankIndex, CachedIndex
 
-FORMAT = 6
+FORMAT = 7
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
 
 _READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)
-_SLICE = 4096  # records are cached in msgpack slices of this many, decoded one by one (see _LogFile)
 _MAGIC = (
     f"keepgui-log-cache {FORMAT} {__version__} {sys.implementation.cache_tag} {sys.byteorder}\n".encode()
 )  # arrays are cached as native machine words: another interpreter or byte order starts afresh
@@ -60,16 +66,28 @@ _SUFFIXES = (".log", ".index")
 
 
 class _LogFile(msgspec.Struct, array_like=True, gc=False):
-    """The log cache after its check: the state without its records, and the records in msgpack slices
-    of :data:`_SLICE`. Decoded slice by slice, the decode gives the interpreter lock up between slices,
-    so the prefix's hash (on its own thread) goes on while the records decode."""
+    """The log cache after its check: the state without its records, and the records as a column
+    block (:func:`keepgui.backends.iii.lazy.encode_block`): their ids, and their encodings in one
+    buffer with offsets, so a command decodes only the records it reads."""
 
     state: LogState
-    slices: list[bytes]
+    ids: list[str]
+    block: bytes
+    starts: bytes
 
 
-_LOG_DECODER = msgspec.msgpack.Decoder(_LogFile)
-_RECORDS_DECODER = msgspec.msgpack.Decoder(list[Memory])
+class _LogFileView(msgspec.Struct, array_like=True, gc=False):
+    """:class:`_LogFile` as it is read: the record block left where it lies in the file's bytes (a view,
+    not a copy of a quarter of a gigabyte at a million memories)."""
+
+    state: LogState
+    ids: list[str]
+    block: msgspec.Raw
+    starts: bytes
+
+
+_LOG_DECODER = msgspec.msgpack.Decoder(_LogFileView)
+_BIN_HEADER = {0xC4: 2, 0xC5: 3, 0xC6: 5}  # msgpack bin 8/16/32: how long the header before the bytes is
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -83,6 +101,7 @@ class _Check(msgspec.Struct, array_like=True, gc=False):
     offset: int
     digest: bytes
     listing_head: str  # the first LISTING_HEAD lines of `memories --json` of this state (live, newest first)
+    body_crc: int  # CRC-32 of the encoded state after the check: a damaged cache file is not read
 
 
 LISTING_HEAD = 512
@@ -130,18 +149,23 @@ def _split_check(body: bytes) -> tuple[_Check, memoryview] | None:
 
 def _encode_state(state: LogState) -> bytes:
     records = state.records
-    slices = [_ENCODER.encode(records[start : start + _SLICE]) for start in range(0, len(records), _SLICE)]
-    return _ENCODER.encode(_LogFile(msgspec.structs.replace(state, records=[]), slices))
+    block, starts = encode_block(records)
+    ids = [m.id for m in records]
+    return _ENCODER.encode(_LogFile(msgspec.structs.replace(state, records=[]), ids, block, starts))
 
 
-def _decode_state(body: memoryview) -> LogState:
-    """The state :func:`_encode_state` encoded (raises msgspec's errors for anything else)."""
+def _decode_state(body: memoryview) -> tuple[LogState, LazyRecords] | None:
+    """The state :func:`_encode_state` encoded and its records (decoded on demand), or None when the
+    parts disagree (raises msgspec's errors for anything that is not one)."""
     cached = _LOG_DECODER.decode(body)
-    records: list[Memory] = []
-    for part in cached.slices:
-        records += _RECORDS_DECODER.decode(part)
-    cached.state.records = records
-    return cached.state
+    raw = memoryview(cached.block)
+    skip = _BIN_HEADER.get(raw[0]) if len(raw) else None
+    if skip is None:
+        return None
+    packed = RecordBlock.of(cached.ids, raw[skip:], cached.starts)
+    if packed is None:
+        return None
+    return cached.state, LazyRecords(packed)
 
 
 class _Hashed:
@@ -306,9 +330,22 @@ def _mark_used(path: str) -> None:
             fsio.mark_used(path)
 
 
+def _map_rest(fh: BinaryIO) -> memoryview:
+    """The file from where ``fh`` stands to its end, mapped read-only (no copy of a cache of hundreds of
+    megabytes; the map outlives ``fh`` and lives as long as what is read from it). Only keepgui's own
+    cache files are mapped: they are replaced whole by a rename, never truncated in place."""
+    start = fh.tell()
+    size = os.fstat(fh.fileno()).st_size
+    if size <= start:
+        return memoryview(b"")
+    mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    return memoryview(mapped)[start:]
+
+
 def _hash_prefix(path: str, dev: int, ino: int, length: int) -> Any | None:
     """A hasher fed the first ``length`` bytes of ``path`` when it is still that file (dev, ino) and
-    at least that long; None otherwise."""
+    at least that long; None otherwise. Read, not mapped: the log is the agent's, and a map of a file
+    truncated in place would kill the process when touched past the new end."""
     hasher = prefix_hasher()
     try:
         with open(path, "rb") as fh:
@@ -421,22 +458,20 @@ class LogCache:
             hashing = _PrefixHash(self.log.path, check)
         try:
             with fh:
-                body = fh.read()
-        except OSError:
+                rest = _map_rest(fh)
+        except (OSError, ValueError):
             hashing.result()
             return False
-        rest = memoryview(body)
+        cached_index = None
         try:
-            state = _decode_state(rest)
-            cached_index = self._read_index() if self.index is not None else None
+            decoded = _decode_state(rest) if zlib.crc32(rest) == check.body_crc else None
+            cached_index = self._read_index() if self.index is not None and decoded is not None else None
         except (msgspec.DecodeError, msgspec.ValidationError):
-            hashing.result()
-            return False
-        finally:
-            rest.release()
+            decoded = None
         hasher = hashing.result()
-        if hasher is None or hasher.digest() != check.digest:
+        if decoded is None or hasher is None or hasher.digest() != check.digest:
             return False
+        state, records = decoded
         if (state.path, state.dev, state.ino, state.offset, state.digest) != (
             check.path,
             check.dev,
@@ -445,7 +480,7 @@ class LogCache:
             check.digest,
         ):
             return False
-        if not self.log.restore(state, hasher):
+        if not self.log.restore(state, hasher, records):
             return False
         self._loaded = (state.offset, state.digest)
         if self.index is not None and cached_index is not None:
@@ -456,12 +491,15 @@ class LogCache:
     def _read_index(self) -> CachedIndex | None:
         """The index cache file decoded (checked against the log state by :meth:`_restore_index`), or None."""
         body = _read(self.index_file)
-        if body is None:
+        if body is None or len(body) < _CHECK_LENGTH.size:
+            return None
+        view = memoryview(body)[_CHECK_LENGTH.size :]
+        if zlib.crc32(view) != _CHECK_LENGTH.unpack_from(body)[0]:
             return None
         try:
             from keepgui.backends.iii.index import CACHED_INDEX_DECODER
 
-            return CACHED_INDEX_DECODER.decode(body)
+            return CACHED_INDEX_DECODER.decode(view)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
 
@@ -491,16 +529,26 @@ class LogCache:
         try:
             log_bytes = b""
             if write_log:
+                body = _encode_state(state)
                 check = _ENCODER.encode(
-                    _Check(state.path, state.dev, state.ino, state.offset, state.digest, self._listing_head())
+                    _Check(
+                        state.path,
+                        state.dev,
+                        state.ino,
+                        state.offset,
+                        state.digest,
+                        self._listing_head(),
+                        zlib.crc32(body),
+                    )
                 )
-                log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + _encode_state(state)
+                log_bytes = _MAGIC + _CHECK_LENGTH.pack(len(check)) + check + body
             index_bytes = b""
             if index_state is not None and write_index:
                 from keepgui.backends.iii.index import CachedIndex
 
                 index_file = CachedIndex(offset=state.offset, digest=state.digest, index=index_state)
-                index_bytes = _MAGIC + _ENCODER.encode(index_file)
+                encoded = _ENCODER.encode(index_file)
+                index_bytes = _MAGIC + _CHECK_LENGTH.pack(zlib.crc32(encoded)) + encoded
             fsio.make_dirs(self.folder)
             if write_log:
                 fsio.atomic_write(self.log_file, log_bytes, mode=0o600)

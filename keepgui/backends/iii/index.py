@@ -36,13 +36,14 @@ import math
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
 from contextlib import contextmanager
 from operator import add, mul
 from typing import Any, cast
 
 import msgspec
 
+from keepgui.backends.iii.lazy import LazyRecords, PackedRuns, TermBlock
 from keepgui.backends.iii.log import LogDelta, MemoryLog
 from keepgui.backends.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_bonus
 from keepgui.backends.iii.record import Memory, read_record
@@ -51,8 +52,8 @@ from keepgui.core import pace
 
 K1 = 1.2
 B = 0.75
+_REBASE_MS = 3_600_000  # per-slot recency bounds are taken again when older than this (they loosen with time)
 _TOP_CACHE = 256  # head of the top_memories order kept ready; the floor asks for recall_limit of it
-_REBASE_MS = 3_600_000  # recency bounds are recomputed when they are older than this (they loosen with time)
 
 Bounds = dict[int, float]
 """Candidate slot -> BM25 + entity bonus (float rounding aside); never reported, only used to prune."""
@@ -80,74 +81,11 @@ def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
     return acc
 
 
-class _RestoredPostings:
-    """Postings restored from a cache, packed and looked up lazily: the terms sorted, every term's slots
-    one run of ``slots`` (the runs end at ``ends``). A term is found by bisection and its run becomes
-    its set when it is first looked up: a query touches a handful of terms, and a dict or set of every
-    one costs more than the query. Offers exactly the operations the index uses on its postings."""
-
-    def __init__(self, terms: list[str], ends: array[int], slots: array[int]) -> None:
-        self._terms = terms
-        self._ends = ends
-        self._slots = slots
-        self._looked_up: dict[str, set[int]] = {}  # terms taken out of the packed runs (and new ones)
-        self._gone: set[str] = set()  # packed terms deleted since
-
-    def _run(self, run: int) -> array[int]:
-        return self._slots[self._ends[run - 1] if run else 0 : self._ends[run]]
-
-    def _packed(self, term: str) -> int | None:
-        """The run of a packed term not deleted, or None."""
-        terms = self._terms
-        run = bisect.bisect_left(terms, term)
-        if run < len(terms) and terms[run] == term and term not in self._gone:
-            return run
-        return None
-
-    def __contains__(self, term: object) -> bool:
-        return term in self._looked_up or (type(term) is str and self._packed(term) is not None)
-
-    def __getitem__(self, term: str) -> set[int]:
-        slots: set[int] | None = self.get(term)
-        if slots is None:
-            raise KeyError(term)
-        return slots
-
-    def get(self, term: str, default: Any = None) -> Any:
-        """``dict.get``: the term's slots (made a set on first use), else ``default``."""
-        slots = self._looked_up.get(term)
-        if slots is None:
-            run = self._packed(term)
-            if run is None:
-                return default
-            slots = self._looked_up[term] = set(self._run(run))
-        return slots
-
-    def __setitem__(self, term: str, slots: set[int]) -> None:
-        self._looked_up[term] = slots
-
-    def __delitem__(self, term: str) -> None:
-        if self.get(term) is None:
-            raise KeyError(term)
-        del self._looked_up[term]
-        self._gone.add(term)
-
-    def looked_up(self) -> int:
-        """How many terms are held as sets (looked up, or added since the restore)."""
-        return len(self._looked_up)
-
-    def items(self) -> Iterator[tuple[str, Iterable[int]]]:
-        """Every ``(term, its slots)``, without making a set of the runs not looked up."""
-        looked_up = self._looked_up
-        yield from looked_up.items()
-        for run, term in enumerate(self._terms):
-            if term not in looked_up and term not in self._gone:
-                yield term, self._run(run)
-
-
-def pack_postings(postings: Mapping[str, Iterable[int]] | _RestoredPostings) -> tuple[list[str], bytes, bytes]:
+def pack_postings(
+    postings: Mapping[str, Iterable[int]] | PackedRuns[str],
+) -> tuple[list[str], bytes, bytes]:
     """``(terms, ends, slots)``, the terms sorted: each term's slots as one run of a native int32 array
-    (``slots``'s raw bytes), the runs' ends as native int64 (see :class:`_RestoredPostings`)."""
+    (``slots``'s raw bytes), the runs' ends as native int64 (see :class:`~keepgui.backends.iii.lazy.PackedRuns`)."""
     terms: list[str] = []
     ends = array("q")
     slots = array("i")
@@ -158,46 +96,68 @@ def pack_postings(postings: Mapping[str, Iterable[int]] | _RestoredPostings) -> 
     return terms, ends.tobytes(), slots.tobytes()
 
 
-def unpack_postings(terms: list[str], ends: bytes, slots: bytes) -> dict[str, set[int]] | None:
+def unpack_postings(terms: Sequence[str], ends: bytes, slots: bytes) -> dict[str, set[int]] | None:
     """The postings :func:`pack_postings` packed (looked up lazily), or None when the parts disagree."""
-    end_array, slot_array = array("q"), array("i")
-    try:
-        end_array.frombytes(ends)
-        slot_array.frombytes(slots)
-    except ValueError:
-        return None
-    if len(end_array) != len(terms) or (end_array[-1] if terms else 0) != len(slot_array):
-        return None
-    if not all(map(operator.lt, terms, itertools.islice(terms, 1, None))):  # sorted, no term twice
-        return None
-    return cast(dict[str, set[int]], _RestoredPostings(terms, end_array, slot_array))
+    return cast(dict[str, set[int]] | None, PackedRuns.of(terms, ends, slots))
+
+
+class PackedTerms(msgspec.Struct, array_like=True, gc=False):
+    """A term -> slots (or slot -> count) mapping as the cache keeps it: the sorted terms in one UTF-8
+    block (``terms``, ending at ``term_ends``), each term's run of native int32 ``slots`` (and
+    ``counts``) ending at ``ends`` (int64). Read back by :meth:`unpack` without a string per term."""
+
+    terms: bytes
+    term_ends: bytes
+    ends: bytes
+    slots: bytes
+    counts: bytes | None
+
+    @classmethod
+    def pack(cls, mapping: Mapping[str, Any] | PackedRuns[str], counted: bool) -> PackedTerms:
+        """Pack ``term -> set of slots`` (``counted``: ``term -> {slot: count}``)."""
+        terms: list[str] = []
+        ends, slots, counts = array("q"), array("i"), array("i")
+        for term, held in sorted(mapping.items(), key=_TERM):
+            terms.append(term)
+            slots.extend(held)
+            if counted:
+                counts.extend(held.values())
+            ends.append(len(slots))
+        block, term_ends = TermBlock.pack(terms)
+        return cls(block, term_ends, ends.tobytes(), slots.tobytes(), counts.tobytes() if counted else None)
+
+    def unpack(self) -> PackedRuns[str] | None:
+        """The lazy mapping, or None when the parts disagree."""
+        terms = TermBlock.of(self.terms, self.term_ends)
+        return None if terms is None else PackedRuns.of(terms, self.ends, self.slots, self.counts)
 
 
 class IndexState(msgspec.Struct, array_like=True, gc=False):
     """What :meth:`BankIndex.snapshot` keeps: the index of a log at ``offset`` (its postings by slot,
-    the per-slot signals, the head of the top order). The recency bounds and weights are left out:
-    they depend on the query's time and are recomputed on first use."""
+    the per-slot signals, the head of the top order), packed so that a restore reads none of it whole:
+    per-slot numbers as native arrays, the postings as :class:`PackedTerms`, the days as runs. A slot's
+    memory is named by its record's place in the log's records (their order in the same cache), so no
+    id is decoded twice."""
 
     offset: int
     retired: list[str]
-    ids: list[str | None]
+    slot_records: bytes  # int32 per slot: its record's place in the log's records, -1 for a free slot
     free: list[int]
-    dl: list[int]
-    upd: list[int]
-    static: list[float]
+    dl: bytes  # int64 per slot
+    upd: bytes  # int64 per slot
+    day_of: bytes  # int64 per slot: updated_at // 86_400_000
+    static: bytes  # float64 per slot
     static_max: float | None
     dl_counts: dict[int, int]
     total: int
-    ones_terms: list[str]  # the postings of terms held once per document, packed (pack_postings)
-    ones_ends: bytes
-    ones_slots: bytes
-    multi: dict[str, dict[int, int]]
-    ent: dict[str, dict[int, int]]
-    days: dict[int, list[int]]
+    ones: PackedTerms
+    multi: PackedTerms
+    ent: PackedTerms
+    day_keys: list[int]
+    day_ends: bytes
+    day_slots: bytes
     top: list[tuple[bool, int, int, str]]
     top_all: bool
-    rb: list[float]
-    rb_at: tuple[int, int] | None
 
 
 class CachedIndex(msgspec.Struct, array_like=True, gc=False):
@@ -210,6 +170,67 @@ class CachedIndex(msgspec.Struct, array_like=True, gc=False):
 
 
 CACHED_INDEX_DECODER = msgspec.msgpack.Decoder(CachedIndex)
+
+
+class _DayRecency(dict[int, float]):
+    """day -> the recency at ``now_ms`` of that day's last millisecond, computed when first asked for:
+    no document of the day is newer, so none has more recency (it only falls with age)."""
+
+    def __init__(self, now_ms: int, half_life_days: int) -> None:
+        super().__init__()
+        self.now_ms = now_ms
+        self.half_life_days = half_life_days
+
+    def __missing__(self, day: int) -> float:
+        bound = self[day] = recency((day + 1) * DAY_MS - 1, self.now_ms, self.half_life_days)
+        return bound
+
+
+class _Restored:
+    """An :class:`IndexState`'s packed parts read back and checked against the log's records."""
+
+    def __init__(self) -> None:
+        self.record_at = array("i")
+        self.dl, self.upd, self.day_of, self.static = array("q"), array("q"), array("q"), array("d")
+        self.ids: list[str | None] = []
+        self.ones: PackedRuns[str] | None = None
+        self.multi: PackedRuns[str] | None = None
+        self.ent: PackedRuns[str] | None = None
+        self.days: PackedRuns[int] | None = None
+
+    @classmethod
+    def of(cls, state: IndexState, records: Mapping[str, Memory]) -> _Restored | None:
+        """The parts, or None when they disagree with each other or with ``records`` (the log's, in the
+        order the same cache gave them)."""
+        out = cls()
+        try:
+            out.record_at.frombytes(state.slot_records)
+            out.dl.frombytes(state.dl)
+            out.upd.frombytes(state.upd)
+            out.day_of.frombytes(state.day_of)
+            out.static.frombytes(state.static)
+        except ValueError:
+            return None
+        order: Sequence[str] = records.order() if isinstance(records, LazyRecords) else list(records)
+        slots = len(out.record_at)
+        if (
+            {len(out.dl), len(out.upd), len(out.day_of), len(out.static)} != {slots}
+            or (slots and not (min(out.record_at) >= -1 and max(out.record_at) < len(order)))
+            or out.record_at.count(-1) != len(state.free)
+            or (state.free and (min(state.free) < 0 or max(state.free) >= slots))
+        ):
+            return None
+        if not order:
+            out.ids = [None] * slots
+        else:  # place -1 (a free slot) picks the last id for a moment
+            out.ids = list(map(order.__getitem__, out.record_at))
+            for slot in state.free:
+                out.ids[slot] = None
+        out.ones, out.multi, out.ent = state.ones.unpack(), state.multi.unpack(), state.ent.unpack()
+        out.days = PackedRuns.of(state.day_keys, state.day_ends, state.day_slots)
+        if None in (out.ones, out.multi, out.ent, out.days):
+            return None
+        return out
 
 
 class BankIndex:
@@ -227,19 +248,23 @@ class BankIndex:
     def __init__(self, log: MemoryLog | None = None) -> None:
         self.log = log
         self._reset()
-        self._synced_records: dict[str, Memory] | None = None  # the log's records dict when the index last caught up
+        self._synced_records: MutableMapping[str, Memory] | None = (
+            None  # the log's records dict when the index last caught up
+        )
         self._synced_offset = 0
         self._synced_tail: Memory | None = None  # the log's provisional last-line record then
 
     def _reset(self) -> None:
-        self.records: dict[str, Memory] = {}
+        self.records: MutableMapping[str, Memory] = {}
         self._retired: set[str] = set()
-        self._slot: dict[str, int] = {}  # live id -> slot
+        self._slot_of: dict[str, int] | None = {}  # live id -> slot (None: made from _ids on first use)
         self._ids: list[str | None] = []  # slot -> id (None when free)
+        self._record_at: array[int] | None = None  # slot -> its record's place in a restored LazyRecords
         self._free: list[int] = []
-        self._dl: list[int] = []  # per slot, 0 when free
-        self._upd: list[int] = []  # updated_at per slot
-        self._static: list[float] = []  # corroboration + pin bonus per slot
+        self._dl: MutableSequence[int] = []  # per slot, 0 when free
+        self._upd: MutableSequence[int] = []  # updated_at per slot
+        self._day_of: MutableSequence[int] = []  # updated_at // day per slot (what its recency bound is of)
+        self._static: MutableSequence[float] = []  # corroboration + pin bonus per slot
         self._static_max: float | None = 0.0  # None: recompute on demand
         self._dl_counts: dict[int, int] = {}
         self._total = 0
@@ -248,8 +273,10 @@ class BankIndex:
         self._ent: dict[str, dict[int, int]] = {}  # term -> slot -> how many entity tokens equal it
         self._days: dict[int, set[int]] = {}  # updated_at // day -> live slots (newest are ranked first)
         self._day_order: list[int] = []  # the keys of _days, ascending
-        self._rb: list[float] = []
-        self._rb_at: tuple[int, int] | None = None  # (now_ms, half_life) the recency bounds were taken at
+        self._day_rb = _DayRecency(-1, 0)  # the recency bounds of the last query's instant, by day
+        self._rb: MutableSequence[float] = []  # per slot, once enough candidates were bounded by day
+        self._rb_at: tuple[int, int] | None = None  # (now_ms, half_life) the per-slot bounds were taken at
+        self._day_bounded = 0  # candidates bounded by day since the per-slot bounds were last taken
         self._w1: list[float] = []
         self._w1_version = -1
         self._docs_version = 0  # bumped whenever a document's length can have changed
@@ -306,74 +333,75 @@ class BankIndex:
             return None
         if self._synced_tail is not None or log.tail_record is not None:
             return None
-        ones_terms, ones_ends, ones_slots = pack_postings(self._ones)
+        place: dict[str | None, int] = dict(zip(log.records, range(len(log.records)), strict=True))
+        place[None] = -1
+        days = sorted(self._days.items(), key=_TERM)
+        day_ends = array("q", itertools.accumulate(len(slots) for _day, slots in days))
         return IndexState(
             offset=self._synced_offset,
             retired=list(self._retired),
-            ids=self._ids,
+            slot_records=array("i", map(place.__getitem__, self._ids)).tobytes(),
             free=self._free,
-            dl=self._dl,
-            upd=self._upd,
-            static=self._static,
+            dl=array("q", self._dl).tobytes(),
+            upd=array("q", self._upd).tobytes(),
+            day_of=array("q", self._day_of).tobytes(),
+            static=array("d", self._static).tobytes(),
             static_max=self._static_max,
             dl_counts=self._dl_counts,
             total=self._total,
-            ones_terms=ones_terms,
-            ones_ends=ones_ends,
-            ones_slots=ones_slots,
-            multi=self._multi,
-            ent=self._ent,
-            days={day: list(slots) for day, slots in self._days.items()},
+            ones=PackedTerms.pack(self._ones, counted=False),
+            multi=PackedTerms.pack(self._multi, counted=True),
+            ent=PackedTerms.pack(self._ent, counted=True),
+            day_keys=[day for day, _slots in days],
+            day_ends=day_ends.tobytes(),
+            day_slots=array("i", itertools.chain.from_iterable(slots for _day, slots in days)).tobytes(),
             top=self._top,
             top_all=self._top_all,
-            rb=self._rb,
-            rb_at=self._rb_at,
         )
 
     def restore(self, state: IndexState) -> bool:
         """Take ``state`` as the index of the followed log as it was at ``state.offset`` (the log must
         hold that state now, restored from the same cache); lines appended since are caught up by
-        :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log."""
+        :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log.
+        Nothing is unpacked whole: a posting, a day, a record is read when a query first needs it."""
         log = self._require_log()
         self._reset()
-        slot: dict[str | None, int] = dict(
-            zip(state.ids, range(len(state.ids)), strict=True)
-        )  # in C, not a comprehension
-        slot.pop(None, None)  # free slots
-        ones = unpack_postings(state.ones_terms, state.ones_ends, state.ones_slots)
-        lengths = {len(state.dl), len(state.upd), len(state.static), len(state.rb) if state.rb_at else len(state.ids)}
-        if (
-            ones is None
-            or state.offset != log.offset
-            or lengths != {len(state.ids)}
-            or not slot.keys() <= log.records.keys()
-        ):
+        restored = _Restored.of(state, log.records)
+        if restored is None or state.offset != log.offset:
             self._synced_records = None
             return False
-        self.records = dict(log.records)
+        records = log.records
+        self.records = records.copy() if isinstance(records, LazyRecords) else dict(records)
+        self._record_at = restored.record_at if isinstance(records, LazyRecords) else None
         self._retired = set(state.retired)
-        self._slot = cast(dict[str, int], slot)
-        self._ids = state.ids
+        self._slot_of = None
+        self._ids = restored.ids
         self._free = state.free
-        self._dl = state.dl
-        self._upd = state.upd
-        self._static = state.static
+        self._dl, self._upd, self._day_of, self._static = restored.dl, restored.upd, restored.day_of, restored.static
         self._static_max = state.static_max
         self._dl_counts = state.dl_counts
         self._total = state.total
-        self._ones = ones
-        self._multi = state.multi
-        self._ent = state.ent
-        self._days = {day: set(slots) for day, slots in state.days.items()}
-        self._day_order = sorted(self._days)
+        self._ones = cast(dict[str, set[int]], restored.ones)
+        self._multi = cast(dict[str, dict[int, int]], restored.multi)
+        self._ent = cast(dict[str, dict[int, int]], restored.ent)
+        self._days = cast(dict[int, set[int]], restored.days)
+        self._day_order = list(state.day_keys)
         self._top = state.top
         self._top_all = state.top_all
-        if state.rb_at is not None:  # bounds taken at a past instant stay valid bounds (recency_bounds says when not)
-            self._rb, self._rb_at = state.rb, state.rb_at
         self._synced_records = log.records
         self._synced_offset = log.offset
         self._synced_tail = None
         return True
+
+    @property
+    def _slot(self) -> dict[str, int]:
+        """Live id -> slot (a restored index makes it on first use: a query goes by slot)."""
+        slot_of = self._slot_of
+        if slot_of is None:
+            made: dict[str | None, int] = dict(zip(self._ids, range(len(self._ids)), strict=True))
+            made.pop(None, None)  # free slots
+            slot_of = self._slot_of = cast(dict[str, int], made)
+        return slot_of
 
     def _require_log(self) -> MemoryLog:
         if self.log is None:
@@ -454,7 +482,9 @@ class BankIndex:
     def _set_signals(self, slot: int, memory: Memory) -> None:
         """The per-slot data the bounds use: updated_at, static bonus, recency bound."""
         self._upd[slot] = memory.updated_at
-        day = memory.updated_at // DAY_MS
+        day = self._day_of[slot] = memory.updated_at // DAY_MS
+        if self._rb_at is not None:
+            self._rb[slot] = recency(memory.updated_at, *self._rb_at)
         docs = self._days.get(day)
         if docs is None:
             self._days[day] = {slot}
@@ -468,8 +498,6 @@ class BankIndex:
                 self._static_max = new_static
             elif old_static >= self._static_max:
                 self._static_max = None
-        if self._rb_at is not None:
-            self._rb[slot] = recency(memory.updated_at, *self._rb_at)
 
     def _day_discard(self, slot: int, updated_at: int) -> None:
         day = updated_at // DAY_MS
@@ -483,15 +511,19 @@ class BankIndex:
         if self._free:
             slot = self._free.pop()
             self._ids[slot] = mid
+            if self._record_at is not None and slot < len(self._record_at):
+                self._record_at[slot] = -1  # a new document, not the restored record of that place
         else:
             slot = len(self._ids)
             self._ids.append(mid)
             self._dl.append(0)
             self._upd.append(0)
-            self._static.append(0.0)
+            self._day_of.append(0)
             if self._rb_at is not None:
                 self._rb.append(0.0)
-        self._slot[mid] = slot
+            self._static.append(0.0)
+        if self._slot_of is not None:
+            self._slot_of[mid] = slot
         self._docs_version += 1
         text_tokens = tokenize(memory.text)
         ents = entity_tokens(memory.entities)
@@ -524,7 +556,7 @@ class BankIndex:
         return slot
 
     def _remove_doc(self, mid: str, memory: Memory) -> None:
-        slot = self._slot.pop(mid)
+        slot = self._slot.pop(mid)  # made first when it is not yet
         self._docs_version += 1
         ents = entity_tokens(memory.entities)
         counts = Counter(tokenize(memory.text))
@@ -577,7 +609,7 @@ class BankIndex:
     @property
     def n(self) -> int:
         """Number of indexed (live) documents."""
-        return len(self._slot)
+        return len(self._ids) - len(self._free)
 
     @property
     def total_tokens(self) -> int:
@@ -587,7 +619,8 @@ class BankIndex:
     @property
     def avgdl(self) -> float:
         """``max(total_tokens / N, 1.0)`` (1.0 for an empty index)."""
-        return max(self._total / len(self._slot), 1.0) if self._slot else 1.0
+        n = len(self._ids) - len(self._free)
+        return max(self._total / n, 1.0) if n else 1.0
 
     def df(self, term: str) -> int:
         """Number of live documents containing ``term``."""
@@ -596,7 +629,7 @@ class BankIndex:
     def idf(self, term: str) -> float:
         """``ln((N − df + 0.5)/(df + 0.5) + 1)``."""
         df = self.df(term)
-        return math.log((len(self._slot) - df + 0.5) / (df + 0.5) + 1)
+        return math.log((len(self._ids) - len(self._free) - df + 0.5) / (df + 0.5) + 1)
 
     def tf(self, term: str, memory_id: str) -> int:
         """How often ``term`` occurs in the document of ``memory_id`` (0 if not indexed)."""
@@ -624,15 +657,22 @@ class BankIndex:
         mid = self._ids[slot]
         if mid is None:
             raise KeyError(f"slot {slot} holds no memory")
-        return self.records[mid]
+        record_at, records = self._record_at, self.records
+        if record_at is not None and slot < len(record_at) and isinstance(records, LazyRecords):
+            place = record_at[slot]
+            if place >= 0:
+                return records.at(place, mid)  # by its place: no id -> place table is made for a query
+        return records[mid]
 
     # ------------------------------------------------------------------ scoring
 
     def bm25(self, tokens: list[str], memory_id: str) -> float:
         """The exact BM25 of one document: each query token in order, duplicates included."""
         slot = self._slot.get(memory_id)
-        if slot is None:
-            return 0.0
+        return 0.0 if slot is None else self.bm25_at(tokens, slot)
+
+    def bm25_at(self, tokens: list[str], slot: int) -> float:
+        """:meth:`bm25` of the live document in ``slot``."""
         dl = self._dl[slot]
         avgdl = self.avgdl
         score = 0.0
@@ -729,26 +769,35 @@ class BankIndex:
         """The live slots last updated on any of these days."""
         return builtins.set[int]().union(*(self._days[day] for day in days))
 
-    def recency_bounds(self, now_ms: int, half_life_days: int) -> list[float]:
-        """Per slot, a recency factor no smaller than the true one at ``now_ms``.
-
-        Taken at an instant no later than ``now_ms``; recomputed when the half
-        life differs, time went backwards, or the bounds are over an hour old.
-        """
-        at = self._rb_at
-        if at is None or at[1] != half_life_days or now_ms < at[0] or now_ms - at[0] > _REBASE_MS:
-            self._rb_at = (now_ms, half_life_days)
-            self._rb = [recency(updated_at, now_ms, half_life_days) for updated_at in self._upd]
-        return self._rb
+    def recency_bounds(self, now_ms: int, half_life_days: int) -> dict[int, float]:
+        """Per day (``updated_at // 86_400_000``), a recency factor no smaller than the true one at
+        ``now_ms`` of any document last updated that day: the recency of the day's last millisecond.
+        Computed for the days a query's candidates fall on, not per document (nor kept between instants)."""
+        day_rb = self._day_rb
+        if (day_rb.now_ms, day_rb.half_life_days) != (now_ms, half_life_days):
+            day_rb = self._day_rb = _DayRecency(now_ms, half_life_days)
+        return day_rb
 
     def upper_bounds(self, acc: Bounds, now_ms: int, half_life_days: int) -> tuple[list[int], list[float]]:
-        """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound``."""
+        """``(slots, bounds of their fused scores)``: ``(acc + static bonus) · recency bound``.
+
+        The recency bound of a slot is its day's (:meth:`recency_bounds`), looked up per candidate; once
+        as many candidates were bounded that way as there are slots (a window asking again and again),
+        every slot's bound is taken at once and kept while it stays valid (an hour, the same half life).
+        A command's single query never pays for every slot."""
         slots = list(acc)
-        rb = self.recency_bounds(now_ms, half_life_days)
-        values = list(
-            map(mul, map(add, acc.values(), map(self._static.__getitem__, slots)), map(rb.__getitem__, slots))
-        )
-        return slots, values
+        static = map(self._static.__getitem__, slots)
+        at = self._rb_at
+        if not (at is not None and at[1] == half_life_days and at[0] <= now_ms <= at[0] + _REBASE_MS):
+            self._day_bounded += len(slots)
+            day_rb = self.recency_bounds(now_ms, half_life_days)
+            if self._day_bounded <= len(self._ids):
+                rb_of = map(day_rb.__getitem__, map(self._day_of.__getitem__, slots))
+                return slots, list(map(mul, map(add, acc.values(), static), rb_of))
+            self._rb = list(map(day_rb.__getitem__, self._day_of))
+            self._rb_at = (now_ms, half_life_days)
+            self._day_bounded = 0
+        return slots, list(map(mul, map(add, acc.values(), static), map(self._rb.__getitem__, slots)))
 
     # ------------------------------------------------------------------ top_memories
 

@@ -30,7 +30,7 @@ import operator
 import os
 import stat
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -260,7 +260,8 @@ class MemoryLog:
         self._clear()
 
     def _clear(self) -> None:
-        self.records: dict[str, Memory] = {}
+        # id -> current record; a plain dict, or a cache's records decoded on demand (LazyRecords)
+        self.records: MutableMapping[str, Memory] = {}
         self.problems: list[LogProblem] = []
         self.unreadable: str | None = None
         self.torn_tail: LogProblem | None = None
@@ -636,15 +637,18 @@ class MemoryLog:
             guard=self._guard,
         )
 
-    def restore(self, state: LogState, prefix_hash: Any) -> bool:
+    def restore(self, state: LogState, prefix_hash: Any, records: MutableMapping[str, Memory] | None = None) -> bool:
         """Take ``state`` as if it had been replayed here; ``prefix_hash`` has hashed the file's bytes
         ``[0, state.offset)`` (the caller checked them against ``state.digest``). The next
         :meth:`refresh` replays only what was appended since, or everything if the file changed.
+        ``records``: the state's records when they are not in ``state.records`` (a cache's
+        :class:`~keepgui.backends.iii.lazy.LazyRecords`, decoded on demand).
 
         Returns False, leaving the log unloaded, when the state does not hang together (its arrays
         disagree, or two ids shared a hash in the snapshot's process)."""
         self._clear()
-        records = dict(zip(map(_ID, state.records), state.records, strict=True))
+        if records is None:
+            records = dict(zip(map(_ID, state.records), state.records, strict=True))
         old_hashes = array("q")
         try:
             old_hashes.frombytes(state.record_hashes)

@@ -253,9 +253,10 @@ def _scored(parts: ScoreParts, memory: Memory) -> Hit:
 
 
 def _exact(
-    index: BankIndex, tokens: list[str], query_set: set[str], memory: Memory, now_ms: int, half_life_days: int
+    index: BankIndex, tokens: list[str], query_set: set[str], slot: int, now_ms: int, half_life_days: int
 ) -> Hit:
-    return _scored(fused_parts(index.bm25(tokens, memory.id), memory, query_set, now_ms, half_life_days), memory)
+    memory = index.memory_at(slot)
+    return _scored(fused_parts(index.bm25_at(tokens, slot), memory, query_set, now_ms, half_life_days), memory)
 
 
 def _best_live(
@@ -280,7 +281,7 @@ def _best_live(
         """Score these slots exactly; returns the limit-th best exact score so far (0 if too few)."""
         for slot in slots:
             if slot not in hits:
-                hits[slot] = _exact(index, tokens, query_set, index.memory_at(slot), now_ms, half_life_days)
+                hits[slot] = _exact(index, tokens, query_set, slot, now_ms, half_life_days)
         if len(hits) < limit:
             return 0.0
         return heapq.nlargest(limit, (hit.score for hit in hits.values()))[-1]

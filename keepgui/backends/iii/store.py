@@ -33,7 +33,6 @@ from keepgui.backends.iii.textrules import rust_trim
 from keepgui.backends.iii.worker import Reloader, ReloadOutcome
 from keepgui.core import fsio
 from keepgui.core.errors import InvalidInput, KeepguiError, NotFound, ReadOnly
-from keepgui.core.source import plural
 from keepgui.core.timefmt import now_ms
 
 _ID = operator.attrgetter("id")
@@ -186,6 +185,8 @@ class BankInfo:
 
     def counts(self) -> str:
         """The counts as the sidebar and ``keepgui banks`` say them: "1 memory · 0 pinned · 2 rules"."""
+        from keepgui.core.source import plural  # not at import: a preview's start-up need not pay for it
+
         return f"{plural(self.memories, 'memory', 'memories')} · {self.pinned} pinned · {plural(self.rules, 'rule', 'rules')}"
 
     def to_obj(self) -> dict[str, Any]:

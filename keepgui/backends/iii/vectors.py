@@ -9,6 +9,7 @@ memories that have none.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,7 @@ def _revision_is_negative_zero(line: bytes) -> bool:
     return isinstance(top, ObjectPairs) and any(k == "revision" and v is NEGATIVE_ZERO for k, v in top)
 
 
-def read_vectors(bank_path: str, records: dict[str, Memory]) -> VectorReport:
+def read_vectors(bank_path: str, records: Mapping[str, Memory]) -> VectorReport:
     """Replay ``vectors.jsonl`` against the current records (never raises for bad content)."""
     path = os.path.join(bank_path, VECTORS_NAME)
     report = VectorReport()
@@ -147,6 +148,6 @@ class LexicalNotice:
         }
 
 
-def count_current_vectors(bank_path: str, records: dict[str, Memory]) -> int:
+def count_current_vectors(bank_path: str, records: Mapping[str, Memory]) -> int:
     """How many memories have a vector for their current revision (0 without a sidecar)."""
     return len(read_vectors(bank_path, records).current)

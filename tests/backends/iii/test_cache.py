@@ -223,7 +223,9 @@ def test_a_log_truncated_in_place_is_not_trusted(tmp_path, data_dir):
     assert outputs(home, data_dir) == fresh_outputs(tmp_path, data_dir, "nohome")
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign-version", "empty", "a-folder", "other-log"])
+@pytest.mark.parametrize(
+    "damage", ["garbage", "truncated", "foreign-version", "empty", "a-folder", "other-log", "a-byte-changed"]
+)
 def test_a_bad_cache_file_costs_only_a_slower_start(tmp_path, data_dir, damage):
     home = tmp_path / "home"
     outputs(home, data_dir)
@@ -243,6 +245,10 @@ def test_a_bad_cache_file_costs_only_a_slower_start(tmp_path, data_dir, damage):
             "truncated": body[: len(body) // 2],
             "foreign-version": body.replace(f"keepgui-log-cache {FORMAT} ".encode(), b"keepgui-log-cache 999 ", 1),
             "empty": b"",
+            # one byte of a record (or a posting) changed, the file whole: msgpack still reads it
+            "a-byte-changed": body[: len(body) * 3 // 4]
+            + bytes([body[len(body) * 3 // 4] ^ 0x01])
+            + body[len(body) * 3 // 4 + 1 :],
         }[damage]
         fsio.atomic_write(target, new)
     if damage == "other-log":

@@ -1,0 +1,366 @@
+"""A cache's records and postings read on demand: only what a query touches is decoded.
+
+A verified cache (:mod:`keepgui.backends.iii.cache`) answers a preview from a handful of records and
+the postings of a handful of terms; decoding every record and every posting costs more than the whole
+answer. :class:`LazyRecords` is the log's ``id -> record`` mapping over a column block — the ids, and
+every record's msgpack encoding in one buffer with its offsets — and decodes a record when it is first
+asked for. :class:`PackedRuns` is a sorted key -> slots mapping packed in arrays (the index's postings
+and day lists), a key's run unpacked into a set (or a ``slot -> count`` dict) on first look-up.
+
+Both behave as the plain dict they stand for, changes included (a refresh that appends lines, an
+index's ``set``): changes are kept beside the packed part, which is never modified.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import operator
+from array import array
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from keepgui.backends.iii.record import Memory
+
+_HEADER = b"\xdd"  # msgpack array32: the block is one array of every record, decodable at once
+_DECODE_ONE = msgspec.msgpack.Decoder(Memory).decode
+_DECODE_ALL = msgspec.msgpack.Decoder(list[Memory]).decode
+_ENCODE = msgspec.msgpack.Encoder().encode
+
+
+def encode_block(records: Sequence[Memory]) -> tuple[bytes, bytes]:
+    """``(block, starts)``: every record's msgpack encoding after an array header (so the block decodes
+    whole in one call), and where each begins, plus the end, as native int64 (``len(records) + 1``)."""
+    parts = list(map(_ENCODE, records))
+    header = _HEADER + len(parts).to_bytes(4, "big")
+    starts = array("q", [len(header)])
+    starts.extend(itertools.accumulate(map(len, parts), initial=len(header)))
+    del starts[0]
+    return header + b"".join(parts), starts.tobytes()
+
+
+class RecordBlock:
+    """The packed part of :class:`LazyRecords`, shared by its copies: the ids in order, the encoded
+    block and its offsets, the records decoded so far (by position) and how many decodes were done."""
+
+    def __init__(self, ids: list[str], block: bytes | memoryview, starts: array[int]) -> None:
+        self.ids = ids
+        self.block = block
+        self.starts = starts
+        self._view = memoryview(block)
+        self._positions: dict[str, int] | None = None
+        self._decoded: dict[int, Memory] = {}
+        self._all: list[Memory] | None = None
+        self.decodes = 0  # records decoded one by one (a whole decode counts every record)
+
+    @classmethod
+    def of(cls, ids: list[str], block: bytes | memoryview, starts: bytes) -> RecordBlock | None:
+        """The block, or None when its parts disagree (a cache file that is not what it claims; the
+        cache's checksum stands for the rest: the offsets are not all read)."""
+        offsets = array("q")
+        try:
+            offsets.frombytes(starts)
+        except ValueError:
+            return None
+        n = len(ids)
+        if (
+            len(offsets) != n + 1
+            or block[:1] != _HEADER
+            or block[1:5] != n.to_bytes(4, "big")
+            or offsets[0] != 5
+            or offsets[-1] != len(block)
+        ):
+            return None
+        return cls(ids, block, offsets)
+
+    def positions(self) -> dict[str, int]:
+        """id -> position, made on first use."""
+        if self._positions is None:
+            self._positions = dict(zip(self.ids, range(len(self.ids)), strict=True))
+        return self._positions
+
+    def at(self, position: int) -> Memory:
+        """The record at ``position``, decoded once (raises msgspec's errors for a corrupt block)."""
+        if self._all is not None:
+            return self._all[position]
+        memory = self._decoded.get(position)
+        if memory is None:
+            starts = self.starts
+            memory = self._decoded[position] = _DECODE_ONE(self._view[starts[position] : starts[position + 1]])
+            self.decodes += 1
+        return memory
+
+    def all(self) -> list[Memory]:
+        """Every record, in order (one decode of the whole block, done once)."""
+        if self._all is None:
+            self._all = _DECODE_ALL(self.block)
+            self.decodes += len(self._all)
+            if len(self._all) != len(self.ids):
+                raise msgspec.DecodeError("a record block of another length than its ids")
+        return self._all
+
+
+class LazyRecords(MutableMapping[str, Memory]):
+    """``id -> record`` over a :class:`RecordBlock`: a plain dict's behaviour (its order too: the block's
+    ids first, then ids added since), each record decoded when first read. Changes are kept beside the
+    block. A packed id deleted and set again keeps its place (a dict would move it last)."""
+
+    def __init__(self, packed: RecordBlock) -> None:
+        self.packed = packed
+        self._changed: dict[str, Memory] = {}  # set since (packed ids among them keep their place)
+        self._gone: set[str] = set()  # packed ids deleted since
+        self._size = len(packed.ids)
+
+    def copy(self) -> LazyRecords:
+        """A copy sharing the packed part (and its decoded records)."""
+        other = LazyRecords(self.packed)
+        other._changed = dict(self._changed)
+        other._gone = set(self._gone)
+        other._size = self._size
+        return other
+
+    def order(self) -> list[str]:
+        """The ids in order (the packed list itself while nothing changed: do not modify it)."""
+        return self.packed.ids if not (self._changed or self._gone) else list(self)
+
+    def at(self, place: int, key: str) -> Memory:
+        """The record of ``key``, known to be packed at ``place`` unless changed since (no id -> place
+        table needed)."""
+        memory = self._changed.get(key)
+        if memory is not None:
+            return memory
+        if key in self._gone:
+            raise KeyError(key)
+        return self.packed.at(place)
+
+    def _packed(self, key: str) -> int | None:
+        if key in self._gone:
+            return None
+        return self.packed.positions().get(key)
+
+    def __getitem__(self, key: str) -> Memory:
+        memory = self._changed.get(key)
+        if memory is not None:
+            return memory
+        position = self._packed(key)
+        if position is None:
+            raise KeyError(key)
+        return self.packed.at(position)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``dict.get``."""
+        memory = self._changed.get(key)
+        if memory is not None:
+            return memory
+        position = self._packed(key)
+        return default if position is None else self.packed.at(position)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._changed or (isinstance(key, str) and self._packed(key) is not None)
+
+    def __setitem__(self, key: str, memory: Memory) -> None:
+        if key not in self:
+            self._size += 1
+        self._changed[key] = memory
+        self._gone.discard(key)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._size -= 1
+        self._changed.pop(key, None)
+        if key in self.packed.positions():
+            self._gone.add(key)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[str]:
+        gone, ids = self._gone, self.packed.ids
+        yield from (ids if not gone else (mid for mid in ids if mid not in gone))
+        if self._changed:
+            positions = self.packed.positions()
+            yield from (mid for mid in self._changed if mid not in positions)
+
+    def values(self) -> list[Memory]:  # type: ignore[override]
+        """Every record in order (the whole block decoded, once)."""
+        records = self.packed.all()
+        if not (self._changed or self._gone):
+            return list(records)
+        changed, gone, positions = self._changed, self._gone, self.packed.positions()
+        out = [
+            changed.get(mid, memory) for mid, memory in zip(self.packed.ids, records, strict=True) if mid not in gone
+        ]
+        out += [memory for mid, memory in changed.items() if mid not in positions]
+        return out
+
+    def items(self) -> list[tuple[str, Memory]]:  # type: ignore[override]
+        """Every ``(id, record)`` in order."""
+        return [(memory.id, memory) for memory in self.values()]
+
+
+K = TypeVar("K")
+
+
+class PackedRuns(Generic[K]):
+    """A sorted ``key -> slots`` (or ``slot -> count``) mapping packed in arrays: the keys sorted (any
+    sequence, so a block of terms need not become strings), every key's slots one run of ``slots``
+    ending at ``ends`` (and its counts the same run of ``counts``). A run becomes its set (its dict) on
+    first look-up. Offers the dict operations the index uses on its postings and day lists."""
+
+    def __init__(
+        self, keys: Sequence[K], ends: array[int], slots: array[int], counts: array[int] | None = None
+    ) -> None:
+        self._keys = keys
+        self._ends = ends
+        self._slots = slots
+        self._counts = counts
+        self._looked_up: dict[K, Any] = {}  # keys taken out of the packed runs (and new ones)
+        self._gone: set[K] = set()  # packed keys deleted since
+
+    @classmethod
+    def of(cls, keys: Sequence[K], ends: bytes, slots: bytes, counts: bytes | None = None) -> PackedRuns[K] | None:
+        """The runs, or None when the parts disagree (lengths, or keys not strictly ascending)."""
+        end_array, slot_array, count_array = array("q"), array("i"), array("i")
+        try:
+            end_array.frombytes(ends)
+            slot_array.frombytes(slots)
+            if counts is not None:
+                count_array.frombytes(counts)
+        except ValueError:
+            return None
+        if len(end_array) != len(keys) or (end_array[-1] if len(keys) else 0) != len(slot_array):
+            return None
+        if counts is not None and len(count_array) != len(slot_array):
+            return None
+        ordered: Sequence[Any] = keys
+        if not isinstance(keys, TermBlock) and not all(map(operator.lt, ordered, itertools.islice(ordered, 1, None))):
+            return None  # not sorted, or a key twice (a term block is not read whole: the cache's checksum holds it)
+        return cls(keys, end_array, slot_array, count_array if counts is not None else None)
+
+    def _bounds(self, run: int) -> tuple[int, int]:
+        return (self._ends[run - 1] if run else 0), self._ends[run]
+
+    def _unpack(self, run: int) -> Any:
+        start, end = self._bounds(run)
+        if self._counts is None:
+            return set(self._slots[start:end])
+        return dict(zip(self._slots[start:end], self._counts[start:end], strict=True))
+
+    def _packed(self, key: K) -> int | None:
+        keys = self._keys
+        run: int = bisect.bisect_left(keys, key)  # type: ignore[call-overload]
+        if run < len(keys) and keys[run] == key and key not in self._gone:
+            return run
+        return None
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._looked_up:
+            return True
+        try:
+            return self._packed(key) is not None  # type: ignore[arg-type]
+        except TypeError:  # a key of another type than the packed ones
+            return False
+
+    def __getitem__(self, key: K) -> Any:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def get(self, key: K, default: Any = None) -> Any:
+        """``dict.get``: the key's set (dict) of slots, unpacked on first use, else ``default``."""
+        found = self._looked_up.get(key)
+        if found is None:
+            if key in self._gone:
+                return default
+            try:
+                run = self._packed(key)
+            except TypeError:
+                return default
+            if run is None:
+                return default
+            found = self._looked_up[key] = self._unpack(run)
+        return found
+
+    def __setitem__(self, key: K, value: Any) -> None:
+        self._looked_up[key] = value
+
+    def __delitem__(self, key: K) -> None:
+        if self.get(key) is None:
+            raise KeyError(key)
+        del self._looked_up[key]
+        self._gone.add(key)
+
+    def looked_up(self) -> int:
+        """How many keys are held unpacked (looked up, or added since the restore)."""
+        return len(self._looked_up)
+
+    def items(self) -> Iterator[tuple[K, Iterable[int]]]:
+        """Every ``(key, its slots)`` (``(key, {slot: count})`` with counts), the packed runs unpacked
+        only when they carry counts."""
+        looked_up = self._looked_up
+        yield from looked_up.items()
+        for run, key in enumerate(self._keys):
+            if key not in looked_up and key not in self._gone:
+                if self._counts is None:
+                    start, end = self._bounds(run)
+                    yield key, self._slots[start:end]
+                else:
+                    yield key, self._unpack(run)
+
+    def keys(self) -> Iterator[K]:
+        """Every key (unordered)."""
+        return (key for key, _ in self.items())
+
+    def values(self) -> Iterator[Any]:
+        """Every key's slots (unpacked)."""
+        return (self.get(key) for key in self.keys())
+
+
+class TermBlock(Sequence[str]):
+    """Sorted terms packed in one UTF-8 buffer with their ends: a sequence whose items are decoded when
+    read, so a bisection looks at a few terms instead of making a string of every one. UTF-8 keeps the
+    code point order, so terms sorted as strings are sorted as bytes."""
+
+    def __init__(self, block: bytes, ends: array[int]) -> None:
+        self._block = block
+        self._ends = ends
+
+    @classmethod
+    def of(cls, block: bytes, ends: bytes) -> TermBlock | None:
+        """The terms, or None when the parts disagree."""
+        offsets = array("q")
+        try:
+            offsets.frombytes(ends)
+        except ValueError:
+            return None
+        if (offsets[-1] if offsets else 0) != len(block):
+            return None
+        return cls(block, offsets)  # not decoded whole to check it: the cache's checksum holds it
+
+    @staticmethod
+    def pack(terms: Iterable[str]) -> tuple[bytes, bytes]:
+        """``(block, ends)`` of these (sorted) terms."""
+        encoded = [term.encode("utf-8") for term in terms]
+        return b"".join(encoded), array("q", itertools.accumulate(map(len, encoded))).tobytes()
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, run: Any) -> Any:
+        if isinstance(run, slice):
+            return [self[i] for i in range(*run.indices(len(self)))]
+        if run < 0:
+            run += len(self)
+        start = self._ends[run - 1] if run else 0
+        return self._block[start : self._ends[run]].decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        block = self._block
+        start = 0
+        for end in self._ends:
+            yield block[start:end].decode("utf-8")
+            start = end
