@@ -1,0 +1,276 @@
+"""Work a window hands to a child process: a function of keepgui by name, small arguments in, columns back.
+
+A window's background threads share one interpreter lock with its GUI thread (:mod:`keepgui.core.pace`):
+a bank's second pass over its whole log (its activity, say) holds that lock for a second at 100,000
+memories, in slices, and each slice is a moment the GUI thread may wait. :class:`ChildWorker` runs such
+work in a fresh interpreter instead (``python -c``, sharing nothing with the window: no Qt, no threads,
+no main script), on the machine's other core, as :mod:`keepgui.core.graphworker` does the graph's layout.
+
+What goes in is small (a path, a few options); what comes back are **columns**: a dict of names to
+values, where a ``list`` (a million ids) is sent in slices of :data:`SLICE` items and joined in the
+calling thread with a pacing checkpoint between slices, so no single step holds the lock for long;
+anything else (``bytes``, arrays, numbers) is sent as it is (a copy of a block of memory). No Python
+object per row is built anywhere but in the list the caller asked for.
+
+The child says it is alive every :data:`BEAT` seconds; one that dies is started again once, one silent
+for ``hang_timeout`` seconds is killed; either way :meth:`ChildWorker.call` raises :class:`ChildFailed`
+and the caller does the work in its own process instead, saying so. Only a window's process uses
+children (:func:`use_children`): the command line and the tests run everything in-process unless they
+ask.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from keepgui.core import pace
+from keepgui.core.errors import KeepguiError
+
+IDLE_EXIT = 60.0
+"""Seconds a child waits for work before it exits (its memory goes back to the system)."""
+BEAT = 0.5
+"""Seconds between a working child's signs of life."""
+HANG_TIMEOUT = 20.0
+"""Seconds without a sign of life after which a child is taken for hung and killed."""
+SLICE = 4096
+"""Items of a list sent (and joined) at a time: each step a millisecond or less."""
+
+_enabled = False
+
+
+def use_children(on: bool = True) -> None:
+    """Whether work that can runs in child processes (a window's process says yes at its start)."""
+    global _enabled
+    _enabled = on
+
+
+def children_used() -> bool:
+    """True when work that can should run in a child process (:func:`use_children`) and one can be started."""
+    return _enabled and unavailable() is None
+
+
+def unavailable() -> str | None:
+    """Why no child can be started here (None when one can): a child is ``sys.executable -c``, which a
+    frozen program (PyInstaller's one-folder app) does not run."""
+    if getattr(sys, "frozen", False):
+        return "a frozen program has no Python interpreter to start"
+    if not sys.executable or not os.path.exists(sys.executable):
+        return "no Python interpreter to start (sys.executable is not set)"
+    return None
+
+
+class ChildFailed(KeepguiError):
+    """The child process died twice in a row, stopped answering, or could not be started."""
+
+
+# ---------------------------------------------------------------------- the child
+
+
+def serve(fd: int) -> None:
+    """The child's body (``python -c`` runs it with its end of the socket pair): take a call, run it
+    (a beat every :data:`BEAT` seconds meanwhile), send its columns back; exit after :data:`IDLE_EXIT`
+    seconds without work, or when the parent goes away."""
+    from multiprocessing.connection import Connection
+
+    conn = Connection(fd)
+    sending = threading.Lock()
+    while True:
+        try:
+            if not conn.poll(IDLE_EXIT):
+                return
+            _call, module, name, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        working = threading.Event()
+        beats = threading.Thread(target=_beat, args=(conn, sending, working), name="beat", daemon=True)
+        beats.start()
+        try:
+            columns = getattr(importlib.import_module(module), name)(*args)
+            failure = None
+        except Exception:  # noqa: BLE001 - a bug: its traceback goes to the parent, which raises it
+            columns, failure = None, traceback.format_exc()
+        finally:
+            working.set()
+        beats.join()
+        try:
+            with sending:
+                if failure is not None:
+                    conn.send(("error", failure))
+                else:
+                    _send_columns(conn, columns)
+        except (EOFError, OSError):
+            return
+        del columns
+
+
+def _send_columns(conn: Any, columns: dict[str, Any]) -> None:
+    rest: dict[str, Any] = {}
+    for key, value in columns.items():
+        if isinstance(value, list):
+            for lo in range(0, len(value), SLICE):
+                conn.send(("part", key, value[lo : lo + SLICE]))
+            rest[key] = []
+        else:
+            rest[key] = value
+    conn.send(("ok", rest))
+
+
+def _beat(conn: Any, sending: threading.Lock, done: threading.Event) -> None:
+    while not done.wait(BEAT):
+        try:
+            with sending:
+                conn.send(("beat",))
+        except (EOFError, OSError):
+            return
+
+
+# ---------------------------------------------------------------------- the parent
+
+
+class _Watchdog:
+    """Kills ``process`` when no sign of life (:meth:`alive`) came for ``timeout`` seconds."""
+
+    def __init__(self, process: subprocess.Popen[bytes], timeout: float) -> None:
+        self.fired = False
+        self._process, self._timeout = process, timeout
+        self._last = time.monotonic()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="keepgui-child-watchdog", daemon=True)
+        self._thread.start()
+
+    def alive(self) -> None:
+        self._last = time.monotonic()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        step = min(0.25, self._timeout / 4)
+        while not self._stopped.wait(step):
+            if time.monotonic() - self._last > self._timeout:
+                self.fired = True
+                self._process.kill()  # the parent's receive ends at once
+                return
+
+
+class ChildWorker:
+    """One child process, started on first use and again when it has exited; one call at a time (call
+    :meth:`call` from a background thread: it waits)."""
+
+    def __init__(self, name: str, hang_timeout: float = HANG_TIMEOUT) -> None:
+        self.name = name
+        self.hang_timeout = hang_timeout
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._conn: Any = None
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    def _start(self) -> None:
+        from multiprocessing.connection import Connection
+
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        ours, theirs = socket.socketpair()
+        code = f"import sys; sys.path.insert(0, {root!r}); from keepgui.core.childwork import serve; serve({theirs.fileno()})"
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", code], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL
+            )
+        except OSError as exc:
+            raise ChildFailed(f"the {self.name} process could not be started: {exc}") from None
+        finally:
+            theirs.close()
+        self._conn = Connection(ours.detach())
+
+    def stop(self) -> None:
+        """End the child (it is started again when needed)."""
+        conn, process = self._conn, self._process
+        self._conn = self._process = None
+        if conn is not None:
+            conn.close()  # the child sees the end of its input and exits
+        if process is not None:
+            try:
+                process.wait(2)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(2)
+
+    def close(self) -> None:
+        """End the child for good (the program quits): later calls fail at once."""
+        self._closed = True
+        self.stop()
+
+    def call(self, module: str, name: str, *args: Any) -> dict[str, Any]:
+        """``module.name(*args)`` run in the child: the columns it returned (its lists joined here,
+        a slice at a time). Raises :class:`ChildFailed` when the child died twice or hung (it is
+        killed), ``RuntimeError`` with the child's traceback when the function raised."""
+        with self._lock:
+            failure = ""
+            for _attempt in range(2):
+                if self._closed:
+                    raise ChildFailed(f"the {self.name} process was ended (the program is quitting)")
+                if self._process is None or self._process.poll() is not None:
+                    self.stop()
+                    self._start()
+                process = self._process
+                assert process is not None
+                watchdog = _Watchdog(process, self.hang_timeout)
+                try:
+                    self._conn.send(("call", module, name, args))
+                    return self._receive(watchdog.alive)
+                except (EOFError, OSError):
+                    self.stop()
+                    if watchdog.fired:
+                        raise ChildFailed(
+                            f"the {self.name} process stopped answering ({self.hang_timeout:g} s without a sign of life)"
+                        ) from None
+                    failure = f"the {self.name} process stopped (exit status {process.returncode})"
+                finally:
+                    watchdog.stop()
+            raise ChildFailed(failure)
+
+    def _receive(self, alive: Callable[[], None]) -> dict[str, Any]:
+        lists: dict[str, list[Any]] = {}
+        while True:
+            message = self._conn.recv()
+            alive()
+            kind = message[0]
+            if kind == "part":
+                lists.setdefault(message[1], []).extend(message[2])
+                pace.checkpoint()
+            elif kind == "error":
+                raise RuntimeError(f"the {self.name} process failed:\n{message[1]}")
+            elif kind == "ok":
+                columns: dict[str, Any] = message[1]
+                columns.update(lists)
+                return columns
+
+
+_WORKERS: dict[str, ChildWorker] = {}
+_WORKERS_LOCK = threading.Lock()
+
+
+def worker(name: str) -> ChildWorker:
+    """The process's child of that name (one per kind of work; stopped when the program exits)."""
+    with _WORKERS_LOCK:
+        found = _WORKERS.get(name)
+        if found is None:
+            found = _WORKERS[name] = ChildWorker(name)
+            atexit.register(found.close)
+        return found

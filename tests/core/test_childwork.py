@@ -1,0 +1,92 @@
+"""Work in a child process (keepgui.core.childwork): columns back, lists joined in slices; a child
+that dies is started again once, one that hangs is killed; a bug in the work is raised here."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from keepgui.core import childwork
+from keepgui.core.childwork import ChildFailed, ChildWorker
+
+HERE = __name__
+
+
+def columns(n: int) -> dict[str, object]:
+    """What a child sends back: a list longer than a slice, bytes, a number (run in the child)."""
+    return {"ids": [f"id-{i}" for i in range(n)], "blob": bytes(range(256)) * 3, "pid": os.getpid(), "empty": []}
+
+
+def slow(seconds: float) -> dict[str, object]:
+    time.sleep(seconds)
+    return {"pid": os.getpid()}
+
+
+def die() -> dict[str, object]:
+    os._exit(3)
+
+
+def broken() -> dict[str, object]:
+    raise ValueError("a bug in the work")
+
+
+@pytest.fixture
+def worker():
+    made = ChildWorker("test")
+    yield made
+    made.close()
+
+
+def test_columns_come_back_whole_from_another_process(worker):
+    got = worker.call(HERE, "columns", childwork.SLICE * 2 + 5)
+    assert got["ids"] == [f"id-{i}" for i in range(childwork.SLICE * 2 + 5)]
+    assert got["blob"] == bytes(range(256)) * 3 and got["empty"] == []
+    assert got["pid"] != os.getpid() and got["pid"] == worker.pid
+    assert worker.call(HERE, "columns", 1)["pid"] == got["pid"]  # the same child serves the next call
+
+
+def test_a_child_killed_while_working_is_started_again_once(worker):
+    first = worker.call(HERE, "slow", 0.0)["pid"]
+    answer: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: answer.update(worker.call(HERE, "slow", 1.5)))
+    thread.start()
+    time.sleep(0.5)
+    os.kill(first, signal.SIGKILL)
+    thread.join(60)
+    assert answer["pid"] not in (None, first)
+
+
+def test_a_child_that_dies_twice_fails_and_a_bug_is_raised_with_its_traceback(worker):
+    with pytest.raises(ChildFailed, match="exit status 3"):
+        worker.call(HERE, "die")
+    with pytest.raises(RuntimeError, match="a bug in the work"):
+        worker.call(HERE, "broken")
+
+
+def test_a_hung_child_is_killed():
+    hung = ChildWorker("hung", hang_timeout=4.0)  # a fresh child is silent while it imports
+    try:
+        pid = hung.call(HERE, "slow", 0.0)["pid"]
+        assert isinstance(pid, int)
+        timer = threading.Timer(0.5, os.kill, (pid, signal.SIGSTOP))  # alive, answering nothing
+        timer.start()
+        began = time.monotonic()
+        with pytest.raises(ChildFailed, match="stopped answering"):
+            hung.call(HERE, "slow", 30.0)
+        assert time.monotonic() - began < 20
+        timer.join()
+    finally:
+        hung.close()
+    with pytest.raises(ChildFailed, match="ended"):
+        hung.call(HERE, "slow", 0.0)
+
+
+def test_children_are_used_only_when_the_process_says_so(monkeypatch):
+    monkeypatch.setattr(childwork, "_enabled", False)
+    assert not childwork.children_used()
+    childwork.use_children(True)
+    assert childwork.children_used()
