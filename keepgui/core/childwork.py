@@ -88,14 +88,22 @@ def serve(fd: int) -> None:
         try:
             if not conn.poll(IDLE_EXIT):
                 return
-            _call, module, name, args = conn.recv()
+            lists: dict[str, list[Any]] = {}
+            message = conn.recv()
+            while message[0] == "part":
+                lists.setdefault(message[1], []).extend(message[2])
+                message = conn.recv()
+            _call, module, name, args, names = message
         except (EOFError, OSError):
             return
         working = threading.Event()
         beats = threading.Thread(target=_beat, args=(conn, sending, working), name="beat", daemon=True)
         beats.start()
         try:
-            columns = getattr(importlib.import_module(module), name)(*args)
+            given = {key: lists.get(key, []) for key in names}
+            del lists
+            columns = getattr(importlib.import_module(module), name)(*args, **given)
+            del given
             failure = None
         except Exception:  # noqa: BLE001 - a bug: its traceback goes to the parent, which raises it
             columns, failure = None, traceback.format_exc()
@@ -216,9 +224,9 @@ class ChildWorker:
         self._closed = True
         self.stop()
 
-    def call(self, module: str, name: str, *args: Any) -> dict[str, Any]:
-        """``module.name(*args)`` run in the child: the columns it returned (its lists joined here,
-        a slice at a time). Raises :class:`ChildFailed` when the child died twice or hung (it is
+    def call(self, module: str, name: str, *args: Any, lists: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+        """``module.name(*args, **lists)`` run in the child: the columns it returned (its lists joined
+        here, a slice at a time). ``lists`` (a text per row, say) are sent a slice at a time. Raises :class:`ChildFailed` when the child died twice or hung (it is
         killed), ``RuntimeError`` with the child's traceback when the function raised."""
         with self._lock:
             failure = ""
@@ -232,7 +240,7 @@ class ChildWorker:
                 assert process is not None
                 watchdog = _Watchdog(process, self.hang_timeout)
                 try:
-                    self._conn.send(("call", module, name, args))
+                    self._send(module, name, args, lists or {}, watchdog.alive)
                     return self._receive(watchdog.alive)
                 except (EOFError, OSError):
                     self.stop()
@@ -244,6 +252,17 @@ class ChildWorker:
                 finally:
                     watchdog.stop()
             raise ChildFailed(failure)
+
+    def _send(
+        self, module: str, name: str, args: tuple[Any, ...], lists: dict[str, list[Any]], alive: Callable[[], None]
+    ) -> None:
+        conn = self._conn
+        for key, values in lists.items():
+            for lo in range(0, len(values), SLICE):
+                conn.send(("part", key, values[lo : lo + SLICE]))
+                alive()
+                pace.checkpoint()
+        conn.send(("call", module, name, args, tuple(lists)))
 
     def _receive(self, alive: Callable[[], None]) -> dict[str, Any]:
         lists: dict[str, list[Any]] = {}

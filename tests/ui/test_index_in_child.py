@@ -1,0 +1,69 @@
+"""The panel's search index of a big bank laid out in a child process (a window's process): every
+keystroke shows exactly the rows of the plain rule, before and after rows change; a child that fails
+leaves the build to this process."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from keepgui.core import childwork
+from keepgui.core.source import Capabilities
+from keepgui.ui.memorypanel import MemoryPanel, search
+from tests.bench.synth import make_records
+from tests.ui.test_filter_swap import expected_keys, shown_keys
+
+
+@pytest.fixture
+def child_index(monkeypatch):
+    monkeypatch.setattr(childwork, "_enabled", True)
+    monkeypatch.setattr(search, "CHILD_ROWS", 100)
+    built: list[object] = []
+    real = search.built_in_child
+    monkeypatch.setattr(search, "built_in_child", lambda rows: built.append(real(rows)) or built[-1])
+    return built
+
+
+def panel_of(qtbot, rows) -> MemoryPanel:
+    panel = MemoryPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1000, 600)
+    panel.show()
+    panel.reset_rows([], Capabilities())
+    panel.build_rows(rows)
+    qtbot.waitUntil(lambda: panel.model.rowCount() == len(rows) and panel.index.is_ready, timeout=30_000)
+    return panel
+
+
+def typed(panel, qtbot, text: str) -> None:
+    panel.search.setText(text)
+    qtbot.waitUntil(lambda: not panel._debounce.isActive() and panel._asking is None, timeout=10_000)
+
+
+def test_an_index_built_in_a_child_filters_as_the_plain_rule(qtbot, child_index):
+    rows = list({m.id: m for m in make_records(1500, 3000, seed=4)}.values())
+    panel = panel_of(qtbot, rows)
+    assert child_index and child_index[0] is not None  # laid out in the child, taken as arrays
+    query = "mike prefers po"
+    for n in range(len(query) + 1):
+        typed(panel, qtbot, query[:n])
+        assert shown_keys(panel) == expected_keys(rows, query[:n], False, None, None, "updated", True)
+    changed = [msgspec.structs.replace(r, text=f"zanzibar {r.text}") for r in rows[:3] if r.invalid_at is None]
+    panel.upsert_rows(changed)
+    rows = [next((c for c in changed if c.id == r.id), r) for r in rows]
+    for query in ("zanzib", "mike prefers"):
+        typed(panel, qtbot, query)
+        assert shown_keys(panel) == expected_keys(rows, query, False, None, None, "updated", True)
+
+
+def test_a_failed_child_leaves_the_index_to_this_process(qtbot, child_index, monkeypatch):
+    class Dead:
+        def call(self, *_args, **_kwargs):
+            raise childwork.ChildFailed("the index process stopped (exit status -9)")
+
+    monkeypatch.setattr(childwork, "worker", lambda _name: Dead())
+    rows = list({m.id: m for m in make_records(500, 900, seed=6)}.values())
+    panel = panel_of(qtbot, rows)
+    assert child_index == [None]
+    typed(panel, qtbot, "mike")
+    assert shown_keys(panel) == expected_keys(rows, "mike", False, None, None, "updated", True)
