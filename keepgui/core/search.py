@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -476,9 +476,14 @@ class TextSearch(Generic[Key]):
         return best
 
 
-def index_columns(texts: list[tuple[str, ...]]) -> dict[str, Any]:
-    """An index of ``texts`` (the texts of each key, in order) frozen and laid out as columns, for
+def index_columns(texts: list[tuple[str | Sequence[str], ...]]) -> dict[str, Any]:
+    """An index of ``texts`` (the texts of each key, in order: each a string or a sequence of them, a
+    row's tags say, so that the caller builds no tuple per key) frozen and laid out as columns, for
     :meth:`TextSearch.from_columns` with those keys (what a child process runs)."""
+
+    def flat(fields: tuple[str | Sequence[str], ...]) -> tuple[str, ...]:
+        return tuple(itertools.chain.from_iterable((f,) if isinstance(f, str) else f for f in fields))
+
     index: TextSearch[int] = TextSearch()
-    index.set_many(enumerate(texts))
+    index.set_many((n, flat(fields)) for n, fields in enumerate(texts))
     return index.columns()

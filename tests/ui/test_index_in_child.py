@@ -11,6 +11,7 @@ from keepgui.core import childwork
 from keepgui.core.source import Capabilities
 from keepgui.ui.memorypanel import MemoryPanel, search
 from tests.bench.synth import make_records
+from tests.calls import counting_calls
 from tests.ui.test_filter_swap import expected_keys, shown_keys
 
 
@@ -67,3 +68,13 @@ def test_a_failed_child_leaves_the_index_to_this_process(qtbot, child_index, mon
     assert child_index == [None]
     typed(panel, qtbot, "mike")
     assert shown_keys(panel) == expected_keys(rows, "mike", False, None, None, "updated", True)
+
+
+def test_the_window_makes_no_python_call_per_row_for_an_index_built_in_a_child(monkeypatch):
+    monkeypatch.setattr(childwork, "_enabled", True)
+    rows = list({m.id: m for m in make_records(20_000, 24_000, seed=8)}.values())
+    index, calls = counting_calls(lambda: search.built_in_child(rows))
+    assert index is not None and len(index) == len(rows)
+    assert calls < len(rows) / 20  # building it here makes several per row
+    _, here = counting_calls(lambda: search.TextSearch().set_many((r.id, search.search_texts(r)) for r in rows[:2000]))
+    assert here > 2000

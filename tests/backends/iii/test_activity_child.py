@@ -59,3 +59,15 @@ def test_a_failed_child_leaves_the_read_to_this_process_with_a_note(tmp_path, mo
     assert there.sync(in_child=True) == len(here)
     assert events(there) == events(here)
     assert "read in the window's process: the activity process stopped" in there.snapshot().note
+
+
+def test_the_window_makes_no_python_call_per_line_for_an_activity_read_in_a_child(tmp_path):
+    from tests.calls import counting_calls
+
+    log = make_bank(str(tmp_path / "bank"), 8000, 20_000, 8)
+    there = ActivityIndex(log)
+    events_read, calls = counting_calls(lambda: there.sync(in_child=True))
+    assert events_read == 20_000 and calls < 20_000 / 20
+    here = ActivityIndex(log)
+    _, calls_here = counting_calls(lambda: here.sync(in_child=False))
+    assert calls_here > 20_000  # read here: a record decoded per line
