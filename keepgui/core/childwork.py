@@ -219,6 +219,16 @@ class ChildWorker:
                 process.kill()
                 process.wait(2)
 
+    def _discard(self) -> None:
+        """Kill the child now and forget it, without waiting (a new one serves the next call)."""
+        conn, process = self._conn, self._process
+        self._conn = self._process = None
+        if process is not None and process.poll() is None:
+            process.kill()
+            threading.Thread(target=process.wait, name="keepgui-child-reaper", daemon=True).start()
+        if conn is not None:
+            conn.close()
+
     def close(self) -> None:
         """End the child for good (the program quits): later calls fail at once."""
         self._closed = True
@@ -226,8 +236,10 @@ class ChildWorker:
 
     def call(self, module: str, name: str, *args: Any, lists: dict[str, list[Any]] | None = None) -> dict[str, Any]:
         """``module.name(*args, **lists)`` run in the child: the columns it returned (its lists joined
-        here, a slice at a time). ``lists`` (a text per row, say) are sent a slice at a time. Raises :class:`ChildFailed` when the child died twice or hung (it is
-        killed), ``RuntimeError`` with the child's traceback when the function raised."""
+        here, a slice at a time); ``lists`` (a text per row, say) are sent a slice at a time. Raises
+        :class:`ChildFailed` when the child died twice or hung (it is killed), ``RuntimeError`` with
+        the child's traceback when the function raised; stopped half way (an exception at a pacing
+        checkpoint), the child is killed and the next call starts another."""
         with self._lock:
             failure = ""
             for _attempt in range(2):
@@ -241,14 +253,23 @@ class ChildWorker:
                 watchdog = _Watchdog(process, self.hang_timeout)
                 try:
                     self._send(module, name, args, lists or {}, watchdog.alive)
-                    return self._receive(watchdog.alive)
-                except (EOFError, OSError):
+                    status, value = self._receive(watchdog.alive)
+                except BaseException as exc:
+                    if not isinstance(exc, EOFError | OSError):
+                        # stopped half way (the work became obsolete at a checkpoint): what is still on
+                        # its way would answer the next call, so this child goes
+                        self._discard()
+                        raise
                     self.stop()
                     if watchdog.fired:
                         raise ChildFailed(
                             f"the {self.name} process stopped answering ({self.hang_timeout:g} s without a sign of life)"
                         ) from None
                     failure = f"the {self.name} process stopped (exit status {process.returncode})"
+                else:
+                    if status == "error":
+                        raise RuntimeError(f"the {self.name} process failed:\n{value}")
+                    return value  # type: ignore[no-any-return]
                 finally:
                     watchdog.stop()
             raise ChildFailed(failure)
@@ -264,7 +285,7 @@ class ChildWorker:
                 pace.checkpoint()
         conn.send(("call", module, name, args, tuple(lists)))
 
-    def _receive(self, alive: Callable[[], None]) -> dict[str, Any]:
+    def _receive(self, alive: Callable[[], None]) -> tuple[str, Any]:
         lists: dict[str, list[Any]] = {}
         while True:
             message = self._conn.recv()
@@ -274,11 +295,11 @@ class ChildWorker:
                 lists.setdefault(message[1], []).extend(message[2])
                 pace.checkpoint()
             elif kind == "error":
-                raise RuntimeError(f"the {self.name} process failed:\n{message[1]}")
+                return "error", message[1]
             elif kind == "ok":
                 columns: dict[str, Any] = message[1]
                 columns.update(lists)
-                return columns
+                return "ok", columns
 
 
 _WORKERS: dict[str, ChildWorker] = {}

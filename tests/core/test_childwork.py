@@ -90,3 +90,19 @@ def test_children_are_used_only_when_the_process_says_so(monkeypatch):
     assert not childwork.children_used()
     childwork.use_children(True)
     assert childwork.children_used()
+
+
+def test_a_call_stopped_half_way_leaves_nothing_for_the_next(worker, monkeypatch):
+    first = worker.call(HERE, "columns", 1)["pid"]
+    parts = []
+
+    def checkpoint() -> None:
+        parts.append(1)
+        if len(parts) == 2:
+            raise RuntimeError("obsolete")  # as pace.Cancelled at a checkpoint
+
+    monkeypatch.setattr(childwork.pace, "checkpoint", checkpoint)
+    with pytest.raises(RuntimeError, match="obsolete"):
+        worker.call(HERE, "columns", childwork.SLICE * 5)
+    got = worker.call(HERE, "columns", 3)  # a new child: nothing of the call stopped is read as this answer
+    assert got["ids"] == ["id-0", "id-1", "id-2"] and got["pid"] != first
