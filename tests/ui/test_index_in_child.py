@@ -9,7 +9,7 @@ import pytest
 
 from keepgui.core import childwork
 from keepgui.core.source import Capabilities
-from keepgui.ui.memorypanel import MemoryPanel, search
+from keepgui.ui.memorypanel import MemoryPanel, feed, search
 from tests.bench.synth import make_records
 from tests.calls import counting_calls
 from tests.ui.test_filter_swap import expected_keys, shown_keys
@@ -19,6 +19,7 @@ from tests.ui.test_filter_swap import expected_keys, shown_keys
 def child_index(monkeypatch):
     monkeypatch.setattr(childwork, "_enabled", True)
     monkeypatch.setattr(search, "CHILD_ROWS", 100)
+    monkeypatch.setattr(feed, "CHILD_ROWS", 100)
     built: list[object] = []
     real = search.built_in_child
     monkeypatch.setattr(search, "built_in_child", lambda rows: built.append(real(rows)) or built[-1])
@@ -78,3 +79,20 @@ def test_the_window_makes_no_python_call_per_row_for_an_index_built_in_a_child(m
     assert calls < len(rows) / 20  # building it here makes several per row
     _, here = counting_calls(lambda: search.TextSearch().set_many((r.id, search.search_texts(r)) for r in rows[:2000]))
     assert here > 2000
+
+
+def test_a_table_sorted_in_a_child_shows_the_rows_of_the_plain_rule(qtbot, child_index, monkeypatch):
+    tables: list[object] = []
+    real = feed.table_from_columns
+    monkeypatch.setattr(feed, "table_from_columns", lambda *a, **k: tables.append(real(*a, **k)) or tables[-1])
+    rows = list({m.id: m for m in make_records(1200, 2500, seed=12)}.values())
+    panel = panel_of(qtbot, rows)
+    assert tables  # sorted in the child
+    assert shown_keys(panel) == expected_keys(rows, "", False, None, None, "updated", True)
+    chosen = rows[len(rows) // 2].id
+    panel.select_key(chosen)
+    panel.build_rows(rows[::-1])  # the same rows again, in another order: a new table, the selection kept
+    qtbot.waitUntil(lambda: len(tables) >= 2 and panel._building is None, timeout=30_000)
+    assert panel.current_key() == chosen
+    panel.history.setChecked(True)
+    assert shown_keys(panel) == expected_keys(rows, "", True, None, None, "updated", True)

@@ -11,13 +11,15 @@ rows it brought into view, or moves to the row after those it took away.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel
 from PySide6.QtWidgets import QWidget
 
-from keepgui.core.rowtable import RowTable, build_table
+from keepgui.core import childwork
+from keepgui.core.rowtable import RowTable, build_table, table_from_columns, table_lists
 from keepgui.core.source import OURS, RANKED, Capabilities, Change
 from keepgui.ui.memorypanel.model import COLUMN_INDEX
 from keepgui.ui.memorypanel.search import BUILDS
@@ -30,6 +32,27 @@ _FOLLOW_LIMIT = 2000  # a person's change of more rows than this (a compaction) 
 BUILD_OFF_THREAD = 5000
 """A load (or a part of one) of more rows than this is built into a RowTable off the GUI thread
 and swapped in whole; fewer are handed to the model directly."""
+
+
+CHILD_ROWS = 20_000
+"""A table of at least this many rows is sorted and counted in a child process when the process is a
+window's (:mod:`keepgui.core.childwork`): only the columns the sort needs go there, taken in C."""
+
+log = logging.getLogger(__name__)
+
+
+def table_of(rows: list[Any], field: str) -> RowTable:
+    """``build_table(rows, field)``, its sort and counts made in a child process for a big table (here,
+    with the reason logged, when the child fails)."""
+    if len(rows) >= CHILD_ROWS and childwork.children_used():
+        lists = table_lists(rows, field)
+        try:
+            columns = childwork.worker("table").call("keepgui.core.rowtable", "table_columns", field, lists=lists)
+        except (childwork.ChildFailed, RuntimeError) as exc:
+            log.warning("the table is sorted in the window's process: %s", str(exc).splitlines()[0])
+        else:
+            return table_from_columns(rows, lists["ids"], lists["live"], columns, field)
+    return build_table(rows, field)
 
 
 class PanelFeed(PanelView):
@@ -121,7 +144,7 @@ class PanelFeed(PanelView):
         # Its dict and lists made old at once; stopped at its next checkpoint when a newer delivery
         # replaces it (the newest build of this panel wins) or another bank is shown (cancelled).
         self._build = BUILDS.run(
-            lambda: build_table(rows, field),
+            lambda: table_of(rows, field),
             lambda table: self._on_built(token, field, final, table),
             owner=self,
             newest=self,
