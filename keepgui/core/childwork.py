@@ -76,13 +76,15 @@ class ChildFailed(KeepguiError):
 # ---------------------------------------------------------------------- the child
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, preload: tuple[str, ...] = ()) -> None:
     """The child's body (``python -c`` runs it with its end of the socket pair): take a call, run it
     (a beat every :data:`BEAT` seconds meanwhile), send its columns back; exit after :data:`IDLE_EXIT`
     seconds without work, or when the parent goes away."""
     from multiprocessing.connection import Connection
 
     conn = Connection(fd)
+    for module in preload:  # imported while the child waits for its first call, not during it
+        importlib.import_module(module)
     sending = threading.Lock()
     while True:
         try:
@@ -176,8 +178,9 @@ class ChildWorker:
     """One child process, started on first use and again when it has exited; one call at a time (call
     :meth:`call` from a background thread: it waits)."""
 
-    def __init__(self, name: str, hang_timeout: float = HANG_TIMEOUT) -> None:
+    def __init__(self, name: str, hang_timeout: float = HANG_TIMEOUT, preload: tuple[str, ...] = ()) -> None:
         self.name = name
+        self.preload = preload
         self.hang_timeout = hang_timeout
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
@@ -195,7 +198,10 @@ class ChildWorker:
 
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         ours, theirs = socket.socketpair()
-        code = f"import sys; sys.path.insert(0, {root!r}); from keepgui.core.childwork import serve; serve({theirs.fileno()})"
+        code = (
+            f"import sys; sys.path.insert(0, {root!r}); from keepgui.core.childwork import serve; "
+            f"serve({theirs.fileno()}, {self.preload!r})"
+        )
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-c", code], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL
@@ -228,6 +234,20 @@ class ChildWorker:
             threading.Thread(target=process.wait, name="keepgui-child-reaper", daemon=True).start()
         if conn is not None:
             conn.close()
+
+    def warm(self) -> None:
+        """Start the child now (it imports its ``preload`` modules meanwhile), so that the first call
+        does not wait for a new interpreter; nothing when it runs already or a call is under way."""
+        if self._closed or not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._process is None or self._process.poll() is not None:
+                self.stop()
+                self._start()
+        except ChildFailed:
+            pass  # the first call says why
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
         """End the child for good (the program quits): later calls fail at once."""
@@ -306,11 +326,23 @@ _WORKERS: dict[str, ChildWorker] = {}
 _WORKERS_LOCK = threading.Lock()
 
 
-def worker(name: str) -> ChildWorker:
-    """The process's child of that name (one per kind of work; stopped when the program exits)."""
+def worker(name: str, preload: tuple[str, ...] = ()) -> ChildWorker:
+    """The process's child of that name (one per kind of work; stopped when the program exits);
+    ``preload``: modules it imports as it starts, when it is made here."""
     with _WORKERS_LOCK:
         found = _WORKERS.get(name)
         if found is None:
-            found = _WORKERS[name] = ChildWorker(name)
+            found = _WORKERS[name] = ChildWorker(name, preload=preload)
             atexit.register(found.close)
         return found
+
+
+def warm_up(kinds: dict[str, tuple[str, ...]]) -> None:
+    """Start the children of these names (each with its ``preload`` modules) on a thread of their own,
+    so the first big table or index does not wait for a new interpreter (a window's start)."""
+
+    def start() -> None:
+        for name, preload in kinds.items():
+            worker(name, preload).warm()
+
+    threading.Thread(target=start, name="keepgui-child-warm-up", daemon=True).start()

@@ -201,6 +201,10 @@ def launch(args: argparse.Namespace) -> int:
     app = make_app()
     quit_on_signals(app)
     childwork.use_children(True)  # a window's long passes over a bank run beside it, not in its process
+    from keepgui.ui.memorypanel.feed import TABLE_CHILD
+    from keepgui.ui.memorypanel.search import INDEX_CHILD
+
+    childwork.warm_up(dict((TABLE_CHILD, INDEX_CHILD)))
     if getattr(args, "screenshot", None):
         window = build_window(args)
         return take_screenshot(window, args.screenshot)

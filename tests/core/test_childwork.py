@@ -106,3 +106,16 @@ def test_a_call_stopped_half_way_leaves_nothing_for_the_next(worker, monkeypatch
         worker.call(HERE, "columns", childwork.SLICE * 5)
     got = worker.call(HERE, "columns", 3)  # a new child: nothing of the call stopped is read as this answer
     assert got["ids"] == ["id-0", "id-1", "id-2"] and got["pid"] != first
+
+
+def test_a_warmed_child_is_started_before_the_first_call_and_serves_it():
+    warm = ChildWorker("warm", preload=("keepgui.core.rowtable",))
+    try:
+        warm.warm()
+        pid = warm.pid
+        assert pid is not None
+        assert warm.call(HERE, "columns", 1)["pid"] == pid
+        warm.warm()  # running already: nothing
+        assert warm.pid == pid
+    finally:
+        warm.close()

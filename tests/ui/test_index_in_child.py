@@ -63,7 +63,7 @@ def test_a_failed_child_leaves_the_index_to_this_process(qtbot, child_index, mon
         def call(self, *_args, **_kwargs):
             raise childwork.ChildFailed("the index process stopped (exit status -9)")
 
-    monkeypatch.setattr(childwork, "worker", lambda _name: Dead())
+    monkeypatch.setattr(childwork, "worker", lambda *_args: Dead())
     rows = list({m.id: m for m in make_records(500, 900, seed=6)}.values())
     panel = panel_of(qtbot, rows)
     assert child_index == [None]
@@ -96,3 +96,32 @@ def test_a_table_sorted_in_a_child_shows_the_rows_of_the_plain_rule(qtbot, child
     assert panel.current_key() == chosen
     panel.history.setChecked(True)
     assert shown_keys(panel) == expected_keys(rows, "", True, None, None, "updated", True)
+
+
+def test_the_first_screenful_is_shown_while_the_whole_table_is_built(qtbot, child_index, monkeypatch):
+    import threading
+
+    release = threading.Event()
+    real = feed.table_of
+
+    def slow_table(rows, field):
+        release.wait(30)  # the whole table is not ready until the first screenful was seen
+        return real(rows, field)
+
+    monkeypatch.setattr(feed, "table_of", slow_table)
+    rows = list({m.id: m for m in make_records(1500, 3000, seed=13)}.values())
+    panel = MemoryPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1000, 600)
+    panel.show()
+    panel.reset_rows([], Capabilities())
+    panel.build_rows(rows)
+    try:
+        qtbot.waitUntil(lambda: panel.model.rowCount() > 0, timeout=20_000)
+        assert panel.model.rowCount() == feed.FIRST_SCREEN and panel._building is not None
+        first = shown_keys(panel)
+        assert first and first == expected_keys(rows, "", False, None, None, "updated", True)[: len(first)]
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: panel.model.rowCount() == len(rows) and panel._building is None, timeout=30_000)
+    assert shown_keys(panel) == expected_keys(rows, "", False, None, None, "updated", True)

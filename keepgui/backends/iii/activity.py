@@ -114,7 +114,7 @@ class ActivityIndex:
         """Read the log in a child process and take its columns (the rest, appended since, is read
         here next); on failure leave the state empty, to be read here, and say why in the note."""
         try:
-            columns = childwork.worker("activity").call(__name__, "read_columns", self.path)
+            columns = childwork.worker("activity", (__name__,)).call(__name__, "read_columns", self.path)
         except (childwork.ChildFailed, RuntimeError) as exc:
             self.note = f"{NOTE} (read in the window's process: {str(exc).splitlines()[0]})"
             return

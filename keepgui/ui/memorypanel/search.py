@@ -44,6 +44,9 @@ CHILD_ROWS = 20_000
 the process is a window's: its words, sets and sorts (about a second and a half of Python at 100,000
 rows) never hold the window's interpreter lock; only the texts go there and the arrays come back."""
 
+INDEX_CHILD = ("index", ("keepgui.core.search",))
+"""The child that lays indexes out, and what it imports as it starts."""
+
 log = logging.getLogger(__name__)
 _ID, _TEXT, _TAGS, _ENTITIES = map(operator.attrgetter, ("id", "text", "tags", "entities"))
 
@@ -59,7 +62,7 @@ def built_in_child(rows: Sequence[Any]) -> TextSearch[str] | None:
         texts += zip(map(_TEXT, part), map(_TAGS, part), map(_ENTITIES, part), strict=True)
         pace.checkpoint()
     try:
-        columns = childwork.worker("index").call("keepgui.core.search", "index_columns", lists={"texts": texts})
+        columns = childwork.worker(*INDEX_CHILD).call("keepgui.core.search", "index_columns", lists={"texts": texts})
     except (childwork.ChildFailed, RuntimeError) as exc:
         log.warning("the search index is built in the window's process: %s", str(exc).splitlines()[0])
         return None

@@ -54,7 +54,7 @@ def test_a_failed_child_leaves_the_read_to_this_process_with_a_note(tmp_path, mo
         def call(self, *_args):
             raise childwork.ChildFailed("the activity process stopped (exit status -9)")
 
-    monkeypatch.setattr(childwork, "worker", lambda _name: Dead())
+    monkeypatch.setattr(childwork, "worker", lambda *_args: Dead())
     there = ActivityIndex(log)
     assert there.sync(in_child=True) == len(here)
     assert events(there) == events(here)
