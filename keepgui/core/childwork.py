@@ -186,6 +186,7 @@ class ChildWorker:
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Any = None
         self._closed = False
+        self._unread = False  # a call stopped after its work was sent: its answer is still to be read
 
     @property
     def pid(self) -> int | None:
@@ -216,6 +217,7 @@ class ChildWorker:
         """End the child (it is started again when needed)."""
         conn, process = self._conn, self._process
         self._conn = self._process = None
+        self._unread = False
         if conn is not None:
             conn.close()  # the child sees the end of its input and exits
         if process is not None:
@@ -229,6 +231,7 @@ class ChildWorker:
         """Kill the child now and forget it, without waiting (a new one serves the next call)."""
         conn, process = self._conn, self._process
         self._conn = self._process = None
+        self._unread = False
         if process is not None and process.poll() is None:
             process.kill()
             threading.Thread(target=process.wait, name="keepgui-child-reaper", daemon=True).start()
@@ -258,8 +261,9 @@ class ChildWorker:
         """``module.name(*args, **lists)`` run in the child: the columns it returned (its lists joined
         here, a slice at a time); ``lists`` (a text per row, say) are sent a slice at a time. Raises
         :class:`ChildFailed` when the child died twice or hung (it is killed), ``RuntimeError`` with
-        the child's traceback when the function raised; stopped half way (an exception at a pacing
-        checkpoint), the child is killed and the next call starts another."""
+        the child's traceback when the function raised. Stopped half way (an exception at a pacing
+        checkpoint) while receiving, the answer under way is read and dropped by the next call; while
+        sending, the child is killed and the next call starts another."""
         with self._lock:
             failure = ""
             for _attempt in range(2):
@@ -271,14 +275,23 @@ class ChildWorker:
                 process = self._process
                 assert process is not None
                 watchdog = _Watchdog(process, self.hang_timeout)
+                sent = False
                 try:
+                    if self._unread:  # the answer of a call stopped half way: read and dropped first
+                        self._receive(watchdog.alive, checkpoints=False)
+                        self._unread = False
                     self._send(module, name, args, lists or {}, watchdog.alive)
+                    sent = True
                     status, value = self._receive(watchdog.alive)
                 except BaseException as exc:
                     if not isinstance(exc, EOFError | OSError):
-                        # stopped half way (the work became obsolete at a checkpoint): what is still on
-                        # its way would answer the next call, so this child goes
-                        self._discard()
+                        # stopped half way (the work became obsolete at a checkpoint): a child that has
+                        # all its work answers it, read before the next call's; one that was still
+                        # being sent its work would wait for the rest, so it goes
+                        if sent:
+                            self._unread = True
+                        else:
+                            self._discard()
                         raise
                     self.stop()
                     if watchdog.fired:
@@ -305,7 +318,7 @@ class ChildWorker:
                 pace.checkpoint()
         conn.send(("call", module, name, args, tuple(lists)))
 
-    def _receive(self, alive: Callable[[], None]) -> tuple[str, Any]:
+    def _receive(self, alive: Callable[[], None], checkpoints: bool = True) -> tuple[str, Any]:
         lists: dict[str, list[Any]] = {}
         while True:
             message = self._conn.recv()
@@ -313,7 +326,8 @@ class ChildWorker:
             kind = message[0]
             if kind == "part":
                 lists.setdefault(message[1], []).extend(message[2])
-                pace.checkpoint()
+                if checkpoints:
+                    pace.checkpoint()
             elif kind == "error":
                 return "error", message[1]
             elif kind == "ok":

@@ -103,9 +103,24 @@ def test_a_call_stopped_half_way_leaves_nothing_for_the_next(worker, monkeypatch
 
     monkeypatch.setattr(childwork.pace, "checkpoint", checkpoint)
     with pytest.raises(RuntimeError, match="obsolete"):
-        worker.call(HERE, "columns", childwork.SLICE * 5)
-    got = worker.call(HERE, "columns", 3)  # a new child: nothing of the call stopped is read as this answer
-    assert got["ids"] == ["id-0", "id-1", "id-2"] and got["pid"] != first
+        worker.call(HERE, "columns", childwork.SLICE * 5)  # stopped while its answer comes back
+    monkeypatch.undo()
+    got = worker.call(HERE, "columns", 3)  # the rest of that answer is read and dropped first
+    assert got["ids"] == ["id-0", "id-1", "id-2"] and got["pid"] == first  # by the same child
+
+
+def test_a_call_stopped_while_its_work_is_sent_ends_its_child(worker, monkeypatch):
+    first = worker.call(HERE, "columns", 1)["pid"]
+
+    def checkpoint() -> None:
+        raise RuntimeError("obsolete")
+
+    monkeypatch.setattr(childwork.pace, "checkpoint", checkpoint)
+    with pytest.raises(RuntimeError, match="obsolete"):
+        worker.call("keepgui.core.search", "index_columns", lists={"texts": [("a b",)] * (childwork.SLICE * 3)})
+    monkeypatch.undo()
+    got = worker.call(HERE, "columns", 2)  # the child waiting for the rest of its work was killed
+    assert got["ids"] == ["id-0", "id-1"] and got["pid"] != first
 
 
 def test_a_warmed_child_is_started_before_the_first_call_and_serves_it():
