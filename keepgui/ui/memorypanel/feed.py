@@ -19,7 +19,7 @@ from typing import Any
 from PySide6.QtCore import QItemSelectionModel
 from PySide6.QtWidgets import QWidget
 
-from keepgui.core import childwork
+from keepgui.core import childwork, pace
 from keepgui.core.rowtable import RowTable, build_table, sort_key, table_from_columns, table_lists
 from keepgui.core.source import OURS, RANKED, Capabilities, Change
 from keepgui.ui.memorypanel.model import COLUMN_INDEX
@@ -55,7 +55,10 @@ def table_of(rows: list[Any], field: str) -> RowTable:
         except (childwork.ChildFailed, RuntimeError) as exc:
             log.warning("the table is sorted in the window's process: %s", str(exc).splitlines()[0])
         else:
-            return table_from_columns(rows, lists["ids"], lists["live"], columns, field)
+            table = table_from_columns(rows, lists["ids"], lists["live"], columns, field)
+            for column in lists.values():
+                pace.release(column)  # a million items each: freed a slice at a time
+            return table
     return build_table(rows, field)
 
 
