@@ -70,3 +70,8 @@ _.dedicated_tools
 
 # module-level __getattr__ (PEP 562): Python calls it for a name the module lacks
 __getattr__  # keepgui/core/source.py: the defaults named there too
+
+# run in a child process by name (keepgui.core.childwork: ChildWorker.call(module, name)), never called here
+read_columns  # keepgui/backends/iii/activity.py
+# a pytest fixture used by every test of its module (autouse)
+any_log_goes_to_the_child  # tests/backends/iii/test_activity_child.py

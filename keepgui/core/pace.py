@@ -163,3 +163,16 @@ def lines(text: str, step: int = 1 << 16) -> Iterator[str]:
         start = stop
         if start < end:
             checkpoint()
+
+
+RELEASE_STEP = 4096
+"""Items a big list loses at a time in :func:`release`."""
+
+
+def release(items: list[object]) -> None:
+    """Empty a big list a slice at a time, with a checkpoint between slices: dropped at once, a list
+    of a million tuples is freed in one C call that holds the interpreter lock (and so the GUI
+    thread) for a hundred milliseconds or more."""
+    while items:
+        del items[-RELEASE_STEP:]
+        checkpoint()

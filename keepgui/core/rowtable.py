@@ -10,6 +10,12 @@ model adopts in one assignment on the GUI thread.
 
 Rows are the protocol rows of :mod:`keepgui.core.source` (``id``, ``invalid_at``, ``tags``,
 the sortable fields); nothing here knows a backend or Qt.
+
+A big table can be sorted and counted in another process (:mod:`keepgui.core.childwork`):
+:func:`table_lists` takes from the rows, in C, the columns that needs (ids, liveness, tags, the
+attribute the sort field reads); :func:`table_columns`, run there, gives the order and the tag
+counts back; :func:`table_from_columns` makes the same :class:`RowTable` as :func:`build_table`
+of them, with no Python call per row here.
 """
 
 from __future__ import annotations
@@ -266,3 +272,72 @@ def fit_mask(mask: np.ndarray, n: int) -> np.ndarray:
     if len(mask) > n:
         return mask[:n]
     return np.concatenate((mask, np.zeros(n - len(mask), dtype=np.bool_)))
+
+
+SORT_ATTRIBUTES = {
+    "pinned": "pinned",
+    "live": "invalid_at",
+    "text": "text",
+    "tags": "tags",
+    "entities": "entities",
+    "seen": "corroboration",
+    "confidence": "confidence",
+    "created": "created_at",
+    "updated": "updated_at",
+    "revision": "revision",
+    "position": "position",
+}
+"""The attribute of a row each of :data:`SORT_FIELDS` reads."""
+
+
+def table_lists(rows: Sequence[Any], sort_field: str, step: int = SLICE) -> dict[str, list[Any]]:
+    """What :func:`table_columns` needs of ``rows``, taken in C a slice at a time: ``ids``, ``live``
+    (a bool per row), ``tags`` and ``values`` (the attribute ``sort_field`` reads)."""
+    attribute = operator.attrgetter(SORT_ATTRIBUTES[sort_field])
+    out: dict[str, list[Any]] = {"ids": [], "live": [], "tags": [], "values": []}
+    for lo in range(0, len(rows), step):
+        part = rows[lo : lo + step]
+        out["ids"] += map(_ID, part)
+        out["live"] += map(operator.is_, map(_INVALID, part), itertools.repeat(None))
+        out["tags"] += map(_TAGS, part)
+        out["values"] += map(attribute, part)
+        pace.checkpoint()
+    return out
+
+
+class _Cells:
+    """A row of :func:`table_columns`: its id, liveness, tags, and the one attribute sorted by."""
+
+    __slots__ = ("id", "invalid_at", "tags", "value")
+
+    def __init__(self, key: str, live: bool, tags: Sequence[str], value: Any) -> None:
+        self.id, self.invalid_at, self.tags, self.value = key, None if live else 0, tags, value
+
+    def __getattr__(self, name: str) -> Any:  # the sort field's attribute, whatever its name
+        return self.value
+
+
+def table_columns(
+    sort_field: str, ids: list[str], live: list[bool], tags: list[Any], values: list[Any]
+) -> dict[str, Any]:
+    """The order of rows given as :func:`table_lists` (``sort_field``'s order, exactly as
+    :func:`sort_order` of the rows) and their live tags counted (what a child process runs)."""
+    cells = [_Cells(*row) for row in zip(ids, live, tags, values, strict=True)]
+    table = build_table(cells, sort_field)
+    return {"order": table.order.astype(np.int64).tobytes(), "tag_counts": table.tag_counts}
+
+
+def table_from_columns(
+    rows: list[Any], ids: list[str], live: list[bool], columns: Mapping[str, Any], sort_field: str, step: int = SLICE
+) -> RowTable:
+    """The :class:`RowTable` of ``rows`` from what :func:`table_columns` answered for their
+    :func:`table_lists`: equal to ``build_table(rows, sort_field)``."""
+    row_of: dict[str, int] = {}
+    for lo in range(0, len(ids), step):
+        row_of.update(zip(ids[lo : lo + step], range(lo, lo + step), strict=False))
+        pace.checkpoint()
+    mask = np.fromiter(live, dtype=np.bool_, count=len(live))
+    order = np.frombuffer(columns["order"], dtype=np.int64).copy()
+    return RowTable(
+        rows, row_of, mask, int(mask.sum()), list(map(tuple, columns["tag_counts"])), sort_field, order, inverse(order)
+    )

@@ -15,6 +15,12 @@ the index (:meth:`TextSearch.freeze`): the vocabulary sorted once, every word's 
 one after another in vocabulary order, so the words a prefix begins are one slice of one array and
 the query is a few numpy passes over a million slots, which let the interpreter lock go. Keys
 changed since the freeze are looked at one by one (a handful, until the next freeze).
+
+A big index can be built in another process (:func:`index_columns`, run by
+:mod:`keepgui.core.childwork`) and taken here as arrays (:meth:`TextSearch.from_columns`): such an
+index is frozen only, with no set of keys per word nor of words per key (a Python object each, built,
+kept and freed by nobody in the window's process); changes made to it afterwards are kept beside the
+arrays and looked at one by one, as changes since a freeze are.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import regex
@@ -156,9 +162,56 @@ class TextSearch(Generic[Key]):
         self._fuzzy: list[str] | None = []
         self._frozen: _Frozen | None = None
         self._dirty: set[int] = set()  # slots whose words changed since the freeze
+        self._arrays_only = False  # made by from_columns: _words holds only the keys changed since
+        self._count = 0  # keys indexed, when arrays only
 
     def __len__(self) -> int:
-        return len(self._words)
+        return self._count if self._arrays_only else len(self._words)
+
+    @classmethod
+    def from_columns(cls, keys: list[Key], columns: Mapping[str, Any]) -> TextSearch[Key]:
+        """The index :func:`index_columns` laid out for ``keys`` (the key of each text it was given,
+        in order), taken as it is: arrays, the vocabulary, and a key -> slot dict built a slice at a
+        time (see the module)."""
+        index: TextSearch[Key] = cls()
+        index._arrays_only = True
+        index._keys = keys
+        index._count = len(keys)
+        slot_of: dict[Key, int] = {}
+        for lo in range(0, len(keys), _FREEZE_STEP):
+            slot_of.update(zip(keys[lo : lo + _FREEZE_STEP], range(lo, lo + _FREEZE_STEP), strict=False))
+            pace.checkpoint()
+        index._slot_of = slot_of
+        vocabulary: list[str] = columns["vocabulary"]
+        fuzzy_at = np.frombuffer(columns["fuzzy_at"], dtype=np.int64)
+        fuzzy: list[str] = []
+        for lo in range(0, len(fuzzy_at), _FREEZE_STEP):
+            fuzzy += map(vocabulary.__getitem__, fuzzy_at[lo : lo + _FREEZE_STEP].tolist())
+            pace.checkpoint()
+        index._frozen = _Frozen(
+            vocabulary,
+            np.frombuffer(columns["starts"], dtype=np.int64),
+            np.frombuffer(columns["slots"], dtype=np.int32),
+            fuzzy,
+            fuzzy_at,
+            len(keys),
+        )
+        index._sorted = vocabulary
+        index._fuzzy = fuzzy
+        return index
+
+    def columns(self) -> dict[str, Any]:
+        """The frozen index as columns for :meth:`from_columns` in another process (freezes it first)."""
+        if self._frozen is None or self._dirty:
+            self.freeze()
+        frozen = self._frozen
+        assert frozen is not None
+        return {
+            "vocabulary": frozen.vocabulary,
+            "starts": frozen.starts.astype(np.int64, copy=False).tobytes(),
+            "slots": frozen.slots.astype(np.int32, copy=False).tobytes(),
+            "fuzzy_at": frozen.fuzzy_at.astype(np.int64, copy=False).tobytes(),
+        }
 
     @property
     def changed_since_freeze(self) -> int:
@@ -172,6 +225,9 @@ class TextSearch(Generic[Key]):
     def set(self, key: Key, *texts: str) -> None:
         """Index (or re-index) ``key`` with the words of ``texts``."""
         new = frozenset(itertools.chain.from_iterable(map(words_of, texts)))
+        if self._arrays_only:
+            self._set_beside(key, new)
+            return
         old = self._words.get(key)
         if old == new:
             return
@@ -193,6 +249,23 @@ class TextSearch(Generic[Key]):
         if self._frozen is not None:
             self._dirty.add(slot)
 
+    def _set_beside(self, key: Key, words: frozenset[str] | None) -> None:
+        """An index of arrays only: a key's words now (None: removed), kept beside the arrays."""
+        slot = self._slot_of.get(key)
+        if slot is None:
+            if words is None:
+                return
+            slot = self._slot_of[key] = len(self._keys)
+            self._keys.append(key)
+            self._count += 1
+        elif words is None:
+            if self._words.get(key, True) is not None:
+                self._count -= 1
+        elif self._words.get(key, words) is None:
+            self._count += 1  # back after a removal
+        self._words[key] = words  # type: ignore[assignment]
+        self._dirty.add(slot)
+
     def set_many(self, items: Iterable[tuple[Key, tuple[str, ...]]]) -> None:
         """Index many keys at once (the initial load)."""
         for n, (key, texts) in enumerate(items):
@@ -202,6 +275,9 @@ class TextSearch(Generic[Key]):
 
     def remove(self, key: Key) -> None:
         """Forget ``key``."""
+        if self._arrays_only:
+            self._set_beside(key, None)
+            return
         words = self._words.pop(key, None)
         if words is None:
             return
@@ -221,6 +297,8 @@ class TextSearch(Generic[Key]):
         self._fuzzy = []
         self._frozen = None
         self._dirty = set()
+        self._arrays_only = False
+        self._count = 0
 
     def _unpost(self, word: str, slot: int) -> None:
         slots = self._postings.get(word)
@@ -274,6 +352,9 @@ class TextSearch(Generic[Key]):
         terms = words_of(query)
         if not terms:
             return {}
+        if self._arrays_only:
+            found = self.find(query)
+            return dict(zip(found, found.scores.tolist(), strict=True))
         typing = not query[-1:].isspace()
         keys = self._keys
         result: dict[Key, float] | None = None
@@ -299,7 +380,10 @@ class TextSearch(Generic[Key]):
     def freeze(self) -> None:
         """Lay the index out for :meth:`find` (costs a pass over every word and slot, with pace
         checkpoints between slices). Call it where nothing changes the index meanwhile: on the
-        thread that changes it, or before handing a new index over."""
+        thread that changes it, or before handing a new index over. An index of arrays only stays
+        as it is (its changes are looked at one by one: build it again to lay them out)."""
+        if self._arrays_only:
+            return
         postings = self._postings
         words = list(postings)
         chunks = []
@@ -387,6 +471,19 @@ class TextSearch(Generic[Key]):
         if dirty:  # changed since the freeze: their words now, one by one
             keys, words = self._keys, self._words
             for slot in dirty:
-                now = words.get(keys[slot], frozenset())
+                now = words.get(keys[slot]) or ()
                 best[slot] = max((word_score(term, typing, w) for w in now), default=0.0)
         return best
+
+
+def index_columns(texts: list[tuple[str | Sequence[str], ...]]) -> dict[str, Any]:
+    """An index of ``texts`` (the texts of each key, in order: each a string or a sequence of them, a
+    row's tags say, so that the caller builds no tuple per key) frozen and laid out as columns, for
+    :meth:`TextSearch.from_columns` with those keys (what a child process runs)."""
+
+    def flat(fields: tuple[str | Sequence[str], ...]) -> tuple[str, ...]:
+        return tuple(itertools.chain.from_iterable((f,) if isinstance(f, str) else f for f in fields))
+
+    index: TextSearch[int] = TextSearch()
+    index.set_many((n, flat(fields)) for n, fields in enumerate(texts))
+    return index.columns()

@@ -11,6 +11,7 @@ from typing import Any
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from keepgui.core import childwork
 from keepgui.core.source import BankKey
 from keepgui.ui.appearance import apply_theme
 from keepgui.ui.hub import Hub
@@ -199,6 +200,11 @@ def launch(args: argparse.Namespace) -> int:
     """Run the window until it closes (or raise the running one and return at once)."""
     app = make_app()
     quit_on_signals(app)
+    childwork.use_children(True)  # a window's long passes over a bank run beside it, not in its process
+    from keepgui.ui.memorypanel.feed import TABLE_CHILD
+    from keepgui.ui.memorypanel.search import INDEX_CHILD
+
+    childwork.warm_up(dict((TABLE_CHILD, INDEX_CHILD)))
     if getattr(args, "screenshot", None):
         window = build_window(args)
         return take_screenshot(window, args.screenshot)

@@ -44,11 +44,11 @@ from PySide6.QtWidgets import (
 
 from keepgui.core.errors import Conflict, KeepguiError
 from keepgui.core.fsio import Stamp
-from keepgui.core.secrets.scan import secret_marks
+from keepgui.core.secrets.scan import marks_ready, prepare_marks, secret_marks
 from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet, TextMark, marks_of
 from keepgui.core.textdiff import unified
 from keepgui.core.textmerge import conflict_spans, merge3
-from keepgui.ui import shortcuts, theme
+from keepgui.ui import shortcuts, tasks, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.budget import BudgetMeter
 from keepgui.ui.commands import Outcome
@@ -148,6 +148,7 @@ class RulesPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(outer)
 
+        self._marks_lane: tasks.Lane | None = None  # importing the secrets detector, once
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(150)
@@ -357,6 +358,13 @@ class RulesPanel(QWidget):
         plain = [PLAIN_NOTICE] if self.highlighter.document() is None else []
         self.notices.setText("\n".join([*self.doc.notices, *plain]))
 
+    def _prepare_marks(self) -> None:
+        """Import the secrets detector's library off the GUI thread (half a second, the first time), then
+        mark the text shown; until then the text is shown without its secrets marked."""
+        if self._marks_lane is None:
+            self._marks_lane = tasks.lane("secret-marks")
+            self._marks_lane.run(prepare_marks, lambda _none: self._refresh_derived(), owner=self)
+
     def _refresh_derived(self) -> None:
         """The rendered view, the budget meter and the truncation highlight follow the text."""
         if self.doc is None:
@@ -369,7 +377,10 @@ class RulesPanel(QWidget):
                 self.rendered.show_markdown(text)
         try:
             self._marks = marks_of(self.docs, self.doc.name, text) if self.docs is not None else []
-            self._marks += secret_marks(text)
+            if marks_ready():
+                self._marks += secret_marks(text)
+            else:
+                self._prepare_marks()
         except (KeepguiError, OSError):
             self._marks = []
         self.editor.setExtraSelections(self._conflict_marks(text))

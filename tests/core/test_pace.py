@@ -107,3 +107,11 @@ def test_work_no_longer_wanted_stops_at_its_next_checkpoint():
     assert steps == list(range(10))
     pace.checkpoint()  # outside it, checkpoints never raise
     assert pace.unless_obsolete(lambda: "done", lambda: False) == "done"
+
+
+def test_a_big_list_is_released_a_slice_at_a_time(monkeypatch):
+    checkpoints = []
+    monkeypatch.setattr(pace, "checkpoint", lambda: checkpoints.append(1))
+    items: list[object] = [(i,) for i in range(pace.RELEASE_STEP * 3 + 1)]
+    pace.release(items)
+    assert items == [] and len(checkpoints) == 4

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from keepgui.backends.iii.log import line_blocks
 from keepgui.backends.iii.record import read_record
-from keepgui.core import pace
+from keepgui.core import childwork, pace
 from keepgui.core.source import CAPTURE_KINDS, CREATED, EDITED, REINFORCED, RETIRED, Activity
 
 _CHUNK = 1 << 18  # bytes read at a time: each split of a chunk is one short C call (a window shares the GIL)
@@ -35,12 +35,27 @@ _HEAD = 4096  # notice a log rewritten in place
 
 NOTE = "every revision in memories.jsonl, at its updated_at"
 
+CHILD_BYTES = 4 << 20
+"""A log at least this long is read the first time in a child process (:mod:`keepgui.core.childwork`)
+when the process is a window's: its second pass over every line (about a second of Python at 100,000
+memories) then never holds the window's interpreter lock."""
+
+
+def read_columns(path: str) -> dict[str, Any]:
+    """Every event of the log at ``path`` as columns (the child's side of :meth:`ActivityIndex.sync`):
+    what :meth:`ActivityIndex.adopt` takes."""
+    index = ActivityIndex(path)
+    index.sync(in_child=False)
+    index._sort()
+    return index.columns()
+
 
 class ActivityIndex:
     """The capture events of one log, kept current by :meth:`sync` (call with the bank's lock held)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.note = NOTE
         self._reset()
 
     def _reset(self) -> None:
@@ -59,9 +74,11 @@ class ActivityIndex:
 
     # ------------------------------------------------------------------ reading
 
-    def sync(self) -> int:
+    def sync(self, in_child: bool | None = None) -> int:
         """Read what the log gained since the last call (all of it the first time, or when it was
-        rewritten); returns the number of new events."""
+        rewritten); returns the number of new events. A first read of a long log runs in a child
+        process when ``in_child`` (default: when the process uses children); should the child fail,
+        here, with a note saying why."""
         try:
             st = os.stat(self.path)
         except OSError:
@@ -73,6 +90,10 @@ class ActivityIndex:
             self._reset()
             self._identity = identity
         before = len(self)
+        if in_child is None:
+            in_child = childwork.children_used()
+        if in_child and not self._offset and st.st_size >= CHILD_BYTES:
+            self._read_in_child(identity)
         try:
             with open(self.path, "rb") as fh:
                 if self._offset:
@@ -88,6 +109,55 @@ class ActivityIndex:
         except OSError:
             return 0
         return len(self) - before
+
+    def _read_in_child(self, identity: tuple[int, int]) -> None:
+        """Read the log in a child process and take its columns (the rest, appended since, is read
+        here next); on failure leave the state empty, to be read here, and say why in the note."""
+        try:
+            columns = childwork.worker("activity", (__name__,)).call(__name__, "read_columns", self.path)
+        except (childwork.ChildFailed, RuntimeError) as exc:
+            self.note = f"{NOTE} (read in the window's process: {str(exc).splitlines()[0]})"
+            return
+        if columns.get("identity") == identity:  # else the log was replaced meanwhile: read here
+            self.adopt(columns)
+
+    def columns(self) -> dict[str, Any]:
+        """The whole state as columns (lists and bytes), for :meth:`adopt` in another process."""
+        return {
+            "keys": self.keys,
+            "revision": self._revision.tobytes(),
+            "corroboration": self._corroboration.tobytes(),
+            "live": bytes(self._live),
+            "times": {kind: t.tobytes() for kind, t in self._times.items()},
+            "rows": {kind: r.tobytes() for kind, r in self._rows.items()},
+            "unsorted": sorted(self._unsorted),
+            "offset": self._offset,
+            "identity": self._identity,
+            "guard": self._guard,
+            "head": self._head,
+        }
+
+    def adopt(self, columns: dict[str, Any]) -> None:
+        """Take the state :meth:`columns` made (in a child process): one copy of each array, the
+        key -> row dict built a slice at a time."""
+        keys: list[str] = columns["keys"]
+        self._reset()
+        self.keys = keys
+        for lo in range(0, len(keys), childwork.SLICE):
+            self._index.update(zip(keys[lo : lo + childwork.SLICE], range(lo, lo + childwork.SLICE), strict=False))
+            pace.checkpoint()
+        self._revision.frombytes(columns["revision"])
+        self._corroboration.frombytes(columns["corroboration"])
+        self._live = bytearray(columns["live"])
+        for kind, data in columns["times"].items():
+            self._times[kind].frombytes(data)
+        for kind, data in columns["rows"].items():
+            self._rows[kind].frombytes(data)
+        self._unsorted = set(columns["unsorted"])
+        self._offset = columns["offset"]
+        self._identity = columns["identity"]
+        self._guard = columns["guard"]
+        self._head = columns["head"]
 
     def _read(self, fh: BinaryIO) -> None:
         """Consume complete lines from the current offset to the end of ``fh``."""
@@ -164,5 +234,5 @@ class ActivityIndex:
             self.keys,
             {kind: array("q", t) for kind, t in self._times.items()},
             {kind: array("l", r) for kind, r in self._rows.items()},
-            note=NOTE,
+            note=self.note,
         )

@@ -11,13 +11,16 @@ rows it brought into view, or moves to the row after those it took away.
 
 from __future__ import annotations
 
+import heapq
+import logging
 from collections import Counter
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel
 from PySide6.QtWidgets import QWidget
 
-from keepgui.core.rowtable import RowTable, build_table
+from keepgui.core import childwork, pace
+from keepgui.core.rowtable import RowTable, build_table, sort_key, table_from_columns, table_lists
 from keepgui.core.source import OURS, RANKED, Capabilities, Change
 from keepgui.ui.memorypanel.model import COLUMN_INDEX
 from keepgui.ui.memorypanel.search import BUILDS
@@ -30,6 +33,44 @@ _FOLLOW_LIMIT = 2000  # a person's change of more rows than this (a compaction) 
 BUILD_OFF_THREAD = 5000
 """A load (or a part of one) of more rows than this is built into a RowTable off the GUI thread
 and swapped in whole; fewer are handed to the model directly."""
+
+
+CHILD_ROWS = 20_000
+"""A table of at least this many rows is sorted and counted in a child process when the process is a
+window's (:mod:`keepgui.core.childwork`): only the columns the sort needs go there, taken in C."""
+
+TABLE_CHILD = ("table", ("keepgui.core.rowtable",))
+"""The child that sorts tables, and what it imports as it starts."""
+
+log = logging.getLogger(__name__)
+
+
+def table_of(rows: list[Any], field: str) -> RowTable:
+    """``build_table(rows, field)``, its sort and counts made in a child process for a big table (here,
+    with the reason logged, when the child fails)."""
+    if len(rows) >= CHILD_ROWS and childwork.children_used():
+        lists = table_lists(rows, field)
+        try:
+            columns = childwork.worker(*TABLE_CHILD).call("keepgui.core.rowtable", "table_columns", field, lists=lists)
+        except (childwork.ChildFailed, RuntimeError) as exc:
+            log.warning("the table is sorted in the window's process: %s", str(exc).splitlines()[0])
+        else:
+            table = table_from_columns(rows, lists["ids"], lists["live"], columns, field)
+            for column in lists.values():
+                pace.release(column)  # a million items each: freed a slice at a time
+            return table
+    return build_table(rows, field)
+
+
+FIRST_SCREEN = 200
+"""Rows shown first while a big table is built (the first ones of the order shown): a screenful and more."""
+
+
+def first_screen(rows: list[Any], field: str, descending: bool) -> RowTable:
+    """The table of the :data:`FIRST_SCREEN` rows a big table shows first, sorted by ``field`` shown
+    ``descending`` or not: exactly the rows at the top of the whole table (sort keys are unique)."""
+    pick = heapq.nlargest if descending else heapq.nsmallest
+    return build_table(pick(FIRST_SCREEN, rows, key=sort_key(field)), field)
 
 
 class PanelFeed(PanelView):
@@ -120,14 +161,34 @@ class PanelFeed(PanelView):
         rows = rows if isinstance(rows, list) else list(rows)
         # Its dict and lists made old at once; stopped at its next checkpoint when a newer delivery
         # replaces it (the newest build of this panel wins) or another bank is shown (cancelled).
+        if not self.model.rowCount() and len(rows) >= CHILD_ROWS and childwork.children_used():
+            descending = self.proxy.descending  # the first screenful first, while the whole table is built
+            BUILDS.run(
+                lambda: first_screen(rows, field, descending),
+                lambda table: self._on_first_screen(token, field, table),
+                owner=self,
+                newest=(self, FIRST_SCREEN),
+                abandon=True,
+            )
         self._build = BUILDS.run(
-            lambda: build_table(rows, field),
+            lambda: table_of(rows, field),
             lambda table: self._on_built(token, field, final, table),
             owner=self,
             newest=self,
             abandon=True,
             made_old=True,
         )
+        self._update_status()
+
+    def _on_first_screen(self, token: int, field: str, table: RowTable) -> None:
+        """Show the first rows of a big table being built (nothing once it is shown, or not wanted)."""
+        if token != self._build_token or self._building != token or field != self.proxy.sort_field:
+            return
+        if self.model.rowCount():
+            return
+        self.model.adopt(table, self.capabilities)
+        self.index.invalidate()
+        self._fit_columns(False)
         self._update_status()
 
     def _on_built(self, token: int, field: str, final: bool, table: RowTable) -> None:

@@ -671,6 +671,11 @@ class MemoryProxyModel(QAbstractTableModel):
     def _rows(self) -> list[Any]:
         return self._model.rows() if self._model is not None else []
 
+    @property
+    def descending(self) -> bool:
+        """Rows are shown in descending order (a ranked search always is)."""
+        return self._descending_now()
+
     def _descending_now(self) -> bool:
         return True if self.ranked_scores is not None else self._descending
 

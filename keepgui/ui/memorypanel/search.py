@@ -13,6 +13,8 @@ when it is ready.
 from __future__ import annotations
 
 import itertools
+import logging
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +23,7 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from keepgui.core import pace
+from keepgui.core import childwork, pace
 from keepgui.core.rowtable import fit_mask, rows_mask
 from keepgui.core.search import TextSearch
 from keepgui.ui.memorypanel.model import Layout, visible_rows
@@ -35,6 +37,38 @@ _QUESTIONS = lane("search")
 def search_texts(row: Any) -> tuple[str, ...]:
     """What the search box matches for a row: its text, tags and entities."""
     return (row.text, *row.tags, *row.entities)
+
+
+CHILD_ROWS = 20_000
+"""An index of at least this many rows is built in a child process (:mod:`keepgui.core.childwork`) when
+the process is a window's: its words, sets and sorts (about a second and a half of Python at 100,000
+rows) never hold the window's interpreter lock; only the texts go there and the arrays come back."""
+
+INDEX_CHILD = ("index", ("keepgui.core.search",))
+"""The child that lays indexes out, and what it imports as it starts."""
+
+log = logging.getLogger(__name__)
+_ID, _TEXT, _TAGS, _ENTITIES = map(operator.attrgetter, ("id", "text", "tags", "entities"))
+
+
+def built_in_child(rows: Sequence[Any]) -> TextSearch[str] | None:
+    """The index of ``rows`` laid out in a child process and taken as arrays (None, with the reason
+    logged, when the child failed: the caller builds it here)."""
+    keys: list[str] = []
+    texts: list[Any] = []  # what search_texts gives, as (text, tags, entities): no Python call per row
+    for lo in range(0, len(rows), _LOOKUP_STEP):
+        part = rows[lo : lo + _LOOKUP_STEP]
+        keys += map(_ID, part)
+        texts += zip(map(_TEXT, part), map(_TAGS, part), map(_ENTITIES, part), strict=True)
+        pace.checkpoint()
+    try:
+        columns = childwork.worker(*INDEX_CHILD).call("keepgui.core.search", "index_columns", lists={"texts": texts})
+    except (childwork.ChildFailed, RuntimeError) as exc:
+        log.warning("the search index is built in the window's process: %s", str(exc).splitlines()[0])
+        return None
+    finally:
+        pace.release(texts)  # a tuple per row: freed a slice at a time, not in one C call
+    return TextSearch.from_columns(keys, columns)
 
 
 @dataclass(frozen=True)
@@ -125,9 +159,11 @@ class SearchIndex(QObject):
         snapshot = list(rows)
 
         def build() -> tuple[TextSearch[str], tuple[int, np.ndarray] | None]:
-            index: TextSearch[str] = TextSearch()
-            index.set_many((r.id, search_texts(r)) for r in snapshot)
-            index.freeze()
+            index = built_in_child(snapshot) if len(snapshot) >= CHILD_ROWS and childwork.children_used() else None
+            if index is None:
+                index = TextSearch()
+                index.set_many((r.id, search_texts(r)) for r in snapshot)
+                index.freeze()
             if row_of is None:
                 return index, None
             known = len(row_of)  # before the look-ups: rows appended meanwhile are looked up later

@@ -1,0 +1,136 @@
+"""Work in a child process (keepgui.core.childwork): columns back, lists joined in slices; a child
+that dies is started again once, one that hangs is killed; a bug in the work is raised here."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from keepgui.core import childwork
+from keepgui.core.childwork import ChildFailed, ChildWorker
+
+HERE = __name__
+
+
+def columns(n: int) -> dict[str, object]:
+    """What a child sends back: a list longer than a slice, bytes, a number (run in the child)."""
+    return {"ids": [f"id-{i}" for i in range(n)], "blob": bytes(range(256)) * 3, "pid": os.getpid(), "empty": []}
+
+
+def slow(seconds: float) -> dict[str, object]:
+    time.sleep(seconds)
+    return {"pid": os.getpid()}
+
+
+def die() -> dict[str, object]:
+    os._exit(3)
+
+
+def broken() -> dict[str, object]:
+    raise ValueError("a bug in the work")
+
+
+@pytest.fixture
+def worker():
+    made = ChildWorker("test")
+    yield made
+    made.close()
+
+
+def test_columns_come_back_whole_from_another_process(worker):
+    got = worker.call(HERE, "columns", childwork.SLICE * 2 + 5)
+    assert got["ids"] == [f"id-{i}" for i in range(childwork.SLICE * 2 + 5)]
+    assert got["blob"] == bytes(range(256)) * 3 and got["empty"] == []
+    assert got["pid"] != os.getpid() and got["pid"] == worker.pid
+    assert worker.call(HERE, "columns", 1)["pid"] == got["pid"]  # the same child serves the next call
+
+
+def test_a_child_killed_while_working_is_started_again_once(worker):
+    first = worker.call(HERE, "slow", 0.0)["pid"]
+    answer: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: answer.update(worker.call(HERE, "slow", 1.5)))
+    thread.start()
+    time.sleep(0.5)
+    os.kill(first, signal.SIGKILL)
+    thread.join(60)
+    assert answer["pid"] not in (None, first)
+
+
+def test_a_child_that_dies_twice_fails_and_a_bug_is_raised_with_its_traceback(worker):
+    with pytest.raises(ChildFailed, match="exit status 3"):
+        worker.call(HERE, "die")
+    with pytest.raises(RuntimeError, match="a bug in the work"):
+        worker.call(HERE, "broken")
+
+
+def test_a_hung_child_is_killed():
+    hung = ChildWorker("hung", hang_timeout=4.0)  # a fresh child is silent while it imports
+    try:
+        pid = hung.call(HERE, "slow", 0.0)["pid"]
+        assert isinstance(pid, int)
+        timer = threading.Timer(0.5, os.kill, (pid, signal.SIGSTOP))  # alive, answering nothing
+        timer.start()
+        began = time.monotonic()
+        with pytest.raises(ChildFailed, match="stopped answering"):
+            hung.call(HERE, "slow", 30.0)
+        assert time.monotonic() - began < 20
+        timer.join()
+    finally:
+        hung.close()
+    with pytest.raises(ChildFailed, match="ended"):
+        hung.call(HERE, "slow", 0.0)
+
+
+def test_children_are_used_only_when_the_process_says_so(monkeypatch):
+    monkeypatch.setattr(childwork, "_enabled", False)
+    assert not childwork.children_used()
+    childwork.use_children(True)
+    assert childwork.children_used()
+
+
+def test_a_call_stopped_half_way_leaves_nothing_for_the_next(worker, monkeypatch):
+    first = worker.call(HERE, "columns", 1)["pid"]
+    parts = []
+
+    def checkpoint() -> None:
+        parts.append(1)
+        if len(parts) == 2:
+            raise RuntimeError("obsolete")  # as pace.Cancelled at a checkpoint
+
+    monkeypatch.setattr(childwork.pace, "checkpoint", checkpoint)
+    with pytest.raises(RuntimeError, match="obsolete"):
+        worker.call(HERE, "columns", childwork.SLICE * 5)  # stopped while its answer comes back
+    monkeypatch.undo()
+    got = worker.call(HERE, "columns", 3)  # the rest of that answer is read and dropped first
+    assert got["ids"] == ["id-0", "id-1", "id-2"] and got["pid"] == first  # by the same child
+
+
+def test_a_call_stopped_while_its_work_is_sent_ends_its_child(worker, monkeypatch):
+    first = worker.call(HERE, "columns", 1)["pid"]
+
+    def checkpoint() -> None:
+        raise RuntimeError("obsolete")
+
+    monkeypatch.setattr(childwork.pace, "checkpoint", checkpoint)
+    with pytest.raises(RuntimeError, match="obsolete"):
+        worker.call("keepgui.core.search", "index_columns", lists={"texts": [("a b",)] * (childwork.SLICE * 3)})
+    monkeypatch.undo()
+    got = worker.call(HERE, "columns", 2)  # the child waiting for the rest of its work was killed
+    assert got["ids"] == ["id-0", "id-1"] and got["pid"] != first
+
+
+def test_a_warmed_child_is_started_before_the_first_call_and_serves_it():
+    warm = ChildWorker("warm", preload=("keepgui.core.rowtable",))
+    try:
+        warm.warm()
+        pid = warm.pid
+        assert pid is not None
+        assert warm.call(HERE, "columns", 1)["pid"] == pid
+        warm.warm()  # running already: nothing
+        assert warm.pid == pid
+    finally:
+        warm.close()
