@@ -51,8 +51,9 @@ class Block:
     def describe(self, top: int = 3) -> str:
         """Where the GUI thread was during the gap (innermost frames first), most samples first."""
         total = sum(self.samples.values()) or 1
-        parts = [f"{100 * n // total}% {' < '.join(stack[:4])}" for stack, n in self.samples.most_common(top)]
-        busy = [stack[0] for stack, _ in self.others.most_common(2)]
+        show = int(os.environ.get("KEEPGUI_WATCH_FRAMES", "4"))
+        parts = [f"{100 * n // total}% {' < '.join(stack[:show])}" for stack, n in self.samples.most_common(top)]
+        busy = [" < ".join(stack[: max(1, show // 2)]) for stack, _ in self.others.most_common(2)]
         text = f"{self.seconds * 1000:.0f} ms at {self.start:.2f} s: " + (
             " | ".join(parts) or "no sample (the watcher never ran in it: the interpreter lock was held throughout)"
         )
@@ -118,7 +119,7 @@ class GuiWatch:
             frames = sys._current_frames()
             gui = frames.get(self._gui)
             sample = _frames(gui, self.depth) if gui is not None else None
-            others = [_frames(frame, 2) for ident, frame in frames.items() if ident not in (self._gui, me)]
+            others = [_frames(frame, self.depth) for ident, frame in frames.items() if ident not in (self._gui, me)]
             del frames, gui
             with self._lock:  # held only to attach the sample: the GUI thread's tick takes it too
                 if self._last != began:

@@ -104,6 +104,7 @@ def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo
     qtbot.waitUntil(lambda: rules.doc is not None and rules.doc.name == "learned")
     rules.editor.setPlainText("# Learned\n" + "x" * 1000 + "\n")
     rules._refresh_derived()
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # worked out off the GUI thread
     place = rules.meter.place
     assert place is not None and place.status == "truncated" and place.sent == 300
     assert rules.meter.budget.cut_char == 300  # no leading whitespace: the cut is at the 300th byte of the text
@@ -126,6 +127,7 @@ def test_a_long_document_is_shown_plain_and_says_so(make_window, demo_copy, qtbo
     rules = win.rules
     qtbot.waitUntil(lambda: rules.doc is not None)
     rules.open_document("learned")
+    qtbot.waitUntil(lambda: not rules.loading)  # a long text is put into the editor piece by piece
     with open(long_rule, encoding="utf-8") as fh:
         assert rules.editor.toPlainText() == fh.read()
     assert rules.highlighter.document() is None  # set without a pass of the highlighter over every line
@@ -162,6 +164,7 @@ def test_multibyte_rule_cut_lands_on_a_char_boundary(window, qtbot):
     qtbot.waitUntil(lambda: rules.doc is not None)
     rules.editor.setPlainText("é" * 400)
     rules._refresh_derived()
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # worked out off the GUI thread
     assert rules.meter.place.sent == 300 and rules.meter.budget.cut_char == 150
 
 
