@@ -74,7 +74,11 @@ _DERIVED = lane("rules")
 GEMINI.md: ~200 ms; a nanobot workspace's rule texts, keep.md included: seconds)."""
 
 
-def _derived(docs: DocumentSet | None, name: str, text: str, rule_texts: dict[str, str] | None) -> tuple:
+Derived = tuple[list[TextMark], dict[str, str] | None, Any]
+"""What :func:`_derived` works out: the marks, the rule texts read, the budget (None: no meter)."""
+
+
+def _derived(docs: DocumentSet | None, name: str, text: str, rule_texts: dict[str, str] | None) -> Derived:
     """Off the GUI thread: the backend's marks and the secrets of ``text``, the bank's rule texts
     (read when ``rule_texts`` is None) and the budget, as ``_refresh_derived`` shows them."""
     try:
@@ -462,7 +466,7 @@ class RulesPanel(QWidget):
             newest=self,
         )
 
-    def _show_derived(self, token: int, doc: Document, text: str, found: tuple, error: Exception | None = None) -> None:
+    def _show_derived(self, token: int, doc: Document, text: str, found: Derived, error: Exception | None = None) -> None:
         """The marks and the budget of ``text`` worked out off the GUI thread (dropped when stale)."""
         if token != self._derived_token or doc is not self.doc:
             return
