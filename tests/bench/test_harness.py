@@ -12,6 +12,7 @@ import pkgutil
 import subprocess
 import sys
 
+from tests.bench.__main__ import BASELINE_NAME, with_baselines
 from tests.bench.common import ROOT, Result, bench_size, bench_sizes, print_table
 
 HERE = os.path.join(ROOT, "tests", "bench")
@@ -87,3 +88,16 @@ def test_a_module_without_run_fails_the_harness_with_its_name(tmp_path):
         timeout=120,
     )
     assert done.returncode == 2 and "tests.bench.synth has no run(" in done.stderr
+
+
+def test_a_figure_without_a_baseline_gets_the_baseline_trees_figure_of_the_same_name():
+    ours = [
+        Result("load", 2.0, "s"),
+        Result("block", 30.0, "ms", 5.0, "bare window", 6.0, "×"),
+        Result("new", 1.0, "s"),
+    ]
+    theirs = [Result("load", 4.0, "s"), Result("block", 60.0, "ms"), Result("load", 9.0, "ms")]
+    load, block, new = with_baselines(ours, theirs)
+    assert (load.baseline, load.baseline_name, load.ratio) == (4.0, BASELINE_NAME, 0.5)
+    assert (block.baseline, block.baseline_name) == (5.0, "bare window")  # its own baseline stays
+    assert new.baseline is None and new.ratio is None  # not measured in the baseline tree
