@@ -78,12 +78,22 @@ Derived = tuple[list[TextMark], dict[str, str] | None, Any]
 """What :func:`_derived` works out: the marks, the rule texts read, the budget (None: no meter)."""
 
 
-def _listed(docs: DocumentSet) -> list[tuple[str, str]] | Exception:
-    """Off the GUI thread: a bank's documents (an error is the answer too, shown by the list)."""
+Listed = tuple[list[tuple[str, str]] | Exception, Document | None]
+"""A bank's documents (or why they could not be listed), and the first of them read (None: none)."""
+
+
+def _listed(docs: DocumentSet) -> Listed:
+    """Off the GUI thread: a bank's documents (an error is the answer too, shown by the list) and the
+    first of them, read (a backend's read may wait for its source's lock, held by a load: a nanobot
+    workspace's keep.md of 100,000 lines held the GUI thread ~0.9 s)."""
     try:
-        return list(docs.list())
+        items = list(docs.list())
     except (KeepguiError, OSError) as exc:
-        return exc
+        return exc, None
+    try:
+        return items, docs.read(items[0][0]) if items else None
+    except (KeepguiError, OSError):
+        return items, None  # opened on the GUI thread then, which says why it cannot be
 
 
 def _derived(docs: DocumentSet | None, name: str, text: str, rule_texts: dict[str, str] | None) -> Derived:
@@ -132,6 +142,7 @@ class RulesPanel(QWidget):
         self._derived_token = 0  # the newest derived work asked for; an older answer is dropped
         self._derived_shown = 0  # the derived work whose answer is shown
         self._chunks: tuple[str, int] | None = None  # a long text being put into the editor, and how far
+        self._read_ahead: Document | None = None  # the first document, read with the listing
         self._listing: Task[Any] | None = None  # the task listing the shown bank's documents (set_bank)
 
         self.list = QListWidget(self)
@@ -284,16 +295,20 @@ class RulesPanel(QWidget):
             action.setEnabled(False)  # until the listing says what there is
         self._listing = _DERIVED.run(
             lambda: _listed(docs),
-            lambda items: self._listed(docs, items),
+            lambda found: self._listed(docs, found),
             owner=self,
             newest=(self, "list"),
         )
 
-    def _listed(self, docs: DocumentSet, items: list[tuple[str, str]] | Exception) -> None:
-        """The first listing of a bank's documents, read off the GUI thread."""
+    def _listed(self, docs: DocumentSet, found: Listed) -> None:
+        """The first listing of a bank's documents, and the first of them, read off the GUI thread."""
         self._listing = None
         if docs is self.docs:
-            self._reload_list(items=items)
+            items, self._read_ahead = found
+            try:
+                self._reload_list(items=items)
+            finally:
+                self._read_ahead = None
 
     @property
     def listing(self) -> bool:
@@ -367,8 +382,9 @@ class RulesPanel(QWidget):
         """Load one document into the editor."""
         if self.docs is None:
             return
+        ahead = self._read_ahead
         try:
-            self.doc = self.docs.read(name)
+            self.doc = ahead if ahead is not None and ahead.name == name else self.docs.read(name)
         except (KeepguiError, OSError) as exc:
             self.doc = None
             self._show_nothing(f"{name} cannot be opened: {exc}")

@@ -4,13 +4,17 @@ thread never held long (issue 32, item 3; ``make bench``'s ``bench_backends`` me
 Each test opens one backend's big synthetic source (:mod:`tests.bench.synth_backends`, smaller than the
 benchmark's so the suite stays quick) in a window, with :class:`tests.bench.guiwatch.GuiWatch` (a 1 ms
 timer on the GUI thread) from just after the first show; waits until the window settles; types a word
-into the search box; brings the Preview panel to the front; and asserts the longest gap between two
-ticks, less the time the GUI thread waited for a CPU in it (the 2-core machine is shared), stays under
-:data:`BOUND_S`. The bound is loose on purpose, so a loaded machine does not fail it: the blocks these
-tests were written against were several times it (a 1 MB GEMINI.md set into the rules editor and the
-preview at once, ~150 ms each; a nanobot workspace's rule texts, keep.md included, read on the GUI
-thread, ~0.7 s at 20,000 lines; detect-secrets imported on the GUI thread, ~300 ms, when nothing had
-imported it before).
+into the search box; brings the Preview panel to the front; and asserts two things of every gap
+between two ticks: the GUI thread's own work in it (its CPU time: neither its waits for a CPU nor
+for a lock, so a loaded 2-core machine hardly moves it) under :data:`BOUND_S`, and the gap less the
+GUI thread's wait for a CPU (which adds its sleeps on locks) under :data:`WAIT_BOUND_S`.
+
+Both bounds are loose, for a shared machine; on the tree before issue 32's lane ``scale`` (one run each,
+the machine loaded): Claude Code 145 ms of CPU in one gap (the rules panel's documents listed and
+detect-secrets first imported on the GUI thread), Gemini 99 ms (the 1 MB GEMINI.md set whole into the
+rules editor and the preview), nanobot 45 ms but 0.9–1.4 s asleep (a document read on the GUI thread
+waiting for the workspace's lock while keep.md loads); Hermes 32 ms and 82–137 ms: its test does not
+fail there. After: 20–55 ms of CPU.
 """
 
 from __future__ import annotations
@@ -28,8 +32,14 @@ from tests.bench.guiwatch import GuiWatch
 from tests.bench.synth_backends import make_sources
 from tests.ui.conftest import window_args
 
-BOUND_S = 0.25
-"""The longest GUI-thread block allowed, less its run-queue wait (the target is 16 ms; see the module)."""
+BOUND_S = 0.08
+"""The most CPU time the GUI thread may spend between two ticks of its 1 ms timer (the target is 16 ms
+of block; see the module)."""
+WAIT_BOUND_S = 0.75
+"""The longest gap between two ticks less the GUI thread's wait for a CPU in it: what the CPU time
+misses, the GUI thread asleep on a lock a background thread holds (a nanobot workspace's document read
+while its keep.md loads held it ~0.9 s) — and on the interpreter lock, which a loaded machine makes
+noisy: hence the looser bound."""
 
 SCALE = {"claude": 0.2, "nanobot": 0.2, "gemini": 1.0, "hermes": 1.0}
 """Of the benchmark's sizes: 1,000 Claude topic files, a 20,000-line keep.md, the 1 MB GEMINI.md, the
@@ -85,25 +95,25 @@ def test_a_big_source_opens_filters_and_previews_without_blocking_the_gui_thread
         window.show()
         watch = GuiWatch(threshold=0.05, depth=12)
         _settle(window, qtbot, bank)
-        opened = watch.longest_own()
+        opened = watch.longest_cpu()
         since = len(watch.gaps)
         window.memories.search.setFocus()
         for char in WORD:
             QTest.keyClick(window.memories.search, char)
             _settle(window, qtbot, bank, quiet=0.2)
-        filtered = watch.longest_own(since)
+        filtered = watch.longest_cpu(since)
         since = len(watch.gaps)
         window.show_panel("preview")
         qtbot.waitUntil(lambda: window.preview.last_result is not None, timeout=60_000)
         _settle(window, qtbot, bank)
-        previewed = watch.longest_own(since)
+        previewed = watch.longest_cpu(since)
         watch.stop()
         QCoreApplication.processEvents()
-        worst = max(opened, filtered, previewed)
-        assert worst < BOUND_S, (
-            f"{kind}: longest GUI-thread block {worst * 1000:.0f} ms (open {opened * 1000:.0f}, filter "
-            f"{filtered * 1000:.0f}, preview {previewed * 1000:.0f}): "
-            + "\n".join(watch.report(int(os.environ.get("KEEPGUI_SCALE_BLOCKS", "3"))))
+        worst, waited = max(opened, filtered, previewed), watch.longest_own()
+        assert worst < BOUND_S and waited < WAIT_BOUND_S, (
+            f"{kind}: most GUI-thread CPU time in one block {worst * 1000:.0f} ms (open {opened * 1000:.0f}, filter "
+            f"{filtered * 1000:.0f}, preview {previewed * 1000:.0f}; longest block less its run-queue wait "
+            f"{waited * 1000:.0f} ms): " + "\n".join(watch.report(int(os.environ.get("KEEPGUI_SCALE_BLOCKS", "3"))))
         )
     finally:
         if window.rules.dirty:
