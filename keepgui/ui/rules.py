@@ -44,17 +44,18 @@ from PySide6.QtWidgets import (
 
 from keepgui.core.errors import Conflict, KeepguiError
 from keepgui.core.fsio import Stamp
-from keepgui.core.secrets.scan import marks_ready, prepare_marks, secret_marks
+from keepgui.core.secrets.scan import secret_marks
 from keepgui.core.source import OURS, BankKey, Change, Document, DocumentSet, TextMark, marks_of
 from keepgui.core.textdiff import unified
 from keepgui.core.textmerge import conflict_spans, merge3
-from keepgui.ui import shortcuts, tasks, theme
+from keepgui.ui import shortcuts, theme
 from keepgui.ui.banner import Banner
 from keepgui.ui.budget import BudgetMeter
 from keepgui.ui.commands import Outcome
 from keepgui.ui.dialogs import NameDialog
 from keepgui.ui.diffview import DiffView
 from keepgui.ui.markdown import MarkdownHighlighter, RenderedView
+from keepgui.ui.tasks import Task, lane
 from keepgui.ui.threeway import MERGE, OVERWRITE, TAKE_DISK, ConflictsDialog, ThreeWayDialog
 
 NameRole = Qt.ItemDataRole.UserRole + 40
@@ -64,6 +65,55 @@ HIGHLIGHT_MAX_LINES = 2000
 """A document of this many lines or more is shown without Markdown highlighting and not rendered (see
 ``_load_text``)."""
 PLAIN_NOTICE = f"Shown without highlighting and not rendered: {HIGHLIGHT_MAX_LINES:,} lines or more."
+LOAD_CHUNK_CHARS = 32_768
+"""A longer document is put into the editor this many characters per turn of the event loop (a 1 MB
+GEMINI.md set at once held the GUI thread ~150 ms, and its layout ~65 ms more)."""
+
+_DERIVED = lane("rules")
+"""The marks, the secrets in the text and the budget of the edited text are worked out here (a 1 MB
+GEMINI.md: ~200 ms; a nanobot workspace's rule texts, keep.md included: seconds)."""
+
+
+Derived = tuple[list[TextMark], dict[str, str] | None, Any]
+"""What :func:`_derived` works out: the marks, the rule texts read, the budget (None: no meter)."""
+
+
+Listed = tuple[list[tuple[str, str]] | Exception, Document | None]
+"""A bank's documents (or why they could not be listed), and the first of them read (None: none)."""
+
+
+def _listed(docs: DocumentSet) -> Listed:
+    """Off the GUI thread: a bank's documents (an error is the answer too, shown by the list) and the
+    first of them, read (a backend's read may wait for its source's lock, held by a load: a nanobot
+    workspace's keep.md of 100,000 lines held the GUI thread ~0.9 s)."""
+    try:
+        items = list(docs.list())
+    except (KeepguiError, OSError) as exc:
+        return exc, None
+    try:
+        return items, docs.read(items[0][0]) if items else None
+    except (KeepguiError, OSError):
+        return items, None  # opened on the GUI thread then, which says why it cannot be
+
+
+def _derived(docs: DocumentSet | None, name: str, text: str, rule_texts: dict[str, str] | None) -> Derived:
+    """Off the GUI thread: the backend's marks and the secrets of ``text``, the bank's rule texts
+    (read when ``rule_texts`` is None) and the budget, as ``_refresh_derived`` shows them."""
+    try:
+        marks = marks_of(docs, name, text) if docs is not None else []
+        marks += secret_marks(text)
+    except (KeepguiError, OSError):
+        marks = []
+    if docs is None:
+        return marks, rule_texts, None
+    if rule_texts is None:
+        # Read once per bank and per change on disk, not on every pause in typing.
+        try:
+            rule_texts = dict(docs.texts())
+        except (KeepguiError, OSError):
+            rule_texts = None  # unreadable just now: the budget uses the edited text alone
+    budget = docs.budget(name, text, list((rule_texts or {}).items()))
+    return marks, rule_texts, budget
 
 
 class RulesPanel(QWidget):
@@ -89,6 +139,11 @@ class RulesPanel(QWidget):
         self._rule_texts: dict[str, str] | None = None
         # Spans of the edited text the agent treats specially (a backend's marks), with their notes.
         self._marks: list[TextMark] = []
+        self._derived_token = 0  # the newest derived work asked for; an older answer is dropped
+        self._derived_shown = 0  # the derived work whose answer is shown
+        self._chunks: tuple[str, int] | None = None  # a long text being put into the editor, and how far
+        self._read_ahead: Document | None = None  # the first document, read with the listing
+        self._listing: Task[Any] | None = None  # the task listing the shown bank's documents (set_bank)
 
         self.list = QListWidget(self)
         self.list.setAccessibleName("Documents")
@@ -148,7 +203,6 @@ class RulesPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(outer)
 
-        self._marks_lane: tasks.Lane | None = None  # importing the secrets detector, once
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(150)
@@ -178,11 +232,21 @@ class RulesPanel(QWidget):
     @property
     def dirty(self) -> bool:
         """True when the editor holds changes not saved to disk."""
-        return self.doc is not None and self.editor.toPlainText() != self.doc.text
+        return self.doc is not None and self._chunks is None and self.editor.toPlainText() != self.doc.text
+
+    @property
+    def derived_pending(self) -> bool:
+        """True while the marks and the budget of the shown text are still being worked out."""
+        return self.loading or (self.doc is not None and self._derived_shown != self._derived_token)
+
+    @property
+    def loading(self) -> bool:
+        """True while a long document is still being put into the editor, piece by piece."""
+        return self._chunks is not None
 
     def drafts(self) -> dict[str, str | None]:
         """Unsaved document texts the preview shows as a what-if (name -> text)."""
-        if self.doc is None or self.docs is None or not self.docs.previews_drafts or not self.dirty:
+        if self.doc is None or self.docs is None or not self.docs.previews_drafts or self.loading or not self.dirty:
             return {}
         return {self.doc.name: self.editor.toPlainText()}
 
@@ -212,16 +276,47 @@ class RulesPanel(QWidget):
     # ------------------------------------------------------------------ bank and document
 
     def set_bank(self, key: BankKey | None) -> None:
-        """Show the documents of a bank (None: nothing)."""
+        """Show the documents of a bank (None: nothing); the first listing is read off the GUI thread
+        (a backend finds its documents there: Claude Code's instruction files, ~0.2 s at 5,000 topics)."""
         self.key = key
         try:
             self.docs = self.hub.bank(key).documents() if key is not None else None
         except (KeyError, KeepguiError, OSError):
             self.docs = None
         self.doc = None
-        self._reload_list()
+        docs = self.docs
+        if docs is None:
+            self._listing = None
+            self._reload_list()
+            return
+        self.list.clear()
+        self._show_nothing("Reading the documents…")
+        for action in (self.act_new, self.act_rename, self.act_delete):
+            action.setEnabled(False)  # until the listing says what there is
+        self._listing = _DERIVED.run(
+            lambda: _listed(docs),
+            lambda found: self._listed(docs, found),
+            owner=self,
+            newest=(self, "list"),
+        )
 
-    def _reload_list(self, select: str | None = None) -> None:
+    def _listed(self, docs: DocumentSet, found: Listed) -> None:
+        """The first listing of a bank's documents, and the first of them, read off the GUI thread."""
+        self._listing = None
+        if docs is self.docs:
+            items, self._read_ahead = found
+            try:
+                self._reload_list(items=items)
+            finally:
+                self._read_ahead = None
+
+    @property
+    def listing(self) -> bool:
+        """True while the shown bank's documents are being listed (off the GUI thread)."""
+        task = self._listing  # cleared when its answer is shown; a listing skipped or failed is over too
+        return task is not None and not (task.ended and (task.state != "finished" or task.obsolete()))
+
+    def _reload_list(self, select: str | None = None, items: list[tuple[str, str]] | Exception | None = None) -> None:
         self._rule_texts = None
         self.list.blockSignals(True)
         self.list.clear()
@@ -230,7 +325,9 @@ class RulesPanel(QWidget):
             self._show_nothing()
             return
         try:
-            items = self.docs.list()
+            if isinstance(items, Exception):
+                raise items
+            items = self.docs.list() if items is None else items
         except (KeepguiError, OSError) as exc:
             items = []
             self.banner.show_message(str(exc), "removed")
@@ -285,8 +382,9 @@ class RulesPanel(QWidget):
         """Load one document into the editor."""
         if self.docs is None:
             return
+        ahead = self._read_ahead
         try:
-            self.doc = self.docs.read(name)
+            self.doc = ahead if ahead is not None and ahead.name == name else self.docs.read(name)
         except (KeepguiError, OSError) as exc:
             self.doc = None
             self._show_nothing(f"{name} cannot be opened: {exc}")
@@ -301,9 +399,48 @@ class RulesPanel(QWidget):
         plain = text.count("\n") >= HIGHLIGHT_MAX_LINES
         if plain and self.highlighter.document() is not None:
             self.highlighter.setDocument(None)
+        if len(text) > LOAD_CHUNK_CHARS:
+            # in pieces, one per turn of the event loop, read-only and out of the undo history meanwhile
+            self._chunks = (text, 0)
+            self.editor.document().setUndoRedoEnabled(False)
+            self.editor.setPlainText("")
+            self.editor.setReadOnly(True)
+            self.act_save.setEnabled(False)
+            self.editor.setEnabled(True)
+            self._refresh_labels()
+            self._put_chunk(text)
+            return
+        self._chunks = None
         self.editor.setPlainText(text)
         if not plain and self.highlighter.document() is None:
             self.highlighter.setDocument(self.editor.document())  # highlights it once, at the next turn of the loop
+        self._loaded(text)
+
+    def _put_chunk(self, text: str) -> None:
+        """Put the next piece of a long text into the editor; the last one finishes the load."""
+        if self._chunks is None or self._chunks[0] is not text:
+            return  # another document (or none) was shown meanwhile
+        at = self._chunks[1]
+        end = text.find("\n", at + LOAD_CHUNK_CHARS)
+        end = len(text) if end < 0 else end
+        cursor = QTextCursor(self.editor.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(text[at:end])
+        if end < len(text):
+            self._chunks = (text, end)
+            QTimer.singleShot(0, self, lambda: self._put_chunk(text))
+            return
+        self._chunks = None
+        document = self.editor.document()
+        document.setUndoRedoEnabled(True)
+        document.setModified(False)
+        self.editor.moveCursor(QTextCursor.MoveOperation.Start)
+        if text.count("\n") < HIGHLIGHT_MAX_LINES and self.highlighter.document() is None:
+            self.highlighter.setDocument(document)
+        self._loaded(text)
+
+    def _loaded(self, text: str) -> None:
+        """The document's text is in the editor: its state, labels and derived views follow."""
         self._loading_text = False
         self.editor.setEnabled(True)
         # a document the backend will not save (a policy-managed file...) is shown, never edited
@@ -312,11 +449,13 @@ class RulesPanel(QWidget):
         self.act_save.setEnabled(not read_only)
         self.act_save.setToolTip(read_only or "Save this document (Ctrl+S)")
         self._refresh_labels()
-        self._refresh_derived()
+        self._refresh_derived(text)
         self._emit_drafts()
 
     def _show_nothing(self, text: str = "") -> None:
         self.doc = None
+        self._chunks = None
+        self.editor.document().setUndoRedoEnabled(True)
         self._loading_text = True
         self.editor.setPlainText("")
         self._loading_text = False
@@ -345,9 +484,10 @@ class RulesPanel(QWidget):
     def _refresh_labels(self) -> None:
         if self.doc is None:
             return
-        marker = " ● unsaved" if self.dirty else ""
+        dirty = self.dirty  # compares the whole text: once
+        marker = " ● unsaved" if dirty else ""
         self.title.setText(f"<b>{self.doc.title}</b>{marker}")
-        self.title.setAccessibleName(f"{self.doc.title}{' (unsaved changes)' if self.dirty else ''}")
+        self.title.setAccessibleName(f"{self.doc.title}{' (unsaved changes)' if dirty else ''}")
         status = self.doc.status
         if self.doc.managed_by:
             status = f"⚠ {status}"
@@ -358,60 +498,62 @@ class RulesPanel(QWidget):
         plain = [PLAIN_NOTICE] if self.highlighter.document() is None else []
         self.notices.setText("\n".join([*self.doc.notices, *plain]))
 
-    def _prepare_marks(self) -> None:
-        """Import the secrets detector's library off the GUI thread (half a second, the first time), then
-        mark the text shown; until then the text is shown without its secrets marked."""
-        if self._marks_lane is None:
-            self._marks_lane = tasks.lane("secret-marks")
-            self._marks_lane.run(prepare_marks, lambda _none: self._refresh_derived(), owner=self)
-
-    def _refresh_derived(self) -> None:
-        """The rendered view, the budget meter and the truncation highlight follow the text."""
-        if self.doc is None:
+    def _refresh_derived(self, text: str | None = None) -> None:
+        """The rendered view, the budget meter and the truncation highlight follow the text (``text``:
+        the editor's, when the caller has it): the rendered view at once, the marks and the budget once
+        worked out off the GUI thread."""
+        if self.doc is None or self.loading:
             return
-        text = self.editor.toPlainText()
+        text = self.editor.toPlainText() if text is None else text
         if self.act_rendered.isChecked():
             if self.highlighter.document() is None:  # a long document: rendering it is seconds on the GUI thread
                 self.rendered.setPlainText(PLAIN_NOTICE)
             else:
                 self.rendered.show_markdown(text)
-        try:
-            self._marks = marks_of(self.docs, self.doc.name, text) if self.docs is not None else []
-            if marks_ready():
-                self._marks += secret_marks(text)
-            else:
-                self._prepare_marks()
-        except (KeepguiError, OSError):
-            self._marks = []
+        self._derived_token += 1
+        token, doc, docs, rule_texts = self._derived_token, self.doc, self.docs, self._rule_texts
+        _DERIVED.run(
+            lambda: _derived(docs, doc.name, text, rule_texts),
+            lambda found: self._show_derived(token, doc, text, found),
+            lambda exc: self._show_derived(token, doc, text, ([], None, None), exc),
+            owner=self,
+            newest=self,
+        )
+
+    def _show_derived(
+        self, token: int, doc: Document, text: str, found: Derived, error: Exception | None = None
+    ) -> None:
+        """The marks and the budget of ``text`` worked out off the GUI thread (dropped when stale)."""
+        if token != self._derived_token or doc is not self.doc:
+            return
+        self._derived_shown = token
+        if error is not None:
+            self.note.emit(f"The budget of {doc.title} could not be worked out: {error}")
+        self._marks, rule_texts, budget = found
+        if self.docs is not None and self._rule_texts is None:
+            self._rule_texts = rule_texts
         self.editor.setExtraSelections(self._conflict_marks(text))
         if self.docs is None:
             self.meter.setVisible(False)
             return
-        if self._rule_texts is None:
-            # Read once per bank and per change on disk, not on every pause in typing.
-            try:
-                self._rule_texts = dict(self.docs.texts())
-            except (KeepguiError, OSError):
-                self._rule_texts = None  # unreadable just now: the budget uses the edited text alone
-        budget = self.docs.budget(self.doc.name, text, list((self._rule_texts or {}).items()))
         self.meter.setVisible(budget is not None)
         if budget is None:
             return
         self.meter.show_budget(budget)
         if budget.cut_char is not None:
-            self._mark_cut(budget.cut_char)
+            self._mark_cut(budget.cut_char, text)
 
-    def _mark_cut(self, position: int) -> None:
+    def _mark_cut(self, position: int, text: str) -> None:
         """Shade the text that would not be sent (from the cut to the end)."""
         selection = QTextEdit.ExtraSelection()
         fmt = QTextCharFormat()
         fmt.setBackground(theme.tint("removed"))
         selection.format = fmt
         cursor = QTextCursor(self.editor.document())
-        cursor.setPosition(min(position, len(self.editor.toPlainText())))
+        cursor.setPosition(min(position, len(text)))
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         selection.cursor = cursor
-        self.editor.setExtraSelections([*self._conflict_marks(self.editor.toPlainText()), selection])
+        self.editor.setExtraSelections([*self._conflict_marks(text), selection])
 
     def _agent_marks(self, text: str) -> list[QTextEdit.ExtraSelection]:
         """The backend's marks of the edited text, tinted and underlined (their notes are the tooltips)."""

@@ -14,7 +14,11 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 def main() -> int:
     name, quick = sys.argv[1], "--quick" in sys.argv[2:]
     module = importlib.import_module(f"tests.bench.{name}")
-    for result in module.run(quick=quick):
+    run = getattr(module, "run", None)
+    if not callable(run):  # make bench runs every bench_* module: each needs run(quick) -> list[Result]
+        print(f"tests.bench.{name} has no run(quick=False) -> list[Result]", file=sys.stderr)
+        return 2
+    for result in run(quick=quick):
         print("RESULT " + json.dumps(dataclasses.asdict(result), ensure_ascii=False), flush=True)
     return 0
 

@@ -24,7 +24,7 @@ import time
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
-from tests.bench.common import Result, cached_bank
+from tests.bench.common import Result, bench_size, cached_bank
 
 THRESHOLD = 85.0
 
@@ -103,7 +103,8 @@ def _bank_plan(quick: bool) -> list[Result]:
     from keepgui.backends.iii.compact import plan_bank
     from keepgui.backends.iii.store import DataDir
 
-    memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
+    memories = bench_size(quick)
+    lines = memories * 5 // 2
     folder = cached_bank(memories, lines)
     bank = DataDir(os.path.dirname(folder)).bank(os.path.basename(folder))
     start = time.perf_counter()
@@ -156,7 +157,8 @@ def _keep_plan_seconds(entries: int) -> tuple[float, object]:
 
 
 def _keep_plan(quick: bool) -> list[Result]:
-    small, large = (5_000, 20_000) if quick else (25_000, 100_000)
+    large = bench_size(quick)
+    small = large // 4
     small_s, _ = _keep_plan_seconds(small)
     large_s, plan = _keep_plan_seconds(large)
     growth = large_s / small_s

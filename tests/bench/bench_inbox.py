@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from tests.bench.common import ROOT, Result
+from tests.bench.common import ROOT, Result, bench_size, bench_sizes
 
 _WINDOW = r"""
 import sys, time, json, os
@@ -196,9 +196,9 @@ def inbox_window(entries: int, changes: int) -> list[Result]:
 
 def run(quick: bool = False) -> list[Result]:
     """Both figures (``quick``: 10,000 entries and 1,000 changes only)."""
-    sizes = [10_000] if quick else [10_000, 100_000]
+    sizes = bench_sizes(quick)
     results = [r for n in sizes for r in journal_per_thousand(n)]
-    results += inbox_window(10_000 if quick else 100_000, 1_000 if quick else 10_000)
+    results += inbox_window(bench_size(quick), bench_size(quick) // 10)
     return results
 
 

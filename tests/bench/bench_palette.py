@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from tests.bench.bench_views import _longest_block, _rows
-from tests.bench.common import Result, bank_in_data_dir, cached_bank
+from tests.bench.common import Result, bank_in_data_dir, bench_size, cached_bank
 
 TYPED = "mike prefers short"
 """The query, typed one character at a time."""
@@ -44,7 +44,8 @@ def run(quick: bool = False) -> list[Result]:
     from keepgui.ui.settings import Settings
     from tests.ui.conftest import window_args
 
-    memories, lines = (10_000, 25_000) if quick else (100_000, 250_000)
+    memories = bench_size(quick)
+    lines = memories * 5 // 2
     app = make_app() if QApplication.instance() is None else QApplication.instance()
     folder = cached_bank(memories, lines)
     data_dir = tempfile.mkdtemp(prefix="keepgui-bench-palette-")

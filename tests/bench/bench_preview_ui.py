@@ -16,7 +16,7 @@ import statistics
 import tempfile
 import time
 
-from tests.bench.common import Result, bank_in_data_dir, cached_bank
+from tests.bench.common import Result, bank_in_data_dir, bench_size, cached_bank
 
 QUERIES = [
     "when does the user publish blog posts",
@@ -81,7 +81,8 @@ def run(quick: bool = False) -> list[Result]:
     from keepgui.ui.hub import Hub
     from keepgui.ui.preview import PreviewPane
 
-    memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
+    memories = bench_size(quick)
+    lines = memories * 5 // 2
     folder = cached_bank(memories, lines)
     data_dir = tempfile.mkdtemp(prefix="keepgui-bench-preview-")
     bank_in_data_dir(folder, data_dir)

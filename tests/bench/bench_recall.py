@@ -18,7 +18,7 @@ import statistics
 import time
 from collections import Counter
 
-from tests.bench.common import Result, cached_bank, fresh_copy
+from tests.bench.common import Result, bench_size, cached_bank, fresh_copy
 from tests.bench.synth import NOW
 
 QUERIES = [
@@ -137,7 +137,8 @@ def run(quick: bool = False) -> list[Result]:
     from keepgui.backends.iii.record import fingerprint, new_memory
     from keepgui.backends.iii.store import DataDir
 
-    memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
+    memories = bench_size(quick)
+    lines = memories * 5 // 2
     folder = fresh_copy(cached_bank(memories, lines))
     try:
         bank = DataDir(os.path.dirname(folder)).bank(os.path.basename(folder))

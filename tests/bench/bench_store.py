@@ -14,7 +14,7 @@ import shutil
 import statistics
 import time
 
-from tests.bench.common import Result, cached_bank, fresh_copy, peak_rss_mb
+from tests.bench.common import Result, bench_size, cached_bank, fresh_copy, peak_rss_mb
 
 
 def _bare_loop(path: str) -> int:
@@ -31,7 +31,8 @@ def run(quick: bool = False) -> list[Result]:
     from keepgui.backends.iii.log import MemoryLog
     from keepgui.backends.iii.record import fingerprint, new_memory
 
-    memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
+    memories = bench_size(quick)
+    lines = memories * 5 // 2
     folder = fresh_copy(cached_bank(memories, lines))
     path = os.path.join(folder, "memories.jsonl")
     repeat = 3 if quick else 5

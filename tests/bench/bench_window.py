@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from tests.bench.common import Result, bank_in_data_dir, cached_bank
+from tests.bench.common import Result, bank_in_data_dir, bench_size, cached_bank
 
 _CHILD_BARE = r"""
 import sys, time, json
@@ -193,7 +193,8 @@ def filter_latency(memories: int) -> Result:
 
 
 def run(quick: bool = False) -> list[Result]:
-    memories, lines = (20_000, 50_000) if quick else (100_000, 250_000)
+    memories = bench_size(quick)
+    lines = memories * 5 // 2
     return startup(memories, lines, 3 if quick else 5) + [filter_latency(memories)]
 
 

@@ -100,6 +100,12 @@ def bench_sizes(quick: bool = False) -> list[int]:
     return [10_000] if quick else [10_000, 100_000]
 
 
+def bench_size(quick: bool = False) -> int:
+    """The one bank size (memories) of a benchmark that runs at one size: the largest of
+    :func:`bench_sizes` (100,000 by default, 10,000 for ``--quick``)."""
+    return max(bench_sizes(quick))
+
+
 def peak_rss_mb() -> float:
     """Peak resident set size of this process in MiB."""
     usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -14,6 +14,9 @@ whose samples sit in one call is that call.
 Each gap also records how long the GUI thread waited in it, ready to run, for a CPU (Linux's
 ``/proc/self/task/<tid>/schedstat``, second field): the gap less that wait is the block the window's
 own work (and its waits for the interpreter lock) made, told apart from a machine busy with others.
+The first field, the time the GUI thread ran on a CPU, gives each gap's CPU time: the work the GUI
+thread itself did in it, neither its waits for a CPU nor its waits for the interpreter lock (a thread
+waiting for the lock sleeps) — the figure least moved by a loaded machine (:meth:`GuiWatch.longest_cpu`).
 """
 
 from __future__ import annotations
@@ -51,8 +54,9 @@ class Block:
     def describe(self, top: int = 3) -> str:
         """Where the GUI thread was during the gap (innermost frames first), most samples first."""
         total = sum(self.samples.values()) or 1
-        parts = [f"{100 * n // total}% {' < '.join(stack[:4])}" for stack, n in self.samples.most_common(top)]
-        busy = [stack[0] for stack, _ in self.others.most_common(2)]
+        show = int(os.environ.get("KEEPGUI_WATCH_FRAMES", "4"))
+        parts = [f"{100 * n // total}% {' < '.join(stack[:show])}" for stack, n in self.samples.most_common(top)]
+        busy = [" < ".join(stack[: max(1, show // 2)]) for stack, _ in self.others.most_common(2)]
         text = f"{self.seconds * 1000:.0f} ms at {self.start:.2f} s: " + (
             " | ".join(parts) or "no sample (the watcher never ran in it: the interpreter lock was held throughout)"
         )
@@ -68,10 +72,11 @@ class GuiWatch:
         self.t0 = time.perf_counter() if t0 is None else t0
         self.gaps: list[tuple[float, float]] = []  # (seconds, when it began, since t0)
         self.waits: list[float] = []  # per gap: seconds the GUI thread waited for a CPU in it
+        self.cpu: list[float] = []  # per gap: seconds the GUI thread ran on a CPU in it
         self.blocks: list[Block] = []
         self._gui = threading.get_ident()
         self._schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
-        self._queued = self._run_queue_wait()
+        self._ran, self._queued = self._schedstat_now()
         self._last = time.perf_counter()
         self._current: Block | None = None
         self._lock = threading.Lock()
@@ -83,26 +88,29 @@ class GuiWatch:
         self._thread = threading.Thread(target=self._watch, name="guiwatch", daemon=True)
         self._thread.start()
 
-    def _run_queue_wait(self) -> float:
-        """Seconds the GUI thread has waited, ready to run, for a CPU so far (0 where Linux does not say)."""
+    def _schedstat_now(self) -> tuple[float, float]:
+        """Seconds the GUI thread has run on a CPU, and waited, ready to run, for one, so far (0 where
+        Linux does not say)."""
         try:
             fd = os.open(self._schedstat, os.O_RDONLY)
             try:
-                return int(os.read(fd, 128).split()[1]) / 1e9
+                fields = os.read(fd, 128).split()
+                return int(fields[0]) / 1e9, int(fields[1]) / 1e9
             finally:
                 os.close(fd)
         except (OSError, IndexError, ValueError):
-            return 0.0
+            return 0.0, 0.0
 
     def _tick(self) -> None:
         now = time.perf_counter()
-        queued = self._run_queue_wait()
+        ran, queued = self._schedstat_now()
         with self._lock:
             began, self._last = self._last, now
             block, self._current = self._current, None
         self.gaps.append((now - began, began - self.t0))
         self.waits.append(queued - self._queued)
-        self._queued = queued
+        self.cpu.append(ran - self._ran)
+        self._ran, self._queued = ran, queued
         if block is None and now - began > self.threshold:
             block = Block(began - self.t0)  # no sample: the watcher never ran in it (the lock held throughout)
         if block is not None:
@@ -118,7 +126,7 @@ class GuiWatch:
             frames = sys._current_frames()
             gui = frames.get(self._gui)
             sample = _frames(gui, self.depth) if gui is not None else None
-            others = [_frames(frame, 2) for ident, frame in frames.items() if ident not in (self._gui, me)]
+            others = [_frames(frame, self.depth) for ident, frame in frames.items() if ident not in (self._gui, me)]
             del frames, gui
             with self._lock:  # held only to attach the sample: the GUI thread's tick takes it too
                 if self._last != began:
@@ -144,6 +152,10 @@ class GuiWatch:
     def longest_own(self, since: int = 0) -> float:
         """The longest gap less the GUI thread's wait for a CPU in it (seconds), from gap ``since`` on."""
         return max((g - w for (g, _), w in zip(self.gaps[since:], self.waits[since:], strict=True)), default=0.0)
+
+    def longest_cpu(self, since: int = 0) -> float:
+        """The most CPU time the GUI thread spent within one gap (seconds), from gap ``since`` on."""
+        return max(self.cpu[since:], default=0.0)
 
     def report(self, top: int = 5, since_s: float = 0.0) -> list[str]:
         """The ``top`` longest blocks that began ``since_s`` seconds after t0 or later, explained."""

@@ -37,12 +37,12 @@ def _sentence(rng: random.Random, words: int) -> str:
     return text[0].upper() + text[1:]
 
 
-def _claude(home: str, rng: random.Random) -> str:
+def _claude(home: str, rng: random.Random, topics: int = CLAUDE_TOPICS) -> str:
     projects = os.path.join(home, ".claude", "projects")
     (name,) = [n for n in os.listdir(projects) if os.path.isdir(os.path.join(projects, n, "memory"))]
     memory = os.path.join(projects, name, "memory")
     index = ["# Memory index", ""]
-    for i in range(CLAUDE_TOPICS):
+    for i in range(topics):
         topic = f"topic-{i:05d}.md"
         hook = _sentence(rng, 8)
         body = "\n\n".join(_sentence(rng, rng.randint(12, 40)) + "." for _ in range(rng.randint(1, 4)))
@@ -55,18 +55,18 @@ def _claude(home: str, rng: random.Random) -> str:
     return name
 
 
-def _keep(workspace: str, rng: random.Random) -> None:
-    lines = [f"- {_sentence(rng, rng.randint(5, 16))} ({i})" for i in range(KEEP_LINES)]
+def _keep(workspace: str, rng: random.Random, count: int = KEEP_LINES) -> None:
+    lines = [f"- {_sentence(rng, rng.randint(5, 16))} ({i})" for i in range(count)]
     with open(os.path.join(workspace, "keep.md"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
-def _gemini(gemini_dir: str, rng: random.Random) -> None:
+def _gemini(gemini_dir: str, rng: random.Random, size: int = GEMINI_BYTES) -> None:
     path = os.path.join(gemini_dir, "GEMINI.md")
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
-    lines, size = [], len(text.encode("utf-8"))
-    while size < GEMINI_BYTES:
+    limit, (lines, size) = size, ([], len(text.encode("utf-8")))
+    while size < limit:
         line = f"- {_sentence(rng, rng.randint(6, 18))} ({len(lines)})"
         lines.append(line)
         size += len(line) + 1
@@ -83,15 +83,17 @@ def _full(limit: int, rng: random.Random) -> str:
         entries.append(entry)
 
 
-def _hermes(home: str, rng: random.Random) -> None:
-    for profile in range(HERMES_PROFILES):
+def _hermes(
+    home: str, rng: random.Random, profiles: int = HERMES_PROFILES, pending_writes: int = HERMES_PENDING
+) -> None:
+    for profile in range(profiles):
         where = home if profile == 0 else os.path.join(home, "profiles", f"p{profile:02d}")
         os.makedirs(os.path.join(where, "memories"), exist_ok=True)
         for name, limit in HERMES_LIMITS.items():
             with open(os.path.join(where, "memories", name), "w", encoding="utf-8") as fh:
                 fh.write(_full(limit, rng))
     pending = os.path.join(home, "pending", "memory")
-    for i in range(HERMES_PENDING):
+    for i in range(pending_writes):
         content = _sentence(rng, rng.randint(6, 14)) + "."
         write = {
             "id": f"{i:08x}",
@@ -106,14 +108,18 @@ def _hermes(home: str, rng: random.Random) -> None:
             json.dump(write, fh, indent=2)
 
 
-def make_sources(parent: str, seed: int = 7) -> dict[str, tuple[str, str, str]]:
-    """The demo copied under ``parent`` with one memory of each backend grown (see the module)."""
+def make_sources(parent: str, seed: int = 7, scale: float | dict[str, float] = 1.0) -> dict[str, tuple[str, str, str]]:
+    """The demo copied under ``parent`` with one memory of each backend grown (see the module);
+    ``scale`` multiplies the sizes, of every backend or per backend (``{"gemini": 1.0, ...}``, 1 for
+    one not named): the window tests use smaller ones."""
     rng = random.Random(seed)
     copy = make_demo_copy(parent)
-    claude_bank = _claude(copy.claude_home, rng)
-    _keep(copy.nanobot, rng)
-    _gemini(copy.gemini, rng)
-    _hermes(copy.hermes, rng)
+    of = (lambda kind: scale.get(kind, 1.0)) if isinstance(scale, dict) else (lambda kind: scale)
+    claude_bank = _claude(copy.claude_home, rng, max(1, int(CLAUDE_TOPICS * of("claude"))))
+    _keep(copy.nanobot, rng, max(1, int(KEEP_LINES * of("nanobot"))))
+    _gemini(copy.gemini, rng, int(GEMINI_BYTES * of("gemini")))
+    hermes = of("hermes")
+    _hermes(copy.hermes, rng, max(1, int(HERMES_PROFILES * hermes)), int(HERMES_PENDING * hermes))
     return {
         "claude": ("--claude", copy.claude, claude_bank),
         "nanobot": ("--workspace", copy.nanobot, "keep.md"),

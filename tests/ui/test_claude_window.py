@@ -289,7 +289,9 @@ def test_instruction_files_in_the_documents_editor_with_imports_and_budgets(clau
     assert "Loads later" in rules.status.text() and "paths: internal/store" in rules.status.text()
     # MEMORY.md: the meter counts what a session loads and shades what it does not
     rules.list.setCurrentRow(9)
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # the budget is worked out off the GUI thread
     assert rules.meter.isVisible() and rules.meter.budget.warn
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # the budget is worked out off the GUI thread
     assert "20 entries are invisible to Claude" in rules.meter.label.text()
     shaded = rules.editor.extraSelections()
     assert len(shaded) == 1
@@ -300,6 +302,7 @@ def test_instruction_files_in_the_documents_editor_with_imports_and_budgets(clau
     path = rules.doc.path
     before = read(path)
     rules.editor.setPlainText(rules.doc.text + "- Run `go vet ./...` before committing.\n")
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # the budget is worked out off the GUI thread
     assert "of the 4 MiB a file may have: it loads whole" in rules.meter.label.text()
     assert rules.save()
     assert read(path).endswith(b"- Run `go vet ./...` before committing.\n")

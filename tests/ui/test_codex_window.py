@@ -125,6 +125,7 @@ def test_the_budget_cut_is_shaded_and_the_summary_locks_while_codex_consolidates
     assert titles[api].endswith("cut at byte 7,068")
     assert any(t.endswith("services/AGENTS.md · project, not read") for t in titles)
     rules.list.setCurrentRow(api)
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # the budget is worked out off the GUI thread
     assert rules.meter.isVisible() and rules.meter.budget.warn
     shaded = rules.editor.extraSelections()
     assert len(shaded) == 1

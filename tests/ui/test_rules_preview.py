@@ -104,14 +104,17 @@ def test_rule_over_budget_shows_the_marker_and_the_truncation_point(window, demo
     qtbot.waitUntil(lambda: rules.doc is not None and rules.doc.name == "learned")
     rules.editor.setPlainText("# Learned\n" + "x" * 1000 + "\n")
     rules._refresh_derived()
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # worked out off the GUI thread
     place = rules.meter.place
     assert place is not None and place.status == "truncated" and place.sent == 300
     assert rules.meter.budget.cut_char == 300  # no leading whitespace: the cut is at the 300th byte of the text
     assert "TRUNCATED after byte 300" in rules.meter.label.text()
     shaded = rules.editor.extraSelections()
     assert shaded and shaded[0].cursor.selectionStart() == 300
-    result = wait_preview(qtbot, window.preview, lambda r: r.rules_truncated)
-    assert "[rule truncated: over the 300 char injection budget" in result.system_prompt_section
+    # the preview of the draft (an earlier one, of the text on disk, has a rule omitted: truncated too)
+    cut = "[rule truncated: over the 300 char injection budget"
+    result = wait_preview(qtbot, window.preview, lambda r: r.rules_truncated and cut in r.system_prompt_section)
+    assert cut in result.system_prompt_section
     assert "## style [omitted: over the injection budget]" in result.system_prompt_section
 
 
@@ -126,6 +129,7 @@ def test_a_long_document_is_shown_plain_and_says_so(make_window, demo_copy, qtbo
     rules = win.rules
     qtbot.waitUntil(lambda: rules.doc is not None)
     rules.open_document("learned")
+    qtbot.waitUntil(lambda: not rules.loading)  # a long text is put into the editor piece by piece
     with open(long_rule, encoding="utf-8") as fh:
         assert rules.editor.toPlainText() == fh.read()
     assert rules.highlighter.document() is None  # set without a pass of the highlighter over every line
@@ -162,6 +166,7 @@ def test_multibyte_rule_cut_lands_on_a_char_boundary(window, qtbot):
     qtbot.waitUntil(lambda: rules.doc is not None)
     rules.editor.setPlainText("é" * 400)
     rules._refresh_derived()
+    qtbot.waitUntil(lambda: not rules.derived_pending)  # worked out off the GUI thread
     assert rules.meter.place.sent == 300 and rules.meter.budget.cut_char == 150
 
 

@@ -62,6 +62,7 @@ def test_found_shown_and_redacted_with_undo(make_window, demo_copy, qtbot):
     window.rules.open_document(window.hub.bank(key).documents().list()[0][0])
     qtbot.waitUntil(lambda: window.rules.doc is not None, timeout=5_000)
     window.rules._refresh_derived()
+    qtbot.waitUntil(lambda: not window.rules.derived_pending)  # worked out off the GUI thread
     marks = [m for m in window.rules._marks if "secret" in m.note]
     assert marks and doc_secret not in marks[0].note
 

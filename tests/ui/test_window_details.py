@@ -72,7 +72,7 @@ def test_rename_and_delete_are_greyed_with_no_rules(make_window, demo_copy, qtbo
     window.select_bank(BankKey(path, "empty"))
     rules = window.panel("rules")
     qtbot.waitUntil(lambda: rules.key == BankKey(path, "empty") and rules.docs is not None, timeout=10_000)
-    qtbot.waitUntil(lambda: rules.list.count() == 0, timeout=5_000)
+    qtbot.waitUntil(lambda: not rules.listing and rules.list.count() == 0, timeout=5_000)
     assert rules.act_new.isEnabled()
     assert not rules.act_rename.isEnabled() and not rules.act_delete.isEnabled()
 

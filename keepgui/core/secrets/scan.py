@@ -212,21 +212,6 @@ MARKS_LIMIT = 50_000
 """The longest text :func:`secret_marks` scans on the caller's thread (the editor's, while typing)."""
 
 _marks_local = threading.local()
-_library_imported = threading.Event()
-
-
-def marks_ready() -> bool:
-    """True once the detector's library was imported in this process: :func:`secret_marks` then costs
-    a few milliseconds on a new thread, not the half second of importing it (``detect-secrets`` pulls
-    in ``requests``), which a GUI thread must not spend (:func:`prepare_marks` off it first)."""
-    return _library_imported.is_set()
-
-
-def prepare_marks() -> None:
-    """Import the detector's library (call it off the GUI thread; at once once it is imported)."""
-    if not _library_imported.is_set():
-        Detector()
-        _library_imported.set()
 
 
 def secret_marks(text: str) -> list[TextMark]:
@@ -236,7 +221,6 @@ def secret_marks(text: str) -> list[TextMark]:
     detector = getattr(_marks_local, "detector", None)
     if detector is None:
         detector = _marks_local.detector = Detector()
-        _library_imported.set()
     return [
         TextMark(h.start, h.end, "warning", f"A secret ({h.kind}, {mask(text[h.start : h.end])}): redact it")
         for h in detector.scan(text)
@@ -265,7 +249,6 @@ class Scanner:
         d = getattr(self._local, "detector", None)
         if d is None:
             d = self._local.detector = Detector()
-            _library_imported.set()
         return d
 
     def hits(self, text: str) -> list[Hit]:

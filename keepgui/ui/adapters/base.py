@@ -7,17 +7,67 @@ an adapter module replaces it where a backend's preview has more to show.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Signal
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QFontDatabase, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
+
+CHUNK_CHARS = 32_768
+"""A longer text is put into a :class:`LongTextView` this many characters (then to the end of the line)
+per turn of the event loop: a 1 MB GEMINI.md set at once held the GUI thread ~150 ms, its layout more."""
+
+
+class LongTextView(QPlainTextEdit):
+    """Read-only text that puts a long text in piece by piece, one per turn of the event loop, so the
+    GUI thread is never held by one (:meth:`setPlainText`; ``then`` runs once all of it is in)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.document().setUndoRedoEnabled(False)
+        self._pending: tuple[str, int] | None = None  # the text still being put in, and how far
+        self._then: Callable[[], object] | None = None
+
+    @property
+    def loading(self) -> bool:
+        """True while a long text is still being put in."""
+        return self._pending is not None
+
+    def setPlainText(self, text: str, then: Callable[[], object] | None = None) -> None:  # noqa: N802 - Qt's name
+        """Show ``text`` (a long one piece by piece); then call ``then``."""
+        self._pending, self._then = None, None
+        end = text.find("\n", CHUNK_CHARS) if len(text) > CHUNK_CHARS else -1
+        super().setPlainText(text if end < 0 else text[:end])
+        if end < 0:
+            if then is not None:
+                then()
+            return
+        self._pending, self._then = (text, end), then
+        QTimer.singleShot(0, self, lambda: self._put(text))
+
+    def _put(self, text: str) -> None:
+        if self._pending is None or self._pending[0] is not text:
+            return  # another text was set meanwhile
+        at = self._pending[1]
+        end = text.find("\n", at + CHUNK_CHARS)
+        end = len(text) if end < 0 else end
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(text[at:end])
+        if end < len(text):
+            self._pending = (text, end)
+            QTimer.singleShot(0, self, lambda: self._put(text))
+            return
+        then, self._pending, self._then = self._then, None, None
+        if then is not None:
+            then()
 
 
 def plain_view(name: str, parent: QWidget) -> QPlainTextEdit:
     """A read-only, fixed-width text view (what the agent is given is shown verbatim)."""
-    view = QPlainTextEdit(parent)
-    view.setReadOnly(True)
+    view = LongTextView(parent)
     view.setAccessibleName(name)
     view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
     return view

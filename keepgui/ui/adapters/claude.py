@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QTextBrowser, QTextEdit
 
 from keepgui.backends.claude.context import ClaudePreview
 from keepgui.ui import theme
-from keepgui.ui.adapters.base import Adapter, PreviewView
+from keepgui.ui.adapters.base import Adapter, LongTextView, PreviewView
 
 
 def _esc(text: str) -> str:
@@ -40,12 +40,11 @@ def _more(total: int, muted: str) -> str:
     return f"<p style='color:{muted}'>… and {rest:,} more</p>" if rest > 0 else ""
 
 
-class CutLineView(QPlainTextEdit):
+class CutLineView(LongTextView):
     """Read-only text with one horizontal line drawn after the character ``cut_at`` (the index's cut)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setReadOnly(True)
         self.setAccessibleName("The reminder the next session is given")
         self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
@@ -54,8 +53,11 @@ class CutLineView(QPlainTextEdit):
 
     def show_text(self, text: str, cut_at: int | None = None, label: str = "") -> None:
         """Show ``text`` and, when ``cut_at`` is given, the cut line there (what follows it shaded)."""
-        self.setPlainText(text)
         self.cut_at, self.cut_label = cut_at, label
+        self.setPlainText(text, lambda: self._shade(text, cut_at))
+
+    def _shade(self, text: str, cut_at: int | None) -> None:
+        """Once ``text`` is in: what follows the cut shaded."""
         selections = []
         if cut_at is not None:
             shade = QTextEdit.ExtraSelection()
