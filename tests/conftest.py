@@ -38,6 +38,25 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
+@pytest.fixture(autouse=True)
+def _journal_of_the_session():
+    """keepgui installs its journal once per process (:func:`keepgui.core.journal.install`), where
+    ``KEEPGUI_HOME`` points when it is first asked: a test that moved the home for itself leaves no
+    journal of that home installed for the tests after it (they would record into another folder than
+    the command lines they run)."""
+    home = os.environ["KEEPGUI_HOME"]
+    yield
+    if os.environ.get("KEEPGUI_HOME") != home:
+        return  # still moved: monkeypatch undoes it after this fixture
+    from keepgui.core import fsio, journal
+
+    if journal._installed and not os.path.abspath(journal._installed[0].root).startswith(
+        os.path.abspath(home) + os.sep
+    ):
+        journal._installed.clear()
+        fsio._WRITE_HOOKS.clear()
+
+
 @pytest.fixture
 def demo_copy(tmp_path):
     """A fresh copy of the demo data (times moved to the present)."""
