@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -61,14 +62,19 @@ log = logging.getLogger(__name__)
 
 TIME_HELP = "ISO 8601 such as 2026-03-01T14:30, or a time ago: 90s, 15m, 2h, 3d, 1w"
 _COLUMNS = ("Memory", "Tags", "Updated", "State")
+_RELEASE_HERE = 2000
+"""Rows a moment's table lets go of on the GUI thread; more are released on :data:`_RELEASE`."""
+_RELEASE = lane("time travel: release")
 
 
 @dataclass
 class Moment:
     """What a bank held at ``at``, read off the GUI thread as plain data (the copy is gone by then).
 
-    ``rows``: ``(id, text, tags, updated_at, live)``; ``documents``: ``(title, text)``; ``files``: each
-    memory file of the bank now → its text then (None: it did not exist then)."""
+    ``rows``: ``(id, text, tags, updated_at, live)``, live ones first as the view shows them (``live``
+    of them); ``documents``: ``(title, text)``; ``files``: each memory file of the bank now → its text
+    then (None: it did not exist then). Everything the view shows is worked out here, so taking a moment
+    in on the GUI thread costs the same at 100 memories as at 100,000."""
 
     key: BankKey
     at: int
@@ -78,6 +84,7 @@ class Moment:
     preview: str = ""
     files: dict[str, str | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    live: int = 0
 
 
 def read_moment(journal: Journal, kind: str, key: BankKey, at: int) -> Moment:
@@ -94,6 +101,8 @@ def read_moment(journal: Journal, kind: str, key: BankKey, at: int) -> Moment:
                 pace.checkpoint()
             tags = " ".join("#" + t for t in r.tags)
             moment.rows.append((r.id, past.shown(r.text), tags, r.updated_at, r.invalid_at is None))
+        moment.rows.sort(key=lambda r: not r[4])  # live ones first (a stable sort: the bank's order within)
+        moment.live = sum(1 for r in moment.rows if r[4])
         try:
             documents = bank.documents()
             moment.documents = [(title, past.shown(documents.read(name).text)) for name, title in documents.list()]
@@ -120,10 +129,15 @@ class MomentRows(QAbstractTableModel):
         self.rows: list[tuple[str, str, str, int | None, bool]] = []
 
     def set_rows(self, rows: list[tuple[str, str, str, int | None, bool]]) -> None:
-        """Show these rows (live ones first, as the table shows them)."""
+        """Show these rows (in their order: :func:`read_moment` put the live ones first). The rows shown
+        before are let go off the GUI thread, a slice at a time: a list of 100,000 rows freed at once
+        holds the interpreter lock for tens of milliseconds."""
         self.beginResetModel()
-        self.rows = sorted(rows, key=lambda r: not r[4])
+        old: list[Any] = self.rows
+        self.rows = rows
         self.endResetModel()
+        if len(old) > _RELEASE_HERE:
+            _RELEASE.run(partial(pace.release, old))  # the lane's task holds the last reference
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex | None = None) -> int:  # noqa: N802 - Qt override
         return 0 if parent is not None and parent.isValid() else len(self.rows)
@@ -230,7 +244,7 @@ class PastView(QWidget):
         else:
             self.document.setPlainText("")
         self.preview.setPlainText(_cut(moment.preview))
-        live = sum(1 for r in moment.rows if r[4])
+        live = moment.live
         self.status.setText(f"{live} then · " + "; ".join(moment.notes) if moment.notes else f"{live} then")
         self.status.setToolTip("\n".join(moment.notes))
 
