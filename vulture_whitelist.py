@@ -28,6 +28,7 @@ trace  # __exit__'s traceback parameter: keepgui/core/fsio.py
 tb  # the same: keepgui/backends/iii/store.py
 signum  # a signal handler's parameter: tests/reliability/common.py
 _writes_waited  # an autouse pytest fixture, run by pytest for every window test: tests/ui/conftest.py
+_journal_of_the_session  # an autouse pytest fixture, run by pytest for every test: tests/conftest.py
 
 # fields written out whole (dataclasses.asdict, __dict__), so each is read by name by whoever reads the JSON
 _.extraction_enabled  # keepgui/backends/iii/config.py: MemoryConfig, every field of the worker's config
