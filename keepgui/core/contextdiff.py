@@ -5,8 +5,7 @@ prints), its live memories' texts and its memory files' hashes; :func:`moment` d
 it is now or as it was at a recorded moment (:func:`keepgui.core.timetravel.opened_at`, which opens
 the past as of then, so each part is byte for byte what the agent was given then). :func:`compare`
 turns two moments into a :class:`ContextDiff`: each part's unified diff, and what it means in
-memories — new ones the agent now sees (a memory counts as seen when its first line is in the
-context), new ones kept but not given, removed ones, and ones still kept but no longer given (a
+memories — new ones the agent now sees (:func:`given`), new ones kept but not given, removed ones, and ones still kept but no longer given (a
 limit or a cut, such as Claude Code's 200-line index) — and in files (the memory files whose bytes
 changed). ``keepgui context --at T1 --diff T2`` prints it; the window's View → Compare context…
 (:mod:`keepgui.ui.contextdiff`) shows the same object.
@@ -30,15 +29,34 @@ if TYPE_CHECKING:
     from keepgui.core.source import Bank, Source
 
 
+HELD_BACK = frozenset({"not-loaded", "unindexed", "hidden", "missing-file"})
+"""The tags by which a backend says a memory is kept but not given to the next session (Claude Code's
+index lines past its cut and topic files it does not name, Gemini CLI's notes and hidden files)."""
+
+
 @dataclass(frozen=True)
 class Moment:
     """A bank's context at one moment: its parts' texts, its live memories (id → text), its memory files
-    (path → SHA-256 of their bytes, None when unreadable), and what to tell a person about it."""
+    (path → SHA-256 of their bytes, None when unreadable), what to tell a person about it, and the ids
+    of the memories the agent is given (:func:`given`)."""
 
     parts: dict[str, str]
     rows: dict[str, str]
     files: dict[str, str | None]
     notes: tuple[str, ...] = ()
+    given: frozenset[str] = frozenset()
+
+
+def given(key: str, text: str, tags: tuple[str, ...], context: str) -> bool:
+    """Whether a memory is given to the agent in ``context`` (every part's text): not when its backend
+    tags it held back (:data:`HELD_BACK`); else when its first line is in the context, or — a memory
+    that is a file, named in an index the agent is given (a Claude Code topic file) — its name is."""
+    if HELD_BACK.intersection(tags):
+        return False
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if first and first in context:
+        return True
+    return "." in key and not any(c.isspace() for c in key) and f"({key})" in context
 
 
 def read_moment(
@@ -48,12 +66,15 @@ def read_moment(
     every path and text passed through ``shown`` (a copy of the past names the source's paths)."""
     bank.load(full=True)
     parts = {k: shown(v or "") for k, v in bank.context(query, **dict(options or {})).named_parts().items()}
-    rows = {r.id: shown(r.text) for r in bank.rows() if r.invalid_at is None}
+    live = [r for r in bank.rows() if r.invalid_at is None]
+    rows = {r.id: shown(r.text) for r in live}
+    whole = "\n".join(parts.values())
+    seen = frozenset(r.id for r in live if given(r.id, rows[r.id], tuple(r.tags), whole))
     files: dict[str, str | None] = {}
     for path in bank.memory_files():
         data, _stamp = fsio.read_stamped(path)
         files[shown(path)] = hashlib.sha256(data).hexdigest() if data is not None else None
-    return Moment(parts, rows, files)
+    return Moment(parts, rows, files, given=seen)
 
 
 def moment(
@@ -73,7 +94,7 @@ def moment(
     with opened_at(journal, source, at, options) as past:
         read = read_moment(past.bank(bank), query, shown=past.shown)
         notes = (f"as it was at {describe_when(at)} (read-only)", *past.notes)
-        return Moment(read.parts, read.rows, read.files, notes)
+        return Moment(read.parts, read.rows, read.files, notes, read.given)
 
 
 SYNC_MS = 1000
@@ -173,22 +194,13 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _seen(text: str, whole: str) -> bool:
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return bool(first) and first in whole
-
-
 def compare(one: Moment, two: Moment, at: str, to: str) -> ContextDiff:
     """What changed from ``one`` (named ``at``) to ``two`` (named ``to``); see the module docstring."""
     seen_one, seen_two = "\n".join(one.parts.values()), "\n".join(two.parts.values())
     new = {k: t for k, t in two.rows.items() if k not in one.rows}
     removed = {k: t for k, t in one.rows.items() if k not in two.rows}
-    new_seen = {k: t for k, t in new.items() if _seen(t, seen_two)}
-    cut = {
-        k: t
-        for k, t in two.rows.items()
-        if k in one.rows and _seen(one.rows[k], seen_one) and not _seen(t, seen_two)
-    }  # fmt: skip
+    new_seen = {k: t for k, t in new.items() if k in two.given}
+    cut = {k: t for k, t in two.rows.items() if k in one.rows and k in one.given and k not in two.given}
     files = sorted(p for p in set(one.files) | set(two.files) if one.files.get(p) != two.files.get(p))
     parts: dict[str, PartDiff] = {}
     for name in dict.fromkeys([*one.parts, *two.parts]):

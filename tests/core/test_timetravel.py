@@ -189,6 +189,34 @@ def test_context_diff_between_two_moments_names_new_memories_and_changed_files(p
 
 
 @pytest.mark.parametrize("place", ["claude"], indirect=True)
+def test_context_diff_counts_claudes_index_cut_and_a_new_topic_by_its_index_line(place):
+    """Claude Code is given MEMORY.md's first 200 lines, not the topic files: a new topic whose index line
+    the agent put near the top is a new memory it sees, and the line it pushed past the cut is a memory
+    still kept but no longer given — as the reminder shows (its warning names that line's file, which
+    does not make it given)."""
+    _kind, env, where = place
+    keepgui(env, "context", *where)
+    t1 = stamp()
+    index = memory_file("claude", env)
+    folder = os.path.dirname(index)
+    with open(index, encoding="utf-8") as fh:
+        lines = fh.read().splitlines(True)
+    assert len(lines) > 200  # the demo's index is already past the cut
+    pushed = lines[199]
+    script = (
+        "import os, sys; folder, index = sys.argv[1:3]; t = open(index, encoding='utf-8').read().splitlines(True);"
+        "t.insert(2, '- [Deploy window](deploy-window.md) — deploys only Tue/Thu\\n');"
+        "open(os.path.join(folder, 'deploy-window.md'), 'w', encoding='utf-8').write("
+        "'---\\nname: Deploy window\\ntype: project\\n---\\n\\nDeploys on Tuesdays and Thursdays only.\\n');"
+        "open(index, 'w', encoding='utf-8').write(''.join(t))"
+    )
+    subprocess.run([sys.executable, "-c", script, folder, index], check=True, timeout=60)
+    obj = json.loads(keepgui(env, "context", *where, "--at", t1, "--diff", "now", "--json").stdout)
+    assert obj["memories"] == {"new": 1, "new_seen": 1, "removed": 0, "cut": 1}, (obj["summary"], pushed)
+    assert sorted(os.path.basename(p) for p in obj["files_changed"]) == ["MEMORY.md", "deploy-window.md"]
+
+
+@pytest.mark.parametrize("place", ["claude"], indirect=True)
 def test_restore_at_brings_back_a_memory_forgotten_since_under_its_own_id(place):
     kind, env, where = place
     first = json.loads(keepgui(env, "memories", *where, "--json").stdout.splitlines()[0])
