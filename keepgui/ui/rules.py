@@ -289,7 +289,9 @@ class RulesPanel(QWidget):
             self._listing = None
             self._reload_list()
             return
+        self.list.blockSignals(True)  # the old bank's names are gone before the new docs could be asked for them
         self.list.clear()
+        self.list.blockSignals(False)
         self._show_nothing("Reading the documents…")
         for action in (self.act_new, self.act_rename, self.act_delete):
             action.setEnabled(False)  # until the listing says what there is
@@ -467,6 +469,7 @@ class RulesPanel(QWidget):
         self.notices.setText("")
         self.rendered.setHtml("")
         self.meter.setVisible(False)
+        self.meter.label.setText("")  # the bank shown before's budget never reappears for this one
 
     # ------------------------------------------------------------------ editing
 

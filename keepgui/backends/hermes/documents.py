@@ -20,7 +20,7 @@ from keepgui.backends.hermes.context import project_context
 from keepgui.backends.hermes.entries import FILE_NAMES, MEMORY, USER, parse, serialize
 from keepgui.backends.hermes.writes import Refused
 from keepgui.core import fsio
-from keepgui.core.errors import InvalidInput, KeepguiError
+from keepgui.core.errors import InvalidInput, KeepguiError, NotFound
 from keepgui.core.source import Budget, BudgetSegment, Change, Document
 
 if TYPE_CHECKING:
@@ -72,7 +72,10 @@ class HomeDocs:
         return found.path or ""
 
     def read(self, name: str) -> Document:
-        """Open one document (read-only ones say why)."""
+        """Open one document (read-only ones say why); NotFound for a name the Hermes home has not."""
+        if name not in EDITABLE and name not in READ_ONLY:
+            known = ", ".join([*EDITABLE, *READ_ONLY])
+            raise NotFound(f"{name}: the Hermes home has no such document (it has {known})")
         path = self._path(name)
         if name == SETTINGS:
             settings = self.bank.settings()
