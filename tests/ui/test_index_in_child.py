@@ -125,3 +125,18 @@ def test_the_first_screenful_is_shown_while_the_whole_table_is_built(qtbot, chil
         release.set()
     qtbot.waitUntil(lambda: panel.model.rowCount() == len(rows) and panel._building is None, timeout=30_000)
     assert shown_keys(panel) == expected_keys(rows, "", False, None, None, "updated", True)
+
+
+@pytest.mark.parametrize(("field", "descending"), [("updated", True), ("text", False), ("created", True)])
+def test_the_first_screenful_is_the_top_of_the_whole_order_however_it_is_stepped(field, descending, monkeypatch):
+    """first_screen looks at a big bank in steps (giving way to the GUI thread between them); the rows it
+    picks are exactly the first rows of the whole table, in its order."""
+    from keepgui.core.rowtable import build_table
+
+    rows = list({m.id: m for m in make_records(3000, 6000, seed=29)}.values())
+    monkeypatch.setattr(feed, "_FIRST_STEP", 257)  # many steps, none a multiple of the screenful
+    first = feed.first_screen(rows, field, descending)
+    whole = build_table(rows, field)
+    ids = [whole.rows[i].id for i in whole.order]  # the whole table in its own ascending order
+    top = (ids[::-1] if descending else ids)[: feed.FIRST_SCREEN]
+    assert sorted(r.id for r in first.rows) == sorted(top)
