@@ -156,7 +156,8 @@ def test_standalone_popup_keeps_without_a_window(demo_copy, qtbot, tmp_path):
     qtbot.addWidget(popup)
     try:
         popup.open("Has a cat called Miso")
-        assert popup.target_key() == BankKey(demo_copy.nanobot, KEEP_BANK)
+        # the targets are the banks the hub has opened: loaded off the GUI thread, so waited for
+        qtbot.waitUntil(lambda: popup.target_key() == BankKey(demo_copy.nanobot, KEEP_BANK), timeout=30_000)
         assert popup.keep()
         assert keep_bytes(demo_copy.nanobot).endswith(b"- Has a cat called Miso\n")
         assert said and said[0].startswith("Kept: Has a cat called Miso")

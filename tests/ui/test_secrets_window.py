@@ -69,7 +69,7 @@ def test_found_shown_and_redacted_with_undo(make_window, demo_copy, qtbot):
     before = _log(demo_copy)
     dialog = SecretsDialog(watch, key, window)
     assert all(row_secret not in dialog.list.item(i).text() for i in range(dialog.list.count()))
-    qtbot.waitUntil(lambda: "history" in dialog.purge_note.text(), timeout=10_000)  # what it removes, said first
+    qtbot.waitUntil(lambda: "history" in dialog.purge_note.text(), timeout=30_000)  # what it removes, said first
     # a version keepgui's history kept of a file that held it (as it does of keep.md, MEMORY.md...)
     History().record(os.path.join(demo_copy.iii, "main", "rules", "old.md"), f"key {doc_secret}\n".encode())
     assert plan_purge([row_secret, doc_secret])
