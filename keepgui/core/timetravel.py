@@ -285,6 +285,8 @@ class _Copy:
 
     def _write(self, target: str, entry: Entry, versions: list[Entry]) -> None:
         data = self.journal.read(entry, versions)
+        # A new file in keepgui's own temporary copy (sealed read-only, removed after): never an agent's,
+        # so not through fsio, whose write hooks would offer the copy's files to the journal.
         with open(target, "wb") as fh:
             fh.write(data)
         when = entry.mtime or entry.at * 1_000_000

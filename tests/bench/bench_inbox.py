@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 from tests.bench.common import ROOT, Result, bench_size, bench_sizes
 
@@ -215,23 +216,31 @@ def _synthetic(folder: str, entries: int, changes: int) -> str:
     return workspace
 
 
-def inbox_window(entries: int, changes: int) -> list[Result]:
-    """The longest GUI-thread block opening the inbox of ``changes`` over ``entries``."""
+def _window(script: str, entries: int, changes: int, args: Callable[[int], list[int]], timeout: float = 900) -> dict:
+    """Run a window ``script`` (offscreen, its own KEEPGUI_HOME) on a synthetic workspace of ``entries``
+    and ``changes`` recorded (:func:`_synthetic`), given the workspace's path and ``args(at)`` (``at``:
+    the first recorded moment, epoch ms); what it printed last, as JSON."""
     with tempfile.TemporaryDirectory() as folder:
+        at = int(time.time() * 1000) - changes * 1000  # no later than _synthetic's first moment
         workspace = _synthetic(folder, entries, changes)
         env = dict(os.environ, KEEPGUI_HOME=os.path.join(folder, "home"), QT_QPA_PLATFORM="offscreen")
         done = subprocess.run(
-            [sys.executable, "-c", _WINDOW, workspace, str(changes)],
+            [sys.executable, "-c", script, workspace, *map(str, args(at))],
             capture_output=True,
             text=True,
             cwd=ROOT,
             env=env,
-            timeout=900,
+            timeout=timeout,
         )
         found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         if not found:
             raise RuntimeError(f"the window reported nothing: {done.stderr.strip()[-400:]}")
-    got = found[-1]
+    return found[-1]
+
+
+def inbox_window(entries: int, changes: int) -> list[Result]:
+    """The longest GUI-thread block opening the inbox of ``changes`` over ``entries``."""
+    got = _window(_WINDOW, entries, changes, lambda _at: [changes])
     return [
         Result(
             f"inbox, {changes:,} changes of {entries:,} entries: longest GUI block listing them",
@@ -256,22 +265,7 @@ def inbox_window(entries: int, changes: int) -> list[Result]:
 
 def travel_window(entries: int, changes: int) -> list[Result]:
     """The longest GUI-thread block moving the time of a bank of ``entries`` over ``changes`` recorded."""
-    with tempfile.TemporaryDirectory() as folder:
-        workspace = _synthetic(folder, entries, changes)
-        at = int(time.time() * 1000) - changes * 1000  # the first recorded moment (as _synthetic wrote it)
-        env = dict(os.environ, KEEPGUI_HOME=os.path.join(folder, "home"), QT_QPA_PLATFORM="offscreen")
-        done = subprocess.run(
-            [sys.executable, "-c", _TRAVEL, workspace, str(at + 1500), str(at + changes * 1000 - 500)],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-            timeout=1200,
-        )
-        found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        if not found:
-            raise RuntimeError(f"the window reported nothing: {done.stderr.strip()[-400:]}")
-    got = found[-1]
+    got = _window(_TRAVEL, entries, changes, lambda at: [at + 1500, at + changes * 1000 - 500], timeout=1200)
     return [
         Result(
             f"time travel, {changes:,} changes of {entries:,} entries: longest GUI block moving the time",
