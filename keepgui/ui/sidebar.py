@@ -18,6 +18,7 @@ from keepgui.core import remote
 from keepgui.core.paths import short_path
 from keepgui.core.source import BankKey, BankSummary, Source, Trashed
 from keepgui.ui import theme
+from keepgui.ui.steadyviews import SteadyOnActivation
 from keepgui.ui.timefmt import relative
 
 KindRole = Qt.ItemDataRole.UserRole + 20
@@ -348,7 +349,7 @@ def draw_badge(painter: QPainter, opt: QStyleOptionViewItem, rect: QRect, count:
     return width
 
 
-class SourceTree(QTreeView):
+class SourceTree(SteadyOnActivation, QTreeView):
     """The sidebar view.
 
     Signals:

@@ -10,9 +10,10 @@ from PySide6.QtCore import QAbstractItemModel, QByteArray, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from keepgui.ui.memorypanel.model import COLUMN_INDEX, COLUMNS
+from keepgui.ui.steadyviews import SteadyOnActivation
 
 
-class MemoryTableView(QTableView):
+class MemoryTableView(SteadyOnActivation, QTableView):
     """The table: row selection, fixed row height (fast at 100,000 rows), sortable header."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
