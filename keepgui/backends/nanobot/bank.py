@@ -14,7 +14,7 @@ from keepgui.backends.nanobot.activity import KeepActivity, ProjectMatcher
 from keepgui.backends.nanobot.documents import DOCUMENT_FILES, WorkspaceDocs
 from keepgui.backends.nanobot.keepmd import COMPACTION_TARGET, SOFT_CAP, KeepDoc, normalise
 from keepgui.backends.nanobot.triage import KEEP as KEEP_VERDICT
-from keepgui.backends.nanobot.workspace import KEEP_MD
+from keepgui.backends.nanobot.workspace import KEEP_MD, MEMORY_MD
 from keepgui.backends.nanobot.writes import (
     ALREADY_KEPT,
     KEEP_CAPABILITIES,
@@ -250,6 +250,7 @@ class KeepBank(BankDefaults):
         before = self.doc
         try:
             doc = self.store.load()
+            self._saw_memory_md()
             projects = self.source.projects()
             rows = keep_rows(doc, self.store.removed(), projects)
             # The Entities column (the projects entries name) shows when the workspace has projects.
@@ -260,6 +261,20 @@ class KeepBank(BankDefaults):
         changed = before is None or before.stamp.sha256 != doc.stamp.sha256 or rows != self.delivered
         self.doc, self.delivered, self.problem = doc, rows, ""
         return before, doc, rows, changed
+
+    def _saw_memory_md(self) -> None:
+        """Record MEMORY.md as it is when keep.md is read: a rewrite of it from then on (Dream's) has the
+        version before it to be reviewed against, whether or not the documents editor has read it yet.
+        A copy caught mid-write or unreadable is left to the editor and the review to report."""
+        workspace, history = self.source.workspace, self.source.history
+        path = workspace.path(MEMORY_MD)
+        last = history.latest(path)
+        try:
+            data, _stamp = workspace.read(MEMORY_MD, settled=True, before=last.size if last else None)
+        except (KeepguiError, OSError):
+            return
+        if data is not None:
+            history.record(path, data, source="seen")
 
     def load(self, progress: Progress | None = None, *, full: bool = False) -> Change:
         """Read keep.md; every row when anything changed (or ``full``), nothing for an unchanged file."""

@@ -294,3 +294,16 @@ def test_plan_from_text_ignores_prose_and_order(tmp_path, history):
     plan = plan_from_text(ws, proposed, history=history)
     assert [op.kind for op in plan.operations] == []  # same entries in another order: nothing to do
     assert KeepDoc.parse(plan.after_bytes("all")).to_bytes() == BEFORE.encode()
+
+
+def test_a_dream_rewrite_after_the_bank_was_read_is_reviewable(tmp_path):
+    """Reading the bank records MEMORY.md as seen: Dream's rewrite right after has its version before
+    to be reviewed against, though no editor has read the file (a window's review asked at once)."""
+    from keepgui.backends.nanobot.backend import NanobotSource
+
+    memory = "# Long-term Memory\n\n## Preferences\n- Prefers metric units\n- Likes jazz\n"
+    source = NanobotSource(make_workspace(tmp_path / "ws", memory=memory))
+    source.keep.load()
+    write(source.workspace.memory_md, "# Long-term Memory\n\n## Preferences\n- Prefers metric units\n")
+    plan = source.keep.plan("MEMORY.md")
+    assert [op.after for op in by_kind(plan)["removed"]] == [("Likes jazz",)]
