@@ -87,7 +87,13 @@ def short_path(path: str, limit: int = 0) -> str:
 
         path = remote.display(path) or path
     path = "~" + path[len(home) :] if path.startswith(home + os.sep) else path
-    if limit and len(path) > limit:
+    return elide_middle(path, limit)
+
+
+def elide_middle(text: str, limit: int = 0) -> str:
+    """``text`` with its middle written as "…" beyond ``limit`` characters (a third kept before, the
+    rest after: a path's last folders say the most); whole when ``limit`` is 0."""
+    if limit and len(text) > limit:
         keep = limit - 1
-        path = path[: keep // 3] + "…" + path[len(path) - (keep - keep // 3) :]
-    return path
+        text = text[: keep // 3] + "…" + text[len(text) - (keep - keep // 3) :]
+    return text

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QRect
+from PySide6.QtCore import QEvent, QRect
 from PySide6.QtGui import QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
 
@@ -96,16 +96,28 @@ class Banner(QFrame):
             self._layout.insertWidget(self._layout.count() - 1, button)
             self._buttons.append(button)
         self.kind = kind if kind in ("added", "removed", "warning", "info") else "warning"
-        pal = self.palette()
-        tint = theme.tint(self.kind)
-        pal.setColor(self.backgroundRole(), tint)
-        pal.setColor(
-            QPalette.ColorRole.WindowText,
-            theme.readable(theme.palette().color(QPalette.ColorRole.WindowText), tint, 4.5),
-        )
-        self.setPalette(pal)
+        self._tint()
         self.label.setText(text)
         self.show()
+
+    def _tint(self) -> None:
+        """The banner's tint and its readable text, from the application's palette as it is now."""
+        pal = self.palette()
+        tint = theme.tint(self.kind)
+        text = theme.readable(theme.palette().color(QPalette.ColorRole.WindowText), tint, 4.5)
+        if pal.color(self.backgroundRole()) == tint and pal.color(QPalette.ColorRole.WindowText) == text:
+            return  # as it is (and no PaletteChange sent to come back here)
+        pal.setColor(self.backgroundRole(), tint)
+        pal.setColor(QPalette.ColorRole.WindowText, text)
+        self.setPalette(pal)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        """The theme changed (Preferences, or the desktop's): the tint is made again from the new palette
+        (the banner's own palette would otherwise keep the old theme's colours). Qt tells a widget with
+        a palette of its own by a PaletteChange, after the application's palette changed."""
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.ApplicationPaletteChange, QEvent.Type.PaletteChange):
+            self._tint()
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         super().paintEvent(event)

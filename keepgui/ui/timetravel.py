@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
 from keepgui.core import pace, registry, restore
 from keepgui.core.errors import KeepguiError
 from keepgui.core.journal import Journal, sync_source
+from keepgui.core.paths import elide_middle
 from keepgui.core.source import BankKey
 from keepgui.core.timefmt import now_ms
 from keepgui.core.timetravel import describe_when, opened_at, parse_when
@@ -60,6 +61,9 @@ MainWindow = Any
 
 log = logging.getLogger(__name__)
 
+BANNER_LABEL = 48
+"""The most characters of the source's name the time-travel banner shows (elided in the middle beyond: the
+banner's words and its three buttons fit one line of a 1024-pixel window)."""
 TIME_HELP = "ISO 8601 such as 2026-03-01T14:30, or a time ago: 90s, 15m, 2h, 3d, 1w"
 _COLUMNS = ("Memory", "Tags", "Updated", "State")
 _RELEASE_HERE = 2000
@@ -386,7 +390,11 @@ class TimeTravel:
 
     def _enter(self, key: BankKey, at: int) -> None:
         label = self.window.hub.source(key.source).label
-        text = f"Viewing <b>{_escape(label)} · {_escape(key.bank)}</b> as of <b>{describe_when(at)}</b> — read-only"
+        text = (
+            f"Viewing <b>{_escape(elide_middle(label, BANNER_LABEL))} · {_escape(key.bank)}</b> as of "
+            f"<b>{describe_when(at)}</b> — read-only"
+        )
+        self.view.banner.label.setToolTip(f"{label} · {key.bank}")  # the whole source, where it was elided
         if self.view.isVisible():  # the moment moved: only the words change (the buttons stay)
             self.view.banner.label.setText(text)
             return

@@ -26,3 +26,11 @@ def test_keepgui_home_moves_every_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     assert paths.app_runtime_dir() == str(tmp_path / "run")
     assert paths.app_data_dir() == str(tmp_path / "data")
+
+
+def test_elide_middle_keeps_both_ends_within_the_limit():
+    text = "nanobot · /tmp/pytest-of-root/pytest-207/test_the_views_render0/keepgui-demo-27bcvl1a/nanobot"
+    short = paths.elide_middle(text, 48)
+    assert len(short) == 48 and short.startswith("nanobot · /tmp/") and short.endswith("a/nanobot") and "…" in short
+    assert paths.elide_middle(text) == text and paths.elide_middle("short", 48) == "short"
+    assert paths.short_path("/srv/" + "x" * 100, 20) == paths.elide_middle("/srv/" + "x" * 100, 20)

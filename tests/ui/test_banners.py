@@ -76,3 +76,27 @@ def test_an_unreviewed_rewrite_is_offered_for_review_in_the_dialog(make_window, 
         lambda: window.compaction.dialog is not dialog and window.compaction.dialog is not None, timeout=15_000
     )
     assert window.compaction.dialog.review  # the review of the rewrite, with restore per entry
+
+
+def test_a_banner_shown_takes_the_new_theme_s_colours(qtbot):
+    """Switching the theme while a banner is up: its tint and its words follow the new palette (it set
+    its own palette, which kept the old theme's colours)."""
+    from PySide6.QtGui import QPalette
+
+    from keepgui.ui import appearance, theme
+
+    was = appearance._applied or "system"
+    banner = Banner()
+    qtbot.addWidget(banner)
+    try:
+        appearance.apply_theme("light")
+        banner.show_message("keep.md was rewritten by another program", "warning")
+        light = banner.palette().color(banner.backgroundRole())
+        appearance.apply_theme("dark")
+        qtbot.wait(20)
+        dark = banner.palette().color(banner.backgroundRole())
+        assert dark != light and dark == theme.tint("warning") and theme.is_dark()
+        text = banner.palette().color(QPalette.ColorRole.WindowText)
+        assert theme.contrast(text, dark) >= 4.5
+    finally:
+        appearance.apply_theme(was)
