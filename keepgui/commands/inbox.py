@@ -121,18 +121,22 @@ def _list(ctx: Context, journal: Journal, found: list[Item], banks: _Banks) -> i
     for item in found:
         obj = item.to_obj()
         try:
-            changes = inbox.entry_changes(journal, item, banks.bank(item))
+            bank = banks.bank(item)
+            changes = inbox.entry_changes(journal, item, bank)
+            undone = inbox.undone_now(item, bank, changes)
         except (KeepguiError, OSError) as exc:
-            changes = []
+            changes, undone = [], []
             obj["problem"] = str(exc)
-        obj["entries"] = [c.to_obj(n) for n, c in enumerate(changes, 1)]
+        obj["entries"] = [
+            {**c.to_obj(n), "reverted": u} for n, (c, u) in enumerate(zip(changes, undone, strict=True), 1)
+        ]
         rows.append(obj)
         if not ctx.json_mode:
             ctx.out(f"{item.id}  {relative_time(item.at)}  {item.agent}  {item.what}  {item.path}")
             if item.pending is not None:
                 ctx.out(f"    {item.pending.summary}" + (f" ({item.pending.problem})" if item.pending.problem else ""))
-            for n, change in enumerate(changes, 1):
-                ctx.out(f"    {n}. {change.describe()}")
+            for n, (change, gone) in enumerate(zip(changes, undone, strict=True), 1):
+                ctx.out(f"    {n}. {change.describe()}" + ("  (reverted since)" if gone else ""))
     if ctx.json_mode:
         ctx.emit_json({"items": rows, "journal": {"bytes": journal.size(), "cap": default_cap()}})
         return 0

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from keepgui.core import fsio, pace
 from keepgui.core.approvals import PendingWrite, approvals_of
-from keepgui.core.errors import Conflict, InvalidInput, NotFound, ReadOnly
+from keepgui.core.errors import Conflict, InvalidInput, KeepguiError, NotFound, ReadOnly
 from keepgui.core.journal import Entry, Journal, Tracked
 from keepgui.core.source import Change, Written
 from keepgui.core.textmerge import merge3
@@ -254,6 +254,22 @@ def entry_changes(journal: Journal, item: Item, bank: Bank) -> list[EntryChange]
     return diff_entries(bank.entries_of(item.path, before), bank.entries_of(item.path, after))
 
 
+def undone_now(item: Item, bank: Bank, changes: Sequence[EntryChange], now: str | None = None) -> list[bool]:
+    """Per entry change of ``item``, whether the file as it is now (or the text ``now``) no longer holds
+    it: every text it took away is there again and none it put in is (an entry reverted since, by
+    keepgui or by hand). A file gone or unreadable says no entry is undone."""
+    if now is None:
+        try:
+            data, _stamp = fsio.read_stamped(item.path)
+        except (KeepguiError, OSError):
+            return [False] * len(changes)
+        if data is None:
+            return [False] * len(changes)
+        now = data.decode("utf-8", "replace")
+    present = {text for _key, text in bank.entries_of(item.path, now)}
+    return [all(t in present for t in c.before) and not any(t in present for t in c.after) for c in changes]
+
+
 def diff_entries(old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]]) -> list[EntryChange]:
     """Entries added, removed, edited (the same key, or a text much alike) and merged (one new
     entry holding most of two or more removed ones), in the order of the new file."""
@@ -386,11 +402,12 @@ def revert(journal: Journal, item: Item, bank: Bank, entry: int | None = None) -
         raise InvalidInput(f"{item.id} is a staged write: reject it instead")
     before, after = texts(journal, item)
     target = before
+    found: list[EntryChange] = []
     if entry is not None:
         found = entry_changes(journal, item, bank)
         if not 1 <= entry <= len(found):
             raise InvalidInput(f"change {item.id} has {len(found)} entry changes; --entry takes 1 to {len(found)}")
-        target = _revert_one(before, after, found[entry - 1])
+        target = _revert_one(before, after, found[entry - 1], found)
     data, stamp = fsio.read_stamped(item.path)
     if data is None and item.version.gone and item.base is not None and not item.base.gone and entry is None:
         change = bank.write_file(item.path, before, stamp)  # the change deleted the file: it comes back
@@ -405,9 +422,11 @@ def revert(journal: Journal, item: Item, bank: Bank, entry: int | None = None) -
     if merged == now:
         raise InvalidInput(f"nothing to revert: {item.path} already holds what the change took away")
     change = bank.write_file(item.path, merged, stamp)
-    if entry is None:
-        journal.accept(item.path, [item.version.seq])  # one entry reverted: the rest still waits for review
-    return _with_review(change, journal, item, entry)
+    # one entry reverted, the rest still waits for review; the last one reverted, the change is done with
+    whole = entry is None or all(undone_now(item, bank, found, merged))
+    if whole:
+        journal.accept(item.path, [item.version.seq])
+    return _with_review(change, journal, item, entry, whole)
 
 
 def _merged(after: str, now: str, target: str, item: Item) -> str:
@@ -425,7 +444,7 @@ def _merged(after: str, now: str, target: str, item: Item) -> str:
     return merged.text
 
 
-def _with_review(change: Change, journal: Journal, item: Item, entry: int | None) -> Change:
+def _with_review(change: Change, journal: Journal, item: Item, entry: int | None, accepted: bool = True) -> Change:
     inner = change.reverse
     version = item.version
     assert version is not None
@@ -434,7 +453,7 @@ def _with_review(change: Change, journal: Journal, item: Item, entry: int | None
         if inner is None:
             raise InvalidInput(change.why_not_undo)
         undone = inner()
-        if entry is None:
+        if accepted:
             journal.unaccept(item.path, [version.seq])
         return undone
 
@@ -478,26 +497,62 @@ def _already(lines: list[str], replacement: list[str]) -> bool:
     return not n or any(lines[i : i + n] == replacement for i in range(len(lines) - n + 1))
 
 
-def _revert_one(before: str, after: str, change: EntryChange) -> str:
-    """``after`` with only the lines of one entry change taken back to ``before``."""
+def _revert_one(before: str, after: str, change: EntryChange, changes: Sequence[EntryChange] = ()) -> str:
+    """``after`` with only the lines of one entry change taken back to ``before``.
+
+    Each block of lines the change touches (a diff's opcode) is split between the entry changes whose
+    lines are in it (``changes``, the item's all): the lines of an entry's texts are that entry's, and a
+    line of none (a blank line, Hermes's ``§``) goes with the entry after it in the block, or else the
+    one before. Only this change's lines go, and only its lines of ``before`` come back: two entries
+    appended together are two reverts."""
     b_lines = before.splitlines(keepends=True)
     a_lines = after.splitlines(keepends=True)
-    a_spans = [_lines_of(after, t) for t in change.after]
-    b_spans = [_lines_of(before, t) for t in change.before]
-    matcher = difflib.SequenceMatcher(None, b_lines, a_lines, autojunk=False)
-    chosen = []
+    every = list(dict.fromkeys([change, *changes]))
+    spans_a = [[s for s in (_lines_of(after, t) for t in c.after) if s is not None] for c in every]
+    spans_b = [[s for s in (_lines_of(before, t) for t in c.before) if s is not None] for c in every]
+    if len(spans_a[0]) < len(change.after) or len(spans_b[0]) < len(change.before) or not (spans_a[0] or spans_b[0]):
+        raise InvalidInput("keepgui could not find the lines of that entry in the file; revert the whole change")
+    # lines compared without their newline: a last line that lost or gained one is the same line
+    matcher = difflib.SequenceMatcher(
+        None, [line.rstrip("\n") for line in b_lines], [line.rstrip("\n") for line in a_lines], autojunk=False
+    )
+    edits = []
     for tag, b0, b1, a0, a1 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        touches_after = any(s is not None and a0 < max(s[1], s[0] + 1) and s[0] < max(a1, a0 + 1) for s in a_spans)
-        touches_before = any(s is not None and b0 < max(s[1], s[0] + 1) and s[0] < max(b1, b0 + 1) for s in b_spans)
-        if touches_after or touches_before:
-            chosen.append((b0, b1, a0, a1))
-    if not chosen:
-        raise InvalidInput("keepgui could not find the lines of that entry in the file; revert the whole change")
-    for b0, b1, a0, a1 in reversed(chosen):
-        a_lines[a0:a1] = b_lines[b0:b1]
-    return "".join(a_lines)
+        own_a, own_b = _owners(a0, a1, spans_a), _owners(b0, b1, spans_b)
+        if 0 not in own_a.values() and 0 not in own_b.values():
+            continue
+        kept = [a_lines[i] for i in range(a0, a1) if own_a[i] != 0]
+        back = [b_lines[i] for i in range(b0, b1) if own_b[i] == 0]
+        first = next((i - a0 for i in range(a0, a1) if own_a[i] == 0), 0)
+        at = sum(1 for i in range(a0, a0 + first) if own_a[i] != 0)
+        edits.append((a0, a1, kept[:at] + back + kept[at:]))
+    out = list(a_lines)
+    for a0, a1, lines in reversed(edits):
+        out[a0:a1] = lines
+    return "".join(line if line.endswith("\n") or n == len(out) - 1 else line + "\n" for n, line in enumerate(out))
+
+
+def _owners(lo: int, hi: int, spans: list[list[tuple[int, int]]]) -> dict[int, int | None]:
+    """Which entry change (its number in ``spans``) each line ``lo``..``hi`` of a block goes with: the
+    one whose text it is, else the one of the next such line in the block, else of the one before."""
+    whose: dict[int, int] = {}
+    for number, ranges in enumerate(spans):
+        for s0, s1 in ranges:
+            for line in range(max(s0, lo), min(s1, hi)):
+                whose.setdefault(line, number)
+    owner: dict[int, int | None] = {}
+    following: int | None = None
+    for line in range(hi - 1, lo - 1, -1):
+        following = whose.get(line, following)
+        owner[line] = following
+    preceding: int | None = None
+    for line in range(lo, hi):
+        preceding = whose.get(line, preceding)
+        if owner[line] is None:
+            owner[line] = preceding
+    return owner
 
 
 def _lines_of(text: str, entry: str) -> tuple[int, int] | None:

@@ -47,9 +47,13 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.inbox import EntryChange, Item
 from keepgui.core.journal import Journal, install, sync_source
 from keepgui.core.source import Change, Source
+from keepgui.ui import theme
 from keepgui.ui.reviewlist import Perform, ReviewDialog, ReviewPanel, by_source
 from keepgui.ui.tasks import lane
 from keepgui.ui.timefmt import relative
+
+Entries = tuple[list[EntryChange], list[bool]]
+"""An item's entry changes, and per change whether the file no longer holds it (reverted since)."""
 
 REFRESH_MS = 5000
 """How often the open sources are compared with the journal besides the hub's own reports."""
@@ -136,6 +140,15 @@ class _Opened:
         self.entries[key] = found
         return found
 
+    def changes_and_states(self, journal: Journal, item: Item) -> Entries:
+        """:meth:`changes_of`, and per entry change whether it is reverted since (the file as it is now)."""
+        found = self.changes_of(journal, item)
+        source = self.sources.get(item.source)
+        if source is None or item.version is None:
+            return found, [False] * len(found)
+        names = source.scan().names
+        return found, inbox.undone_now(item, source.bank(item.bank if item.bank in names else names[0]), found)
+
     def sentence(self, journal: Journal, item: Item) -> str:
         """``nanobot changed keep.md: +2 added, −1 removed, ~1 edited`` (what the change did, entry by entry)."""
         name = os.path.basename(item.path)
@@ -160,6 +173,7 @@ class InboxLister(QObject):
 
     listed = Signal(object)
     arrived = Signal(int, str)
+    filesChanged = Signal()  # a write or a change on disk: entries may be reverted since
 
     def __init__(self, hub: Any, parent: QObject | None = None, journal: Journal | None = None) -> None:
         super().__init__(parent)
@@ -170,7 +184,8 @@ class InboxLister(QObject):
         self.listed_once = False
         self._lane = lane("inbox")
         self._running = self._again = self._closed = False
-        hub.changed.connect(lambda _change: self.refresh())
+        hub.changed.connect(self._on_change)
+        hub.written.connect(lambda _change: self.filesChanged.emit())  # a revert of ours: entries undone since
         hub.sourcesChanged.connect(self.refresh)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.refresh)
@@ -179,6 +194,10 @@ class InboxLister(QObject):
         self._retry.setSingleShot(True)
         self._retry.setInterval(500)
         self._retry.timeout.connect(self.refresh)
+
+    def _on_change(self, _change: object) -> None:
+        self.filesChanged.emit()
+        self.refresh()
 
     def refresh(self) -> None:
         """Compare and list again (one listing at a time; one more follows if asked meanwhile)."""
@@ -225,11 +244,12 @@ class InboxLister(QObject):
 
         self._lane.run(work, newest="warm", made_old=True)
 
-    def entries(self, item: Item, done: Callable[[list[EntryChange]], object], owner: QObject) -> None:
-        """The entry changes of ``item``, computed on the lane, handed to ``done`` on the GUI thread."""
+    def entries(self, item: Item, done: Callable[[Entries], object], owner: QObject) -> None:
+        """The entry changes of ``item`` and which of them the file no longer holds (reverted since),
+        computed on the lane, handed to ``done`` on the GUI thread."""
         opened, journal = self._opened, self.journal
         self._lane.run(
-            lambda: opened.changes_of(journal, item), done, lambda _e: done([]),
+            lambda: opened.changes_and_states(journal, item), done, lambda _e: done(([], [])),
             owner=owner, newest=("entries", id(owner)), made_old=True,
         )  # fmt: skip
 
@@ -309,6 +329,7 @@ class InboxPanel(ReviewPanel):
         self.entries.setUniformItemSizes(True)
         self.entries.setAccessibleName("What the selected change did, entry by entry")
         self.changes: list[EntryChange] = []
+        self.undone: list[bool] = []  # per entry change shown: reverted since (the file no longer holds it)
         self.place(self.view, self.entries)
         for name, label, tip in (
             ("accept", "&Accept", "Mark the selected changes reviewed (Undo makes them unreviewed again)"),
@@ -322,6 +343,7 @@ class InboxPanel(ReviewPanel):
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._show_selected())
         self.entries.itemSelectionChanged.connect(self._enable)
         lister.listed.connect(self.set_listing)
+        lister.filesChanged.connect(self._restate)
 
     def first_shown(self) -> None:
         """The window was painted once: show what the lister listed last."""
@@ -360,25 +382,43 @@ class InboxPanel(ReviewPanel):
 
     def _show_selected(self) -> None:
         self.entries.clear()
-        self.changes = []
+        self.changes, self.undone = [], []
         chosen = self.selected()
         if len(chosen) == 1:
             self.lister.entries(chosen[0], self._show_entries, self)
         self._enable()
 
-    def _show_entries(self, changes: list[EntryChange]) -> None:
+    def _restate(self) -> None:
+        """A file changed (a revert, an agent): which of the selected item's entries are reverted since is
+        worked out again, the entry selected staying selected."""
+        chosen = self.selected()
+        if len(chosen) == 1 and self.changes:
+            row = self.entries.currentRow()
+            self.lister.entries(chosen[0], lambda found: self._show_entries(found, row), self)
+
+    def _show_entries(self, found: Entries, row: int = -1) -> None:
+        changes, undone = found
         self.entries.clear()
-        self.changes = changes
-        lines = [f"{n}. {c.describe()}" for n, c in enumerate(changes[:SHOWN_ENTRIES], 1)]
+        self.changes, self.undone = changes, undone
+        lines = [
+            f"{n}. {c.describe()}" + ("  — reverted since" if gone else "")
+            for n, (c, gone) in enumerate(zip(changes[:SHOWN_ENTRIES], undone[:SHOWN_ENTRIES], strict=True), 1)
+        ]
         if len(changes) > SHOWN_ENTRIES:
             lines.append(f"… {len(changes) - SHOWN_ENTRIES:,} more entry changes (Revert change takes back all)")
         self.entries.addItems(lines)
+        muted = theme.muted_text()
+        for n, gone in enumerate(undone[:SHOWN_ENTRIES]):
+            if gone:  # said in words too: the colour is not the only sign
+                self.entries.item(n).setForeground(muted)
+        if 0 <= row < self.entries.count():
+            self.entries.setCurrentRow(row)
 
     def _entry(self) -> int | None:
         """The number (from 1) of the selected entry change, if one of those listed is selected."""
         row = self.entries.currentRow()
         chosen = bool(self.entries.selectedItems()) and 0 <= row < min(len(self.changes), SHOWN_ENTRIES)
-        return row + 1 if chosen else None
+        return row + 1 if chosen and not self.undone[row] else None  # one reverted since: nothing to take back
 
     def _enable(self) -> None:
         chosen = self.selected()

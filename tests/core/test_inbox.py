@@ -140,6 +140,25 @@ def test_revert_keeps_what_the_agent_wrote_after_and_accept_empties_the_inbox(pl
     assert listed(env, "--source", workspace) == []
 
 
+def test_entries_reverted_one_by_one_are_marked_and_the_last_one_ends_the_change(place):
+    """A change's entries reverted one at a time: the listing marks each as reverted since (the other
+    still waits), and reverting the last takes the change out of the inbox (it stayed there whole)."""
+    env, workspace = place
+    keep = os.path.join(workspace, "keep.md")
+    listed(env, "--source", workspace)
+    agent(keep, "edit", "Birthday is 1988-03-14=>Birthday is unknown")
+    agent(keep, "append", "- Bad fact the agent invented")
+    (item,) = listed(env, "--source", workspace)
+    assert [e["reverted"] for e in item["entries"]] == [False, False]
+    keepgui(env, "inbox", "revert", item["id"], "--entry", "2")
+    (still,) = listed(env, "--source", workspace)
+    assert still["id"] == item["id"] and [e["reverted"] for e in still["entries"]] == [False, True]
+    assert "(reverted since)" in keepgui(env, "inbox", "--source", workspace).stdout
+    keepgui(env, "inbox", "revert", item["id"], "--entry", "1")
+    assert "Birthday is 1988-03-14" in read(keep) and "Bad fact" not in read(keep)
+    assert listed(env, "--source", workspace) == []
+
+
 def test_a_revert_that_cannot_merge_is_refused_and_writes_nothing(place):
     env, workspace = place
     keep = os.path.join(workspace, "keep.md")

@@ -179,3 +179,37 @@ def test_the_inbox_list_is_fed_a_step_at_a_time_as_the_view_scrolls(qtbot):
     assert model.rowCount() == 1000
     model.set_items(items[:10], tuple(i.id for i in items[:10]))
     assert model.rowCount() == 10 and not model.canFetchMore(model.index(0).parent())
+
+
+def test_an_entry_reverted_is_marked_and_cannot_be_reverted_again(make_window, demo_copy, qtbot):
+    """Of a change of two entries, the one reverted is marked "reverted since" (in words, muted) and Revert
+    entry is off for it; the change stays for the other until that one is reverted too."""
+    window, _key = open_keep(make_window, demo_copy, qtbot)
+    lister = window.inbox
+    lister.refresh()
+    qtbot.waitUntil(lambda: lister.listed_once and not lister._running, timeout=60_000)
+    keep = os.path.join(demo_copy.nanobot, "keep.md")
+    agent_appends(keep, "- First invented fact\n- Second invented fact")
+    lister.refresh()
+    qtbot.waitUntil(lambda: any(i.source == demo_copy.nanobot for i in lister.listing.items), timeout=60_000)
+    dialog = window.show_inbox()
+    panel = dialog.panel
+    qtbot.waitUntil(lambda: panel.entries.count() == 2, timeout=60_000)
+    panel.entries.setCurrentRow(0)
+    panel.act("revert_entry")
+    qtbot.waitUntil(lambda: "- First invented fact" not in read(keep), timeout=60_000)
+    qtbot.waitUntil(
+        lambda: panel.entries.count() == 2 and "reverted since" in panel.entries.item(0).text(), timeout=60_000
+    )
+    assert "reverted since" not in panel.entries.item(1).text()
+    panel.entries.setCurrentRow(0)
+    assert not panel.buttons["revert_entry"].isEnabled()
+    panel.entries.setCurrentRow(1)
+    assert panel.buttons["revert_entry"].isEnabled()
+    panel.act("revert_entry")
+    qtbot.waitUntil(lambda: not any(i.source == demo_copy.nanobot for i in lister.listing.items), timeout=60_000)
+    window.undo_stack.undo()  # the last entry's revert undone: the change waits for review again
+    qtbot.waitUntil(lambda: "- Second invented fact" in read(keep), timeout=60_000)
+    lister.refresh()
+    qtbot.waitUntil(lambda: any(i.source == demo_copy.nanobot for i in lister.listing.items), timeout=60_000)
+    dialog.close()
