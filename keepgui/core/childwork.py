@@ -4,19 +4,22 @@ A window's background threads share one interpreter lock with its GUI thread (:m
 a bank's second pass over its whole log (its activity, say) holds that lock for a second at 100,000
 memories, in slices, and each slice is a moment the GUI thread may wait. :class:`ChildWorker` runs such
 work in a fresh interpreter instead (``python -c``, sharing nothing with the window: no Qt, no threads,
-no main script), on the machine's other core, as :mod:`keepgui.core.graphworker` does the graph's layout.
+no main script), on the machine's other core; the graph's layout too (:mod:`keepgui.core.graphworker`).
 
-What goes in is small (a path, a few options); what comes back are **columns**: a dict of names to
-values, where a ``list`` (a million ids) is sent in slices of :data:`SLICE` items and joined in the
-calling thread with a pacing checkpoint between slices, so no single step holds the lock for long;
-anything else (``bytes``, arrays, numbers) is sent as it is (a copy of a block of memory). No Python
-object per row is built anywhere but in the list the caller asked for.
+What goes in is small (a path, a few options), or columns sent in steps: ``lists`` (a text per row) a
+slice of :data:`SLICE` items at a time, ``arrays`` (an ``array`` or a ``bytearray``) a block of
+:data:`BLOCK` bytes at a time. What comes back are **columns**: a dict of names to values, where a
+``list`` (a million ids) is sent in slices of :data:`SLICE` items and joined in the calling thread with
+a pacing checkpoint between slices, so no single step holds the lock for long; anything else
+(``bytes``, arrays, numbers, a dataclass of them) is sent as it is (a copy of a block of memory). No
+Python object per row is built anywhere but in the list the caller asked for.
 
 The child says it is alive every :data:`BEAT` seconds; one that dies is started again once, one silent
 for ``hang_timeout`` seconds is killed; either way :meth:`ChildWorker.call` raises :class:`ChildFailed`
-and the caller does the work in its own process instead, saying so. Only a window's process uses
-children (:func:`use_children`): the command line and the tests run everything in-process unless they
-ask.
+and the caller does the work in its own process instead, saying so. A call no longer wanted
+(:meth:`ChildWorker.cancel`, or its ``stop_when()`` come true) kills the child at once and raises
+:class:`ChildCancelled`: the next call starts another. Only a window's process uses children
+(:func:`use_children`): the command line and the tests run everything in-process unless they ask.
 """
 
 from __future__ import annotations
@@ -30,20 +33,24 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from keepgui.core import pace
 from keepgui.core.errors import KeepguiError
 
 IDLE_EXIT = 60.0
-"""Seconds a child waits for work before it exits (its memory goes back to the system)."""
+"""Seconds a child waits for work before it exits (its memory goes back to the system), unless its
+worker says otherwise (``idle_exit``)."""
 BEAT = 0.5
 """Seconds between a working child's signs of life."""
 HANG_TIMEOUT = 20.0
 """Seconds without a sign of life after which a child is taken for hung and killed."""
 SLICE = 4096
 """Items of a list sent (and joined) at a time: each step a millisecond or less."""
+BLOCK = 200_000
+"""Bytes of an array sent at a time: copying them takes far less than a frame."""
 
 _enabled = False
 
@@ -73,12 +80,26 @@ class ChildFailed(KeepguiError):
     """The child process died twice in a row, stopped answering, or could not be started."""
 
 
+class ChildCancelled(KeepguiError):
+    """The call was stopped, its child killed, because its work is no longer wanted
+    (:meth:`ChildWorker.cancel`, or its ``stop_when()`` came true); not a failure: nothing is to be
+    done in the caller's process instead."""
+
+
+class ChildError(RuntimeError):
+    """The function raised in the child: ``traceback`` is its traceback there."""
+
+    def __init__(self, message: str, child_traceback: str) -> None:
+        super().__init__(message)
+        self.traceback = child_traceback
+
+
 # ---------------------------------------------------------------------- the child
 
 
-def serve(fd: int, preload: tuple[str, ...] = ()) -> None:
+def serve(fd: int, preload: tuple[str, ...] = (), idle_exit: float = IDLE_EXIT) -> None:
     """The child's body (``python -c`` runs it with its end of the socket pair): take a call, run it
-    (a beat every :data:`BEAT` seconds meanwhile), send its columns back; exit after :data:`IDLE_EXIT`
+    (a beat every :data:`BEAT` seconds meanwhile), send its columns back; exit after ``idle_exit``
     seconds without work, or when the parent goes away."""
     from multiprocessing.connection import Connection
 
@@ -88,12 +109,12 @@ def serve(fd: int, preload: tuple[str, ...] = ()) -> None:
     sending = threading.Lock()
     while True:
         try:
-            if not conn.poll(IDLE_EXIT):
+            if not conn.poll(idle_exit):
                 return
-            lists: dict[str, list[Any]] = {}
+            given: dict[str, Any] = {}
             message = conn.recv()
-            while message[0] == "part":
-                lists.setdefault(message[1], []).extend(message[2])
+            while message[0] != "call":
+                _take(given, message)
                 message = conn.recv()
             _call, module, name, args, names = message
         except (EOFError, OSError):
@@ -102,8 +123,7 @@ def serve(fd: int, preload: tuple[str, ...] = ()) -> None:
         beats = threading.Thread(target=_beat, args=(conn, sending, working), name="beat", daemon=True)
         beats.start()
         try:
-            given = {key: lists.get(key, []) for key in names}
-            del lists
+            given = {key: given.get(key, []) for key in names}
             columns = getattr(importlib.import_module(module), name)(*args, **given)
             del given
             failure = None
@@ -121,6 +141,22 @@ def serve(fd: int, preload: tuple[str, ...] = ()) -> None:
         except (EOFError, OSError):
             return
         del columns
+
+
+def _take(given: dict[str, Any], message: tuple[Any, ...]) -> None:
+    """A slice of a list (``part``) or a block of an array's bytes (``block``, with its type code, or
+    None for a ``bytearray``) added to the column it belongs to."""
+    if message[0] == "part":
+        given.setdefault(message[1], []).extend(message[2])
+        return
+    _block, key, typecode, data = message
+    column = given.get(key)
+    if column is None:
+        column = given[key] = bytearray() if typecode is None else array(typecode)
+    if isinstance(column, array):
+        column.frombytes(data)
+    else:
+        column.extend(data)
 
 
 def _send_columns(conn: Any, columns: dict[str, Any]) -> None:
@@ -148,11 +184,12 @@ def _beat(conn: Any, sending: threading.Lock, done: threading.Event) -> None:
 
 
 class _Watchdog:
-    """Kills ``process`` when no sign of life (:meth:`alive`) came for ``timeout`` seconds."""
+    """Kills ``process`` when no sign of life (:meth:`alive`) came for ``timeout`` seconds (``fired``),
+    or once ``stop_when()`` is true (``stopped``)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], timeout: float) -> None:
-        self.fired = False
-        self._process, self._timeout = process, timeout
+    def __init__(self, process: subprocess.Popen[bytes], timeout: float, stop_when: Callable[[], bool] | None) -> None:
+        self.fired = self.stopped = False
+        self._process, self._timeout, self._stop_when = process, timeout, stop_when
         self._last = time.monotonic()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="keepgui-child-watchdog", daemon=True)
@@ -168,24 +205,57 @@ class _Watchdog:
     def _watch(self) -> None:
         step = min(0.25, self._timeout / 4)
         while not self._stopped.wait(step):
-            if time.monotonic() - self._last > self._timeout:
+            if self._stop_when is not None and self._stop_when():
+                self.stopped = True
+            elif time.monotonic() - self._last > self._timeout:
                 self.fired = True
-                self._process.kill()  # the parent's receive ends at once
-                return
+            else:
+                continue
+            self._process.kill()  # a send or a receive blocked in the parent ends at once
+            return
+
+
+def _literal(value: object) -> str:
+    """``value`` written in Python, its braces doubled for :meth:`str.format`."""
+    return repr(value).replace("{", "{{").replace("}", "}}")
+
+
+def _kill(process: subprocess.Popen[bytes] | None) -> None:
+    """Kill a child now, reaped on a thread of its own (no wait here)."""
+    if process is not None and process.poll() is None:
+        process.kill()
+        threading.Thread(target=process.wait, name="keepgui-child-reaper", daemon=True).start()
 
 
 class ChildWorker:
     """One child process, started on first use and again when it has exited; one call at a time (call
-    :meth:`call` from a background thread: it waits)."""
+    :meth:`call` from a background thread: it waits; :meth:`cancel` from any).
 
-    def __init__(self, name: str, hang_timeout: float = HANG_TIMEOUT, preload: tuple[str, ...] = ()) -> None:
+    The child is a fresh interpreter started with ``python -c`` (nothing of the parent's threads, Qt or
+    main script runs in it; multiprocessing's spawn would import the parent's main script there) that
+    imports this module from the same folder; the two talk over a socket pair through
+    multiprocessing's Connection. ``idle_exit``: seconds it waits for work before it exits;
+    ``slice_items``: items of a list sent to it at a time."""
+
+    def __init__(
+        self,
+        name: str,
+        hang_timeout: float = HANG_TIMEOUT,
+        preload: tuple[str, ...] = (),
+        *,
+        idle_exit: float = IDLE_EXIT,
+        slice_items: int = SLICE,
+    ) -> None:
         self.name = name
         self.preload = preload
         self.hang_timeout = hang_timeout
+        self.idle_exit = idle_exit
+        self.slice_items = slice_items
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Any = None
         self._closed = False
+        self._cancelled = False
         self._unread = False  # a call stopped after its work was sent: its answer is still to be read
 
     @property
@@ -194,18 +264,23 @@ class ChildWorker:
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
+    def child_code(self) -> str:
+        """The Python the child runs (``{fd}`` stands for its end of the socket pair)."""
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return (
+            f"import sys; sys.path.insert(0, {_literal(root)}); from keepgui.core.childwork import serve; "
+            f"serve({{fd}}, {_literal(self.preload)}, {self.idle_exit!r})"
+        )
+
     def _start(self) -> None:
         from multiprocessing.connection import Connection
 
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         ours, theirs = socket.socketpair()
-        code = (
-            f"import sys; sys.path.insert(0, {root!r}); from keepgui.core.childwork import serve; "
-            f"serve({theirs.fileno()}, {self.preload!r})"
-        )
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", code], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL
+                [sys.executable, "-c", self.child_code().format(fd=theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
             )
         except OSError as exc:
             raise ChildFailed(f"the {self.name} process could not be started: {exc}") from None
@@ -232,11 +307,15 @@ class ChildWorker:
         conn, process = self._conn, self._process
         self._conn = self._process = None
         self._unread = False
-        if process is not None and process.poll() is None:
-            process.kill()
-            threading.Thread(target=process.wait, name="keepgui-child-reaper", daemon=True).start()
+        _kill(process)
         if conn is not None:
             conn.close()
+
+    def cancel(self) -> None:
+        """Kill the child now without waiting for it (safe on the GUI thread): a call under way raises
+        :class:`ChildCancelled`, and the child's memory goes back to the system."""
+        self._cancelled = True
+        _kill(self._process)
 
     def warm(self) -> None:
         """Start the child now (it imports its ``preload`` modules meanwhile), so that the first call
@@ -257,30 +336,46 @@ class ChildWorker:
         self._closed = True
         self.stop()
 
-    def call(self, module: str, name: str, *args: Any, lists: dict[str, list[Any]] | None = None) -> dict[str, Any]:
-        """``module.name(*args, **lists)`` run in the child: the columns it returned (its lists joined
-        here, a slice at a time); ``lists`` (a text per row, say) are sent a slice at a time. Raises
-        :class:`ChildFailed` when the child died twice or hung (it is killed), ``RuntimeError`` with
-        the child's traceback when the function raised. Stopped half way (an exception at a pacing
-        checkpoint) while receiving, the answer under way is read and dropped by the next call; while
-        sending, the child is killed and the next call starts another."""
+    def call(
+        self,
+        module: str,
+        name: str,
+        *args: Any,
+        lists: Mapping[str, list[Any]] | None = None,
+        arrays: Mapping[str, array[Any] | bytearray] | None = None,
+        between: Callable[[], None] | None = None,
+        stop_when: Callable[[], bool] | None = None,
+    ) -> dict[str, Any]:
+        """``module.name(*args, **lists, **arrays)`` run in the child: the columns it returned (its
+        lists joined here, a slice at a time); ``lists`` (a text per row, say) are sent a slice at a
+        time, ``between()`` called after each (:func:`keepgui.core.pace.checkpoint` unless given),
+        ``arrays`` a block of bytes at a time. Raises :class:`ChildFailed` when the child died twice or
+        hung (it is killed), :class:`ChildError` (a ``RuntimeError``) with the child's traceback when
+        the function raised, :class:`ChildCancelled` when the call was stopped (the child killed) by
+        :meth:`cancel` or once ``stop_when()`` is true (looked at every quarter of a second). Stopped
+        half way (an exception at a pacing checkpoint) while receiving, the answer under way is read
+        and dropped by the next call; while sending, the child is killed and the next call starts
+        another."""
         with self._lock:
+            self._cancelled = False
             failure = ""
             for _attempt in range(2):
                 if self._closed:
                     raise ChildFailed(f"the {self.name} process was ended (the program is quitting)")
+                if stop_when is not None and stop_when():
+                    raise self._no_longer_wanted()
                 if self._process is None or self._process.poll() is not None:
                     self.stop()
                     self._start()
                 process = self._process
                 assert process is not None
-                watchdog = _Watchdog(process, self.hang_timeout)
+                watchdog = _Watchdog(process, self.hang_timeout, stop_when)
                 sent = False
                 try:
                     if self._unread:  # the answer of a call stopped half way: read and dropped first
                         self._receive(watchdog.alive, checkpoints=False)
                         self._unread = False
-                    self._send(module, name, args, lists or {}, watchdog.alive)
+                    self._send(module, name, args, lists or {}, arrays or {}, watchdog.alive, between)
                     sent = True
                     status, value = self._receive(watchdog.alive)
                 except BaseException as exc:
@@ -293,7 +388,9 @@ class ChildWorker:
                         else:
                             self._discard()
                         raise
-                    self.stop()
+                    self.stop()  # waits for the child: its exit status is known after
+                    if self._cancelled or watchdog.stopped:
+                        raise self._no_longer_wanted() from None
                     if watchdog.fired:
                         raise ChildFailed(
                             f"the {self.name} process stopped answering ({self.hang_timeout:g} s without a sign of life)"
@@ -301,22 +398,39 @@ class ChildWorker:
                     failure = f"the {self.name} process stopped (exit status {process.returncode})"
                 else:
                     if status == "error":
-                        raise RuntimeError(f"the {self.name} process failed:\n{value}")
+                        raise ChildError(f"the {self.name} process failed:\n{value}", value)
                     return value  # type: ignore[no-any-return]
                 finally:
                     watchdog.stop()
             raise ChildFailed(failure)
 
+    def _no_longer_wanted(self) -> ChildCancelled:
+        return ChildCancelled(f"the {self.name} process was stopped: its work is no longer wanted")
+
     def _send(
-        self, module: str, name: str, args: tuple[Any, ...], lists: dict[str, list[Any]], alive: Callable[[], None]
+        self,
+        module: str,
+        name: str,
+        args: tuple[Any, ...],
+        lists: Mapping[str, list[Any]],
+        arrays: Mapping[str, array[Any] | bytearray],
+        alive: Callable[[], None],
+        between: Callable[[], None] | None,
     ) -> None:
-        conn = self._conn
+        conn, step = self._conn, self.slice_items
         for key, values in lists.items():
-            for lo in range(0, len(values), SLICE):
-                conn.send(("part", key, values[lo : lo + SLICE]))
+            for lo in range(0, len(values), step):
+                conn.send(("part", key, values[lo : lo + step]))
                 alive()
-                pace.checkpoint()
-        conn.send(("call", module, name, args, tuple(lists)))
+                (between or pace.checkpoint)()  # looked up now: a test may have replaced it
+        for key, column in arrays.items():
+            typecode = column.typecode if isinstance(column, array) else None
+            with memoryview(column) as view, view.cast("B") as data:
+                # one block at least, empty for an empty column: the child makes the column of its type
+                for lo in range(0, max(len(data), 1), BLOCK):
+                    conn.send(("block", key, typecode, bytes(data[lo : lo + BLOCK])))
+                    alive()
+        conn.send(("call", module, name, args, (*lists, *arrays)))
 
     def _receive(self, alive: Callable[[], None], checkpoints: bool = True) -> tuple[str, Any]:
         lists: dict[str, list[Any]] = {}

@@ -12,12 +12,13 @@ Building is in three steps, so that a big graph costs the GUI process almost not
 columns; :func:`lay_out` does the work with numpy and networkx and returns a
 :class:`Layout` of arrays (both in :mod:`keepgui.core.graphlayout`, which
 describes the two layouts); :meth:`MemoryGraph.from_layout` makes the graph the
-view draws. :class:`LayoutWorker` (:mod:`keepgui.core.graphworker`) runs
-:func:`lay_out` in a child process (a fresh interpreter, sharing nothing with a
-Qt program): the columns go to it and the arrays come back in pieces of
-:data:`CHUNK` rows, each a few milliseconds, so the GUI thread of the parent
-never waits long for the interpreter lock, and its garbage collector never sees
-the layout's objects. The names of those two modules are importable from here.
+view draws. :class:`LayoutWorker` (:mod:`keepgui.core.graphworker`, a
+:class:`~keepgui.core.childwork.ChildWorker`) runs :func:`lay_out` in a child
+process (a fresh interpreter, sharing nothing with a Qt program): the columns go
+to it in pieces of :data:`CHUNK` rows, each a few milliseconds, and the arrays
+come back, so the GUI thread of the parent never waits long for the interpreter
+lock, and its garbage collector never sees the layout's objects. The names of
+those two modules are importable from here.
 
 Live updates do not lay out again: :meth:`MemoryGraph.update` places a new row
 in its group's next seat (or beside the hubs it names) and moves nothing else.
@@ -53,7 +54,6 @@ from keepgui.core.graphlayout import (
     lay_out,
 )
 from keepgui.core.graphworker import (
-    BEAT,
     HANG_TIMEOUT,
     IDLE_EXIT,
     LayoutCancelled,
@@ -61,12 +61,10 @@ from keepgui.core.graphworker import (
     LayoutWorker,
     child_layout_unavailable,
     layout_worker,
-    serve,
 )
 from keepgui.core.pace import age_young_objects
 
 __all__ = [
-    "BEAT",
     "CHUNK",
     "FULL_LIMIT",
     "GOLDEN_ANGLE",
@@ -96,7 +94,6 @@ __all__ = [
     "hub_radius",
     "lay_out",
     "layout_worker",
-    "serve",
     "sunflower",
 ]
 

@@ -7,11 +7,13 @@ import os
 import signal
 import threading
 import time
+from array import array
 
 import pytest
 
 from keepgui.core import childwork
-from keepgui.core.childwork import ChildFailed, ChildWorker
+from keepgui.core.childwork import ChildCancelled, ChildFailed, ChildWorker
+from tests.core.test_graph import gone
 
 HERE = __name__
 
@@ -32,6 +34,16 @@ def die() -> dict[str, object]:
 
 def broken() -> dict[str, object]:
     raise ValueError("a bug in the work")
+
+
+def echo(offset: int, ids: list[str], codes: array, flags: bytearray, none: array) -> dict[str, object]:
+    """Array columns as the child got them, and one made there."""
+    return {
+        "ids": ids,
+        "kinds": (type(codes).__name__, codes.typecode, type(flags).__name__, none.typecode, len(none)),
+        "codes": array("q", (c + offset for c in codes)),
+        "flags": bytes(flags),
+    }
 
 
 @pytest.fixture
@@ -134,3 +146,64 @@ def test_a_warmed_child_is_started_before_the_first_call_and_serves_it():
         assert warm.pid == pid
     finally:
         warm.close()
+
+
+def test_array_columns_go_to_the_child_in_blocks_and_come_back_as_they_were(worker):
+    n = childwork.BLOCK // 8 * 2 + 7  # three blocks of bytes, the last part-full
+    codes = array("q", range(-5, n - 5))
+    flags = bytearray(i % 3 == 0 for i in range(childwork.BLOCK + 1))
+    got = worker.call(
+        HERE, "echo", 10, lists={"ids": ["a", "b"]}, arrays={"codes": codes, "flags": flags, "none": array("d")}
+    )
+    assert got["kinds"] == ("array", "q", "bytearray", "d", 0)
+    assert got["codes"] == array("q", range(5, n + 5)) and got["flags"] == bytes(flags)
+    assert got["ids"] == ["a", "b"]
+
+
+def wait_gone(pid: int, seconds: float = 3.0) -> bool:
+    """Whether the process is gone (reaped) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return gone(pid)
+
+
+def test_a_call_whose_stop_condition_comes_true_is_stopped_its_child_killed(worker):
+    with pytest.raises(ChildCancelled):  # not wanted from the start: no child is started for it
+        worker.call(HERE, "slow", 0.0, stop_when=lambda: True)
+    assert worker.pid is None
+    first = worker.call(HERE, "slow", 0.0)["pid"]
+    assert isinstance(first, int)
+    asked = threading.Event()
+    threading.Timer(0.5, asked.set).start()
+    began = time.monotonic()
+    with pytest.raises(ChildCancelled) as stopped:  # the child is busy for 30 s: killed half way
+        worker.call(HERE, "slow", 30.0, stop_when=asked.is_set)
+    assert time.monotonic() - began < 3 and wait_gone(first)
+    assert not isinstance(stopped.value, ChildFailed)  # not a failure: nothing to do in-process instead
+    again = worker.call(HERE, "columns", 2)  # the worker serves the next call, in a new child
+    assert again["ids"] == ["id-0", "id-1"] and again["pid"] not in (first, os.getpid())
+
+
+def test_cancel_stops_a_call_under_way_from_another_thread(worker):
+    first = worker.call(HERE, "slow", 0.0)["pid"]
+    assert isinstance(first, int)
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.call(HERE, "slow", 30.0)
+        except BaseException as error:  # noqa: BLE001 - what the thread ended with is the test's
+            outcome.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.5)
+    assert thread.is_alive()
+    began = time.monotonic()
+    worker.cancel()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - began < 3
+    assert len(outcome) == 1 and isinstance(outcome[0], ChildCancelled)
+    assert wait_gone(first)
+    assert worker.call(HERE, "slow", 0.0)["pid"] not in (first, os.getpid())
