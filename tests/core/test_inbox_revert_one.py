@@ -52,7 +52,10 @@ def test_one_of_two_edits_side_by_side_is_taken_back_alone():
     changes = diff_entries(entries(before), entries(after))
     assert [c.kind for c in changes] == ["edited", "edited"]
     first = next(c for c in changes if "tea" in c.after[0])
-    assert _revert_one(before, after, first, changes) == "- likes green tea\n- runs on Saturday mornings\n- lives in Lisbon\n"
+    assert (
+        _revert_one(before, after, first, changes)
+        == "- likes green tea\n- runs on Saturday mornings\n- lives in Lisbon\n"
+    )
 
 
 @pytest.mark.parametrize(
