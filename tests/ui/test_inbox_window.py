@@ -24,12 +24,22 @@ def read(path: str) -> str:
         return fh.read()
 
 
+def baseline_taken(lister, path: str, qtbot) -> None:
+    """Wait until the inbox has recorded ``path`` as first seen. A listing that ran while a source was still
+    opening (the hub busy) did not look at it yet: an agent's write before its first look would be the
+    baseline, not a change."""
+    from keepgui.core.history import file_key
+
+    lister.refresh()
+    qtbot.waitUntil(lambda: bool(lister.journal.versions(file_key(path))), timeout=60_000)
+
+
 def test_a_change_made_while_keepgui_runs_is_listed_and_an_entry_reverted_with_undo(make_window, demo_copy, qtbot):
     window, _key = open_keep(make_window, demo_copy, qtbot)
     lister = window.inbox
-    lister.refresh()
-    qtbot.waitUntil(lambda: lister.listed_once and not lister._running, timeout=60_000)
     keep = os.path.join(demo_copy.nanobot, "keep.md")
+    baseline_taken(lister, keep, qtbot)
+    qtbot.waitUntil(lambda: lister.listed_once and not lister._running, timeout=60_000)
     mine = [i for i in lister.listing.items if i.source == demo_copy.nanobot]
     assert mine == []  # first seen: a baseline
     agent_appends(keep, "- Invented by the agent")
@@ -186,9 +196,8 @@ def test_an_entry_reverted_is_marked_and_cannot_be_reverted_again(make_window, d
     entry is off for it; the change stays for the other until that one is reverted too."""
     window, _key = open_keep(make_window, demo_copy, qtbot)
     lister = window.inbox
-    lister.refresh()
-    qtbot.waitUntil(lambda: lister.listed_once and not lister._running, timeout=60_000)
     keep = os.path.join(demo_copy.nanobot, "keep.md")
+    baseline_taken(lister, keep, qtbot)
     agent_appends(keep, "- First invented fact\n- Second invented fact")
     lister.refresh()
     qtbot.waitUntil(lambda: any(i.source == demo_copy.nanobot for i in lister.listing.items), timeout=60_000)

@@ -356,16 +356,20 @@ def test_ask_while_typing_answers_only_the_newest_and_a_long_load_does_not_delay
     answers: list[str] = []
     asked: list[str] = []
     gate = threading.Event()
+    started = threading.Event()
 
     def question(text):
         def ask(_bank):
+            started.set()
             gate.wait(10)
             asked.append(text)
             return text
 
         return ask
 
-    for text in ("w", "wh", "who"):
+    hub.ask(key, question("w"), answers.append, typing="preview")
+    assert started.wait(10)  # the first question under way (a loaded machine may start it late)
+    for text in ("wh", "who"):
         hub.ask(key, question(text), answers.append, typing="preview")
     gate.set()
     qtbot.waitUntil(lambda: answers == ["who"], timeout=10_000)  # while the source's lane is still held
