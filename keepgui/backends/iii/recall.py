@@ -55,6 +55,10 @@ PRONOUNS = frozenset({"i", "me", "my", "mine", "myself"})
 _SLACK = 1e-9  # relative margin on the pruning bounds, far above float rounding, far below any real gap
 _GATHER = 4096  # documents of rare terms gathered whole; the others are visited newest first
 _SEED = 1024  # documents of the newest days visited to get a first threshold
+ARRAYS_FROM = 20_000
+"""Banks of this many live memories and more are ranked over numpy arrays
+(:mod:`keepgui.backends.iii.rankarrays`, the same hits); smaller ones by the walk below, which
+needs no numpy import (a command's single query on a small bank)."""
 
 
 # ---------------------------------------------------------------------- the signals
@@ -253,10 +257,17 @@ def _scored(parts: ScoreParts, memory: Memory) -> Hit:
 
 
 def _exact(
-    index: BankIndex, tokens: list[str], query_set: set[str], slot: int, now_ms: int, half_life_days: int
+    index: BankIndex,
+    tokens: list[str],
+    query_set: set[str],
+    slot: int,
+    now_ms: int,
+    half_life_days: int,
+    tfs: dict[str, int] | None = None,
 ) -> Hit:
     memory = index.memory_at(slot)
-    return _scored(fused_parts(index.bm25_at(tokens, slot), memory, query_set, now_ms, half_life_days), memory)
+    bm25 = index.bm25_at(tokens, slot, tfs)
+    return _scored(fused_parts(bm25, memory, query_set, now_ms, half_life_days), memory)
 
 
 def _best_live(
@@ -426,7 +437,10 @@ def recall(
     if not tokens or limit <= 0:
         return []
     query_set = set(tokens)
-    hits = _best_live(index, tokens, query_set, limit, now_ms, half_life_days)
+    if index.n >= ARRAYS_FROM:
+        hits = index.rank_arrays().best_live(tokens, query_set, limit, now_ms, half_life_days)
+    else:
+        hits = _best_live(index, tokens, query_set, limit, now_ms, half_life_days)
     if include_superseded:
         history = [_scored(fused_parts(0.0, m, query_set, now_ms, half_life_days), m) for m in index.retired()]
         hits = heapq.nsmallest(limit, hits + history, key=order_key)
