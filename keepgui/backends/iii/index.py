@@ -305,6 +305,7 @@ class BankIndex:
         self._top: list[tuple[bool, int, int, str]] = []  # the exact head of the top_memories order (keys)
         self._top_all = True  # the head holds every live doc
         self._arrays: RankArrays | None = None  # numpy copies for big banks' ranking, told of every change
+        self.questions = 0  # recall questions asked of this index (see recall._by_arrays)
 
     # ------------------------------------------------------------------ following a log
 

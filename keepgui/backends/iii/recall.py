@@ -30,6 +30,7 @@ import itertools
 import json
 import math
 import struct
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -57,8 +58,8 @@ _GATHER = 4096  # documents of rare terms gathered whole; the others are visited
 _SEED = 1024  # documents of the newest days visited to get a first threshold
 ARRAYS_FROM = 20_000
 """Banks of this many live memories and more are ranked over numpy arrays
-(:mod:`keepgui.backends.iii.rankarrays`, the same hits); smaller ones by the walk below, which
-needs no numpy import (a command's single query on a small bank)."""
+(:mod:`keepgui.backends.iii.rankarrays`, the same hits); smaller ones by the walk below (see
+:func:`_by_arrays`)."""
 
 
 # ---------------------------------------------------------------------- the signals
@@ -417,6 +418,15 @@ def _window_start(
     return min(start, bisect.bisect_left(days, int(oldest // DAY_MS), 0, end))
 
 
+def _by_arrays(index: BankIndex) -> bool:
+    """Whether this question is ranked over the numpy arrays: a big bank's are, except the first question
+    asked of the index while numpy is not imported yet. That is a command's single question (``keepgui
+    preview``), which the walk answers sooner than importing numpy (~80 ms) and making the arrays would;
+    the window has numpy imported, and a long-lived engine's next question takes the arrays anyway."""
+    index.questions += 1
+    return index.n >= ARRAYS_FROM and (index.questions > 1 or "numpy" in sys.modules)
+
+
 def recall(
     index: BankIndex,
     query: str,
@@ -437,7 +447,7 @@ def recall(
     if not tokens or limit <= 0:
         return []
     query_set = set(tokens)
-    if index.n >= ARRAYS_FROM:
+    if _by_arrays(index):
         hits = index.rank_arrays().best_live(tokens, query_set, limit, now_ms, half_life_days)
     else:
         hits = _best_live(index, tokens, query_set, limit, now_ms, half_life_days)

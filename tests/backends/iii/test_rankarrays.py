@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -112,6 +113,17 @@ def test_big_banks_take_the_arrays_small_ones_the_walk(records, monkeypatch):
     recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
     assert index._arrays is None
     monkeypatch.setattr(recall_module, "ARRAYS_FROM", len(records) // 2)
+    recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
+    assert index._arrays is not None
+
+
+def test_a_first_question_without_numpy_imported_takes_the_walk(records, monkeypatch):
+    """A command's single question is not worth numpy's import; the next question of the index is."""
+    monkeypatch.setattr(recall_module, "ARRAYS_FROM", 0)
+    monkeypatch.setattr(recall_module, "sys", SimpleNamespace(modules={}))  # numpy not imported
+    index = index_of(*records.values())
+    recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
+    assert index._arrays is None
     recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
     assert index._arrays is not None
 
