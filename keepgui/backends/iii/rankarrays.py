@@ -8,7 +8,9 @@ per query term: its postings sorted by slot, made on first use) and a query is:
 1. a threshold: the ``limit``-th best score among the newest documents holding a query term;
 2. MaxScore and recency pruning, as the walk does: a document holding only the terms with the
    smallest bounds, or last updated on a day whose recency bound leaves even a perfect match below
-   the threshold, cannot rank; the candidates are the other holders of the essential terms;
+   the threshold, cannot rank; the other holders of the essential terms are bounded (their exact
+   share of those terms, the other terms' bounds, the static bonus, their recency) and those whose
+   bound reaches the threshold are the candidates;
 3. every candidate's fused score computed vectorised, the ``limit``-th best picked (``np.partition``);
 4. the exact score (:func:`~keepgui.backends.iii.recall._exact`, Python floats as always) of every
    candidate whose vectorised score reaches that one, less a relative slack, and the usual order.
@@ -191,7 +193,7 @@ class RankArrays:
             days, True, key=lambda day: ceiling * recency((day + 1) * DAY_MS - 1, now_ms, half_life_days) >= cut
         )
         oldest = days[first] if first < len(days) else (days[-1] + 1 if days else 0)
-        rest = sum(bounds) - sum(bounds[i] for i in essential)
+        rest = sum(bound for i, bound in enumerate(bounds) if i not in essential)
         candidates = query.bounded(essential, oldest if first else None, rest, cut)
         scores, _held = query.scores(candidates)
         if len(candidates) > limit:
