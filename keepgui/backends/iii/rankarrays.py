@@ -58,6 +58,38 @@ _KEPT = 4  # postings kept for the terms asked for, in entries per slot (8 bytes
 _PATCH_MAX = 4096  # slots changed since the last query beyond which the columns are taken again whole
 
 
+class _Derived:
+    """What a term's postings give at one version of the columns: its tf and entity counts in the seed,
+    and (once the term is essential) its postings' positions newest day first, so that the postings
+    of the days from one on are a slice."""
+
+    def __init__(self, version: int, postings: _Postings, day: npt.NDArray[np.int64], seed: Ints) -> None:
+        self.version = version
+        self.postings = postings
+        self.seed_tf = _lookup(postings.slots, postings.tf, seed)
+        self.seed_ent = _lookup(postings.ent_slots, postings.ent_counts, seed)
+        self._day = day
+        self._by_day: tuple[Ints, npt.NDArray[np.int64], Ints, npt.NDArray[np.int64]] | None = None
+
+    def since(self, oldest: int | None) -> _Postings:
+        """The postings of the documents last updated on day ``oldest`` or later (None: all), by slot."""
+        postings = self.postings
+        if oldest is None:
+            return postings
+        if self._by_day is None:
+            self._by_day = (*_newest_first(self._day[postings.slots]), *_newest_first(self._day[postings.ent_slots]))
+        order, later, ent_order, ent_later = self._by_day
+        held = np.sort(order[: np.searchsorted(later, -oldest, side="right")])
+        ent = np.sort(ent_order[: np.searchsorted(ent_later, -oldest, side="right")])
+        return _Postings(postings.slots[held], postings.tf[held], postings.ent_slots[ent], postings.ent_counts[ent])
+
+
+def _newest_first(days: npt.NDArray[np.int64]) -> tuple[Ints, npt.NDArray[np.int64]]:
+    """The positions of ``days`` newest first, and the days negated in that order (ascending)."""
+    order = np.argsort(-days, kind="stable").astype(np.int32)
+    return order, -days[order]
+
+
 class _Postings(NamedTuple):
     """One term's postings: the slots holding it (ascending) with their tf, and its entity holders."""
 
@@ -107,6 +139,8 @@ class RankArrays:
         self._terms: dict[str, _Postings] = {}
         self._kept = 0  # entries of the kept postings
         self._seed: Ints | None = None  # the slots of the newest days
+        self._version = 0  # bumped whenever the columns change
+        self._derived: dict[str, _Derived] = {}  # per term, what its postings give at one version
 
     def moved(self, slot: int) -> None:
         """The slot's numbers changed (length, ``updated_at``, static bonus)."""
@@ -130,7 +164,10 @@ class RankArrays:
             self._dl, self._upd, self._static = _floats(dl), _floats(upd), _floats(static)
             self._day = np.array(day, dtype=np.int64)
             self._size, self._whole = len(dl), False
+            self._version += 1
             return
+        if len(dl) > self._size or self._moved:
+            self._version += 1
         if len(dl) > self._size:
             start = self._size
             self._dl = np.concatenate((self._dl, _floats(dl[start:])))
@@ -165,7 +202,17 @@ class RankArrays:
         self._terms[term] = found  # the most recently asked for last
         return found
 
+    def derived(self, term: str, postings: _Postings) -> _Derived:
+        """What the term's postings give at the columns' version: their days, and their tf and entity
+        counts in the seed (both ask for every posting or seed slot, so they are kept, not asked again)."""
+        found = self._derived.get(term)
+        if found is None or found.version != self._version or found.postings is not postings:
+            seed = self._seed if self._seed is not None else np.zeros(0, dtype=np.int32)
+            found = self._derived[term] = _Derived(self._version, postings, self._day, seed)
+        return found
+
     def _forget(self, term: str) -> None:
+        self._derived.pop(term, None)
         gone = self._terms.pop(term, None)
         if gone is not None:
             self._kept -= len(gone.slots) + len(gone.ent_slots)
@@ -182,7 +229,11 @@ class RankArrays:
         query = _Query(self, [(self._postings(term), index.idf(term), times) for term, times in terms])
         query.now_ms, query.half_life, query.avgdl = now_ms, half_life_days, index.avgdl
         days = index.days()
-        scores, held = query.scores(self._newest(days))
+        seed = self._newest(days)
+        query.derived = [
+            self.derived(term, postings) for (term, _), (postings, *_) in zip(terms, query.terms, strict=True)
+        ]
+        scores, held = query.scores(seed, seeded=True)
         cut = _kth(scores[held], limit) * (1 - _SLACK)  # a valid threshold: real documents' scores
         bounds = [_bound(*term) for term in query.terms]
         static_max = index.static_max()
@@ -225,6 +276,7 @@ class _Query:
         self.now_ms = 0
         self.half_life = 1
         self.avgdl = 1.0
+        self.derived: list[_Derived] = []
 
     def bounded(self, essential: list[int], oldest: int | None, rest: float, cut: float) -> Ints:
         """The holders of the ``essential`` terms last updated on day ``oldest`` or later (None: any day)
@@ -234,22 +286,23 @@ class _Query:
         slots: list[Ints] = []
         values: list[npt.NDArray[np.floating[Any]]] = []
         for i in essential:
-            postings, idf, times = self.terms[i]
-            held, tf, ent, counts = postings
-            if oldest is not None:
-                recent = arrays._day[held] >= oldest
-                held, tf = held[recent], tf[recent]
-                recent = arrays._day[ent] >= oldest
-                ent, counts = ent[recent], counts[recent]
+            _postings, idf, times = self.terms[i]
+            held, tf, ent, counts = self.derived[i].since(oldest)
             norm = K1 * (1 - B + B * arrays._dl[held] / self.avgdl)
             slots += (held, ent)
             values += (times * idf * (tf * (K1 + 1)) / (tf + norm), ENTITY_WEIGHT * counts)
         if not slots:
             return np.zeros(0, dtype=np.int32)
-        candidates, where = np.unique(np.concatenate(slots), return_inverse=True)
+        partial: npt.NDArray[np.floating[Any]]
+        if len(slots) == 2:  # one term: its holders are the candidates, its entity holders among them
+            candidates, partial = slots[0], values[0].copy()
+            partial[np.searchsorted(candidates, slots[1])] += values[1]
+        else:
+            united, where = np.unique(np.concatenate(slots), return_inverse=True)
+            candidates = united.astype(np.int32, copy=False)
+            partial = np.bincount(where, np.concatenate(values), len(candidates)).astype(np.float64, copy=False)
         if not cut:
             return candidates
-        partial = np.bincount(where, weights=np.concatenate(values), minlength=len(candidates))
         bound = (partial + rest + arrays._static[candidates]) * self.decay(candidates)
         return candidates[bound >= cut]
 
@@ -276,16 +329,17 @@ class _Query:
         age = np.maximum(self.now_ms - self.arrays._upd[slots], 0.0) / DAY_MS
         return np.maximum(np.power(0.5, age / max(self.half_life, 1)), RECENCY_FLOOR)
 
-    def scores(self, slots: Ints) -> tuple[Floats, npt.NDArray[np.bool_]]:
-        """The fused scores of these slots (up to float rounding), and which of them hold a query term."""
+    def scores(self, slots: Ints, seeded: bool = False) -> tuple[Floats, npt.NDArray[np.bool_]]:
+        """The fused scores of these slots (up to float rounding), and which of them hold a query term;
+        ``seeded``: the slots are the seed (whose term frequencies are kept)."""
         arrays = self.arrays
         norm = K1 * (1 - B + B * arrays._dl[slots] / self.avgdl)
         bm25 = np.zeros(len(slots))
         hits = np.zeros(len(slots))
-        for postings, idf, times in self.terms:
-            tf = _lookup(postings.slots, postings.tf, slots)
+        for (postings, idf, times), derived in zip(self.terms, self.derived, strict=True):
+            tf = derived.seed_tf if seeded else _lookup(postings.slots, postings.tf, slots)
             bm25 += times * idf * (tf * (K1 + 1)) / (tf + norm)
-            hits += _lookup(postings.ent_slots, postings.ent_counts, slots)
+            hits += derived.seed_ent if seeded else _lookup(postings.ent_slots, postings.ent_counts, slots)
         base = bm25 + ENTITY_WEIGHT * hits + arrays._static[slots]
         return base * self.decay(slots), bm25 > 0
 
