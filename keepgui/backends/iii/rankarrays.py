@@ -164,10 +164,10 @@ class RankArrays:
             self._dl, self._upd, self._static = _floats(dl), _floats(upd), _floats(static)
             self._day = np.array(day, dtype=np.int64)
             self._size, self._whole = len(dl), False
-            self._version += 1
+            self._new_version()
             return
         if len(dl) > self._size or self._moved:
-            self._version += 1
+            self._new_version()
         if len(dl) > self._size:
             start = self._size
             self._dl = np.concatenate((self._dl, _floats(dl[start:])))
@@ -183,6 +183,11 @@ class RankArrays:
             self._upd[at] = [float(upd[slot]) for slot in slots]
             self._static[at] = [static[slot] for slot in slots]
             self._day[at] = [day[slot] for slot in slots]
+
+    def _new_version(self) -> None:
+        """The columns changed: what was derived from them is let go (it holds the old day column)."""
+        self._version += 1
+        self._derived.clear()
 
     def _postings(self, term: str) -> _Postings:
         """The term's postings, made when not kept; the terms asked for least recently are let go while
