@@ -36,10 +36,10 @@ import math
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
 from contextlib import contextmanager
 from operator import add, mul
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -49,6 +49,9 @@ from keepgui.backends.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_b
 from keepgui.backends.iii.record import Memory, read_record
 from keepgui.backends.iii.tokenize import entity_tokens, tokenize
 from keepgui.core import pace
+
+if TYPE_CHECKING:
+    from keepgui.backends.iii.rankarrays import RankArrays
 
 K1 = 1.2
 B = 0.75
@@ -79,6 +82,25 @@ def _merge(acc: Bounds, keys: Iterable[int], values: Iterable[float]) -> Bounds:
     acc.update(part)
     acc.update(summed)
     return acc
+
+
+def _size(postings: Mapping[str, Any] | PackedRuns[str], term: str) -> int:
+    """How many slots a posting holds (a restored one's run is not made a set for it)."""
+    return postings.size(term) if isinstance(postings, PackedRuns) else len(postings.get(term, ()))
+
+
+def _runs(postings: Mapping[str, Any] | PackedRuns[str], term: str) -> tuple[Collection[int], Collection[int]]:
+    """A term's ``(slots, counts)`` in one of the index's postings (counts empty for a set of slots)."""
+    if isinstance(postings, PackedRuns):
+        packed = postings.run(term)
+        if packed is not None:
+            return packed[0], () if packed[1] is None else packed[1]
+    held = postings.get(term)
+    if held is None:
+        return (), ()
+    if isinstance(held, dict):
+        return held.keys(), held.values()
+    return cast(Collection[int], held), ()
 
 
 def pack_postings(
@@ -282,6 +304,8 @@ class BankIndex:
         self._docs_version = 0  # bumped whenever a document's length can have changed
         self._top: list[tuple[bool, int, int, str]] = []  # the exact head of the top_memories order (keys)
         self._top_all = True  # the head holds every live doc
+        self._arrays: RankArrays | None = None  # numpy copies for big banks' ranking, told of every change
+        self.questions = 0  # recall questions asked of this index (see recall._by_arrays)
 
     # ------------------------------------------------------------------ following a log
 
@@ -485,6 +509,8 @@ class BankIndex:
         day = self._day_of[slot] = memory.updated_at // DAY_MS
         if self._rb_at is not None:
             self._rb[slot] = recency(memory.updated_at, *self._rb_at)
+        if self._arrays is not None:
+            self._arrays.moved(slot)
         docs = self._days.get(day)
         if docs is None:
             self._days[day] = {slot}
@@ -529,6 +555,8 @@ class BankIndex:
         ents = entity_tokens(memory.entities)
         counts = Counter(text_tokens)
         counts.update(ents)
+        if self._arrays is not None:
+            self._arrays.touched(slot, counts)
         ones, multi = self._ones, self._multi
         for term, tf in counts.items():
             if tf == 1:
@@ -561,6 +589,8 @@ class BankIndex:
         ents = entity_tokens(memory.entities)
         counts = Counter(tokenize(memory.text))
         counts.update(ents)
+        if self._arrays is not None:
+            self._arrays.touched(slot, counts)
         for term, tf in counts.items():
             if tf == 1:
                 once = self._ones[term]
@@ -624,7 +654,7 @@ class BankIndex:
 
     def df(self, term: str) -> int:
         """Number of live documents containing ``term``."""
-        return len(self._ones.get(term, ())) + len(self._multi.get(term, ()))
+        return _size(self._ones, term) + _size(self._multi, term)
 
     def idf(self, term: str) -> float:
         """``ln((N − df + 0.5)/(df + 0.5) + 1)``."""
@@ -671,13 +701,13 @@ class BankIndex:
         slot = self._slot.get(memory_id)
         return 0.0 if slot is None else self.bm25_at(tokens, slot)
 
-    def bm25_at(self, tokens: list[str], slot: int) -> float:
-        """:meth:`bm25` of the live document in ``slot``."""
+    def bm25_at(self, tokens: list[str], slot: int, tfs: Mapping[str, int] | None = None) -> float:
+        """:meth:`bm25` of the live document in ``slot``; ``tfs``: its term frequencies when known."""
         dl = self._dl[slot]
         avgdl = self.avgdl
         score = 0.0
         for term in tokens:
-            tf = self._tf(term, slot)
+            tf = self._tf(term, slot) if tfs is None else tfs.get(term, 0)
             if tf:
                 score += self.idf(term) * (tf * (K1 + 1)) / (tf + K1 * (1 - B + B * dl / avgdl))
         return score
@@ -756,6 +786,27 @@ class BankIndex:
                 keys = ents.keys() & group
                 acc = _merge(acc, keys, map(ENTITY_WEIGHT.__mul__, map(ents.__getitem__, keys)))
         return acc
+
+    def rank_arrays(self) -> RankArrays:
+        """The numpy form of the index that big banks are ranked over, made on first use and kept in step."""
+        if self._arrays is None:
+            from keepgui.backends.iii.rankarrays import RankArrays  # numpy: only once a big bank is ranked
+
+            self._arrays = RankArrays(self)
+        return self._arrays
+
+    def slot_columns(self) -> tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[float]]:
+        """The per-slot numbers: document length, ``updated_at``, its day, static bonus (do not modify)."""
+        return self._dl, self._upd, self._day_of, self._static
+
+    def term_columns(self, term: str) -> tuple[Collection[int], ...]:
+        """``(once, multi, tfs, entity slots, entity counts)`` of ``term``: the live slots holding it once,
+        those holding it more often with their term frequencies, and those holding it as entity tokens
+        with how many. A restored posting not yet looked up is given as its packed array, never a set."""
+        once, _ = _runs(self._ones, term)
+        multi, tfs = _runs(self._multi, term)
+        ent, counts = _runs(self._ent, term)
+        return once, multi, tfs, ent, counts
 
     def days(self) -> list[int]:
         """The days (``updated_at // 86_400_000``) that hold live documents, ascending."""

@@ -294,6 +294,27 @@ class PackedRuns(Generic[K]):
         del self._looked_up[key]
         self._gone.add(key)
 
+    def run(self, key: K) -> tuple[array[int], array[int] | None] | None:
+        """The key's packed run as array slices ``(slots, counts)``, while the key was neither looked up
+        nor changed since the restore (else None: :meth:`get` has it); the run is not made a set."""
+        if key in self._looked_up or key in self._gone:
+            return None
+        try:
+            run = self._packed(key)
+        except TypeError:
+            return None
+        if run is None:
+            return None
+        start, end = self._bounds(run)
+        return self._slots[start:end], (None if self._counts is None else self._counts[start:end])
+
+    def size(self, key: K) -> int:
+        """``len(self.get(key, ()))``, without making the run a set."""
+        packed = self.run(key)
+        if packed is None:
+            return len(self.get(key, ()))
+        return len(packed[0])
+
     def looked_up(self) -> int:
         """How many keys are held unpacked (looked up, or added since the restore)."""
         return len(self._looked_up)

@@ -30,6 +30,7 @@ import itertools
 import json
 import math
 import struct
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -55,6 +56,10 @@ PRONOUNS = frozenset({"i", "me", "my", "mine", "myself"})
 _SLACK = 1e-9  # relative margin on the pruning bounds, far above float rounding, far below any real gap
 _GATHER = 4096  # documents of rare terms gathered whole; the others are visited newest first
 _SEED = 1024  # documents of the newest days visited to get a first threshold
+ARRAYS_FROM = 20_000
+"""Banks of this many live memories and more are ranked over numpy arrays
+(:mod:`keepgui.backends.iii.rankarrays`, the same hits); smaller ones by the walk below (see
+:func:`_by_arrays`)."""
 
 
 # ---------------------------------------------------------------------- the signals
@@ -253,10 +258,17 @@ def _scored(parts: ScoreParts, memory: Memory) -> Hit:
 
 
 def _exact(
-    index: BankIndex, tokens: list[str], query_set: set[str], slot: int, now_ms: int, half_life_days: int
+    index: BankIndex,
+    tokens: list[str],
+    query_set: set[str],
+    slot: int,
+    now_ms: int,
+    half_life_days: int,
+    tfs: dict[str, int] | None = None,
 ) -> Hit:
     memory = index.memory_at(slot)
-    return _scored(fused_parts(index.bm25_at(tokens, slot), memory, query_set, now_ms, half_life_days), memory)
+    bm25 = index.bm25_at(tokens, slot, tfs)
+    return _scored(fused_parts(bm25, memory, query_set, now_ms, half_life_days), memory)
 
 
 def _best_live(
@@ -406,6 +418,15 @@ def _window_start(
     return min(start, bisect.bisect_left(days, int(oldest // DAY_MS), 0, end))
 
 
+def _by_arrays(index: BankIndex) -> bool:
+    """Whether this question is ranked over the numpy arrays: a big bank's are, except the first question
+    asked of the index while numpy is not imported yet. That is a command's single question (``keepgui
+    preview``), which the walk answers sooner than importing numpy (~80 ms) and making the arrays would;
+    the window has numpy imported, and a long-lived engine's next question takes the arrays anyway."""
+    index.questions += 1
+    return index.n >= ARRAYS_FROM and (index.questions > 1 or "numpy" in sys.modules)
+
+
 def recall(
     index: BankIndex,
     query: str,
@@ -426,7 +447,10 @@ def recall(
     if not tokens or limit <= 0:
         return []
     query_set = set(tokens)
-    hits = _best_live(index, tokens, query_set, limit, now_ms, half_life_days)
+    if _by_arrays(index):
+        hits = index.rank_arrays().best_live(tokens, query_set, limit, now_ms, half_life_days)
+    else:
+        hits = _best_live(index, tokens, query_set, limit, now_ms, half_life_days)
     if include_superseded:
         history = [_scored(fused_parts(0.0, m, query_set, now_ms, half_life_days), m) for m in index.retired()]
         hits = heapq.nsmallest(limit, hits + history, key=order_key)
