@@ -194,6 +194,39 @@ def _read(path: str) -> bytes | None:
         return None
 
 
+def _map_body(path: str) -> memoryview | None:
+    """The body of a cache file after its magic line, mapped (see :func:`_map_rest`), or None (missing,
+    unreadable, foreign)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(_MAGIC)) != _MAGIC:
+                return None
+            return _map_rest(fh)
+    except (OSError, ValueError):
+        return None
+
+
+class _Crcs(threading.Thread):
+    """The CRC-32s of buffers, on a thread of its own (zlib lets go of the interpreter lock), so they are
+    checked on the other core while the buffers decode."""
+
+    def __init__(self, *buffers: memoryview) -> None:
+        super().__init__(name="keepgui-cache-crc", daemon=True)
+        self._buffers: tuple[memoryview, ...] | None = buffers
+        self.crcs: list[int] = []
+        self.start()
+
+    def run(self) -> None:
+        """Compute them (then let go of the buffers)."""
+        buffers, self._buffers = self._buffers, None
+        self.crcs = [zlib.crc32(buffer) for buffer in buffers or ()]
+
+    def result(self) -> list[int]:
+        """The CRC-32 of each buffer, in order."""
+        self.join()
+        return self.crcs
+
+
 def _split_check(body: bytes) -> tuple[_Check, memoryview] | None:
     """A log cache body's check and the state after it, or None when it is not one."""
     if len(body) < _CHECK_LENGTH.size:
@@ -598,12 +631,7 @@ class LogCache:
         except (OSError, ValueError):
             hashing.result()
             return False
-        cached_index = None
-        try:
-            decoded = _decode_state(rest) if zlib.crc32(rest) == check.body_crc else None
-            cached_index = self._read_index() if self.index is not None and decoded is not None else None
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            decoded = None
+        decoded, cached_index = self._decode(check, rest)
         hasher = hashing.result()
         if decoded is None or hasher is None or hasher.digest() != check.digest:
             return False
@@ -625,20 +653,35 @@ class LogCache:
         _mark_used(self.log_file)
         return True
 
-    def _read_index(self) -> CachedIndex | None:
-        """The index cache file decoded (checked against the log state by :meth:`_restore_index`), or None."""
-        body = _read(self.index_file)
-        if body is None or len(body) < _CHECK_LENGTH.size:
-            return None
-        view = memoryview(body)[_CHECK_LENGTH.size :]
-        if zlib.crc32(view) != _CHECK_LENGTH.unpack_from(body)[0]:
-            return None
+    def _decode(
+        self, check: _Check, rest: memoryview
+    ) -> tuple[tuple[LogState, LazyRecords] | None, CachedIndex | None]:
+        """The log state after ``check`` (``rest``) and the index cache file, decoded, each None when it
+        is not whole (its CRC-32) or not one. The CRCs are computed on a thread of their own while the
+        two decode (zlib lets go of the interpreter lock); nothing decoded is kept unless its CRC holds."""
+        index = _map_body(self.index_file) if self.index is not None else None
+        if index is not None and len(index) < _CHECK_LENGTH.size:
+            index = None
+        index_body = index[_CHECK_LENGTH.size :] if index is not None else memoryview(b"")
+        crcs = _Crcs(rest, index_body)
+        decoded = cached_index = None
         try:
-            from keepgui.backends.iii.index import CACHED_INDEX_DECODER
-
-            return CACHED_INDEX_DECODER.decode(view)
+            decoded = _decode_state(rest)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+            decoded = None
+        if decoded is not None and index is not None:
+            try:
+                from keepgui.backends.iii.index import CACHED_INDEX_DECODER
+
+                cached_index = CACHED_INDEX_DECODER.decode(index_body)  # copies what it keeps: not a view
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                cached_index = None
+        rest_crc, index_crc = crcs.result()
+        if rest_crc != check.body_crc:
+            return None, None
+        if index is None or index_crc != _CHECK_LENGTH.unpack_from(index)[0]:
+            cached_index = None
+        return decoded, cached_index
 
     def _restore_index(self, cached: CachedIndex, state: LogState) -> bool:
         if self.index is None or (cached.offset, cached.digest) != (state.offset, state.digest):
