@@ -217,6 +217,10 @@ class PackedRuns(Generic[K]):
         self._ends = ends
         self._slots = slots
         self._counts = counts
+        # Views to unpack a run from: a view's slice is not a copy, and a set (a dict) is made from it
+        # faster than from an array's slice (the arrays are never resized: the packed part is fixed).
+        self._slot_view = memoryview(slots)
+        self._count_view = memoryview(counts) if counts is not None else None
         self._looked_up: dict[K, Any] = {}  # keys taken out of the packed runs (and new ones)
         self._gone: set[K] = set()  # packed keys deleted since
 
@@ -245,9 +249,9 @@ class PackedRuns(Generic[K]):
 
     def _unpack(self, run: int) -> Any:
         start, end = self._bounds(run)
-        if self._counts is None:
-            return set(self._slots[start:end])
-        return dict(zip(self._slots[start:end], self._counts[start:end], strict=True))
+        if self._count_view is None:
+            return set(self._slot_view[start:end])
+        return dict(zip(self._slot_view[start:end].tolist(), self._count_view[start:end].tolist(), strict=True))
 
     def _packed(self, key: K) -> int | None:
         keys = self._keys
