@@ -327,17 +327,16 @@ class TermBlock(Sequence[str]):
     read, so a bisection looks at a few terms instead of making a string of every one. UTF-8 keeps the
     code point order, so terms sorted as strings are sorted as bytes."""
 
-    def __init__(self, block: bytes, ends: array[int]) -> None:
+    def __init__(self, block: bytes, ends: memoryview) -> None:
         self._block = block
-        self._ends = ends
+        self._ends = ends  # native int64, a view cast over the packed bytes
 
     @classmethod
     def of(cls, block: bytes, ends: bytes) -> TermBlock | None:
         """The terms, or None when the parts disagree."""
-        offsets = array("q")
         try:
-            offsets.frombytes(ends)
-        except ValueError:
+            offsets = memoryview(ends).cast("q")
+        except TypeError:  # a length that is not a whole number of items
             return None
         if (offsets[-1] if offsets else 0) != len(block):
             return None

@@ -297,7 +297,7 @@ class MemoryLog:
         self._tail_shadowed: Memory | None = None
         # of the bytes [0, offset): what a cached state is checked against (None: no cache wants it)
         self._prefix_hash: Any = prefix_hasher() if self.keep_digest else None
-        self._foreign: tuple[int, array[int]] | None = None  # lines whose hashes came from a cache's process
+        self._foreign: tuple[int, memoryview] | None = None  # lines whose hashes came from a cache's process
 
     # ------------------------------------------------------------------ reading
 
@@ -664,13 +664,12 @@ class MemoryLog:
         self._clear()
         if records is None:
             records = dict(zip(map(_ID, state.records), state.records, strict=True))
-        old_hashes = array("q")
         try:
-            old_hashes.frombytes(state.record_hashes)
+            old_hashes = memoryview(state.record_hashes).cast("q")  # read once, if ever: not copied
             self._line_hashes.frombytes(state.line_hashes)
             self._block_first.frombytes(state.block_first)
             self._block_start.frombytes(state.block_start)
-        except ValueError:
+        except (ValueError, TypeError):  # a length that is not a whole number of items
             self._clear()
             return False
         if len(old_hashes) != len(records) or len(self._block_first) != len(self._block_start):
