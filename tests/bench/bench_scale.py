@@ -11,8 +11,8 @@ committed). Each figure is measured in fresh processes beside its baseline from 
 * the CLI: ``keepgui --version`` vs ``python -c pass``; ``memories --json | head -1`` (first
   line out) vs ``tail -1`` of the log; ``preview --json`` as a whole process: each without a
   cache (a fresh ``$KEEPGUI_HOME`` per run, so it includes writing the cache) and from a warm
-  cache beside it, the outputs compared byte for byte; what checking the cache costs (SHA-1 of
-  the whole log);
+  cache beside it, the outputs compared byte for byte; what checking the cache costs when the log's
+  stamp does not vouch for it (SHA-1 of the whole log);
 * the in-process preview, median and p90 over realistic questions.
 
 ``--quick`` runs the 10,000 size only, ``make bench`` 10,000 and 100,000; ``KEEPGUI_BENCH_SIZES=10000,100000,1000000``
@@ -395,6 +395,7 @@ def _cached_cli(
             "cached preview",
             verify_s / cached_preview,
             "×",
+            note="paid only when the log's stamp does not vouch for it (changed, appended, racy: backends/iii/cache.py)",
         ),
     ]
 

@@ -16,6 +16,26 @@ A cache is never the source of truth. A cached state is used only when the log
 is the same file (device and inode), at least as long as the replayed prefix,
 and that prefix still hashes (SHA-1 over every byte, read back from the file)
 to what was replayed; then the log's ``refresh`` replays only what was appended.
+
+Hashing a log of a million memories (700 MB) costs about half a second, so an unchanged log is
+trusted by its stat instead, as git trusts its index (its "racy git" rule). A *stamp*, in a small
+third file beside the cache (``<key>.stat``), records the log's ``(st_dev, st_ino, st_size,
+st_mtime_ns, st_ctime_ns)`` as read just before every byte of a prefix was read (by a full replay, or
+by this check hashing it), the wall clock read before that stat, and the prefix's SHA-1. When the log's
+stat now equals the stamp's, the stamp vouches for the cached state's very prefix (same digest, and its
+size is the prefix's length: nothing appended), and the stamp is not racy, the prefix is not hashed.
+The inode's change time cannot be set by a user and moves on every write, so a rewrite in place
+that restores the size and the modification time (``os.utime``) still changes the stat. A change
+made in the same timestamp tick as the stat was taken could leave it equal, so a stamp is *racy*,
+never written nor trusted, unless the log's mtime and ctime were older than the clock read before
+the stat by :data:`RACY_NS` (3 s: FAT stamps times to 2 s, the kernel's file-time clock lags the
+wall clock by a tick, and there is rounding besides); any later change is then stamped with a
+later time. A racy stamp is not lost: the next command hashes the prefix, which stamps it afresh.
+The one residual risk is a clock moved backwards (or a file server's clock far behind this one's)
+between a stamp and a rewrite in place of the same size, whose new times repeat the stamped ones to
+the nanosecond: that rewrite would go unnoticed until the log next changes. An appended log (a
+bigger size) is hashed as always, then only its tail replayed; another inode means a full replay.
+
 Anything else — a rewritten, truncated or replaced log, a cache file that is
 corrupt, truncated, of another keepgui or format version, or unreadable — means
 a full replay, never a traceback or a different answer. Writing the cache is
@@ -34,6 +54,7 @@ import os
 import struct
 import sys
 import threading
+import time
 import zlib
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -49,7 +70,7 @@ from keepgui.core.paths import app_cache_dir
 if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
     from keepgui.backends.iii.index import BankIndex, CachedIndex
 
-FORMAT = 7
+FORMAT = 8
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
 
 _READ = 8 << 20  # the prefix is hashed in reads of this size (each read and update lets go of the interpreter lock)
@@ -62,7 +83,10 @@ SWEEP_UNUSED_DAYS = 30
 SWEEP_MAX_BYTES = 2 << 30
 """The cache folder's cap: past it, the entries used longest ago are removed (never the one just written)."""
 _STALE_TEMP_S = 3600  # a temporary file of a write this much older than now was left by a crashed process
-_SUFFIXES = (".log", ".index")
+_SUFFIXES = (".log", ".index", ".stat")
+RACY_NS = 3_000_000_000
+"""A stamp vouches for the log only when its mtime and ctime were this much older than the clock read
+before its stat (see the module's docstring)."""
 
 
 class _LogFile(msgspec.Struct, array_like=True, gc=False):
@@ -104,6 +128,43 @@ class _Check(msgspec.Struct, array_like=True, gc=False):
     body_crc: int  # CRC-32 of the encoded state after the check: a damaged cache file is not read
 
 
+class _Stamp(msgspec.Struct, array_like=True, gc=False):
+    """The log's stat just before every byte of its prefix ``[0, size)`` was read, the wall clock (ns)
+    read before that stat, and the prefix's SHA-1: while the log's stat stays this, its bytes are those
+    (unless the stamp is racy: see the module's docstring)."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    seen_ns: int
+    digest: bytes
+
+    def settled(self) -> bool:
+        """Whether the log had not changed for :data:`RACY_NS` when it was stat'ed (not racy)."""
+        return max(self.mtime_ns, self.ctime_ns) + RACY_NS < self.seen_ns
+
+    def holds(self, st: os.stat_result, check: _Check) -> bool:
+        """Whether the log whose stat is ``st`` is, by this stamp, byte for byte the prefix ``check``
+        caches, with nothing after it."""
+        return (
+            self.settled()
+            and (self.size, self.digest) == (check.offset, check.digest)
+            and (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            == (self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns)
+        )
+
+
+_STAMP_DECODER = msgspec.msgpack.Decoder(_Stamp)
+
+
+def _encode_stamp(stamp: _Stamp) -> bytes:
+    """A stamp file's bytes: the magic line, the CRC-32 of the encoded stamp, the stamp."""
+    encoded = msgspec.msgpack.encode(stamp)
+    return _MAGIC + _CHECK_LENGTH.pack(zlib.crc32(encoded)) + encoded
+
+
 LISTING_HEAD = 512
 """How many lines of the default ``memories --json`` listing a log cache keeps ahead of its state."""
 
@@ -131,6 +192,39 @@ def _read(path: str) -> bytes | None:
             return fh.read()
     except OSError:
         return None
+
+
+def _map_body(path: str) -> memoryview | None:
+    """The body of a cache file after its magic line, mapped (see :func:`_map_rest`), or None (missing,
+    unreadable, foreign)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(_MAGIC)) != _MAGIC:
+                return None
+            return _map_rest(fh)
+    except (OSError, ValueError):
+        return None
+
+
+class _Crcs(threading.Thread):
+    """The CRC-32s of buffers, on a thread of its own (zlib lets go of the interpreter lock), so they are
+    checked on the other core while the buffers decode."""
+
+    def __init__(self, *buffers: memoryview) -> None:
+        super().__init__(name="keepgui-cache-crc", daemon=True)
+        self._buffers: tuple[memoryview, ...] | None = buffers
+        self.crcs: list[int] = []
+        self.start()
+
+    def run(self) -> None:
+        """Compute them (then let go of the buffers)."""
+        buffers, self._buffers = self._buffers, None
+        self.crcs = [zlib.crc32(buffer) for buffer in buffers or ()]
+
+    def result(self) -> list[int]:
+        """The CRC-32 of each buffer, in order."""
+        self.join()
+        return self.crcs
 
 
 def _split_check(body: bytes) -> tuple[_Check, memoryview] | None:
@@ -169,13 +263,14 @@ def _decode_state(body: memoryview) -> tuple[LogState, LazyRecords] | None:
 
 
 class _Hashed:
-    """A prefix already hashed (by :meth:`LogCache.verified_listing_head`), as :class:`_PrefixHash` answers."""
+    """A prefix already hashed, or trusted by its stamp, as :class:`_PrefixHash` answers."""
 
-    def __init__(self, hasher: Any) -> None:
+    def __init__(self, hasher: Any, stamp: _Stamp | None = None) -> None:
         self.hasher = hasher
+        self.stamp = stamp
 
     def result(self) -> Any | None:
-        """The hasher fed the whole prefix."""
+        """The hasher fed the whole prefix (or standing for it)."""
         return self.hasher
 
 
@@ -187,16 +282,53 @@ class _PrefixHash(threading.Thread):
         super().__init__(name="keepgui-cache-check", daemon=True)
         self._args = (path, check.dev, check.ino, check.offset)
         self.hasher: Any | None = None
+        self.stamp: _Stamp | None = None
         self.start()
 
     def run(self) -> None:
         """Hash the prefix (None when the file is not the one cached, or cannot be read)."""
-        self.hasher = _hash_prefix(*self._args)
+        hashed = _hash_prefix(*self._args)
+        if hashed is not None:
+            self.hasher, self.stamp = hashed
 
     def result(self) -> Any | None:
         """The hasher fed the whole prefix, or None (see :func:`_hash_prefix`)."""
         self.join()
         return self.hasher
+
+
+class _TrustedPrefix:
+    """Stands for the hasher of a prefix its stamp vouched for, unhashed: its digest is the cached one.
+    Only if the log is then read on (it grew) is the prefix hashed, from the file, so the digest goes
+    on covering every byte; a prefix that no longer hashes to the cached digest then makes the digest
+    one no prefix has (the state is never cached again, nor trusted)."""
+
+    def __init__(self, path: str, check: _Check) -> None:
+        self._args = (path, check.dev, check.ino, check.offset)
+        self._digest = check.digest
+        self._hasher: Any | None = None
+
+    def digest(self) -> bytes:
+        """The digest of the prefix, and of what was read after it."""
+        return self._digest if self._hasher is None else bytes(self._hasher.digest())
+
+    def update(self, data: bytes | memoryview) -> None:
+        """Go on hashing ``data`` after the prefix (hashed first, the first time)."""
+        if self._hasher is None:
+            hashed = _hash_prefix(*self._args)
+            self._hasher = hashed[0] if hashed is not None and hashed[0].digest() == self._digest else _Spoilt()
+        self._hasher.update(data)
+
+
+class _Spoilt:
+    """A hasher whose prefix was not the one cached: its digest is no SHA-1's."""
+
+    def digest(self) -> bytes:
+        """Empty: never a prefix's digest."""
+        return b""
+
+    def update(self, data: bytes | memoryview) -> None:
+        """Nothing to hash."""
 
 
 class CacheEntry(msgspec.Struct, frozen=True):
@@ -342,13 +474,15 @@ def _map_rest(fh: BinaryIO) -> memoryview:
     return memoryview(mapped)[start:]
 
 
-def _hash_prefix(path: str, dev: int, ino: int, length: int) -> Any | None:
+def _hash_prefix(path: str, dev: int, ino: int, length: int) -> tuple[Any, _Stamp | None] | None:
     """A hasher fed the first ``length`` bytes of ``path`` when it is still that file (dev, ino) and
-    at least that long; None otherwise. Read, not mapped: the log is the agent's, and a map of a file
+    at least that long, with the stamp those bytes earn when the file is no longer than that (None
+    when it is); None otherwise. Read, not mapped: the log is the agent's, and a map of a file
     truncated in place would kill the process when touched past the new end."""
     hasher = prefix_hasher()
     try:
         with open(path, "rb") as fh:
+            seen_ns = time.time_ns()  # before the stat: a change after it is stamped no earlier
             st = os.fstat(fh.fileno())
             if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < length:
                 return None
@@ -362,7 +496,9 @@ def _hash_prefix(path: str, dev: int, ino: int, length: int) -> Any | None:
                 left -= got
     except OSError:
         return None
-    return hasher
+    if st.st_size != length:
+        return hasher, None
+    return hasher, _Stamp(dev, ino, length, st.st_mtime_ns, st.st_ctime_ns, seen_ns, hasher.digest())
 
 
 class LogCache:
@@ -381,9 +517,12 @@ class LogCache:
         self.key = key
         self.log_file = os.path.join(self.folder, key + ".log")
         self.index_file = os.path.join(self.folder, key + ".index")
+        self.stamp_file = os.path.join(self.folder, key + ".stat")
         self._loaded: tuple[int, bytes] | None = None  # (offset, digest) of the log state restored
-        self._verified: tuple[_Check, BinaryIO, Any] | None = None  # see verified_listing_head
+        self._verified: tuple[_Check, BinaryIO, _Hashed | _PrefixHash] | None = None  # see verified_listing_head
         self._index_loaded = False
+        self._stamped: _Stamp | None = None  # the stamp on file (it vouched for the state restored)
+        self._earned: _Stamp | None = None  # the stamp the restored state's prefix earned by being hashed
 
     def load(self) -> bool:
         """Restore the log (and index) from the cache when it is verified against the file.
@@ -421,11 +560,41 @@ class LogCache:
         fh.close()
         return None
 
+    def _read_stamp(self) -> _Stamp | None:
+        """The stamp on file, or None (missing, unreadable, damaged, of another format)."""
+        body = _read(self.stamp_file)
+        if body is None or len(body) < _CHECK_LENGTH.size:
+            return None
+        view = memoryview(body)[_CHECK_LENGTH.size :]
+        if zlib.crc32(view) != _CHECK_LENGTH.unpack_from(body)[0]:
+            return None
+        try:
+            return _STAMP_DECODER.decode(view)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
+    def _prefix(self, check: _Check, *, wait: bool) -> _Hashed | _PrefixHash:
+        """The log's prefix ``check`` caches, trusted by its stamp when the stamp holds (no hashing),
+        else hashed: now when ``wait``, else on a thread (:class:`_PrefixHash`)."""
+        stamp = self._read_stamp()
+        if stamp is not None:
+            try:
+                st = os.stat(self.log.path)
+            except OSError:
+                st = None
+            if st is not None and stamp.holds(st, check):
+                self._stamped = stamp
+                return _Hashed(_TrustedPrefix(self.log.path, check))
+        if not wait:
+            return _PrefixHash(self.log.path, check)
+        hashed = _hash_prefix(self.log.path, check.dev, check.ino, check.offset)
+        return _Hashed(None) if hashed is None else _Hashed(*hashed)
+
     def verified_listing_head(self) -> str | None:
         """The first lines of ``memories --json`` (no history, no tag) when the log is byte for byte the
         cached state — the same file, as long as the replayed prefix (nothing appended, not even part of
-        a line), and that prefix hashes to the cached digest — else None. A :meth:`load` after it
-        restores that state without hashing the prefix again."""
+        a line), and that prefix hashes to the cached digest (or its stamp vouches for it) — else None.
+        A :meth:`load` after it restores that state without checking the prefix again."""
         if self.log.loaded:
             return None
         opened = self._open()
@@ -436,38 +605,33 @@ class LogCache:
             st = os.stat(self.log.path)
         except OSError:
             st = None
-        hasher = None
+        prefix = None
         if st is not None and (st.st_dev, st.st_ino, st.st_size) == (check.dev, check.ino, check.offset):
-            hasher = _hash_prefix(self.log.path, check.dev, check.ino, check.offset)
-        if hasher is None or hasher.digest() != check.digest:
+            prefix = self._prefix(check, wait=True)
+        if prefix is None or prefix.hasher is None or prefix.hasher.digest() != check.digest:
             fh.close()
             return None
-        self._verified = (check, fh, hasher)
+        self._verified = (check, fh, prefix)
         return check.listing_head
 
     def _load(self) -> bool:
         verified, self._verified = self._verified, None
+        hashing: _Hashed | _PrefixHash
         if verified is not None:
-            check, fh, done = verified
-            hashing: _PrefixHash | _Hashed = _Hashed(done)
+            check, fh, hashing = verified
         else:
             opened = self._open()
             if opened is None:
                 return False
             check, fh = opened
-            hashing = _PrefixHash(self.log.path, check)
+            hashing = self._prefix(check, wait=False)
         try:
             with fh:
                 rest = _map_rest(fh)
         except (OSError, ValueError):
             hashing.result()
             return False
-        cached_index = None
-        try:
-            decoded = _decode_state(rest) if zlib.crc32(rest) == check.body_crc else None
-            cached_index = self._read_index() if self.index is not None and decoded is not None else None
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            decoded = None
+        decoded, cached_index = self._decode(check, rest)
         hasher = hashing.result()
         if decoded is None or hasher is None or hasher.digest() != check.digest:
             return False
@@ -483,25 +647,41 @@ class LogCache:
         if not self.log.restore(state, hasher, records):
             return False
         self._loaded = (state.offset, state.digest)
+        self._earned = hashing.stamp
         if self.index is not None and cached_index is not None:
             self._index_loaded = self._restore_index(cached_index, state)
         _mark_used(self.log_file)
         return True
 
-    def _read_index(self) -> CachedIndex | None:
-        """The index cache file decoded (checked against the log state by :meth:`_restore_index`), or None."""
-        body = _read(self.index_file)
-        if body is None or len(body) < _CHECK_LENGTH.size:
-            return None
-        view = memoryview(body)[_CHECK_LENGTH.size :]
-        if zlib.crc32(view) != _CHECK_LENGTH.unpack_from(body)[0]:
-            return None
+    def _decode(
+        self, check: _Check, rest: memoryview
+    ) -> tuple[tuple[LogState, LazyRecords] | None, CachedIndex | None]:
+        """The log state after ``check`` (``rest``) and the index cache file, decoded, each None when it
+        is not whole (its CRC-32) or not one. The CRCs are computed on a thread of their own while the
+        two decode (zlib lets go of the interpreter lock); nothing decoded is kept unless its CRC holds."""
+        index = _map_body(self.index_file) if self.index is not None else None
+        if index is not None and len(index) < _CHECK_LENGTH.size:
+            index = None
+        index_body = index[_CHECK_LENGTH.size :] if index is not None else memoryview(b"")
+        crcs = _Crcs(rest, index_body)
+        decoded = cached_index = None
         try:
-            from keepgui.backends.iii.index import CACHED_INDEX_DECODER
-
-            return CACHED_INDEX_DECODER.decode(view)
+            decoded = _decode_state(rest)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+            decoded = None
+        if decoded is not None and index is not None:
+            try:
+                from keepgui.backends.iii.index import CACHED_INDEX_DECODER
+
+                cached_index = CACHED_INDEX_DECODER.decode(index_body)  # copies what it keeps: not a view
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                cached_index = None
+        rest_crc, index_crc = crcs.result()
+        if rest_crc != check.body_crc:
+            return None, None
+        if index is None or index_crc != _CHECK_LENGTH.unpack_from(index)[0]:
+            cached_index = None
+        return decoded, cached_index
 
     def _restore_index(self, cached: CachedIndex, state: LogState) -> bool:
         if self.index is None or (cached.offset, cached.digest) != (state.offset, state.digest):
@@ -516,6 +696,39 @@ class LogCache:
         fresh = self.log.resume_point()
         if fresh is None:
             return False
+        stamped = self._save_stamp(fresh)
+        return self._save_state(fresh) or stamped
+
+    def _stamp_for(self, fresh: tuple[int, bytes]) -> _Stamp | None:
+        """The stamp the state at ``fresh`` (its offset and digest) has earned and is not on file yet:
+        from the full replay that produced it, or from hashing its prefix as it was restored; None
+        when it earned none (it was read on since), or only a racy one."""
+        offset, digest = fresh
+        seen = self.log.replay_stat()
+        stamp = None
+        if seen is not None and seen[2] == offset:
+            stamp = _Stamp(*seen, digest)
+        elif self._earned is not None and (self._earned.size, self._earned.digest) == fresh:
+            stamp = self._earned
+        if stamp is None or not stamp.settled() or stamp == self._stamped:
+            return None
+        return stamp
+
+    def _save_stamp(self, fresh: tuple[int, bytes]) -> bool:
+        """Write the stamp the state earned (see :meth:`_stamp_for`), if any. A stamp is not the
+        cache's state but a fact about the log: it needs no sync (one lost to a power cut costs a hash)."""
+        stamp = self._stamp_for(fresh)
+        if stamp is None:
+            return False
+        try:
+            fsio.make_dirs(self.folder)
+            fsio.atomic_write(self.stamp_file, _encode_stamp(stamp), mode=0o600, durable=False)
+        except (OSError, KeepguiError):
+            return False
+        self._stamped = stamp
+        return True
+
+    def _save_state(self, fresh: tuple[int, bytes]) -> bool:
         write_log = fresh != self._loaded
         if not write_log and (self.index is None or self._index_loaded):
             return False  # the cache already holds this state: nothing to encode

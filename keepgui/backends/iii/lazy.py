@@ -211,8 +211,11 @@ class PackedRuns(Generic[K]):
     first look-up. Offers the dict operations the index uses on its postings and day lists."""
 
     def __init__(
-        self, keys: Sequence[K], ends: array[int], slots: array[int], counts: array[int] | None = None
+        self, keys: Sequence[K], ends: memoryview, slots: memoryview, counts: memoryview | None = None
     ) -> None:
+        # Native int64 ends and int32 slots (counts): views cast over the packed bytes, not copies of them
+        # (a million memories' postings are tens of MB); a view's slice is not a copy either, and a set
+        # (a dict) is made from it faster than from an array's slice.
         self._keys = keys
         self._ends = ends
         self._slots = slots
@@ -223,22 +226,19 @@ class PackedRuns(Generic[K]):
     @classmethod
     def of(cls, keys: Sequence[K], ends: bytes, slots: bytes, counts: bytes | None = None) -> PackedRuns[K] | None:
         """The runs, or None when the parts disagree (lengths, or keys not strictly ascending)."""
-        end_array, slot_array, count_array = array("q"), array("i"), array("i")
         try:
-            end_array.frombytes(ends)
-            slot_array.frombytes(slots)
-            if counts is not None:
-                count_array.frombytes(counts)
-        except ValueError:
+            end_view, slot_view = memoryview(ends).cast("q"), memoryview(slots).cast("i")
+            count_view = memoryview(counts).cast("i") if counts is not None else None
+        except TypeError:  # a length that is not a whole number of items
             return None
-        if len(end_array) != len(keys) or (end_array[-1] if len(keys) else 0) != len(slot_array):
+        if len(end_view) != len(keys) or (end_view[-1] if len(keys) else 0) != len(slot_view):
             return None
-        if counts is not None and len(count_array) != len(slot_array):
+        if count_view is not None and len(count_view) != len(slot_view):
             return None
         ordered: Sequence[Any] = keys
         if not isinstance(keys, TermBlock) and not all(map(operator.lt, ordered, itertools.islice(ordered, 1, None))):
             return None  # not sorted, or a key twice (a term block is not read whole: the cache's checksum holds it)
-        return cls(keys, end_array, slot_array, count_array if counts is not None else None)
+        return cls(keys, end_view, slot_view, count_view)
 
     def _bounds(self, run: int) -> tuple[int, int]:
         return (self._ends[run - 1] if run else 0), self._ends[run]
@@ -247,7 +247,7 @@ class PackedRuns(Generic[K]):
         start, end = self._bounds(run)
         if self._counts is None:
             return set(self._slots[start:end])
-        return dict(zip(self._slots[start:end], self._counts[start:end], strict=True))
+        return dict(zip(self._slots[start:end].tolist(), self._counts[start:end].tolist(), strict=True))
 
     def _packed(self, key: K) -> int | None:
         keys = self._keys
@@ -328,7 +328,9 @@ class PackedRuns(Generic[K]):
             if key not in looked_up and key not in self._gone:
                 if self._counts is None:
                     start, end = self._bounds(run)
-                    yield key, self._slots[start:end]
+                    run_slots = array("i")  # an array, which an array extends at C speed
+                    run_slots.frombytes(self._slots[start:end].cast("B"))
+                    yield key, run_slots
                 else:
                     yield key, self._unpack(run)
 
@@ -346,17 +348,16 @@ class TermBlock(Sequence[str]):
     read, so a bisection looks at a few terms instead of making a string of every one. UTF-8 keeps the
     code point order, so terms sorted as strings are sorted as bytes."""
 
-    def __init__(self, block: bytes, ends: array[int]) -> None:
+    def __init__(self, block: bytes, ends: memoryview) -> None:
         self._block = block
-        self._ends = ends
+        self._ends = ends  # native int64, a view cast over the packed bytes
 
     @classmethod
     def of(cls, block: bytes, ends: bytes) -> TermBlock | None:
         """The terms, or None when the parts disagree."""
-        offsets = array("q")
         try:
-            offsets.frombytes(ends)
-        except ValueError:
+            offsets = memoryview(ends).cast("q")
+        except TypeError:  # a length that is not a whole number of items
             return None
         if (offsets[-1] if offsets else 0) != len(block):
             return None

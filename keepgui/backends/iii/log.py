@@ -29,6 +29,7 @@ import itertools
 import operator
 import os
 import stat
+import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
@@ -286,13 +287,17 @@ class MemoryLog:
         self._tail_len = 0
         self._tail_raw = b""
         self._mtime_ns = -1
+        # The log's (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) and the wall clock (ns) read just
+        # before it, at the start of the full replay that produced this state: every byte of it was read
+        # after that stat. None for a state restored or refreshed since (see replay_stat).
+        self._seen: tuple[int, int, int, int, int, int] | None = None
         # The record of an unterminated last line, and the record of its id it replaced
         # (None: the id was new): taken back before each refresh, as the line may grow.
         self._tail_record: Memory | None = None
         self._tail_shadowed: Memory | None = None
         # of the bytes [0, offset): what a cached state is checked against (None: no cache wants it)
         self._prefix_hash: Any = prefix_hasher() if self.keep_digest else None
-        self._foreign: tuple[int, array[int]] | None = None  # lines whose hashes came from a cache's process
+        self._foreign: tuple[int, memoryview] | None = None  # lines whose hashes came from a cache's process
 
     # ------------------------------------------------------------------ reading
 
@@ -333,6 +338,7 @@ class MemoryLog:
                         return self._full(progress)
                 delta = LogDelta()
                 self._mtime_ns = mtime
+                self._seen = None  # the state now holds bytes read before this refresh's stat
                 provisional = self._take_back_tail()
                 self._stream(fh, delta, progress, st.st_size - self.offset)
         except OSError as exc:
@@ -380,9 +386,11 @@ class MemoryLog:
         delta = LogDelta(reset=True)
         try:
             with open(self.path, "rb") as fh:
+                seen_ns = time.time_ns()  # before the stat: a change after it is stamped no earlier
                 st = os.fstat(fh.fileno())
                 self._identity = (st.st_dev, st.st_ino)
                 self._mtime_ns = st.st_mtime_ns
+                self._seen = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, seen_ns)
                 with gc_paused():
                     self._stream(fh, delta, progress, st.st_size)
         except OSError as exc:
@@ -613,6 +621,13 @@ class MemoryLog:
             return None
         return self.offset, self._prefix_hash.digest()
 
+    def replay_stat(self) -> tuple[int, int, int, int, int, int] | None:
+        """``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns, seen_ns)`` of the log as it was just
+        before the full replay that produced the current state read its first byte (``seen_ns``: the
+        wall clock, in ns, read before that stat), or None when the state was restored from a cache or
+        refreshed since (some of its bytes were read before any stat the log kept)."""
+        return self._seen
+
     def snapshot(self) -> LogState | None:
         """The state to cache (see :meth:`resume_point`), or None."""
         if self.resume_point() is None or self._identity is None:
@@ -649,13 +664,12 @@ class MemoryLog:
         self._clear()
         if records is None:
             records = dict(zip(map(_ID, state.records), state.records, strict=True))
-        old_hashes = array("q")
         try:
-            old_hashes.frombytes(state.record_hashes)
+            old_hashes = memoryview(state.record_hashes).cast("q")  # read once, if ever: not copied
             self._line_hashes.frombytes(state.line_hashes)
             self._block_first.frombytes(state.block_first)
             self._block_start.frombytes(state.block_start)
-        except ValueError:
+        except (ValueError, TypeError):  # a length that is not a whole number of items
             self._clear()
             return False
         if len(old_hashes) != len(records) or len(self._block_first) != len(self._block_start):

@@ -65,8 +65,9 @@ def outputs(home, data_dir, every: bool = False) -> list[str]:
 
 
 def cache_files(home) -> list[str]:
+    """The cache's state files (not the stamps vouching for the log, written when the log is old enough)."""
     folder = os.path.join(str(home), "cache", "iii-logs")
-    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    return sorted(f for f in os.listdir(folder) if not f.endswith(".stat")) if os.path.isdir(folder) else []
 
 
 def cache_for(home, data_dir) -> LogCache:
