@@ -294,8 +294,8 @@ class PackedRuns(Generic[K]):
         del self._looked_up[key]
         self._gone.add(key)
 
-    def run(self, key: K) -> tuple[array[int], array[int] | None] | None:
-        """The key's packed run as array slices ``(slots, counts)``, while the key was neither looked up
+    def run(self, key: K) -> tuple[memoryview, memoryview | None] | None:
+        """The key's packed run as slices of its views ``(slots, counts)`` (no copies), while the key was neither looked up
         nor changed since the restore (else None: :meth:`get` has it); the run is not made a set."""
         if key in self._looked_up or key in self._gone:
             return None

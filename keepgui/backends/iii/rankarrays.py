@@ -102,12 +102,16 @@ class _Postings(NamedTuple):
 def _ints(values: Collection[int]) -> Ints:
     if isinstance(values, array):
         return np.frombuffer(values, dtype=np.dtype(values.typecode)).astype(np.int32)
+    if isinstance(values, memoryview):  # a restored run: a view cast over the cache's packed bytes
+        return np.frombuffer(values, dtype=np.dtype(values.format)).astype(np.int32)
     return np.fromiter(values, dtype=np.int32, count=len(values))
 
 
 def _floats(values: Sequence[int] | Sequence[float]) -> Floats:
     if isinstance(values, array):
         return np.frombuffer(values, dtype=np.dtype(values.typecode)).astype(np.float64)
+    if isinstance(values, memoryview):
+        return np.frombuffer(values, dtype=np.dtype(values.format)).astype(np.float64)
     return np.array(values, dtype=np.float64)
 
 
