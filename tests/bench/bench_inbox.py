@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tests.bench.common import ROOT, Result, bench_size, bench_sizes
 
@@ -216,31 +217,53 @@ def _synthetic(folder: str, entries: int, changes: int) -> str:
     return workspace
 
 
-def _window(script: str, entries: int, changes: int, args: Callable[[int], list[int]], timeout: float = 900) -> dict:
-    """Run a window ``script`` (offscreen, its own KEEPGUI_HOME) on a synthetic workspace of ``entries``
-    and ``changes`` recorded (:func:`_synthetic`), given the workspace's path and ``args(at)`` (``at``:
-    the first recorded moment, epoch ms); what it printed last, as JSON."""
+@contextlib.contextmanager
+def synthetic(entries: int, changes: int) -> Iterator[tuple[str, int]]:
+    """A synthetic workspace of ``entries`` and ``changes`` recorded (:func:`_synthetic`), with its
+    KEEPGUI_HOME beside it, for as long as the block runs: ``(workspace, first recorded moment, epoch
+    ms)``. Several windows may be run on one (writing its journal is most of a window's run: a whole
+    version of the file every :data:`~keepgui.core.journal.CHAIN` changes)."""
     with tempfile.TemporaryDirectory() as folder:
         at = int(time.time() * 1000) - changes * 1000  # no later than _synthetic's first moment
-        workspace = _synthetic(folder, entries, changes)
-        env = dict(os.environ, KEEPGUI_HOME=os.path.join(folder, "home"), QT_QPA_PLATFORM="offscreen")
-        done = subprocess.run(
-            [sys.executable, "-c", script, workspace, *map(str, args(at))],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-            timeout=timeout,
-        )
-        found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        if not found:
-            raise RuntimeError(f"the window reported nothing: {done.stderr.strip()[-400:]}")
+        yield _synthetic(folder, entries, changes), at
+
+
+def _window(
+    script: str,
+    entries: int,
+    changes: int,
+    args: Callable[[int], list[int]],
+    timeout: float = 900,
+    prepared: tuple[str, int] | None = None,
+) -> dict:
+    """Run a window ``script`` (offscreen, the workspace's own KEEPGUI_HOME) on a synthetic workspace of
+    ``entries`` and ``changes`` recorded (``prepared`` by :func:`synthetic`, else made for this run),
+    given the workspace's path and ``args(at)`` (``at``: the first recorded moment, epoch ms); what it
+    printed last, as JSON."""
+    if prepared is None:
+        with synthetic(entries, changes) as made:
+            return _window(script, entries, changes, args, timeout, made)
+    workspace, at = prepared
+    home = os.path.join(os.path.dirname(workspace), "home")
+    env = dict(os.environ, KEEPGUI_HOME=home, QT_QPA_PLATFORM="offscreen")
+    done = subprocess.run(
+        [sys.executable, "-c", script, workspace, *map(str, args(at))],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+    )
+    found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if not found:
+        raise RuntimeError(f"the window reported nothing: {done.stderr.strip()[-400:]}")
     return found[-1]
 
 
-def inbox_window(entries: int, changes: int) -> list[Result]:
-    """The longest GUI-thread block opening the inbox of ``changes`` over ``entries``."""
-    got = _window(_WINDOW, entries, changes, lambda _at: [changes])
+def inbox_window(entries: int, changes: int, prepared: tuple[str, int] | None = None) -> list[Result]:
+    """The longest GUI-thread block opening the inbox of ``changes`` over ``entries`` (on a workspace
+    ``prepared`` by :func:`synthetic`, else one made for it)."""
+    got = _window(_WINDOW, entries, changes, lambda _at: [changes], prepared=prepared)
     return [
         Result(
             f"inbox, {changes:,} changes of {entries:,} entries: longest GUI block listing them",
