@@ -507,22 +507,24 @@ def _revert_one(before: str, after: str, change: EntryChange, changes: Sequence[
     appended together are two reverts."""
     b_lines = before.splitlines(keepends=True)
     a_lines = after.splitlines(keepends=True)
-    every = list(dict.fromkeys([change, *changes]))
-    spans_a = [[s for s in (_lines_of(after, t) for t in c.after) if s is not None] for c in every]
-    spans_b = [[s for s in (_lines_of(before, t) for t in c.before) if s is not None] for c in every]
-    if len(spans_a[0]) < len(change.after) or len(spans_b[0]) < len(change.before) or not (spans_a[0] or spans_b[0]):
+    found_a = [_lines_of(after, t) for t in change.after]
+    found_b = [_lines_of(before, t) for t in change.before]
+    mine_a = [s for s in found_a if s is not None]
+    mine_b = [s for s in found_b if s is not None]
+    if len(mine_a) < len(found_a) or len(mine_b) < len(found_b) or not (mine_a or mine_b):
         raise InvalidInput("keepgui could not find the lines of that entry in the file; revert the whole change")
+    others = [c for c in dict.fromkeys(changes) if c != change]
     # lines compared without their newline: a last line that lost or gained one is the same line
     matcher = difflib.SequenceMatcher(
         None, [line.rstrip("\n") for line in b_lines], [line.rstrip("\n") for line in a_lines], autojunk=False
     )
     edits = []
     for tag, b0, b1, a0, a1 in matcher.get_opcodes():
-        if tag == "equal":
+        if tag == "equal" or not (_meets(mine_a, a0, a1) or _meets(mine_b, b0, b1)):
             continue
-        own_a, own_b = _owners(a0, a1, spans_a), _owners(b0, b1, spans_b)
-        if 0 not in own_a.values() and 0 not in own_b.values():
-            continue
+        # the other entry changes are looked for in this block only (a change of many entries stays cheap)
+        own_a = _owners(a0, a1, [mine_a, *_within(a_lines, a0, a1, [c.after for c in others])])
+        own_b = _owners(b0, b1, [mine_b, *_within(b_lines, b0, b1, [c.before for c in others])])
         kept = [a_lines[i] for i in range(a0, a1) if own_a[i] != 0]
         back = [b_lines[i] for i in range(b0, b1) if own_b[i] == 0]
         first = next((i - a0 for i in range(a0, a1) if own_a[i] == 0), 0)
@@ -532,6 +534,24 @@ def _revert_one(before: str, after: str, change: EntryChange, changes: Sequence[
     for a0, a1, lines in reversed(edits):
         out[a0:a1] = lines
     return "".join(line if line.endswith("\n") or n == len(out) - 1 else line + "\n" for n, line in enumerate(out))
+
+
+def _meets(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
+    """True when one of the line ranges ``spans`` has a line in ``lo``..``hi``."""
+    return any(s0 < hi and lo < s1 for s0, s1 in spans)
+
+
+def _within(lines: list[str], lo: int, hi: int, texts: list[tuple[str, ...]]) -> list[list[tuple[int, int]]]:
+    """The line ranges, in lines ``lo``..``hi``, of the texts of each other entry change found there
+    (each range an entry of its own)."""
+    block = "".join(lines[lo:hi])
+    found = []
+    for text in (t for group in texts for t in group if t):
+        at = block.find(text)
+        if at >= 0:
+            start = lo + block.count("\n", 0, at)
+            found.append([(start, start + text.count("\n") + 1)])
+    return found
 
 
 def _owners(lo: int, hi: int, spans: list[list[tuple[int, int]]]) -> dict[int, int | None]:
