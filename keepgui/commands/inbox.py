@@ -156,9 +156,9 @@ class _Banks:
         return self.by_path[item.source]
 
     def bank(self, item: Item) -> Bank:
-        source = self.source(item)
-        names = source.scan().names
-        return source.bank(item.bank if item.bank in names else names[0])
+        from keepgui.core.inbox import bank_of
+
+        return bank_of(self.source(item), item)
 
 
 def cmd_watch(args: argparse.Namespace, ctx: Context) -> int:

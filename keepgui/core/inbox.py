@@ -248,6 +248,12 @@ def texts(journal: Journal, item: Item) -> tuple[str, str]:
     return before.decode("utf-8", "replace"), after.decode("utf-8", "replace")
 
 
+def bank_of(source: Source, item: Item) -> Bank:
+    """The bank of ``source`` whose file ``item`` changed (the source's first, for a file of its own)."""
+    names = source.scan().names
+    return source.bank(item.bank if item.bank in names else names[0])
+
+
 def entry_changes(journal: Journal, item: Item, bank: Bank) -> list[EntryChange]:
     """What the change did, entry by entry, in the bank's own notion of an entry."""
     before, after = texts(journal, item)

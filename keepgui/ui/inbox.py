@@ -132,9 +132,7 @@ class _Opened:
         source = self.sources.get(item.source)
         if source is None:
             return []
-        names = source.scan().names
-        bank = source.bank(item.bank if item.bank in names else names[0])
-        found = inbox.entry_changes(journal, item, bank)
+        found = inbox.entry_changes(journal, item, inbox.bank_of(source, item))
         while len(self.entries) >= 8:
             del self.entries[next(iter(self.entries))]
         self.entries[key] = found
@@ -146,8 +144,7 @@ class _Opened:
         source = self.sources.get(item.source)
         if source is None or item.version is None:
             return found, [False] * len(found)
-        names = source.scan().names
-        return found, inbox.undone_now(item, source.bank(item.bank if item.bank in names else names[0]), found)
+        return found, inbox.undone_now(item, inbox.bank_of(source, item), found)
 
     def sentence(self, journal: Journal, item: Item) -> str:
         """``nanobot changed keep.md: +2 added, −1 removed, ~1 edited`` (what the change did, entry by entry)."""
@@ -445,8 +442,7 @@ class InboxPanel(ReviewPanel):
                 return
 
             def revert(source: Any) -> Change:
-                names = source.scan().names
-                return inbox.revert(journal, item, source.bank(item.bank if item.bank in names else names[0]), entry)
+                return inbox.revert(journal, item, inbox.bank_of(source, item), entry)
 
             self.perform(item.source, revert, f"Revert {os.path.basename(item.path)}")
         elif name in ("approve", "reject"):
