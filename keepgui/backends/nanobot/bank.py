@@ -230,6 +230,7 @@ class KeepBank(BankDefaults):
         self.delivered: list[Row] = []
         self.problem = ""
         self._activity: KeepActivity | None = None
+        self._memory_looked: tuple[int, int, int] | None = None  # MEMORY.md's inode, size, time when last recorded
 
     @property
     def lock(self) -> threading.RLock:
@@ -268,6 +269,13 @@ class KeepBank(BankDefaults):
         A copy caught mid-write or unreadable is left to the editor and the review to report."""
         workspace, history = self.source.workspace, self.source.history
         path = workspace.path(MEMORY_MD)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        looked = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if looked == self._memory_looked:
+            return  # as this bank recorded it last: keep.md's reloads do not read it again
         last = history.latest(path)
         try:
             data, _stamp = workspace.read(MEMORY_MD, settled=True, before=last.size if last else None)
@@ -275,6 +283,7 @@ class KeepBank(BankDefaults):
             return
         if data is not None:
             history.record(path, data, source="seen")
+            self._memory_looked = looked
 
     def load(self, progress: Progress | None = None, *, full: bool = False) -> Change:
         """Read keep.md; every row when anything changed (or ``full``), nothing for an unchanged file."""
