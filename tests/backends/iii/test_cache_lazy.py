@@ -89,18 +89,25 @@ def test_cached_answers_are_byte_for_byte_the_uncached_ones_on_random_banks(tmp_
             )
 
 
-@pytest.fixture
-def warm(tmp_path):
-    """A 3,000-memory bank, its cache written: ``(data dir, cache folder)``."""
+def cached_bank(tmp_path, seed: int, question: str | None = None) -> tuple[str, str]:
+    """A 3,000-memory bank, its cache written (after ``question`` was asked): ``(data dir, cache folder)``."""
     data_dir = str(tmp_path / "data")
-    make_bank(os.path.join(data_dir, "bank"), memories=3000, lines=7500, seed=21)
+    make_bank(os.path.join(data_dir, "bank"), memories=3000, lines=7500, seed=seed)
     bank = DataDir(data_dir).bank("bank")
     engine = BankEngine(bank, MemoryConfig())
     cache = LogCache(bank.log, engine.index, folder=str(tmp_path / "cache"))
     engine.refresh()
-    engine.preview("warm up", now_ms=NOW)  # recency bounds taken, as a command's answer leaves them
+    if question is not None:
+        engine.preview(question, now_ms=NOW)
     assert cache.save()
     return data_dir, str(tmp_path / "cache")
+
+
+@pytest.fixture
+def warm(tmp_path):
+    """A 3,000-memory bank, its cache written: ``(data dir, cache folder)`` (recency bounds taken, as a
+    command's answer leaves them)."""
+    return cached_bank(tmp_path, 21, "warm up")
 
 
 def _restored(data_dir: str, folder: str) -> BankEngine:

@@ -7,22 +7,17 @@ unicode, questions empty, of one term or many, through edits, overlays and a res
 
 from __future__ import annotations
 
-import os
 import random
 from types import SimpleNamespace
 
 import pytest
 
 from keepgui.backends.iii import recall as recall_module
-from keepgui.backends.iii.cache import LogCache
-from keepgui.backends.iii.config import MemoryConfig
-from keepgui.backends.iii.context import BankEngine
 from keepgui.backends.iii.index import BankIndex
 from keepgui.backends.iii.lazy import PackedRuns
 from keepgui.backends.iii.recall import query_tokens, recall
-from keepgui.backends.iii.store import DataDir
+from tests.backends.iii.test_cache_lazy import _restored, cached_bank
 from tests.backends.iii.test_recall import DAY, NOW, index_of, mem, reference_recall
-from tests.bench.synth import make_bank
 
 VOCAB = [
     "user", "the", "prefers", "tea", "api", "port", "blog", "mike", "writes", "docs", "team", "café",
@@ -171,17 +166,7 @@ def test_many_slots_changed_take_the_columns_again_and_few_postings_are_kept(rec
 
 
 def test_a_restored_index_ranks_from_its_packed_postings(tmp_path):
-    data_dir = str(tmp_path / "data")
-    make_bank(os.path.join(data_dir, "bank"), memories=3000, lines=7500, seed=4)
-    bank_ = DataDir(data_dir).bank("bank")
-    engine = BankEngine(bank_, MemoryConfig())
-    cache = LogCache(bank_.log, engine.index, folder=str(tmp_path / "cache"))
-    engine.refresh()
-    assert cache.save()
-    restored = BankEngine(DataDir(data_dir).bank("bank"), MemoryConfig())
-    assert LogCache(restored.bank.log, restored.index, folder=str(tmp_path / "cache")).load()
-    restored.refresh()
-    index = restored.index
+    index = _restored(*cached_bank(tmp_path, 4)).index
     assert isinstance(index._ones, PackedRuns)
     now = max(m.updated_at for m in index.records.values())
     questions = ["what does the user prefer for writing", "tell me about Mike", "deploy the staging database"]
