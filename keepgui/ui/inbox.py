@@ -170,7 +170,7 @@ class InboxLister(QObject):
 
     listed = Signal(object)
     arrived = Signal(int, str)
-    filesChanged = Signal()  # a write or a change on disk: entries may be reverted since
+    filesChanged = Signal(str)  # a source folder written or changed on disk: entries may be reverted since
 
     def __init__(self, hub: Any, parent: QObject | None = None, journal: Journal | None = None) -> None:
         super().__init__(parent)
@@ -182,7 +182,7 @@ class InboxLister(QObject):
         self._lane = lane("inbox")
         self._running = self._again = self._closed = False
         hub.changed.connect(self._on_change)
-        hub.written.connect(lambda _change: self.filesChanged.emit())  # a revert of ours: entries undone since
+        hub.written.connect(lambda change: self.filesChanged.emit(change.source))  # a revert of ours
         hub.sourcesChanged.connect(self.refresh)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.refresh)
@@ -192,8 +192,8 @@ class InboxLister(QObject):
         self._retry.setInterval(500)
         self._retry.timeout.connect(self.refresh)
 
-    def _on_change(self, _change: object) -> None:
-        self.filesChanged.emit()
+    def _on_change(self, change: Change) -> None:
+        self.filesChanged.emit(change.source)
         self.refresh()
 
     def refresh(self) -> None:
@@ -385,11 +385,11 @@ class InboxPanel(ReviewPanel):
             self.lister.entries(chosen[0], self._show_entries, self)
         self._enable()
 
-    def _restate(self) -> None:
-        """A file changed (a revert, an agent): which of the selected item's entries are reverted since is
-        worked out again, the entry selected staying selected."""
+    def _restate(self, source: str) -> None:
+        """A file of ``source`` changed (a revert, an agent): which of the selected item's entries are
+        reverted since is worked out again when the item is that source's, the entry selected staying selected."""
         chosen = self.selected()
-        if len(chosen) == 1 and self.changes:
+        if len(chosen) == 1 and self.changes and chosen[0].source == source:
             row = self.entries.currentRow()
             self.lister.entries(chosen[0], lambda found: self._show_entries(found, row), self)
 
