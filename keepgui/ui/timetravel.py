@@ -62,8 +62,8 @@ MainWindow = Any
 log = logging.getLogger(__name__)
 
 BANNER_LABEL = 48
-"""The most characters of the source's name the time-travel banner shows (elided in the middle beyond: the
-banner's words and its three buttons fit one line of a 1024-pixel window)."""
+"""The most characters of the source's name the time-travel banner shows (elided in the middle beyond: at
+1024 pixels the banner's words take two lines beside its three buttons, not three)."""
 TIME_HELP = "ISO 8601 such as 2026-03-01T14:30, or a time ago: 90s, 15m, 2h, 3d, 1w"
 _COLUMNS = ("Memory", "Tags", "Updated", "State")
 _RELEASE_HERE = 2000
