@@ -187,6 +187,13 @@ class IiiBank(BankDefaults):
         bank = self.core()  # before the bank lock: locks are taken source first
         with self.lock:
             first = not self._loaded
+            restored = False
+            if not bank.log.loaded and bank.link_reason() is None:
+                # The state and the index from the verified cache (a child brings it up to date
+                # first for a big log): no replay, no indexing in this process.
+                from keepgui.backends.iii import warm
+
+                restored = warm.restore(bank, self.engine(bank).index, progress)
 
             def since() -> Sequence[Row]:
                 return list(bank.log.records.values())  # every row so far
@@ -203,7 +210,7 @@ class IiiBank(BankDefaults):
                 self._info = None
                 raise
             records = bank.log.records
-            if full or delta.reset:
+            if full or delta.reset or restored:  # a restored state is a first read, as a replay is
                 rows: Sequence[Row] = list(records.values())
                 complete = True
             else:

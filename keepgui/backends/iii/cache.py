@@ -524,16 +524,18 @@ class LogCache:
         self._stamped: _Stamp | None = None  # the stamp on file (it vouched for the state restored)
         self._earned: _Stamp | None = None  # the stamp the restored state's prefix earned by being hashed
 
-    def load(self) -> bool:
+    def load(self, *, freeze: bool = True) -> bool:
         """Restore the log (and index) from the cache when it is verified against the file.
 
         Only a log not yet read is restored. Returns True when the log state came from the cache.
+        ``freeze``: the process keeps what it holds now for good (a command's does; a window's, which
+        lets banks go, does not).
         """
         if self.log.loaded:
             return False
         with gc_paused():  # decoding allocates millions of objects and no cycles: the collector only costs
             restored = self._load()
-        if restored:
+        if restored and freeze:
             # The restored state lives as long as the command: later collections need not walk it again
             # (the first full one after a 100k restore took 80 ms).
             gc.freeze()

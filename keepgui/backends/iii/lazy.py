@@ -23,11 +23,15 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from keepgui.backends.iii.record import Memory
+from keepgui.core import pace
 
 _HEADER = b"\xdd"  # msgpack array32: the block is one array of every record, decodable at once
 _DECODE_ONE = msgspec.msgpack.Decoder(Memory).decode
 _DECODE_ALL = msgspec.msgpack.Decoder(list[Memory]).decode
 _ENCODE = msgspec.msgpack.Encoder().encode
+STEP = 4096
+"""Records decoded (ids placed) in one C call when a window's GUI thread shares the process
+(:func:`keepgui.core.pace.foreground`): a few milliseconds each, a checkpoint between them."""
 
 
 def encode_block(records: Sequence[Memory]) -> tuple[bytes, bytes]:
@@ -76,9 +80,18 @@ class RecordBlock:
         return cls(ids, block, offsets)
 
     def positions(self) -> dict[str, int]:
-        """id -> position, made on first use."""
+        """id -> position, made on first use (a slice at a time beside a window)."""
         if self._positions is None:
-            self._positions = dict(zip(self.ids, range(len(self.ids)), strict=True))
+            ids = self.ids
+            if pace.foreground() is None:
+                self._positions = dict(zip(ids, range(len(ids)), strict=True))
+            else:
+                positions: dict[str, int] = {}
+                for lo in range(0, len(ids), STEP):
+                    chunk = ids[lo : lo + STEP]
+                    positions.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
+                    pace.checkpoint()
+                self._positions = positions
         return self._positions
 
     def at(self, position: int) -> Memory:
@@ -93,12 +106,22 @@ class RecordBlock:
         return memory
 
     def all(self) -> list[Memory]:
-        """Every record, in order (one decode of the whole block, done once)."""
+        """Every record, in order (one decode of the whole block, done once; beside a window, a slice
+        of :data:`STEP` records at a time)."""
         if self._all is None:
-            self._all = _DECODE_ALL(self.block)
-            self.decodes += len(self._all)
-            if len(self._all) != len(self.ids):
+            n = len(self.ids)
+            if pace.foreground() is None or n <= STEP:
+                records = _DECODE_ALL(self.block)
+            else:
+                records, starts, view = [], self.starts, self._view
+                for lo in range(0, n, STEP):
+                    hi = min(lo + STEP, n)
+                    records += _DECODE_ALL(_HEADER + (hi - lo).to_bytes(4, "big") + view[starts[lo] : starts[hi]])
+                    pace.checkpoint()
+            if len(records) != n:
                 raise msgspec.DecodeError("a record block of another length than its ids")
+            self._all = records
+            self.decodes += n
         return self._all
 
 
