@@ -96,6 +96,8 @@ def poll():
     marks["block"], marks["own_block"] = watch.longest(since), watch.longest_own(since)
     marks["over_50"] = sum(1 for g, _ in watch.gaps[since:] if g > 0.05)
     marks["rss"] = peak()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    marks["cpu"] = usage.ru_utime + usage.ru_stime  # the window's own process (its children not counted)
     marks["blocks"] = watch.report(4, marks.get("switch", 0.0))
     watch.stop()
     print(json.dumps(marks), flush=True)
@@ -357,6 +359,22 @@ def _against(found: Measured) -> list[Result]:
                 f"each run: {each}",
             )
         )
+    ours, theirs = _median(found.runs["lane"], "cpu"), _median(found.runs["baseline"], "cpu")
+    out.append(
+        Result(
+            f"window process's CPU time, opened on the bank, until it settles, {n}, vs the baseline tree",
+            ours,
+            "s",
+            theirs,
+            "KEEPGUI_BENCH_BASELINE, same run",
+            ours / theirs if theirs else None,
+            "×",
+            "reported",
+            None,
+            "what the window's own process computed (the interpreter lock its GUI thread shares); child "
+            "processes' work is not counted",
+        )
+    )
     return out
 
 
