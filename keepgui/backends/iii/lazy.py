@@ -18,12 +18,15 @@ import itertools
 import operator
 from array import array
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
 from keepgui.backends.iii.record import Memory
 from keepgui.core import pace
+
+if TYPE_CHECKING:
+    from keepgui.core.source import Progress
 
 _HEADER = b"\xdd"  # msgpack array32: the block is one array of every record, decodable at once
 _DECODE_ONE = msgspec.msgpack.Decoder(Memory).decode
@@ -105,9 +108,10 @@ class RecordBlock:
             self.decodes += 1
         return memory
 
-    def all(self) -> list[Memory]:
+    def all(self, progress: Progress | None = None) -> list[Memory]:
         """Every record, in order (one decode of the whole block, done once; beside a window, a slice
-        of :data:`STEP` records at a time)."""
+        of :data:`STEP` records at a time, ``progress(done, total, since)`` after each, ``since()`` the
+        records decoded so far)."""
         if self._all is None:
             n = len(self.ids)
             if pace.foreground() is None or n <= STEP:
@@ -117,6 +121,8 @@ class RecordBlock:
                 for lo in range(0, n, STEP):
                     hi = min(lo + STEP, n)
                     records += _DECODE_ALL(_HEADER + (hi - lo).to_bytes(4, "big") + view[starts[lo] : starts[hi]])
+                    if progress is not None:
+                        progress(hi, n, records.copy)
                     pace.checkpoint()
             if len(records) != n:
                 raise msgspec.DecodeError("a record block of another length than its ids")

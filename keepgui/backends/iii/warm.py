@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from keepgui.backends.iii.cache import LogCache
-from keepgui.backends.iii.lazy import RecordBlock, encode_block
+from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, encode_block
 from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.record import Memory
 from keepgui.core import childwork
@@ -108,19 +108,24 @@ def restore(bank: Bank, index: BankIndex | None, progress: Progress | None = Non
     bank's lock held."""
     if bank.log.loaded:
         return False
-    cache = LogCache(bank.log, index)
-    if cache.load(freeze=False):
-        return True
-    if not _worth_a_child(bank.log.path):
-        return False
-    try:
-        childwork.worker(*WARM_CHILD).call(
-            "keepgui.backends.iii.warm", "warm", bank.datadir.path, bank.name, on_news=_News(progress)
-        )
-    except (childwork.ChildFailed, RuntimeError) as exc:
-        log.warning("bank %s is replayed in the window's process: %s", bank.name, str(exc).splitlines()[0])
-        return False
-    return LogCache(bank.log, index).load(freeze=False)
+    if not LogCache(bank.log, index).load(freeze=False):
+        if not _worth_a_child(bank.log.path):
+            return False
+        try:
+            childwork.worker(*WARM_CHILD).call(
+                "keepgui.backends.iii.warm", "warm", bank.datadir.path, bank.name, on_news=_News(progress)
+            )
+        except (childwork.ChildFailed, RuntimeError) as exc:
+            log.warning("bank %s is replayed in the window's process: %s", bank.name, str(exc).splitlines()[0])
+            return False
+        if not LogCache(bank.log, index).load(freeze=False):
+            return False
+    records = bank.log.records
+    if progress is not None and isinstance(records, LazyRecords):
+        # decoded here, a slice at a time, the first slices shown while the rest decode
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):  # read again when asked
+            records.packed.all(progress)
+    return True
 
 
 class _News:
