@@ -541,6 +541,34 @@ class LogCache:
             gc.freeze()
         return restored
 
+    @property
+    def index_restored(self) -> bool:
+        """True once the index came from the cache (by :meth:`load` or :meth:`load_index`)."""
+        return self._index_loaded
+
+    def load_index(self) -> bool:
+        """Restore the index alone, for a log already read (restored or replayed) that is now exactly the
+        state the cached index was made of (its offset and prefix digest). True when it was restored."""
+        if self.index is None or not self.log.loaded:
+            return False
+        fresh = self.log.resume_point()
+        mapped = _map_body(self.index_file)
+        if fresh is None or mapped is None or len(mapped) < _CHECK_LENGTH.size:
+            return False
+        body = mapped[_CHECK_LENGTH.size :]
+        if zlib.crc32(body) != _CHECK_LENGTH.unpack_from(mapped)[0]:
+            return False
+        from keepgui.backends.iii.index import CACHED_INDEX_DECODER
+
+        try:
+            cached = CACHED_INDEX_DECODER.decode(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        if (cached.offset, cached.digest) != fresh:
+            return False
+        self._index_loaded = self.index.restore(cached.index)
+        return self._index_loaded
+
     def _listing_head(self) -> str:
         live = [m for m in self.log.records.values() if m.invalid_at is None]
         return self.log.json_lines(heapq.nsmallest(LISTING_HEAD, live, key=newest_first))

@@ -6,13 +6,16 @@ thread for the interpreter lock (:mod:`keepgui.core.pace`). The command line alr
 replay and an index come to in a verified cache (:mod:`keepgui.backends.iii.cache`): packed columns
 and arrays, checked against the log byte for byte (or by its stat), restored in a few C calls.
 
-So a window's first load of a bank does what a ``keepgui preview`` would: a child process
-(:mod:`keepgui.core.childwork`) brings the cache up to date — restores it, replays what was appended
-or the whole log, builds the index, writes both — and the window then restores the log's state and
-the index from that cache, the records decoded a slice at a time (:meth:`RecordBlock.all`), and
-replays only what was appended in between. A verified cache is used as it is, with no child. Nothing
-differs in what the window shows: the cache holds the very state a replay gives (its tests hold
-that), and a cache that does not verify is never used.
+So a window's first load of a bank does what a ``keepgui memories`` would: a child process
+(:mod:`keepgui.core.childwork`) brings the log's cache up to date — restores it, replays what was
+appended or the whole log, writes it — telling the window its progress and, now and then, the rows
+replayed so far, which the window shows meanwhile. The window then restores the log's state from that
+cache, decodes its records a slice at a time (the first slices shown while the rest decode), and
+replays only what was appended in between. The preview's index is built after the rows are shown, when
+it is first asked for: by the child again (:func:`restore_index`), restored here the same way. A
+verified cache is used as it is, with no child, its index too when it holds one. Nothing differs in
+what the window shows: the cache holds the very state a replay gives (its tests hold that), and a
+cache that does not verify is never used.
 
 A small log (under :data:`CHILD_LOG_BYTES`) is replayed in the window's process as before: starting a
 child costs more than it saves. When no child can run or it fails, the window replays the log itself
@@ -84,47 +87,71 @@ class _Reporter:
             childwork.tell(("progress", done, total))
 
 
-def warm(data_dir: str, name: str) -> dict[str, Any]:
-    """Run in the child: the cache of bank ``name`` of ``data_dir`` brought up to date, its index
-    included, the replay's progress told as it goes. Returns ``{"memories": n, "saved": bool}``."""
+def warm(data_dir: str, name: str, with_index: bool = False) -> dict[str, Any]:
+    """Run in the child: the cache of bank ``name`` of ``data_dir`` brought up to date — the log's state,
+    its replay's progress told as it goes; ``with_index``: the index too (the log's state restored from
+    the cache the first call wrote). Returns ``{"memories": n, "saved": bool}``."""
     from keepgui.backends.iii.index import BankIndex
     from keepgui.backends.iii.store import DataDir
 
     bank = DataDir(data_dir).bank(name)
-    index = BankIndex(bank.log)
+    index = BankIndex(bank.log) if with_index else None
     cache = LogCache(bank.log, index)
     cache.load()
-    index.sync(bank.refresh(_Reporter(bank.log)))
-    index.ensure_current()
+    delta = bank.refresh(None if with_index else _Reporter(bank.log))
+    if index is not None:
+        index.sync(delta)
+        index.ensure_current()
     saved = cache.save()
     return {"memories": len(bank.log.records), "saved": saved}
 
 
-def restore(bank: Bank, index: BankIndex | None, progress: Progress | None = None) -> bool:
-    """Restore ``bank``'s log (and ``index``, when given) from the verified cache, first having a child
-    bring the cache up to date when the log is big and a child can run (its progress, and the rows it
-    replayed so far, given to ``progress`` meanwhile). True when the log state came from the cache;
-    False leaves the log unread (the caller replays it). Call before the log is first read, with the
-    bank's lock held."""
+NOTHING, LOG, LOG_AND_INDEX = 0, 1, 2
+"""What :func:`restore` restored."""
+
+
+def restore(bank: Bank, index: BankIndex | None, progress: Progress | None = None) -> int:
+    """Restore ``bank``'s log (and ``index``, when given and cached for that state) from the verified
+    cache, first having a child bring the log's cache up to date when the log is big and a child can run
+    (its progress, and the rows it replayed so far, given to ``progress`` meanwhile; the index is left to
+    :func:`restore_index`, so the rows come first). Returns :data:`NOTHING` (the log left unread: the caller
+    replays it), :data:`LOG` or :data:`LOG_AND_INDEX`. Call before the log is first read, with the bank's
+    lock held."""
     if bank.log.loaded:
-        return False
-    if not LogCache(bank.log, index).load(freeze=False):
-        if not _worth_a_child(bank.log.path):
-            return False
-        try:
-            childwork.worker(*WARM_CHILD).call(
-                "keepgui.backends.iii.warm", "warm", bank.datadir.path, bank.name, on_news=_News(progress)
-            )
-        except (childwork.ChildFailed, RuntimeError) as exc:
-            log.warning("bank %s is replayed in the window's process: %s", bank.name, str(exc).splitlines()[0])
-            return False
-        if not LogCache(bank.log, index).load(freeze=False):
-            return False
+        return NOTHING
+    cache = LogCache(bank.log, index)
+    if not cache.load(freeze=False):
+        if not _worth_a_child(bank.log.path) or not _in_child(bank, False, _News(progress)):
+            return NOTHING
+        cache = LogCache(bank.log, index)
+        if not cache.load(freeze=False):
+            return NOTHING
     records = bank.log.records
     if progress is not None and isinstance(records, LazyRecords):
         # decoded here, a slice at a time, the first slices shown while the rest decode
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):  # read again when asked
             records.packed.all(progress)
+    return LOG_AND_INDEX if cache.index_restored else LOG
+
+
+def restore_index(bank: Bank, index: BankIndex) -> bool:
+    """Have a child build ``index`` for the state :func:`restore` restored and restore it from the cache
+    (True), when the log is big and a child can run; False leaves the index to be built here. Call with
+    the bank's lock held, before the index is first used."""
+    if not bank.log.loaded or not _worth_a_child(bank.log.path) or not _in_child(bank, True, None):
+        return False
+    return LogCache(bank.log, index).load_index()
+
+
+def _in_child(bank: Bank, with_index: bool, on_news: _News | None) -> bool:
+    try:
+        childwork.worker(*WARM_CHILD).call(
+            "keepgui.backends.iii.warm", "warm", bank.datadir.path, bank.name, with_index, on_news=on_news
+        )
+    except (childwork.ChildFailed, RuntimeError) as exc:
+        what = "indexed" if with_index else "replayed"
+        log.warning("bank %s is %s in the window's process: %s", bank.name, what, str(exc).splitlines()[0])
+        return False
     return True
 
 

@@ -57,9 +57,28 @@ def test_a_big_bank_is_replayed_in_a_child_and_restored_here(tmp_path, window_li
     assert isinstance(core.log.records, LazyRecords)  # the state came from the cache the child wrote
     assert core.log.records.packed.decodes == 1500  # decoded here once, in slices
     assert list(change.rows.rows) == _replayed(data_dir)
-    assert bank.engine(core).index._synced_records is core.log.records  # the child's index, restored
+    index = bank.engine(core).index
+    assert index._synced_records is None  # the rows came first: the index is built when first asked
     fresh = BankEngine(DataDir(data_dir).bank("bank"), MemoryConfig())
+    assert (
+        bank.preview("deploy the service", now_ms=NOW).to_json()
+        == fresh.preview("deploy the service", now_ms=NOW).to_json()
+    )
+    assert index._synced_records is core.log.records and index._record_at is not None  # the child's, restored
     assert _previews(bank.engine(core)) == _previews(fresh)
+
+
+def test_a_bank_cached_with_its_index_restores_both_with_no_child(tmp_path, window_like, monkeypatch):
+    data_dir = str(tmp_path / "data")
+    make_bank(os.path.join(data_dir, "bank"), memories=900, lines=2000, seed=11)
+    warm.warm(data_dir, "bank", True)  # as a command leaves it: the log's state and its index
+    monkeypatch.setattr(childwork, "worker", lambda *_args: pytest.fail("no child for a verified cache"))
+    bank = _bank(data_dir)
+    assert list(bank.load(full=True).rows.rows) == _replayed(data_dir)
+    core = bank.core()
+    assert bank.engine(core).index._synced_records is core.log.records
+    fresh = BankEngine(DataDir(data_dir).bank("bank"), MemoryConfig())
+    assert bank.preview("database", now_ms=NOW).to_json() == fresh.preview("database", now_ms=NOW).to_json()
 
 
 def test_a_cached_bank_shows_its_first_slices_while_the_rest_decode(tmp_path, window_like):
