@@ -25,6 +25,7 @@ and says why in its log; the cache is then left as it was.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import time
@@ -59,7 +60,10 @@ PROGRESS_S = 0.05
 FIRST_ROWS_S = 0.25
 """The child sends the rows replayed so far once its replay has run this long, then each time they doubled
 (at most every :data:`FIRST_ROWS_S`), up to :data:`FIRST_ROWS_MAX`: the window shows them meanwhile."""
-FIRST_ROWS_MAX = 100_000
+FIRST_ROWS_MAX = 20_000
+"""Rows the child sends at most in one part: a part is one message, copied whole while the interpreter
+lock is held (20,000 records are about 14 MB: a few milliseconds), and the window has its first
+screenfuls long before."""
 
 
 class _Reporter:
@@ -80,8 +84,8 @@ class _Reporter:
         self.next_report = now + PROGRESS_S
         n = len(self.log.records)
         if now >= self.next_rows and self.sent < FIRST_ROWS_MAX and n >= 2 * max(self.sent, 1):
-            self.next_rows, self.sent = now + FIRST_ROWS_S, n
-            records = list(self.log.records.values())
+            records = list(itertools.islice(self.log.records.values(), FIRST_ROWS_MAX))
+            self.next_rows, self.sent = now + FIRST_ROWS_S, len(records)
             childwork.tell(("rows", done, total, [m.id for m in records], *encode_block(records)))
         else:
             childwork.tell(("progress", done, total))
