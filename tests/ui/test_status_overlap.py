@@ -35,9 +35,16 @@ def test_at_1024_px_no_status_note_or_label_runs_into_another(make_window, demo_
     lasting problem, the reload time): none drawn over another, none cut mid-word."""
     from PySide6.QtWidgets import QLabel
 
+    from keepgui.ui import tasks
+
     window = make_window(demo_copy.iii)
     window.resize(1024, 700)
     bar = window.statusBar()
+    # the window's own work done first (a late load or scan sets the counts again): the text set below stays
+    qtbot.waitUntil(
+        lambda: not window.hub.busy() and not any(lane.pending() for lane in tasks.runner().lanes()), timeout=15_000
+    )
+    qtbot.wait(100)
     window.counts_label.setText("20 memories · memory on (V2) · 4,291 bytes injected · 2 notes pending")
     window._on_attention("`iii` is not on PATH; the running worker does not see the change until it reloads")
     window.progress.setRange(0, 100)
