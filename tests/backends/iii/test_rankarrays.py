@@ -123,6 +123,21 @@ def test_a_first_question_without_numpy_imported_takes_the_walk(records, monkeyp
     assert index._arrays is not None
 
 
+def test_a_first_question_of_a_very_big_bank_takes_the_arrays_without_numpy_imported(records, monkeypatch):
+    """At a million memories the walk of a command's single question (0.1-1 s) costs more than numpy's
+    import and the arrays (~0.1 s): from COLD_ARRAYS_FROM live memories the first question takes them."""
+    monkeypatch.setattr(recall_module, "ARRAYS_FROM", 0)
+    monkeypatch.setattr(recall_module, "sys", SimpleNamespace(modules={}))  # numpy not imported
+    monkeypatch.setattr(recall_module, "COLD_ARRAYS_FROM", len(records) + 1)
+    index = index_of(*records.values())
+    recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
+    assert index._arrays is None
+    monkeypatch.setattr(recall_module, "COLD_ARRAYS_FROM", index.n)
+    index = index_of(*records.values())
+    recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
+    assert index._arrays is not None
+
+
 def test_the_arrays_follow_edits_and_overlays(records):
     index = index_of(*records.values())
     assert_same(index, limits=(6,), instants=INSTANTS[:2])
