@@ -68,7 +68,7 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir
 
 if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
-    from keepgui.backends.iii.index import BankIndex, CachedIndex
+    from keepgui.backends.iii.index import BankIndex, CachedIndexView
 
 FORMAT = 8
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
@@ -655,7 +655,7 @@ class LogCache:
 
     def _decode(
         self, check: _Check, rest: memoryview
-    ) -> tuple[tuple[LogState, LazyRecords] | None, CachedIndex | None]:
+    ) -> tuple[tuple[LogState, LazyRecords] | None, CachedIndexView | None]:
         """The log state after ``check`` (``rest``) and the index cache file, decoded, each None when it
         is not whole (its CRC-32) or not one. The CRCs are computed on a thread of their own while the
         two decode (zlib lets go of the interpreter lock); nothing decoded is kept unless its CRC holds."""
@@ -673,7 +673,7 @@ class LogCache:
             try:
                 from keepgui.backends.iii.index import CACHED_INDEX_DECODER
 
-                cached_index = CACHED_INDEX_DECODER.decode(index_body)  # copies what it keeps: not a view
+                cached_index = CACHED_INDEX_DECODER.decode(index_body)  # its arrays are views of the mapped file
             except (msgspec.DecodeError, msgspec.ValidationError):
                 cached_index = None
         rest_crc, index_crc = crcs.result()
@@ -683,7 +683,7 @@ class LogCache:
             cached_index = None
         return decoded, cached_index
 
-    def _restore_index(self, cached: CachedIndex, state: LogState) -> bool:
+    def _restore_index(self, cached: CachedIndexView, state: LogState) -> bool:
         if self.index is None or (cached.offset, cached.digest) != (state.offset, state.digest):
             return False
         return self.index.restore(cached.index)

@@ -17,7 +17,7 @@ import bisect
 import itertools
 import operator
 from array import array
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, MutableSequence, Sequence
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -202,6 +202,15 @@ class LazyRecords(MutableMapping[str, Memory]):
 
 
 K = TypeVar("K")
+_BIN_HEADER = {0xC4: 2, 0xC5: 3, 0xC6: 5}  # msgpack bin 8/16/32: how long the header before the bytes is
+
+
+def bin_view(raw: msgspec.Raw) -> memoryview | None:
+    """The bytes of a msgpack ``bin`` (a ``msgspec.Raw`` of one) as a view of the buffer it was decoded
+    from, not a copy; None when it is not a ``bin``."""
+    view = memoryview(raw)
+    skip = _BIN_HEADER.get(view[0]) if len(view) else None
+    return None if skip is None else view[skip:]
 
 
 class PackedRuns(Generic[K]):
@@ -224,7 +233,13 @@ class PackedRuns(Generic[K]):
         self._gone: set[K] = set()  # packed keys deleted since
 
     @classmethod
-    def of(cls, keys: Sequence[K], ends: bytes, slots: bytes, counts: bytes | None = None) -> PackedRuns[K] | None:
+    def of(
+        cls,
+        keys: Sequence[K],
+        ends: bytes | memoryview,
+        slots: bytes | memoryview,
+        counts: bytes | memoryview | None = None,
+    ) -> PackedRuns[K] | None:
         """The runs, or None when the parts disagree (lengths, or keys not strictly ascending)."""
         try:
             end_view, slot_view = memoryview(ends).cast("q"), memoryview(slots).cast("i")
@@ -348,12 +363,12 @@ class TermBlock(Sequence[str]):
     read, so a bisection looks at a few terms instead of making a string of every one. UTF-8 keeps the
     code point order, so terms sorted as strings are sorted as bytes."""
 
-    def __init__(self, block: bytes, ends: memoryview) -> None:
+    def __init__(self, block: bytes | memoryview, ends: memoryview) -> None:
         self._block = block
         self._ends = ends  # native int64, a view cast over the packed bytes
 
     @classmethod
-    def of(cls, block: bytes, ends: bytes) -> TermBlock | None:
+    def of(cls, block: bytes | memoryview, ends: bytes | memoryview) -> TermBlock | None:
         """The terms, or None when the parts disagree."""
         try:
             offsets = memoryview(ends).cast("q")
@@ -378,11 +393,72 @@ class TermBlock(Sequence[str]):
         if run < 0:
             run += len(self)
         start = self._ends[run - 1] if run else 0
-        return self._block[start : self._ends[run]].decode("utf-8")
+        return str(self._block[start : self._ends[run]], "utf-8")
 
     def __iter__(self) -> Iterator[str]:
         block = self._block
         start = 0
         for end in self._ends:
-            yield block[start:end].decode("utf-8")
+            yield str(block[start:end], "utf-8")
             start = end
+
+
+class SlotIds(MutableSequence[str | None]):
+    """slot -> memory id of a restored index, without a list of every id: a slot's id is looked up when
+    asked for, by its record's place in the log's records (``places``, -1 for a free slot) in their
+    order (``order``). Slots set since and slots appended are kept beside; ``places`` may change under
+    it (the index marks a reused slot's place -1) as a slot set since is not read from it."""
+
+    def __init__(self, places: Sequence[int], order: Sequence[str]) -> None:
+        self._places = places
+        self._order = order
+        self._base = len(places)
+        self._set: dict[int, str | None] = {}  # slots of ``places`` set since
+        self._added: list[str | None] = []  # slots after them
+
+    def __len__(self) -> int:
+        return self._base + len(self._added)
+
+    def __getitem__(self, slot: Any) -> Any:
+        if isinstance(slot, slice):
+            return self.tolist()[slot]
+        if slot < 0:
+            slot += len(self)
+        if slot >= self._base:
+            return self._added[slot - self._base]
+        if slot < 0:
+            raise IndexError("slot out of range")
+        if slot in self._set:
+            return self._set[slot]
+        place = self._places[slot]
+        return None if place < 0 else self._order[place]
+
+    def __setitem__(self, slot: Any, mid: Any) -> None:
+        if isinstance(slot, slice) or not -len(self) <= slot < len(self):
+            raise IndexError("only one slot in range is set at a time")
+        if slot < 0:
+            slot += len(self)
+        if slot >= self._base:
+            self._added[slot - self._base] = mid
+        else:
+            self._set[slot] = mid
+
+    def __delitem__(self, slot: Any) -> None:
+        raise TypeError("a slot is freed (set to None), never deleted")
+
+    def insert(self, index: int, mid: str | None) -> None:
+        """Only an append: a slot's number never changes."""
+        if index != len(self):
+            raise TypeError("slots are only appended")
+        self._added.append(mid)
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(self.tolist())
+
+    def tolist(self) -> list[str | None]:
+        """Every slot's id, in one pass of C calls."""
+        with_free: list[str | None] = [*self._order, None]  # place -1, a free slot, picks the None
+        ids = list(map(with_free.__getitem__, self._places))
+        for slot, mid in self._set.items():
+            ids[slot] = mid
+        return ids + self._added
