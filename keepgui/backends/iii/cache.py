@@ -105,7 +105,7 @@ class _LogFileView(msgspec.Struct, array_like=True, gc=False):
     not a copy of a quarter of a gigabyte at a million memories)."""
 
     state: LogState
-    ids: list[str]
+    ids: msgspec.Raw  # decoded when a command reads them whole (a query reads a slot's id of its record)
     block: msgspec.Raw
     starts: bytes
 

@@ -295,21 +295,25 @@ class _Restored:
                 into.frombytes(view)
         except ValueError:
             return None
-        order: Sequence[str] = records.packed.ids if isinstance(records, LazyRecords) else list(records)
-        if isinstance(records, LazyRecords) and records.order() is not order:
+        if isinstance(records, LazyRecords) and not records.unchanged():
             return None  # the log's records changed since they were restored with this index
+        order: Sequence[str] = () if isinstance(records, LazyRecords) else list(records)
         slots = len(out.record_at)
         if (
             {len(out.dl), len(out.upd), len(out.day_of), len(out.static)} != {slots}
-            or not _places_fit(out.record_at, len(order), len(state.free))
+            or not _places_fit(out.record_at, len(records), len(state.free))
             or (state.free and (min(state.free) < 0 or max(state.free) >= slots))
             or any(out.record_at[slot] != -1 for slot in state.free)
         ):
             return None
-        if not order:
+        if isinstance(records, LazyRecords):  # a slot's id is read by its place when asked for: no list
+            out.ids = SlotIds(out.record_at, records.packed)
+        elif not order:
             out.ids = [None] * slots
-        else:  # each slot's id is looked up in the records' order when asked for: no list of every id
-            out.ids = SlotIds(out.record_at, order)
+        else:  # place -1 (a free slot) picks the last id for a moment
+            out.ids = list(map(order.__getitem__, out.record_at))
+            for slot in state.free:
+                out.ids[slot] = None
         out.ones, out.multi, out.ent = state.ones.unpack(), state.multi.unpack(), state.ent.unpack()
         day_ends, day_slots = bin_view(state.day_ends), bin_view(state.day_slots)
         if day_ends is None or day_slots is None:

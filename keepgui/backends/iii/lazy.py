@@ -41,12 +41,29 @@ def encode_block(records: Sequence[Memory]) -> tuple[bytes, bytes]:
     return header + b"".join(parts), starts.tobytes()
 
 
+_DECODE_IDS = msgspec.msgpack.Decoder(list[str]).decode
+
+
+def _array_length(encoded: msgspec.Raw) -> int | None:
+    """How many items a msgpack array's header says it holds (None when it is not an array)."""
+    view = memoryview(encoded)
+    first = view[0] if len(view) else None
+    if first is not None and 0x90 <= first <= 0x9F:
+        return first & 0x0F
+    size = {0xDC: 2, 0xDD: 4}.get(first) if first is not None else None
+    return None if size is None or len(view) < 1 + size else int.from_bytes(view[1 : 1 + size], "big")
+
+
 class RecordBlock:
     """The packed part of :class:`LazyRecords`, shared by its copies: the ids in order, the encoded
-    block and its offsets, the records decoded so far (by position) and how many decodes were done."""
+    block and its offsets, the records decoded so far (by position) and how many decodes were done.
+    The ids may come packed too (a cache's msgpack array of them): a query then reads a slot's id from
+    its record (:meth:`id_at`), and they are decoded whole only when :attr:`ids` is first read."""
 
-    def __init__(self, ids: list[str], block: bytes | memoryview, starts: array[int]) -> None:
-        self.ids = ids
+    def __init__(self, ids: list[str] | msgspec.Raw, block: bytes | memoryview, starts: array[int]) -> None:
+        self._ids: list[str] | None = ids if isinstance(ids, list) else None
+        self._packed_ids: msgspec.Raw | None = None if isinstance(ids, list) else ids
+        self.n = len(starts) - 1  # how many records (and ids)
         self.block = block
         self.starts = starts
         self._view = memoryview(block)
@@ -56,17 +73,18 @@ class RecordBlock:
         self.decodes = 0  # records decoded one by one (a whole decode counts every record)
 
     @classmethod
-    def of(cls, ids: list[str], block: bytes | memoryview, starts: bytes) -> RecordBlock | None:
+    def of(cls, ids: list[str] | msgspec.Raw, block: bytes | memoryview, starts: bytes) -> RecordBlock | None:
         """The block, or None when its parts disagree (a cache file that is not what it claims; the
-        cache's checksum stands for the rest: the offsets are not all read)."""
+        cache's checksum stands for the rest: the offsets are not all read, nor packed ids decoded)."""
         offsets = array("q")
         try:
             offsets.frombytes(starts)
         except ValueError:
             return None
-        n = len(ids)
+        n = len(ids) if isinstance(ids, list) else _array_length(ids)
         if (
-            len(offsets) != n + 1
+            n is None
+            or len(offsets) != n + 1
             or block[:1] != _HEADER
             or block[1:5] != n.to_bytes(4, "big")
             or offsets[0] != 5
@@ -74,6 +92,22 @@ class RecordBlock:
         ):
             return None
         return cls(ids, block, offsets)
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids in order (packed ones decoded whole, once; raises msgspec's errors for a corrupt block)."""
+        if self._ids is None:
+            assert self._packed_ids is not None  # one of the two is always held
+            ids = _DECODE_IDS(self._packed_ids)
+            if len(ids) != self.n:
+                raise msgspec.DecodeError("a block of ids of another length than its records")
+            self._ids, self._packed_ids = ids, None
+        return self._ids
+
+    def id_at(self, position: int) -> str:
+        """The id at ``position``: of the ids when decoded, else of its record (decoded once, as the query
+        asking for it reads it next)."""
+        return self._ids[position] if self._ids is not None else self.at(position).id
 
     def positions(self) -> dict[str, int]:
         """id -> position, made on first use."""
@@ -111,7 +145,7 @@ class LazyRecords(MutableMapping[str, Memory]):
         self.packed = packed
         self._changed: dict[str, Memory] = {}  # set since (packed ids among them keep their place)
         self._gone: set[str] = set()  # packed ids deleted since
-        self._size = len(packed.ids)
+        self._size = packed.n
 
     def copy(self) -> LazyRecords:
         """A copy sharing the packed part (and its decoded records)."""
@@ -120,6 +154,10 @@ class LazyRecords(MutableMapping[str, Memory]):
         other._gone = set(self._gone)
         other._size = self._size
         return other
+
+    def unchanged(self) -> bool:
+        """Whether nothing was set or deleted since the block was packed (its ids are the order)."""
+        return not (self._changed or self._gone)
 
     def order(self) -> list[str]:
         """The ids in order (the packed list itself while nothing changed: do not modify it)."""
@@ -405,11 +443,11 @@ class TermBlock(Sequence[str]):
 
 class SlotIds(MutableSequence[str | None]):
     """slot -> memory id of a restored index, without a list of every id: a slot's id is looked up when
-    asked for, by its record's place in the log's records (``places``, -1 for a free slot) in their
-    order (``order``). Slots set since and slots appended are kept beside; ``places`` may change under
-    it (the index marks a reused slot's place -1) as a slot set since is not read from it."""
+    asked for, by its record's place in the log's packed records (``places``, -1 for a free slot) in
+    ``order``, their block. Slots set since and slots appended are kept beside; ``places`` may change
+    under it (the index marks a reused slot's place -1) as a slot set since is not read from it."""
 
-    def __init__(self, places: Sequence[int], order: Sequence[str]) -> None:
+    def __init__(self, places: Sequence[int], order: RecordBlock) -> None:
         self._places = places
         self._order = order
         self._base = len(places)
@@ -431,7 +469,7 @@ class SlotIds(MutableSequence[str | None]):
         if slot in self._set:
             return self._set[slot]
         place = self._places[slot]
-        return None if place < 0 else self._order[place]
+        return None if place < 0 else self._order.id_at(place)
 
     def __setitem__(self, slot: Any, mid: Any) -> None:
         if isinstance(slot, slice) or not -len(self) <= slot < len(self):
@@ -457,7 +495,7 @@ class SlotIds(MutableSequence[str | None]):
 
     def tolist(self) -> list[str | None]:
         """Every slot's id, in one pass of C calls."""
-        with_free: list[str | None] = [*self._order, None]  # place -1, a free slot, picks the None
+        with_free: list[str | None] = [*self._order.ids, None]  # place -1, a free slot, picks the None
         ids = list(map(with_free.__getitem__, self._places))
         for slot, mid in self._set.items():
             ids[slot] = mid

@@ -23,10 +23,10 @@ from keepgui.backends.iii.index import (
     PackedTerms,
     PackedTermsView,
 )
-from keepgui.backends.iii.lazy import SlotIds
+from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, SlotIds, encode_block
 from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.store import DataDir
-from tests.bench.synth import make_bank
+from tests.bench.synth import make_bank, make_records
 
 NOW = 1_767_000_000_000
 
@@ -60,6 +60,9 @@ def test_a_restored_index_reads_its_arrays_in_the_mapped_file(tmp_path, data_dir
     assert isinstance(index._ids, SlotIds)  # no list of every id
     assert [warm.preview(q, now_ms=NOW).to_json(notice=True) for q in ("deploy the database", "user tea")] == expected
     assert index._slot_of is None
+    records = again.log.records
+    assert isinstance(records, LazyRecords) and records.packed._ids is None  # no id decoded but the hits'
+    assert list(records) == list(bank.log.records) and records.packed._ids is not None  # all, when asked
 
 
 def _state_and_log(data_dir) -> tuple[IndexState, MemoryLog]:
@@ -72,8 +75,6 @@ def _state_and_log(data_dir) -> tuple[IndexState, MemoryLog]:
 
 
 def _restores(state: IndexState, log: MemoryLog) -> bool:
-    from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, encode_block
-
     records = list(log.records.values())
     block, starts = encode_block(records)
     packed = RecordBlock.of(list(log.records), block, starts)
@@ -111,10 +112,16 @@ def test_a_state_whose_parts_are_not_bytes_is_refused(data_dir):
 
 def test_slot_ids_behave_as_the_list_they_stand_for():
     rng = random.Random(5)
-    order = [f"id{i}" for i in range(50)]
+    records = make_records(50, 50, seed=3)
+    order = [m.id for m in records]
+    block, starts = encode_block(records)
+    packed = RecordBlock.of(msgspec.Raw(msgspec.msgpack.encode(order)), block, starts)
+    assert packed is not None
     places = array("i", rng.sample(range(50), 40) + [-1] * 5)
     rng.shuffle(places)
-    ids = SlotIds(places, order)
+    ids = SlotIds(places, packed)
+    assert ids[7] == order[places[7]] or places[7] == -1
+    assert packed._ids is None  # a slot's id read from its record, the ids not decoded
     plain: list[str | None] = [None if p < 0 else order[p] for p in places]
     assert list(ids) == plain and len(ids) == len(plain) and ids.tolist() == plain
     for step in range(200):
