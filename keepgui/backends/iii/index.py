@@ -269,10 +269,12 @@ class _DayRecency(dict[int, float]):
         return bound
 
 
-class _Restored:
-    """An :class:`IndexStateView`'s packed parts read back and checked against the log's records."""
+class RestoredParts:
+    """An :class:`IndexStateView`'s packed parts read back and checked against the log's records (``records``:
+    a restore takes them only for the log that holds these very records)."""
 
-    def __init__(self) -> None:
+    def __init__(self, records: Mapping[str, Memory]) -> None:
+        self.records = records
         self.record_at = array("i")
         self.dl, self.upd, self.day_of, self.static = array("q"), array("q"), array("q"), array("d")
         self.ids: MutableSequence[str | None] = []
@@ -282,10 +284,10 @@ class _Restored:
         self.days: PackedRuns[int] | None = None
 
     @classmethod
-    def of(cls, state: IndexStateView, records: Mapping[str, Memory]) -> _Restored | None:
+    def of(cls, state: IndexStateView, records: Mapping[str, Memory]) -> RestoredParts | None:
         """The parts, or None when they disagree with each other or with ``records`` (the log's, in the
         order the same cache gave them)."""
-        out = cls()
+        out = cls(records)
         views = [bin_view(raw) for raw in (state.slot_records, state.dl, state.upd, state.day_of, state.static)]
         arrays: tuple[array[Any], ...] = (out.record_at, out.dl, out.upd, out.day_of, out.static)
         try:
@@ -466,14 +468,15 @@ class BankIndex:
             top_all=self._top_all,
         )
 
-    def restore(self, state: IndexStateView) -> bool:
+    def restore(self, state: IndexStateView, parts: RestoredParts | None = None) -> bool:
         """Take ``state`` as the index of the followed log as it was at ``state.offset`` (the log must
         hold that state now, restored from the same cache); lines appended since are caught up by
         :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log.
-        Nothing is unpacked whole: a posting, a day, a record is read when a query first needs it."""
+        Nothing is unpacked whole: a posting, a day, a record is read when a query first needs it.
+        ``parts``: the state's parts already read (:meth:`RestoredParts.of`), for the log's records."""
         log = self._require_log()
         self._reset()
-        restored = _Restored.of(state, log.records)
+        restored = parts if parts is not None and parts.records is log.records else RestoredParts.of(state, log.records)
         if restored is None or state.offset != log.offset:
             self._synced_records = None
             return False

@@ -23,7 +23,7 @@ from keepgui.backends.iii.index import (
     PackedTerms,
     PackedTermsView,
 )
-from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, SlotIds, encode_block
+from keepgui.backends.iii.lazy import LazyRecords, PackedRuns, RecordBlock, SlotIds, encode_block
 from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.store import DataDir
 from tests.bench.synth import make_bank, make_records
@@ -148,3 +148,37 @@ def test_slot_ids_behave_as_the_list_they_stand_for():
         del ids[0]
     with pytest.raises(TypeError):
         ids.insert(0, "x")
+
+
+def test_an_index_file_whose_crc_fails_is_not_restored_though_its_parts_were_read(tmp_path, data_dir, monkeypatch):
+    """The index's parts are read while the CRCs are computed; a byte changed in them (msgpack still reads
+    it, the checks still pass) is caught by the CRC and the index is built from the log instead."""
+    bank = DataDir(str(data_dir)).bank("bank")
+    engine = BankEngine(bank, MemoryConfig())
+    folder = str(tmp_path / "cache")
+    cache = LogCache(bank.log, engine.index, folder=folder)
+    engine.refresh()
+    expected = engine.preview("deploy the database", now_ms=NOW).to_json(notice=True)
+    assert cache.save()
+    with open(cache.index_file, "rb") as fh:
+        body = bytearray(fh.read())
+    body[-len(body) // 3] ^= 0x01  # in the postings' slots: a slot number changed
+    with open(cache.index_file, "wb") as fh:
+        fh.write(body)
+    read: list[object] = []
+    real_of = index_module.RestoredParts.of
+
+    def of(state, records):
+        parts = real_of(state, records)
+        read.append(parts)
+        return parts
+
+    monkeypatch.setattr(index_module.RestoredParts, "of", of)
+    again = DataDir(str(data_dir)).bank("bank")
+    warm = BankEngine(again, MemoryConfig())
+    restoring = LogCache(again.log, warm.index, folder=folder)
+    assert restoring.load() and not restoring._index_loaded
+    assert read and read[0] is not None  # read, and fit, before the CRC said otherwise
+    warm.refresh()
+    assert not isinstance(warm.index._ones, PackedRuns)  # built from the log
+    assert warm.preview("deploy the database", now_ms=NOW).to_json(notice=True) == expected
