@@ -189,3 +189,37 @@ def test_a_restored_index_ranks_from_its_packed_postings(tmp_path):
     index.rank_arrays().best_live(tokens, set(tokens), 6, now, 30)
     assert index._ones.looked_up() == 0  # the packed runs were read as arrays, no set made
     assert assert_same(index, questions=questions, limits=(1, 6, 40), instants=((now, 30), (now, 3))) > 0
+
+
+def test_postings_are_ordered_as_a_sort_would_order_them():
+    """A term's postings placed by a mask over every slot (a term many slots hold), sorted (a few), or
+    taken as they are (already ascending): always the slots ascending with their own values."""
+    import numpy as np
+
+    from keepgui.backends.iii.rankarrays import _sorted
+
+    rng = np.random.default_rng(3)
+    size = 5000
+    for count in (0, 1, 7, 300, 312, 313, 2000, 5000):
+        slots = rng.permutation(size)[:count].astype(np.int32)
+        values = rng.integers(0, 9, count).astype(np.int32)  # zeros too: the mask does not read them
+        order = np.argsort(slots, kind="stable")
+        for given in (slots, slots[order]):
+            got, got_values = _sorted(given, values if given is slots else values[order], size)
+            assert got.dtype == np.int32 and got_values.dtype == np.int32
+            assert np.array_equal(got, slots[order]) and np.array_equal(got_values, values[order]), count
+
+
+def test_postings_by_day_newest_first_keep_their_order_within_a_day():
+    import numpy as np
+
+    from keepgui.backends.iii.rankarrays import _newest_first
+
+    rng = np.random.default_rng(4)
+    for span in (1, 366, 65_535, 65_536, 10**7):
+        days = rng.integers(20_000, 20_000 + span, 3000).astype(np.int64)
+        order, later = _newest_first(days)
+        expected = np.argsort(-days, kind="stable")
+        assert np.array_equal(order, expected) and np.array_equal(later, -days[expected]), span
+    order, later = _newest_first(np.zeros(0, dtype=np.int64))
+    assert len(order) == 0 and len(later) == 0
