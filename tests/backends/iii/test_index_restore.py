@@ -182,3 +182,41 @@ def test_an_index_file_whose_crc_fails_is_not_restored_though_its_parts_were_rea
     warm.refresh()
     assert not isinstance(warm.index._ones, PackedRuns)  # built from the log
     assert warm.preview("deploy the database", now_ms=NOW).to_json(notice=True) == expected
+
+
+def test_document_frequencies_of_a_restored_index_follow_its_changes(tmp_path, data_dir):
+    """A restored term's document frequency is its packed run's length until the term changes; after a
+    ``set`` (kept beside the packed runs) and inside an overlay it is the changed set's: always what an
+    index built from the same records says."""
+    bank = DataDir(str(data_dir)).bank("bank")
+    engine = BankEngine(bank, MemoryConfig())
+    cache = LogCache(bank.log, engine.index, folder=str(tmp_path / "cache"))
+    engine.refresh()
+    assert cache.save()
+    again = DataDir(str(data_dir)).bank("bank")
+    warm = BankEngine(again, MemoryConfig())
+    assert LogCache(again.log, warm.index, folder=str(tmp_path / "cache")).load()
+    warm.refresh()
+    index = warm.index
+    assert isinstance(index._ones, PackedRuns)
+
+    def built() -> BankIndex:
+        other = BankIndex()
+        other.rebuild(index.records.values())
+        return other
+
+    reference = built()
+    terms = sorted(reference._ones, key=lambda t: -reference.df(t))[:10] + ["deploy", "tea", "zzz"]
+    assert [index.df(t) for t in terms] == [reference.df(t) for t in terms]
+    assert index._ones.looked_up() == 0  # counted from the runs, not made sets
+    live = [m for m in index.records.values() if m.invalid_at is None]
+    common = terms[0]
+    index.set(live[0].id, live[0].replace(text=f"{common} {common} tea deploy"))  # once -> twice
+    index.set(live[1].id, live[1].replace(text="nothing shared here"))
+    index.set(live[2].id, None)
+    reference = built()
+    assert [index.df(t) for t in terms] == [reference.df(t) for t in terms]
+    with index.overlay({"what-if": live[3].replace(id="what-if", text=f"{common} zzz"), live[4].id: None}):
+        inside = built()
+        assert [index.df(t) for t in terms] == [inside.df(t) for t in terms]
+    assert [index.df(t) for t in terms] == [reference.df(t) for t in terms]
