@@ -107,11 +107,20 @@ class _Postings(NamedTuple):
 
 
 def _ints(values: Collection[int]) -> Ints:
+    """``values`` as int32s: a restored run read where it lies (never written: a term's postings are
+    only read), anything else copied."""
     if isinstance(values, array):
         return np.frombuffer(values, dtype=np.dtype(values.typecode)).astype(np.int32)
     if isinstance(values, memoryview):  # a restored run: a view cast over the cache's packed bytes
-        return np.frombuffer(values, dtype=np.dtype(values.format)).astype(np.int32)
+        return np.frombuffer(values, dtype=np.dtype(values.format)).astype(np.int32, copy=False)
     return np.fromiter(values, dtype=np.int32, count=len(values))
+
+
+def _int64s(values: Sequence[int]) -> npt.NDArray[np.int64]:
+    """``values`` copied as int64s (an array's bytes at once: ``np.array`` reads one item at a time)."""
+    if isinstance(values, array) and values.typecode == "q":
+        return np.frombuffer(values, dtype=np.int64).copy()
+    return np.array(values, dtype=np.int64)
 
 
 def _floats(values: Sequence[int] | Sequence[float]) -> Floats:
@@ -185,7 +194,7 @@ class RankArrays:
         dl, upd, day, static = self._index.slot_columns()
         if self._whole:
             self._dl, self._upd, self._static = _floats(dl), _floats(upd), _floats(static)
-            self._day = np.array(day, dtype=np.int64)
+            self._day = _int64s(day)
             self._size, self._whole = len(dl), False
             self._new_version()
             return
@@ -196,7 +205,7 @@ class RankArrays:
             self._dl = np.concatenate((self._dl, _floats(dl[start:])))
             self._upd = np.concatenate((self._upd, _floats(upd[start:])))
             self._static = np.concatenate((self._static, _floats(static[start:])))
-            self._day = np.concatenate((self._day, np.array(day[start:], dtype=np.int64)))
+            self._day = np.concatenate((self._day, _int64s(day[start:])))
             self._size = len(dl)
         if self._moved:
             slots = sorted(self._moved)

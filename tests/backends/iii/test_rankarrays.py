@@ -223,3 +223,21 @@ def test_postings_by_day_newest_first_keep_their_order_within_a_day():
         assert np.array_equal(order, expected) and np.array_equal(later, -days[expected]), span
     order, later = _newest_first(np.zeros(0, dtype=np.int64))
     assert len(order) == 0 and len(later) == 0
+
+
+def test_columns_and_runs_are_read_at_once_as_the_numbers_they_hold():
+    from array import array
+
+    import numpy as np
+
+    from keepgui.backends.iii.rankarrays import _int64s, _ints
+
+    days = array("q", [20_000, -3, 2**40])
+    assert _int64s(days).tolist() == list(days) and _int64s(days).dtype == np.int64
+    assert _int64s(days[1:]).tolist() == list(days[1:]) and _int64s([5, 6]).tolist() == [5, 6]
+    copied = _int64s(days)
+    days[0] = 1  # a copy: the index's own column changes after it
+    assert copied[0] == 20_000
+    packed = array("i", [7, 3, 9]).tobytes()
+    run = memoryview(packed).cast("i")
+    assert _ints(run).tolist() == [7, 3, 9] and np.shares_memory(_ints(run), np.frombuffer(packed, np.int32))
