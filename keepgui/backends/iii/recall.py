@@ -60,10 +60,11 @@ ARRAYS_FROM = 20_000
 """Banks of this many live memories and more are ranked over numpy arrays
 (:mod:`keepgui.backends.iii.rankarrays`, the same hits); smaller ones by the walk below (see
 :func:`_by_arrays`)."""
-COLD_ARRAYS_FROM = 200_000
+COLD_ARRAYS_FROM = 250_000
 """Banks of this many live memories take the arrays for a first question even while numpy is not imported:
 the walk's cost grows with the bank (cached preview at 100,000: 11-71 ms, at 1,000,000: 0.1-1.0 s), numpy's
-import and the arrays over a restored index's packed runs do not (~60 ms, then 30-80 ms at 1,000,000)."""
+import and the arrays over a restored index's packed runs do not (~60 ms, then 30-80 ms at 1,000,000). At
+250,000 the two were even over the benchmark's ten questions (2.93 s against 2.98 s, load and question)."""
 
 
 # ---------------------------------------------------------------------- the signals
