@@ -53,6 +53,7 @@ BLOCK = 200_000
 """Bytes of an array sent at a time: copying them takes far less than a frame."""
 
 _enabled = False
+_telling: tuple[Any, threading.Lock] | None = None  # in a child, during a call: where tell() sends
 
 
 def use_children(on: bool = True) -> None:
@@ -122,6 +123,8 @@ def serve(fd: int, preload: tuple[str, ...] = (), idle_exit: float = IDLE_EXIT) 
         working = threading.Event()
         beats = threading.Thread(target=_beat, args=(conn, sending, working), name="beat", daemon=True)
         beats.start()
+        global _telling
+        _telling = (conn, sending)
         try:
             given = {key: given.get(key, []) for key in names}
             columns = getattr(importlib.import_module(module), name)(*args, **given)
@@ -130,6 +133,7 @@ def serve(fd: int, preload: tuple[str, ...] = (), idle_exit: float = IDLE_EXIT) 
         except Exception:  # noqa: BLE001 - a bug: its traceback goes to the parent, which raises it
             columns, failure = None, traceback.format_exc()
         finally:
+            _telling = None
             working.set()
         beats.join()
         try:
@@ -141,6 +145,18 @@ def serve(fd: int, preload: tuple[str, ...] = (), idle_exit: float = IDLE_EXIT) 
         except (EOFError, OSError):
             return
         del columns
+
+
+def tell(news: object) -> None:
+    """Run in a child, by the function called: send ``news`` (anything picklable: a progress count,
+    a first part of the answer in bytes) to the caller at once, whose ``on_news`` gets it while the
+    call goes on. Outside a child's call it does nothing, so the function runs in-process unchanged."""
+    telling = _telling
+    if telling is None:
+        return
+    conn, sending = telling
+    with sending:
+        conn.send(("news", news))
 
 
 def _take(given: dict[str, Any], message: tuple[Any, ...]) -> None:
@@ -345,6 +361,7 @@ class ChildWorker:
         arrays: Mapping[str, array[Any] | bytearray] | None = None,
         between: Callable[[], None] | None = None,
         stop_when: Callable[[], bool] | None = None,
+        on_news: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """``module.name(*args, **lists, **arrays)`` run in the child: the columns it returned (its
         lists joined here, a slice at a time); ``lists`` (a text per row, say) are sent a slice at a
@@ -355,7 +372,8 @@ class ChildWorker:
         :meth:`cancel` or once ``stop_when()`` is true (looked at every quarter of a second). Stopped
         half way (an exception at a pacing checkpoint) while receiving, the answer under way is read
         and dropped by the next call; while sending, the child is killed and the next call starts
-        another."""
+        another. ``on_news(news)`` is called here, in this thread, with what the function :func:`tell`
+        while it runs (a call made again after a child died may tell the same news again)."""
         with self._lock:
             self._cancelled = False
             failure = ""
@@ -377,7 +395,7 @@ class ChildWorker:
                         self._unread = False
                     self._send(module, name, args, lists or {}, arrays or {}, watchdog.alive, between)
                     sent = True
-                    status, value = self._receive(watchdog.alive)
+                    status, value = self._receive(watchdog.alive, on_news=on_news)
                 except BaseException as exc:
                     if not isinstance(exc, EOFError | OSError):
                         # stopped half way (the work became obsolete at a checkpoint): a child that has
@@ -432,13 +450,18 @@ class ChildWorker:
                     alive()
         conn.send(("call", module, name, args, (*lists, *arrays)))
 
-    def _receive(self, alive: Callable[[], None], checkpoints: bool = True) -> tuple[str, Any]:
+    def _receive(
+        self, alive: Callable[[], None], checkpoints: bool = True, on_news: Callable[[Any], None] | None = None
+    ) -> tuple[str, Any]:
         lists: dict[str, list[Any]] = {}
         while True:
             message = self._conn.recv()
             alive()
             kind = message[0]
-            if kind == "part":
+            if kind == "news":
+                if on_news is not None:
+                    on_news(message[1])
+            elif kind == "part":
                 lists.setdefault(message[1], []).extend(message[2])
                 if checkpoints:
                     pace.checkpoint()

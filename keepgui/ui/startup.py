@@ -8,6 +8,7 @@ settings, else what the registry discovers on this machine.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
 from typing import Any
@@ -34,12 +35,24 @@ def _quiet_known_noise(mode: Any, context: Any, message: str) -> None:
     sys.stderr.write(message + "\n")
 
 
+FULL_COLLECTION_AFTER = 1000
+"""Middle-generation collections before a full one is considered, in a window's process (Python's is 10)."""
+
+
 def make_app() -> QApplication:
     """The application object (created once), with keepgui's names and icon."""
     # Loads, previews and rankings run on background threads that share the GIL with
     # the GUI thread; a 1 ms switch interval (default 5 ms) keeps every GUI-thread wait
     # for the GIL short, so typing and scrolling never stutter while they compute.
     sys.setswitchinterval(0.001)
+    # A full collection walks every object the collector tracks, holding the GIL throughout: 100-250 ms
+    # once a big bank is in (its search index's sets, the table's lists), in whichever thread allocated
+    # last, often the GUI thread. Python starts one each time the old generation grew by a quarter
+    # *and* ten middle collections ran; a big load's objects are aged at once (pace.made_old), so the
+    # first condition holds again and again while a window loads. Asking for a hundred times more
+    # middle collections first makes them rare; young objects, where nearly all garbage is, are
+    # collected as often as before.
+    gc.set_threshold(*gc.get_threshold()[:2], FULL_COLLECTION_AFTER)
     qInstallMessageHandler(_quiet_known_noise)
     # Qt may log while it shuts down, after Python is gone: hand logging back to Qt first.
     atexit.register(qInstallMessageHandler, None)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import functools
 import os
+import zlib
 
-from PySide6.QtCore import QByteArray, QRectF, Qt
+from PySide6.QtCore import QByteArray, QCoreApplication, QRectF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QImage, QPainter, QPalette, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 
-from keepgui.core.paths import resources_dir
+from keepgui.core import fsio
+from keepgui.core.errors import KeepguiError
+from keepgui.core.paths import app_cache_dir, resources_dir
 
 
 def palette() -> QPalette:
@@ -139,6 +142,9 @@ def icon(name: str, color: QColor | None = None) -> QIcon:
 @functools.lru_cache(maxsize=256)
 def _rendered_icon(name: str, color: str) -> QIcon:
     svg = _svg_template(name).replace("@COLOR@", color)
+    drawn = _svg_file_icon(name, color, svg)
+    if drawn is not None:
+        return drawn
     renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
     result = QIcon()
     ratio = 2.0
@@ -152,6 +158,36 @@ def _rendered_icon(name: str, color: str) -> QIcon:
         pixmap.setDevicePixelRatio(ratio)
         result.addPixmap(pixmap)
     return result
+
+
+def _svg_file_icon(name: str, color: str, svg: str) -> QIcon | None:
+    """The icon of ``svg`` (an icon in one colour) drawn by Qt's SVG icon engine, at each size only
+    when it is first painted at that size (rendering every size up front, as the fallback does, costs
+    a few milliseconds an icon on the GUI thread at the window's first show). Qt's engine reads a file:
+    the icon in its colour is kept in keepgui's cache folder, named by its content. None when the file
+    cannot be written or the engine is missing (then every size is rendered here)."""
+    if not _has_svg_engine():
+        return None
+    data = svg.encode("utf-8")
+    path = os.path.join(app_cache_dir(), "icons", f"{name}-{color.lstrip('#')}-{zlib.crc32(data):08x}.svg")
+    if not os.path.exists(path):
+        try:
+            fsio.make_dirs(os.path.dirname(path))
+            fsio.atomic_write(path, data, durable=False)
+        except (OSError, KeepguiError):
+            return None
+    drawn = QIcon(path)
+    return None if drawn.isNull() else drawn
+
+
+@functools.lru_cache(maxsize=1)
+def _has_svg_engine() -> bool:
+    """True when Qt's SVG icon engine plugin is there (PySide6's wheels have it)."""
+    return any(
+        os.path.exists(os.path.join(folder, "iconengines"))
+        and any("svg" in f for f in os.listdir(os.path.join(folder, "iconengines")))
+        for folder in QCoreApplication.libraryPaths()
+    )
 
 
 def app_icon() -> QIcon:

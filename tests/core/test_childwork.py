@@ -28,6 +28,14 @@ def slow(seconds: float) -> dict[str, object]:
     return {"pid": os.getpid()}
 
 
+def chatty(n: int) -> dict[str, object]:
+    """Tells ``n`` pieces of news while it works, the last a big one, then answers."""
+    for i in range(n - 1):
+        childwork.tell(("step", i))
+    childwork.tell(("blob", b"x" * 3_000_000))
+    return {"told": n}
+
+
 def die() -> dict[str, object]:
     os._exit(3)
 
@@ -59,6 +67,15 @@ def test_columns_come_back_whole_from_another_process(worker):
     assert got["blob"] == bytes(range(256)) * 3 and got["empty"] == []
     assert got["pid"] != os.getpid() and got["pid"] == worker.pid
     assert worker.call(HERE, "columns", 1)["pid"] == got["pid"]  # the same child serves the next call
+
+
+def test_news_told_while_the_child_works_arrive_in_order_before_the_answer(worker):
+    heard: list[object] = []
+    got = worker.call(HERE, "chatty", 4, on_news=heard.append)
+    assert heard[:3] == [("step", 0), ("step", 1), ("step", 2)] and heard[3] == ("blob", b"x" * 3_000_000)
+    assert got == {"told": 4}
+    assert worker.call(HERE, "chatty", 2) == {"told": 2}  # no one listening: the news is dropped
+    assert chatty(2) == {"told": 2}  # in-process, telling does nothing
 
 
 def test_a_child_killed_while_working_is_started_again_once(worker):

@@ -201,3 +201,22 @@ def test_icons_are_rendered_once_per_colour_and_follow_the_palette(qapp):
     finally:
         QGuiApplication.setPalette(original)
     assert theme.icon("pin").cacheKey() == first.cacheKey()
+
+
+def test_an_icon_is_drawn_at_a_size_only_when_painted_there(qapp):
+    """Qt's SVG engine draws each size on demand from the icon's file in its colour (kept in the cache
+    folder, named by its content): making an icon renders nothing up front."""
+    import os
+
+    from keepgui.core.paths import app_cache_dir
+    from keepgui.ui import theme
+
+    icon = theme.icon("trash", QColor("#123456"))
+    files = os.listdir(os.path.join(app_cache_dir(), "icons"))
+    assert any(f.startswith("trash-123456-") and f.endswith(".svg") for f in files)
+    assert icon.availableSizes() == []  # no size rendered yet (the fallback renders eight)
+    image = icon.pixmap(24, 24).toImage()
+    opaque = {
+        image.pixelColor(x, y).name() for x in range(24) for y in range(24) if image.pixelColor(x, y).alpha() == 255
+    }
+    assert opaque == {"#123456"}

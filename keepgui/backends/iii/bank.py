@@ -162,6 +162,7 @@ class IiiBank(BankDefaults):
         self._info: BankInfo | None = None
         self._log_problems = 0  # lines of the log the worker skips, as last read (the sidebar's badge)
         self._activity: ActivityIndex | None = None  # made when the activity is first asked for
+        self._index_later = False  # the log was restored without its index: a child builds it when first asked
 
     # ------------------------------------------------------------------ reading
 
@@ -187,13 +188,23 @@ class IiiBank(BankDefaults):
         bank = self.core()  # before the bank lock: locks are taken source first
         with self.lock:
             first = not self._loaded
+            restored = False
+            synced = self._engine is not None and self._engine.bank is bank  # an index to keep current
+            if not bank.log.loaded and bank.link_reason() is None:
+                # The state and the index from the verified cache (a child brings it up to date
+                # first for a big log): no replay, no indexing in this process.
+                from keepgui.backends.iii import warm
+
+                got = warm.restore(bank, self.engine(bank).index, progress)
+                restored, self._index_later = got != warm.NOTHING, got == warm.LOG
+                synced = synced or got == warm.LOG_AND_INDEX  # else the index is made when first asked for
 
             def since() -> Sequence[Row]:
                 return list(bank.log.records.values())  # every row so far
 
             on_progress = None if progress is None else (lambda done, total: progress(done, total, since))
             delta = bank.refresh(on_progress)
-            if self._engine is not None and self._engine.bank is bank:
+            if synced and self._engine is not None:
                 self._engine.sync(delta)
             self._loaded = True
             self._log_problems = sum(1 for p in bank.log.problems if p.kind not in LOG_NOTES)
@@ -203,7 +214,7 @@ class IiiBank(BankDefaults):
                 self._info = None
                 raise
             records = bank.log.records
-            if full or delta.reset:
+            if full or delta.reset or restored:  # a restored state is a first read, as a replay is
                 rows: Sequence[Row] = list(records.values())
                 complete = True
             else:
@@ -309,8 +320,19 @@ class IiiBank(BankDefaults):
         )
         bank = self.core()
         with self.lock:
-            preview: Preview = self.engine(bank).preview(query, now_ms=now_ms, whatif=whatif)
+            preview: Preview = self._indexed(bank).preview(query, now_ms=now_ms, whatif=whatif)
         return preview
+
+    def _indexed(self, bank: CoreBank) -> Any:
+        """:meth:`engine`, its index first built in a child when the log was restored without one (call
+        with the bank's lock held)."""
+        engine = self.engine(bank)
+        if self._index_later:
+            self._index_later = False
+            from keepgui.backends.iii import warm
+
+            warm.restore_index(bank, engine.index)
+        return engine
 
     def context(self, query: str = "", **options: Any) -> IiiContext:
         """What a turn on ``query`` is given: the system-prompt section and the message, exactly."""
@@ -329,7 +351,7 @@ class IiiBank(BankDefaults):
         """Recall scores (id -> fused score) of the best memories for ``query``."""
         bank = self.core()
         with self.lock:
-            result = self.engine(bank).recall(query, limit=limit, now_ms=self.source.as_of)
+            result = self._indexed(bank).recall(query, limit=limit, now_ms=self.source.as_of)
         return {hit.memory.id: hit.score for hit in result.hits}
 
     # ------------------------------------------------------------------ plans

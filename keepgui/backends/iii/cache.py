@@ -524,20 +524,50 @@ class LogCache:
         self._stamped: _Stamp | None = None  # the stamp on file (it vouched for the state restored)
         self._earned: _Stamp | None = None  # the stamp the restored state's prefix earned by being hashed
 
-    def load(self) -> bool:
+    def load(self, *, freeze: bool = True) -> bool:
         """Restore the log (and index) from the cache when it is verified against the file.
 
         Only a log not yet read is restored. Returns True when the log state came from the cache.
+        ``freeze``: the process keeps what it holds now for good (a command's does; a window's, which
+        lets banks go, does not).
         """
         if self.log.loaded:
             return False
         with gc_paused():  # decoding allocates millions of objects and no cycles: the collector only costs
             restored = self._load()
-        if restored:
+        if restored and freeze:
             # The restored state lives as long as the command: later collections need not walk it again
             # (the first full one after a 100k restore took 80 ms).
             gc.freeze()
         return restored
+
+    @property
+    def index_restored(self) -> bool:
+        """True once the index came from the cache (by :meth:`load` or :meth:`load_index`)."""
+        return self._index_loaded
+
+    def load_index(self) -> bool:
+        """Restore the index alone, for a log already read (restored or replayed) that is now exactly the
+        state the cached index was made of (its offset and prefix digest). True when it was restored."""
+        if self.index is None or not self.log.loaded:
+            return False
+        fresh = self.log.resume_point()
+        mapped = _map_body(self.index_file)
+        if fresh is None or mapped is None or len(mapped) < _CHECK_LENGTH.size:
+            return False
+        body = mapped[_CHECK_LENGTH.size :]
+        if zlib.crc32(body) != _CHECK_LENGTH.unpack_from(mapped)[0]:
+            return False
+        from keepgui.backends.iii.index import CACHED_INDEX_DECODER
+
+        try:
+            cached = CACHED_INDEX_DECODER.decode(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        if (cached.offset, cached.digest) != fresh:
+            return False
+        self._index_loaded = self.index.restore(cached.index)
+        return self._index_loaded
 
     def _listing_head(self) -> str:
         live = [m for m in self.log.records.values() if m.invalid_at is None]

@@ -18,16 +18,23 @@ import itertools
 import operator
 from array import array
 from collections.abc import Iterable, Iterator, MutableMapping, MutableSequence, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
 from keepgui.backends.iii.record import Memory
+from keepgui.core import pace
+
+if TYPE_CHECKING:
+    from keepgui.core.source import Progress
 
 _HEADER = b"\xdd"  # msgpack array32: the block is one array of every record, decodable at once
 _DECODE_ONE = msgspec.msgpack.Decoder(Memory).decode
 _DECODE_ALL = msgspec.msgpack.Decoder(list[Memory]).decode
 _ENCODE = msgspec.msgpack.Encoder().encode
+STEP = 4096
+"""Records decoded (ids placed) in one C call when a window's GUI thread shares the process
+(:func:`keepgui.core.pace.foreground`): a few milliseconds each, a checkpoint between them."""
 
 
 def encode_block(records: Sequence[Memory]) -> tuple[bytes, bytes]:
@@ -42,6 +49,7 @@ def encode_block(records: Sequence[Memory]) -> tuple[bytes, bytes]:
 
 
 _DECODE_IDS = msgspec.msgpack.Decoder(list[str]).decode
+_RECORD_ID = operator.attrgetter("id")
 
 
 def _array_length(encoded: msgspec.Raw) -> int | None:
@@ -110,9 +118,18 @@ class RecordBlock:
         return self._ids[position] if self._ids is not None else self.at(position).id
 
     def positions(self) -> dict[str, int]:
-        """id -> position, made on first use."""
+        """id -> position, made on first use (a slice at a time beside a window)."""
         if self._positions is None:
-            self._positions = dict(zip(self.ids, range(len(self.ids)), strict=True))
+            ids = self.ids
+            if pace.foreground() is None:
+                self._positions = dict(zip(ids, range(len(ids)), strict=True))
+            else:
+                positions: dict[str, int] = {}
+                for lo in range(0, len(ids), STEP):
+                    chunk = ids[lo : lo + STEP]
+                    positions.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
+                    pace.checkpoint()
+                self._positions = positions
         return self._positions
 
     def at(self, position: int) -> Memory:
@@ -126,13 +143,32 @@ class RecordBlock:
             self.decodes += 1
         return memory
 
-    def all(self) -> list[Memory]:
-        """Every record, in order (one decode of the whole block, done once)."""
+    def all(self, progress: Progress | None = None) -> list[Memory]:
+        """Every record, in order (one decode of the whole block, done once; beside a window, a slice
+        of :data:`STEP` records at a time, ``progress(done, total, since)`` after each, ``since()`` the
+        records decoded so far)."""
         if self._all is None:
-            self._all = _DECODE_ALL(self.block)
-            self.decodes += len(self._all)
-            if len(self._all) != len(self.ids):
+            n = self.n
+            if pace.foreground() is None or n <= STEP:
+                records = _DECODE_ALL(self.block)
+            else:
+                records, starts, view = [], self.starts, self._view
+                for lo in range(0, n, STEP):
+                    hi = min(lo + STEP, n)
+                    records += _DECODE_ALL(_HEADER + (hi - lo).to_bytes(4, "big") + view[starts[lo] : starts[hi]])
+                    if progress is not None:
+                        progress(hi, n, records.copy)
+                    pace.checkpoint()
+                if self._ids is None:  # the ids read off the records a slice at a time, not decoded in one call
+                    ids: list[str] = []
+                    for lo in range(0, n, STEP):
+                        ids += map(_RECORD_ID, records[lo : lo + STEP])
+                        pace.checkpoint()
+                    self._ids, self._packed_ids = ids, None
+            if len(records) != n:
                 raise msgspec.DecodeError("a record block of another length than its ids")
+            self._all = records
+            self.decodes += n
         return self._all
 
 
