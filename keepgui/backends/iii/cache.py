@@ -68,7 +68,7 @@ from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir
 
 if TYPE_CHECKING:  # the index (and the tokenizer it imports) only when an index is cached: not for a listing
-    from keepgui.backends.iii.index import BankIndex, CachedIndex
+    from keepgui.backends.iii.index import BankIndex, CachedIndexView, RestoredParts
 
 FORMAT = 8
 """Bumped whenever what a cache file holds changes meaning; a file of another format is ignored."""
@@ -105,7 +105,7 @@ class _LogFileView(msgspec.Struct, array_like=True, gc=False):
     not a copy of a quarter of a gigabyte at a million memories)."""
 
     state: LogState
-    ids: list[str]
+    ids: msgspec.Raw  # decoded when a command reads them whole (a query reads a slot's id of its record)
     block: msgspec.Raw
     starts: bytes
 
@@ -661,7 +661,7 @@ class LogCache:
         except (OSError, ValueError):
             hashing.result()
             return False
-        decoded, cached_index = self._decode(check, rest)
+        decoded, cached_index, parts = self._decode(check, rest)
         hasher = hashing.result()
         if decoded is None or hasher is None or hasher.digest() != check.digest:
             return False
@@ -679,44 +679,47 @@ class LogCache:
         self._loaded = (state.offset, state.digest)
         self._earned = hashing.stamp
         if self.index is not None and cached_index is not None:
-            self._index_loaded = self._restore_index(cached_index, state)
+            self._index_loaded = self._restore_index(cached_index, state, parts)
         _mark_used(self.log_file)
         return True
 
     def _decode(
         self, check: _Check, rest: memoryview
-    ) -> tuple[tuple[LogState, LazyRecords] | None, CachedIndex | None]:
-        """The log state after ``check`` (``rest``) and the index cache file, decoded, each None when it
-        is not whole (its CRC-32) or not one. The CRCs are computed on a thread of their own while the
-        two decode (zlib lets go of the interpreter lock); nothing decoded is kept unless its CRC holds."""
+    ) -> tuple[tuple[LogState, LazyRecords] | None, CachedIndexView | None, RestoredParts | None]:
+        """The log state after ``check`` (``rest``) and the index cache file, decoded, and the index's
+        parts read and checked against the records, each None when it is not whole (its CRC-32) or not
+        one. The two files' CRCs are computed on threads of their own while they decode and the index's
+        parts are read (zlib lets go of the interpreter lock); nothing is kept unless its CRC holds."""
         index = _map_body(self.index_file) if self.index is not None else None
         if index is not None and len(index) < _CHECK_LENGTH.size:
             index = None
         index_body = index[_CHECK_LENGTH.size :] if index is not None else memoryview(b"")
-        crcs = _Crcs(rest, index_body)
-        decoded = cached_index = None
+        crcs = _Crcs(rest), _Crcs(index_body)
+        decoded = cached_index = parts = None
         try:
             decoded = _decode_state(rest)
         except (msgspec.DecodeError, msgspec.ValidationError):
             decoded = None
         if decoded is not None and index is not None:
-            try:
-                from keepgui.backends.iii.index import CACHED_INDEX_DECODER
+            from keepgui.backends.iii.index import CACHED_INDEX_DECODER, RestoredParts
 
-                cached_index = CACHED_INDEX_DECODER.decode(index_body)  # copies what it keeps: not a view
+            try:
+                cached_index = CACHED_INDEX_DECODER.decode(index_body)  # its arrays are views of the mapped file
             except (msgspec.DecodeError, msgspec.ValidationError):
                 cached_index = None
-        rest_crc, index_crc = crcs.result()
+            if cached_index is not None:
+                parts = RestoredParts.of(cached_index.index, decoded[1])
+        (rest_crc,), (index_crc,) = crcs[0].result(), crcs[1].result()
         if rest_crc != check.body_crc:
-            return None, None
+            return None, None, None
         if index is None or index_crc != _CHECK_LENGTH.unpack_from(index)[0]:
-            cached_index = None
-        return decoded, cached_index
+            cached_index = parts = None
+        return decoded, cached_index, parts
 
-    def _restore_index(self, cached: CachedIndex, state: LogState) -> bool:
+    def _restore_index(self, cached: CachedIndexView, state: LogState, parts: RestoredParts | None) -> bool:
         if self.index is None or (cached.offset, cached.digest) != (state.offset, state.digest):
             return False
-        return self.index.restore(cached.index)
+        return self.index.restore(cached.index, parts)
 
     def save(self) -> bool:
         """Write what changed since :meth:`load` (atomically); False when nothing was written.

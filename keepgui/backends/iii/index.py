@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from keepgui.backends.iii.lazy import LazyRecords, PackedRuns, TermBlock
+from keepgui.backends.iii.lazy import LazyRecords, PackedRuns, SlotIds, TermBlock, bin_view
 from keepgui.backends.iii.log import LogDelta, MemoryLog
-from keepgui.backends.iii.recall import DAY_MS, ENTITY_WEIGHT, recency, static_bonus
+from keepgui.backends.iii.recall import COLD_ARRAYS_FROM, DAY_MS, ENTITY_WEIGHT, recency, static_bonus
 from keepgui.backends.iii.record import Memory, read_record
 from keepgui.backends.iii.tokenize import entity_tokens, tokenize
 from keepgui.core import pace
@@ -154,6 +154,28 @@ class PackedTerms(msgspec.Struct, array_like=True, gc=False):
         return None if terms is None else PackedRuns.of(terms, self.ends, self.slots, self.counts)
 
 
+class PackedTermsView(msgspec.Struct, array_like=True, gc=False):
+    """:class:`PackedTerms` as it is read: each part left where it lies in the cache file's bytes (a view
+    of the mapped file, not a copy of the tens of megabytes a million memories' postings are)."""
+
+    terms: msgspec.Raw
+    term_ends: msgspec.Raw
+    ends: msgspec.Raw
+    slots: msgspec.Raw
+    counts: msgspec.Raw
+
+    def unpack(self) -> PackedRuns[str] | None:
+        """The lazy mapping, or None when the parts disagree (or are not what they claim)."""
+        terms, term_ends, ends, slots = map(bin_view, (self.terms, self.term_ends, self.ends, self.slots))
+        counts = bin_view(self.counts)
+        if terms is None or term_ends is None or ends is None or slots is None:
+            return None
+        if counts is None and bytes(self.counts) != _NIL:
+            return None
+        block = TermBlock.of(terms, term_ends)
+        return None if block is None else PackedRuns.of(block, ends, slots, counts)
+
+
 class IndexState(msgspec.Struct, array_like=True, gc=False):
     """What :meth:`BankIndex.snapshot` keeps: the index of a log at ``offset`` (its postings by slot,
     the per-slot signals, the head of the top order), packed so that a restore reads none of it whole:
@@ -191,7 +213,46 @@ class CachedIndex(msgspec.Struct, array_like=True, gc=False):
     index: IndexState
 
 
-CACHED_INDEX_DECODER = msgspec.msgpack.Decoder(CachedIndex)
+class IndexStateView(msgspec.Struct, array_like=True, gc=False):
+    """:class:`IndexState` as it is read: the per-slot arrays and the postings left where they lie in
+    the mapped cache file (views, no copies). The same fields in the same order (a test holds it)."""
+
+    offset: int
+    retired: list[str]
+    slot_records: msgspec.Raw
+    free: list[int]
+    dl: msgspec.Raw
+    upd: msgspec.Raw
+    day_of: msgspec.Raw
+    static: msgspec.Raw
+    static_max: float | None
+    dl_counts: dict[int, int]
+    total: int
+    ones: PackedTermsView
+    multi: PackedTermsView
+    ent: PackedTermsView
+    day_keys: list[int]
+    day_ends: msgspec.Raw
+    day_slots: msgspec.Raw
+    top: list[tuple[bool, int, int, str]]
+    top_all: bool
+
+
+class CachedIndexView(msgspec.Struct, array_like=True, gc=False):
+    """:class:`CachedIndex` as it is read (:class:`IndexStateView`)."""
+
+    offset: int
+    digest: bytes
+    index: IndexStateView
+
+
+CACHED_INDEX_DECODER = msgspec.msgpack.Decoder(CachedIndexView)
+_NIL = b"\xc0"  # msgpack nil (a PackedTerms without counts)
+
+
+def _listed(ids: MutableSequence[str | None]) -> Sequence[str | None]:
+    """Every slot's id (a restore's :class:`~keepgui.backends.iii.lazy.SlotIds` made a list at once)."""
+    return ids.tolist() if isinstance(ids, SlotIds) else ids
 
 
 class _DayRecency(dict[int, float]):
@@ -208,51 +269,75 @@ class _DayRecency(dict[int, float]):
         return bound
 
 
-class _Restored:
-    """An :class:`IndexState`'s packed parts read back and checked against the log's records."""
+class RestoredParts:
+    """An :class:`IndexStateView`'s packed parts read back and checked against the log's records (``records``:
+    a restore takes them only for the log that holds these very records)."""
 
-    def __init__(self) -> None:
+    def __init__(self, records: Mapping[str, Memory]) -> None:
+        self.records = records
         self.record_at = array("i")
         self.dl, self.upd, self.day_of, self.static = array("q"), array("q"), array("q"), array("d")
-        self.ids: list[str | None] = []
+        self.ids: MutableSequence[str | None] = []
         self.ones: PackedRuns[str] | None = None
         self.multi: PackedRuns[str] | None = None
         self.ent: PackedRuns[str] | None = None
         self.days: PackedRuns[int] | None = None
 
     @classmethod
-    def of(cls, state: IndexState, records: Mapping[str, Memory]) -> _Restored | None:
+    def of(cls, state: IndexStateView, records: Mapping[str, Memory]) -> RestoredParts | None:
         """The parts, or None when they disagree with each other or with ``records`` (the log's, in the
         order the same cache gave them)."""
-        out = cls()
+        out = cls(records)
+        views = [bin_view(raw) for raw in (state.slot_records, state.dl, state.upd, state.day_of, state.static)]
+        arrays: tuple[array[Any], ...] = (out.record_at, out.dl, out.upd, out.day_of, out.static)
         try:
-            out.record_at.frombytes(state.slot_records)
-            out.dl.frombytes(state.dl)
-            out.upd.frombytes(state.upd)
-            out.day_of.frombytes(state.day_of)
-            out.static.frombytes(state.static)
+            for into, view in zip(arrays, views, strict=True):
+                if view is None:
+                    return None
+                into.frombytes(view)
         except ValueError:
             return None
-        order: Sequence[str] = records.order() if isinstance(records, LazyRecords) else list(records)
+        if isinstance(records, LazyRecords) and not records.unchanged():
+            return None  # the log's records changed since they were restored with this index
+        order: Sequence[str] = () if isinstance(records, LazyRecords) else list(records)
         slots = len(out.record_at)
         if (
             {len(out.dl), len(out.upd), len(out.day_of), len(out.static)} != {slots}
-            or (slots and not (min(out.record_at) >= -1 and max(out.record_at) < len(order)))
-            or out.record_at.count(-1) != len(state.free)
+            or not _places_fit(out.record_at, len(records), len(state.free))
             or (state.free and (min(state.free) < 0 or max(state.free) >= slots))
+            or any(out.record_at[slot] != -1 for slot in state.free)
         ):
             return None
-        if not order:
+        if isinstance(records, LazyRecords):  # a slot's id is read by its place when asked for: no list
+            out.ids = SlotIds(out.record_at, records.packed)
+        elif not order:
             out.ids = [None] * slots
         else:  # place -1 (a free slot) picks the last id for a moment
             out.ids = list(map(order.__getitem__, out.record_at))
             for slot in state.free:
                 out.ids[slot] = None
         out.ones, out.multi, out.ent = state.ones.unpack(), state.multi.unpack(), state.ent.unpack()
-        out.days = PackedRuns.of(state.day_keys, state.day_ends, state.day_slots)
+        day_ends, day_slots = bin_view(state.day_ends), bin_view(state.day_slots)
+        if day_ends is None or day_slots is None:
+            return None
+        out.days = PackedRuns.of(state.day_keys, day_ends, day_slots)
         if None in (out.ones, out.multi, out.ent, out.days):
             return None
         return out
+
+
+def _places_fit(places: array[int], records: int, free: int) -> bool:
+    """Whether every slot's record place is one of ``records`` or -1, with ``free`` slots at -1. A bank
+    big enough to import numpy for its first question (:data:`~keepgui.backends.iii.recall.COLD_ARRAYS_FROM`)
+    is checked with it (a few ms where the three passes over a million Python ints take 80)."""
+    if not places:
+        return free == 0
+    if len(places) < COLD_ARRAYS_FROM:
+        return min(places) >= -1 and max(places) < records and places.count(-1) == free
+    import numpy as np  # a bank this big imports it for its first question anyway
+
+    at = np.frombuffer(places, np.int32)
+    return bool(at.min() >= -1 and at.max() < records and np.count_nonzero(at == -1) == free)
 
 
 class BankIndex:
@@ -280,7 +365,7 @@ class BankIndex:
         self.records: MutableMapping[str, Memory] = {}
         self._retired: set[str] = set()
         self._slot_of: dict[str, int] | None = {}  # live id -> slot (None: made from _ids on first use)
-        self._ids: list[str | None] = []  # slot -> id (None when free)
+        self._ids: MutableSequence[str | None] = []  # slot -> id (None when free; a restore's SlotIds)
         self._record_at: array[int] | None = None  # slot -> its record's place in a restored LazyRecords
         self._free: list[int] = []
         self._dl: MutableSequence[int] = []  # per slot, 0 when free
@@ -364,7 +449,7 @@ class BankIndex:
         return IndexState(
             offset=self._synced_offset,
             retired=list(self._retired),
-            slot_records=array("i", map(place.__getitem__, self._ids)).tobytes(),
+            slot_records=array("i", map(place.__getitem__, _listed(self._ids))).tobytes(),
             free=self._free,
             dl=array("q", self._dl).tobytes(),
             upd=array("q", self._upd).tobytes(),
@@ -383,14 +468,15 @@ class BankIndex:
             top_all=self._top_all,
         )
 
-    def restore(self, state: IndexState) -> bool:
+    def restore(self, state: IndexStateView, parts: RestoredParts | None = None) -> bool:
         """Take ``state`` as the index of the followed log as it was at ``state.offset`` (the log must
         hold that state now, restored from the same cache); lines appended since are caught up by
         :meth:`ensure_current`. False, leaving the index to rebuild, when it does not fit the log.
-        Nothing is unpacked whole: a posting, a day, a record is read when a query first needs it."""
+        Nothing is unpacked whole: a posting, a day, a record is read when a query first needs it.
+        ``parts``: the state's parts already read (:meth:`RestoredParts.of`), for the log's records."""
         log = self._require_log()
         self._reset()
-        restored = _Restored.of(state, log.records)
+        restored = parts if parts is not None and parts.records is log.records else RestoredParts.of(state, log.records)
         if restored is None or state.offset != log.offset:
             self._synced_records = None
             return False
@@ -422,7 +508,8 @@ class BankIndex:
         """Live id -> slot (a restored index makes it on first use: a query goes by slot)."""
         slot_of = self._slot_of
         if slot_of is None:
-            made: dict[str | None, int] = dict(zip(self._ids, range(len(self._ids)), strict=True))
+            ids = _listed(self._ids)
+            made: dict[str | None, int] = dict(zip(ids, range(len(ids)), strict=True))
             made.pop(None, None)  # free slots
             slot_of = self._slot_of = cast(dict[str, int], made)
         return slot_of

@@ -17,7 +17,7 @@ import bisect
 import itertools
 import operator
 from array import array
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
@@ -48,12 +48,30 @@ def encode_block(records: Sequence[Memory]) -> tuple[bytes, bytes]:
     return header + b"".join(parts), starts.tobytes()
 
 
+_DECODE_IDS = msgspec.msgpack.Decoder(list[str]).decode
+_RECORD_ID = operator.attrgetter("id")
+
+
+def _array_length(encoded: msgspec.Raw) -> int | None:
+    """How many items a msgpack array's header says it holds (None when it is not an array)."""
+    view = memoryview(encoded)
+    first = view[0] if len(view) else None
+    if first is not None and 0x90 <= first <= 0x9F:
+        return first & 0x0F
+    size = {0xDC: 2, 0xDD: 4}.get(first) if first is not None else None
+    return None if size is None or len(view) < 1 + size else int.from_bytes(view[1 : 1 + size], "big")
+
+
 class RecordBlock:
     """The packed part of :class:`LazyRecords`, shared by its copies: the ids in order, the encoded
-    block and its offsets, the records decoded so far (by position) and how many decodes were done."""
+    block and its offsets, the records decoded so far (by position) and how many decodes were done.
+    The ids may come packed too (a cache's msgpack array of them): a query then reads a slot's id from
+    its record (:meth:`id_at`), and they are decoded whole only when :attr:`ids` is first read."""
 
-    def __init__(self, ids: list[str], block: bytes | memoryview, starts: array[int]) -> None:
-        self.ids = ids
+    def __init__(self, ids: list[str] | msgspec.Raw, block: bytes | memoryview, starts: array[int]) -> None:
+        self._ids: list[str] | None = ids if isinstance(ids, list) else None
+        self._packed_ids: msgspec.Raw | None = None if isinstance(ids, list) else ids
+        self.n = len(starts) - 1  # how many records (and ids)
         self.block = block
         self.starts = starts
         self._view = memoryview(block)
@@ -63,17 +81,18 @@ class RecordBlock:
         self.decodes = 0  # records decoded one by one (a whole decode counts every record)
 
     @classmethod
-    def of(cls, ids: list[str], block: bytes | memoryview, starts: bytes) -> RecordBlock | None:
+    def of(cls, ids: list[str] | msgspec.Raw, block: bytes | memoryview, starts: bytes) -> RecordBlock | None:
         """The block, or None when its parts disagree (a cache file that is not what it claims; the
-        cache's checksum stands for the rest: the offsets are not all read)."""
+        cache's checksum stands for the rest: the offsets are not all read, nor packed ids decoded)."""
         offsets = array("q")
         try:
             offsets.frombytes(starts)
         except ValueError:
             return None
-        n = len(ids)
+        n = len(ids) if isinstance(ids, list) else _array_length(ids)
         if (
-            len(offsets) != n + 1
+            n is None
+            or len(offsets) != n + 1
             or block[:1] != _HEADER
             or block[1:5] != n.to_bytes(4, "big")
             or offsets[0] != 5
@@ -81,6 +100,22 @@ class RecordBlock:
         ):
             return None
         return cls(ids, block, offsets)
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids in order (packed ones decoded whole, once; raises msgspec's errors for a corrupt block)."""
+        if self._ids is None:
+            assert self._packed_ids is not None  # one of the two is always held
+            ids = _DECODE_IDS(self._packed_ids)
+            if len(ids) != self.n:
+                raise msgspec.DecodeError("a block of ids of another length than its records")
+            self._ids, self._packed_ids = ids, None
+        return self._ids
+
+    def id_at(self, position: int) -> str:
+        """The id at ``position``: of the ids when decoded, else of its record (decoded once, as the query
+        asking for it reads it next)."""
+        return self._ids[position] if self._ids is not None else self.at(position).id
 
     def positions(self) -> dict[str, int]:
         """id -> position, made on first use (a slice at a time beside a window)."""
@@ -113,7 +148,7 @@ class RecordBlock:
         of :data:`STEP` records at a time, ``progress(done, total, since)`` after each, ``since()`` the
         records decoded so far)."""
         if self._all is None:
-            n = len(self.ids)
+            n = self.n
             if pace.foreground() is None or n <= STEP:
                 records = _DECODE_ALL(self.block)
             else:
@@ -124,6 +159,12 @@ class RecordBlock:
                     if progress is not None:
                         progress(hi, n, records.copy)
                     pace.checkpoint()
+                if self._ids is None:  # the ids read off the records a slice at a time, not decoded in one call
+                    ids: list[str] = []
+                    for lo in range(0, n, STEP):
+                        ids += map(_RECORD_ID, records[lo : lo + STEP])
+                        pace.checkpoint()
+                    self._ids, self._packed_ids = ids, None
             if len(records) != n:
                 raise msgspec.DecodeError("a record block of another length than its ids")
             self._all = records
@@ -140,7 +181,7 @@ class LazyRecords(MutableMapping[str, Memory]):
         self.packed = packed
         self._changed: dict[str, Memory] = {}  # set since (packed ids among them keep their place)
         self._gone: set[str] = set()  # packed ids deleted since
-        self._size = len(packed.ids)
+        self._size = packed.n
 
     def copy(self) -> LazyRecords:
         """A copy sharing the packed part (and its decoded records)."""
@@ -149,6 +190,10 @@ class LazyRecords(MutableMapping[str, Memory]):
         other._gone = set(self._gone)
         other._size = self._size
         return other
+
+    def unchanged(self) -> bool:
+        """Whether nothing was set or deleted since the block was packed (its ids are the order)."""
+        return not (self._changed or self._gone)
 
     def order(self) -> list[str]:
         """The ids in order (the packed list itself while nothing changed: do not modify it)."""
@@ -231,6 +276,15 @@ class LazyRecords(MutableMapping[str, Memory]):
 
 
 K = TypeVar("K")
+_BIN_HEADER = {0xC4: 2, 0xC5: 3, 0xC6: 5}  # msgpack bin 8/16/32: how long the header before the bytes is
+
+
+def bin_view(raw: msgspec.Raw) -> memoryview | None:
+    """The bytes of a msgpack ``bin`` (a ``msgspec.Raw`` of one) as a view of the buffer it was decoded
+    from, not a copy; None when it is not a ``bin``."""
+    view = memoryview(raw)
+    skip = _BIN_HEADER.get(view[0]) if len(view) else None
+    return None if skip is None else view[skip:]
 
 
 class PackedRuns(Generic[K]):
@@ -253,7 +307,13 @@ class PackedRuns(Generic[K]):
         self._gone: set[K] = set()  # packed keys deleted since
 
     @classmethod
-    def of(cls, keys: Sequence[K], ends: bytes, slots: bytes, counts: bytes | None = None) -> PackedRuns[K] | None:
+    def of(
+        cls,
+        keys: Sequence[K],
+        ends: bytes | memoryview,
+        slots: bytes | memoryview,
+        counts: bytes | memoryview | None = None,
+    ) -> PackedRuns[K] | None:
         """The runs, or None when the parts disagree (lengths, or keys not strictly ascending)."""
         try:
             end_view, slot_view = memoryview(ends).cast("q"), memoryview(slots).cast("i")
@@ -377,12 +437,12 @@ class TermBlock(Sequence[str]):
     read, so a bisection looks at a few terms instead of making a string of every one. UTF-8 keeps the
     code point order, so terms sorted as strings are sorted as bytes."""
 
-    def __init__(self, block: bytes, ends: memoryview) -> None:
+    def __init__(self, block: bytes | memoryview, ends: memoryview) -> None:
         self._block = block
         self._ends = ends  # native int64, a view cast over the packed bytes
 
     @classmethod
-    def of(cls, block: bytes, ends: bytes) -> TermBlock | None:
+    def of(cls, block: bytes | memoryview, ends: bytes | memoryview) -> TermBlock | None:
         """The terms, or None when the parts disagree."""
         try:
             offsets = memoryview(ends).cast("q")
@@ -407,11 +467,72 @@ class TermBlock(Sequence[str]):
         if run < 0:
             run += len(self)
         start = self._ends[run - 1] if run else 0
-        return self._block[start : self._ends[run]].decode("utf-8")
+        return str(self._block[start : self._ends[run]], "utf-8")
 
     def __iter__(self) -> Iterator[str]:
         block = self._block
         start = 0
         for end in self._ends:
-            yield block[start:end].decode("utf-8")
+            yield str(block[start:end], "utf-8")
             start = end
+
+
+class SlotIds(MutableSequence[str | None]):
+    """slot -> memory id of a restored index, without a list of every id: a slot's id is looked up when
+    asked for, by its record's place in the log's packed records (``places``, -1 for a free slot) in
+    ``order``, their block. Slots set since and slots appended are kept beside; ``places`` may change
+    under it (the index marks a reused slot's place -1) as a slot set since is not read from it."""
+
+    def __init__(self, places: Sequence[int], order: RecordBlock) -> None:
+        self._places = places
+        self._order = order
+        self._base = len(places)
+        self._set: dict[int, str | None] = {}  # slots of ``places`` set since
+        self._added: list[str | None] = []  # slots after them
+
+    def __len__(self) -> int:
+        return self._base + len(self._added)
+
+    def __getitem__(self, slot: Any) -> Any:
+        if isinstance(slot, slice):
+            return self.tolist()[slot]
+        if slot < 0:
+            slot += len(self)
+        if slot >= self._base:
+            return self._added[slot - self._base]
+        if slot < 0:
+            raise IndexError("slot out of range")
+        if slot in self._set:
+            return self._set[slot]
+        place = self._places[slot]
+        return None if place < 0 else self._order.id_at(place)
+
+    def __setitem__(self, slot: Any, mid: Any) -> None:
+        if isinstance(slot, slice) or not -len(self) <= slot < len(self):
+            raise IndexError("only one slot in range is set at a time")
+        if slot < 0:
+            slot += len(self)
+        if slot >= self._base:
+            self._added[slot - self._base] = mid
+        else:
+            self._set[slot] = mid
+
+    def __delitem__(self, slot: Any) -> None:
+        raise TypeError("a slot is freed (set to None), never deleted")
+
+    def insert(self, index: int, mid: str | None) -> None:
+        """Only an append: a slot's number never changes."""
+        if index != len(self):
+            raise TypeError("slots are only appended")
+        self._added.append(mid)
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(self.tolist())
+
+    def tolist(self) -> list[str | None]:
+        """Every slot's id, in one pass of C calls."""
+        with_free: list[str | None] = [*self._order.ids, None]  # place -1, a free slot, picks the None
+        ids = list(map(with_free.__getitem__, self._places))
+        for slot, mid in self._set.items():
+            ids[slot] = mid
+        return ids + self._added

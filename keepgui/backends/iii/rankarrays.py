@@ -85,8 +85,15 @@ class _Derived:
 
 
 def _newest_first(days: npt.NDArray[np.int64]) -> tuple[Ints, npt.NDArray[np.int64]]:
-    """The positions of ``days`` newest first, and the days negated in that order (ascending)."""
-    order = np.argsort(-days, kind="stable").astype(np.int32)
+    """The positions of ``days`` newest first, and the days negated in that order (ascending). Sorted
+    by their distance from the newest as 16-bit keys when they span fewer than 65,536 days (numpy sorts
+    those by radix, stably: the very order, 8x sooner than comparing int64s at 500,000 postings)."""
+    newest = int(days.max()) if len(days) else 0
+    ago = newest - days
+    if len(days) and int(ago.max()) < 1 << 16:
+        order = np.argsort(ago.astype(np.uint16), kind="stable").astype(np.int32)
+    else:
+        order = np.argsort(-days, kind="stable").astype(np.int32)
     return order, -days[order]
 
 
@@ -100,11 +107,20 @@ class _Postings(NamedTuple):
 
 
 def _ints(values: Collection[int]) -> Ints:
+    """``values`` as int32s: a restored run read where it lies (never written: a term's postings are
+    only read), anything else copied."""
     if isinstance(values, array):
         return np.frombuffer(values, dtype=np.dtype(values.typecode)).astype(np.int32)
     if isinstance(values, memoryview):  # a restored run: a view cast over the cache's packed bytes
-        return np.frombuffer(values, dtype=np.dtype(values.format)).astype(np.int32)
+        return np.frombuffer(values, dtype=np.dtype(values.format)).astype(np.int32, copy=False)
     return np.fromiter(values, dtype=np.int32, count=len(values))
+
+
+def _int64s(values: Sequence[int]) -> npt.NDArray[np.int64]:
+    """``values`` copied as int64s (an array's bytes at once: ``np.array`` reads one item at a time)."""
+    if isinstance(values, array) and values.typecode == "q":
+        return np.frombuffer(values, dtype=np.int64).copy()
+    return np.array(values, dtype=np.int64)
 
 
 def _floats(values: Sequence[int] | Sequence[float]) -> Floats:
@@ -115,7 +131,19 @@ def _floats(values: Sequence[int] | Sequence[float]) -> Floats:
     return np.array(values, dtype=np.float64)
 
 
-def _sorted(slots: Ints, values: Ints) -> tuple[Ints, Ints]:
+def _sorted(slots: Ints, values: Ints, size: int) -> tuple[Ints, Ints]:
+    """``slots`` (distinct, each below ``size``) ascending, with their ``values``. A term held by many
+    of the slots is placed by a mask over every slot (two passes of ``size``), not sorted: a set's
+    order is its hash table's, and sorting half a million of them by comparison takes 20-45 ms."""
+    if not len(slots) or bool(np.all(slots[1:] > slots[:-1])):  # a run packed from a set often is
+        return slots, values
+    if len(slots) * 16 >= size:
+        held = np.zeros(size, dtype=np.bool_)
+        held[slots] = True
+        at = np.empty(size, dtype=np.int32)
+        at[slots] = values
+        ordered = np.flatnonzero(held).astype(np.int32)
+        return ordered, at[ordered]
     order = np.argsort(slots, kind="stable")
     return slots[order], values[order]
 
@@ -166,7 +194,7 @@ class RankArrays:
         dl, upd, day, static = self._index.slot_columns()
         if self._whole:
             self._dl, self._upd, self._static = _floats(dl), _floats(upd), _floats(static)
-            self._day = np.array(day, dtype=np.int64)
+            self._day = _int64s(day)
             self._size, self._whole = len(dl), False
             self._new_version()
             return
@@ -177,7 +205,7 @@ class RankArrays:
             self._dl = np.concatenate((self._dl, _floats(dl[start:])))
             self._upd = np.concatenate((self._upd, _floats(upd[start:])))
             self._static = np.concatenate((self._static, _floats(static[start:])))
-            self._day = np.concatenate((self._day, np.array(day[start:], dtype=np.int64)))
+            self._day = np.concatenate((self._day, _int64s(day[start:])))
             self._size = len(dl)
         if self._moved:
             slots = sorted(self._moved)
@@ -199,11 +227,13 @@ class RankArrays:
         found = self._terms.pop(term, None)
         if found is None:
             once, multi, tfs, ent, counts = self._index.term_columns(term)
+            size = max(self._size, len(self._index.slot_columns()[0]))  # every slot a posting can name
             slots, tf = _sorted(
                 np.concatenate((_ints(once), _ints(multi))),
                 np.concatenate((np.ones(len(once), dtype=np.int32), _ints(tfs))),
+                size,
             )
-            ent_slots, ent_counts = _sorted(_ints(ent), _ints(counts))
+            ent_slots, ent_counts = _sorted(_ints(ent), _ints(counts), size)
             found = _Postings(slots, tf, ent_slots, ent_counts)
             self._kept += len(slots) + len(ent_slots)
             while self._terms and self._kept > _KEPT * max(self._size, 1 << 18):

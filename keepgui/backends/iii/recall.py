@@ -60,6 +60,11 @@ ARRAYS_FROM = 20_000
 """Banks of this many live memories and more are ranked over numpy arrays
 (:mod:`keepgui.backends.iii.rankarrays`, the same hits); smaller ones by the walk below (see
 :func:`_by_arrays`)."""
+COLD_ARRAYS_FROM = 250_000
+"""Banks of this many live memories take the arrays for a first question even while numpy is not imported:
+the walk's cost grows with the bank (cached preview at 100,000: 11-71 ms, at 1,000,000: 0.1-1.0 s), numpy's
+import and the arrays over a restored index's packed runs do not (~60 ms, then 30-80 ms at 1,000,000). At
+250,000 the two were even over the benchmark's ten questions (2.93 s against 2.98 s, load and question)."""
 
 
 # ---------------------------------------------------------------------- the signals
@@ -420,11 +425,13 @@ def _window_start(
 
 def _by_arrays(index: BankIndex) -> bool:
     """Whether this question is ranked over the numpy arrays: a big bank's are, except the first question
-    asked of the index while numpy is not imported yet. That is a command's single question (``keepgui
-    preview``), which the walk answers sooner than importing numpy (~80 ms) and making the arrays would;
-    the window has numpy imported, and a long-lived engine's next question takes the arrays anyway."""
+    asked of an index under :data:`COLD_ARRAYS_FROM` memories while numpy is not imported yet. That is a
+    command's single question (``keepgui preview``), which the walk answers sooner than importing numpy
+    (~60 ms) and making the arrays would; the window has numpy imported, and a long-lived engine's next
+    question takes the arrays anyway."""
     index.questions += 1
-    return index.n >= ARRAYS_FROM and (index.questions > 1 or "numpy" in sys.modules)
+    n = index.n
+    return n >= ARRAYS_FROM and (index.questions > 1 or n >= COLD_ARRAYS_FROM or "numpy" in sys.modules)
 
 
 def recall(

@@ -123,6 +123,21 @@ def test_a_first_question_without_numpy_imported_takes_the_walk(records, monkeyp
     assert index._arrays is not None
 
 
+def test_a_first_question_of_a_very_big_bank_takes_the_arrays_without_numpy_imported(records, monkeypatch):
+    """At a million memories the walk of a command's single question (0.1-1 s) costs more than numpy's
+    import and the arrays (~0.1 s): from COLD_ARRAYS_FROM live memories the first question takes them."""
+    monkeypatch.setattr(recall_module, "ARRAYS_FROM", 0)
+    monkeypatch.setattr(recall_module, "sys", SimpleNamespace(modules={}))  # numpy not imported
+    monkeypatch.setattr(recall_module, "COLD_ARRAYS_FROM", len(records) + 1)
+    index = index_of(*records.values())
+    recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
+    assert index._arrays is None
+    monkeypatch.setattr(recall_module, "COLD_ARRAYS_FROM", index.n)
+    index = index_of(*records.values())
+    recall(index, "tea", 6, now_ms=NOW, half_life_days=30)
+    assert index._arrays is not None
+
+
 def test_the_arrays_follow_edits_and_overlays(records):
     index = index_of(*records.values())
     assert_same(index, limits=(6,), instants=INSTANTS[:2])
@@ -174,3 +189,55 @@ def test_a_restored_index_ranks_from_its_packed_postings(tmp_path):
     index.rank_arrays().best_live(tokens, set(tokens), 6, now, 30)
     assert index._ones.looked_up() == 0  # the packed runs were read as arrays, no set made
     assert assert_same(index, questions=questions, limits=(1, 6, 40), instants=((now, 30), (now, 3))) > 0
+
+
+def test_postings_are_ordered_as_a_sort_would_order_them():
+    """A term's postings placed by a mask over every slot (a term many slots hold), sorted (a few), or
+    taken as they are (already ascending): always the slots ascending with their own values."""
+    import numpy as np
+
+    from keepgui.backends.iii.rankarrays import _sorted
+
+    rng = np.random.default_rng(3)
+    size = 5000
+    for count in (0, 1, 7, 300, 312, 313, 2000, 5000):
+        slots = rng.permutation(size)[:count].astype(np.int32)
+        values = rng.integers(0, 9, count).astype(np.int32)  # zeros too: the mask does not read them
+        order = np.argsort(slots, kind="stable")
+        for given in (slots, slots[order]):
+            got, got_values = _sorted(given, values if given is slots else values[order], size)
+            assert got.dtype == np.int32 and got_values.dtype == np.int32
+            assert np.array_equal(got, slots[order]) and np.array_equal(got_values, values[order]), count
+
+
+def test_postings_by_day_newest_first_keep_their_order_within_a_day():
+    import numpy as np
+
+    from keepgui.backends.iii.rankarrays import _newest_first
+
+    rng = np.random.default_rng(4)
+    for span in (1, 366, 65_535, 65_536, 10**7):
+        days = rng.integers(20_000, 20_000 + span, 3000).astype(np.int64)
+        order, later = _newest_first(days)
+        expected = np.argsort(-days, kind="stable")
+        assert np.array_equal(order, expected) and np.array_equal(later, -days[expected]), span
+    order, later = _newest_first(np.zeros(0, dtype=np.int64))
+    assert len(order) == 0 and len(later) == 0
+
+
+def test_columns_and_runs_are_read_at_once_as_the_numbers_they_hold():
+    from array import array
+
+    import numpy as np
+
+    from keepgui.backends.iii.rankarrays import _int64s, _ints
+
+    days = array("q", [20_000, -3, 2**40])
+    assert _int64s(days).tolist() == list(days) and _int64s(days).dtype == np.int64
+    assert _int64s(days[1:]).tolist() == list(days[1:]) and _int64s([5, 6]).tolist() == [5, 6]
+    copied = _int64s(days)
+    days[0] = 1  # a copy: the index's own column changes after it
+    assert copied[0] == 20_000
+    packed = array("i", [7, 3, 9]).tobytes()
+    run = memoryview(packed).cast("i")
+    assert _ints(run).tolist() == [7, 3, 9] and np.shares_memory(_ints(run), np.frombuffer(packed, np.int32))
