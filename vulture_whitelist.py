@@ -75,7 +75,11 @@ __getattr__  # keepgui/core/source.py: the defaults named there too
 # run in a child process by name (keepgui.core.childwork: ChildWorker.call(module, name)), never called here
 read_columns  # keepgui/backends/iii/activity.py
 echo  # tests/core/test_childwork.py
+_warm_every_line  # tests/backends/iii/test_warm.py
 # the body of every child process: named in the Python it is started with (ChildWorker.child_code)
 serve  # keepgui/core/childwork.py
+# a pytest fixture named by the tests that use it (pytest.mark.usefixtures)
+window_like  # tests/backends/iii/test_warm.py
+children  # tests/ui/test_warm_window.py
 # a pytest fixture used by every test of its module (autouse)
 any_log_goes_to_the_child  # tests/backends/iii/test_activity_child.py

@@ -20,7 +20,8 @@ def children(monkeypatch):
     childwork.use_children(False)
 
 
-def test_a_bank_replayed_in_a_child_is_shown_and_written(make_window, tmp_path, qtbot, children):
+@pytest.mark.usefixtures("children")
+def test_a_bank_replayed_in_a_child_is_shown_and_written(make_window, tmp_path, qtbot):
     data_dir = tmp_path / "data"
     make_bank(str(data_dir / "main"), 1500, 3500, seed=9)
     window = make_window(data_dir, bank="main")

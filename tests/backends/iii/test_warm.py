@@ -48,7 +48,8 @@ def _previews(engine: BankEngine) -> list[str]:
     return [engine.preview(q, now_ms=NOW).to_json() for q in ("deploy the service", "database", "x")]
 
 
-def test_a_big_bank_is_replayed_in_a_child_and_restored_here(tmp_path, window_like):
+@pytest.mark.usefixtures("window_like")
+def test_a_big_bank_is_replayed_in_a_child_and_restored_here(tmp_path):
     data_dir = str(tmp_path / "data")
     make_bank(os.path.join(data_dir, "bank"), memories=1500, lines=4000, seed=3)
     bank = _bank(data_dir)
@@ -68,7 +69,8 @@ def test_a_big_bank_is_replayed_in_a_child_and_restored_here(tmp_path, window_li
     assert _previews(bank.engine(core)) == _previews(fresh)
 
 
-def test_a_bank_cached_with_its_index_restores_both_with_no_child(tmp_path, window_like, monkeypatch):
+@pytest.mark.usefixtures("window_like")
+def test_a_bank_cached_with_its_index_restores_both_with_no_child(tmp_path, monkeypatch):
     data_dir = str(tmp_path / "data")
     make_bank(os.path.join(data_dir, "bank"), memories=900, lines=2000, seed=11)
     warm.warm(data_dir, "bank", True)  # as a command leaves it: the log's state and its index
@@ -81,7 +83,8 @@ def test_a_bank_cached_with_its_index_restores_both_with_no_child(tmp_path, wind
     assert bank.preview("database", now_ms=NOW).to_json() == fresh.preview("database", now_ms=NOW).to_json()
 
 
-def test_a_cached_bank_shows_its_first_slices_while_the_rest_decode(tmp_path, window_like):
+@pytest.mark.usefixtures("window_like")
+def test_a_cached_bank_shows_its_first_slices_while_the_rest_decode(tmp_path):
     data_dir = str(tmp_path / "data")
     make_bank(os.path.join(data_dir, "bank"), memories=1000, lines=2500, seed=10)
     warm.warm(data_dir, "bank")  # a cache there already: no child
@@ -94,7 +97,8 @@ def test_a_cached_bank_shows_its_first_slices_while_the_rest_decode(tmp_path, wi
     assert all(part == rows[: len(part)] and len(part) == done for done, _, part in told)
 
 
-def test_lines_appended_after_the_child_are_replayed_here(tmp_path, window_like):
+@pytest.mark.usefixtures("window_like")
+def test_lines_appended_after_the_child_are_replayed_here(tmp_path):
     data_dir = str(tmp_path / "data")
     log_path = make_bank(os.path.join(data_dir, "bank"), memories=800, lines=2000, seed=4)
     warm.warm(data_dir, "bank")  # the cache as a child leaves it
@@ -108,7 +112,8 @@ def test_lines_appended_after_the_child_are_replayed_here(tmp_path, window_like)
     assert _previews(bank.engine(bank.core())) == _previews(fresh)
 
 
-def test_a_failed_child_leaves_the_replay_here(tmp_path, window_like, monkeypatch, caplog):
+@pytest.mark.usefixtures("window_like")
+def test_a_failed_child_leaves_the_replay_here(tmp_path, monkeypatch, caplog):
     data_dir = str(tmp_path / "data")
     make_bank(os.path.join(data_dir, "bank"), memories=600, lines=1500, seed=5)
 
@@ -136,7 +141,8 @@ def test_a_small_log_is_replayed_here_without_a_child(tmp_path, monkeypatch):
     assert rows == _replayed(data_dir)
 
 
-def test_the_child_s_first_rows_are_shown_while_it_replays(tmp_path, window_like, monkeypatch):
+@pytest.mark.usefixtures("window_like")
+def test_the_child_s_first_rows_are_shown_while_it_replays(tmp_path, monkeypatch):
     data_dir = str(tmp_path / "data")
     make_bank(os.path.join(data_dir, "bank"), memories=3000, lines=8000, seed=7)
     monkeypatch.setattr(warm, "FIRST_ROWS_S", 0.0)  # every report sends rows (the child inherits nothing:
@@ -174,7 +180,8 @@ def _warm_every_line(data_dir: str, name: str) -> dict:
     return warm.warm(data_dir, name)
 
 
-def test_writes_on_a_restored_bank_are_what_a_replay_reads(tmp_path, window_like):
+@pytest.mark.usefixtures("window_like")
+def test_writes_on_a_restored_bank_are_what_a_replay_reads(tmp_path):
     data_dir = str(tmp_path / "data")
     make_bank(os.path.join(data_dir, "bank"), memories=700, lines=1800, seed=8)
     bank = _bank(data_dir)
