@@ -43,8 +43,9 @@ SETTLE_S = 2.0
 """The window has settled once every row is in and no background work was queued or running for this long."""
 
 _WINDOW = r"""
-import sys, time, json, os, resource, tempfile, importlib.util, subprocess
+import sys, time, json, os, resource, tempfile, importlib.util, subprocess, atexit, shutil
 os.environ["KEEPGUI_HOME"] = tempfile.mkdtemp(prefix="keepgui-bench-home-")  # a person's first start: no settings
+atexit.register(shutil.rmtree, os.environ["KEEPGUI_HOME"], True)  # its cache holds a copy of the bank's state
 if os.environ.get("KEEPGUI_BENCH_WARM"):  # the bank read once before (by a command): its cache is there
     subprocess.run([sys.executable, "-m", "keepgui", "--data-dir", sys.argv[1], "preview", "x", "--bank", "bank"],
                    check=True, stdout=subprocess.DEVNULL)
