@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
+import keepgui.backends.iii.lazy as lazy_module
 from keepgui.backends.iii.lazy import LazyRecords, PackedRuns, SlotIds, TermBlock, bin_view
 from keepgui.backends.iii.log import LogDelta, MemoryLog
 from keepgui.backends.iii.recall import COLD_ARRAYS_FROM, DAY_MS, ENTITY_WEIGHT, recency, static_bonus
@@ -509,7 +510,14 @@ class BankIndex:
         slot_of = self._slot_of
         if slot_of is None:
             ids = _listed(self._ids)
-            made: dict[str | None, int] = dict(zip(ids, range(len(ids)), strict=True))
+            if pace.foreground() is None:
+                made: dict[str | None, int] = dict(zip(ids, range(len(ids)), strict=True))
+            else:  # beside a window, a slice at a time (a million ids in one call hold the lock 0.1 s)
+                made = {}
+                for lo in range(0, len(ids), lazy_module.STEP):
+                    chunk = ids[lo : lo + lazy_module.STEP]
+                    made.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
+                    pace.checkpoint()
             made.pop(None, None)  # free slots
             slot_of = self._slot_of = cast(dict[str, int], made)
         return slot_of

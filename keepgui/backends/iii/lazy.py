@@ -530,9 +530,16 @@ class SlotIds(MutableSequence[str | None]):
         return iter(self.tolist())
 
     def tolist(self) -> list[str | None]:
-        """Every slot's id, in one pass of C calls."""
+        """Every slot's id, in one pass of C calls (beside a window, a slice of :data:`STEP` at a time)."""
         with_free: list[str | None] = [*self._order.ids, None]  # place -1, a free slot, picks the None
-        ids = list(map(with_free.__getitem__, self._places))
+        places = self._places
+        if pace.foreground() is None:
+            ids = list(map(with_free.__getitem__, places))
+        else:
+            ids = []
+            for lo in range(0, len(places), STEP):
+                ids += map(with_free.__getitem__, places[lo : lo + STEP])
+                pace.checkpoint()
         for slot, mid in self._set.items():
             ids[slot] = mid
         return ids + self._added

@@ -11,7 +11,7 @@ import pytest
 from keepgui.backends.iii import lazy, warm
 from keepgui.backends.iii.config import MemoryConfig
 from keepgui.backends.iii.context import BankEngine
-from keepgui.backends.iii.lazy import LazyRecords
+from keepgui.backends.iii.lazy import LazyRecords, SlotIds
 from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.store import DataDir
 from keepgui.core import childwork, pace, registry
@@ -202,3 +202,19 @@ def test_writes_on_a_restored_bank_are_what_a_replay_reads(tmp_path):
     assert replayed[first].invalid_at is None and replayed[first].pinned is not live[0].pinned
     fresh = BankEngine(DataDir(data_dir).bank("bank"), MemoryConfig())
     assert _previews(bank.engine(bank.core())) == _previews(fresh)
+
+
+@pytest.mark.usefixtures("window_like")
+def test_a_restored_index_s_slots_are_listed_a_slice_at_a_time_the_same(tmp_path):
+    data_dir = str(tmp_path / "data")
+    make_bank(os.path.join(data_dir, "bank"), memories=900, lines=2200, seed=12)
+    warm.warm(data_dir, "bank", True)
+    bank = _bank(data_dir)
+    bank.load(full=True)
+    index = bank.engine(bank.core()).index
+    assert isinstance(index._ids, SlotIds)
+    sliced_ids, sliced = index._ids.tolist(), dict(index._slot)  # beside a window: slices of 97
+    pace.set_foreground(None)
+    index._slot_of = None
+    assert index._ids.tolist() == sliced_ids and dict(index._slot) == sliced
+    assert len(sliced) == sum(1 for m in _replayed(data_dir) if m.invalid_at is None)
