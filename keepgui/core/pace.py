@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 MAX_WAIT = 0.05
@@ -148,6 +148,18 @@ def checkpoint() -> None:
     fg = _foreground
     if fg is not None and threading.get_ident() != fg.thread:
         fg.wait()
+
+
+def slices(items: Sequence[T], step: int) -> Iterator[tuple[int, Sequence[T]]]:
+    """``(start, items[start:start + step])`` for each step of ``items``, a :func:`checkpoint` after
+    each, while a foreground (a window) shares the process; without one, ``(0, items)`` once: a
+    command's one C call over a million items costs no more than its slices, and needs no giving way."""
+    if _foreground is None:
+        yield 0, items
+        return
+    for start in range(0, len(items), step):
+        yield start, items[start : start + step]
+        checkpoint()
 
 
 def lines(text: str, step: int = 1 << 16) -> Iterator[str]:

@@ -123,3 +123,16 @@ def test_a_big_list_is_released_a_slice_at_a_time(monkeypatch):
     items: list[object] = [(i,) for i in range(pace.RELEASE_STEP * 3 + 1)]
     pace.release(items)
     assert items == [] and len(checkpoints) == 4
+
+
+def test_slices_are_one_step_for_a_command_and_steps_with_checkpoints_beside_a_window(monkeypatch):
+    items = list(range(10))
+    assert list(pace.slices(items, 4)) == [(0, items)]  # no foreground: the whole at once
+    waits = []
+    monkeypatch.setattr(pace, "checkpoint", lambda: waits.append(1))
+    pace.set_foreground(pace.Foreground())
+    try:
+        assert list(pace.slices(items, 4)) == [(0, [0, 1, 2, 3]), (4, [4, 5, 6, 7]), (8, [8, 9])]
+    finally:
+        pace.set_foreground(None)
+    assert len(waits) == 3

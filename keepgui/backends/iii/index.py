@@ -510,14 +510,9 @@ class BankIndex:
         slot_of = self._slot_of
         if slot_of is None:
             ids = _listed(self._ids)
-            if pace.foreground() is None:
-                made: dict[str | None, int] = dict(zip(ids, range(len(ids)), strict=True))
-            else:  # beside a window, a slice at a time (a million ids in one call hold the lock 0.1 s)
-                made = {}
-                for lo in range(0, len(ids), lazy_module.STEP):
-                    chunk = ids[lo : lo + lazy_module.STEP]
-                    made.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
-                    pace.checkpoint()
+            made: dict[str | None, int] = {}  # beside a window a slice at a time (a million ids: 0.1 s in one call)
+            for lo, chunk in pace.slices(ids, lazy_module.STEP):
+                made.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
             made.pop(None, None)  # free slots
             slot_of = self._slot_of = cast(dict[str, int], made)
         return slot_of

@@ -120,16 +120,10 @@ class RecordBlock:
     def positions(self) -> dict[str, int]:
         """id -> position, made on first use (a slice at a time beside a window)."""
         if self._positions is None:
-            ids = self.ids
-            if pace.foreground() is None:
-                self._positions = dict(zip(ids, range(len(ids)), strict=True))
-            else:
-                positions: dict[str, int] = {}
-                for lo in range(0, len(ids), STEP):
-                    chunk = ids[lo : lo + STEP]
-                    positions.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
-                    pace.checkpoint()
-                self._positions = positions
+            positions: dict[str, int] = {}
+            for lo, chunk in pace.slices(self.ids, STEP):
+                positions.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
+            self._positions = positions
         return self._positions
 
     def at(self, position: int) -> Memory:
@@ -161,9 +155,8 @@ class RecordBlock:
                     pace.checkpoint()
                 if self._ids is None:  # the ids read off the records a slice at a time, not decoded in one call
                     ids: list[str] = []
-                    for lo in range(0, n, STEP):
-                        ids += map(_RECORD_ID, records[lo : lo + STEP])
-                        pace.checkpoint()
+                    for _lo, chunk in pace.slices(records, STEP):
+                        ids += map(_RECORD_ID, chunk)
                     self._ids, self._packed_ids = ids, None
             if len(records) != n:
                 raise msgspec.DecodeError("a record block of another length than its ids")
@@ -532,14 +525,9 @@ class SlotIds(MutableSequence[str | None]):
     def tolist(self) -> list[str | None]:
         """Every slot's id, in one pass of C calls (beside a window, a slice of :data:`STEP` at a time)."""
         with_free: list[str | None] = [*self._order.ids, None]  # place -1, a free slot, picks the None
-        places = self._places
-        if pace.foreground() is None:
-            ids = list(map(with_free.__getitem__, places))
-        else:
-            ids = []
-            for lo in range(0, len(places), STEP):
-                ids += map(with_free.__getitem__, places[lo : lo + STEP])
-                pace.checkpoint()
+        ids: list[str | None] = []
+        for _lo, chunk in pace.slices(self._places, STEP):
+            ids += map(with_free.__getitem__, chunk)
         for slot, mid in self._set.items():
             ids[slot] = mid
         return ids + self._added

@@ -43,18 +43,27 @@ def test_the_views_read_the_very_fields_that_are_written():
         assert read.__struct_fields__ == written.__struct_fields__
 
 
-def test_a_restored_index_reads_its_arrays_in_the_mapped_file(tmp_path, data_dir):
+def _cached_and_restored(
+    tmp_path, data_dir, questions: tuple[str, ...] = ()
+) -> tuple[list[str], BankEngine, BankEngine]:
+    """The bank's previews of ``questions`` from an engine that read the log, that engine, and one restored
+    from the cache it saved (refreshed)."""
     bank = DataDir(str(data_dir)).bank("bank")
     engine = BankEngine(bank, MemoryConfig())
     cache = LogCache(bank.log, engine.index, folder=str(tmp_path / "cache"))
     engine.refresh()
-    expected = [engine.preview(q, now_ms=NOW).to_json(notice=True) for q in ("deploy the database", "user tea")]
+    expected = [engine.preview(q, now_ms=NOW).to_json(notice=True) for q in questions]
     assert cache.save()
     again = DataDir(str(data_dir)).bank("bank")
     warm = BankEngine(again, MemoryConfig())
     assert LogCache(again.log, warm.index, folder=str(tmp_path / "cache")).load()
     warm.refresh()
-    index = warm.index
+    return expected, engine, warm
+
+
+def test_a_restored_index_reads_its_arrays_in_the_mapped_file(tmp_path, data_dir):
+    expected, engine, warm = _cached_and_restored(tmp_path, data_dir, ("deploy the database", "user tea"))
+    bank, again, index = engine.bank, warm.bank, warm.index
     for postings in (index._ones, index._multi, index._ent, index._days):
         assert isinstance(postings._slots.obj, msgspec.Raw)  # type: ignore[attr-defined]  # of the map, no copy
     assert isinstance(index._ids, SlotIds)  # no list of every id
@@ -188,15 +197,7 @@ def test_document_frequencies_of_a_restored_index_follow_its_changes(tmp_path, d
     """A restored term's document frequency is its packed run's length until the term changes; after a
     ``set`` (kept beside the packed runs) and inside an overlay it is the changed set's: always what an
     index built from the same records says."""
-    bank = DataDir(str(data_dir)).bank("bank")
-    engine = BankEngine(bank, MemoryConfig())
-    cache = LogCache(bank.log, engine.index, folder=str(tmp_path / "cache"))
-    engine.refresh()
-    assert cache.save()
-    again = DataDir(str(data_dir)).bank("bank")
-    warm = BankEngine(again, MemoryConfig())
-    assert LogCache(again.log, warm.index, folder=str(tmp_path / "cache")).load()
-    warm.refresh()
+    _expected, _engine, warm = _cached_and_restored(tmp_path, data_dir)
     index = warm.index
     assert isinstance(index._ones, PackedRuns)
 
