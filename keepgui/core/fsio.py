@@ -35,6 +35,7 @@ import contextlib
 import errno
 import functools
 import hashlib
+import mmap
 import os
 import random
 import stat
@@ -302,6 +303,21 @@ def retrying(attempt: Callable[[], _T], *, tries: int = RETRY_TRIES, within: flo
                 raise
             time.sleep(pause)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def release_pages(view: memoryview) -> bool:
+    """Give back to the kernel the pages of a read-only file mapping that ``view`` looks into (its whole
+    map): they stop counting in the process's resident memory and are read again, from the page cache or
+    the file, when next touched. Only for a file that is replaced by a rename, never changed in place.
+    False when ``view`` is not of a mapping or the system cannot say so."""
+    mapped = view.obj
+    if not isinstance(mapped, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED") or mapped.closed:
+        return False
+    try:
+        mapped.madvise(mmap.MADV_DONTNEED)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def lines_around(path: str | os.PathLike[str], line: int, context: int = 6, width: int = 400) -> list[tuple[int, str]]:

@@ -318,3 +318,34 @@ def test_create_new_lets_exactly_one_of_many_racing_processes_create_the_file(tm
     with pytest.raises(FileExistsError):
         fsio.create_new(target, b"again")
     assert target.read_bytes() == data
+
+
+def mapped_resident_kb(path) -> int:
+    """The resident kB of this process's mappings of ``path`` (Linux's /proc/self/smaps)."""
+    total, ours = 0, False
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            first = line.split(maxsplit=1)[0]
+            if "-" in first and not first.endswith(":"):  # a mapping's header line
+                ours = line.rstrip("\n").endswith(" " + str(path))
+            elif ours and first == "Rss:":
+                total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc/self/smaps")
+def test_a_mapped_file_s_pages_are_given_back_and_read_again_when_touched(tmp_path):
+    import mmap
+
+    path = tmp_path / "cache.bin"
+    data = os.urandom(4 << 20)
+    path.write_bytes(data)
+    with open(path, "rb") as fh:
+        view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+    assert bytes(view) == data  # every page touched
+    assert mapped_resident_kb(path) >= 4000
+    assert fsio.release_pages(view[100:])  # a view into the map gives the whole map back
+    assert mapped_resident_kb(path) == 0
+    assert bytes(view[-5:]) == data[-5:]  # read again when touched (the kernel maps some pages around it)
+    assert 0 < mapped_resident_kb(path) < 4096
+    assert not fsio.release_pages(memoryview(b"not a mapping"))

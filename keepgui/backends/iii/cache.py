@@ -63,7 +63,7 @@ import msgspec
 from keepgui import __version__
 from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, encode_block
 from keepgui.backends.iii.log import LogState, MemoryLog, gc_paused, newest_first, prefix_hasher
-from keepgui.core import fsio
+from keepgui.core import fsio, pace
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir
 
@@ -259,6 +259,7 @@ def _decode_state(body: memoryview) -> tuple[LogState, LazyRecords] | None:
     packed = RecordBlock.of(cached.ids, raw[skip:], cached.starts)
     if packed is None:
         return None
+    packed.mapped = body
     return cached.state, LazyRecords(packed)
 
 
@@ -462,6 +463,14 @@ def _mark_used(path: str) -> None:
             fsio.mark_used(path)
 
 
+def _beside_a_window_release(view: memoryview) -> None:
+    """In a window's process, the pages of a mapped index file read through (its CRC-32 reads it whole)
+    given back: the restore and each query read again only the parts they go to. A command exits soon:
+    nothing to do."""
+    if pace.foreground() is not None:
+        fsio.release_pages(view)
+
+
 def _map_rest(fh: BinaryIO) -> memoryview:
     """The file from where ``fh`` stands to its end, mapped read-only (no copy of a cache of hundreds of
     megabytes; the map outlives ``fh`` and lives as long as what is read from it). Only keepgui's own
@@ -567,6 +576,7 @@ class LogCache:
         if (cached.offset, cached.digest) != fresh:
             return False
         self._index_loaded = self.index.restore(cached.index)
+        _beside_a_window_release(mapped)
         return self._index_loaded
 
     def _listing_head(self) -> str:
@@ -714,6 +724,8 @@ class LogCache:
             return None, None, None
         if index is None or index_crc != _CHECK_LENGTH.unpack_from(index)[0]:
             cached_index = parts = None
+        else:
+            _beside_a_window_release(index)
         return decoded, cached_index, parts
 
     def _restore_index(self, cached: CachedIndexView, state: LogState, parts: RestoredParts | None) -> bool:

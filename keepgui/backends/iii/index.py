@@ -369,6 +369,7 @@ class BankIndex:
         self._ids: MutableSequence[str | None] = []  # slot -> id (None when free; a restore's SlotIds)
         self._record_at: array[int] | None = None  # slot -> its record's place in a restored LazyRecords
         self._free: list[int] = []
+        self._top_at: dict[str, int] = {}  # id -> place in a restored block, of the head as last computed
         self._dl: MutableSequence[int] = []  # per slot, 0 when free
         self._upd: MutableSequence[int] = []  # updated_at per slot
         self._day_of: MutableSequence[int] = []  # updated_at // day per slot (what its recency bound is of)
@@ -948,10 +949,29 @@ class BankIndex:
             return []
         if not self._top_all and len(self._top) < limit:
             size = max(limit, _TOP_CACHE)
-            records = self.records
-            self._top = heapq.nsmallest(size, (top_key(records[mid]) for mid in self._slot))
-            self._top_all = len(self._top) == len(self._slot)
-        return [self.records[key[-1]] for key in self._top[:limit]]
+            live = [0]
+            head = heapq.nsmallest(size, self._live_keys(live))
+            self._top = [key for key, _place in head]
+            self._top_at = {key[-1]: place for key, place in head if place >= 0}
+            self._top_all = len(self._top) == live[0]
+        records, top_at = self.records, self._top_at
+        if not top_at or not isinstance(records, LazyRecords):
+            return [records[key[-1]] for key in self._top[:limit]]
+        return [
+            records.at(top_at[key[-1]], key[-1]) if key[-1] in top_at else records[key[-1]] for key in self._top[:limit]
+        ]
+
+    def _live_keys(self, counted: list[int]) -> Iterator[tuple[tuple[bool, int, int, str], int]]:
+        """Every live slot's ``top_key`` and its record's place in a restored block (-1 when not known),
+        ``counted[0]`` how many so far: a restored index's records are read by their places, with no
+        id -> slot or id -> position table of a million ids made for them."""
+        ids, records = self._ids, self.records
+        if isinstance(ids, SlotIds) and isinstance(records, LazyRecords) and ids.reads(records):
+            found: Iterable[tuple[Memory, int]] = ids.placed(records)
+        else:
+            found = ((records[mid], -1) for mid in self._slot)
+        for counted[0], (memory, place) in enumerate(found, 1):
+            yield top_key(memory), place
 
     def _top_insert(self, memory: Memory) -> None:
         key = top_key(memory)

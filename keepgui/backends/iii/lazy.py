@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import msgspec
 
 from keepgui.backends.iii.record import Memory
-from keepgui.core import pace
+from keepgui.core import fsio, pace
 
 if TYPE_CHECKING:
     from keepgui.core.source import Progress
@@ -79,6 +79,7 @@ class RecordBlock:
         self._decoded: dict[int, Memory] = {}
         self._all: list[Memory] | None = None
         self.decodes = 0  # records decoded one by one (a whole decode counts every record)
+        self.mapped: memoryview | None = None  # the mapped file the block is read from, if it is
 
     @classmethod
     def of(cls, ids: list[str] | msgspec.Raw, block: bytes | memoryview, starts: bytes) -> RecordBlock | None:
@@ -110,6 +111,10 @@ class RecordBlock:
             if len(ids) != self.n:
                 raise msgspec.DecodeError("a block of ids of another length than its records")
             self._ids, self._packed_ids = ids, None
+        return self._ids
+
+    def decoded_ids(self) -> list[str] | None:
+        """The ids in order when they are strings already, else None (not decoded for the asking)."""
         return self._ids
 
     def id_at(self, position: int) -> str:
@@ -158,6 +163,8 @@ class RecordBlock:
                     for _lo, chunk in pace.slices(records, STEP):
                         ids += map(_RECORD_ID, chunk)
                     self._ids, self._packed_ids = ids, None
+                if self.mapped is not None:  # every record is an object now: the mapped file's pages go back
+                    fsio.release_pages(self.mapped)
             if len(records) != n:
                 raise msgspec.DecodeError("a record block of another length than its ids")
             self._all = records
@@ -521,6 +528,25 @@ class SlotIds(MutableSequence[str | None]):
 
     def __iter__(self) -> Iterator[str | None]:
         return iter(self.tolist())
+
+    def reads(self, records: LazyRecords) -> bool:
+        """Whether ``records`` are over the block the slots' places are in."""
+        return records.packed is self._order
+
+    def placed(self, records: LazyRecords) -> Iterator[tuple[Memory, int]]:
+        """The record of every slot that holds one, in slot order, with its place in the block: a slot of
+        the block's read by its place (no id -> position table made), one set since or appended by its id
+        (place -1)."""
+        order, changed = self._order, self._set
+        for lo, chunk in pace.slices(self._places, STEP):
+            for slot, place in enumerate(chunk, lo):
+                if slot in changed:
+                    mid = changed[slot]
+                    if mid is not None:
+                        yield records[mid], -1
+                elif place >= 0:
+                    yield records.at(place, order.at(place).id), place
+        yield from ((records[mid], -1) for mid in self._added if mid is not None)
 
     def tolist(self) -> list[str | None]:
         """Every slot's id, in one pass of C calls (beside a window, a slice of :data:`STEP` at a time)."""

@@ -221,3 +221,29 @@ def test_document_frequencies_of_a_restored_index_follow_its_changes(tmp_path, d
         inside = built()
         assert [index.df(t) for t in terms] == [inside.df(t) for t in terms]
     assert [index.df(t) for t in terms] == [reference.df(t) for t in terms]
+
+
+def test_a_restored_index_s_top_reads_records_by_their_places(tmp_path, data_dir):
+    """The head of ``top_memories`` from a restored index walks the slots' places: neither the id -> slot
+    table nor the records' id -> position table is made for it, and it is the head a fresh index gives,
+    after an edit, a deletion and a new memory too."""
+    _, _engine, warm = _cached_and_restored(tmp_path, data_dir)
+    index, records = warm.index, warm.bank.log.records
+    index._top, index._top_all = [], False  # as a cache saved before any question needed the head
+    everything = len(records) + 10
+    head = index.top(everything)
+    assert index._slot_of is None and records.packed._positions is None
+    fresh = BankIndex()
+    fresh.rebuild(dict(records).values())
+    assert [m.id for m in head] == [m.id for m in fresh.top(everything)] and index._top_all
+
+    live = [m for m in head if not m.pinned]
+    edited = msgspec.structs.replace(live[-1], corroboration=99, revision=live[-1].revision + 1)
+    new = msgspec.structs.replace(live[0], id="fp-new-memory-0001", text="a memory written since", revision=0)
+    for mid, memory in ((edited.id, edited), (live[1].id, None), (new.id, new)):
+        index.set(mid, memory)
+        fresh.set(mid, memory)
+    index._top, index._top_all = [], False
+    assert [m.id for m in index.top(everything)] == [m.id for m in fresh.top(everything)]
+    first_unpinned = next(m for m in index.top(everything) if not m.pinned)
+    assert isinstance(index._ids, SlotIds) and first_unpinned == edited  # the record as it is now

@@ -5,10 +5,11 @@ appended lines replayed here after; a child that fails leaves the replay to this
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
-from keepgui.backends.iii import lazy, warm
+from keepgui.backends.iii import cache, lazy, warm
 from keepgui.backends.iii.config import MemoryConfig
 from keepgui.backends.iii.context import BankEngine
 from keepgui.backends.iii.lazy import LazyRecords, SlotIds
@@ -16,6 +17,7 @@ from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.store import DataDir
 from keepgui.core import childwork, pace, registry
 from tests.bench.synth import make_bank, make_records
+from tests.core.test_fsio import mapped_resident_kb
 
 NOW = 1_780_000_000_000
 
@@ -79,6 +81,24 @@ def test_a_bank_cached_with_its_index_restores_both_with_no_child(tmp_path, monk
     assert list(bank.load(full=True).rows.rows) == _replayed(data_dir)
     core = bank.core()
     assert bank.engine(core).index._synced_records is core.log.records
+    fresh = BankEngine(DataDir(data_dir).bank("bank"), MemoryConfig())
+    assert bank.preview("database", now_ms=NOW).to_json() == fresh.preview("database", now_ms=NOW).to_json()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc/self/smaps")
+@pytest.mark.usefixtures("window_like")
+def test_a_restored_window_gives_the_mapped_cache_s_pages_back(tmp_path):
+    """Once every record is an object, and once the index file is checked, the pages of the two mapped
+    cache files stop counting in the window's memory; a preview reads again only what it goes to."""
+    data_dir = str(tmp_path / "data")
+    make_bank(os.path.join(data_dir, "bank"), memories=3000, lines=7000, seed=12)
+    warm.warm(data_dir, "bank", True)
+    bank = _bank(data_dir)
+    assert list(bank.load(full=True).rows.rows) == _replayed(data_dir)
+    where = cache.LogCache(bank.core().log)
+    files = [where.log_file, where.index_file]  # the log's state and its index
+    assert all(os.path.getsize(path) > 200_000 for path in files)
+    assert [mapped_resident_kb(path) for path in files] == [0, 0]
     fresh = BankEngine(DataDir(data_dir).bank("bank"), MemoryConfig())
     assert bank.preview("database", now_ms=NOW).to_json() == fresh.preview("database", now_ms=NOW).to_json()
 
