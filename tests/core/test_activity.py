@@ -112,6 +112,25 @@ def test_appended_lines_are_read_alone_and_a_rewrite_is_read_again(tmp_path):
     assert kinds == [CREATED, EDITED, CREATED]  # corroboration 0 again: an edit, not a reinforcement
 
 
+def test_snapshots_share_the_event_arrays_until_a_read_appends(tmp_path):
+    """A snapshot is not a copy of every event (80 MB at a million memories): the next read that appends
+    copies them first, so every snapshot handed out keeps exactly the events it had."""
+    log = tmp_path / "memories.jsonl"
+    write_log(log, record("Prefers tea", 0, T0), record("Lives in Lisbon", 0, T0 + 1))
+    index = ActivityIndex(str(log))
+    index.sync()
+    first, again = index.snapshot(), index.snapshot()
+    assert first.times[CREATED] is again.times[CREATED]  # nothing read between them: shared
+    before = events(first)
+    write_log(log, record("Prefers tea", 1, T0 + DAY, corroboration=1), record("Drinks coffee", 0, T0 - DAY), mode="ab")
+    assert index.sync() == 2
+    assert events(first) == events(again) == before  # the read appended to copies
+    after = events(index.snapshot())
+    assert after == sorted(
+        [*before, (T0 + DAY, REINFORCED, fingerprint("Prefers tea")), (T0 - DAY, CREATED, fingerprint("Drinks coffee"))]
+    )
+
+
 def test_out_of_order_times_are_sorted_and_days_counted(tmp_path):
     log = tmp_path / "memories.jsonl"
     write_log(

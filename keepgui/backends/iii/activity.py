@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from keepgui.backends.iii.log import line_blocks
@@ -50,6 +51,17 @@ def read_columns(path: str) -> dict[str, Any]:
     return index.columns()
 
 
+def _share_strings(keys: list[str], known: Sequence[str]) -> None:
+    """Each slice of ``keys`` equal to the same slice of ``known`` replaced by it (its strings kept, those
+    of ``keys`` let go), a slice at a time."""
+    for lo in range(0, len(keys), childwork.SLICE):
+        hi = lo + childwork.SLICE
+        same = known[lo:hi]
+        if keys[lo:hi] == same:
+            keys[lo:hi] = same
+        pace.checkpoint()
+
+
 class ActivityIndex:
     """The capture events of one log, kept current by :meth:`sync` (call with the bank's lock held)."""
 
@@ -60,13 +72,14 @@ class ActivityIndex:
 
     def _reset(self) -> None:
         self.keys: list[str] = []
-        self._index: dict[str, int] = {}
+        self._index: dict[str, int] | None = {}  # key -> row (None: made from keys when a read needs it)
         self._revision = array("Q")
         self._corroboration = array("L")
         self._live = bytearray()
         self._times = {kind: array("q") for kind in CAPTURE_KINDS}
         self._rows = {kind: array("l") for kind in CAPTURE_KINDS}
         self._unsorted: set[str] = set()
+        self._handed = False  # the event arrays are a snapshot's too: copied before they change
         self._offset = 0
         self._identity: tuple[int, int] | None = None
         self._guard = b""
@@ -74,11 +87,12 @@ class ActivityIndex:
 
     # ------------------------------------------------------------------ reading
 
-    def sync(self, in_child: bool | None = None) -> int:
+    def sync(self, in_child: bool | None = None, known_ids: Callable[[], Sequence[str] | None] | None = None) -> int:
         """Read what the log gained since the last call (all of it the first time, or when it was
         rewritten); returns the number of new events. A first read of a long log runs in a child
         process when ``in_child`` (default: when the process uses children); should the child fail,
-        here, with a note saying why."""
+        here, with a note saying why. ``known_ids()``: the bank's ids in order as strings it holds
+        already, or None; the child's keys equal to them are let go for them."""
         try:
             st = os.stat(self.path)
         except OSError:
@@ -93,7 +107,7 @@ class ActivityIndex:
         if in_child is None:
             in_child = childwork.children_used()
         if in_child and not self._offset and st.st_size >= CHILD_BYTES:
-            self._read_in_child(identity)
+            self._read_in_child(identity, known_ids)
         try:
             with open(self.path, "rb") as fh:
                 if self._offset:
@@ -110,7 +124,7 @@ class ActivityIndex:
             return 0
         return len(self) - before
 
-    def _read_in_child(self, identity: tuple[int, int]) -> None:
+    def _read_in_child(self, identity: tuple[int, int], known_ids: Callable[[], Sequence[str] | None] | None) -> None:
         """Read the log in a child process and take its columns (the rest, appended since, is read
         here next); on failure leave the state empty, to be read here, and say why in the note."""
         try:
@@ -119,7 +133,7 @@ class ActivityIndex:
             self.note = f"{NOTE} (read in the window's process: {str(exc).splitlines()[0]})"
             return
         if columns.get("identity") == identity:  # else the log was replaced meanwhile: read here
-            self.adopt(columns)
+            self.adopt(columns, known_ids() if known_ids is not None else None)
 
     def columns(self) -> dict[str, Any]:
         """The whole state as columns (lists and bytes), for :meth:`adopt` in another process."""
@@ -137,15 +151,16 @@ class ActivityIndex:
             "head": self._head,
         }
 
-    def adopt(self, columns: dict[str, Any]) -> None:
-        """Take the state :meth:`columns` made (in a child process): one copy of each array, the
-        key -> row dict built a slice at a time."""
+    def adopt(self, columns: dict[str, Any], known: Sequence[str] | None = None) -> None:
+        """Take the state :meth:`columns` made (in a child process): one copy of each array; the keys equal
+        to ``known`` (the bank's ids in order, held already) replaced by those, a slice at a time; the
+        key -> row dict made only when lines appended since are read."""
         keys: list[str] = columns["keys"]
         self._reset()
         self.keys = keys
-        for lo in range(0, len(keys), childwork.SLICE):
-            self._index.update(zip(keys[lo : lo + childwork.SLICE], range(lo, lo + childwork.SLICE), strict=False))
-            pace.checkpoint()
+        self._index = None  # made by the first read of lines appended (a million keys: 70 MB)
+        if known is not None:
+            _share_strings(keys, known)
         self._revision.frombytes(columns["revision"])
         self._corroboration.frombytes(columns["corroboration"])
         self._live = bytearray(columns["live"])
@@ -173,7 +188,16 @@ class ActivityIndex:
                 self._head = (self._head + data[:end])[:_HEAD]
 
     def _consume(self, lines: list[bytes]) -> None:
-        index, revision, corroboration, live = self._index, self._revision, self._corroboration, self._live
+        if self._handed:  # a snapshot holds the arrays: it keeps them as they were, these grow on
+            self._times = {kind: array("q", t) for kind, t in self._times.items()}
+            self._rows = {kind: array("l", r) for kind, r in self._rows.items()}
+            self._handed = False
+        index = self._index
+        if index is None:
+            index = self._index = {}
+            for lo, chunk in pace.slices(self.keys, childwork.SLICE):
+                index.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
+        revision, corroboration, live = self._revision, self._corroboration, self._live
         times, rows = self._times, self._rows
         for n, line in enumerate(lines):
             if not n & 255:
@@ -228,11 +252,8 @@ class ActivityIndex:
         return sum(len(t) for t in self._times.values())
 
     def snapshot(self) -> Activity:
-        """The events as they are now, in arrays of their own (later reads do not change them)."""
+        """The events as they are now (later reads do not change them: the arrays are copied before the
+        next read appends to them, not for every snapshot: a million memories' events are 80 MB)."""
         self._sort()
-        return Activity(
-            self.keys,
-            {kind: array("q", t) for kind, t in self._times.items()},
-            {kind: array("l", r) for kind, r in self._rows.items()},
-            note=self.note,
-        )
+        self._handed = True
+        return Activity(self.keys, self._times, self._rows, note=self.note)

@@ -132,6 +132,15 @@ def _applied_notes(applied: Any) -> tuple[str, ...]:
     return tuple(applied.errors) + said_of(reload)
 
 
+def _decoded_ids(bank: CoreBank) -> Sequence[str] | None:
+    """The ids of a bank restored from its cache, in the log's order, when they are strings already
+    (a window decodes every record, its ids read off them); else None (none made for the asking)."""
+    from keepgui.backends.iii.lazy import LazyRecords
+
+    records = bank.log.records
+    return records.packed.decoded_ids() if isinstance(records, LazyRecords) else None
+
+
 def said_of(reload: ReloadOutcome | None) -> tuple[str, ...]:
     """The note a write's reload deserves: why a running worker was not told, unless that is the
     machine's standing condition (``doctor`` says that once)."""
@@ -305,7 +314,7 @@ class IiiBank(BankDefaults):
                 return Activity([], {}, {}, note=f"{LOG_NAME} cannot be read: {bank.log.unreadable}")
             if self._activity is None or self._activity.path != bank.log_path:
                 self._activity = ActivityIndex(bank.log_path)
-            self._activity.sync()
+            self._activity.sync(known_ids=lambda: _decoded_ids(bank))
             return self._activity.snapshot()
 
     def preview(self, query: str, pending: Pending | None = None, now_ms: int | None = None) -> Preview:

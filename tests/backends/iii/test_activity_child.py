@@ -71,3 +71,24 @@ def test_the_window_makes_no_python_call_per_line_for_an_activity_read_in_a_chil
     here = ActivityIndex(log)
     _, calls_here = counting_calls(lambda: here.sync(in_child=False))
     assert calls_here > 20_000  # read here: a record decoded per line
+
+
+def test_the_child_s_keys_give_way_to_the_bank_s_own_id_strings(tmp_path, monkeypatch):
+    """A window holds every id already (its records'): the child's copies of them are let go, a slice at
+    a time, where a slice equals the bank's ids; a slice that differs keeps its own. The events are the
+    same, and lines appended since are read against them."""
+    monkeypatch.setattr(childwork, "SLICE", 64)
+    log = make_bank(str(tmp_path / "bank"), 900, 2000, 8)
+    here = ActivityIndex(log)
+    here.sync(in_child=False)
+    held = [key.encode().decode() for key in here.keys]  # the bank's strings: equal, other objects
+    held[700] = "fp-not-this-one"  # the tenth slice differs
+    there = ActivityIndex(log)
+    there.sync(in_child=True, known_ids=lambda: held)
+    shared = [key is mine for key, mine in zip(there.keys, held, strict=True)]
+    assert shared == [not 640 <= row < 704 for row in range(len(held))]
+    assert there.keys == here.keys and events(there) == events(here)
+    with open(log, "ab") as fh:
+        fh.write(b"".join(m.to_line() for m in make_records(30, 90, 81)))
+    assert here.sync(in_child=False) == there.sync(in_child=True) == 90
+    assert events(there) == events(here)
