@@ -147,6 +147,9 @@ class IiiSource(SourceDefaults):
             bank = self._banks.get(name)
             if bank is None:
                 bank = self._banks[name] = IiiBank(self, name)
+                from keepgui.backends.iii import warm
+
+                warm.expect(os.path.join(self.path, name, LOG_NAME))
             return bank
 
     def classify(self, changed: Sequence[tuple[str, ...]], listed: Sequence[str]) -> WatchPlan:

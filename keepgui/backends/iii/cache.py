@@ -183,6 +183,11 @@ def _key(log_path: str) -> str:
     return hashlib.sha1(real.encode("utf-8", "surrogateescape"), usedforsecurity=False).hexdigest()
 
 
+def cached_state_file(log_path: str, folder: str | None = None) -> str:
+    """The file a log's cached state is kept in (it may not be there)."""
+    return os.path.join(folder or cache_folder(), _key(log_path) + ".log")
+
+
 def _read(path: str) -> bytes | None:
     """The body of a cache file after its magic line, or None (missing, unreadable, foreign)."""
     try:
@@ -524,7 +529,7 @@ class LogCache:
         self.folder = folder or cache_folder()
         key = _key(log.path)
         self.key = key
-        self.log_file = os.path.join(self.folder, key + ".log")
+        self.log_file = cached_state_file(log.path, self.folder)
         self.index_file = os.path.join(self.folder, key + ".index")
         self.stamp_file = os.path.join(self.folder, key + ".stat")
         self._loaded: tuple[int, bytes] | None = None  # (offset, digest) of the log state restored

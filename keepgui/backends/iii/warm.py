@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from keepgui.backends.iii.cache import LogCache
+from keepgui.backends.iii.cache import LogCache, cached_state_file
 from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, encode_block
 from keepgui.backends.iii.log import MemoryLog
 from keepgui.backends.iii.record import Memory
@@ -57,9 +57,10 @@ log = logging.getLogger(__name__)
 
 PROGRESS_S = 0.05
 """Seconds between two progress reports of the child's replay."""
-FIRST_ROWS_S = 0.25
-"""The child sends the rows replayed so far once its replay has run this long, then each time they doubled
-(at most every :data:`FIRST_ROWS_S`), up to :data:`FIRST_ROWS_MAX`: the window shows them meanwhile."""
+FIRST_ROWS_S = 0.1
+"""The child sends the rows replayed so far once its replay has run this long (a few thousand rows: the
+first screenfuls), then each time they doubled (at most every :data:`FIRST_ROWS_S`), up to
+:data:`FIRST_ROWS_MAX`: the window shows them meanwhile."""
 FIRST_ROWS_MAX = 20_000
 """Rows the child sends at most in one part: a part is one message, copied whole while the interpreter
 lock is held (20,000 records are about 14 MB: a few milliseconds), and the window has its first
@@ -185,6 +186,14 @@ class _News:
             with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
                 self.rows = block.all()
         return self.rows
+
+
+def expect(log_path: str) -> None:
+    """A bank of a window's source is about to be shown: when its log is big enough for the child and no
+    cache of it is on file, start the child now, on a thread, so its first load does not wait the third of
+    a second a new interpreter takes to start and import."""
+    if _worth_a_child(log_path) and not os.path.exists(cached_state_file(log_path)):
+        childwork.warm_up(dict((WARM_CHILD,)))
 
 
 def _worth_a_child(path: str) -> bool:
