@@ -14,6 +14,7 @@ index's ``set``): changes are kept beside the packed part, which is never modifi
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import operator
 from array import array
@@ -50,6 +51,19 @@ def encode_block(records: Sequence[Memory]) -> tuple[bytes, bytes]:
 
 _DECODE_IDS = msgspec.msgpack.Decoder(list[str]).decode
 _RECORD_ID = operator.attrgetter("id")
+_SHARED_FIELDS = tuple((name, operator.attrgetter(name)) for name in ("tags", "entities", "source"))
+"""A record's fields whose values repeat across a bank (a few dozen tag sets, a few thousand sources):
+a decode makes a new object for each record, :func:`share_repeats` keeps one of each."""
+
+
+def share_repeats(records: list[Memory], seen: dict[Any, Any]) -> None:
+    """Make the equal values of each of :data:`_SHARED_FIELDS` in ``records`` one object, the first of
+    them ``seen`` (kept by the caller across slices). Equal immutable values: no record reads otherwise.
+    At a million memories decoded from a cache, a quarter of a gigabyte of repeats; C calls only."""
+    keep, set_field = seen.setdefault, msgspec.structs.force_setattr
+    for name, get in _SHARED_FIELDS:
+        values = list(map(get, records))
+        collections.deque(map(set_field, records, itertools.repeat(name), map(keep, values, values)), maxlen=0)
 
 
 def _array_length(encoded: msgspec.Raw) -> int | None:
@@ -152,9 +166,12 @@ class RecordBlock:
                 records = _DECODE_ALL(self.block)
             else:
                 records, starts, view = [], self.starts, self._view
+                seen: dict[Any, Any] = {}
                 for lo in range(0, n, STEP):
                     hi = min(lo + STEP, n)
-                    records += _DECODE_ALL(_HEADER + (hi - lo).to_bytes(4, "big") + view[starts[lo] : starts[hi]])
+                    part = _DECODE_ALL(_HEADER + (hi - lo).to_bytes(4, "big") + view[starts[lo] : starts[hi]])
+                    share_repeats(part, seen)  # a window keeps every record: its repeats once
+                    records += part
                     if progress is not None:
                         progress(hi, n, records.copy)
                     pace.checkpoint()

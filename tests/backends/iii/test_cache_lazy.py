@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+import keepgui.backends.iii.lazy as lazy_module
 from keepgui.backends.iii import cache as cache_module
 from keepgui.backends.iii.cache import LogCache
 from keepgui.backends.iii.config import MemoryConfig
@@ -17,6 +18,7 @@ from keepgui.backends.iii.context import BankEngine
 from keepgui.backends.iii.lazy import LazyRecords, RecordBlock, encode_block
 from keepgui.backends.iii.store import DataDir
 from keepgui.cli import Context, parse_args, run_command
+from keepgui.core import pace
 from tests.bench.synth import make_bank, make_records
 
 NOW = 1_767_000_000_000
@@ -176,3 +178,29 @@ def test_lazy_records_behave_as_the_dict_they_stand_for():
     assert RecordBlock.of([m.id for m in records][:-1], block, starts) is None
     assert RecordBlock.of([m.id for m in records], block[:-1], starts) is None
     assert RecordBlock.of([m.id for m in records], block, starts[:-3]) is None
+
+
+def test_a_window_s_decode_keeps_one_object_of_each_repeated_value(monkeypatch):
+    """Beside a window (a slice at a time), the tags, entities and sources that repeat across records are
+    one object each, across slices too; every record equal to a plain decode's, hash and all."""
+    monkeypatch.setattr(lazy_module, "STEP", 37)
+    records = make_records(400, 900, seed=5)
+    live = list({m.id: m for m in records}.values())
+    block, starts = encode_block(live)
+    plain = RecordBlock.of([m.id for m in live], block, starts)
+    windowed = RecordBlock.of([m.id for m in live], block, starts)
+    assert plain is not None and windowed is not None
+    expected = plain.all()
+    pace.set_foreground(pace.Foreground())
+    try:
+        got = windowed.all()
+    finally:
+        pace.set_foreground(None)
+    assert got == expected and [hash(m) for m in got] == [hash(m) for m in expected]
+    for field in ("tags", "entities", "source"):
+        values = [getattr(m, field) for m in got]
+        distinct = {}
+        for value in values:
+            distinct.setdefault(value, value)
+        assert len({id(v) for v in values}) == len(distinct) < len(values)  # one object per distinct value
+        assert len({id(getattr(m, field)) for m in expected}) > len(distinct)  # a plain decode repeats them
