@@ -108,3 +108,25 @@ def test_a_table_build_replaced_by_a_newer_delivery_stops_and_the_newer_is_shown
     qtbot.waitUntil(lambda: panel._building is None, timeout=10_000)
     assert panel.model.rowCount() == len(new)
     assert first.wait(10) and first.state == "cancelled"  # it stopped (or was skipped), never delivered
+
+
+def test_cell_flags_follow_the_capabilities_and_the_row(qtbot):
+    """A cell's flags are worked out once per capabilities (a paint asks for every cell): a retired row's
+    pin box is not checkable, and other capabilities given with the rows change every cell's flags."""
+    from PySide6.QtCore import Qt
+
+    from keepgui.core.source import PIN
+    from keepgui.ui.memorypanel.model import COLUMN_INDEX, MemoryTableModel
+
+    model = MemoryTableModel()
+    rows = _rows(10)  # every fifth row retired
+    model.reset_rows(rows, Capabilities())
+    pin, text = COLUMN_INDEX["pinned"], COLUMN_INDEX["text"]
+    flags = Qt.ItemFlag
+    assert model.flags(model.index(1, pin)) & flags.ItemIsUserCheckable
+    assert model.flags(model.index(0, pin)) == flags.ItemIsSelectable  # retired: cannot be pinned
+    assert model.flags(model.index(1, text)) & flags.ItemIsEditable
+    model.reset_rows(rows, Capabilities(missing={PIN: "this agent has no pins", "edit": "read-only"}))
+    assert model.flags(model.index(1, pin)) == flags.ItemIsSelectable
+    assert not model.flags(model.index(1, text)) & flags.ItemIsEditable
+    assert model.flags(model.index(1, text)) & flags.ItemIsSelectable
