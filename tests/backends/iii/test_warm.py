@@ -139,6 +139,9 @@ def test_a_failed_child_leaves_the_replay_here(tmp_path, monkeypatch, caplog):
     make_bank(os.path.join(data_dir, "bank"), memories=600, lines=1500, seed=5)
 
     class Dead:
+        def warm(self):  # started early as the bank is made (warm.expect): it dies when called
+            pass
+
         def call(self, *_args, **_kwargs):
             raise childwork.ChildFailed("the bank process stopped (exit status -9)")
 
@@ -181,6 +184,9 @@ def test_the_child_s_first_rows_are_shown_while_it_replays(tmp_path, monkeypatch
     class Spy:
         def __init__(self, *args):
             self.child = real(*args)
+
+        def warm(self):
+            self.child.warm()
 
         def call(self, *args, **kwargs):
             calls.append(args)
