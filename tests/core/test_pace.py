@@ -136,3 +136,14 @@ def test_slices_are_one_step_for_a_command_and_steps_with_checkpoints_beside_a_w
     finally:
         pace.set_foreground(None)
     assert len(waits) == 3
+
+
+def test_numbered_is_the_position_of_each_item_with_or_without_a_window():
+    items = ["a", "b", None, "c", "b"]
+    expected = {item: n for n, item in enumerate(items)}  # a repeat: its last position
+    assert pace.numbered(items, 2) == expected
+    pace.set_foreground(pace.Foreground())
+    try:
+        assert pace.numbered(items, 2) == expected
+    finally:
+        pace.set_foreground(None)

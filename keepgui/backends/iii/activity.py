@@ -194,9 +194,7 @@ class ActivityIndex:
             self._handed = False
         index = self._index
         if index is None:
-            index = self._index = {}
-            for lo, chunk in pace.slices(self.keys, childwork.SLICE):
-                index.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
+            index = self._index = pace.numbered(self.keys, childwork.SLICE)
         revision, corroboration, live = self._revision, self._corroboration, self._live
         times, rows = self._times, self._rows
         for n, line in enumerate(lines):

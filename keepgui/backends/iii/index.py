@@ -510,10 +510,8 @@ class BankIndex:
         """Live id -> slot (a restored index makes it on first use: a query goes by slot)."""
         slot_of = self._slot_of
         if slot_of is None:
-            ids = _listed(self._ids)
-            made: dict[str | None, int] = {}  # beside a window a slice at a time (a million ids: 0.1 s in one call)
-            for lo, chunk in pace.slices(ids, lazy_module.STEP):
-                made.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
+            # beside a window a slice at a time (a million ids: 0.1 s in one call)
+            made = pace.numbered(_listed(self._ids), lazy_module.STEP)
             made.pop(None, None)  # free slots
             slot_of = self._slot_of = cast(dict[str, int], made)
         return slot_of

@@ -139,10 +139,7 @@ class RecordBlock:
     def positions(self) -> dict[str, int]:
         """id -> position, made on first use (a slice at a time beside a window)."""
         if self._positions is None:
-            positions: dict[str, int] = {}
-            for lo, chunk in pace.slices(self.ids, STEP):
-                positions.update(zip(chunk, range(lo, lo + len(chunk)), strict=True))
-            self._positions = positions
+            self._positions = pace.numbered(self.ids, STEP)
         return self._positions
 
     def at(self, position: int) -> Memory:
