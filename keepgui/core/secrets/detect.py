@@ -404,6 +404,36 @@ class Detector:
         return hits
 
 
+_HERE: list[Detector] = []  # the one detector of a child's calls (its calls run one at a time)
+
+
+def hits_columns(texts: list[str]) -> dict[str, list[Any]]:
+    """Every text's hits as columns (what the secrets child runs, :mod:`keepgui.core.childwork`):
+    ``which`` (the text's index), ``kind``, ``start``, ``end``; see :func:`hits_of_columns`."""
+    if not _HERE:
+        _HERE.append(Detector())
+    detector = _HERE[0]
+    which: list[int] = []
+    kinds: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for i, text in enumerate(texts):
+        for hit in detector.scan(text):
+            which.append(i)
+            kinds.append(hit.kind)
+            starts.append(hit.start)
+            ends.append(hit.end)
+    return {"which": which, "kind": kinds, "start": starts, "end": ends}
+
+
+def hits_of_columns(columns: dict[str, list[Any]], count: int) -> list[list[Hit]]:
+    """The hits of each of ``count`` texts, from :func:`hits_columns`' answer."""
+    out: list[list[Hit]] = [[] for _ in range(count)]
+    for i, kind, start, end in zip(columns["which"], columns["kind"], columns["start"], columns["end"], strict=True):
+        out[i].append(Hit(kind, start, end))
+    return out
+
+
 _NEWLINE = stdre.compile("\n")
 _EDGES = " \t\r\n\"'=:"
 _UUID = regex.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")

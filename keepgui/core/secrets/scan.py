@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -21,10 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from keepgui.core import fsio, pace
+from keepgui.core import childwork, fsio, pace
 from keepgui.core.errors import KeepguiError
 from keepgui.core.paths import app_cache_dir, app_data_dir
-from keepgui.core.secrets.detect import Detector, Hit, mask
+from keepgui.core.secrets.detect import Detector, Hit, hits_of_columns, mask
 from keepgui.core.source import Bank, Change, Source, TextMark
 from keepgui.core.timefmt import now_ms
 
@@ -208,6 +209,10 @@ class ScanCache:
 
 BLOCK = 2000
 """Rows scanned (and cached) together: a change of one row costs a scan of its block only."""
+GROUP_CHARS = 1 << 20
+"""Characters of rows' texts looked for at a time (one call of the secrets child)."""
+SECRETS_CHILD = ("secrets", ("keepgui.core.secrets.detect",))
+"""The child process that looks for secrets, and what it imports as it starts."""
 MARKS_LIMIT = 50_000
 """The longest text :func:`secret_marks` scans on the caller's thread (the editor's, while typing)."""
 
@@ -218,13 +223,39 @@ def secret_marks(text: str) -> list[TextMark]:
     """The secrets in an edited text as the editor's marks (a type and a masked form, never more)."""
     if len(text) > MARKS_LIMIT:
         return []
+    return [
+        TextMark(h.start, h.end, "warning", f"A secret ({h.kind}, {mask(text[h.start : h.end])}): redact it")
+        for h in detected([text], _marks_detector)[0]
+    ]
+
+
+def detected(texts: list[str], here: Callable[[], Detector]) -> list[list[Hit]]:
+    """What each text holds, found in the secrets child in a window's process
+    (:func:`keepgui.core.childwork.children_used`), else (or when the child failed, said in the log)
+    by ``here()``'s detector, a pacing checkpoint between texts. The library's plugins are Python, and
+    importing the library brings a hundred and forty modules (``requests`` among them): on a window's
+    thread either would hold the interpreter lock that the GUI thread waits for at every call a paint
+    makes into Python."""
+    if childwork.children_used():
+        try:
+            columns = childwork.worker(*SECRETS_CHILD).call(
+                "keepgui.core.secrets.detect", "hits_columns", lists={"texts": texts}
+            )
+            return hits_of_columns(columns, len(texts))
+        except (childwork.ChildFailed, RuntimeError) as exc:
+            log.warning("secrets are looked for in the window's process: %s", str(exc).splitlines()[0])
+    detector, out = here(), []
+    for text in texts:
+        pace.checkpoint()
+        out.append(detector.scan(text))
+    return out
+
+
+def _marks_detector() -> Detector:
     detector = getattr(_marks_local, "detector", None)
     if detector is None:
         detector = _marks_local.detector = Detector()
-    return [
-        TextMark(h.start, h.end, "warning", f"A secret ({h.kind}, {mask(text[h.start : h.end])}): redact it")
-        for h in detector.scan(text)
-    ]
+    return detector
 
 
 def _digest(text: str) -> str:
@@ -253,30 +284,41 @@ class Scanner:
 
     def hits(self, text: str) -> list[Hit]:
         """What ``text`` holds, from the cache when the same text was scanned before."""
-        digest = _digest(text)
-        found = self.cache.get(digest)
-        if found is None:
-            found = self.detector().scan(text)
-            self.cache.put(digest, found)
-        return found
+        return self.hits_of([text])[0]
+
+    def hits_of(self, texts: Sequence[str]) -> list[list[Hit]]:
+        """What each text holds: from the cache where the same text was scanned before, the rest found
+        (:func:`detected`) and remembered."""
+        digests = [_digest(t) for t in texts]
+        found = [self.cache.get(d) for d in digests]
+        missing = [i for i, hits in enumerate(found) if hits is None]
+        if missing:
+            for i, hits in zip(missing, detected([texts[i] for i in missing], self.detector), strict=True):
+                found[i] = hits
+                self.cache.put(digests[i], hits)
+        return [hits or [] for hits in found]
 
     def _rows(self, rows: Sequence[Any]) -> list[tuple[Any, Hit]]:
         """Hits in the rows' texts: blocks of :data:`BLOCK` rows joined (one line apart), each scanned
-        once and remembered by its hash; a pacing checkpoint between blocks."""
+        once and remembered by its hash; blocks of up to :data:`GROUP_CHARS` looked for at a time, with a
+        pacing checkpoint between blocks."""
         out: list[tuple[Any, Hit]] = []
+        group: list[tuple[Sequence[Any], list[int], str]] = []
+        size = 0
         for first in range(0, len(rows), BLOCK):
             pace.checkpoint()
             block = rows[first : first + BLOCK]
             texts = [r.text if isinstance(r.text, str) else "" for r in block]
-            starts: list[int] = []
-            at = 0
-            for t in texts:
-                starts.append(at)
-                at += len(t) + 1
-            for hit in self.hits("\n".join(texts)):
-                i = bisect.bisect_right(starts, hit.start) - 1
-                base = starts[i]
-                out.append((block[i], Hit(hit.kind, hit.start - base, hit.end - base)))
+            starts = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+            joined = "\n".join(texts)
+            group.append((block, starts, joined))
+            size += len(joined)
+            if size >= GROUP_CHARS or first + BLOCK >= len(rows):
+                for (part, at, _text), hits in zip(group, self.hits_of([g[2] for g in group]), strict=True):
+                    for hit in hits:
+                        i = bisect.bisect_right(at, hit.start) - 1
+                        out.append((part[i], Hit(hit.kind, hit.start - at[i], hit.end - at[i])))
+                group, size = [], 0
         return out
 
     def scan_bank(self, bank: Bank, *, preview: bool = True) -> list[Finding]:
@@ -307,8 +349,8 @@ class Scanner:
                 path = next((p for _n, p, t in docs if secret in t), "")
             fid = finding_id(src.path, bank.key.bank, f"row:{row.id}", secret)
             out.append(self._finding(fid, hit, bank, path, _line_of(row.text, hit.start), row.id, "", secret))
-        for name, path, text in docs:
-            for hit in self.hits(text):
+        for (name, path, text), hits in zip(docs, self.hits_of([t for _n, _p, t in docs]), strict=True):
+            for hit in hits:
                 secret = text[hit.start : hit.end]
                 fid = finding_id(src.path, bank.key.bank, f"doc:{name}", secret)
                 out.append(self._finding(fid, hit, bank, path, _line_of(text, hit.start), "", name, secret))
