@@ -26,6 +26,7 @@ import pytest
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtTest import QTest
 
+from keepgui.core import childwork
 from keepgui.ui import tasks
 from keepgui.ui.settings import Settings
 from tests.bench.guiwatch import GuiWatch
@@ -76,6 +77,17 @@ def _settle(window, qtbot, bank: str, quiet: float = 0.5, timeout: float = 180.0
         if time.monotonic() - idle_since >= quiet:
             return
     raise AssertionError(f"the window did not settle in {timeout:.0f} s")
+
+
+@pytest.fixture(autouse=True)
+def children():
+    """A window's process runs its long passes over a source in child processes (``launch`` says so at
+    its start): the search index, the table and the secrets scan. The test's window does too; without
+    them, the scan's Python held the interpreter lock each call of a paint into Python waits for (the
+    GUI thread asleep 0.8 s in one gap on a busy machine)."""
+    childwork.use_children(True)
+    yield
+    childwork.use_children(False)
 
 
 @pytest.fixture(scope="module")

@@ -125,8 +125,14 @@ def test_the_activity_strip_writes_dates_and_keeps_small_days_readable(make_wind
 def test_the_sidebar_counts_what_the_table_lists(claude_window, qtbot):  # noqa: F811
     window, key, _memory = claude_window(watch=False)
     qtbot.waitUntil(lambda: window.memories.model.live_count > 0, timeout=10_000)
-    detail = window.tree_model.index_of_bank(key).data(DetailRole)
-    assert detail.startswith(f"{window.memories.model.live_count} memories")
+
+    def detail() -> str:
+        return str(window.tree_model.index_of_bank(key).data(DetailRole))
+
+    # the sidebar counts from the bank's own load, which may land a moment after the table's rows
+    # (it said "loading…" then, on a busy machine): the two agree once both are in
+    qtbot.waitUntil(lambda: "loading" not in detail(), timeout=10_000)
+    assert detail().startswith(f"{window.memories.model.live_count} memories")
 
 
 def test_the_rendered_view_hides_html_comments_and_draws_markers_as_lines(make_window, demo_copy, qtbot):
