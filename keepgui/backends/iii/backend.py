@@ -39,7 +39,7 @@ from keepgui.backends.iii.store import (
     rust_stem_extension,
 )
 from keepgui.backends.iii.worker import NOT_SEEN, ReloadOutcome, WorkerLink
-from keepgui.core import fsio
+from keepgui.core import childwork, fsio
 from keepgui.core.errors import InvalidInput, KeepguiError
 from keepgui.core.registry import Found, OpenOptions, Verdict
 from keepgui.core.source import (
@@ -108,6 +108,7 @@ class IiiSource(SourceDefaults):
         self.lock = threading.RLock()
         self.config = MemoryConfig()
         self._banks: dict[str, IiiBank] = {}
+        self._listed: set[str] = set()  # the banks listed so far (a new one's child is started early)
         self.as_of = options.as_of
         """The moment recall is computed at (a copy of then, :mod:`keepgui.core.timetravel`); None: now."""
 
@@ -139,6 +140,12 @@ class IiiSource(SourceDefaults):
             trashed = self.datadir.trashed()
             for gone in set(self._banks) - set(names):
                 del self._banks[gone]
+            new, self._listed = set(names) - self._listed, set(names)
+        if new and childwork.children_used():  # a window's: a big bank's replaying child started now
+            from keepgui.backends.iii import warm
+
+            for name in new:
+                warm.expect(os.path.join(self.path, name, LOG_NAME))
         return Listing(tuple(names), tuple(Trashed(t.folder, t.bank, t.trashed_at, t.path) for t in trashed))
 
     def bank(self, name: str) -> IiiBank:
@@ -147,9 +154,6 @@ class IiiSource(SourceDefaults):
             bank = self._banks.get(name)
             if bank is None:
                 bank = self._banks[name] = IiiBank(self, name)
-                from keepgui.backends.iii import warm
-
-                warm.expect(os.path.join(self.path, name, LOG_NAME))
             return bank
 
     def classify(self, changed: Sequence[tuple[str, ...]], listed: Sequence[str]) -> WatchPlan:

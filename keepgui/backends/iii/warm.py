@@ -189,9 +189,9 @@ class _News:
 
 
 def expect(log_path: str) -> None:
-    """A bank of a window's source is about to be shown: when its log is big enough for the child and no
-    cache of it is on file, start the child now, on a thread, so its first load does not wait the third of
-    a second a new interpreter takes to start and import."""
+    """A bank of a window's source was listed (on the source's thread): when its log is big enough for the
+    child and no cache of it is on file, start the child now, on a thread, so its first load does not wait
+    the third of a second a new interpreter takes to start and import."""
     if _worth_a_child(log_path) and not os.path.exists(cached_state_file(log_path)):
         childwork.warm_up(dict((WARM_CHILD,)))
 

@@ -249,23 +249,24 @@ def test_a_restored_index_s_slots_are_listed_a_slice_at_a_time_the_same(tmp_path
 
 @pytest.mark.usefixtures("window_like")
 def test_a_big_bank_s_child_is_started_as_the_bank_is_listed(tmp_path, monkeypatch):
-    """The child that replays starts when a window's source makes the bank, before its first load asks for
-    it (a new interpreter's start and imports are a third of a second); not for a bank whose cache is on
-    file already, which a load restores with no child."""
+    """The child that replays starts when a window's source lists the bank (on the source's thread, not
+    the GUI's), before its first load asks for it (a new interpreter's start and imports are a third of a
+    second); not for a bank whose cache is on file already, which a load restores with no child."""
     data_dir = str(tmp_path / "data")
     make_bank(os.path.join(data_dir, "bank"), memories=300, lines=700, seed=14)
     child = childwork.worker(*warm.WARM_CHILD)
     child.stop()
-    bank = _bank(data_dir)
+    source = registry.open_source("iii", data_dir, registry.OpenOptions(reload_command=""))
+    source.scan()
     deadline = time.monotonic() + 20
     while child.pid is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert child.pid is not None  # started, no load asked for
-    assert list(bank.load(full=True).rows.rows) == _replayed(data_dir)
+    assert list(source.bank("bank").load(full=True).rows.rows) == _replayed(data_dir)
     started: list[dict] = []
     monkeypatch.setattr(childwork, "warm_up", started.append)
-    _bank(data_dir)  # its cache on file now (the child wrote it)
-    assert started == []
+    registry.open_source("iii", data_dir, registry.OpenOptions(reload_command="")).scan()
+    assert started == []  # its cache on file now (the child wrote it)
     make_bank(os.path.join(data_dir, "other"), memories=50, lines=100, seed=15)
-    registry.open_source("iii", data_dir, registry.OpenOptions(reload_command="")).bank("other")
-    assert started == [dict((warm.WARM_CHILD,))]
+    source.scan()
+    assert started == [dict((warm.WARM_CHILD,))]  # the new bank only
