@@ -74,6 +74,7 @@ __getattr__  # keepgui/core/source.py: the defaults named there too
 
 # run in a child process by name (keepgui.core.childwork: ChildWorker.call(module, name)), never called here
 read_columns  # keepgui/backends/iii/activity.py
+hits_columns  # keepgui/core/secrets/detect.py
 echo  # tests/core/test_childwork.py
 _warm_every_line  # tests/backends/iii/test_warm.py
 # the body of every child process: named in the Python it is started with (ChildWorker.child_code)
