@@ -55,7 +55,7 @@ def test_a_window_looks_for_secrets_in_the_child_and_finds_what_its_own_process_
 def test_the_editor_s_marks_come_from_the_child_and_the_library_is_never_imported_here(children, monkeypatch):
     """In a window's process the editor's marks are looked for in the child too: the library (and the
     hundred and forty modules it imports) stays out of the window's process."""
-    monkeypatch.setattr(scan, "_marks_local", threading.local())
+    monkeypatch.setattr(scan, "_detectors", threading.local())
     monkeypatch.setattr(scan.Detector, "__init__", _no_detector_here)
     _kind, secret, line = planted()[0]
     [mark] = scan.secret_marks(f"# Notes\n\n{line}\n")

@@ -216,7 +216,7 @@ SECRETS_CHILD = ("secrets", ("keepgui.core.secrets.detect",))
 MARKS_LIMIT = 50_000
 """The longest text :func:`secret_marks` scans on the caller's thread (the editor's, while typing)."""
 
-_marks_local = threading.local()
+_detectors = threading.local()
 
 
 def secret_marks(text: str) -> list[TextMark]:
@@ -225,7 +225,7 @@ def secret_marks(text: str) -> list[TextMark]:
         return []
     return [
         TextMark(h.start, h.end, "warning", f"A secret ({h.kind}, {mask(text[h.start : h.end])}): redact it")
-        for h in detected([text], _marks_detector)[0]
+        for h in detected([text], _thread_detector)[0]
     ]
 
 
@@ -251,10 +251,11 @@ def detected(texts: list[str], here: Callable[[], Detector]) -> list[list[Hit]]:
     return out
 
 
-def _marks_detector() -> Detector:
-    detector = getattr(_marks_local, "detector", None)
+def _thread_detector() -> Detector:
+    """This thread's detector (one per thread: the library's plugins keep a regular expression each)."""
+    detector = getattr(_detectors, "detector", None)
     if detector is None:
-        detector = _marks_local.detector = Detector()
+        detector = _detectors.detector = Detector()
     return detector
 
 
@@ -273,14 +274,10 @@ class Scanner:
         self.source = source
         self.cache = ScanCache(source.path, cache_root)
         self.allowlist = Allowlist(source.path, data_root)
-        self._local = threading.local()
 
     def detector(self) -> Detector:
         """This thread's detector."""
-        d = getattr(self._local, "detector", None)
-        if d is None:
-            d = self._local.detector = Detector()
-        return d
+        return _thread_detector()
 
     def hits(self, text: str) -> list[Hit]:
         """What ``text`` holds, from the cache when the same text was scanned before."""
