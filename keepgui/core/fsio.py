@@ -40,8 +40,9 @@ import os
 import random
 import stat
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -168,7 +169,24 @@ def on_write(hook: WriteHook) -> None:
     _WRITE_HOOKS.append(hook)
 
 
+_UNTOLD = threading.local()
+
+
+@contextlib.contextmanager
+def untold() -> Iterator[None]:
+    """The writes of this block, on this thread, are not told to the hooks (:func:`on_write`): for
+    keepgui's own stores that no journal follows (its history: 20,000 calls at a first sight)."""
+    depth = getattr(_UNTOLD, "depth", 0)
+    _UNTOLD.depth = depth + 1
+    try:
+        yield
+    finally:
+        _UNTOLD.depth = depth
+
+
 def _tell(stage: str, path: str | os.PathLike[str], data: bytes | None = None) -> None:
+    if getattr(_UNTOLD, "depth", 0):
+        return
     for hook in _WRITE_HOOKS:
         try:
             hook(stage, os.fspath(path), data)
@@ -402,6 +420,21 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def sync_files(paths: Iterable[str]) -> None:
+    """Make writes made with ``durable=False`` durable: an fsync of each file, then of each of their
+    folders once (after writing them all: the first commits the filesystem's journal for all)."""
+    folders: dict[str, None] = {}
+    for path in paths:
+        folders[os.path.dirname(path) or "."] = None
+        fd = os.open(path, os.O_RDONLY | _BINARY | _NOFOLLOW)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    for folder in folders:
+        fsync_dir(folder)
 
 
 def temp_name_for(path: str | os.PathLike[str]) -> str:

@@ -46,3 +46,67 @@ def test_recording_keeps_the_history_under_its_cap(tmp_path, monkeypatch):
         h.record(path, (f"{round_}:" + "y" * 8_000).encode())
     assert h.size()[1] < 200_000 + 5 * 8_100  # at most THIN_EVERY versions past the cap between looks
     assert h.read(h.latest(path)).startswith(b"119:")  # type: ignore[arg-type]
+
+
+def test_the_size_is_looked_at_once_until_this_process_count_passes_the_cap(tmp_path, monkeypatch):
+    """A look walks the whole history (a year of versions is many thousand files): a first sight of a
+    folder of 1,000 files looked 20 times, ~1 s before its rows. Now: at the first store, then only when
+    what this process stored passes the cap (or every WALK_EVERY stores)."""
+    monkeypatch.setenv("KEEPGUI_HISTORY_CAP", "80000")
+    h = History(tmp_path / "history")
+    walks = []
+    real_size = h.size
+    monkeypatch.setattr(h, "size", lambda: walks.append(1) or real_size())
+    for n in range(60):
+        h.record(str(tmp_path / f"f{n}.md"), f"{n}:".encode() + b"z" * 1_000)
+    assert len(walks) == 1  # ~72 KB stored (blobs and index lines): under the cap, never looked again
+    for n in range(60, 80):
+        h.record(str(tmp_path / f"f{n}.md"), f"{n}:".encode() + b"z" * 1_000)
+    assert len(walks) == 2  # the count passed 80 KB: looked at once (nothing to thin: all are latest)
+    for n in range(80, 80 + history_module.THIN_EVERY):
+        h.record(str(tmp_path / f"f{n}.md"), f"{n}:".encode() + b"z" * 1_000)
+    assert len(walks) == 3  # still over: looked again after THIN_EVERY stores, not at each one
+    assert h.size()[1] > 80_000  # every version is its file's latest: none was thinned
+
+
+def test_another_process_stores_are_seen_at_the_next_walk(tmp_path, monkeypatch):
+    monkeypatch.setenv("KEEPGUI_HISTORY_CAP", "200000")
+    monkeypatch.setattr(history_module, "WALK_EVERY", 10)
+    ours, theirs = History(tmp_path / "history"), History(tmp_path / "history")
+    path = str(tmp_path / "keep.md")
+    ours.record(path, b"first")
+    for round_ in range(40):
+        theirs.record(path, (f"{round_}:" + "y" * 8_000).encode())  # theirs thins its own as it goes
+    monkeypatch.setenv("KEEPGUI_HISTORY_CAP", "100000")
+    for round_ in range(10):
+        ours.record(str(tmp_path / "other.md"), f"{round_}".encode())
+    assert ours.size()[1] <= 100_000  # the tenth store looked, saw the other's versions and thinned them
+
+
+def test_record_many_stores_what_record_would_with_each_blob_before_its_index_line(tmp_path, monkeypatch):
+    from keepgui.core import fsio
+
+    h = History(tmp_path / "history")
+    paths = [str(tmp_path / f"f{n}.md") for n in range(5)]
+    h.record(paths[0], b"already the latest")
+    order: list[str] = []
+    real_sync = fsio.sync_files
+
+    def synced(files):
+        files = list(files)
+        for path in files:  # each blob whole on disk before any index line names it
+            if os.sep + "blobs" + os.sep in path:
+                assert not any(os.sep + "index" + os.sep in p for p in order)
+        order.extend(files)
+        return real_sync(files)
+
+    monkeypatch.setattr(fsio, "sync_files", synced)
+    h.record_many(
+        [(paths[0], b"already the latest"), *((p, f"body {p}".encode()) for p in paths[1:]), (paths[4], b"dup")]
+    )
+    assert len(h.versions(paths[0])) == 1  # the same bytes as its latest: not stored again
+    for p in paths[1:4]:
+        (version,) = h.versions(p)
+        assert h.read(version) == f"body {p}".encode() and version.source == "seen"
+    assert [h.read(v) for v in h.versions(paths[4])] == [f"body {paths[4]}".encode(), b"dup"]  # in order
+    assert sum(os.sep + "index" + os.sep in p for p in order) == 5 and sum("blobs" in p for p in order) == 5

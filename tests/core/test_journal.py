@@ -73,3 +73,33 @@ def test_entries_are_added_removed_edited_and_merged():
         ("edited", ("Dog is Biscuit",), ("Dog is Biscuit, a beagle",)),
     ]
     assert [c.kind for c in diff_entries([("a", "x")], [("a", "y"), ("b", "z")])] == ["edited", "added"]
+
+
+def test_keepguis_history_store_is_not_told_to_the_journal_and_other_threads_still_are(tmp_path):
+    """A first sight of 5,000 topic files stored 5,000 versions in keepgui's history and told the
+    journal of each blob and index line (20,000 calls, each resolving the path's links)."""
+    import threading
+
+    from keepgui.core.history import History
+
+    told: list[tuple[str, str]] = []
+
+    def hook(stage, path, _data):
+        told.append((stage, path))
+
+    fsio.on_write(hook)
+    try:
+        History(str(tmp_path / "history")).record(str(tmp_path / "a.md"), b"one")
+        assert told == []  # the blob and its index line: keepgui's own store
+        with fsio.untold():
+            with fsio.untold():
+                fsio.atomic_write(str(tmp_path / "x"), b"x")
+            fsio.atomic_write(str(tmp_path / "y"), b"y")  # still inside the outer block
+            other = threading.Thread(target=fsio.atomic_write, args=(str(tmp_path / "z"), b"z"))
+            other.start()
+            other.join()
+        assert told == [("before", str(tmp_path / "z")), ("after", str(tmp_path / "z"))]  # that thread's
+        fsio.atomic_write(str(tmp_path / "w"), b"w")
+        assert told[-1] == ("after", str(tmp_path / "w"))  # told again after the block
+    finally:
+        fsio._WRITE_HOOKS.remove(hook)
