@@ -422,6 +422,15 @@ def index_budget_lines(text: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------- the bank
 
 
+def _with_rows(progress: Progress, rows: Sequence[FileRow]) -> Callable[[int, int], None]:
+    """``progress`` as a step that shows ``rows`` (all read) while the load goes on."""
+
+    def step(done: int, total: int) -> None:
+        progress(done, total, lambda: rows)
+
+    return step
+
+
 class ClaudeProject(BankDefaults):
     """One project's memory as a bank (see the module docstring); what it lacks, BankDefaults refuses."""
 
@@ -504,7 +513,8 @@ class ClaudeProject(BankDefaults):
             self._said += fresh  # said again by the next write (a command's load is not printed)
             try:
                 folder, rows = self._read(None if full else before)
-                sha = remember(folder, self.history)
+                # the rows as read are shown while their versions are stored (a first sight: seconds)
+                sha = remember(folder, self.history, progress=None if progress is None else _with_rows(progress, rows))
                 baseline = Baselines(self.history).latest(self.memory_dir)
                 if baseline is None:
                     baseline = accept_current(folder, self.history)

@@ -217,3 +217,37 @@ def test_a_reload_reads_again_only_the_topic_files_that_changed(home):
     put(os.path.join(mem, "b.md"), topic("b", "Bravo FACT."))  # the same size, a new time
     changed = read_folder(mem, settled)
     assert changed.topic("b.md").body.strip() == "Bravo FACT." and changed.topic("a.md") is settled.topic("a.md")
+
+
+def test_a_first_load_shows_its_rows_before_storing_their_versions(home):
+    """A first sight stores every file in keepgui's history (1,000 topic files: seconds); the rows are
+    handed to the window first, through ``progress``, then the versions are stored, with progress."""
+    env, proj, mem, history = home
+    source = ClaudeSource(str(proj), env=env, history=history)
+    bank = source.bank(source.scan().names[0])
+    calls = []
+
+    def progress(done, total, since):
+        stored = sum(1 for n in "abc" if history.latest(os.path.join(mem, f"{n}.md")) is not None)
+        calls.append((done, total, sorted(r.id for r in since()), stored))
+
+    change = bank.load(progress, full=True)
+    # every row shown before any version is stored (the 3 topic files and MEMORY.md, in one batch)
+    assert calls == [(0, 4, ["a.md", "b.md", "c.md"], 0)]
+    assert change.rows.complete and sorted(r.id for r in change.rows.rows) == ["a.md", "b.md", "c.md"]
+    assert all(history.latest(os.path.join(mem, f"{n}.md")) is not None for n in "abc")
+
+
+def test_a_bank_already_made_is_had_without_the_lock_a_load_holds(home):
+    import threading
+
+    env, proj, _mem, history = home
+    source = ClaudeSource(str(proj), env=env, history=history)
+    name = source.scan().names[0]
+    bank = source.bank(name)
+    got = []
+    with source.lock:  # as a load holds it, for seconds at 1,000 topic files
+        reader = threading.Thread(target=lambda: got.append(source.bank(name)))
+        reader.start()
+        reader.join(5)
+        assert got == [bank]  # the GUI thread asked and was answered at once
