@@ -144,6 +144,9 @@ class GeminiSource(SourceDefaults):
 
     def bank(self, name: str) -> GeminiBank:
         """The memory of one launch folder (the same object for the same name while the source is open)."""
+        made = self._banks.get(name)  # without the lock, which a load holds for seconds: the GUI thread asks
+        if made is not None:
+            return made
         with self.lock:
             bank = self._banks.get(name)
             if bank is not None:

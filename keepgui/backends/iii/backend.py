@@ -150,6 +150,9 @@ class IiiSource(SourceDefaults):
 
     def bank(self, name: str) -> IiiBank:
         """The bank of that folder name."""
+        made = self._banks.get(name)  # without the lock, which a load holds for seconds: the GUI thread asks
+        if made is not None:
+            return made
         with self.lock:
             bank = self._banks.get(name)
             if bank is None:
