@@ -81,6 +81,9 @@ Derived = tuple[list[TextMark], dict[str, str] | None, Any]
 Listed = tuple[list[tuple[str, str]] | Exception, Document | None]
 """A bank's documents (or why they could not be listed), and the first of them read (None: none)."""
 
+Looked = tuple[list[tuple[str, str]] | Exception, Stamp | None]
+"""A bank's documents listed again (or why not), and the stamp of the one shown (see :func:`_looked`)."""
+
 
 def _listed(docs: DocumentSet) -> Listed:
     """Off the GUI thread: a bank's documents (an error is the answer too, shown by the list) and the
@@ -94,6 +97,22 @@ def _listed(docs: DocumentSet) -> Listed:
         return items, docs.read(items[0][0]) if items else None
     except (KeepguiError, OSError):
         return items, None  # opened on the GUI thread then, which says why it cannot be
+
+
+def _looked(docs: DocumentSet, doc: Document | None) -> Looked:
+    """Off the GUI thread, after a change on disk: the bank's documents listed again (a Claude Code
+    project's list resolves each file's place) and the stamp of the one shown (None: none, or unreadable)."""
+    items: list[tuple[str, str]] | Exception
+    try:
+        items = list(docs.list())
+    except (KeepguiError, OSError) as exc:
+        items = exc
+    if doc is None:
+        return items, None
+    try:
+        return items, docs.current(doc)[1]
+    except (KeepguiError, OSError):
+        return items, None
 
 
 def _derived(docs: DocumentSet | None, name: str, text: str, rule_texts: dict[str, str] | None) -> Derived:
@@ -144,6 +163,7 @@ class RulesPanel(QWidget):
         self._chunks: tuple[str, int] | None = None  # a long text being put into the editor, and how far
         self._read_ahead: Document | None = None  # the first document, read with the listing
         self._listing: Task[Any] | None = None  # the task listing the shown bank's documents (set_bank)
+        self._looking: Task[Any] | None = None  # the look after a change on disk (_changed_on_disk)
 
         self.list = QListWidget(self)
         self.list.setAccessibleName("Documents")
@@ -314,9 +334,12 @@ class RulesPanel(QWidget):
 
     @property
     def listing(self) -> bool:
-        """True while the shown bank's documents are being listed (off the GUI thread)."""
-        task = self._listing  # cleared when its answer is shown; a listing skipped or failed is over too
-        return task is not None and not (task.ended and (task.state != "finished" or task.obsolete()))
+        """True while the shown bank's documents are being listed, or looked at again after a change on
+        disk (off the GUI thread)."""
+        return any(
+            task is not None and not (task.ended and (task.state != "finished" or task.obsolete()))
+            for task in (self._listing, self._looking)  # each cleared when its answer is shown
+        )
 
     def _reload_list(self, select: str | None = None, items: list[tuple[str, str]] | Exception | None = None) -> None:
         self._rule_texts = None
@@ -749,27 +772,43 @@ class RulesPanel(QWidget):
             self._changed_on_disk(quiet=change.origin == OURS, ours=change.text if change.origin == OURS else None)
 
     def _changed_on_disk(self, quiet: bool = False, ours: str | None = None) -> None:
-        """A document may have changed: reload a clean buffer; over unsaved edits, say so — as a
-        change on disk, or as keepgui's own (``ours``: its undo step's text, an undo or redo)."""
+        """A document may have changed: list them again and look at the shown one off the GUI thread
+        (:func:`_looked`), then :meth:`_on_looked`."""
         self._rule_texts = None
-        if self.doc is None or self.docs is None:
+        docs, doc = self.docs, self.doc
+        if docs is None:
             self._reload_list()
             return
-        try:
-            _on_disk, stamp = self.docs.current(self.doc)
-        except (KeepguiError, OSError):
+        self._looking = _DERIVED.run(
+            lambda: _looked(docs, doc),
+            lambda found: self._on_looked(docs, doc, found, quiet, ours),
+            owner=self,
+            newest=(self, "disk"),
+        )
+
+    def _on_looked(self, docs: DocumentSet, doc: Document | None, found: Looked, quiet: bool, ours: str | None) -> None:
+        """Reload a clean buffer; over unsaved edits, say so — as a change on disk, or as keepgui's
+        own (``ours``: its undo step's text, an undo or redo)."""
+        self._looking = None
+        if docs is not self.docs or doc is not self.doc:
+            return  # another bank or document was opened since, read as it was then
+        items, stamp = found
+        if doc is None:
+            self._reload_list(items=items)
             return
-        if stamp.same_content(self.doc.stamp):
+        if stamp is None:
+            return
+        if stamp.same_content(doc.stamp):
             self._refresh_derived()  # another rule changed: the shared budget may have moved
-            self._reload_names()
+            if not isinstance(items, Exception) and self._listed_names() != {n for n, _ in items}:
+                self._reload_list(select=doc.name, items=items)
             return
+        title = doc.title
         if not self.dirty:
-            title = self.doc.title
             self.reload_from_disk()
             if not quiet:
                 self.note.emit(f"{title} changed on disk: reloaded")
             return
-        title = self.doc.title
         what = (
             f"{title} was written by keepgui ({ours or 'an undo or redo'}) while you edited it."
             if ours is not None
@@ -785,16 +824,8 @@ class RulesPanel(QWidget):
             ],
         )
 
-    def _reload_names(self) -> None:
-        if self.docs is None:
-            return
-        names = {self.list.item(i).data(NameRole) for i in range(self.list.count())}
-        try:
-            now = {n for n, _ in self.docs.list()}
-        except (KeepguiError, OSError):
-            return
-        if names != now:
-            self._reload_list(select=self.doc.name if self.doc else None)
+    def _listed_names(self) -> set[str]:
+        return {self.list.item(i).data(NameRole) for i in range(self.list.count())}
 
     def _show_disk_diff(self) -> None:
         if self.doc is None or self.docs is None:

@@ -66,7 +66,9 @@ def claude_window(qtbot, tmp_path, demo_copy, managed):
         window.resize(1440, 900)
         window.show()
         key = BankKey(config, name)
-        qtbot.waitUntil(lambda: window.current == key and window._loading is None, timeout=15_000)
+        qtbot.waitUntil(
+            lambda: window.current == key and window._loading is None and not window.rules.listing, timeout=15_000
+        )
         return window, key, os.path.join(config, "projects", name, "memory")
 
     yield build

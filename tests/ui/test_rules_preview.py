@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from keepgui.cli import Context, build_parser, run_command
-from keepgui.ui import threeway
+from keepgui.ui import rules as rules_module, threeway
 
 NOW = 1_750_000_000_000
 
@@ -184,6 +184,35 @@ def test_external_change_reloads_a_clean_buffer_and_warns_a_dirty_one(window, de
     qtbot.waitUntil(lambda: rules.banner.isVisible(), timeout=10_000)
     assert "changed on disk" in rules.banner.label.text()
     assert "my unsaved line" in rules.editor.toPlainText()  # nothing discarded
+
+
+def test_a_change_on_disk_is_read_off_the_gui_thread(window, qtbot, monkeypatch):
+    """A Change naming documents lists them again and reads the stamp of the one shown on the rules
+    lane: on the GUI thread, a Claude Code project's listing resolved each file's place while its load
+    ran beside it (tens of ms a change)."""
+    import threading
+
+    window.show_panel("rules")
+    rules = window.rules
+    qtbot.waitUntil(lambda: rules.doc is not None and not rules.listing)
+    docs, gui = rules.docs, threading.get_ident()
+    threads = []
+    for name in ("list", "current"):
+        real = getattr(docs, name)
+        monkeypatch.setattr(
+            docs, name, lambda *a, _real=real, **k: threads.append(threading.get_ident()) or _real(*a, **k)
+        )
+    new_rule = os.path.join(os.path.dirname(rules.doc.path), "zz-added-by-hand.md")
+    with open(new_rule, "w", encoding="utf-8") as fh:
+        fh.write("# Added\n- by hand\n")
+    shown = rules.doc
+    rules._changed_on_disk()
+    assert rules.listing  # looked at in the background
+    qtbot.waitUntil(lambda: not rules.listing, timeout=10_000)
+    assert threads and gui not in threads
+    names = [rules.list.item(i).data(rules_module.NameRole) for i in range(rules.list.count())]
+    assert any("zz-added-by-hand" in str(n) for n in names)  # the new rule is listed
+    assert rules.doc is shown  # the open document, unchanged on disk, is kept as it was
 
 
 def test_save_against_a_changed_file_is_refused_and_opens_the_three_way_view(window, qtbot, monkeypatch):
