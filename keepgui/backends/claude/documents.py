@@ -234,8 +234,8 @@ class ClaudeDocuments:
         project = self.bank.project
         return os.path.realpath(project) if project and os.path.isdir(project) else None
 
-    def _title(self, entry: Entry) -> str:
-        where = _where(entry.path, self._cwd(), self.bank.env.home)
+    def _title(self, entry: Entry, cwd: str | None) -> str:
+        where = _where(entry.path, cwd, self.bank.env.home)
         if entry.state == "index":
             return f"{os.path.basename(entry.path)} · auto memory index"
         word = {"loaded": "", "later": ", loads later", "skipped": ", not loaded", "new": ", new"}[entry.state]
@@ -245,7 +245,8 @@ class ClaudeDocuments:
 
     def list(self) -> list[tuple[str, str]]:
         """``(name, title)`` in load order (see the module docstring); a name is the file's path."""
-        return [(e.path, self._title(e)) for e in self._entries()]
+        cwd = self._cwd()  # once: resolving the project's path is a walk of its links
+        return [(e.path, self._title(e, cwd)) for e in self._entries()]
 
     def texts(self) -> builtins.list[tuple[str, str]]:
         """``(name, text)`` of every document that exists."""
@@ -276,7 +277,7 @@ class ClaudeDocuments:
             read_only = writes.lock_holder(self.bank.memory_dir) or ""
         return Document(
             entry.path,
-            self._title(entry),
+            self._title(entry, self._cwd()),
             entry.path,
             text,
             stamp,
