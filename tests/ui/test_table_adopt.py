@@ -130,3 +130,28 @@ def test_cell_flags_follow_the_capabilities_and_the_row(qtbot):
     assert model.flags(model.index(1, pin)) == flags.ItemIsSelectable
     assert not model.flags(model.index(1, text)) & flags.ItemIsEditable
     assert model.flags(model.index(1, text)) & flags.ItemIsSelectable
+
+
+def test_the_whole_bank_after_a_part_that_showed_every_row_is_not_built_again(qtbot, monkeypatch):
+    """A Claude Code project shows its rows before storing their versions (seconds at 1,000 topic files),
+    then delivers the same rows as the load's end: the table keeps them (no reset, no build, no column
+    fit: that repaint was the open's longest block), and the search index held back is built."""
+    panel = _parts_panel(qtbot)
+    rows = _rows(1200)
+    panel._on_change(_delivery(rows, partial=True))
+    qtbot.waitUntil(lambda: panel.model.rowCount() == len(rows) and panel._building is None, timeout=10_000)
+    resets, fits = [], []
+    panel.model.modelReset.connect(lambda: resets.append(1))
+    monkeypatch.setattr(panel.columns, "fit", lambda *a, **k: fits.append(1))
+    panel._on_change(_delivery(rows, complete=True))
+    assert panel._building is None and resets == [] and fits == []
+    qtbot.waitUntil(lambda: panel.index.is_ready, timeout=10_000)
+    panel.search.setText("memory 1199")
+    qtbot.waitUntil(lambda: panel.proxy.rowCount() >= 1, timeout=10_000)
+    # the same keys as other objects (a file read again) are delivered as a change, built as before
+    again = [r.__class__(id=r.id, text=r.text + " again", updated_at=r.updated_at) for r in rows]
+    panel._on_change(_delivery(again, partial=True))
+    panel._on_change(_delivery(again, complete=True))
+    qtbot.waitUntil(
+        lambda: panel._building is None and panel.model.row_object(0).text.endswith("again"), timeout=10_000
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel
@@ -62,6 +63,9 @@ def table_of(rows: list[Any], field: str) -> RowTable:
     return build_table(rows, field)
 
 
+SAME_ROWS_MAX = 50_000
+"""The most rows :meth:`PanelFeed._shows_already` compares one by one on the GUI thread (~5 ms)."""
+
 FIRST_SCREEN = 200
 """Rows shown first while a big table is built (the first ones of the order shown): a screenful and more."""
 
@@ -104,6 +108,17 @@ class PanelFeed(PanelView):
         delta = change.rows
         if change.partial:
             self._parts_shown = True
+        elif delta.complete and self._parts_shown and not delta.removed and self._shows_already(delta.rows):
+            # The load's end delivers again the rows its parts showed (a Claude Code project's, shown
+            # before their versions were stored): only the search index, held back for it, is built.
+            self._parts_shown = False
+            self._fitted = (self.key, True)  # fitted to these very rows already
+            self.index.rebuild(self.model.rows(), row_of=self.model.rows_by_key())  # off the GUI thread
+            if self.search.text().strip():
+                self._apply_query()
+            else:
+                self._update_status()
+            return
         # A long load's parts, and the whole bank after them, are built into a RowTable off the GUI
         # thread past a few hundred rows: inserted into the table here, each row would cost a Python
         # call (its place in the sort order) on the GUI thread.
@@ -127,6 +142,15 @@ class PanelFeed(PanelView):
         touched = self.upsert_rows(list(delta.rows), final=delta.complete, partial=change.partial)
         if follow:
             self._keep_a_selection([k for k in touched if k not in shown_before])
+
+    def _shows_already(self, rows: Sequence[Any]) -> bool:
+        """True when the table holds exactly ``rows``, the same objects (looked at up to
+        :data:`SAME_ROWS_MAX`: a longer list is taken as new)."""
+        model = self.model
+        if self._building is not None or len(rows) != model.rowCount() or len(rows) > SAME_ROWS_MAX:
+            return False
+        place, held = model.rows_by_key(), model.rows()
+        return all((i := place.get(row.id)) is not None and held[i] is row for row in rows)
 
     def _is_shown(self, key: str) -> bool:
         row = self.model.row_of(key)
