@@ -21,9 +21,10 @@ Signals:
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
-from PySide6.QtCore import QDate, QDateTime, QPointF, QRectF, QSize, Qt, QTime, QTimer, Signal
+from PySide6.QtCore import QDate, QDateTime, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -65,8 +66,9 @@ def kind_colours() -> dict[str, QColor]:
 
 
 def local_midnight(date: QDate) -> int:
-    """Epoch ms of the start of ``date`` in local time."""
-    return QDateTime(date, QTime(0, 0)).toMSecsSinceEpoch()
+    """Epoch ms of the start of ``date`` in local time (the C library's: a tenth of a ``QDateTime``'s
+    0.08 ms, which the strip's recount paid for each of its 120 days on the GUI thread)."""
+    return int(time.mktime((date.year(), date.month(), date.day(), 0, 0, 0, 0, 0, -1))) * 1000
 
 
 class ActivityStrip(QWidget):

@@ -339,3 +339,12 @@ def test_a_frame_draws_its_dots_with_no_python_call_per_dot(qtbot):
     assert 0 < few < many / 3 and many <= EDGE_BUDGET  # both frames draw rows and their edges
     # Drawing four times the dots costs a few calls more (a hub or two come into view), not one per dot.
     assert many_calls - few_calls < (many - few) / 4, (few, few_calls, many, many_calls)
+
+
+def test_local_midnight_is_qts_local_midnight_for_every_day_of_two_years():
+    from PySide6.QtCore import QTime
+
+    first = QDate(2025, 1, 1)
+    for offset in range(731):
+        day = first.addDays(offset)
+        assert local_midnight(day) == QDateTime(day, QTime(0, 0)).toMSecsSinceEpoch(), day.toString()
