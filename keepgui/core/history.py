@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from keepgui.core import fsio
+from keepgui.core import fsio, pace
 from keepgui.core.errors import KeepguiError, NotFound, Unreadable
 from keepgui.core.jsonl import dump_line, json_objects
 from keepgui.core.paths import app_data_dir
@@ -348,12 +348,14 @@ class History:
         with fsio.untold():
             blobs: dict[str, tuple[str, int]] = {}  # sha -> (blob written, its size)
             for _key, sha, data in todo:
+                pace.checkpoint()  # a version a step: a window's paint does not wait behind a batch
                 if sha not in blobs and (blob := self._store_blob(sha, data, durable=False)):
                     blobs[sha] = (blob, len(data))
             fsio.sync_files(blob for blob, _size in blobs.values())
             added = sum(size for _blob, size in blobs.values())
             indexes: list[str] = []
             for key, sha, data in todo:
+                pace.checkpoint()
                 index = self._index_path(key)
                 fsio.make_dirs(os.path.dirname(index))
                 with fsio.LockedLog(index, sole_writer=True, durable=False) as log:

@@ -67,7 +67,7 @@ from keepgui.backends.claude.memory import (
     read_folder,
 )
 from keepgui.backends.claude.writes import FileSwap, MemoryChange, links_to, newline_of, split_lines, writable_path
-from keepgui.core import fsio
+from keepgui.core import fsio, pace
 from keepgui.core.compaction import (
     REVIEW_KINDS,
     Applied,
@@ -554,6 +554,7 @@ def _manifest_of(
     if folder.index.exists:
         paths.append((INDEX_NAME, folder.index.path, folder.index.stamp))
     for rel, path, stamp in paths:
+        pace.checkpoint()  # read again a file a step, giving way to a busy window
         if compare is not None and stamp.sha256 and compare.get(rel) == stamp.sha256:
             files[rel] = stamp.sha256
             continue

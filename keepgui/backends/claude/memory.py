@@ -40,7 +40,7 @@ import yaml
 
 from keepgui.backends.claude.jstext import JS_WHITESPACE, format_kb, js_trim, utf16_index, utf16_len, utf16_slice
 from keepgui.backends.claude.markdown import comment_deletions, decode, normalise_newlines, split_front_matter
-from keepgui.core import fsio
+from keepgui.core import fsio, pace
 from keepgui.core.errors import KeepguiError
 
 INDEX_NAME = "MEMORY.md"
@@ -505,6 +505,7 @@ def topic_files(folder: str, previous: MemoryFolder | None = None) -> tuple[list
         for name in sorted(files):
             if not name.endswith(".md") or name == INDEX_NAME or fsio.is_temp_name(name):
                 continue
+            pace.checkpoint()  # a file a step: a window's paint does not wait behind 5,000 of them
             path = os.path.join(base, name)
             rel = os.path.normpath(os.path.join(rel_base, name)).replace(os.sep, "/")
             if not utf8_name(path):  # keepgui's history, JSON and the window all need text names
