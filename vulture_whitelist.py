@@ -84,3 +84,4 @@ window_like  # tests/backends/iii/test_warm.py
 children  # tests/ui/test_warm_window.py
 # a pytest fixture used by every test of its module (autouse)
 any_log_goes_to_the_child  # tests/backends/iii/test_activity_child.py
+paced  # tests/ui/test_backends_at_scale.py

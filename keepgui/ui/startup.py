@@ -11,9 +11,10 @@ import atexit
 import gc
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QAbstractEventDispatcher, qInstallMessageHandler
+from PySide6.QtCore import QAbstractEventDispatcher, QCoreApplication, QEvent, QObject, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from keepgui import __version__
@@ -93,6 +94,39 @@ class Application(QApplication):
     def notify(self, receiver: Any, event: Any) -> bool:
         self._foreground.busy()
         return super().notify(receiver, event)
+
+
+class _BusyFilter(QObject):
+    """An application-wide event filter that says the GUI thread is busy (see :func:`pace_application`)."""
+
+    def __init__(self, foreground: pace.Foreground) -> None:
+        super().__init__()
+        self.foreground = foreground
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        self.foreground.busy()
+        return False
+
+
+def pace_application(app: QCoreApplication) -> Callable[[], None]:
+    """Pace background work by ``app``'s GUI thread as :class:`Application` does, for an application
+    keepgui did not make (a test's, made before keepgui's window): an event filter says busy, the
+    event loop's wait says idle. Returns what undoes it."""
+    foreground = pace.Foreground()
+    busy = _BusyFilter(foreground)
+    app.installEventFilter(busy)
+    dispatcher = QAbstractEventDispatcher.instance(app.thread())
+    if dispatcher is not None:
+        dispatcher.aboutToBlock.connect(foreground.idle)
+    pace.set_foreground(foreground)
+
+    def undo() -> None:
+        pace.set_foreground(None)
+        app.removeEventFilter(busy)
+        if dispatcher is not None:
+            dispatcher.aboutToBlock.disconnect(foreground.idle)
+
+    return undo
 
 
 def explicit_sources(args: Any) -> list[tuple[str, str]]:

