@@ -333,11 +333,18 @@ class History:
             if versions and versions[-1].sha256 == sha:
                 return versions[-1]
             stored = len(data) if self._store_blob(sha, data) else 0
-            version = Version(key, sha, len(data), now_ms() if at is None else at, source, len(versions))
-            line = dump_line({"path": key, "sha256": sha, "size": len(data), "at": version.at, "source": source})
-            log.write_lines([line])
+            version, line = self._append(log, key, sha, len(data), now_ms() if at is None else at, source, versions)
         self._maybe_thin(stored + len(line))  # after the index line: the new version is the latest, never thinned
         return version
+
+    @staticmethod
+    def _append(
+        log: fsio.LockedLog, key: str, sha: str, size: int, at: int, source: str, versions: list[Version]
+    ) -> tuple[Version, bytes]:
+        """Append a version's index line after ``versions`` (the index as read under its lock)."""
+        line = dump_line({"path": key, "sha256": sha, "size": size, "at": at, "source": source})
+        log.write_lines([line])
+        return Version(key, sha, size, at, source, len(versions)), line
 
     def record_many(self, items: Sequence[tuple[str, bytes]], *, source: str = "seen") -> None:
         """:meth:`record` each ``(path, data)``, with the syncs batched: every blob written, then all
@@ -362,8 +369,7 @@ class History:
                     versions, _problems = self._scan(key)
                     if versions and versions[-1].sha256 == sha:
                         continue
-                    line = dump_line({"path": key, "sha256": sha, "size": len(data), "at": now_ms(), "source": source})
-                    log.write_lines([line])
+                    _version, line = self._append(log, key, sha, len(data), now_ms(), source, versions)
                     indexes.append(index)
                     added += len(line)
             fsio.sync_files(indexes)
