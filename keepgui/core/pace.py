@@ -140,14 +140,59 @@ def unless_obsolete(fn: Callable[[], T], obsolete: Callable[[], bool]) -> T:
 
 
 def checkpoint() -> None:
-    """Between two bounded steps of background work: give way while the foreground is busy; stop work
-    that is no longer wanted."""
+    """Between two bounded steps of background work: give way while the foreground is busy, and while
+    :func:`urgent` work of another thread runs; stop work that is no longer wanted."""
     obsolete = getattr(_obsolete, "test", None)
     if obsolete is not None and obsolete():
         raise Cancelled
     fg = _foreground
     if fg is not None and threading.get_ident() != fg.thread:
         fg.wait()
+        if _urgent.running and not getattr(_urgent_here, "on", False):
+            _urgent.wait()
+
+
+class _Urgent:
+    """How many :func:`urgent` blocks run now, and the event other background work waits on."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._done.set()
+
+    def enter(self) -> None:
+        with self._lock:
+            self.running += 1
+            self._done.clear()
+
+    def leave(self) -> None:
+        with self._lock:
+            self.running -= 1
+            if not self.running:
+                self._done.set()
+
+    def wait(self) -> None:
+        self._done.wait(MAX_WAIT)
+
+
+_urgent = _Urgent()
+_urgent_here = threading.local()
+
+
+def urgent(work: Callable[[], T]) -> T:
+    """``work()``, which a person is waiting for now (the first rows of the bank just opened): while it
+    runs, other background work of a window's process waits at its checkpoints (at most
+    :data:`MAX_WAIT` at each), so that it does not share the interpreter lock with them. Without a
+    window (no foreground) nothing waits."""
+    outer = getattr(_urgent_here, "on", False)
+    _urgent.enter()
+    _urgent_here.on = True
+    try:
+        return work()
+    finally:
+        _urgent_here.on = outer
+        _urgent.leave()
 
 
 def slices(items: Sequence[T], step: int) -> Iterator[tuple[int, Sequence[T]]]:

@@ -52,9 +52,8 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from keepgui.core import registry
+from keepgui.core import pace, registry
 from keepgui.core.errors import KeepguiError, NotFound
-from keepgui.core.pace import made_old
 from keepgui.core.registry import Backend, OpenOptions
 from keepgui.core.source import (
     DISK,
@@ -395,7 +394,9 @@ class Hub(QObject):
             bank = opened.source.bank(key.bank)
             first = key.bank not in opened.loaded
             # A load allocates a bank's rows: made old at once, so no young collection walks them.
-            change = made_old(lambda: bank.load(progress if full else None, full=full))
+            load = lambda: pace.made_old(lambda: bank.load(progress if full else None, full=full))  # noqa: E731
+            # A bank already read, opened: the person waits for its rows, and other work waits for it.
+            change = pace.urgent(load) if full and not first else load()
             summary = bank.summary()
         except (KeepguiError, OSError) as exc:
             opened.summaries.pop(key.bank, None)

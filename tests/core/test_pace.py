@@ -147,3 +147,44 @@ def test_numbered_is_the_position_of_each_item_with_or_without_a_window():
         assert pace.numbered(items, 2) == expected
     finally:
         pace.set_foreground(None)
+
+
+def test_other_background_work_gives_way_while_urgent_work_runs_and_the_urgent_work_never_does(foreground):
+    """The first rows of a bank a person opened are picked as urgent work: another thread's checkpoint
+    waits until it ends (at most MAX_WAIT a checkpoint); the urgent thread's own, nested or not, never
+    wait; once it ended, nothing waits."""
+    started, release = threading.Event(), threading.Event()
+    own: list[float] = []
+
+    def work() -> str:
+        started.set()
+        release.wait(5)
+        start = time.perf_counter()
+        pace.urgent(pace.checkpoint)  # nested: still urgent work, still no wait after it
+        pace.checkpoint()
+        own.append(time.perf_counter() - start)
+        return "picked"
+
+    answer: list[str] = []
+    urgent = threading.Thread(target=lambda: answer.append(pace.urgent(work)))
+    urgent.start()
+    assert started.wait(5)
+    threading.Timer(0.02, release.set).start()
+    ended: list[float] = []
+    took = _in_thread(lambda: (pace.checkpoint(), ended.append(time.perf_counter())))
+    urgent.join(5)
+    assert answer == ["picked"] and own[0] < 0.01
+    assert 0.015 <= took < pace.MAX_WAIT * 1.5  # it waited for the urgent work, not longer than a wait
+    assert _in_thread(pace.checkpoint) < 0.01  # none running: no wait
+
+
+def test_urgent_work_holds_nothing_back_without_a_window():
+    pace.set_foreground(None)
+    release = threading.Event()
+    urgent = threading.Thread(target=lambda: pace.urgent(lambda: release.wait(5)))
+    urgent.start()
+    try:
+        assert _in_thread(pace.checkpoint) < 0.01
+    finally:
+        release.set()
+        urgent.join(5)

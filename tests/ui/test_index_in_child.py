@@ -104,9 +104,9 @@ def test_the_first_screenful_is_shown_while_the_whole_table_is_built(qtbot, chil
     release = threading.Event()
     real = feed.table_of
 
-    def slow_table(rows, field):
+    def slow_table(rows, field, after=None):
         release.wait(30)  # the whole table is not ready until the first screenful was seen
-        return real(rows, field)
+        return real(rows, field, after)
 
     monkeypatch.setattr(feed, "table_of", slow_table)
     rows = list({m.id: m for m in make_records(1500, 3000, seed=13)}.values())
@@ -140,3 +140,53 @@ def test_the_first_screenful_is_the_top_of_the_whole_order_however_it_is_stepped
     ids = [whole.rows[i].id for i in whole.order]  # the whole table in its own ascending order
     top = (ids[::-1] if descending else ids)[: feed.FIRST_SCREEN]
     assert sorted(r.id for r in first.rows) == sorted(top)
+
+
+@pytest.mark.parametrize("descending", [True, False])
+@pytest.mark.parametrize("field", ["updated", "created", "revision", "seen"])
+def test_the_first_screenful_of_a_number_field_is_exact_among_ties_and_missing_values(field, descending, monkeypatch):
+    """first_screen keeps the best of each step: with values drawn from a handful (ties across the cut and
+    across steps), None among them (sorted as 0) and integers past a float's precision, it still picks
+    exactly the first rows of the whole table."""
+    import random
+
+    from keepgui.core.rowtable import SORT_ATTRIBUTES, build_table
+
+    rng = random.Random(field)
+    attribute = SORT_ATTRIBUTES[field]
+    big = 2**60  # 2**60 + 1 and 2**60 are the same float
+    choices = [None, 0, 3, 5, 7, big, big + 1, big + 2]
+    rows = list({m.id: m for m in make_records(2000, 4000, seed=31)}.values())
+    rows = [msgspec.structs.replace(r, **{attribute: rng.choice(choices)}) for r in rows]
+    monkeypatch.setattr(feed, "_FIRST_STEP", 700)  # steps of 700: more rows than a screenful tie at the cut
+    first = feed.first_screen(rows, field, descending)
+    whole = build_table(rows, field)
+    ids = [whole.rows[i].id for i in whole.order]
+    assert sorted(r.id for r in first.rows) == sorted((ids[::-1] if descending else ids)[: feed.FIRST_SCREEN])
+
+
+def test_the_whole_table_is_begun_once_the_first_screenful_is_picked(qtbot, child_index, monkeypatch):
+    """The two builds share the interpreter lock: the whole table's (its columns taken from every row)
+    waits for the first screenful, which a person is waiting for."""
+    import time
+
+    events: list[str] = []
+    real_first, real_lists = feed.first_screen, feed.table_lists
+
+    def slow_first(rows, field, descending):
+        time.sleep(0.3)  # long enough for the other worker of the lane to have begun, were it free to
+        events.append("first screenful")
+        return real_first(rows, field, descending)
+
+    def lists(rows, field):
+        events.append("whole table")
+        return real_lists(rows, field)
+
+    monkeypatch.setattr(feed, "first_screen", slow_first)
+    monkeypatch.setattr(feed, "table_lists", lists)
+    rows = list({m.id: m for m in make_records(1500, 3000, seed=41)}.values())
+    panel = panel_of(qtbot, [])
+    panel.build_rows(rows)
+    qtbot.waitUntil(lambda: panel.model.rowCount() == len(rows) and panel._building is None, timeout=30_000)
+    assert events == ["first screenful", "whole table"]
+    assert shown_keys(panel) == expected_keys(rows, "", False, None, None, "updated", True)

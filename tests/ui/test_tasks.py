@@ -399,3 +399,30 @@ def test_pace_application_paces_an_application_keepgui_did_not_make(qapp):
     finally:
         undo()
     assert pace._foreground is None
+
+
+def test_a_bank_already_read_is_opened_as_urgent_work_and_a_first_load_is_not(qtbot, demo_copy, monkeypatch):
+    """Opening a bank the window read before (the sidebar's count read it) is short and a person waits
+    for it: it runs as urgent work, other background work giving way. A first load can take minutes:
+    urgent, it would hold every other panel's work back for as long, so it is not."""
+    from keepgui.core import pace
+    from keepgui.core.source import BankKey
+    from keepgui.ui.hub import Hub
+
+    urgent: list[bool] = []
+    real = pace.urgent
+    monkeypatch.setattr(pace, "urgent", lambda work: urgent.append(True) or real(work))
+    hub = Hub(watch=False)
+    key = BankKey(demo_copy.iii, "main")
+    loads: list[object] = []
+    hub.changed.connect(lambda change: loads.append(change) if change.key == key and change.rows.complete else None)
+    try:
+        hub.add("iii", demo_copy.iii, reload_command="")
+        hub.open_bank(key)  # the window opened on it: queued before the sidebar's counts
+        qtbot.waitUntil(lambda: hub.is_loaded(key) and bool(loads) and not hub.busy(), timeout=10_000)
+        assert urgent == []
+        hub.open_bank(key)  # shown again, already read
+        qtbot.waitUntil(lambda: len(loads) == 2, timeout=10_000)
+        assert urgent == [True]
+    finally:
+        hub.shutdown()

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import heapq
 import logging
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel
@@ -46,9 +47,16 @@ TABLE_CHILD = ("table", ("keepgui.core.rowtable",))
 log = logging.getLogger(__name__)
 
 
-def table_of(rows: list[Any], field: str) -> RowTable:
+def table_of(rows: list[Any], field: str, after: threading.Event | None = None) -> RowTable:
     """``build_table(rows, field)``, its sort and counts made in a child process for a big table (here,
-    with the reason logged, when the child fails)."""
+    with the reason logged, when the child fails); begun once ``after`` is set (the first screenful
+    picked: the two would share the interpreter lock, and the first rows wait longest), or after
+    :data:`FIRST_WAIT_S`."""
+    if after is not None:
+        waited = 0.0
+        while not after.wait(_WAIT_STEP) and waited < FIRST_WAIT_S:
+            waited += _WAIT_STEP
+            pace.checkpoint()  # a table no longer wanted stops here
     if len(rows) >= CHILD_ROWS and childwork.children_used():
         lists = table_lists(rows, field)
         try:
@@ -61,6 +69,20 @@ def table_of(rows: list[Any], field: str) -> RowTable:
                 pace.release(column)  # a million items each: freed a slice at a time
             return table
     return build_table(rows, field)
+
+
+FIRST_WAIT_S = 3.0
+"""The longest a big table's build waits for its first screenful to be picked (seconds)."""
+
+_WAIT_STEP = 0.02
+
+
+def _setting(done: threading.Event, work: Callable[[], RowTable]) -> RowTable:
+    """``work()``, then ``done`` set, whatever became of it."""
+    try:
+        return work()
+    finally:
+        done.set()
 
 
 SAME_ROWS_MAX = 50_000
@@ -194,17 +216,18 @@ class PanelFeed(PanelView):
         rows = rows if isinstance(rows, list) else list(rows)
         # Its dict and lists made old at once; stopped at its next checkpoint when a newer delivery
         # replaces it (the newest build of this panel wins) or another bank is shown (cancelled).
+        first: threading.Event | None = None
         if not self.model.rowCount() and len(rows) >= CHILD_ROWS and childwork.children_used():
-            descending = self.proxy.descending  # the first screenful first, while the whole table is built
+            descending, first = self.proxy.descending, threading.Event()  # the first screenful first
             BUILDS.run(
-                lambda: first_screen(rows, field, descending),
+                lambda: _setting(first, lambda: pace.urgent(lambda: first_screen(rows, field, descending))),
                 lambda table: self._on_first_screen(token, field, table),
                 owner=self,
                 newest=(self, FIRST_SCREEN),
                 abandon=True,
             )
         self._build = BUILDS.run(
-            lambda: table_of(rows, field),
+            lambda: table_of(rows, field, after=first),
             lambda table: self._on_built(token, field, final, table),
             owner=self,
             newest=self,
