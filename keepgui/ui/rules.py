@@ -81,8 +81,9 @@ Derived = tuple[list[TextMark], dict[str, str] | None, Any]
 Listed = tuple[list[tuple[str, str]] | Exception, Document | None]
 """A bank's documents (or why they could not be listed), and the first of them read (None: none)."""
 
-Looked = tuple[list[tuple[str, str]] | Exception, Stamp | None]
-"""A bank's documents listed again (or why not), and the stamp of the one shown (see :func:`_looked`)."""
+Looked = tuple[list[tuple[str, str]] | Exception, Stamp | None, Document | None]
+"""A bank's documents listed again (or why not), the stamp of the one shown, and that document read
+again when its content changed (see :func:`_looked`)."""
 
 
 def _listed(docs: DocumentSet) -> Listed:
@@ -101,18 +102,26 @@ def _listed(docs: DocumentSet) -> Listed:
 
 def _looked(docs: DocumentSet, doc: Document | None) -> Looked:
     """Off the GUI thread, after a change on disk: the bank's documents listed again (a Claude Code
-    project's list resolves each file's place) and the stamp of the one shown (None: none, or unreadable)."""
+    project's list resolves each file's place), the stamp of the one shown (None: none, or unreadable)
+    and, when its content changed, the document read again (None when it cannot be: the GUI thread
+    reads it then, and says why it cannot)."""
     items: list[tuple[str, str]] | Exception
     try:
         items = list(docs.list())
     except (KeepguiError, OSError) as exc:
         items = exc
     if doc is None:
-        return items, None
+        return items, None, None
     try:
-        return items, docs.current(doc)[1]
+        stamp = docs.current(doc)[1]
     except (KeepguiError, OSError):
-        return items, None
+        return items, None, None
+    if stamp.same_content(doc.stamp):
+        return items, stamp, None
+    try:
+        return items, stamp, docs.read(doc.name)
+    except (KeepguiError, OSError):
+        return items, stamp, None
 
 
 def _derived(docs: DocumentSet | None, name: str, text: str, rule_texts: dict[str, str] | None) -> Derived:
@@ -758,12 +767,17 @@ class RulesPanel(QWidget):
             )
         return True
 
-    def reload_from_disk(self) -> None:
-        """Drop the buffer and load the file as it is now."""
+    def reload_from_disk(self, *, looked: Looked | None = None) -> None:
+        """Drop the buffer and load the file as it is now (as ``looked`` found it off the GUI thread:
+        the listing and the document read again; else both read here)."""
         if self.doc is not None:
             name = self.doc.name
             self.doc = None
-            self._reload_list(select=name)
+            items, _stamp, self._read_ahead = looked if looked is not None else (None, None, None)
+            try:
+                self._reload_list(select=name, items=items)
+            finally:
+                self._read_ahead = None
 
     # ------------------------------------------------------------------ changed on disk
 
@@ -792,7 +806,7 @@ class RulesPanel(QWidget):
         self._looking = None
         if docs is not self.docs or doc is not self.doc:
             return  # another bank or document was opened since, read as it was then
-        items, stamp = found
+        items, stamp, _read = found
         if doc is None:
             self._reload_list(items=items)
             return
@@ -805,7 +819,7 @@ class RulesPanel(QWidget):
             return
         title = doc.title
         if not self.dirty:
-            self.reload_from_disk()
+            self.reload_from_disk(looked=found)
             if not quiet:
                 self.note.emit(f"{title} changed on disk: reloaded")
             return
