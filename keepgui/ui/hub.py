@@ -393,8 +393,11 @@ class Hub(QObject):
         try:
             bank = opened.source.bank(key.bank)
             first = key.bank not in opened.loaded
+
             # A load allocates a bank's rows: made old at once, so no young collection walks them.
-            load = lambda: pace.made_old(lambda: bank.load(progress if full else None, full=full))  # noqa: E731
+            def load() -> Change:
+                return pace.made_old(lambda: bank.load(progress if full else None, full=full))
+
             # A bank already read, opened: the person waits for its rows, and other work waits for it.
             change = pace.urgent(load) if full and not first else load()
             summary = bank.summary()
