@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -152,17 +153,26 @@ def checkpoint() -> None:
             _urgent.wait()
 
 
+URGENT_MAX_S = 1.0
+"""How long other background work gives way to :func:`urgent` work at most (seconds): past it, urgent work
+that runs on (or waits for a lock that work waiting at a checkpoint holds) shares the interpreter lock
+again, so that it never waits behind what it held back."""
+
+
 class _Urgent:
-    """How many :func:`urgent` blocks run now, and the event other background work waits on."""
+    """How many :func:`urgent` blocks run now, since when, and the event other background work waits on."""
 
     def __init__(self) -> None:
         self.running = 0
+        self._since = 0.0
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._done.set()
 
     def enter(self) -> None:
         with self._lock:
+            if not self.running:
+                self._since = time.monotonic()
             self.running += 1
             self._done.clear()
 
@@ -173,7 +183,9 @@ class _Urgent:
                 self._done.set()
 
     def wait(self) -> None:
-        self._done.wait(MAX_WAIT)
+        left = URGENT_MAX_S - (time.monotonic() - self._since)
+        if left > 0:
+            self._done.wait(min(MAX_WAIT, left))
 
 
 _urgent = _Urgent()
@@ -183,8 +195,8 @@ _urgent_here = threading.local()
 def urgent(work: Callable[[], T]) -> T:
     """``work()``, which a person is waiting for now (the first rows of the bank just opened): while it
     runs, other background work of a window's process waits at its checkpoints (at most
-    :data:`MAX_WAIT` at each), so that it does not share the interpreter lock with them. Without a
-    window (no foreground) nothing waits."""
+    :data:`MAX_WAIT` at each, and for :data:`URGENT_MAX_S` in all), so that it does not share the
+    interpreter lock with them. Without a window (no foreground) nothing waits."""
     outer = getattr(_urgent_here, "on", False)
     _urgent.enter()
     _urgent_here.on = True

@@ -188,3 +188,20 @@ def test_urgent_work_holds_nothing_back_without_a_window():
     finally:
         release.set()
         urgent.join(5)
+
+
+def test_urgent_work_that_runs_on_is_given_way_to_for_a_bounded_time_only(foreground, monkeypatch):
+    """Urgent work may wait for a lock that work waiting at a checkpoint holds (a question on the bank
+    the urgent load wants): past URGENT_MAX_S nothing waits for it any more, so it never waits long
+    behind what it held back."""
+    monkeypatch.setattr(pace, "URGENT_MAX_S", 0.12)
+    started, release = threading.Event(), threading.Event()
+    urgent = threading.Thread(target=lambda: pace.urgent(lambda: (started.set(), release.wait(5))))
+    urgent.start()
+    try:
+        assert started.wait(5)
+        took = _in_thread(lambda: [pace.checkpoint() for _ in range(20)])  # 1 s at 50 ms each, unbounded
+        assert 0.05 <= took < 0.12 + pace.MAX_WAIT + 0.15
+    finally:
+        release.set()
+        urgent.join(5)
