@@ -14,8 +14,9 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel
@@ -53,9 +54,8 @@ def table_of(rows: list[Any], field: str, after: threading.Event | None = None) 
     picked: the two would share the interpreter lock, and the first rows wait longest), or after
     :data:`FIRST_WAIT_S`."""
     if after is not None:
-        waited = 0.0
-        while not after.wait(_WAIT_STEP) and waited < FIRST_WAIT_S:
-            waited += _WAIT_STEP
+        deadline = time.monotonic() + FIRST_WAIT_S  # checkpoints wait too: timed, not counted
+        while not after.wait(_WAIT_STEP) and time.monotonic() < deadline:
             pace.checkpoint()  # a table no longer wanted stops here
     if len(rows) >= CHILD_ROWS and childwork.children_used():
         lists = table_lists(rows, field)
@@ -77,10 +77,10 @@ FIRST_WAIT_S = 3.0
 _WAIT_STEP = 0.02
 
 
-def _setting(done: threading.Event, work: Callable[[], RowTable]) -> RowTable:
-    """``work()``, then ``done`` set, whatever became of it."""
+def _first_screen_urgently(rows: list[Any], field: str, descending: bool, done: threading.Event) -> RowTable:
+    """:func:`first_screen` as urgent work (a person waits for it), then ``done`` set, whatever became of it."""
     try:
-        return work()
+        return pace.urgent(lambda: first_screen(rows, field, descending))
     finally:
         done.set()
 
@@ -220,7 +220,7 @@ class PanelFeed(PanelView):
         if not self.model.rowCount() and len(rows) >= CHILD_ROWS and childwork.children_used():
             descending, first = self.proxy.descending, threading.Event()  # the first screenful first
             BUILDS.run(
-                lambda: _setting(first, lambda: pace.urgent(lambda: first_screen(rows, field, descending))),
+                lambda: _first_screen_urgently(rows, field, descending, first),
                 lambda table: self._on_first_screen(token, field, table),
                 owner=self,
                 newest=(self, FIRST_SCREEN),
